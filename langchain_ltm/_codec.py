@@ -1,0 +1,62 @@
+"""Pure conversions: value copies, deterministic ids, Item <-> stored item."""
+
+from __future__ import annotations
+
+import copy
+import json
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from langgraph.store.base import Item, SearchItem
+
+from langchain_ltm.backends.base import Hit, StoredItem
+
+_ID_NAMESPACE = uuid.UUID("5f1d3c8e-2b6a-4e0f-9a57-6c1b2d3e4f50")
+
+
+def copy_value(value: Any) -> Any:
+    """A deep copy of JSON-like data, ~10x faster than ``copy.deepcopy`` for it."""
+    if isinstance(value, dict):
+        return {k: copy_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [copy_value(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, tuple):
+        return tuple(copy_value(v) for v in value)
+    if isinstance(value, Mapping):
+        return {k: copy_value(v) for k, v in value.items()}
+    return copy.deepcopy(value)
+
+
+def vector_id(namespace: tuple[str, ...], key: str, path: str) -> str:
+    """Deterministic id of one embedded text: re-adding it is an upsert in any vectorstore."""
+    return str(uuid.uuid5(_ID_NAMESPACE, json.dumps([list(namespace), key, path])))
+
+
+def fact_key(label: str, content_hash: str) -> str:
+    """Deterministic key of a new fact: the same fact remembered twice gets the same key."""
+    return str(uuid.uuid5(_ID_NAMESPACE, f"fact\x00{label}\x00{content_hash}"))
+
+
+def to_item(stored: StoredItem) -> Item:
+    return Item(
+        value=copy_value(stored.value),
+        key=stored.key,
+        namespace=stored.namespace,
+        created_at=stored.created_at,
+        updated_at=stored.updated_at,
+    )
+
+
+def to_search_item(hit: Hit) -> SearchItem:
+    item = hit.item
+    return SearchItem(
+        namespace=item.namespace,
+        key=item.key,
+        value=copy_value(item.value),
+        created_at=item.created_at,
+        updated_at=item.updated_at,
+        score=hit.score,
+    )

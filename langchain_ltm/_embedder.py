@@ -1,0 +1,107 @@
+"""Batched, cached embedding calls: one model call per batch of uncached texts."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+from langchain_ltm.backends.base import Vectors
+from langchain_ltm.errors import EmbeddingDimensionError
+
+
+class Embedder:
+    """Turns texts into unit-length float32 rows, calling the model once per batch.
+
+    Documents go through ``embed_documents``. Queries: a single one through ``embed_query``;
+    several (recall phrasings) through one ``embed_documents`` call, which is the same thing
+    for symmetric models such as MiniLM and OpenAI's. Results are cached by content hash,
+    separately for documents and queries.
+    """
+
+    def __init__(self, embeddings: Embeddings, cache_size: int = 4096) -> None:
+        self.embeddings = embeddings
+        self.cache_size = cache_size
+        self.dims: int | None = None
+        self._cache: OrderedDict[tuple[bool, bytes], Vectors] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str], query: bool) -> Vectors:
+        missing, rows = self._lookup(texts, query)
+        if missing:
+            if query and len(missing) == 1:
+                raw = [self.embeddings.embed_query(missing[0])]
+            else:
+                raw = self.embeddings.embed_documents(list(missing))
+            self._store(missing, raw, query, rows)
+        return self._stack(texts, rows, query)
+
+    async def aembed(self, texts: Sequence[str], query: bool) -> Vectors:
+        missing, rows = self._lookup(texts, query)
+        if missing:
+            if query and len(missing) == 1:
+                raw = [await self.embeddings.aembed_query(missing[0])]
+            else:
+                raw = await self.embeddings.aembed_documents(list(missing))
+            self._store(missing, raw, query, rows)
+        return self._stack(texts, rows, query)
+
+    # pure helpers shared by both shells
+
+    @staticmethod
+    def _key(text: str, query: bool) -> tuple[bool, bytes]:
+        return query, hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+    def _lookup(self, texts: Sequence[str], query: bool) -> tuple[list[str], dict[str, Vectors]]:
+        rows: dict[str, Vectors] = {}
+        missing: list[str] = []
+        with self._lock:
+            for text in texts:
+                if text in rows:
+                    continue
+                hit = self._cache.get(self._key(text, query))
+                if hit is None:
+                    if text not in missing:
+                        missing.append(text)
+                else:
+                    rows[text] = hit
+        return missing, rows
+
+    def _store(
+        self,
+        texts: list[str],
+        raw: Sequence[Sequence[float]],
+        query: bool,
+        rows: dict[str, Vectors],
+    ) -> None:
+        if len(raw) != len(texts):
+            raise ValueError(
+                f"The embeddings returned {len(raw)} vectors for {len(texts)} texts."
+            )
+        matrix = np.asarray(raw, dtype=np.float32)
+        if matrix.ndim != 2:
+            raise EmbeddingDimensionError("The embeddings returned vectors of unequal sizes.")
+        if self.dims is not None and matrix.shape[1] != self.dims:
+            raise EmbeddingDimensionError(
+                f"The embeddings returned {matrix.shape[1]}-dimensional vectors after "
+                f"{self.dims}-dimensional ones; use one embedding model per store."
+            )
+        self.dims = int(matrix.shape[1])
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        matrix = matrix / np.where(norms == 0, 1, norms)
+        with self._lock:
+            for text, row in zip(texts, matrix):
+                row.flags.writeable = False
+                rows[text] = row
+                self._cache[self._key(text, query)] = row
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+
+    def _stack(self, texts: Sequence[str], rows: dict[str, Vectors], query: bool) -> Vectors:
+        if not texts:
+            return np.zeros((0, self.dims or 0), dtype=np.float32)
+        return np.stack([rows[t] for t in texts])

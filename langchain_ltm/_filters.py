@@ -1,0 +1,153 @@
+"""Search filters: LangGraph's filter dict compiled once into a small AST.
+
+The AST is what every backend translates (Python predicate in memory, SQL in Postgres,
+``models.Filter`` in Qdrant), so operator checks and type rules live here only.
+
+Semantics (LangGraph's, with upstream bugs fixed):
+- ``{"k": v}`` compares the top-level value ``k``; a nested dict without ``$`` keys compares
+  nested keys; lists compare element-wise.
+- ``$eq``/``$ne`` use JSON equality (``True`` is not ``1``; ``1 == 1.0``); a missing key is
+  ``None``, as in InMemoryStore.
+- ``$gt $gte $lt $lte`` compare numbers as numbers and strings as strings; any other pairing
+  (missing key, a string against a number) does not match, instead of raising.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_ltm.errors import InvalidFilterError
+
+PUBLIC_OPERATORS = frozenset({"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"})
+RANGE_OPERATORS = frozenset({"$gt", "$gte", "$lt", "$lte"})
+# Used by the fact API only; not accepted in user filters.
+INTERNAL_OPERATORS = frozenset({"$in", "$exists"})
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """``value[path...] <op> operand``."""
+
+    path: tuple[str, ...]
+    op: str
+    operand: Any
+
+
+Filter = tuple[Condition, ...]
+
+
+def compile_filter(raw: Mapping[str, Any] | None) -> Filter:
+    """Validate a LangGraph filter dict and compile it; raises InvalidFilterError."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, Mapping):
+        raise InvalidFilterError(f"filter must be a dict, got {type(raw).__name__}.")
+    out: list[Condition] = []
+    _compile(raw, (), out)
+    return tuple(out)
+
+
+def _compile(raw: Mapping[str, Any], path: tuple[str, ...], out: list[Condition]) -> None:
+    for key, spec in raw.items():
+        if not isinstance(key, str):
+            raise InvalidFilterError(f"filter keys must be strings, got {key!r}.")
+        full = (*path, key)
+        if isinstance(spec, Mapping) and any(str(k).startswith("$") for k in spec):
+            for op, operand in spec.items():
+                out.append(_operator(full, str(op), operand))
+        elif isinstance(spec, Mapping):
+            if not spec:
+                out.append(Condition(full, "$eq", {}))
+            _compile(spec, full, out)
+        else:
+            out.append(Condition(full, "$eq", _plain(spec)))
+
+
+def _operator(path: tuple[str, ...], op: str, operand: Any) -> Condition:
+    if op not in PUBLIC_OPERATORS:
+        raise InvalidFilterError(
+            f"Unsupported filter operator {op!r} on {'.'.join(path)!r}; "
+            f"use one of {', '.join(sorted(PUBLIC_OPERATORS))}."
+        )
+    if op in RANGE_OPERATORS and not (_is_number(operand) or isinstance(operand, str)):
+        raise InvalidFilterError(
+            f"{op} on {'.'.join(path)!r} needs a number or a string, got {operand!r}."
+        )
+    return Condition(path, op, _plain(operand))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Equality as JSON sees it: booleans are not numbers; containers compare deeply."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if _is_number(a) and _is_number(b):
+        return bool(a == b)
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and bool(a == b)
+
+
+_MISSING = object()
+
+
+def _resolve(value: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    current: Any = value
+    for part in path:
+        if not isinstance(current, Mapping) or part not in current:
+            return _MISSING
+        current = current[part]
+    return current
+
+
+def _compare(op: str, left: Any, right: Any) -> bool:
+    if _is_number(left) and _is_number(right):
+        pass
+    elif not (isinstance(left, str) and isinstance(right, str)):
+        return False
+    if op == "$gt":
+        return bool(left > right)
+    if op == "$gte":
+        return bool(left >= right)
+    if op == "$lt":
+        return bool(left < right)
+    return bool(left <= right)
+
+
+def matches(value: Mapping[str, Any], conditions: Filter) -> bool:
+    """Evaluate the compiled filter against one stored value."""
+    for cond in conditions:
+        found = _resolve(value, cond.path)
+        op = cond.op
+        if op == "$exists":
+            if (found is not _MISSING) != bool(cond.operand):
+                return False
+            continue
+        left = None if found is _MISSING else found
+        if op == "$eq":
+            if not json_equal(left, cond.operand):
+                return False
+        elif op == "$ne":
+            if json_equal(left, cond.operand):
+                return False
+        elif op == "$in":
+            if not any(json_equal(left, o) for o in cond.operand):
+                return False
+        elif not _compare(op, left, cond.operand):
+            return False
+    return True

@@ -1,0 +1,158 @@
+"""Pure planning of a BaseStore batch: validate every op, dedupe puts, collect texts.
+
+Nothing here does I/O. ``plan_batch`` raises before anything is embedded or written, so a
+bad op in a batch leaves the store untouched (LangGraph #8832: ops given straight to
+``batch()`` are validated like the methods).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph.store.base import (
+    GetOp,
+    InvalidNamespaceError,
+    ListNamespacesOp,
+    Op,
+    PutOp,
+    SearchOp,
+    get_text_at_path,
+    tokenize_path,
+)
+
+from langchain_ltm._codec import copy_value
+from langchain_ltm._filters import Filter, compile_filter
+
+TokenizedField = tuple[str, Any]
+
+
+def tokenize_fields(fields: Iterable[str]) -> list[TokenizedField]:
+    return [(f, f if f == "$" else tokenize_path(f)) for f in fields]
+
+
+@dataclass
+class PlannedPut:
+    op: PutOp
+    value: dict[str, Any] | None
+    texts: list[tuple[str, str]]  # (path, text)
+
+
+@dataclass
+class BatchPlan:
+    size: int
+    gets: list[tuple[int, GetOp]] = field(default_factory=list)
+    searches: list[tuple[int, SearchOp, Filter]] = field(default_factory=list)
+    lists: list[tuple[int, ListNamespacesOp]] = field(default_factory=list)
+    puts: dict[tuple[tuple[str, ...], str], PlannedPut] = field(default_factory=dict)
+
+    @property
+    def document_texts(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for put in self.puts.values():
+            for _, text in put.texts:
+                seen[text] = None
+        return list(seen)
+
+    @property
+    def queries(self) -> list[str]:
+        return list(dict.fromkeys(op.query for _, op, _ in self.searches if op.query))
+
+
+def plan_batch(ops: Iterable[Op], default_fields: list[TokenizedField]) -> BatchPlan:
+    ops = list(ops)
+    plan = BatchPlan(size=len(ops))
+    for i, op in enumerate(ops):
+        if isinstance(op, GetOp):
+            check_labels(op.namespace)
+            _check_key(op.key)
+            plan.gets.append((i, op))
+        elif isinstance(op, SearchOp):
+            check_labels(op.namespace_prefix)
+            _check_window(op.limit, op.offset)
+            if op.query is not None and not isinstance(op.query, str):
+                raise TypeError(f"query must be a str or None, got {type(op.query).__name__}.")
+            plan.searches.append((i, op, compile_filter(op.filter)))
+        elif isinstance(op, ListNamespacesOp):
+            for condition in op.match_conditions or ():
+                if condition.match_type not in ("prefix", "suffix"):
+                    raise ValueError(f"Unsupported match type: {condition.match_type!r}.")
+                check_labels(tuple(condition.path))
+            _check_window(op.limit, op.offset)
+            if op.max_depth is not None and (not isinstance(op.max_depth, int) or op.max_depth < 1):
+                raise ValueError(f"max_depth must be a positive int, got {op.max_depth!r}.")
+            plan.lists.append((i, op))
+        elif isinstance(op, PutOp):
+            plan.puts[(tuple(op.namespace), op.key)] = _plan_put(op, default_fields)
+        else:
+            raise ValueError(f"Unknown operation type: {type(op).__name__}.")
+    return plan
+
+
+def _plan_put(op: PutOp, default_fields: list[TokenizedField]) -> PlannedPut:
+    check_namespace(op.namespace)
+    _check_key(op.key)
+    if op.value is None:
+        return PlannedPut(op, None, [])
+    if not isinstance(op.value, Mapping):
+        raise TypeError(f"value must be a dict, got {type(op.value).__name__}.")
+    if not all(isinstance(k, str) for k in op.value):
+        raise TypeError("value keys must be strings.")
+    if op.index is False:
+        fields: list[TokenizedField] = []
+    elif op.index is None:
+        fields = default_fields
+    elif isinstance(op.index, list) and all(isinstance(f, str) for f in op.index):
+        fields = tokenize_fields(op.index)
+    else:
+        raise TypeError(f"index must be False, None or a list of field paths, got {op.index!r}.")
+    texts: list[tuple[str, str]] = []
+    for path, tokens in fields:
+        found = get_text_at_path(op.value, tokens)
+        if len(found) == 1:
+            texts.append((path, found[0]))
+        else:
+            texts.extend((f"{path}.{j}", text) for j, text in enumerate(found))
+    # copied at planning time: later mutations of the caller's dict cannot reach the store
+    return PlannedPut(op, copy_value(dict(op.value)), texts)
+
+
+def check_labels(namespace: Any) -> None:
+    if not isinstance(namespace, tuple):
+        raise InvalidNamespaceError(f"Namespace must be a tuple of str, got {namespace!r}.")
+    for label in namespace:
+        if not isinstance(label, str):
+            raise InvalidNamespaceError(
+                f"Invalid namespace label {label!r} in {namespace}: labels must be strings, "
+                f"got {type(label).__name__}."
+            )
+        if not label:
+            raise InvalidNamespaceError(f"Namespace labels cannot be empty strings: {namespace}.")
+        if "." in label:
+            raise InvalidNamespaceError(
+                f"Invalid namespace label {label!r} in {namespace}: labels cannot contain '.'."
+            )
+        if "\x00" in label:
+            raise InvalidNamespaceError(
+                f"Invalid namespace label {label!r} in {namespace}: labels cannot contain NUL."
+            )
+
+
+def check_namespace(namespace: Any) -> None:
+    check_labels(namespace)
+    if not namespace:
+        raise InvalidNamespaceError("Namespace cannot be empty.")
+    if namespace[0] == "langgraph":
+        raise InvalidNamespaceError(f'Root label for namespace cannot be "langgraph": {namespace}.')
+
+
+def _check_key(key: Any) -> None:
+    if not isinstance(key, str):
+        raise TypeError(f"key must be a str, got {type(key).__name__}.")
+
+
+def _check_window(limit: Any, offset: Any) -> None:
+    for name, value in (("limit", limit), ("offset", offset)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"{name} must be an int >= 0, got {value!r}.")

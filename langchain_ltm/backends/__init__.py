@@ -1,0 +1,26 @@
+"""Storage engines behind LongTermMemoryStore, one module each behind ``VectorBackend``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_ltm.backends.base import Capabilities, VectorBackend
+from langchain_ltm.errors import UnsupportedVectorStoreError
+
+__all__ = ["Capabilities", "VectorBackend", "backend_for"]
+
+
+def backend_for(vectorstore: Any) -> VectorBackend:
+    """The backend adapter for a LangChain vectorstore (or the backend itself)."""
+    if isinstance(vectorstore, VectorBackend):
+        return vectorstore
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    if isinstance(vectorstore, InMemoryVectorStore):
+        from langchain_ltm.backends.memory import MemoryBackend
+
+        return MemoryBackend(vectorstore)
+    raise UnsupportedVectorStoreError(
+        f"No langchain-ltm backend for {type(vectorstore).__name__}. Supported: "
+        "langchain_core InMemoryVectorStore (more engines are on the way)."
+    )

@@ -1,0 +1,159 @@
+"""The adapter boundary: what a storage engine must do for LongTermMemoryStore.
+
+A backend stores *items* (LangGraph's namespace + key + JSON value + timestamps), each with
+zero or more unit-length float32 vectors, and answers scoped searches. It never embeds text
+and never decides anything about facts: the store plans, the backend executes.
+
+Rules every backend keeps (the contract suite checks them):
+- ``write`` keeps ``created_at`` of an item that already exists and replaces its vectors
+  (an item re-written with no vectors is no longer scored).
+- ``search`` is scoped to ``prefix`` *inside the engine*, matching whole labels only.
+- Scores are cosine similarities; an item's score is the best score of its vectors.
+- Without vectors, results are ordered by ``updated_at`` descending, then namespace and key.
+- With vectors, scored items come first (score descending), unscored ones after them.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from langchain_ltm._filters import Filter
+
+Vectors = npt.NDArray[np.float32]
+ItemKey = tuple[tuple[str, ...], str]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredItem:
+    """One item as the backend holds it. Backends hand out copies, never their own values."""
+
+    namespace: tuple[str, ...]
+    key: str
+    value: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """An item to write. ``vectors`` has one row per text in ``texts`` (possibly zero rows)."""
+
+    namespace: tuple[str, ...]
+    key: str
+    value: dict[str, Any]
+    texts: tuple[str, ...]
+    paths: tuple[str, ...]
+    vectors: Vectors | None
+    now: datetime
+
+
+class Hit(NamedTuple):
+    item: StoredItem
+    score: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    """Items under ``prefix`` that pass ``filter``, ranked against each row of ``vectors``.
+
+    With ``vectors`` of shape ``(q, d)`` the answer has ``q`` lists (one per query row);
+    without vectors it has one list. ``limit=None`` means every match.
+    """
+
+    prefix: tuple[str, ...]
+    vectors: Vectors | None = None
+    filter: Filter = ()
+    limit: int | None = 10
+    offset: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ListRequest:
+    """LangGraph's ListNamespacesOp, validated."""
+
+    conditions: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    max_depth: int | None = None
+    limit: int = 100
+    offset: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What an engine can do natively (the store works around what it cannot)."""
+
+    name: str
+    persistent: bool = False
+    native_async: bool = False
+    multi_process: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class VectorBackend(ABC):
+    """One engine behind LongTermMemoryStore.
+
+    Subclasses implement the sync methods. The async twins default to calling the sync
+    method directly, which is right for in-process engines that never block on I/O;
+    network engines override them with native async code.
+    """
+
+    capabilities: Capabilities
+
+    @abstractmethod
+    def get(self, keys: Sequence[ItemKey]) -> list[StoredItem | None]:
+        """Items by (namespace, key), aligned with ``keys``."""
+
+    @abstractmethod
+    def search(self, request: SearchRequest) -> list[list[Hit]]:
+        """Scoped, filtered, optionally ranked items; see :class:`SearchRequest`."""
+
+    @abstractmethod
+    def list_namespaces(self, request: ListRequest) -> list[tuple[str, ...]]:
+        """Namespaces holding at least one item, sorted, matched on whole labels."""
+
+    @abstractmethod
+    def write(self, upserts: Sequence[Record], deletes: Sequence[ItemKey]) -> int:
+        """Apply a batch of writes atomically; return how many of ``deletes`` existed."""
+
+    @abstractmethod
+    def count(self, prefix: tuple[str, ...]) -> int:
+        """Number of items under ``prefix``."""
+
+    async def aget(self, keys: Sequence[ItemKey]) -> list[StoredItem | None]:
+        """Async twin of :meth:`get`."""
+        return self.get(keys)
+
+    async def asearch(self, request: SearchRequest) -> list[list[Hit]]:
+        """Async twin of :meth:`search`."""
+        return self.search(request)
+
+    async def alist_namespaces(self, request: ListRequest) -> list[tuple[str, ...]]:
+        """Async twin of :meth:`list_namespaces`."""
+        return self.list_namespaces(request)
+
+    async def awrite(self, upserts: Sequence[Record], deletes: Sequence[ItemKey]) -> int:
+        """Async twin of :meth:`write`."""
+        return self.write(upserts, deletes)
+
+    async def acount(self, prefix: tuple[str, ...]) -> int:
+        """Async twin of :meth:`count`."""
+        return self.count(prefix)
+
+
+def namespace_matches(
+    namespace: tuple[str, ...], conditions: tuple[tuple[str, tuple[str, ...]], ...]
+) -> bool:
+    """LangGraph's match conditions on whole labels, ``*`` matching any one label."""
+    for match_type, path in conditions:
+        if len(namespace) < len(path):
+            return False
+        labels = namespace if match_type == "prefix" else namespace[len(namespace) - len(path) :]
+        if any(p != "*" and p != n for p, n in zip(path, labels)):
+            return False
+    return True

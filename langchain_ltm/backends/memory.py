@@ -1,0 +1,260 @@
+"""In-process engine over ``langchain_core``'s ``InMemoryVectorStore``.
+
+Items live in per-namespace blocks; each block keeps its vectors stacked in one float32
+matrix, so a per-user search is one matrix-vector product over that user's rows only.
+Every embedded text is also written to the wrapped ``InMemoryVectorStore`` as a Document
+(deterministic id, ``page_content`` = the text, metadata = namespace/key/path), so the
+vectorstore's own API (``similarity_search``, ``dump``) sees the memories too.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+from langchain_core.vectorstores import InMemoryVectorStore
+
+from langchain_ltm._codec import vector_id
+from langchain_ltm._filters import matches
+from langchain_ltm.backends.base import (
+    Capabilities,
+    Hit,
+    ItemKey,
+    ListRequest,
+    Record,
+    SearchRequest,
+    StoredItem,
+    VectorBackend,
+    Vectors,
+    namespace_matches,
+)
+from langchain_ltm.errors import EmbeddingDimensionError
+
+__all__ = ["MemoryBackend"]
+
+
+class _Block:
+    """The items of one namespace and their stacked vectors."""
+
+    __slots__ = ("_matrix", "_rows", "_single", "_starts", "doc_ids", "items", "vectors")
+
+    def __init__(self) -> None:
+        self.items: dict[str, StoredItem] = {}
+        self.vectors: dict[str, Vectors] = {}
+        self.doc_ids: dict[str, list[str]] = {}
+        self._matrix: Vectors | None = None
+        self._rows: list[str] = []
+        self._starts: np.ndarray[Any, np.dtype[np.intp]] | None = None
+        self._single = True
+
+    def invalidate(self) -> None:
+        self._matrix = None
+
+    def scores(self, queries: Vectors) -> tuple[list[str], np.ndarray[Any, Any]]:
+        """Keys of indexed items and their best score per query, shape ``(items, q)``."""
+        if self._matrix is None:
+            self._rows = list(self.vectors)
+            if not self._rows:
+                self._matrix = np.zeros((0, queries.shape[1]), dtype=np.float32)
+            else:
+                mats = [self.vectors[k] for k in self._rows]
+                counts = np.fromiter((len(m) for m in mats), dtype=np.intp, count=len(mats))
+                self._single = bool((counts == 1).all())
+                self._starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+                self._matrix = np.ascontiguousarray(np.vstack(mats))
+        raw = self._matrix @ queries.T
+        if self._single or not self._rows:
+            return self._rows, raw
+        return self._rows, np.maximum.reduceat(raw, self._starts, axis=0)
+
+
+class MemoryBackend(VectorBackend):
+    """Exact, per-namespace vector search in process memory.
+
+    Args:
+        vectorstore: The ``InMemoryVectorStore`` to mirror embedded texts into.
+
+    Example:
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> from langchain_core.vectorstores import InMemoryVectorStore
+        >>> backend = MemoryBackend(InMemoryVectorStore(DeterministicFakeEmbedding(size=8)))
+        >>> backend.capabilities.name
+        'memory'
+    """
+
+    capabilities = Capabilities(name="memory")
+
+    def __init__(self, vectorstore: InMemoryVectorStore) -> None:
+        self.vectorstore = vectorstore
+        self._blocks: dict[tuple[str, ...], _Block] = {}
+        # every prefix of every namespace -> the namespaces under it (dict as ordered set)
+        self._under: dict[tuple[str, ...], dict[tuple[str, ...], None]] = {}
+        self._dims: int | None = None
+        self._lock = threading.RLock()
+
+    # reads
+
+    def get(self, keys: Sequence[ItemKey]) -> list[StoredItem | None]:  # noqa: D102
+        with self._lock:
+            out: list[StoredItem | None] = []
+            for namespace, key in keys:
+                block = self._blocks.get(namespace)
+                out.append(block.items.get(key) if block else None)
+            return out
+
+    def count(self, prefix: tuple[str, ...]) -> int:  # noqa: D102
+        with self._lock:
+            return sum(len(self._blocks[ns].items) for ns in self._under.get(prefix, ()))
+
+    def list_namespaces(self, request: ListRequest) -> list[tuple[str, ...]]:  # noqa: D102
+        with self._lock:
+            found = [ns for ns in self._blocks if namespace_matches(ns, request.conditions)]
+        if request.max_depth is not None:
+            found = list({ns[: request.max_depth] for ns in found})
+        found.sort()
+        return found[request.offset : request.offset + request.limit]
+
+    def search(self, request: SearchRequest) -> list[list[Hit]]:  # noqa: D102
+        with self._lock:
+            blocks = [self._blocks[ns] for ns in self._under.get(request.prefix, ())]
+            if request.vectors is None:
+                return [self._unranked(blocks, request)]
+            if request.vectors.shape[1] != (self._dims or request.vectors.shape[1]):
+                raise _dims_error(self._dims, request.vectors.shape[1])
+            return self._ranked(blocks, request)
+
+    def _unranked(self, blocks: list[_Block], request: SearchRequest) -> list[Hit]:
+        items = [it for b in blocks for it in _filtered(b.items.values(), request)]
+        items.sort(key=lambda it: (it.namespace, it.key))
+        items.sort(key=lambda it: it.updated_at, reverse=True)
+        return [Hit(it, None) for it in _page(items, request)]
+
+    def _ranked(self, blocks: list[_Block], request: SearchRequest) -> list[list[Hit]]:
+        assert request.vectors is not None
+        queries = request.vectors
+        scored: list[StoredItem] = []
+        score_parts: list[np.ndarray[Any, Any]] = []
+        unscored: list[StoredItem] = []
+        for block in blocks:
+            keys, block_scores = block.scores(queries)
+            if request.filter:
+                keep = [i for i, k in enumerate(keys) if matches(block.items[k].value, request.filter)]
+                if len(keep) < len(keys):
+                    keys, block_scores = [keys[i] for i in keep], block_scores[keep]
+            scored.extend(block.items[k] for k in keys)
+            score_parts.append(block_scores)
+            if len(block.vectors) < len(block.items):
+                rest = (it for k, it in block.items.items() if k not in block.vectors)
+                unscored.extend(_filtered(rest, request))
+        scores = (
+            np.concatenate(score_parts)
+            if len(score_parts) > 1
+            else (score_parts[0] if score_parts else np.zeros((0, len(queries))))
+        )
+        wanted = None if request.limit is None else request.offset + request.limit
+        out: list[list[Hit]] = []
+        for column in range(queries.shape[0]):
+            order = _top(scores[:, column], wanted)
+            hits = [Hit(scored[i], float(scores[i, column])) for i in order]
+            if wanted is None or len(hits) < wanted:
+                hits.extend(Hit(it, None) for it in unscored)
+            out.append(_page(hits, request))
+        return out
+
+    # writes
+
+    def write(self, upserts: Sequence[Record], deletes: Sequence[ItemKey]) -> int:  # noqa: D102
+        with self._lock:
+            for record in upserts:
+                if record.vectors is not None and len(record.vectors):
+                    dims = record.vectors.shape[1]
+                    if self._dims is not None and dims != self._dims:
+                        raise _dims_error(self._dims, dims)
+                    self._dims = dims
+            for record in upserts:
+                self._upsert(record)
+            return sum(self._delete(ns, key) for ns, key in deletes)
+
+    def _upsert(self, record: Record) -> None:
+        namespace, key = record.namespace, record.key
+        block = self._blocks.get(namespace)
+        if block is None:
+            block = self._blocks[namespace] = _Block()
+            for depth in range(len(namespace) + 1):
+                self._under.setdefault(namespace[:depth], {})[namespace] = None
+        old = block.items.get(key)
+        block.items[key] = StoredItem(
+            namespace=namespace,
+            key=key,
+            value=record.value,
+            created_at=old.created_at if old else record.now,
+            updated_at=record.now,
+        )
+        self._drop_docs(block, key)
+        if record.vectors is not None and len(record.vectors):
+            block.vectors[key] = record.vectors
+            ids = [vector_id(namespace, key, path) for path in record.paths]
+            for doc_id, text, path, vector in zip(ids, record.texts, record.paths, record.vectors):
+                self.vectorstore.store[doc_id] = {
+                    "id": doc_id,
+                    "vector": vector.tolist(),
+                    "text": text,
+                    "metadata": {"namespace": list(namespace), "key": key, "path": path},
+                }
+            block.doc_ids[key] = ids
+        elif block.vectors.pop(key, None) is None:
+            return
+        block.invalidate()
+
+    def _delete(self, namespace: tuple[str, ...], key: str) -> int:
+        block = self._blocks.get(namespace)
+        if block is None or block.items.pop(key, None) is None:
+            return 0
+        self._drop_docs(block, key)
+        if block.vectors.pop(key, None) is not None:
+            block.invalidate()
+        if not block.items:
+            del self._blocks[namespace]
+            for depth in range(len(namespace) + 1):
+                under = self._under[namespace[:depth]]
+                del under[namespace]
+                if not under:
+                    del self._under[namespace[:depth]]
+        return 1
+
+    def _drop_docs(self, block: _Block, key: str) -> None:
+        for doc_id in block.doc_ids.pop(key, ()):
+            self.vectorstore.store.pop(doc_id, None)
+
+
+def _filtered(items: Iterable[StoredItem], request: SearchRequest) -> Iterable[StoredItem]:
+    if not request.filter:
+        return items
+    return (it for it in items if matches(it.value, request.filter))
+
+
+def _page(items: list[Any], request: SearchRequest) -> list[Any]:
+    if request.limit is None:
+        return items[request.offset :]
+    return items[request.offset : request.offset + request.limit]
+
+
+def _top(scores: np.ndarray[Any, Any], wanted: int | None) -> np.ndarray[Any, Any]:
+    """Indices of the best ``wanted`` scores, best first, ties in insertion order."""
+    if wanted is not None and 0 < wanted < len(scores):
+        part = np.argpartition(-scores, wanted - 1)[:wanted]
+        part.sort()
+        return part[np.argsort(-scores[part], kind="stable")]
+    if wanted == 0:
+        return np.zeros(0, dtype=np.intp)
+    return np.argsort(-scores, kind="stable")
+
+
+def _dims_error(stored: int | None, given: int) -> EmbeddingDimensionError:
+    return EmbeddingDimensionError(
+        f"The stored vectors have {stored} dimensions but the embeddings return {given}. "
+        "The embedding model changed: keep the original model, or store the new memories "
+        "in a new store (or namespace) and re-remember them there."
+    )

@@ -1,0 +1,55 @@
+"""The exceptions langchain-ltm raises.
+
+Every error derives from :class:`LTMError` and also from the nearest builtin, so existing
+``except ValueError`` / ``except ImportError`` clauses keep working.
+
+Example:
+    >>> from langchain_ltm.errors import InvalidUserIdError, LTMError
+    >>> issubclass(InvalidUserIdError, ValueError) and issubclass(InvalidUserIdError, LTMError)
+    True
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BackendError",
+    "EmbeddingDimensionError",
+    "InvalidFactError",
+    "InvalidFilterError",
+    "InvalidUserIdError",
+    "LTMError",
+    "MissingDependencyError",
+    "UnsupportedVectorStoreError",
+]
+
+
+class LTMError(Exception):
+    """Base class of every error raised by langchain-ltm."""
+
+
+class InvalidUserIdError(LTMError, ValueError):
+    """The user id is missing, empty, not a string or too long."""
+
+
+class InvalidFactError(LTMError, ValueError):
+    """A fact or a recall query is empty, not a string, too long or not valid text."""
+
+
+class InvalidFilterError(LTMError, ValueError):
+    """A search filter uses an unknown operator or a value the operator cannot compare."""
+
+
+class EmbeddingDimensionError(LTMError, ValueError):
+    """The embeddings return vectors of another size than the ones already stored."""
+
+
+class UnsupportedVectorStoreError(LTMError, TypeError):
+    """The vectorstore given to LongTermMemoryStore has no backend adapter."""
+
+
+class MissingDependencyError(LTMError, ImportError):
+    """An optional dependency is not installed; the message names the extra to install."""
+
+
+class BackendError(LTMError, RuntimeError):
+    """The storage engine failed (connection dropped, disk full, read-only database)."""
