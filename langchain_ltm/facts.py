@@ -146,7 +146,9 @@ def fact_from_item(item: StoredItem, user_id: str, score: float | None = None) -
     )
 
 
-def fact_value(content: str, history: Sequence[str], base: Mapping[str, Any] | None) -> dict[str, Any]:
+def fact_value(
+    content: str, history: Sequence[str], base: Mapping[str, Any] | None
+) -> dict[str, Any]:
     value = dict(base or {})
     value.update(content=content, content_hash=content_hash(content), history=list(history))
     return value
@@ -204,7 +206,7 @@ def decide_batch(
     batch_sims = vectors @ vectors.T if len(texts) > 1 else np.ones((1, 1), dtype=np.float32)
     out = BatchDecision(decisions=[])
     by_hash: dict[str, str] = {h: item.key for h, item in exact.items()}
-    for i, (text, digest) in enumerate(zip(texts, hashes)):
+    for i, (text, digest) in enumerate(zip(texts, hashes, strict=True)):
         if digest in by_hash:
             key = by_hash[digest]
             out.decisions.append(Decision("duplicate", key, i, similarity=1.0))
@@ -216,12 +218,12 @@ def decide_batch(
             if hit.score > best_score:
                 best_key, best_score, best_item = hit.item.key, hit.score, hit.item
             break  # hits are sorted: the first untouched one is the best stored candidate
-        for key, state in out.touched.items():
-            score = float(batch_sims[i, state.row])
+        for key, other in out.touched.items():
+            score = float(batch_sims[i, other.row])
             if score > best_score:
                 best_key, best_score, best_item = key, score, None
         if best_key is not None and best_score >= threshold:
-            state = out.touched.get(best_key)
+            state: FactState | None = out.touched.get(best_key)
             if state is None:
                 assert best_item is not None
                 stored = best_item.value

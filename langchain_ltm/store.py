@@ -140,7 +140,7 @@ class LongTermMemoryStore(BaseStore):
         if plan.gets:
             keys = [(op.namespace, op.key) for _, op in plan.gets]
             found = yield call(self.backend, "get", keys)
-            for (i, _), item in zip(plan.gets, found):
+            for (i, _), item in zip(plan.gets, found, strict=True):
                 results[i] = to_item(item) if item is not None else None
         for i, op, conditions in plan.searches:
             vectors = None
@@ -151,8 +151,8 @@ class LongTermMemoryStore(BaseStore):
             (hits,) = yield call(self.backend, "search", request)
             results[i] = [to_search_item(hit) for hit in hits]
         for i, lop in plan.lists:
-            conditions = tuple((c.match_type, tuple(c.path)) for c in lop.match_conditions or ())
-            request_ns = ListRequest(conditions, lop.max_depth, lop.limit, lop.offset)
+            matching = tuple((c.match_type, tuple(c.path)) for c in lop.match_conditions or ())
+            request_ns = ListRequest(matching, lop.max_depth, lop.limit, lop.offset)
             results[i] = yield call(self.backend, "list_namespaces", request_ns)
         if plan.puts:
             now = datetime.now(timezone.utc)
@@ -193,7 +193,9 @@ class LongTermMemoryStore(BaseStore):
     @overload
     def remember(self, user_id: str, facts: str) -> RememberResult: ...
     @overload
-    def remember(self, user_id: str, facts: Sequence[str]) -> list[RememberResult]: ...
+    def remember(
+        self, user_id: str, facts: list[str] | tuple[str, ...]
+    ) -> list[RememberResult]: ...
     def remember(
         self, user_id: str, facts: str | Sequence[str]
     ) -> RememberResult | list[RememberResult]:
@@ -211,7 +213,9 @@ class LongTermMemoryStore(BaseStore):
     @overload
     async def aremember(self, user_id: str, facts: str) -> RememberResult: ...
     @overload
-    async def aremember(self, user_id: str, facts: Sequence[str]) -> list[RememberResult]: ...
+    async def aremember(
+        self, user_id: str, facts: list[str] | tuple[str, ...]
+    ) -> list[RememberResult]: ...
     async def aremember(
         self, user_id: str, facts: str | Sequence[str]
     ) -> RememberResult | list[RememberResult]:
@@ -270,7 +274,12 @@ class LongTermMemoryStore(BaseStore):
 
     def _lock_step(self, label: str) -> tuple[Step, threading.Lock]:
         lock = self._locks[zlib.crc32(label.encode("utf-8")) % _LOCK_STRIPES]
-        return Step(lock.acquire, lambda: asyncio.to_thread(lock.acquire)), lock
+
+        async def acquire_off_loop() -> bool:
+            # a thread waits for the lock, so the event loop keeps serving the lock's holder
+            return await asyncio.to_thread(lock.acquire)
+
+        return Step(lock.acquire, acquire_off_loop), lock
 
     def _remember(
         self, user_id: str, facts: str | Sequence[str]
@@ -281,12 +290,17 @@ class LongTermMemoryStore(BaseStore):
             raise InvalidFactError(
                 f"facts must be a str or a list of str, got {type(facts).__name__}."
             )
-        texts = [validate_text(f, "fact", self.max_fact_chars) for f in ([facts] if single else facts)]
+        texts = [
+            validate_text(f, "fact", self.max_fact_chars) for f in ([facts] if single else facts)
+        ]
         if not texts:
             return []
         namespace = (*self.namespace, label)
         vectors = yield call(self._embedder, "embed", texts, False)
-        new_key = lambda digest: fact_key(label, digest)  # noqa: E731
+
+        def new_key(digest: str) -> str:
+            return fact_key(label, digest)
+
         hashes = list(dict.fromkeys(content_hash(t) for t in texts))
         acquire, lock = self._lock_step(label)
         yield acquire
@@ -316,7 +330,9 @@ class LongTermMemoryStore(BaseStore):
                 Record(
                     namespace=state.base.namespace if state.base else namespace,
                     key=state.key,
-                    value=fact_value(state.content, state.history, state.base.value if state.base else None),
+                    value=fact_value(
+                        state.content, state.history, state.base.value if state.base else None
+                    ),
                     texts=(state.content,),
                     paths=("content",),
                     vectors=vectors[state.row : state.row + 1],
@@ -329,7 +345,9 @@ class LongTermMemoryStore(BaseStore):
         finally:
             lock.release()
         stored = {h.item.key: h.item for h in exact_hits}
-        results = [_result(d, decision.touched, stored, texts, user_id, now) for d in decision.decisions]
+        results = [
+            _result(d, decision.touched, stored, texts, user_id, now) for d in decision.decisions
+        ]
         return results[0] if single else results
 
     def _recall(self, user_id: str, queries: str | Sequence[str], limit: int) -> Logic[list[Fact]]:
@@ -344,9 +362,13 @@ class LongTermMemoryStore(BaseStore):
             )
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
             raise ValueError(f"limit must be an int from 1 to 1000, got {limit!r}.")
-        phrasings = list(dict.fromkeys(validate_text(q, "query", self.max_fact_chars) for q in phrasings))
+        phrasings = list(
+            dict.fromkeys(validate_text(q, "query", self.max_fact_chars) for q in phrasings)
+        )
         vectors = yield call(self._embedder, "embed", phrasings, True)
-        hits = yield call(self.backend, "search", SearchRequest(namespace, vectors, _IS_FACT, limit, 0))
+        hits = yield call(
+            self.backend, "search", SearchRequest(namespace, vectors, _IS_FACT, limit, 0)
+        )
         return [fact_from_item(h.item, user_id, h.score) for h in merge_hits(hits, limit)]
 
     def _forget(self, user_id: str, fact_id: str) -> Logic[bool]:
@@ -358,7 +380,9 @@ class LongTermMemoryStore(BaseStore):
 
     def _list_all(self, user_id: str) -> Logic[list[Fact]]:
         namespace = self.user_namespace(user_id)
-        (hits,) = yield call(self.backend, "search", SearchRequest(namespace, None, _IS_FACT, None, 0))
+        (hits,) = yield call(
+            self.backend, "search", SearchRequest(namespace, None, _IS_FACT, None, 0)
+        )
         facts = [fact_from_item(h.item, user_id) for h in hits]
         facts.sort(key=lambda f: (f.created_at, f.id))
         return facts
@@ -369,7 +393,9 @@ class LongTermMemoryStore(BaseStore):
         acquire, lock = self._lock_step(label)
         yield acquire
         try:
-            (hits,) = yield call(self.backend, "search", SearchRequest(namespace, None, (), None, 0))
+            (hits,) = yield call(
+                self.backend, "search", SearchRequest(namespace, None, (), None, 0)
+            )
             keys = [(h.item.namespace, h.item.key) for h in hits]
             deleted: int = (yield call(self.backend, "write", [], keys)) if keys else 0
         finally:

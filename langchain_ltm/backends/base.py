@@ -55,6 +55,8 @@ class Record:
 
 
 class Hit(NamedTuple):
+    """A search result: the item and its score (``None`` when it was not ranked)."""
+
     item: StoredItem
     score: float | None
 
@@ -154,6 +156,6 @@ def namespace_matches(
         if len(namespace) < len(path):
             return False
         labels = namespace if match_type == "prefix" else namespace[len(namespace) - len(path) :]
-        if any(p != "*" and p != n for p, n in zip(path, labels)):
+        if any(p != "*" and p != n for p, n in zip(path, labels, strict=False)):
             return False
     return True

@@ -67,6 +67,7 @@ class _Block:
         raw = self._matrix @ queries.T
         if self._single or not self._rows:
             return self._rows, raw
+        assert self._starts is not None
         return self._rows, np.maximum.reduceat(raw, self._starts, axis=0)
 
 
@@ -140,7 +141,9 @@ class MemoryBackend(VectorBackend):
         for block in blocks:
             keys, block_scores = block.scores(queries)
             if request.filter:
-                keep = [i for i, k in enumerate(keys) if matches(block.items[k].value, request.filter)]
+                keep = [
+                    i for i, k in enumerate(keys) if matches(block.items[k].value, request.filter)
+                ]
                 if len(keep) < len(keys):
                     keys, block_scores = [keys[i] for i in keep], block_scores[keep]
             scored.extend(block.items[k] for k in keys)
@@ -196,7 +199,9 @@ class MemoryBackend(VectorBackend):
         if record.vectors is not None and len(record.vectors):
             block.vectors[key] = record.vectors
             ids = [vector_id(namespace, key, path) for path in record.paths]
-            for doc_id, text, path, vector in zip(ids, record.texts, record.paths, record.vectors):
+            for doc_id, text, path, vector in zip(
+                ids, record.texts, record.paths, record.vectors, strict=True
+            ):
                 self.vectorstore.store[doc_id] = {
                     "id": doc_id,
                     "vector": vector.tolist(),

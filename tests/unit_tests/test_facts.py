@@ -1,0 +1,247 @@
+"""The per-user fact API on the in-memory engine, sync and async."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+
+import pytest
+from langchain_core.vectorstores import InMemoryVectorStore
+
+from langchain_ltm import (
+    EmbeddingDimensionError,
+    InvalidFactError,
+    InvalidUserIdError,
+    LongTermMemoryStore,
+    content_hash,
+    normalize_fact,
+)
+from tests.fakes import KeywordEmbeddings
+
+
+@pytest.fixture
+def emb():
+    return KeywordEmbeddings(dims=64)
+
+
+@pytest.fixture
+def store(emb):
+    return LongTermMemoryStore(InMemoryVectorStore(emb), upsert_threshold=0.8)
+
+
+@pytest.fixture(params=["sync", "async"])
+def mem(request, store):
+    """The fact API as coroutines, through the sync methods or their async twins."""
+
+    class API:
+        def __getattr__(self, name):
+            if request.param == "async":
+                return getattr(store, "a" + name)
+
+            async def run(*args, **kwargs):
+                return getattr(store, name)(*args, **kwargs)
+
+            return run
+
+    return API()
+
+
+def test_normalization_ignores_case_space_width_and_trailing_punctuation():
+    assert normalize_fact("  I  prefer\tSpanish!! ") == "i prefer spanish"
+    assert content_hash("I prefer Spanish") == content_hash("i prefer spanish.")
+    assert content_hash("ＩＢＭ rocks") == content_hash("IBM rocks")  # NFKC
+    assert content_hash("I prefer Spanish") != content_hash("I prefer French")
+
+
+async def test_exact_duplicate_is_recognised(mem):
+    first = await mem.remember("u1", "I prefer answers in Spanish")
+    again = await mem.remember("u1", "  i prefer answers in SPANISH. ")
+    assert (first.action, again.action) == ("created", "duplicate")
+    assert again.fact.id == first.fact.id and again.similarity == 1.0
+    assert [f.content for f in await mem.list_all("u1")] == ["I prefer answers in Spanish"]
+
+
+async def test_similar_fact_updates_in_place(mem, store):
+    created = await mem.remember("u1", "I like green tea")
+    before = store.get(store.user_namespace("u1"), created.fact.id)
+    updated = await mem.remember("u1", "I like green tea a lot")
+    assert updated.action == "updated"
+    assert updated.fact.id == created.fact.id
+    assert updated.previous == "I like green tea"
+    assert updated.similarity >= store.upsert_threshold
+    after = store.get(store.user_namespace("u1"), created.fact.id)
+    assert after.created_at == before.created_at and after.updated_at > before.updated_at
+    assert after.value["content"] == "I like green tea a lot"
+    assert after.value["history"] == ["I like green tea"]
+    assert len(await mem.list_all("u1")) == 1
+
+
+async def test_below_threshold_creates_a_new_fact(mem):
+    await mem.remember("u1", "I like green tea")
+    other = await mem.remember("u1", "my manager is called Dana")
+    assert other.action == "created" and other.similarity is None
+    assert len(await mem.list_all("u1")) == 2
+
+
+async def test_history_is_bounded(emb):
+    store = LongTermMemoryStore(InMemoryVectorStore(emb), upsert_threshold=0.5, history_limit=2)
+    for n in range(5):
+        result = await store.aremember("u1", f"I like green tea {'very ' * n}much")
+    assert result.action == "updated"
+    (fact,) = await store.alist_all("u1")
+    assert len(fact.history) == 2 and fact.history[-1] == "I like green tea very very very much"
+
+
+async def test_batch_is_one_embedding_call_and_decided_in_order(mem, emb):
+    calls = emb.document_calls
+    results = await mem.remember(
+        "u1",
+        [
+            "I live in Paris",
+            "I like green tea",
+            "i live in paris!",  # exact duplicate of the first, in the same batch
+            "I like green tea a lot",  # updates the second
+            "my cat is called Tom",
+        ],
+    )
+    assert emb.document_calls == calls + 1
+    assert [r.action for r in results] == ["created", "created", "duplicate", "updated", "created"]
+    assert results[2].fact.id == results[0].fact.id
+    assert results[3].fact.id == results[1].fact.id and results[3].previous == "I like green tea"
+    contents = sorted(f.content for f in await mem.list_all("u1"))
+    assert contents == ["I like green tea a lot", "I live in Paris", "my cat is called Tom"]
+
+
+async def test_a_fact_updated_away_can_come_back_as_new(emb):
+    store = LongTermMemoryStore(InMemoryVectorStore(emb), upsert_threshold=0.7)
+    paris = store.remember("u1", "I live in Paris")
+    moved = store.remember("u1", "I live in Berlin")  # shares 3 of 4 words: ~0.75
+    assert moved.action == "updated" and moved.fact.id == paris.fact.id
+    strict = LongTermMemoryStore(store.backend, embeddings=emb, upsert_threshold=0.99)
+    back = strict.remember("u1", "I live in Paris")
+    assert back.action == "created" and back.fact.id != paris.fact.id  # key was taken
+    assert len(strict.list_all("u1")) == 2
+
+
+async def test_users_are_isolated(mem):
+    await mem.remember("alice@example.com", "I like green tea")
+    bob = await mem.remember("bob", "I like green tea")
+    assert bob.action == "created"  # not a duplicate of alice's fact
+    assert await mem.recall("carol", ["green tea", "tea"]) == []
+    assert [f.user_id for f in await mem.recall("bob", "tea")] == ["bob"]
+    alice_fact = (await mem.list_all("alice@example.com"))[0]
+    assert await mem.forget("bob", alice_fact.id) is False  # bob cannot delete alice's fact
+    assert await mem.list_all("alice@example.com") == [alice_fact]
+
+
+async def test_prefix_label_users_do_not_see_each_other(mem):
+    for uid in ["u1", "u10", "u_1", "u%1", "a.b", "a%2Eb", "U1"]:
+        await mem.remember(uid, f"secret of {uid}")
+    for uid in ["u1", "u10", "u_1", "u%1", "a.b", "a%2Eb", "U1"]:
+        facts = await mem.recall(uid, ["secret of", "secret"], limit=10)
+        assert [f.content for f in facts] == [f"secret of {uid}"]
+
+
+async def test_recall_merges_phrasings_without_duplicates(mem, emb):
+    await mem.remember(
+        "u1", ["I prefer answers in Spanish", "I work on the payments team", "my cat is Tom"]
+    )
+    calls = emb.document_calls
+    facts = await mem.recall("u1", ["answers in Spanish", "which language", "Spanish"], limit=5)
+    assert emb.document_calls == calls + 1  # three phrasings, one call
+    ids = [f.id for f in facts]
+    assert len(ids) == len(set(ids))
+    assert facts[0].content == "I prefer answers in Spanish"
+    assert all(a.score >= b.score for a, b in zip(facts, facts[1:]))
+    assert len(await mem.recall("u1", ["Spanish", "payments", "cat"], limit=2)) == 2
+
+
+async def test_forget_list_clear_export(mem):
+    results = await mem.remember("u1", ["fact one", "another thing", "third item here"])
+    assert await mem.forget("u1", results[0].fact.id) is True
+    assert await mem.forget("u1", results[0].fact.id) is False
+    assert await mem.forget("u1", "no-such-id") is False
+    assert len(await mem.list_all("u1")) == 2
+    exported = await mem.export_user("u1")
+    assert json.loads(json.dumps(exported)) == exported
+    assert {e["content"] for e in exported} == {"another thing", "third item here"}
+    assert await mem.clear_user("u1") == 2
+    assert await mem.list_all("u1") == []
+    assert await mem.clear_user("u1") == 0
+
+
+async def test_facts_are_base_store_items(store):
+    store.remember("a.b@example.com", "likes tea")
+    namespace = store.user_namespace("a.b@example.com")
+    assert store.user_id_of(namespace) == "a.b@example.com"
+    assert [i.value["content"] for i in store.search(namespace)] == ["likes tea"]
+    store.put(namespace, "manual", {"content": "written through BaseStore"}, index=["content"])
+    assert {f.content for f in store.list_all("a.b@example.com")} == {
+        "likes tea",
+        "written through BaseStore",
+    }
+    assert namespace in store.list_namespaces(prefix=("memories",))
+
+
+@pytest.mark.parametrize(
+    "fact",
+    ["", "   \n", 42, None, "x" * 2001, "nul\x00byte", "lone \ud800 surrogate", "?!...", b"bytes"],
+)
+async def test_bad_facts_raise_and_store_nothing(mem, fact):
+    with pytest.raises(InvalidFactError):
+        await mem.remember("u1", ["a good fact", fact])
+    assert await mem.list_all("u1") == []
+
+
+@pytest.mark.parametrize("user_id", [None, "", 7])
+async def test_bad_user_id_raises_before_any_io(mem, emb, user_id):
+    with pytest.raises(InvalidUserIdError):
+        await mem.remember(user_id, "a fact")
+    assert emb.texts_embedded == 0
+
+
+async def test_recall_input_limits(mem):
+    with pytest.raises(InvalidFactError, match="limit is 32"):
+        await mem.recall("u1", ["q"] * 10_000)
+    with pytest.raises(InvalidFactError):
+        await mem.recall("u1", [])
+    with pytest.raises(ValueError, match="limit"):
+        await mem.recall("u1", "q", limit=-1)
+    with pytest.raises(ValueError, match="limit"):
+        await mem.recall("u1", "q", limit=10**9)
+
+
+def test_changed_embedding_model_is_a_clear_error(store):
+    store.remember("u1", "I like green tea")
+    other_model = LongTermMemoryStore(store.backend, embeddings=KeywordEmbeddings(dims=32))
+    with pytest.raises(EmbeddingDimensionError, match="embedding model changed"):
+        other_model.remember("u1", "I like coffee")
+    with pytest.raises(EmbeddingDimensionError):
+        other_model.recall("u1", "coffee")
+    assert [f.content for f in store.list_all("u1")] == ["I like green tea"]
+
+
+def test_concurrent_identical_remembers_leave_one_fact_threads(store):
+    barrier = threading.Barrier(10)
+    actions = []
+
+    def worker():
+        barrier.wait()
+        actions.append(store.remember("u1", "I prefer answers in Spanish").action)
+
+    threads = [threading.Thread(target=worker) for _ in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(actions) == ["created"] + ["duplicate"] * 9
+    assert len(store.list_all("u1")) == 1
+
+
+async def test_concurrent_identical_remembers_leave_one_fact_asyncio(store):
+    results = await asyncio.gather(
+        *(store.aremember("u1", "I prefer answers in Spanish") for _ in range(10))
+    )
+    assert sorted(r.action for r in results) == ["created"] + ["duplicate"] * 9
+    assert len(await store.alist_all("u1")) == 1
