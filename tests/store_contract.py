@@ -1,0 +1,581 @@
+"""One contract for LangGraph ``BaseStore`` semantics, run against every engine, sync and async.
+
+Subclass :class:`BaseStoreContract` (named ``Test...``) and provide a ``store_factory`` fixture:
+``store_factory(fields: list[str] | None = None) -> BaseStore`` returns a fresh, empty store with
+semantic search over ``fields`` (default ``["$"]``) and ``tests.fakes.KeywordEmbeddings(dims=64)``.
+
+Every test is written once as ``async def`` against :class:`StoreAPI` and runs twice, through the
+sync methods (``put``, ``search``, ...) and through the async ones (``aput``, ``asearch``, ...).
+
+Order of results without a query is not part of the contract (InMemoryStore returns insertion
+order, PostgresStore ``updated_at DESC``), so such results are compared as sorted keys.
+
+Behaviour an upstream store gets wrong is marked per subclass, never skipped::
+
+    known_upstream_failures: ClassVar[dict[str, str]] = {
+        "test_created_at_is_kept_on_update": "langgraph #7411: put() resets created_at",
+    }
+
+Each named test then runs as ``xfail(strict=True)``: it must fail, so a fixed upstream shows up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, ClassVar
+
+import pytest
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    PutOp,
+    SearchOp,
+)
+
+NS = ("memories", "u1")
+TEA = {"text": "green tea with honey"}
+
+_METHODS = frozenset({"get", "put", "delete", "search", "list_namespaces", "batch"})
+
+
+class StoreAPI:
+    """The store's public methods as coroutines: the sync twin called directly, or the async one."""
+
+    def __init__(self, store: BaseStore, mode: str) -> None:
+        self.store = store
+        self.mode = mode
+
+    def __getattr__(self, name: str) -> Callable[..., Awaitable[Any]]:
+        if name not in _METHODS:
+            raise AttributeError(name)
+        if self.mode == "async":
+            return getattr(self.store, f"a{name}")
+        method = getattr(self.store, name)
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            return method(*args, **kwargs)
+
+        return call
+
+
+def keys(items: Iterable[Item]) -> list[str]:
+    """Sorted keys: the comparison for results whose order is not part of the contract."""
+    return sorted(item.key for item in items)
+
+
+def as_json(value: Any) -> str:
+    """Canonical JSON, so ``True`` differs from ``1`` and ``3`` from ``3.0``."""
+    return json.dumps(value, sort_keys=True)
+
+
+async def put_many(api: StoreAPI, n: int) -> list[str]:
+    names = [f"k{i:02d}" for i in range(n)]
+    for i, key in enumerate(names):
+        await api.put(NS, key, {"text": f"note {i} about tea", "i": i})
+    return names
+
+
+async def score_of(api: StoreAPI, key: str, query: str) -> float | None:
+    return next(h.score for h in await api.search(NS, query=query) if h.key == key)
+
+
+TREE = [
+    ("a", "b", "c"),
+    ("a", "b", "d", "e"),
+    ("a", "b", "d", "i"),
+    ("a", "b", "f"),
+    ("a", "c", "f"),
+    ("x", "b", "f"),
+]
+
+
+async def put_tree(api: StoreAPI) -> None:
+    for ns in TREE:
+        await api.put(ns, "k", {"v": 1})
+
+
+class BaseStoreContract:
+    """LangGraph ``BaseStore`` semantics every engine of ours must honour (see module docstring)."""
+
+    known_upstream_failures: ClassVar[dict[str, str]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        unknown = sorted(
+            name
+            for name in cls.known_upstream_failures
+            if not (name.startswith("test_") and callable(getattr(cls, name, None)))
+        )
+        if unknown:
+            raise TypeError(f"{cls.__name__}.known_upstream_failures names no test: {unknown}")
+
+    @pytest.fixture
+    def store_factory(self) -> Callable[..., BaseStore]:
+        raise NotImplementedError("subclasses provide store_factory(fields=None) -> BaseStore")
+
+    @pytest.fixture(params=["sync", "async"])
+    def mode(self, request: pytest.FixtureRequest) -> str:
+        return request.param
+
+    @pytest.fixture
+    def make_api(self, store_factory: Callable[..., BaseStore], mode: str):
+        return lambda fields=None: StoreAPI(store_factory(fields), mode)
+
+    @pytest.fixture
+    def api(self, make_api) -> StoreAPI:
+        return make_api()
+
+    @pytest.fixture(autouse=True)
+    def _xfail_known_upstream_failures(self, request: pytest.FixtureRequest) -> None:
+        reason = self.known_upstream_failures.get(request.function.__name__)
+        if reason:
+            request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
+
+    # put / get / delete
+
+    async def test_values_round_trip(self, api):
+        value = {
+            "s": "héllo ✓ 日本語",
+            "ключ": "значение",
+            "i": 42,
+            "neg": -7,
+            "f": 3.5,
+            "t": True,
+            "no": False,
+            "none": None,
+            "list": [1, "two", None, {"three": [3.0]}],
+            "nested": {"a": {"b": [True, 1.25]}, "empty": {}},
+            "empty": [],
+        }
+        ns = ("memories", "ünï")
+        await api.put(ns, "k.1/é", value)
+        item = await api.get(ns, "k.1/é")
+        assert (item.namespace, item.key) == (ns, "k.1/é")
+        assert as_json(item.value) == as_json(value)
+        assert item.created_at.tzinfo is not None
+        assert item.created_at <= item.updated_at
+        [hit] = await api.search(("memories",))
+        assert as_json(hit.value) == as_json(value)
+
+    async def test_get_missing_is_none(self, api):
+        await api.put(NS, "k", {"v": 1})
+        assert await api.get(NS, "other") is None
+        assert await api.get(("never", "written"), "k") is None
+
+    async def test_put_overwrites_whole_value(self, api):
+        await api.put(NS, "k", {"a": 1, "b": 2})
+        await api.put(NS, "k", {"c": 3})
+        assert (await api.get(NS, "k")).value == {"c": 3}
+        assert [h.value for h in await api.search(NS)] == [{"c": 3}]
+
+    async def test_delete(self, api):
+        await api.put(NS, "k", {"v": 1})
+        await api.put(NS, "other", {"v": 2})
+        await api.delete(NS, "k")
+        assert await api.get(NS, "k") is None
+        assert keys(await api.search(NS)) == ["other"]
+        await api.delete(NS, "k")  # deleting a missing key is a no-op
+        assert keys(await api.search(NS)) == ["other"]
+
+    async def test_created_at_is_kept_on_update(self, api):
+        await api.put(NS, "k", {"v": 1})
+        first = await api.get(NS, "k")
+        await asyncio.sleep(0.01)
+        await api.put(NS, "k", {"v": 2})
+        second = await api.get(NS, "k")
+        assert second.created_at == first.created_at
+        assert second.updated_at > first.updated_at
+
+    async def test_returned_values_do_not_alias_the_store(self, api):
+        await api.put(NS, "k", {"tags": ["a"], "meta": {"n": 1}})
+        item = await api.get(NS, "k")
+        item.value["meta"]["n"] = 2
+        item.value["tags"].append("b")
+        item.value["extra"] = True
+        assert (await api.get(NS, "k")).value == {"tags": ["a"], "meta": {"n": 1}}
+        [hit] = await api.search(NS)
+        hit.value["meta"]["n"] = 3
+        hit.value.pop("tags")
+        assert (await api.get(NS, "k")).value == {"tags": ["a"], "meta": {"n": 1}}
+
+    async def test_put_copies_the_value(self, api):
+        value = {"tags": ["a"], "meta": {"n": 1}}
+        await api.put(NS, "k", value)
+        value["meta"]["n"] = 2
+        value["tags"].append("b")
+        value["extra"] = True
+        assert (await api.get(NS, "k")).value == {"tags": ["a"], "meta": {"n": 1}}
+
+    # search without a query
+
+    async def test_search_namespace_prefix(self, api):
+        await api.put(("docs",), "root", {"v": 1})
+        await api.put(("docs", "u1"), "mid", {"v": 2})
+        await api.put(("docs", "u1", "x"), "deep", {"v": 3})
+        await api.put(("other",), "elsewhere", {"v": 4})
+        assert keys(await api.search(("docs",))) == ["deep", "mid", "root"]
+        assert keys(await api.search(("docs", "u1"))) == ["deep", "mid"]
+        assert keys(await api.search(())) == ["deep", "elsewhere", "mid", "root"]
+        assert await api.search(("docs", "u1", "x", "y")) == []
+        hits = await api.search(("docs", "u1"))
+        assert sorted(h.namespace for h in hits) == [("docs", "u1"), ("docs", "u1", "x")]
+        assert all(h.score is None for h in hits)
+
+    async def test_search_prefix_matches_whole_labels(self, api):
+        for ns in [
+            ("m", "u"),
+            ("m", "u1"),
+            ("m", "u1", "x"),
+            ("m", "u10"),
+            ("m", "u_1"),
+            ("m", "u%1"),
+        ]:
+            await api.put(ns, "k", TEA)
+        for query in (None, "green tea"):
+            hits = await api.search(("m", "u1"), query=query)
+            assert sorted(h.namespace for h in hits) == [("m", "u1"), ("m", "u1", "x")], query
+            assert [h.namespace for h in await api.search(("m", "u"), query=query)] == [("m", "u")]
+
+    async def test_filter_equality(self, api):
+        await api.put(NS, "a", {"kind": "fruit", "n": 1, "meta": {"lang": "en", "v": 1}})
+        await api.put(NS, "b", {"kind": "fruit", "n": 2, "meta": {"lang": "fr", "v": 1}})
+        await api.put(NS, "c", {"kind": "veg", "n": 1, "ok": True, "meta": {"lang": "en", "v": 2}})
+        cases = [
+            ({"kind": "fruit"}, ["a", "b"]),
+            ({"kind": "fruit", "n": 1}, ["a"]),
+            ({"ok": True}, ["c"]),
+            ({"meta": {"lang": "en", "v": 1}}, ["a"]),
+            ({"meta": {"lang": "de", "v": 1}}, []),
+            ({"kind": "nut"}, []),
+            ({"missing": 1}, []),
+        ]
+        for flt, expected in cases:
+            assert keys(await api.search(NS, filter=flt)) == expected, flt
+
+    async def test_filter_comparison_operators(self, api):
+        for n in range(1, 6):
+            await api.put(NS, f"n{n}", {"n": n})
+        cases = [
+            ({"$eq": 3}, [3]),
+            ({"$ne": 3}, [1, 2, 4, 5]),
+            ({"$gt": 3}, [4, 5]),
+            ({"$gte": 3}, [3, 4, 5]),
+            ({"$lt": 3}, [1, 2]),
+            ({"$lte": 3}, [1, 2, 3]),
+            ({"$gt": 1, "$lt": 4}, [2, 3]),
+        ]
+        for condition, expected in cases:
+            hits = await api.search(NS, filter={"n": condition})
+            assert keys(hits) == [f"n{n}" for n in expected], condition
+
+    async def test_numeric_range_filters_compare_numbers(self, api):
+        for n in (1, 2.5, 9, 10, 100):
+            await api.put(NS, f"k{n}", {"n": n})
+        cases = [
+            ({"$gt": 9}, ["k10", "k100"]),
+            ({"$gte": 10}, ["k10", "k100"]),
+            ({"$lt": 10}, ["k1", "k2.5", "k9"]),
+            ({"$lte": 9}, ["k1", "k2.5", "k9"]),
+            ({"$gt": 2, "$lt": 50}, ["k10", "k2.5", "k9"]),
+        ]
+        for condition, expected in cases:
+            assert keys(await api.search(NS, filter={"n": condition})) == expected, condition
+
+    async def test_range_filter_skips_items_without_the_field(self, api):
+        await api.put(NS, "with", {"n": 5})
+        await api.put(NS, "without", {"m": 5})
+        assert keys(await api.search(NS, filter={"n": {"$gt": 1}})) == ["with"]
+        assert keys(await api.search(NS, filter={"n": {"$lte": 9}})) == ["with"]
+
+    async def test_unknown_filter_operator_raises(self, api):
+        await api.put(NS, "k", {"n": 1})
+        with pytest.raises(ValueError, match=r"\$foo"):
+            await api.search(NS, filter={"n": {"$foo": 1}})
+        with pytest.raises(ValueError, match=r"\$in"):
+            await api.search(NS, filter={"n": {"$in": [1]}})
+
+    async def test_negative_limit_or_offset_raises(self, api):
+        await api.put(NS, "k", {"n": 1})
+        with pytest.raises(ValueError, match="limit"):
+            await api.search(NS, limit=-1)
+        with pytest.raises(ValueError, match="offset"):
+            await api.search(NS, offset=-1)
+
+    async def test_search_defaults_to_limit_10_offset_0(self, api):
+        names = await put_many(api, 12)
+        first = await api.search(NS)
+        assert len(first) == 10
+        assert [h.key for h in first] == [h.key for h in await api.search(NS, limit=10, offset=0)]
+        rest = await api.search(NS, offset=10)
+        assert keys(first + rest) == names
+        assert len(await api.search(NS, query="note about tea")) == 10
+
+    async def test_paging_without_query_covers_every_item_once(self, api):
+        names = await put_many(api, 12)
+        pages = [await api.search(NS, limit=5, offset=offset) for offset in (0, 5, 10)]
+        assert [len(page) for page in pages] == [5, 5, 2]
+        assert keys(h for page in pages for h in page) == names
+        assert await api.search(NS, limit=5, offset=12) == []
+
+    # search with a query
+
+    async def test_query_ranks_the_most_similar_first(self, api):
+        await api.put(NS, "tea", TEA)
+        await api.put(NS, "bike", {"text": "mountain bike trail"})
+        await api.put(NS, "coffee", {"text": "espresso coffee beans"})
+        hits = await api.search(NS, query="green tea honey")
+        assert [h.key for h in hits][:1] == ["tea"]
+        assert keys(hits) == ["bike", "coffee", "tea"]
+        scores = [h.score for h in hits]
+        assert all(isinstance(s, float) for s in scores)
+        assert scores == sorted(scores, reverse=True)
+        assert (await api.search(NS, query="mountain bike"))[0].key == "bike"
+
+    async def test_query_respects_prefix_and_filter(self, api):
+        await api.put(NS, "en", {"text": "green tea", "lang": "en"})
+        await api.put(NS, "fr", {"text": "green tea", "lang": "fr"})
+        await api.put(("memories", "u2"), "other", {"text": "green tea", "lang": "en"})
+        hits = await api.search(NS, query="green tea", filter={"lang": "en"})
+        assert [h.key for h in hits] == ["en"]
+        assert hits[0].score is not None
+
+    async def test_index_false_items_are_not_scored(self, api):
+        await api.put(NS, "indexed", TEA)
+        await api.put(NS, "plain", TEA, index=False)
+        hits = await api.search(NS, query="green tea honey")
+        assert [(h.key, h.score is None) for h in hits] == [("indexed", False), ("plain", True)]
+
+    async def test_reput_with_index_false_drops_the_vector(self, api):
+        await api.put(NS, "k", TEA)
+        await api.put(NS, "k", TEA, index=False)
+        hits = await api.search(NS, query="green tea honey")
+        assert [(h.key, h.score) for h in hits] == [("k", None)]
+
+    async def test_put_index_overrides_store_fields(self, api):
+        await api.put(NS, "a", {"title": "green tea", "body": "mountain bike"}, index=["body"])
+        await api.put(NS, "b", {"title": "mountain bike", "body": "green tea"}, index=["body"])
+        assert (await api.search(NS, query="green tea"))[0].key == "b"
+        assert (await api.search(NS, query="mountain bike"))[0].key == "a"
+
+    async def test_store_fields_choose_what_is_embedded(self, make_api):
+        api = make_api(["text"])
+        await api.put(NS, "a", {"text": "green tea", "note": "mountain bike"})
+        await api.put(NS, "b", {"text": "mountain bike", "note": "green tea"})
+        assert (await api.search(NS, query="green tea"))[0].key == "a"
+        assert (await api.search(NS, query="mountain bike"))[0].key == "b"
+
+    async def test_multi_valued_path_scores_best_element(self, make_api):
+        api = make_api(["tags[*]"])
+        await api.put(NS, "many", {"tags": ["kayak river", "green tea"]})
+        await api.put(NS, "one", {"tags": ["green tea"]})
+        await api.put(NS, "none", {"tags": ["espresso coffee", "mountain bike"]})
+        hits = await api.search(NS, query="green tea")
+        assert sorted(h.key for h in hits[:2]) == ["many", "one"]
+        assert [h.key for h in hits[2:]] == ["none"]
+        assert hits[0].score == pytest.approx(hits[1].score)
+        assert hits[1].score > hits[2].score
+        assert (await api.search(NS, query="mountain bike"))[0].key == "none"
+
+    async def test_items_without_the_indexed_field(self, make_api):
+        api = make_api(["text"])
+        await api.put(NS, "with", {"text": "green tea"})
+        await api.put(NS, "without", {"other": "green tea"})
+        hits = await api.search(NS, query="green tea")
+        assert [(h.key, h.score is None) for h in hits] == [("with", False), ("without", True)]
+        assert (await api.get(NS, "without")).value == {"other": "green tea"}
+
+    async def test_paging_with_query_reaches_every_item(self, api):
+        names = await put_many(api, 30)
+        pages = [await api.search(NS, query="tea note", limit=5, offset=o) for o in range(0, 30, 5)]
+        assert [len(page) for page in pages] == [5] * 6
+        flat = [h for page in pages for h in page]
+        assert keys(flat) == names
+        scores = [h.score for h in flat]
+        assert None not in scores
+        assert scores == sorted(scores, reverse=True)
+
+    async def test_query_lists_scored_items_then_unscored_ones(self, api):
+        await api.put(NS, "s1", {"text": "green tea"})
+        await api.put(NS, "s2", {"text": "green tea with honey"})
+        for key in ("u1", "u2", "u3"):
+            await api.put(NS, key, {"text": "green tea"}, index=False)
+        pages = [await api.search(NS, query="green tea", limit=2, offset=o) for o in (0, 2, 4)]
+        assert [len(page) for page in pages] == [2, 2, 1]
+        flat = [h for page in pages for h in page]
+        assert [h.key for h in flat[:2]] == ["s1", "s2"]
+        assert flat[0].score > flat[1].score
+        assert keys(flat[2:]) == ["u1", "u2", "u3"]
+        assert all(h.score is None for h in flat[2:])
+
+    # list_namespaces
+
+    async def test_list_namespaces_prefix_suffix_and_wildcards(self, api):
+        await put_tree(api)
+        abc, abde, abdi, abf, acf, xbf = TREE
+        assert await api.list_namespaces() == sorted(TREE)
+        assert await api.list_namespaces(prefix=("a", "b")) == [abc, abde, abdi, abf]
+        assert await api.list_namespaces(prefix=("a", "b", "c")) == [abc]
+        assert await api.list_namespaces(suffix=("f",)) == [abf, acf, xbf]
+        assert await api.list_namespaces(prefix=("a",), suffix=("f",)) == [abf, acf]
+        assert await api.list_namespaces(prefix=("z",)) == []
+        assert await api.list_namespaces(prefix=("a", "*", "f")) == [abf, acf]
+        assert await api.list_namespaces(prefix=("*", "b")) == [abc, abde, abdi, abf, xbf]
+        assert await api.list_namespaces(suffix=("b", "*")) == [abc, abf, xbf]
+        assert await api.list_namespaces(prefix=("*", "*", "*", "*")) == [abde, abdi]
+
+    async def test_list_namespaces_max_depth(self, api):
+        await put_tree(api)
+        assert await api.list_namespaces(max_depth=1) == [("a",), ("x",)]
+        assert await api.list_namespaces(max_depth=2) == [("a", "b"), ("a", "c"), ("x", "b")]
+        assert await api.list_namespaces(prefix=("a", "b"), max_depth=3) == [
+            ("a", "b", "c"),
+            ("a", "b", "d"),
+            ("a", "b", "f"),
+        ]
+        assert await api.list_namespaces(max_depth=10) == sorted(TREE)
+
+    async def test_list_namespaces_limit_offset_sorted(self, api):
+        await put_tree(api)
+        everything = sorted(TREE)
+        assert await api.list_namespaces(limit=2) == everything[:2]
+        assert await api.list_namespaces(limit=2, offset=2) == everything[2:4]
+        assert await api.list_namespaces(offset=5) == everything[5:]
+        assert await api.list_namespaces(offset=6) == []
+        assert await api.list_namespaces(max_depth=2, limit=1, offset=1) == [("a", "c")]
+
+    async def test_list_namespaces_matches_whole_labels(self, api):
+        for ns in [("m", "u1"), ("m", "u1", "x"), ("m", "u10"), ("m", "u_1"), ("m", "u%1")]:
+            await api.put(ns, "k", {"v": 1})
+        assert await api.list_namespaces(prefix=("m", "u1")) == [("m", "u1"), ("m", "u1", "x")]
+        assert await api.list_namespaces(suffix=("1",)) == []
+        assert await api.list_namespaces(suffix=("u1",)) == [("m", "u1")]
+
+    async def test_reads_do_not_create_namespaces(self, api):
+        await api.put(("real",), "k", {"v": 1})
+        assert await api.get(("ghost",), "k") is None
+        assert await api.search(("ghost", "a")) == []
+        assert await api.search(("ghost", "b"), query="green tea") == []
+        assert await api.list_namespaces() == [("real",)]
+
+    async def test_namespace_disappears_with_its_last_item(self, api):
+        await api.put(("a", "b"), "k1", {"v": 1})
+        await api.put(("a", "b"), "k2", {"v": 2})
+        await api.put(("a", "c"), "k", {"v": 3})
+        await api.delete(("a", "b"), "k1")
+        assert await api.list_namespaces() == [("a", "b"), ("a", "c")]
+        await api.delete(("a", "b"), "k2")
+        await api.delete(("ghost",), "k")
+        assert await api.list_namespaces() == [("a", "c")]
+
+    # batch
+
+    async def test_batch_results_align_with_ops(self, api):
+        await api.put(NS, "k1", {"v": 1})
+        results = await api.batch(
+            [
+                GetOp(NS, "k1"),
+                PutOp(NS, "k2", {"v": 2}),
+                SearchOp(NS),
+                ListNamespacesOp(),
+                GetOp(NS, "missing"),
+                PutOp(NS, "k1", None),
+            ]
+        )
+        assert len(results) == 6
+        assert results[0].value == {"v": 1}
+        assert results[1] is None
+        assert keys(results[2]) == ["k1"]
+        assert results[3] == [NS]
+        assert results[4] is None
+        assert results[5] is None
+        assert keys(await api.search(NS)) == ["k2"]
+
+    async def test_batch_reads_see_state_before_its_puts(self, api):
+        await api.put(NS, "k", {"v": 1})
+        results = await api.batch(
+            [
+                PutOp(NS, "k", {"v": 2}),
+                PutOp(NS, "new", {"v": 3}),
+                PutOp(("fresh",), "n", {"v": 4}),
+                GetOp(NS, "k"),
+                GetOp(NS, "new"),
+                SearchOp(NS),
+                ListNamespacesOp(),
+            ]
+        )
+        assert results[3].value == {"v": 1}
+        assert results[4] is None
+        assert [h.value for h in results[5]] == [{"v": 1}]
+        assert results[6] == [NS]
+        assert (await api.get(NS, "k")).value == {"v": 2}
+        assert await api.list_namespaces() == [("fresh",), NS]
+
+    async def test_batch_repeated_puts_collapse_to_the_last(self, api):
+        await api.batch(
+            [
+                PutOp(NS, "k", {"text": "mountain bike"}),
+                PutOp(NS, "k", {"text": "green tea"}),
+                PutOp(NS, "gone", {"v": 1}),
+                PutOp(NS, "gone", None),
+                PutOp(NS, "back", None),
+                PutOp(NS, "back", {"v": 2}),
+            ]
+        )
+        assert (await api.get(NS, "k")).value == {"text": "green tea"}
+        assert await api.get(NS, "gone") is None
+        assert (await api.get(NS, "back")).value == {"v": 2}
+        assert keys(await api.search(NS)) == ["back", "k"]
+        assert await score_of(api, "k", "green tea") > await score_of(api, "k", "mountain bike")
+
+    async def test_batch_puts_sharing_a_text(self, api):
+        other = ("memories", "u2")
+        await api.batch([PutOp(NS, "a", TEA), PutOp(other, "b", TEA), PutOp(NS, "c", TEA)])
+        hits = await api.search(("memories",), query="green tea honey")
+        assert sorted((h.namespace, h.key) for h in hits) == [(NS, "a"), (NS, "c"), (other, "b")]
+        assert hits[0].score is not None
+        assert {h.score for h in hits} == {hits[0].score}
+
+    async def test_batch_validates_ops_like_the_methods(self, api):
+        bad_ops = [
+            PutOp(("a.b",), "k", {"v": 1}),
+            PutOp((), "k", {"v": 1}),
+            PutOp(("langgraph", "x"), "k", {"v": 1}),
+            GetOp(("a.b",), "k"),
+            SearchOp(("a.b",)),
+            ListNamespacesOp(match_conditions=(MatchCondition("prefix", ("a.b",)),)),
+        ]
+        for op in bad_ops:
+            with pytest.raises(InvalidNamespaceError):
+                await api.batch([op])
+        assert await api.list_namespaces() == []
+
+    # validation through the methods
+
+    async def test_invalid_namespace_labels_are_rejected(self, api):
+        for ns in [("a.b",), ("a", ""), ("a", 1), ("a\x00b",)]:
+            with pytest.raises(InvalidNamespaceError):
+                await api.put(ns, "k", {"v": 1})
+            with pytest.raises(InvalidNamespaceError):
+                await api.get(ns, "k")
+            with pytest.raises(InvalidNamespaceError):
+                await api.delete(ns, "k")
+            with pytest.raises(InvalidNamespaceError):
+                await api.search(ns)
+            with pytest.raises(InvalidNamespaceError):
+                await api.list_namespaces(prefix=ns)
+            with pytest.raises(InvalidNamespaceError):
+                await api.list_namespaces(suffix=ns)
+        assert await api.list_namespaces() == []
+
+    async def test_put_rejects_empty_and_reserved_namespaces(self, api):
+        for ns in [(), ("langgraph",), ("langgraph", "x")]:
+            with pytest.raises(InvalidNamespaceError):
+                await api.put(ns, "k", {"v": 1})
+        await api.put(("x", "langgraph"), "k", {"v": 1})  # reserved only as the root label
+        assert await api.list_namespaces() == [("x", "langgraph")]

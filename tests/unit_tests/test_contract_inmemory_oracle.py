@@ -1,0 +1,61 @@
+"""LangGraph's own ``InMemoryStore`` through our BaseStore contract: the oracle for the suite.
+
+Every contract test must pass here unless it is listed in ``known_upstream_failures``, where it
+runs as a strict xfail: when LangGraph fixes the bug, the XPASS fails and the entry must go.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import pytest
+from langgraph.store.memory import InMemoryStore
+
+from tests.fakes import KeywordEmbeddings
+from tests.store_contract import BaseStoreContract
+
+
+class TestInMemoryStoreOracle(BaseStoreContract):
+    known_upstream_failures: ClassVar[dict[str, str]] = {
+        "test_created_at_is_kept_on_update": (
+            "langgraph #7411: InMemoryStore.put() sets created_at=now() on every update"
+        ),
+        "test_returned_values_do_not_alias_the_store": (
+            "langgraph #8835: get()/search() hand out the stored dict itself"
+        ),
+        "test_put_copies_the_value": (
+            "langgraph #8835: put() keeps a shallow copy, nested dicts/lists stay shared"
+        ),
+        "test_range_filter_skips_items_without_the_field": (
+            "langgraph #8365: $gt/$lt call float(None) on items missing the field (TypeError)"
+        ),
+        "test_negative_limit_or_offset_raises": (
+            "langgraph #8696: negative limit/offset are accepted and slice from the end"
+        ),
+        "test_reput_with_index_false_drops_the_vector": (
+            "langgraph #8214: put(index=False) leaves the key's old vectors in place"
+        ),
+        "test_query_lists_scored_items_then_unscored_ones": (
+            "langgraph #8871: the unscored fallback ignores offset, so pages repeat items"
+        ),
+        "test_reads_do_not_create_namespaces": (
+            "langgraph #8734: get() indexes a defaultdict and creates the namespace"
+        ),
+        "test_namespace_disappears_with_its_last_item": (
+            "langgraph #8734: delete() leaves an empty namespace (and creates one when missing)"
+        ),
+        "test_batch_puts_sharing_a_text": (
+            "langgraph #8822: two puts embedding the same text in one batch raise ValueError"
+        ),
+        "test_batch_validates_ops_like_the_methods": (
+            "langgraph #8832: batch()/abatch() skip namespace validation"
+        ),
+    }
+
+    @pytest.fixture
+    def store_factory(self):
+        def make(fields: list[str] | None = None) -> InMemoryStore:
+            embed = KeywordEmbeddings(dims=64)
+            return InMemoryStore(index={"dims": 64, "embed": embed, "fields": fields or ["$"]})
+
+        return make
