@@ -9,6 +9,7 @@ Example:
     'created'
 """
 
+from langchain_ltm.config import LongTermMemoryConfig
 from langchain_ltm.errors import (
     BackendError,
     EmbeddingDimensionError,
@@ -17,10 +18,13 @@ from langchain_ltm.errors import (
     InvalidUserIdError,
     LTMError,
     MissingDependencyError,
+    MissingUserIdError,
     UnsupportedVectorStoreError,
 )
 from langchain_ltm.facts import Fact, RememberResult, content_hash, normalize_fact
+from langchain_ltm.guard import find_secret
 from langchain_ltm.store import DEFAULT_UPSERT_THRESHOLD, LongTermMemoryStore
+from langchain_ltm.tools import create_memory_tools, memory_tools_for, resolve_user_id
 
 __all__ = [
     "DEFAULT_UPSERT_THRESHOLD",
@@ -31,12 +35,18 @@ __all__ = [
     "InvalidFilterError",
     "InvalidUserIdError",
     "LTMError",
+    "LongTermMemoryConfig",
     "LongTermMemoryStore",
     "MissingDependencyError",
+    "MissingUserIdError",
     "RememberResult",
     "UnsupportedVectorStoreError",
     "content_hash",
+    "create_memory_tools",
+    "find_secret",
+    "memory_tools_for",
     "normalize_fact",
+    "resolve_user_id",
 ]
 
 __version__ = "0.1.0"

@@ -19,6 +19,7 @@ __all__ = [
     "InvalidUserIdError",
     "LTMError",
     "MissingDependencyError",
+    "MissingUserIdError",
     "UnsupportedVectorStoreError",
 ]
 
@@ -29,6 +30,10 @@ class LTMError(Exception):
 
 class InvalidUserIdError(LTMError, ValueError):
     """The user id is missing, empty, not a string or too long."""
+
+
+class MissingUserIdError(InvalidUserIdError):
+    """The run carries no user id, so the memory tools cannot tell whose memories to use."""
 
 
 class InvalidFactError(LTMError, ValueError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import threading
 import zlib
 from collections.abc import Iterable, Sequence
@@ -39,6 +40,7 @@ from langchain_ltm.facts import (
     merge_hits,
     validate_text,
 )
+from langchain_ltm.guard import SecretGuard, find_secret
 
 __all__ = ["DEFAULT_UPSERT_THRESHOLD", "LongTermMemoryStore"]
 
@@ -73,6 +75,9 @@ class LongTermMemoryStore(BaseStore):
         history_limit: How many earlier texts an updated fact keeps.
         max_fact_chars: Longest accepted fact or recall query.
         max_queries: Most phrasings accepted by one ``recall``.
+        secret_guard: ``True`` refuses facts that look like card numbers, IBANs, API keys or
+            passwords (action ``rejected``); ``False`` stores anything; or pass your own
+            ``guard(text) -> reason | None``.
 
     Example:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -99,6 +104,7 @@ class LongTermMemoryStore(BaseStore):
         history_limit: int = 5,
         max_fact_chars: int = 2000,
         max_queries: int = 32,
+        secret_guard: bool | SecretGuard = True,
     ) -> None:
         self.backend: VectorBackend = backend_for(vectorstore)
         embeddings = embeddings or getattr(vectorstore, "embeddings", None)
@@ -107,18 +113,47 @@ class LongTermMemoryStore(BaseStore):
                 "No embeddings: pass a vectorstore built with embeddings, or embeddings=..."
             )
         check_namespace(tuple(namespace))
-        if not -1.0 <= upsert_threshold <= 1.0:
-            raise ValueError(f"upsert_threshold is a cosine in [-1, 1], got {upsert_threshold}.")
         self.embeddings = embeddings
         self.fields = list(fields or ["$"])
         self.namespace = tuple(namespace)
-        self.upsert_threshold = upsert_threshold
+        self.upsert_threshold = _check_threshold(upsert_threshold)
         self.history_limit = history_limit
         self.max_fact_chars = max_fact_chars
         self.max_queries = max_queries
+        self.secret_guard = secret_guard
+        self._guard: SecretGuard | None = (
+            find_secret if secret_guard is True else (secret_guard or None)
+        )
         self._embedder = Embedder(embeddings)
         self._tokenized_fields = tokenize_fields(self.fields)
         self._locks = [threading.Lock() for _ in range(_LOCK_STRIPES)]
+
+    def with_options(
+        self,
+        *,
+        namespace: tuple[str, ...] | None = None,
+        upsert_threshold: float | None = None,
+        secret_guard: bool | SecretGuard | None = None,
+    ) -> LongTermMemoryStore:
+        """A view of this store with other fact options, sharing its engine and caches.
+
+        Example:
+            >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+            >>> from langchain_core.vectorstores import InMemoryVectorStore
+            >>> vs = InMemoryVectorStore(DeterministicFakeEmbedding(size=8))
+            >>> LongTermMemoryStore(vs).with_options(namespace=("team",)).user_namespace("u1")
+            ('team', 'u1')
+        """
+        view = copy.copy(self)
+        if namespace is not None:
+            check_namespace(tuple(namespace))
+            view.namespace = tuple(namespace)
+        if upsert_threshold is not None:
+            view.upsert_threshold = _check_threshold(upsert_threshold)
+        if secret_guard is not None:
+            view.secret_guard = secret_guard
+            view._guard = find_secret if secret_guard is True else (secret_guard or None)
+        return view
 
     # ---- BaseStore -------------------------------------------------------------------
 
@@ -293,8 +328,24 @@ class LongTermMemoryStore(BaseStore):
         texts = [
             validate_text(f, "fact", self.max_fact_chars) for f in ([facts] if single else facts)
         ]
-        if not texts:
-            return []
+        results: list[RememberResult | None] = [None] * len(texts)
+        accepted: list[int] = []
+        for i, text in enumerate(texts):
+            reason = self._guard(text) if self._guard else None
+            if reason:
+                results[i] = RememberResult("rejected", None, reason=reason)
+            else:
+                accepted.append(i)
+        if accepted:
+            stored = yield from self._store_facts(label, user_id, [texts[i] for i in accepted])
+            for i, result in zip(accepted, stored, strict=True):
+                results[i] = result
+        done = [r for r in results if r is not None]
+        return done[0] if single else done
+
+    def _store_facts(
+        self, label: str, user_id: str, texts: list[str]
+    ) -> Logic[list[RememberResult]]:
         namespace = (*self.namespace, label)
         vectors = yield call(self._embedder, "embed", texts, False)
 
@@ -345,10 +396,9 @@ class LongTermMemoryStore(BaseStore):
         finally:
             lock.release()
         stored = {h.item.key: h.item for h in exact_hits}
-        results = [
+        return [
             _result(d, decision.touched, stored, texts, user_id, now) for d in decision.decisions
         ]
-        return results[0] if single else results
 
     def _recall(self, user_id: str, queries: str | Sequence[str], limit: int) -> Logic[list[Fact]]:
         namespace = self.user_namespace(user_id)
@@ -401,6 +451,12 @@ class LongTermMemoryStore(BaseStore):
         finally:
             lock.release()
         return deleted
+
+
+def _check_threshold(threshold: float) -> float:
+    if not isinstance(threshold, (int, float)) or not -1.0 <= threshold <= 1.0:
+        raise ValueError(f"upsert_threshold is a cosine in [-1, 1], got {threshold!r}.")
+    return float(threshold)
 
 
 def _result(

@@ -1,0 +1,258 @@
+"""Memory tools for agents: user-scoped, resolved per invocation, never from the model.
+
+``create_memory_tools(store)`` returns ``remember_fact``, ``recall_facts`` and
+``forget_fact``. The tools hold no per-user state: every call takes the user id from its own
+run (the runtime context's ``user_id``, else ``config["configurable"]["user_id"]``), so one
+compiled graph serves many users at once. A ``user_id`` the model puts in its arguments is
+not part of the schema and is dropped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any
+
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import InjectedToolArg, StructuredTool, ToolException
+from langgraph.prebuilt import ToolRuntime
+
+from langchain_ltm._labels import validate_user_id
+from langchain_ltm._steps import Logic, call, run_async, run_sync
+from langchain_ltm.config import LongTermMemoryConfig
+from langchain_ltm.errors import InvalidFactError, MissingUserIdError
+from langchain_ltm.facts import Fact, RememberResult
+from langchain_ltm.store import LongTermMemoryStore
+
+__all__ = ["create_memory_tools", "memory_tools_for", "resolve_user_id"]
+
+UserResolver = Callable[[RunnableConfig | None, Any], str]
+# LangGraph's ToolNode fills a parameter named ``runtime``; the marker hides it from the model
+# and keeps the tools usable outside a graph (plain ``tool.invoke(args, config)``).
+_Runtime = Annotated[ToolRuntime | None, InjectedToolArg]
+
+_DESCRIPTIONS = {
+    "remember_fact": (
+        "Save one durable fact about the current user (a preference, a detail of their work "
+        "or life) so it is available in future conversations. One short, self-contained fact "
+        "per call. Never store passwords, card numbers or keys. Returns the action taken "
+        "(created, duplicate, updated, rejected) and the fact id."
+    ),
+    "recall_facts": (
+        "Search what you remember about the current user. Pass two or three different "
+        "phrasings of what you are looking for, e.g. ['preferred language', 'which language "
+        "should I answer in']. Returns the most relevant facts with their ids."
+    ),
+    "forget_fact": (
+        "Delete one fact about the current user by its id (as returned by recall_facts), "
+        "e.g. when the user asks you to forget it or it is no longer true."
+    ),
+}
+
+
+def resolve_user_id(config: RunnableConfig | None, runtime: Any, key: str = "user_id") -> str:
+    """The user of this run: the runtime context's ``key``, else ``configurable[key]``.
+
+    Raises:
+        MissingUserIdError: Neither place has it (raised before any storage call).
+        InvalidUserIdError: It is there but empty or not a string.
+
+    Example:
+        >>> resolve_user_id({"configurable": {"user_id": "u1"}}, None)
+        'u1'
+    """
+    value = None
+    context = getattr(runtime, "context", None)
+    if context is not None:
+        value = context.get(key) if isinstance(context, Mapping) else getattr(context, key, None)
+    if value is None and config:
+        value = (config.get("configurable") or {}).get(key)
+    if value is None:
+        raise MissingUserIdError(
+            f"No {key!r} for this run, so the memory tools cannot tell whose memories to use. "
+            f'Pass config={{"configurable": {{"{key}": ...}}}} to invoke(), or a runtime '
+            f"context with a {key!r} field (create_agent(..., context_schema=...) and "
+            f"invoke(..., context=...))."
+        )
+    return validate_user_id(value)
+
+
+def create_memory_tools(
+    store: LongTermMemoryStore, *, config: LongTermMemoryConfig | None = None
+) -> list[StructuredTool]:
+    """Memory tools that take the user from each run.
+
+    Args:
+        store: Where the facts live.
+        config: Which tools to expose and how they behave.
+
+    Returns:
+        The ``StructuredTool`` list, in ``config.tools`` order.
+
+    Example:
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> from langchain_core.vectorstores import InMemoryVectorStore
+        >>> store = LongTermMemoryStore(InMemoryVectorStore(DeterministicFakeEmbedding(size=16)))
+        >>> remember, recall, forget = create_memory_tools(store)
+        >>> run = {"configurable": {"user_id": "u1"}}
+        >>> json.loads(remember.invoke({"fact": "likes green tea"}, config=run))["action"]
+        'created'
+        >>> json.loads(recall.invoke({"queries": ["tea"]}, config=run))["facts"][0]["fact"]
+        'likes green tea'
+    """
+    options = config or LongTermMemoryConfig()
+    key = options.user_id_key
+
+    def from_run(run: RunnableConfig | None, runtime: Any) -> str:
+        return resolve_user_id(run, runtime, key)
+
+    return _build(_scoped(store, options), options, from_run)
+
+
+def memory_tools_for(
+    store: LongTermMemoryStore,
+    run: RunnableConfig,
+    *,
+    config: LongTermMemoryConfig | None = None,
+) -> list[StructuredTool]:
+    """Memory tools bound to the user of one run, for custom graph nodes.
+
+    The user is resolved now (``MissingUserIdError`` if the run has none); the tools are new
+    objects for this call, so concurrent invocations share nothing mutable.
+
+    Example:
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> from langchain_core.vectorstores import InMemoryVectorStore
+        >>> store = LongTermMemoryStore(InMemoryVectorStore(DeterministicFakeEmbedding(size=16)))
+        >>> tools = memory_tools_for(store, {"configurable": {"user_id": "u1"}})
+        >>> json.loads(tools[0].invoke({"fact": "works on payments"}))["action"]
+        'created'
+    """
+    options = config or LongTermMemoryConfig()
+    user_id = resolve_user_id(run, None, options.user_id_key)
+    return _build(_scoped(store, options), options, lambda _run, _runtime: user_id)
+
+
+def _scoped(store: LongTermMemoryStore, options: LongTermMemoryConfig) -> LongTermMemoryStore:
+    return store.with_options(
+        namespace=options.namespace,
+        upsert_threshold=options.upsert_threshold,
+        secret_guard=options.secret_guard,
+    )
+
+
+# ---- tool bodies, written once ----------------------------------------------------------
+
+
+def _remember_logic(store: LongTermMemoryStore, user_id: str, fact: str) -> Logic[str]:
+    try:
+        result: RememberResult = yield call(store, "remember", user_id, fact)
+    except InvalidFactError as exc:
+        raise ToolException(str(exc)) from exc
+    return _dump(_render_result(result))
+
+
+def _recall_logic(
+    store: LongTermMemoryStore, user_id: str, queries: list[str], limit: int
+) -> Logic[str]:
+    try:
+        facts: list[Fact] = yield call(store, "recall", user_id, queries, limit)
+    except (InvalidFactError, ValueError) as exc:
+        raise ToolException(str(exc)) from exc
+    return _dump({"facts": [_render_fact(f) for f in facts]})
+
+
+def _forget_logic(store: LongTermMemoryStore, user_id: str, fact_id: str) -> Logic[str]:
+    if not isinstance(fact_id, str) or not fact_id.strip():
+        raise ToolException("fact_id is empty: pass an id returned by recall_facts.")
+    deleted: bool = yield call(store, "forget", user_id, fact_id.strip())
+    if deleted:
+        return _dump({"deleted": True, "id": fact_id})
+    return _dump(
+        {
+            "deleted": False,
+            "id": fact_id,
+            "reason": "The current user has no fact with this id; nothing was deleted.",
+        }
+    )
+
+
+def _render_fact(fact: Fact) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": fact.id, "fact": fact.content}
+    if fact.score is not None:
+        out["score"] = round(fact.score, 3)
+    return out
+
+
+def _render_result(result: RememberResult) -> dict[str, Any]:
+    out: dict[str, Any] = {"action": result.action}
+    if result.fact is not None:
+        out.update(_render_fact(result.fact))
+    if result.previous is not None:
+        out["previous"] = result.previous
+    if result.reason is not None:
+        out["reason"] = result.reason
+    return out
+
+
+def _dump(payload: Any) -> str:
+    return json.dumps(payload, ensure_ascii=False)
+
+
+def _build(
+    store: LongTermMemoryStore, options: LongTermMemoryConfig, user_of: UserResolver
+) -> list[StructuredTool]:
+    max_limit = options.recall_limit
+
+    def remember_fact(fact: str, config: RunnableConfig, runtime: _Runtime = None) -> str:
+        return run_sync(_remember_logic(store, user_of(config, runtime), fact))
+
+    async def aremember_fact(fact: str, config: RunnableConfig, runtime: _Runtime = None) -> str:
+        return await run_async(_remember_logic(store, user_of(config, runtime), fact))
+
+    def recall_facts(
+        queries: list[str],
+        config: RunnableConfig,
+        limit: int = 5,
+        runtime: _Runtime = None,
+    ) -> str:
+        user_id = user_of(config, runtime)
+        return run_sync(_recall_logic(store, user_id, queries, _clamp(limit, max_limit)))
+
+    async def arecall_facts(
+        queries: list[str],
+        config: RunnableConfig,
+        limit: int = 5,
+        runtime: _Runtime = None,
+    ) -> str:
+        user_id = user_of(config, runtime)
+        return await run_async(_recall_logic(store, user_id, queries, _clamp(limit, max_limit)))
+
+    def forget_fact(fact_id: str, config: RunnableConfig, runtime: _Runtime = None) -> str:
+        return run_sync(_forget_logic(store, user_of(config, runtime), fact_id))
+
+    async def aforget_fact(fact_id: str, config: RunnableConfig, runtime: _Runtime = None) -> str:
+        return await run_async(_forget_logic(store, user_of(config, runtime), fact_id))
+
+    bodies: dict[str, tuple[Callable[..., str], Callable[..., Any]]] = {
+        "remember_fact": (remember_fact, aremember_fact),
+        "recall_facts": (recall_facts, arecall_facts),
+        "forget_fact": (forget_fact, aforget_fact),
+    }
+    tools = []
+    for name in options.tools:
+        func, coroutine = bodies[name]
+        tools.append(
+            StructuredTool.from_function(
+                func=func,
+                coroutine=coroutine,
+                name=name,
+                description=_DESCRIPTIONS[name],
+                handle_tool_error=True,
+            )
+        )
+    return tools
+
+
+def _clamp(limit: int, max_limit: int) -> int:
+    return max(1, min(int(limit), max_limit))

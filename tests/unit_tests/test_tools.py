@@ -1,0 +1,282 @@
+"""Memory tools: user from the run, isolation, secrets, and real agent graphs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.tools import StructuredTool
+from langchain_core.vectorstores import InMemoryVectorStore
+from langgraph.checkpoint.memory import InMemorySaver
+
+from langchain_ltm import (
+    InvalidUserIdError,
+    LongTermMemoryConfig,
+    LongTermMemoryStore,
+    MissingUserIdError,
+    create_memory_tools,
+    memory_tools_for,
+)
+from tests.fakes import KeywordEmbeddings, ScriptedToolModel, tool_outputs
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from langgraph.prebuilt import create_react_agent
+
+
+@pytest.fixture
+def emb():
+    return KeywordEmbeddings(dims=64)
+
+
+@pytest.fixture
+def store(emb):
+    return LongTermMemoryStore(InMemoryVectorStore(emb), upsert_threshold=0.8)
+
+
+def run(user_id, thread="t1"):
+    return {"configurable": {"user_id": user_id, "thread_id": thread}}
+
+
+@dataclass
+class Context:
+    user_id: str
+
+
+def build_create_agent(store, model=None, **kwargs):
+    return create_agent(
+        model or ScriptedToolModel(),
+        tools=create_memory_tools(store),
+        store=store,
+        checkpointer=InMemorySaver(),
+        **kwargs,
+    )
+
+
+def build_react_agent(store, model=None, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return create_react_agent(
+            model or ScriptedToolModel(),
+            tools=create_memory_tools(store),
+            store=store,
+            checkpointer=InMemorySaver(),
+            **kwargs,
+        )
+
+
+BUILDERS = [build_create_agent, build_react_agent]
+
+
+def say(text):
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+def test_tool_schemas_hide_the_user_and_the_runtime(store):
+    remember, recall, forget = create_memory_tools(store)
+    assert [t.name for t in (remember, recall, forget)] == [
+        "remember_fact",
+        "recall_facts",
+        "forget_fact",
+    ]
+    assert set(remember.tool_call_schema.model_json_schema()["properties"]) == {"fact"}
+    assert set(recall.tool_call_schema.model_json_schema()["properties"]) == {"queries", "limit"}
+    assert set(forget.tool_call_schema.model_json_schema()["properties"]) == {"fact_id"}
+    assert "phrasings" in recall.description
+
+
+def test_config_chooses_tools_and_options(store):
+    tools = create_memory_tools(
+        store, config=LongTermMemoryConfig(tools=("recall_facts",), namespace=("team",))
+    )
+    assert [t.name for t in tools] == ["recall_facts"]
+    with pytest.raises(ValueError, match="at least one"):
+        LongTermMemoryConfig(tools=())
+    with pytest.raises(ValueError, match="recall_limit"):
+        LongTermMemoryConfig(recall_limit=0)
+
+
+def test_tools_use_the_configured_namespace(store):
+    (remember,) = create_memory_tools(
+        store, config=LongTermMemoryConfig(tools=("remember_fact",), namespace=("team",))
+    )
+    remember.invoke({"fact": "likes tea"}, config=run("u1"))
+    assert store.list_all("u1") == []
+    assert [f.content for f in store.with_options(namespace=("team",)).list_all("u1")] == [
+        "likes tea"
+    ]
+
+
+def test_missing_user_id_fails_before_any_storage_call(store, emb):
+    remember, recall, forget = create_memory_tools(store)
+    for tool, args in [
+        (remember, {"fact": "x"}),
+        (recall, {"queries": ["x"]}),
+        (forget, {"fact_id": "x"}),
+    ]:
+        with pytest.raises(MissingUserIdError, match="configurable"):
+            tool.invoke(args, config={"configurable": {}})
+    with pytest.raises(InvalidUserIdError):
+        remember.invoke({"fact": "x"}, config={"configurable": {"user_id": 42}})
+    assert emb.texts_embedded == 0
+
+
+def test_user_id_key_is_configurable(store):
+    (remember,) = create_memory_tools(
+        store, config=LongTermMemoryConfig(tools=("remember_fact",), user_id_key="customer")
+    )
+    with pytest.raises(MissingUserIdError, match="customer"):
+        remember.invoke({"fact": "likes tea"}, config=run("u1"))
+    remember.invoke({"fact": "likes tea"}, config={"configurable": {"customer": "c9"}})
+    assert [f.content for f in store.list_all("c9")] == ["likes tea"]
+
+
+def test_smuggled_user_id_is_ignored(store):
+    remember, recall, _ = create_memory_tools(store)
+    remember.invoke({"fact": "likes tea", "user_id": "victim"}, config=run("attacker"))
+    assert store.list_all("victim") == []
+    store.remember("victim", "victim secret plan")
+    out = json.loads(
+        recall.invoke({"queries": ["victim secret plan"], "user_id": "victim"}, config=run("a"))
+    )
+    assert out == {"facts": []}
+
+
+def test_forget_another_users_fact_deletes_nothing(store):
+    _, _, forget = create_memory_tools(store)
+    fact = store.remember("alice", "likes tea").fact
+    out = json.loads(forget.invoke({"fact_id": fact.id}, config=run("mallory")))
+    assert out["deleted"] is False and "nothing was deleted" in out["reason"]
+    assert store.list_all("alice") == [store.list_all("alice")[0]]
+    assert json.loads(forget.invoke({"fact_id": fact.id}, config=run("alice")))["deleted"]
+    assert store.list_all("alice") == []
+
+
+def test_bad_arguments_become_tool_errors_the_model_can_read(store):
+    remember, recall, forget = create_memory_tools(store)
+    assert "empty" in remember.invoke({"fact": "   "}, config=run("u1"))
+    assert "limit" in remember.invoke({"fact": "x" * 5000}, config=run("u1"))
+    assert "at least one" in recall.invoke({"queries": []}, config=run("u1"))
+    assert "empty" in forget.invoke({"fact_id": " "}, config=run("u1"))
+    assert store.list_all("u1") == []
+
+
+def test_secret_is_rejected_with_a_reason(store):
+    remember, _, _ = create_memory_tools(store)
+    out = json.loads(remember.invoke({"fact": "my card is 4111 1111 1111 1111"}, config=run("u1")))
+    assert out["action"] == "rejected" and "card" in out["reason"]
+    assert store.list_all("u1") == []
+    (lenient,) = create_memory_tools(
+        store, config=LongTermMemoryConfig(tools=("remember_fact",), secret_guard=False)
+    )
+    out = json.loads(lenient.invoke({"fact": "my pin is 4821"}, config=run("u1")))
+    assert out["action"] == "created"
+
+
+def test_recall_limit_is_capped_by_config(store):
+    store.remember("u1", [f"fact number {i} about tea" for i in range(10)])
+    (recall,) = create_memory_tools(
+        store, config=LongTermMemoryConfig(tools=("recall_facts",), recall_limit=3)
+    )
+    out = json.loads(recall.invoke({"queries": ["tea"], "limit": 50}, config=run("u1")))
+    assert len(out["facts"]) == 3
+
+
+async def test_async_tools_share_the_logic(store):
+    remember, recall, forget = create_memory_tools(store)
+    made = json.loads(await remember.ainvoke({"fact": "works on payments"}, config=run("u1")))
+    assert made["action"] == "created"
+    found = json.loads(await recall.ainvoke({"queries": ["payments"]}, config=run("u1")))
+    assert found["facts"][0]["id"] == made["id"]
+    gone = json.loads(await forget.ainvoke({"fact_id": made["id"]}, config=run("u1")))
+    assert gone["deleted"] is True
+
+
+def test_memory_tools_for_binds_one_run(store):
+    tools = memory_tools_for(store, run("bob"))
+    assert isinstance(tools[0], StructuredTool)
+    tools[0].invoke({"fact": "bob likes jazz"})
+    tools[0].invoke({"fact": "still bob"}, config=run("someone-else"))  # bound: stays bob
+    assert {f.content for f in store.list_all("bob")} == {"bob likes jazz", "still bob"}
+    with pytest.raises(MissingUserIdError):
+        memory_tools_for(store, {"configurable": {}})
+    assert memory_tools_for(store, run("x"))[0] is not memory_tools_for(store, run("x"))[0]
+
+
+@pytest.mark.parametrize("build", BUILDERS)
+def test_agent_remembers_across_threads_and_isolates_users(store, build):
+    agent = build(store)
+    first = agent.invoke(say("remember: prefers answers in Spanish"), run("u1", "thread-1"))
+    assert tool_outputs(first)[0]["action"] == "created"
+    later = agent.invoke(say("recall: preferred language | answers in Spanish"), run("u1", "t2"))
+    facts = tool_outputs(later)[0]["facts"]
+    assert [f["fact"] for f in facts] == ["prefers answers in Spanish"]
+    other = agent.invoke(say("recall: preferred language | answers in Spanish"), run("u2", "t3"))
+    assert tool_outputs(other)[0] == {"facts": []}
+
+
+@pytest.mark.parametrize("build", BUILDERS)
+def test_agent_takes_the_user_from_the_runtime_context(store, build):
+    agent = build(store, context_schema=Context)
+    agent.invoke(
+        say("remember: works on the payments team"),
+        {"configurable": {"thread_id": "t1"}},
+        context=Context(user_id="ctx-user"),
+    )
+    assert [f.content for f in store.list_all("ctx-user")] == ["works on the payments team"]
+
+
+@pytest.mark.parametrize("build", BUILDERS)
+def test_agent_ignores_a_smuggled_user_id(store, build):
+    store.remember("victim", "victim lives in Paris")
+    agent = build(store, ScriptedToolModel(smuggle_user_id="victim"))
+    out = agent.invoke(say("recall: where does the victim live | Paris"), run("attacker"))
+    assert tool_outputs(out)[0] == {"facts": []}
+    agent.invoke(say("remember: attacker note"), run("attacker", "t2"))
+    assert [f.content for f in store.list_all("victim")] == ["victim lives in Paris"]
+    assert [f.content for f in store.list_all("attacker")] == ["attacker note"]
+
+
+def test_agent_without_user_id_fails_clearly(store, emb):
+    agent = build_create_agent(store)
+    with pytest.raises(MissingUserIdError):
+        agent.invoke(say("remember: likes tea"), {"configurable": {"thread_id": "t"}})
+    assert emb.texts_embedded == 0
+
+
+USERS = [f"user-{i}@example.com" for i in range(20)]
+
+
+@pytest.mark.parametrize("build", BUILDERS)
+def test_concurrent_runs_threads_see_only_their_own_facts(store, build):
+    agent = build(store)
+
+    def session(user_id):
+        agent.invoke(say(f"remember: secret of {user_id}; likes tea"), run(user_id, user_id))
+        out = agent.invoke(say("recall: secret of | tea"), run(user_id, user_id + "-2"))
+        return user_id, tool_outputs(out)[0]["facts"]
+
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        results = list(pool.map(session, USERS))
+    for user_id, facts in results:
+        assert {f["fact"] for f in facts} == {f"secret of {user_id}", "likes tea"}
+
+
+@pytest.mark.parametrize("build", BUILDERS)
+async def test_concurrent_runs_asyncio_see_only_their_own_facts(store, build):
+    agent = build(store)
+
+    async def session(user_id):
+        await agent.ainvoke(say(f"remember: secret of {user_id}; likes tea"), run(user_id, "a"))
+        out = await agent.ainvoke(say("recall: secret of | tea"), run(user_id, "b"))
+        return user_id, tool_outputs(out)[0]["facts"]
+
+    results = await asyncio.gather(*(session(u) for u in USERS))
+    for user_id, facts in results:
+        assert {f["fact"] for f in facts} == {f"secret of {user_id}", "likes tea"}
+    assert sum(len(store.list_all(u)) for u in USERS) == 40
