@@ -1,0 +1,24 @@
+"""The README's quickstart runs as written."""
+
+import re
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def python_block(heading: str) -> str:
+    text = README.read_text()
+    section = text[text.index(f"## {heading}") :]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+def test_quickstart_runs_as_written(capsys):
+    code = python_block("Quickstart")
+    assert len(code.strip().splitlines()) <= 16
+    exec(compile(code, "README quickstart", "exec"), {})
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "created"
+    assert lines[1] == "duplicate"
+    assert lines[2].startswith("updated ")
+    assert "Spanish" in lines[3]
+    assert lines[-1] == "[]"
