@@ -16,12 +16,12 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check langchain_ltm tests bench examples
-	$(BIN)/ruff format --check langchain_ltm tests bench examples
+	$(BIN)/ruff check langchain_ltm tests bench
+	$(BIN)/ruff format --check langchain_ltm tests bench
 	$(BIN)/mypy
 
 demo: $(STAMP)
-	$(BIN)/python examples/quickstart.py
+	$(BIN)/python -m langchain_ltm.demo
 
 bench: $(STAMP)
 	$(BIN)/python bench/store_search.py
