@@ -6,7 +6,7 @@ import asyncio
 import copy
 import threading
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timezone
 from typing import Any, overload
 
@@ -315,8 +315,15 @@ class LongTermMemoryStore(BaseStore):
         lock = self._locks[zlib.crc32(label.encode("utf-8")) % _LOCK_STRIPES]
 
         async def acquire_off_loop() -> bool:
-            # a thread waits for the lock, so the event loop keeps serving the lock's holder
-            return await asyncio.to_thread(lock.acquire)
+            # A worker thread waits for the lock, so the event loop keeps serving the holder.
+            # If this task is cancelled while waiting, the worker still gets the lock later:
+            # release it then, or the user's stripe would stay locked forever.
+            waiting = asyncio.get_running_loop().run_in_executor(None, lock.acquire)
+            try:
+                return await asyncio.shield(waiting)
+            except asyncio.CancelledError:
+                waiting.add_done_callback(_release_when_acquired(lock))
+                raise
 
         return Step(lock.acquire, acquire_off_loop), lock
 
@@ -455,6 +462,14 @@ class LongTermMemoryStore(BaseStore):
         finally:
             lock.release()
         return deleted
+
+
+def _release_when_acquired(lock: threading.Lock) -> Callable[[asyncio.Future[bool]], None]:
+    def release(done: asyncio.Future[bool]) -> None:
+        if not done.cancelled() and done.exception() is None and done.result():
+            lock.release()
+
+    return release
 
 
 def _check_threshold(threshold: float) -> float:

@@ -245,3 +245,28 @@ async def test_concurrent_identical_remembers_leave_one_fact_asyncio(store):
     )
     assert sorted(r.action for r in results) == ["created"] + ["duplicate"] * 9
     assert len(await store.alist_all("u1")) == 1
+
+
+async def test_cancelled_remember_leaves_the_store_usable(store):
+    """A task cancelled while it waits for the user's lock must not leave the lock held."""
+    label = store.user_namespace("u1")[-1]
+    _, lock = store._lock_step(label)
+    lock.acquire()  # another writer holds the user's lock
+    task = asyncio.create_task(store.aremember("u1", "I like green tea"))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    lock.release()
+    result = await asyncio.wait_for(store.aremember("u1", "I like green tea"), timeout=5)
+    assert result.action == "created"
+    assert len(await store.alist_all("u1")) == 1
+
+
+async def test_cancelled_recall_leaves_the_store_usable(store):
+    await store.aremember("u1", ["I like green tea", "I live in Paris"])
+    task = asyncio.create_task(store.arecall("u1", ["tea", "paris"]))
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert len(await asyncio.wait_for(store.arecall("u1", "tea"), timeout=5)) == 2
