@@ -60,18 +60,17 @@ class Embedder:
 
     def _lookup(self, texts: Sequence[str], query: bool) -> tuple[list[str], dict[str, Vectors]]:
         rows: dict[str, Vectors] = {}
-        missing: list[str] = []
+        missing: dict[str, None] = {}  # ordered set: `in` on a list made batches O(n^2)
         with self._lock:
             for text in texts:
-                if text in rows:
+                if text in rows or text in missing:
                     continue
                 hit = self._cache.get(self._key(text, query))
                 if hit is None:
-                    if text not in missing:
-                        missing.append(text)
+                    missing[text] = None
                 else:
                     rows[text] = hit
-        return missing, rows
+        return list(missing), rows
 
     def _store(
         self,
@@ -82,7 +81,7 @@ class Embedder:
     ) -> None:
         if len(raw) != len(texts):
             raise ValueError(f"The embeddings returned {len(raw)} vectors for {len(texts)} texts.")
-        matrix = np.asarray(raw, dtype=np.float32)
+        matrix = np.array(raw, dtype=np.float32)  # a copy of our own: normalized in place
         if matrix.ndim != 2:
             raise EmbeddingDimensionError("The embeddings returned vectors of unequal sizes.")
         if self.dims is not None and matrix.shape[1] != self.dims:
@@ -91,11 +90,13 @@ class Embedder:
                 f"{self.dims}-dimensional ones; use one embedding model per store."
             )
         self.dims = int(matrix.shape[1])
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        matrix = (matrix / np.where(norms == 0, 1, norms)).astype(np.float32)
+        # same math as np.linalg.norm + np.where + astype, without the temporaries
+        norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))
+        norms[norms == 0] = 1
+        matrix /= norms[:, np.newaxis]
+        matrix.flags.writeable = False  # the cached rows are views of it
         with self._lock:
             for text, row in zip(texts, matrix, strict=True):
-                row.flags.writeable = False
                 rows[text] = row
                 self._cache[self._key(text, query)] = row
             while len(self._cache) > self.cache_size:
@@ -104,4 +105,6 @@ class Embedder:
     def _stack(self, texts: Sequence[str], rows: dict[str, Vectors], query: bool) -> Vectors:
         if not texts:
             return np.zeros((0, self.dims or 0), dtype=np.float32)
+        if len(texts) == 1:  # one query: a (1, d) read-only view instead of np.stack's copy
+            return rows[texts[0]][np.newaxis]
         return np.stack([rows[t] for t in texts])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import importlib
 import threading
 import zlib
 from collections.abc import Callable, Iterable, Sequence
@@ -27,7 +28,7 @@ from langchain_ltm.backends.base import (
     StoredItem,
     VectorBackend,
 )
-from langchain_ltm.errors import InvalidFactError
+from langchain_ltm.errors import InvalidFactError, MissingDependencyError
 from langchain_ltm.facts import (
     Decision,
     Fact,
@@ -131,6 +132,50 @@ class LongTermMemoryStore(BaseStore):
         self._embedder = Embedder(embeddings)
         self._tokenized_fields = tokenize_fields(self.fields)
         self._locks = [threading.Lock() for _ in range(_LOCK_STRIPES)]
+
+    @classmethod
+    def from_qdrant(
+        cls,
+        client_or_url_or_path: Any,
+        embeddings: Embeddings,
+        *,
+        collection: str = "ltm_items",
+        dims: int | None = None,
+        namespace: tuple[str, ...] = ("memories",),
+        **kwargs: Any,
+    ) -> LongTermMemoryStore:
+        """A store on Qdrant: ``":memory:"``, a folder (embedded), or a server URL / client.
+
+        Embedded mode (``":memory:"`` or a folder) is for development and single-process apps;
+        use a server URL (``http(s)://...``) in production. The collection is created with
+        cosine distance if missing; an existing one is checked once for vector size and
+        distance. Needs ``pip install "langchain-ltm[qdrant]"``.
+
+        Args:
+            client_or_url_or_path: ``":memory:"``, a folder path, an ``http(s)://`` URL, or a
+                ``QdrantClient``.
+            embeddings: Embeds facts, queries and indexed fields.
+            collection: Collection name.
+            dims: Vector size (learned from ``embeddings`` when the collection is new).
+            namespace: Namespace prefix of the fact API.
+            **kwargs: Other ``LongTermMemoryStore`` options (``upsert_threshold``, ...).
+
+        Example:
+            >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+            >>> embeddings = DeterministicFakeEmbedding(size=8)
+            >>> store = LongTermMemoryStore.from_qdrant(":memory:", embeddings)
+            >>> store.remember("u1", "likes tea").action
+            'created'
+        """
+        qdrant = _optional("langchain_ltm.backends.qdrant", "qdrant")
+        backend = qdrant.qdrant_backend(
+            client_or_url_or_path,
+            collection=collection,
+            dims=dims,
+            embeddings=embeddings,
+            tenant_depth=len(namespace) + 1,
+        )
+        return cls(backend, embeddings=embeddings, namespace=namespace, **kwargs)
 
     def with_options(
         self,
@@ -462,6 +507,18 @@ class LongTermMemoryStore(BaseStore):
         finally:
             lock.release()
         return deleted
+
+
+def _optional(module: str, extra: str) -> Any:
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        if isinstance(exc, MissingDependencyError):
+            raise
+        raise MissingDependencyError(
+            f"This engine needs optional packages ({exc.name} is missing): "
+            f'pip install "langchain-ltm[{extra}]"'
+        ) from exc
 
 
 def _release_when_acquired(lock: threading.Lock) -> Callable[[asyncio.Future[bool]], None]:

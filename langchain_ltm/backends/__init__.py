@@ -20,7 +20,13 @@ def backend_for(vectorstore: Any) -> VectorBackend:
         from langchain_ltm.backends.memory import MemoryBackend
 
         return MemoryBackend(vectorstore)
+    module = type(vectorstore).__module__
+    if module.startswith("langchain_qdrant"):
+        from langchain_ltm.backends.qdrant import QdrantBackend
+
+        return QdrantBackend.from_vectorstore(vectorstore)
     raise UnsupportedVectorStoreError(
         f"No langchain-ltm backend for {type(vectorstore).__name__}. Supported: "
-        "langchain_core InMemoryVectorStore (more engines are on the way)."
+        "langchain_core InMemoryVectorStore, langchain_qdrant QdrantVectorStore, and "
+        "Postgres through LongTermMemoryStore.from_postgres(...)."
     )

@@ -10,7 +10,7 @@ vectorstore's own API (``similarity_search``, ``dump``) sees the memories too.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -135,18 +135,16 @@ class MemoryBackend(VectorBackend):
     def _ranked(self, blocks: list[_Block], request: SearchRequest) -> list[list[Hit]]:
         assert request.vectors is not None
         queries = request.vectors
-        scored: list[StoredItem] = []
+        # keys and their blocks' item dicts, as flat lists built by C-level copies: items are
+        # looked up (and filtered) in score order, only as far as the page needs
+        keys: list[str] = []
+        owners: list[dict[str, StoredItem]] = []
         score_parts: list[np.ndarray[Any, Any]] = []
         unscored: list[StoredItem] = []
         for block in blocks:
-            keys, block_scores = block.scores(queries)
-            if request.filter:
-                keep = [
-                    i for i, k in enumerate(keys) if matches(block.items[k].value, request.filter)
-                ]
-                if len(keep) < len(keys):
-                    keys, block_scores = [keys[i] for i in keep], block_scores[keep]
-            scored.extend(block.items[k] for k in keys)
+            block_keys, block_scores = block.scores(queries)
+            keys += block_keys
+            owners += [block.items] * len(block_keys)
             score_parts.append(block_scores)
             if len(block.vectors) < len(block.items):
                 rest = (it for k, it in block.items.items() if k not in block.vectors)
@@ -157,10 +155,18 @@ class MemoryBackend(VectorBackend):
             else (score_parts[0] if score_parts else np.zeros((0, len(queries))))
         )
         wanted = None if request.limit is None else request.offset + request.limit
+        passed: dict[int, bool] = {}
+
+        def passes(i: int) -> bool:
+            ok = passed.get(i)
+            if ok is None:
+                ok = passed[i] = matches(owners[i][keys[i]].value, request.filter)
+            return ok
+
         out: list[list[Hit]] = []
         for column in range(queries.shape[0]):
-            order = _top(scores[:, column], wanted)
-            hits = [Hit(scored[i], float(scores[i, column])) for i in order]
+            order = _top_passing(scores[:, column], wanted, passes if request.filter else None)
+            hits = [Hit(owners[i][keys[i]], float(scores[i, column])) for i in order]
             if wanted is None or len(hits) < wanted:
                 hits.extend(Hit(it, None) for it in unscored)
             out.append(_page(hits, request))
@@ -249,12 +255,34 @@ def _page(items: list[Any], request: SearchRequest) -> list[Any]:
 def _top(scores: np.ndarray[Any, Any], wanted: int | None) -> np.ndarray[Any, Any]:
     """Indices of the best ``wanted`` scores, best first, ties in insertion order."""
     if wanted is not None and 0 < wanted < len(scores):
-        part = np.argpartition(-scores, wanted - 1)[:wanted]
-        part.sort()
-        return part[np.argsort(-scores[part], kind="stable")]
+        kth = scores[np.argpartition(-scores, wanted - 1)[wanted - 1]]
+        # every row tied with the k-th best, in row order: argpartition alone picks
+        # arbitrary ones among ties at the boundary
+        part = np.flatnonzero(scores >= kth)
+        return part[np.argsort(-scores[part], kind="stable")][:wanted]
     if wanted == 0:
         return np.zeros(0, dtype=np.intp)
     return np.argsort(-scores, kind="stable")
+
+
+def _top_passing(
+    scores: np.ndarray[Any, Any], wanted: int | None, passes: Callable[[int], bool] | None
+) -> Sequence[int]:
+    """The best ``wanted`` indices that pass, best first.
+
+    Ranks first, then filters in score order, widening the window until enough pass: the
+    same answer as filtering every row first, with ``passes`` called on few rows.
+    """
+    if passes is None:
+        return _top(scores, wanted).tolist()  # type: ignore[no-any-return]
+    if wanted is None:
+        return [i for i in _top(scores, None).tolist() if passes(i)]
+    window = max(wanted, 1)
+    while True:
+        kept = [i for i in _top(scores, window).tolist() if passes(i)]
+        if len(kept) >= wanted or window >= len(scores):
+            return kept[:wanted]
+        window *= 4
 
 
 def _dims_error(stored: int | None, given: int) -> EmbeddingDimensionError:

@@ -272,8 +272,10 @@ async def test_concurrent_runs_asyncio_see_only_their_own_facts(store, build):
     agent = build(store)
 
     async def session(user_id):
-        await agent.ainvoke(say(f"remember: secret of {user_id}; likes tea"), run(user_id, "a"))
-        out = await agent.ainvoke(say("recall: secret of | tea"), run(user_id, "b"))
+        await agent.ainvoke(
+            say(f"remember: secret of {user_id}; likes tea"), run(user_id, user_id + "-a")
+        )
+        out = await agent.ainvoke(say("recall: secret of | tea"), run(user_id, user_id + "-b"))
         return user_id, tool_outputs(out)[0]["facts"]
 
     results = await asyncio.gather(*(session(u) for u in USERS))

@@ -1,0 +1,334 @@
+"""What the Qdrant backend asks of Qdrant, written once as sans-I/O generators.
+
+Each plan yields :class:`QCall` (a client method and its keyword arguments) and receives the
+result; ``drive_sync`` runs it on a ``QdrantClient``, ``drive_async`` on an
+``AsyncQdrantClient`` (the two share method names and signatures).
+
+Scope and filters always travel as one ``models.Filter``; the exact contract predicate then
+re-checks each candidate (see ``_qdrant_layout.translate``). Paging follows the contract:
+scored items first, by their best vector (max-pooling: an item's first point in score order
+is its best), then unscored items; limit/offset over that whole sequence. Because one item
+may have several points and the Python re-check may drop candidates, a ranked query asks for
+a window of points and widens it (x4) until the page is full or Qdrant runs out of points.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, NamedTuple, TypeVar
+
+import numpy as np
+from qdrant_client import models
+
+from langchain_ltm._filters import matches
+from langchain_ltm.backends._qdrant_layout import (
+    HEADS,
+    ITEM_FIELDS,
+    UNINDEXED_HEADS,
+    build_points,
+    from_us,
+    head_id,
+    is_ours,
+    ns_json,
+    point_ids,
+    scope_conditions,
+    search_filter,
+    stored_item,
+)
+from langchain_ltm.backends._qdrant_mirror import page, sort_unranked
+from langchain_ltm.backends.base import (
+    Hit,
+    ItemKey,
+    ListRequest,
+    Record,
+    SearchRequest,
+    StoredItem,
+    Vectors,
+    namespace_matches,
+)
+
+T = TypeVar("T")
+
+SCROLL_PAGE = 1024
+UPSERT_CHUNK = 2048  # points per upsert request (a server caps request bodies at 32 MB)
+FACET_START = 10_000
+
+
+class QCall(NamedTuple):
+    method: str
+    kwargs: dict[str, Any]
+
+
+Plan = Generator[QCall, Any, T]
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """What every plan needs to know about the collection."""
+
+    collection: str
+    vector_name: str
+    tenant_depth: int
+    server: bool
+
+    def call(self, method: str, **kwargs: Any) -> QCall:
+        return QCall(method, {"collection_name": self.collection, **kwargs})
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """What a write did, for the embedded mirror to replay."""
+
+    deleted: int
+    items: list[tuple[StoredItem, Vectors | None]]
+    removed: list[ItemKey]
+
+
+def drive_sync(plan: Plan[T], client: Any, on_error: Callable[[str, Exception], Exception]) -> T:
+    value: Any = None
+    while True:
+        try:
+            step = plan.send(value)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        try:
+            value = getattr(client, step.method)(**step.kwargs)
+        except Exception as exc:
+            raise on_error(step.method, exc) from exc
+
+
+async def drive_async(
+    plan: Plan[T], client: Any, on_error: Callable[[str, Exception], Exception]
+) -> T:
+    value: Any = None
+    while True:
+        try:
+            step = plan.send(value)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        try:
+            pending: Awaitable[Any] = getattr(client, step.method)(**step.kwargs)
+            value = await pending
+        except Exception as exc:
+            raise on_error(step.method, exc) from exc
+
+
+# reads
+
+
+def plan_get(layout: Layout, keys: Sequence[ItemKey]) -> Plan[list[StoredItem | None]]:
+    ids = [head_id(ns, key) for ns, key in keys]
+    if not ids:
+        return []
+    records = yield layout.call(
+        "retrieve", ids=list(dict.fromkeys(ids)), with_payload=ITEM_FIELDS, with_vectors=False
+    )
+    found = {str(r.id): stored_item(r.payload) for r in records if is_ours(r.payload)}
+    return [found.get(i) for i in ids]
+
+
+def plan_count(layout: Layout, prefix: tuple[str, ...]) -> Plan[int]:
+    flt = models.Filter(must=[*scope_conditions(prefix, layout.tenant_depth), HEADS])
+    result = yield layout.call("count", count_filter=flt, exact=True)
+    return int(result.count)
+
+
+def plan_namespaces(layout: Layout, request: ListRequest) -> Plan[list[tuple[str, ...]]]:
+    """Distinct namespaces from a facet over ``ns`` (a point exists, so the namespace does)."""
+    must = scope_conditions((), layout.tenant_depth)
+    for kind, path in request.conditions:
+        fixed = path[: path.index("*")] if "*" in path else path
+        if kind == "prefix" and fixed:
+            must.append(
+                models.FieldCondition(
+                    key="ns_prefixes", match=models.MatchValue(value=ns_json(fixed))
+                )
+            )
+    limit = FACET_START
+    while True:
+        response = yield layout.call(
+            "facet", key="ns", facet_filter=models.Filter(must=must), limit=limit, exact=True
+        )
+        if len(response.hits) < limit:
+            break
+        limit *= 4
+    found = [tuple(_labels(hit.value)) for hit in response.hits]
+    return [ns for ns in found if namespace_matches(ns, request.conditions)]
+
+
+def _labels(raw: Any) -> list[str]:
+    return [str(label) for label in json.loads(str(raw))]
+
+
+def _scroll_items(layout: Layout, flt: models.Filter) -> Plan[list[StoredItem]]:
+    items: list[StoredItem] = []
+    offset = None
+    while True:
+        records, offset = yield layout.call(
+            "scroll",
+            scroll_filter=flt,
+            limit=SCROLL_PAGE,
+            offset=offset,
+            with_payload=ITEM_FIELDS,
+            with_vectors=False,
+        )
+        items.extend(stored_item(r.payload) for r in records if is_ours(r.payload))
+        if offset is None:
+            return items
+
+
+def plan_search(layout: Layout, request: SearchRequest) -> Plan[list[list[Hit]]]:
+    if request.vectors is None:
+        flt = search_filter(request.prefix, layout.tenant_depth, request.filter, [HEADS])
+        items = yield from _scroll_items(layout, flt)
+        items = [it for it in items if matches(it.value, request.filter)]
+        return [[Hit(it, None) for it in page(sort_unranked(items), request)]]
+    return (yield from _ranked(layout, request, request.vectors))
+
+
+def _ranked(layout: Layout, request: SearchRequest, queries: Vectors) -> Plan[list[list[Hit]]]:
+    wanted = None if request.limit is None else request.offset + request.limit
+    flt = search_filter(request.prefix, layout.tenant_depth, request.filter)
+    # a user's rows are few: score them all (the tenant index finds them), no HNSW guess
+    params = (
+        models.SearchParams(exact=True)
+        if layout.server and len(request.prefix) >= layout.tenant_depth
+        else None
+    )
+    window = [256 if wanted is None else max(2 * wanted, 16)] * len(queries)
+    done: dict[int, tuple[list[Hit], bool]] = {}
+    pending = list(range(len(queries)))
+    while pending:
+        requests = [
+            models.QueryRequest(
+                query=queries[row].tolist(),
+                using=layout.vector_name or None,
+                filter=flt,
+                limit=window[row],
+                params=params,
+                with_payload=ITEM_FIELDS,
+            )
+            for row in pending
+        ]
+        responses = yield layout.call("query_batch_points", requests=requests)
+        still = []
+        for row, response in zip(pending, responses, strict=True):
+            hits = _best_per_item(response.points, request)
+            exhausted = len(response.points) < window[row]
+            if exhausted or (wanted is not None and len(hits) >= wanted):
+                done[row] = (hits, exhausted)
+            else:
+                window[row] *= 4
+                still.append(row)
+        pending = still
+    unscored: list[StoredItem] = []
+    if any(exhausted and (wanted is None or len(h) < wanted) for h, exhausted in done.values()):
+        flt = search_filter(request.prefix, layout.tenant_depth, request.filter, [UNINDEXED_HEADS])
+        items = yield from _scroll_items(layout, flt)
+        unscored = sort_unranked([it for it in items if matches(it.value, request.filter)])
+    out = []
+    for row in range(len(queries)):
+        hits = done[row][0]
+        if wanted is None or len(hits) < wanted:
+            hits.extend(Hit(it, None) for it in unscored)
+        out.append(page(hits, request))
+    return out
+
+
+def _best_per_item(points: Sequence[models.ScoredPoint], request: SearchRequest) -> list[Hit]:
+    seen: set[tuple[str, str]] = set()
+    hits = []
+    for point in points:
+        payload = point.payload
+        if not is_ours(payload):
+            continue
+        assert payload is not None
+        ident = (str(payload["namespace"]), str(payload["key"]))
+        if ident in seen:
+            continue
+        seen.add(ident)
+        if matches(payload["value"], request.filter):
+            # float32 like the vectors: equal texts score equal whatever the summation order
+            hits.append(Hit(stored_item(payload), float(np.float32(point.score))))
+    return hits
+
+
+# writes
+
+
+def plan_write(
+    layout: Layout, upserts: Sequence[Record], deletes: Sequence[ItemKey]
+) -> Plan[Written]:
+    """Upsert every point of the new versions, then delete points they no longer have."""
+    keys = list(dict.fromkeys([(r.namespace, r.key) for r in upserts] + list(deletes)))
+    old: dict[str, dict[str, Any]] = {}
+    if keys:
+        records = yield layout.call(
+            "retrieve",
+            ids=[head_id(ns, key) for ns, key in keys],
+            with_payload=["namespace", "key", "created_at_us", "paths"],
+            with_vectors=False,
+        )
+        old = {str(r.id): r.payload for r in records if r.payload and "created_at_us" in r.payload}
+    points: list[models.PointStruct] = []
+    stale: list[models.ExtendedPointId] = []
+    items: list[tuple[StoredItem, Vectors | None]] = []
+    for record in upserts:
+        ns, key = record.namespace, record.key
+        prev = old.get(head_id(ns, key))
+        created: datetime = from_us(prev["created_at_us"]) if prev else record.now
+        new = build_points(record, created, layout.tenant_depth, layout.vector_name)
+        points.extend(new)
+        if prev:
+            fresh = {str(p.id) for p in new}
+            stale.extend(i for i in point_ids(ns, key, prev.get("paths") or [""]) if i not in fresh)
+        vectors = record.vectors if record.vectors is not None and len(record.vectors) else None
+        items.append((StoredItem(ns, key, record.value, created, record.now), vectors))
+    removed: list[ItemKey] = []
+    for ns, key in dict.fromkeys(deletes):
+        prev = old.get(head_id(ns, key))
+        if prev:
+            removed.append((ns, key))
+            stale.extend(point_ids(ns, key, prev.get("paths") or [""]))
+    for start in range(0, len(points), UPSERT_CHUNK):
+        yield layout.call("upsert", points=points[start : start + UPSERT_CHUNK], wait=True)
+    if stale:
+        yield layout.call("delete", points_selector=models.PointIdsList(points=stale), wait=True)
+    return Written(len(removed), items, removed)
+
+
+def plan_load(layout: Layout) -> Plan[list[tuple[StoredItem, Vectors | None]]]:
+    """Every item with its vectors in path order (builds the embedded mirror)."""
+    heads: dict[str, dict[str, Any]] = {}
+    vectors: dict[str, Any] = {}
+    offset = None
+    while True:
+        # no filter: local mode would evaluate it point by point on every page
+        records, offset = yield layout.call(
+            "scroll",
+            limit=SCROLL_PAGE * 16,
+            offset=offset,
+            with_payload=True,
+            with_vectors=[layout.vector_name] if layout.vector_name else True,
+        )
+        for r in records:
+            if not is_ours(r.payload):
+                continue
+            if r.payload.get("head"):
+                heads[str(r.id)] = r.payload
+            vector = r.vector.get(layout.vector_name) if isinstance(r.vector, dict) else r.vector
+            if vector is not None:
+                vectors[str(r.id)] = vector
+        if offset is None:
+            break
+    out: list[tuple[StoredItem, Vectors | None]] = []
+    for payload in heads.values():
+        item = stored_item(payload)
+        ids = point_ids(item.namespace, item.key, payload.get("paths") or [""])
+        rows = [vectors[i] for i in ids if i in vectors] if payload.get("indexed") else []
+        matrix = np.asarray(rows, dtype=np.float32) if rows else None
+        out.append((item, matrix))
+    return out

@@ -1,0 +1,542 @@
+"""Qdrant engine: embedded (``:memory:`` or a folder) for development, a server for production.
+
+Items are stored in one collection as points laid out for ``langchain_qdrant``'s
+``QdrantVectorStore`` (``page_content`` + ``metadata``), one point per embedded text, with
+our own payload fields next to them (see ``_qdrant_layout``). Point ids are deterministic
+(``uuid5`` of namespace, key and index path), so writing an item twice, even from two
+processes at once, is an idempotent upsert.
+
+**Server** (``http(s)://`` URL or a remote ``QdrantClient``): every read is one Qdrant
+request scoped by a ``models.Filter`` (the user label is a tenant payload index,
+``is_tenant=True``; namespace, namespace prefixes, key and content hash have keyword
+indexes). Per-user vector queries run with ``exact=True``: Qdrant finds the user's points
+through the tenant index and scores them all, so recall is exact. The async twins use
+``AsyncQdrantClient``.
+
+**Embedded** (``qdrant-client`` local mode): local mode scores every point of the
+collection and then checks filters in a Python loop, and ignores payload indexes. A local
+collection has a single writer (this process), so the backend mirrors it in per-namespace
+numpy blocks, loaded once when opened and updated on every write, and answers reads from
+the mirror with exact scores (see ``_qdrant_mirror``). Writes go to Qdrant first, which
+stays the system of record. The async twins call the sync methods (the engine runs in this
+process; a write to a folder blocks for its sqlite commit). Write through this backend
+only: points another writer adds to the collection are not seen until :meth:`reload`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from langchain_ltm.errors import (
+    BackendError,
+    EmbeddingDimensionError,
+    LTMError,
+    MissingDependencyError,
+)
+
+try:
+    from qdrant_client import AsyncQdrantClient, QdrantClient, models
+except ImportError as exc:  # pragma: no cover - exercised without the extra installed
+    raise MissingDependencyError(
+        "The Qdrant engine needs qdrant-client and langchain-qdrant: "
+        'pip install "langchain-ltm[qdrant]"'
+    ) from exc
+
+from langchain_ltm.backends._qdrant_layout import BOOL_INDEXES, KEYWORD_INDEXES
+from langchain_ltm.backends._qdrant_mirror import Mirror
+from langchain_ltm.backends._qdrant_plans import (
+    Layout,
+    Plan,
+    Written,
+    drive_async,
+    drive_sync,
+    plan_count,
+    plan_get,
+    plan_load,
+    plan_namespaces,
+    plan_search,
+    plan_write,
+)
+from langchain_ltm.backends.base import (
+    Capabilities,
+    Hit,
+    ItemKey,
+    ListRequest,
+    Record,
+    SearchRequest,
+    StoredItem,
+    VectorBackend,
+)
+
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
+    from langchain_qdrant import QdrantVectorStore
+
+__all__ = ["IncompatibleCollectionError", "QdrantBackend", "qdrant_backend"]
+
+T = TypeVar("T")
+
+
+class IncompatibleCollectionError(LTMError, ValueError):
+    """The Qdrant collection exists with a vector layout langchain-ltm cannot use."""
+
+
+@dataclass
+class _Shared:
+    """One embedded collection's mirror, shared by every backend over the same client."""
+
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    mirror: Mirror = field(default_factory=Mirror)
+    loaded: bool = False
+
+
+_MIRRORS: weakref.WeakKeyDictionary[QdrantClient, dict[str, _Shared]] = weakref.WeakKeyDictionary()
+
+
+class QdrantBackend(VectorBackend):
+    """LongTermMemoryStore's engine over one Qdrant collection (embedded or server).
+
+    Use :func:`qdrant_backend` to open one from a URL, a folder or ``":memory:"``.
+
+    Args:
+        client: A ``QdrantClient`` (local mode or remote).
+        collection: Collection name; created on first use if missing.
+        dims: Vector size. Needed only to create the collection before anything with
+            vectors is written; checked against an existing collection.
+        vector_name: The collection's dense vector name (``""``: the unnamed vector, as
+            ``QdrantVectorStore`` uses by default).
+        tenant_depth: Which namespace label is the tenant (user) label: 2 for the fact API's
+            default ``("memories", <user>)``; use ``len(store namespace) + 1``.
+        mirror: Serve reads from the in-process mirror (default: in embedded mode only).
+            ``False`` in embedded mode runs the server code path against local mode.
+        aclient: ``AsyncQdrantClient`` for the async twins on a server (default: one built
+            from ``client.init_options`` on first use).
+
+    Example:
+        >>> from qdrant_client import QdrantClient
+        >>> backend = QdrantBackend(QdrantClient(":memory:"), collection="docs", dims=8)
+        >>> backend.capabilities.extra["mode"], backend.count(("memories",))
+        ('embedded', 0)
+    """
+
+    def __init__(
+        self,
+        client: QdrantClient,
+        *,
+        collection: str = "ltm_items",
+        dims: int | None = None,
+        vector_name: str = "",
+        tenant_depth: int = 2,
+        mirror: bool | None = None,
+        aclient: AsyncQdrantClient | None = None,
+    ) -> None:
+        if not isinstance(client, QdrantClient):
+            raise TypeError(
+                f"client must be a qdrant_client.QdrantClient, got {type(client).__name__}; "
+                "use qdrant_backend(url_or_path_or_client) for URLs, folders and async clients."
+            )
+        if tenant_depth < 1:
+            raise ValueError(f"tenant_depth must be >= 1, got {tenant_depth!r}.")
+        self.client = client
+        self.collection = collection
+        self.local = _is_local(client)
+        self.layout = Layout(collection, vector_name, tenant_depth, server=not self.local)
+        self.dims: int | None = None
+        self._aclient = aclient
+        self._owned: list[Any] = []
+        self._setup_lock = threading.Lock()
+        self._exists = self._check_collection(dims)
+        use_mirror = self.local if mirror is None else mirror
+        if use_mirror and not self.local:
+            raise ValueError("mirror=True needs an embedded (local mode) client.")
+        self._shared = _shared_for(client, collection) if use_mirror else None
+        if self._shared is not None:
+            with self._shared.lock:
+                if not self._shared.loaded:
+                    self._load(self._shared)
+        location = client.init_options.get("path") or client.init_options.get("location")
+        self.capabilities = Capabilities(
+            name="qdrant",
+            persistent=location != ":memory:",
+            native_async=not self.local,
+            multi_process=not self.local,
+            extra={"mode": "embedded" if self.local else "server", "mirror": use_mirror},
+        )
+
+    @classmethod
+    def from_vectorstore(
+        cls, vectorstore: QdrantVectorStore, *, tenant_depth: int = 2
+    ) -> QdrantBackend:
+        """The backend over a ``langchain_qdrant.QdrantVectorStore``'s collection."""
+        if (vectorstore.content_payload_key, vectorstore.metadata_payload_key) != (
+            "page_content",
+            "metadata",
+        ):
+            raise IncompatibleCollectionError(
+                "langchain-ltm writes page_content/metadata payload keys; build the "
+                "QdrantVectorStore with the default content_payload_key and metadata_payload_key."
+            )
+        return cls(
+            vectorstore.client,
+            collection=vectorstore.collection_name,
+            vector_name=vectorstore.vector_name,
+            tenant_depth=tenant_depth,
+        )
+
+    def as_vectorstore(self, embedding: Embeddings) -> QdrantVectorStore:
+        """A ``QdrantVectorStore`` over this collection (it sees every embedded text)."""
+        from langchain_qdrant import QdrantVectorStore
+
+        return QdrantVectorStore(
+            self.client, self.collection, embedding, vector_name=self.layout.vector_name
+        )
+
+    # setup
+
+    def _check_collection(self, dims: int | None) -> bool:
+        """Check an existing collection once; learn its vector size. True if it exists."""
+        name, vector_name = self.collection, self.layout.vector_name
+        try:
+            if not self.client.collection_exists(name):
+                self.dims = dims
+                if dims is not None:
+                    self._create(dims)
+                    return True
+                return False
+            info = self.client.get_collection(name)
+        except LTMError:
+            raise
+        except Exception as exc:
+            raise self._error("get_collection", exc) from exc
+        vectors = info.config.params.vectors
+        params = vectors.get(vector_name) if isinstance(vectors, dict) else vectors
+        if isinstance(vectors, models.VectorParams) and vector_name:
+            params = None
+        if params is None:
+            names = sorted(vectors) if isinstance(vectors, dict) else ['""']
+            raise IncompatibleCollectionError(
+                f"Qdrant collection {name!r} has no dense vector named {vector_name!r} "
+                f"(it has {', '.join(names) or 'none'}): pass vector_name=<one of those>, or "
+                "use another collection name."
+            )
+        if params.distance != models.Distance.COSINE or params.multivector_config is not None:
+            raise IncompatibleCollectionError(
+                f"Qdrant collection {name!r} uses {params.distance.value} distance"
+                f"{' with multivectors' if params.multivector_config else ''}; langchain-ltm "
+                "ranks by cosine similarity. Use a new collection name (it is created with "
+                "Distance.COSINE)."
+            )
+        if dims is not None and dims != params.size:
+            raise EmbeddingDimensionError(
+                f"Qdrant collection {name!r} holds {params.size}-dimensional vectors but the "
+                f"embeddings return {dims}. The embedding model changed: keep the original "
+                "model, or pass collection=<new name> and re-remember the facts there."
+            )
+        self.dims = params.size
+        if self.layout.server:
+            self._ensure_indexes(set(info.payload_schema or {}))
+        return True
+
+    def _create(self, dims: int) -> None:
+        vector = models.VectorParams(size=dims, distance=models.Distance.COSINE)
+        name = self.layout.vector_name
+        self.client.create_collection(self.collection, {name: vector} if name else vector)
+        if self.layout.server:
+            self._ensure_indexes(set())
+
+    def _ensure_indexes(self, existing: set[str]) -> None:
+        schemas: dict[str, Any] = {
+            "user": models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True),
+            **{key: models.PayloadSchemaType.KEYWORD for key in KEYWORD_INDEXES},
+            **{key: models.PayloadSchemaType.BOOL for key in BOOL_INDEXES},
+        }
+        for key, schema in schemas.items():
+            if key not in existing:
+                self.client.create_payload_index(self.collection, key, schema, wait=True)
+
+    def _present(self) -> bool:
+        """Whether the collection exists; re-checked until it does (another writer may)."""
+        if not self._exists:
+            with self._setup_lock:
+                if not self._exists and self._collection_exists():
+                    self._exists = self._check_collection(self.dims)
+        return self._exists
+
+    def _collection_exists(self) -> bool:
+        try:
+            return bool(self.client.collection_exists(self.collection))
+        except Exception as exc:
+            raise self._error("collection_exists", exc) from exc
+
+    def _ready_for(self, upserts: Sequence[Record]) -> bool:
+        """Create the collection on the first write (its size from the vectors); check sizes."""
+        if not self._present() and not upserts:
+            return False
+        for record in upserts:
+            if record.vectors is not None and len(record.vectors):
+                given = int(record.vectors.shape[1])
+                if self.dims is not None and given != self.dims:
+                    raise self._dims_error(given)
+                self.dims = given
+        if self._exists:
+            return True
+        with self._setup_lock:
+            if not self._exists:
+                if self.dims is None:
+                    raise ValueError(
+                        f"Qdrant collection {self.collection!r} does not exist yet and nothing "
+                        "written so far had vectors to size it: pass dims=<embedding size> "
+                        "(or embeddings=...) to qdrant_backend()."
+                    )
+                try:
+                    self._create(self.dims)
+                except Exception as exc:
+                    if not self._collection_exists():
+                        raise self._error("create_collection", exc) from exc
+                self._exists = True
+        return True
+
+    def _load(self, shared: _Shared) -> None:
+        if self._exists:
+            for item, vectors in drive_sync(plan_load(self.layout), self.client, self._error):
+                shared.mirror.put(item, vectors)
+        shared.loaded = True
+
+    def reload(self) -> None:
+        """Rebuild the embedded mirror from the collection (after outside writes)."""
+        if self._shared is not None:
+            with self._shared.lock:
+                self._shared.mirror = Mirror()
+                self._load(self._shared)
+
+    def close(self) -> None:
+        """Close the clients this backend opened (a folder can then be opened again)."""
+        if self.client in self._owned:
+            _MIRRORS.pop(self.client, None)  # the client goes: so does its mirror
+        for client in self._owned:
+            client.close()
+        self._owned.clear()
+
+    # VectorBackend
+
+    def get(self, keys: Sequence[ItemKey]) -> list[StoredItem | None]:  # noqa: D102
+        if self._shared is not None:
+            with self._shared.lock:
+                return self._shared.mirror.get(keys)
+        if not self._present():
+            return [None] * len(keys)
+        return self._sync(plan_get(self.layout, keys))
+
+    def search(self, request: SearchRequest) -> list[list[Hit]]:  # noqa: D102
+        self._check_query(request)
+        if self._shared is not None:
+            with self._shared.lock:
+                return self._shared.mirror.search(request)
+        if not self._present():
+            return [[] for _ in range(1 if request.vectors is None else len(request.vectors))]
+        return self._sync(plan_search(self.layout, request))
+
+    def list_namespaces(self, request: ListRequest) -> list[tuple[str, ...]]:  # noqa: D102
+        if self._shared is not None:
+            with self._shared.lock:
+                found = self._shared.mirror.namespaces(request)
+        elif self._present():
+            found = self._sync(plan_namespaces(self.layout, request))
+        else:
+            found = []
+        return _list_page(found, request)
+
+    def count(self, prefix: tuple[str, ...]) -> int:  # noqa: D102
+        if self._shared is not None:
+            with self._shared.lock:
+                return self._shared.mirror.count(prefix)
+        return self._sync(plan_count(self.layout, prefix)) if self._present() else 0
+
+    def write(self, upserts: Sequence[Record], deletes: Sequence[ItemKey]) -> int:  # noqa: D102
+        if not self._ready_for(upserts):
+            return 0
+        if self._shared is None:
+            return self._sync(plan_write(self.layout, upserts, deletes)).deleted
+        with self._shared.lock:
+            written = self._sync(plan_write(self.layout, upserts, deletes))
+            _replay(self._shared.mirror, written)
+        return written.deleted
+
+    async def aget(self, keys: Sequence[ItemKey]) -> list[StoredItem | None]:  # noqa: D102
+        if self.local or not self._present():
+            return self.get(keys)
+        return await self._async(plan_get(self.layout, keys))
+
+    async def asearch(self, request: SearchRequest) -> list[list[Hit]]:  # noqa: D102
+        if self.local or not self._present():
+            return self.search(request)
+        self._check_query(request)
+        return await self._async(plan_search(self.layout, request))
+
+    async def alist_namespaces(self, request: ListRequest) -> list[tuple[str, ...]]:  # noqa: D102
+        if self.local or not self._present():
+            return self.list_namespaces(request)
+        return _list_page(await self._async(plan_namespaces(self.layout, request)), request)
+
+    async def acount(self, prefix: tuple[str, ...]) -> int:  # noqa: D102
+        if self.local or not self._present():
+            return self.count(prefix)
+        return await self._async(plan_count(self.layout, prefix))
+
+    async def awrite(self, upserts: Sequence[Record], deletes: Sequence[ItemKey]) -> int:  # noqa: D102
+        if self.local or not self._present():
+            # embedded: in process; server before the collection exists: created once, sync
+            return self.write(upserts, deletes)
+        self._ready_for(upserts)
+        written: Written = await self._async(plan_write(self.layout, upserts, deletes))
+        return written.deleted
+
+    # plumbing
+
+    def _sync(self, plan: Plan[T]) -> T:
+        return drive_sync(plan, self.client, self._error)
+
+    async def _async(self, plan: Plan[T]) -> T:
+        if self._aclient is None:
+            self._aclient = AsyncQdrantClient(**self.client.init_options)
+            self._owned.append(self._aclient)
+        return await drive_async(plan, self._aclient, self._error)
+
+    def _check_query(self, request: SearchRequest) -> None:
+        if request.vectors is not None and self.dims is not None:
+            given = int(request.vectors.shape[1])
+            if given != self.dims:
+                raise self._dims_error(given)
+
+    def _dims_error(self, given: int) -> EmbeddingDimensionError:
+        return EmbeddingDimensionError(
+            f"The Qdrant collection {self.collection!r} holds {self.dims}-dimensional vectors "
+            f"but the embeddings return {given}. The embedding model changed: keep the original "
+            "model, or store the new memories in a new collection and re-remember them there."
+        )
+
+    def _error(self, method: str, exc: Exception) -> Exception:
+        if isinstance(exc, LTMError):
+            return exc
+        where = self.client.init_options.get("url") or self.client.init_options.get("path")
+        where = where or self.client.init_options.get("location") or "the configured host"
+        return BackendError(
+            f"Qdrant {method} on collection {self.collection!r} failed: "
+            f"{type(exc).__name__}: {exc}. Check that Qdrant at {where} is reachable, the API "
+            "key allows writes and the collection was not changed by another tool."
+        )
+
+
+def qdrant_backend(
+    client_or_url_or_path: QdrantClient | AsyncQdrantClient | str | os.PathLike[str],
+    *,
+    collection: str = "ltm_items",
+    dims: int | None = None,
+    embeddings: Embeddings | None = None,
+    vector_name: str = "",
+    tenant_depth: int = 2,
+    api_key: str | None = None,
+    prefer_grpc: bool = False,
+    mirror: bool | None = None,
+    **client_options: Any,
+) -> QdrantBackend:
+    """Open a :class:`QdrantBackend` from a client, a server URL, a folder or ``":memory:"``.
+
+    Args:
+        client_or_url_or_path: ``":memory:"`` (embedded, this process only), a folder path
+            (embedded, persistent, one process at a time), an ``http(s)://`` URL (server),
+            or a ``QdrantClient`` / remote ``AsyncQdrantClient``.
+        collection: Collection name; created (cosine distance) if missing.
+        dims: Vector size, checked against an existing collection.
+        embeddings: Used once, only to learn ``dims`` when the collection does not exist
+            and ``dims`` is not given.
+        vector_name: Dense vector name in the collection (``""``: the unnamed vector).
+        tenant_depth: Namespace depth of the user label (the tenant index): 2 for the fact
+            API's default namespace ``("memories",)``.
+        api_key: Server API key (URL form only).
+        prefer_grpc: Talk gRPC to the server (URL form only).
+        mirror: See :class:`QdrantBackend`.
+        **client_options: More ``QdrantClient`` options for the URL form (``timeout``...).
+
+    Example:
+        >>> backend = qdrant_backend(":memory:", collection="facts", dims=8)
+        >>> backend.capabilities.name, backend.capabilities.persistent
+        ('qdrant', False)
+    """
+    aclient: AsyncQdrantClient | None = None
+    owned = False
+    target = client_or_url_or_path
+    if isinstance(target, QdrantClient):
+        client = target
+    elif isinstance(target, AsyncQdrantClient):
+        options = target.init_options
+        if options.get("path") or options.get("location") == ":memory:":
+            raise ValueError(
+                "An embedded AsyncQdrantClient cannot be shared with a sync client: pass a "
+                "QdrantClient (or the path / ':memory:') for embedded mode."
+            )
+        client, aclient, owned = QdrantClient(**options), target, True
+    elif isinstance(target, (str, os.PathLike)):
+        where = os.fspath(target)
+        if where == ":memory:":
+            client = QdrantClient(location=":memory:")
+        elif where.startswith(("http://", "https://")):
+            client = QdrantClient(
+                url=where, api_key=api_key, prefer_grpc=prefer_grpc, **client_options
+            )
+        else:
+            client = QdrantClient(path=where)
+        owned = True
+    else:
+        raise TypeError(
+            "qdrant_backend() takes a QdrantClient, an AsyncQdrantClient, a URL, a folder path "
+            f"or ':memory:', got {type(target).__name__}."
+        )
+    if dims is None and embeddings is not None and not client.collection_exists(collection):
+        dims = len(embeddings.embed_query("dimension probe"))
+    try:
+        backend = QdrantBackend(
+            client,
+            collection=collection,
+            dims=dims,
+            vector_name=vector_name,
+            tenant_depth=tenant_depth,
+            mirror=mirror,
+            aclient=aclient,
+        )
+    except Exception:
+        if owned:
+            client.close()
+        raise
+    if owned:
+        backend._owned.append(client)
+    return backend
+
+
+def _is_local(client: QdrantClient) -> bool:
+    options = client.init_options
+    return bool(options.get("path")) or options.get("location") == ":memory:"
+
+
+def _shared_for(client: QdrantClient, collection: str) -> _Shared:
+    per_client = _MIRRORS.setdefault(client, {})
+    return per_client.setdefault(collection, _Shared())
+
+
+def _replay(mirror: Mirror, written: Written) -> None:
+    for item, vectors in written.items:
+        mirror.put(item, vectors)
+    for namespace, key in written.removed:
+        mirror.delete(namespace, key)
+
+
+def _list_page(found: list[tuple[str, ...]], request: ListRequest) -> list[tuple[str, ...]]:
+    if request.max_depth is not None:
+        found = list({ns[: request.max_depth] for ns in found})
+    found.sort()
+    return found[request.offset : request.offset + request.limit]

@@ -1,0 +1,331 @@
+"""Qdrant engine specifics: collection checks, layout, persistence, interop, filter pushdown."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import numpy as np
+import pytest
+from langchain_qdrant import QdrantVectorStore
+from qdrant_client import QdrantClient, models
+
+from langchain_ltm import EmbeddingDimensionError, LongTermMemoryStore
+from langchain_ltm._filters import compile_filter, matches
+from langchain_ltm.backends._qdrant_layout import head_id, translate
+from langchain_ltm.backends.qdrant import (
+    IncompatibleCollectionError,
+    QdrantBackend,
+    qdrant_backend,
+)
+from langchain_ltm.errors import BackendError
+from tests.fakes import KeywordEmbeddings
+from tests.store_contract import BaseStoreContract
+
+NS = ("memories", "u1")
+
+
+@pytest.fixture
+def emb():
+    return KeywordEmbeddings(dims=64)
+
+
+def points(client: QdrantClient, collection: str = "ltm_items") -> list[models.Record]:
+    records, _ = client.scroll(collection, limit=10_000, with_payload=True, with_vectors=True)
+    return records
+
+
+# collection checks
+
+
+def test_dimension_mismatch_is_a_clear_error():
+    client = QdrantClient(":memory:")
+    QdrantBackend(client, dims=64)
+    with pytest.raises(EmbeddingDimensionError, match=r"holds 64-dimensional .* return 32"):
+        QdrantBackend(client, dims=32)
+    backend = QdrantBackend(client)  # size learned from the collection
+    assert backend.dims == 64
+    store = LongTermMemoryStore(backend, embeddings=KeywordEmbeddings(dims=32))
+    with pytest.raises(EmbeddingDimensionError, match="embedding model changed"):
+        store.put(NS, "k", {"text": "green tea"})
+    with pytest.raises(EmbeddingDimensionError, match="embedding model changed"):
+        store.search(NS, query="tea")
+
+
+def test_incompatible_collections_say_what_to_change():
+    client = QdrantClient(":memory:")
+    client.create_collection("dot", models.VectorParams(size=8, distance=models.Distance.DOT))
+    with pytest.raises(IncompatibleCollectionError, match="COSINE"):
+        QdrantBackend(client, collection="dot")
+    client.create_collection(
+        "named", {"dense": models.VectorParams(size=8, distance=models.Distance.COSINE)}
+    )
+    with pytest.raises(IncompatibleCollectionError, match="vector_name"):
+        QdrantBackend(client, collection="named")
+    assert QdrantBackend(client, collection="named", vector_name="dense").dims == 8
+
+
+def test_missing_collection_is_created_by_the_first_write_with_vectors(emb):
+    client = QdrantClient(":memory:")
+    store = LongTermMemoryStore(QdrantBackend(client), embeddings=emb)
+    assert store.search(NS) == [] and store.list_namespaces() == []
+    with pytest.raises(ValueError, match="pass dims="):
+        store.put(NS, "plain", {"v": 1}, index=False)
+    store.put(NS, "k", {"text": "green tea"})
+    store.put(NS, "plain", {"v": 1}, index=False)
+    assert client.get_collection("ltm_items").config.params.vectors.size == 64
+    assert [h.key for h in store.search(NS, query="tea")] == ["k", "plain"]
+
+
+def test_factory_learns_dims_from_embeddings_once(emb):
+    backend = qdrant_backend(":memory:", embeddings=emb)
+    assert backend.dims == 64 and emb.query_calls == 1
+    with pytest.raises(TypeError, match="QdrantClient"):
+        qdrant_backend(42)  # type: ignore[arg-type]
+
+
+def test_unreachable_server_is_a_backend_error():
+    with pytest.raises(BackendError, match="reachable"):
+        qdrant_backend("http://127.0.0.1:9", dims=8, check_compatibility=False)
+
+
+# layout
+
+
+def test_one_point_per_text_deterministic_ids_and_stale_points_removed(emb):
+    client = QdrantClient(":memory:")
+    store = LongTermMemoryStore(QdrantBackend(client, dims=64), embeddings=emb, fields=["tags[*]"])
+    store.put(NS, "k", {"tags": ["green tea", "mountain bike", "espresso"]})
+    found = points(client)
+    assert len(found) == 3
+    assert sum(p.payload["head"] for p in found) == 1
+    assert head_id(NS, "k") in {p.id for p in found}
+    head = next(p for p in found if p.payload["head"])
+    assert head.payload["user"] == "u1" and head.payload["indexed"] is True
+    assert sorted(p.payload["page_content"] for p in found) == [
+        "espresso",
+        "green tea",
+        "mountain bike",
+    ]
+    store.put(NS, "k", {"tags": ["green tea"]})
+    assert len(points(client)) == 1
+    store.put(NS, "k", {"tags": ["green tea"]}, index=False)
+    (only,) = points(client)
+    assert only.vector == {} and only.payload["indexed"] is False
+    store.delete(NS, "k")
+    assert points(client) == []
+
+
+def test_concurrent_duplicates_from_separate_stores_are_one_point(emb):
+    backend = qdrant_backend(":memory:", dims=64)
+    # separate stores: separate per-user locks, like separate processes on one server
+    stores = [LongTermMemoryStore(backend, embeddings=emb) for _ in range(10)]
+    barrier = threading.Barrier(10)
+
+    def remember(store: LongTermMemoryStore) -> None:
+        barrier.wait()
+        store.remember("u1", "I prefer answers in Spanish")
+
+    threads = [threading.Thread(target=remember, args=(s,)) for s in stores]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [f.content for f in stores[0].list_all("u1")] == ["I prefer answers in Spanish"]
+    assert len(points(backend.client)) == 1
+
+
+def test_backends_on_one_client_share_the_mirror(emb):
+    client = QdrantClient(":memory:")
+    first = LongTermMemoryStore(QdrantBackend(client, dims=64), embeddings=emb)
+    second = LongTermMemoryStore(QdrantBackend(client, dims=64), embeddings=emb)
+    first.remember("u1", "I like green tea")
+    assert [f.content for f in second.recall("u1", "tea")] == ["I like green tea"]
+
+
+# persistence and interop
+
+
+def test_a_folder_keeps_everything_across_reopening(tmp_path, emb):
+    backend = qdrant_backend(tmp_path / "db", dims=64)
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    fact = store.remember("alice@example.com", "I like green tea").fact
+    store.put(NS, "plain", {"text": "not embedded"}, index=False)
+    store.put(("docs",), "many", {"tags": ["kayak river", "green tea"]}, index=["tags[*]"])
+    before = store.search((), query="green tea", limit=10)
+    backend.close()
+
+    reopened = qdrant_backend(tmp_path / "db")
+    again = LongTermMemoryStore(reopened, embeddings=emb)
+    assert reopened.dims == 64
+    assert [(h.key, h.score) for h in again.search((), query="green tea", limit=10)] == [
+        (h.key, pytest.approx(h.score)) for h in before
+    ]
+    assert again.list_all("alice@example.com")[0].created_at == fact.created_at
+    assert again.list_namespaces() == sorted(
+        [("docs",), NS, again.user_namespace("alice@example.com")]
+    )
+    assert again.remember("alice@example.com", "i like GREEN tea.").action == "duplicate"
+    reopened.close()
+
+
+def test_query_vectorstore_reads_what_we_wrote(emb):
+    client = QdrantClient(":memory:")
+    backend = QdrantBackend(client, dims=64)
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    store.remember("u1", ["I like green tea", "my bike is red"])
+    store.put(NS, "plain", {"text": "green tea"}, index=False)
+    vectorstore = QdrantVectorStore(client, "ltm_items", emb)
+    docs = vectorstore.similarity_search("green tea", k=5)
+    assert [d.page_content for d in docs] == ["I like green tea", "my bike is red"]
+    assert docs[0].metadata["namespace"] == list(store.user_namespace("u1"))
+    assert docs[0].metadata["path"] == "content"
+    scoped = models.Filter(
+        must=[models.FieldCondition(key="user", match=models.MatchValue(value="nobody"))]
+    )
+    assert vectorstore.similarity_search("green tea", filter=scoped) == []
+    # points another writer adds are not items: our searches skip them
+    vectorstore.add_texts(["green tea from elsewhere"])
+    assert [f.content for f in store.recall("u1", "green tea", limit=5)] == [
+        "I like green tea",
+        "my bike is red",
+    ]
+    assert backend.as_vectorstore(emb).similarity_search("red bike", k=1)[0].page_content == (
+        "my bike is red"
+    )
+
+
+def test_store_over_a_query_vectorstore(emb):
+    client = QdrantClient(":memory:")
+    vectorstore = QdrantVectorStore.construct_instance(
+        emb, client_options={"location": ":memory:"}, collection_name="vs"
+    )
+    del client
+    store = LongTermMemoryStore(
+        QdrantBackend.from_vectorstore(vectorstore), embeddings=vectorstore.embeddings
+    )
+    store.remember("u1", "I like green tea")
+    assert vectorstore.similarity_search("green tea", k=1)[0].page_content == "I like green tea"
+
+
+# filter pushdown: Qdrant must select a superset of what the exact predicate keeps
+
+VALUES = [
+    {"n": 1},
+    {"n": 1.0},
+    {"n": 2.5},
+    {"n": True},
+    {"n": "1"},
+    {"n": None},
+    {"n": []},
+    {"n": [1, 2]},
+    {"n": {"x": 1}},
+    {"m": 1},
+    {"s": "a"},
+    {"s": ["a", "b"]},
+    {"s": "b"},
+    {"meta": {"lang": "en", "v": 1}},
+    {"meta": [{"lang": "en"}]},
+    {"k.dot": 1},
+    {"content": "fact", "content_hash": "h1"},
+    {"content": None},
+    {"content": []},
+]
+FILTERS = [
+    {"n": 1},
+    {"n": 1.0},
+    {"n": True},
+    {"n": None},
+    {"n": "1"},
+    {"n": [1, 2]},
+    {"n": {"$ne": 1}},
+    {"n": {"$gt": 1}},
+    {"n": {"$gte": 1, "$lt": 3}},
+    {"n": {"$lte": 2**60}},
+    {"s": "a"},
+    {"s": {"$gt": "a"}},
+    {"meta": {"lang": "en"}},
+    {"meta": {"$eq": {"lang": "en", "v": 1}}},
+    {"k.dot": 1},
+]
+INTERNAL = [
+    ((("content_hash",), "$in", ["h1", "h2"]),),
+    ((("n",), "$in", [1, "1", None]),),
+    ((("content",), "$exists", True),),
+    ((("content",), "$exists", False),),
+]
+
+
+def _conditions():
+    from langchain_ltm._filters import Condition
+
+    yield from (compile_filter(f) for f in FILTERS)
+    for spec in INTERNAL:
+        yield tuple(Condition(path, op, operand) for path, op, operand in spec)
+
+
+@pytest.mark.parametrize("conditions", list(_conditions()), ids=str)
+def test_pushdown_selects_a_superset(conditions):
+    client = QdrantClient(":memory:")
+    client.create_collection("t", models.VectorParams(size=2, distance=models.Distance.COSINE))
+    client.upsert(
+        "t",
+        [
+            models.PointStruct(id=i, vector=[1.0, 0.0], payload={"value": v})
+            for i, v in enumerate(VALUES)
+        ],
+    )
+    records, _ = client.scroll("t", models.Filter(must=translate(conditions)), limit=100)
+    selected = {r.id for r in records}
+    wanted = {i for i, v in enumerate(VALUES) if matches(v, conditions)}
+    lossy_exists = {i for i, v in enumerate(VALUES) if v.get("content") == []}
+    assert wanted - lossy_exists <= selected
+    if conditions[0].op == "$in" or conditions == compile_filter({"n": {"$gt": 1}}):
+        assert len(selected) < len(VALUES)  # pushed down, not dropped
+
+
+def test_translation_shapes():
+    (cond,) = translate(compile_filter({"kind": "fruit"}))
+    assert cond == models.FieldCondition(key="value.kind", match=models.MatchValue(value="fruit"))
+    (cond,) = translate(compile_filter({"n": {"$gt": 3}}))
+    assert cond.range == models.Range(gt=3.0)
+    assert translate(compile_filter({"n": {"$ne": 3}, "a-b": 1, "s": {"$lt": "x"}})) == []
+
+
+# the async plumbing (AsyncQdrantClient on a server), driven here over local mode
+
+
+class _AsyncOverSync:
+    """An AsyncQdrantClient look-alike that runs the sync client's methods."""
+
+    def __init__(self, client: QdrantClient) -> None:
+        self._client = client
+
+    def __getattr__(self, name):
+        method = getattr(self._client, name)
+
+        async def call(**kwargs):
+            await asyncio.sleep(0)
+            return method(**kwargs)
+
+        return call
+
+
+class TestQdrantAsyncDriverContract(BaseStoreContract):
+    @pytest.fixture
+    def store_factory(self):
+        def make(fields: list[str] | None = None) -> LongTermMemoryStore:
+            client = QdrantClient(":memory:")
+            backend = QdrantBackend(client, dims=64, mirror=False, aclient=_AsyncOverSync(client))
+            backend.local = False  # take the server's async path
+            return LongTermMemoryStore(backend, embeddings=KeywordEmbeddings(64), fields=fields)
+
+        return make
+
+
+def test_scores_are_exact_cosines(emb):
+    store = LongTermMemoryStore(qdrant_backend(":memory:", dims=64), embeddings=emb)
+    store.put(NS, "k", {"text": "green tea"})
+    query = np.asarray(emb.embed_query("tea"), dtype=np.float32)
+    doc = np.asarray(emb.embed_documents(['{"text": "green tea"}'])[0], dtype=np.float32)
+    assert store.search(NS, query="tea")[0].score == pytest.approx(float(query @ doc), abs=1e-6)

@@ -1,0 +1,59 @@
+"""The BaseStore contract on the Qdrant engine, embedded: every test must pass, none is excused.
+
+Three layouts of the same engine:
+- ``:memory:`` and a folder, reads served by the in-process mirror (embedded mode's default);
+- ``:memory:`` with ``mirror=False``: the server code path (every read a Qdrant request with a
+  ``models.Filter``), run against qdrant-client's local mode, which implements the same API.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from langchain_ltm import LongTermMemoryStore
+from langchain_ltm.backends.qdrant import QdrantBackend, qdrant_backend
+from tests.fakes import KeywordEmbeddings
+from tests.store_contract import BaseStoreContract
+
+_names = itertools.count()
+
+
+def _store(backend: QdrantBackend, fields: list[str] | None) -> LongTermMemoryStore:
+    return LongTermMemoryStore(backend, embeddings=KeywordEmbeddings(dims=64), fields=fields)
+
+
+class TestQdrantMemoryContract(BaseStoreContract):
+    @pytest.fixture
+    def store_factory(self):
+        def make(fields: list[str] | None = None) -> LongTermMemoryStore:
+            return _store(qdrant_backend(":memory:", dims=64), fields)
+
+        return make
+
+
+class TestQdrantPathContract(BaseStoreContract):
+    @pytest.fixture
+    def store_factory(self, tmp_path):
+        opened: list[QdrantBackend] = []
+
+        def make(fields: list[str] | None = None) -> LongTermMemoryStore:
+            backend = qdrant_backend(tmp_path / f"db{next(_names)}", dims=64)
+            opened.append(backend)
+            return _store(backend, fields)
+
+        yield make
+        for backend in opened:
+            backend.close()
+
+
+class TestQdrantServerPathContract(BaseStoreContract):
+    """``mirror=False``: the plans a server runs, executed by local mode."""
+
+    @pytest.fixture
+    def store_factory(self):
+        def make(fields: list[str] | None = None) -> LongTermMemoryStore:
+            return _store(qdrant_backend(":memory:", dims=64, mirror=False), fields)
+
+        return make
