@@ -21,9 +21,10 @@ Fairness rules:
   is stacked on its first search); that pass is timed and reported as its own row.
 - The three methods run interleaved, query by query, so background load on a shared machine
   hits them alike; InMemoryStore answers only the first ``--lg-queries`` queries (it is slow).
-  The numpy scan then runs again alone in a tight loop (no other work between queries, so
-  its code and the query stay hot): the strict baseline the "within 3x" target is judged
-  against. Both stores and the scan are checked at p50; p95 ratios are printed alongside.
+  The numpy scan and ours then run again, each alone in a tight loop (no other work between
+  queries, so code and data stay hot; ours on new query texts, so its embedding cache still
+  misses): the "within 3x" target compares those two. Targets are judged at p50; p95 ratios
+  and the interleaved ratio are printed alongside.
 - Each store's ingest starts with the earlier objects frozen (``gc.freeze``), so it pays the
   garbage collector for its own objects only, not for the data set or the other store.
 
@@ -312,10 +313,22 @@ def run_config(
     # the strict baseline: the numpy scan alone in a tight loop (warm caches)
     tight = np_method("numpy scan, tight loop (M @ q + argpartition)")
     run_interleaved([tight], args.queries, cfg.truth, emb)
+    # ours alone in a tight loop too, on new texts for the same vectors (so the query
+    # embedding cache misses as before): the like-for-like comparison with the tight scan
+    tight_texts = [f"{t} (tight)" for t in qtexts]
+    emb.add(tight_texts, np.asarray(cfg.query_vecs))
+    ours_tight = Method(
+        "ours, tight loop",
+        lambda j: ours_search(tight_texts[j], user_of[j]),
+        keys_to_facts,
+        args.queries,
+    )
+    run_interleaved([ours_tight], args.queries, cfg.truth, emb)
+    emb.remove(tight_texts)
     np_m, ours_m, lg_m = methods
 
     table_rows = []
-    for meth in (ours_m, lg_m, tight, np_m):
+    for meth in (ours_m, ours_tight, lg_m, np_m, tight):
         p50, p95, mean = meth.stats()
         table_rows.append(
             f"| {users:,} | {per:,.0f} | {meth.name} | {len(meth.lat_ns):,} "
@@ -337,13 +350,14 @@ def run_config(
     ]
     (o50, o95, _), (l50, l95, _) = ours_m.stats(), lg_m.stats()
     (n50, n95, _), (i50, _, _) = tight.stats(), np_m.stats()
+    t50, t95, _ = ours_tight.stats()
     verdicts = [
         f"{_ok(l50 / o50 >= TARGET_VS_LANGGRAPH)} [{users:,} users] ours >= "
         f"{TARGET_VS_LANGGRAPH:g}x faster than InMemoryStore: {l50 / o50:,.1f}x at p50 "
         f"({l95 / o95:,.1f}x at p95)",
-        f"{_ok(o50 / n50 <= TARGET_VS_NUMPY)} [{users:,} users] ours within "
-        f"{TARGET_VS_NUMPY:g}x of the numpy scan (tight loop): {o50 / n50:,.2f}x at p50 "
-        f"({o95 / n95:,.2f}x at p95; {o50 / i50:,.2f}x the interleaved scan at p50)",
+        f"{_ok(t50 / n50 <= TARGET_VS_NUMPY)} [{users:,} users] ours within "
+        f"{TARGET_VS_NUMPY:g}x of the numpy scan (both in a tight loop): {t50 / n50:,.2f}x at "
+        f"p50 ({t95 / n95:,.2f}x at p95; interleaved: {o50 / i50:,.2f}x at p50)",
         f"{_ok(ours_m.recall == 1.0)} [{users:,} users] ours recall@5 = 1.0: "
         f"{ours_m.recall:.4f} (InMemoryStore {lg_m.recall:.4f}, numpy {tight.recall:.4f})",
     ]

@@ -15,18 +15,24 @@ from langchain_ltm.backends.base import Hit, StoredItem
 _ID_NAMESPACE = uuid.UUID("5f1d3c8e-2b6a-4e0f-9a57-6c1b2d3e4f50")
 
 
+_ATOMIC = frozenset({str, int, float, bool, type(None)})
+
+
 def copy_value(value: Any) -> Any:
     """A deep copy of JSON-like data, ~10x faster than ``copy.deepcopy`` for it."""
-    if isinstance(value, dict):
-        return {k: copy_value(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [copy_value(v) for v in value]
-    if isinstance(value, (str, int, float, bool)) or value is None:
+    kind = type(value)
+    if kind is dict:
+        return {k: v if type(v) in _ATOMIC else copy_value(v) for k, v in value.items()}
+    if kind is list:
+        return [v if type(v) in _ATOMIC else copy_value(v) for v in value]
+    if kind in _ATOMIC:
         return value
     if isinstance(value, tuple):
         return tuple(copy_value(v) for v in value)
     if isinstance(value, Mapping):
         return {k: copy_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [copy_value(v) for v in value]
     return copy.deepcopy(value)
 
 

@@ -81,19 +81,25 @@ class Embedder:
     ) -> None:
         if len(raw) != len(texts):
             raise ValueError(f"The embeddings returned {len(raw)} vectors for {len(texts)} texts.")
-        matrix = np.array(raw, dtype=np.float32)  # a copy of our own: normalized in place
-        if matrix.ndim != 2:
-            raise EmbeddingDimensionError("The embeddings returned vectors of unequal sizes.")
-        if self.dims is not None and matrix.shape[1] != self.dims:
+        try:
+            # float64 first: numpy converts Python floats to float64 ~5x faster than to float32
+            wide = np.array(raw, dtype=np.float64)
+        except ValueError as exc:
             raise EmbeddingDimensionError(
-                f"The embeddings returned {matrix.shape[1]}-dimensional vectors after "
+                "The embeddings returned vectors of unequal sizes."
+            ) from exc
+        if wide.ndim != 2:
+            raise EmbeddingDimensionError("The embeddings returned vectors of unequal sizes.")
+        if self.dims is not None and wide.shape[1] != self.dims:
+            raise EmbeddingDimensionError(
+                f"The embeddings returned {wide.shape[1]}-dimensional vectors after "
                 f"{self.dims}-dimensional ones; use one embedding model per store."
             )
-        self.dims = int(matrix.shape[1])
-        # same math as np.linalg.norm + np.where + astype, without the temporaries
-        norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))
+        self.dims = int(wide.shape[1])
+        norms = np.sqrt(np.einsum("ij,ij->i", wide, wide))
         norms[norms == 0] = 1
-        matrix /= norms[:, np.newaxis]
+        wide /= norms[:, np.newaxis]
+        matrix = wide.astype(np.float32)
         matrix.flags.writeable = False  # the cached rows are views of it
         with self._lock:
             for text, row in zip(texts, matrix, strict=True):

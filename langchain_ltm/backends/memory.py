@@ -36,39 +36,82 @@ __all__ = ["MemoryBackend"]
 
 
 class _Block:
-    """The items of one namespace and their stacked vectors."""
+    """The items of one namespace and their stacked vectors.
 
-    __slots__ = ("_matrix", "_rows", "_single", "_starts", "doc_ids", "items", "vectors")
+    The stacked matrix is kept up to date in place for the common writes (a new or changed
+    single-vector item: an append or a row overwrite, amortized O(d)); anything else (a
+    deletion, an item with several vectors) drops it and the next search restacks.
+    """
+
+    __slots__ = (
+        "_buffer",
+        "_count",
+        "_row_of",
+        "_rows",
+        "_single",
+        "_starts",
+        "doc_ids",
+        "items",
+        "vectors",
+    )
 
     def __init__(self) -> None:
         self.items: dict[str, StoredItem] = {}
         self.vectors: dict[str, Vectors] = {}
         self.doc_ids: dict[str, list[str]] = {}
-        self._matrix: Vectors | None = None
+        self._buffer: Vectors | None = None  # rows [0, _count) are live
+        self._count = 0
         self._rows: list[str] = []
+        self._row_of: dict[str, int] = {}
         self._starts: np.ndarray[Any, np.dtype[np.intp]] | None = None
         self._single = True
 
-    def invalidate(self) -> None:
-        self._matrix = None
+    def set_vectors(self, key: str, vectors: Vectors) -> None:
+        self.vectors[key] = vectors
+        if self._buffer is None:
+            return
+        if not self._single or len(vectors) != 1:
+            self._buffer = None
+            return
+        row = self._row_of.get(key)
+        if row is None:
+            if self._count == len(self._buffer):
+                grown = np.empty((max(8, 2 * self._count), self._buffer.shape[1]), np.float32)
+                grown[: self._count] = self._buffer[: self._count]
+                self._buffer = grown
+            row = self._count
+            self._count += 1
+            self._rows.append(key)
+            self._row_of[key] = row
+        self._buffer[row] = vectors[0]
+
+    def drop_vectors(self, key: str) -> None:
+        if self.vectors.pop(key, None) is not None:
+            self._buffer = None
 
     def scores(self, queries: Vectors) -> tuple[list[str], np.ndarray[Any, Any]]:
         """Keys of indexed items and their best score per query, shape ``(items, q)``."""
-        if self._matrix is None:
-            self._rows = list(self.vectors)
-            if not self._rows:
-                self._matrix = np.zeros((0, queries.shape[1]), dtype=np.float32)
-            else:
-                mats = [self.vectors[k] for k in self._rows]
-                counts = np.fromiter((len(m) for m in mats), dtype=np.intp, count=len(mats))
-                self._single = bool((counts == 1).all())
-                self._starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-                self._matrix = np.ascontiguousarray(np.vstack(mats))
-        raw = self._matrix @ queries.T
+        if self._buffer is None:
+            self._stack(queries.shape[1])
+        assert self._buffer is not None
+        raw = self._buffer[: self._count] @ queries.T
         if self._single or not self._rows:
             return self._rows, raw
         assert self._starts is not None
         return self._rows, np.maximum.reduceat(raw, self._starts, axis=0)
+
+    def _stack(self, dims: int) -> None:
+        self._rows = list(self.vectors)
+        self._row_of = {key: i for i, key in enumerate(self._rows)}
+        if not self._rows:
+            self._buffer, self._count, self._single = np.zeros((0, dims), np.float32), 0, True
+            return
+        mats = [self.vectors[k] for k in self._rows]
+        counts = np.fromiter((len(m) for m in mats), dtype=np.intp, count=len(mats))
+        self._single = bool((counts == 1).all())
+        self._starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        self._buffer = np.ascontiguousarray(np.vstack(mats), dtype=np.float32)
+        self._count = len(self._buffer)
 
 
 class MemoryBackend(VectorBackend):
@@ -135,6 +178,10 @@ class MemoryBackend(VectorBackend):
     def _ranked(self, blocks: list[_Block], request: SearchRequest) -> list[list[Hit]]:
         assert request.vectors is not None
         queries = request.vectors
+        if len(blocks) == 1 and not request.filter:
+            block = blocks[0]
+            if len(block.vectors) == len(block.items):  # one user's facts: the hot path
+                return self._ranked_block(block, request)
         # keys and their blocks' item dicts, as flat lists built by C-level copies: items are
         # looked up (and filtered) in score order, only as far as the page needs
         keys: list[str] = []
@@ -172,6 +219,19 @@ class MemoryBackend(VectorBackend):
             out.append(_page(hits, request))
         return out
 
+    @staticmethod
+    def _ranked_block(block: _Block, request: SearchRequest) -> list[list[Hit]]:
+        assert request.vectors is not None
+        keys, scores = block.scores(request.vectors)
+        items = block.items
+        wanted = None if request.limit is None else request.offset + request.limit
+        out = []
+        for column in range(scores.shape[1]):
+            column_scores = scores[:, column]
+            order = _top(column_scores, wanted)[request.offset :].tolist()
+            out.append([Hit(items[keys[i]], float(column_scores[i])) for i in order])
+        return out
+
     # writes
 
     def write(self, upserts: Sequence[Record], deletes: Sequence[ItemKey]) -> int:  # noqa: D102
@@ -203,7 +263,7 @@ class MemoryBackend(VectorBackend):
         )
         self._drop_docs(block, key)
         if record.vectors is not None and len(record.vectors):
-            block.vectors[key] = record.vectors
+            block.set_vectors(key, record.vectors)
             ids = [vector_id(namespace, key, path) for path in record.paths]
             for doc_id, text, path, vector in zip(
                 ids, record.texts, record.paths, record.vectors, strict=True
@@ -215,17 +275,15 @@ class MemoryBackend(VectorBackend):
                     "metadata": {"namespace": list(namespace), "key": key, "path": path},
                 }
             block.doc_ids[key] = ids
-        elif block.vectors.pop(key, None) is None:
-            return
-        block.invalidate()
+        else:
+            block.drop_vectors(key)
 
     def _delete(self, namespace: tuple[str, ...], key: str) -> int:
         block = self._blocks.get(namespace)
         if block is None or block.items.pop(key, None) is None:
             return 0
         self._drop_docs(block, key)
-        if block.vectors.pop(key, None) is not None:
-            block.invalidate()
+        block.drop_vectors(key)
         if not block.items:
             del self._blocks[namespace]
             for depth in range(len(namespace) + 1):
@@ -252,8 +310,13 @@ def _page(items: list[Any], request: SearchRequest) -> list[Any]:
     return items[request.offset : request.offset + request.limit]
 
 
+_SORT_ALL_BELOW = 2048
+
+
 def _top(scores: np.ndarray[Any, Any], wanted: int | None) -> np.ndarray[Any, Any]:
     """Indices of the best ``wanted`` scores, best first, ties in insertion order."""
+    if len(scores) <= _SORT_ALL_BELOW:  # a stable sort of a few thousand beats partitioning
+        return np.argsort(-scores, kind="stable")[:wanted]
     if wanted is not None and 0 < wanted < len(scores):
         kth = scores[np.argpartition(-scores, wanted - 1)[wanted - 1]]
         # every row tied with the k-th best, in row order: argpartition alone picks
