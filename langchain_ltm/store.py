@@ -204,6 +204,26 @@ class LongTermMemoryStore(BaseStore):
             view._guard = find_secret if secret_guard is True else (secret_guard or None)
         return view
 
+    def close(self) -> None:
+        """Release the engine's connections and file locks (the store is unusable after)."""
+        self.backend.close()
+
+    async def aclose(self) -> None:
+        """Async twin of :meth:`close`."""
+        await self.backend.aclose()
+
+    def __enter__(self) -> LongTermMemoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> LongTermMemoryStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
     # ---- BaseStore -------------------------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:

@@ -127,6 +127,14 @@ class VectorBackend(ABC):
     def count(self, prefix: tuple[str, ...]) -> int:
         """Number of items under ``prefix``."""
 
+    def close(self) -> None:
+        """Release what the backend opened (connections, file locks). Default: nothing."""
+        return None
+
+    async def aclose(self) -> None:
+        """Async twin of :meth:`close`."""
+        self.close()
+
     async def aget(self, keys: Sequence[ItemKey]) -> list[StoredItem | None]:
         """Async twin of :meth:`get`."""
         return self.get(keys)
