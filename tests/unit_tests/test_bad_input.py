@@ -1,0 +1,150 @@
+"""Bad input: each case gets a clear error (or a safe answer) and loses nothing.
+
+This is the table in the README's security section, run on the in-process engines.
+"""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.vectorstores import InMemoryVectorStore
+from langgraph.store.base import InvalidNamespaceError, PutOp, SearchOp
+
+from langchain_ltm import (
+    EmbeddingDimensionError,
+    InvalidFactError,
+    InvalidFilterError,
+    InvalidUserIdError,
+    LongTermMemoryStore,
+)
+from tests.fakes import KeywordEmbeddings
+
+SQLISH = [
+    "'; DROP TABLE ltm_items; --",
+    "u1' OR '1'='1",
+    "%') OR 1=1 --",
+    "$where: sleep(1000)",
+    "\\x00\\'",
+]
+
+
+@pytest.fixture(params=["memory", "qdrant"])
+def store(request):
+    emb = KeywordEmbeddings(64)
+    if request.param == "memory":
+        s = LongTermMemoryStore(InMemoryVectorStore(emb))
+    else:
+        s = LongTermMemoryStore.from_qdrant(":memory:", emb)
+    s.remember("keeper", "a fact that must survive")
+    yield s
+    assert [f.content for f in s.list_all("keeper")] == ["a fact that must survive"]
+    assert s.remember("keeper", "still writable afterwards").action == "created"
+    s.close()
+
+
+FACT_CASES = {
+    "empty": ("", "empty"),
+    "whitespace": ("  \n\t ", "empty"),
+    "1 MB": ("x" * 1_000_000, "limit is 2,000"),
+    "int": (42, "must be a str"),
+    "None": (None, "must be a str"),
+    "bytes": (b"likes tea", "must be a str"),
+    "NUL byte": ("likes\x00tea", "NUL"),
+    "lone surrogate": ("likes \udc80 tea", "surrogate"),
+    "only punctuation": ("?!...", "no content"),
+}
+
+
+@pytest.mark.parametrize("case", FACT_CASES, ids=list(FACT_CASES))
+def test_bad_fact(store, case):
+    fact, message = FACT_CASES[case]
+    with pytest.raises(InvalidFactError, match=message):
+        store.remember("keeper", fact)
+    with pytest.raises(InvalidFactError, match=message):
+        store.remember("keeper", ["a good fact in the same batch", fact])
+    assert len(store.list_all("keeper")) == 1  # the good fact of the batch was not stored
+
+
+USER_CASES = {
+    "missing": (None, "missing"),
+    "empty": ("", "empty"),
+    "blank": ("   ", "empty"),
+    "int": (123, "must be a str"),
+    "too long": ("u" * 513, "limit is 512"),
+}
+
+
+@pytest.mark.parametrize("case", USER_CASES, ids=list(USER_CASES))
+def test_bad_user_id(store, case):
+    user_id, message = USER_CASES[case]
+    for call in (
+        lambda: store.remember(user_id, "x"),
+        lambda: store.recall(user_id, "x"),
+        lambda: store.forget(user_id, "x"),
+        lambda: store.list_all(user_id),
+        lambda: store.clear_user(user_id),
+    ):
+        with pytest.raises(InvalidUserIdError, match=message):
+            call()
+
+
+@pytest.mark.parametrize(
+    ("namespace", "message"),
+    [
+        (("memories", "a.b"), "cannot contain"),
+        (("memories", ""), "empty"),
+        (("langgraph", "x"), "langgraph"),
+        ((), "empty"),
+        (("memories", 7), "must be strings"),
+    ],
+)
+def test_bad_namespace(store, namespace, message):
+    with pytest.raises(InvalidNamespaceError, match=message):
+        store.put(namespace, "k", {"v": 1})
+    with pytest.raises(InvalidNamespaceError):
+        store.batch([PutOp(namespace, "k", {"v": 1})])
+
+
+def test_filters_limits_and_offsets(store):
+    with pytest.raises(InvalidFilterError, match=r"\$regex"):
+        store.search(("memories",), filter={"content": {"$regex": ".*"}})
+    for bad in ({"limit": -1}, {"offset": -5}, {"limit": 1.5}):
+        with pytest.raises(ValueError, match="must be an int"):
+            store.search(("memories",), **bad)
+    huge = store.search(("memories",), query="fact", limit=10**9, offset=0)
+    assert [i.value["content"] for i in huge] == ["a fact that must survive"]
+    assert store.search(("memories",), limit=5, offset=10**9) == []
+    with pytest.raises(ValueError, match="limit"):
+        store.recall("keeper", "fact", limit=0)
+
+
+def test_ten_thousand_phrasings(store):
+    with pytest.raises(InvalidFactError, match="limit is 32"):
+        store.recall("keeper", [f"q{i}" for i in range(10_000)])
+
+
+def test_changed_embedding_model(store):
+    other = LongTermMemoryStore(store.backend, embeddings=KeywordEmbeddings(dims=32))
+    with pytest.raises(EmbeddingDimensionError, match="model changed"):
+        other.remember("keeper", "written with another model")
+    with pytest.raises(EmbeddingDimensionError):
+        other.search(("memories",), query="fact")
+
+
+@pytest.mark.parametrize("text", SQLISH)
+def test_sql_looking_strings_are_just_text(store, text):
+    result = store.remember(text, f"note {text}")
+    assert result.action == "created"
+    assert [f.content for f in store.recall(text, text)] == [f"note {text}"]
+    store.put(("docs", "x"), text, {"k": text}, index=False)
+    assert store.get(("docs", "x"), text).value == {"k": text}
+    assert [i.key for i in store.search(("docs",), filter={"k": text})] == [text]
+    assert store.search(("docs",), filter={text: text}) == []
+    assert store.forget("keeper", text) is False
+    assert store.clear_user(text) == 1
+
+
+def test_raw_batch_ops_are_validated(store):
+    with pytest.raises(ValueError, match="limit"):
+        store.batch([SearchOp(("memories",), None, -3, 0, None)])
+    with pytest.raises(ValueError, match="Unknown operation"):
+        store.batch(["not an op"])  # type: ignore[list-item]
