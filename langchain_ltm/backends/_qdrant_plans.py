@@ -24,6 +24,7 @@ import numpy as np
 from qdrant_client import models
 
 from langchain_ltm._filters import matches
+from langchain_ltm.backends._index import page, sort_unranked
 from langchain_ltm.backends._qdrant_layout import (
     HEADS,
     ITEM_FIELDS,
@@ -38,7 +39,6 @@ from langchain_ltm.backends._qdrant_layout import (
     search_filter,
     stored_item,
 )
-from langchain_ltm.backends._qdrant_mirror import page, sort_unranked
 from langchain_ltm.backends.base import (
     Hit,
     ItemKey,

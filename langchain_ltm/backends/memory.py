@@ -1,23 +1,22 @@
 """In-process engine over ``langchain_core``'s ``InMemoryVectorStore``.
 
-Items live in per-namespace blocks; each block keeps its vectors stacked in one float32
-matrix, so a per-user search is one matrix-vector product over that user's rows only.
-Every embedded text is also written to the wrapped ``InMemoryVectorStore`` as a Document
-(deterministic id, ``page_content`` = the text, metadata = namespace/key/path), so the
-vectorstore's own API (``similarity_search``, ``dump``) sees the memories too.
+Items live in a :class:`~langchain_ltm.backends._index.NamespaceIndex` (per-namespace
+blocks, vectors stacked per block), so a per-user search is one matrix-vector product over
+that user's rows only. Every embedded text is also written to the wrapped
+``InMemoryVectorStore`` as a Document (deterministic id, ``page_content`` = the text,
+metadata = namespace/key/path), so the vectorstore's own API (``similarity_search``,
+``dump``) sees the memories too.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-import numpy as np
 from langchain_core.vectorstores import InMemoryVectorStore
 
 from langchain_ltm._codec import vector_id
-from langchain_ltm._filters import matches
+from langchain_ltm.backends._index import NamespaceIndex
 from langchain_ltm.backends.base import (
     Capabilities,
     Hit,
@@ -27,91 +26,10 @@ from langchain_ltm.backends.base import (
     SearchRequest,
     StoredItem,
     VectorBackend,
-    Vectors,
-    namespace_matches,
 )
 from langchain_ltm.errors import EmbeddingDimensionError
 
 __all__ = ["MemoryBackend"]
-
-
-class _Block:
-    """The items of one namespace and their stacked vectors.
-
-    The stacked matrix is kept up to date in place for the common writes (a new or changed
-    single-vector item: an append or a row overwrite, amortized O(d)); anything else (a
-    deletion, an item with several vectors) drops it and the next search restacks.
-    """
-
-    __slots__ = (
-        "_buffer",
-        "_count",
-        "_row_of",
-        "_rows",
-        "_single",
-        "_starts",
-        "doc_ids",
-        "items",
-        "vectors",
-    )
-
-    def __init__(self) -> None:
-        self.items: dict[str, StoredItem] = {}
-        self.vectors: dict[str, Vectors] = {}
-        self.doc_ids: dict[str, list[str]] = {}
-        self._buffer: Vectors | None = None  # rows [0, _count) are live
-        self._count = 0
-        self._rows: list[str] = []
-        self._row_of: dict[str, int] = {}
-        self._starts: np.ndarray[Any, np.dtype[np.intp]] | None = None
-        self._single = True
-
-    def set_vectors(self, key: str, vectors: Vectors) -> None:
-        self.vectors[key] = vectors
-        if self._buffer is None:
-            return
-        if not self._single or len(vectors) != 1:
-            self._buffer = None
-            return
-        row = self._row_of.get(key)
-        if row is None:
-            if self._count == len(self._buffer):
-                grown = np.empty((max(8, 2 * self._count), self._buffer.shape[1]), np.float32)
-                grown[: self._count] = self._buffer[: self._count]
-                self._buffer = grown
-            row = self._count
-            self._count += 1
-            self._rows.append(key)
-            self._row_of[key] = row
-        self._buffer[row] = vectors[0]
-
-    def drop_vectors(self, key: str) -> None:
-        if self.vectors.pop(key, None) is not None:
-            self._buffer = None
-
-    def scores(self, queries: Vectors) -> tuple[list[str], np.ndarray[Any, Any]]:
-        """Keys of indexed items and their best score per query, shape ``(items, q)``."""
-        if self._buffer is None:
-            self._stack(queries.shape[1])
-        assert self._buffer is not None
-        raw = self._buffer[: self._count] @ queries.T
-        if self._single or not self._rows:
-            return self._rows, raw
-        assert self._starts is not None
-        return self._rows, np.maximum.reduceat(raw, self._starts, axis=0)
-
-    def _stack(self, dims: int) -> None:
-        self._rows = list(self.vectors)
-        self._row_of = {key: i for i, key in enumerate(self._rows)}
-        if not self._rows:
-            self._buffer, self._count, self._single = np.zeros((0, dims), np.float32), 0, True
-            return
-        mats = [self.vectors[k] for k in self._rows]
-        counts = np.fromiter((len(m) for m in mats), dtype=np.intp, count=len(mats))
-        self._single = bool((counts == 1).all())
-        self._starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-        self._buffer = np.ascontiguousarray(np.vstack(mats), dtype=np.float32)
-        self._count = len(self._buffer)
 
 
 class MemoryBackend(VectorBackend):
@@ -132,225 +50,80 @@ class MemoryBackend(VectorBackend):
 
     def __init__(self, vectorstore: InMemoryVectorStore) -> None:
         self.vectorstore = vectorstore
-        self._blocks: dict[tuple[str, ...], _Block] = {}
-        # every prefix of every namespace -> the namespaces under it (dict as ordered set)
-        self._under: dict[tuple[str, ...], dict[tuple[str, ...], None]] = {}
+        self._index = NamespaceIndex()
+        self._doc_ids: dict[ItemKey, list[str]] = {}
         self._dims: int | None = None
         self._lock = threading.RLock()
 
-    # reads
-
     def get(self, keys: Sequence[ItemKey]) -> list[StoredItem | None]:  # noqa: D102
         with self._lock:
-            out: list[StoredItem | None] = []
-            for namespace, key in keys:
-                block = self._blocks.get(namespace)
-                out.append(block.items.get(key) if block else None)
-            return out
+            return self._index.get(keys)
 
     def count(self, prefix: tuple[str, ...]) -> int:  # noqa: D102
         with self._lock:
-            return sum(len(self._blocks[ns].items) for ns in self._under.get(prefix, ()))
+            return self._index.count(prefix)
 
     def list_namespaces(self, request: ListRequest) -> list[tuple[str, ...]]:  # noqa: D102
         with self._lock:
-            found = [ns for ns in self._blocks if namespace_matches(ns, request.conditions)]
-        if request.max_depth is not None:
-            found = list({ns[: request.max_depth] for ns in found})
-        found.sort()
-        return found[request.offset : request.offset + request.limit]
+            return self._index.list_namespaces(request)
 
     def search(self, request: SearchRequest) -> list[list[Hit]]:  # noqa: D102
+        if request.vectors is not None:
+            check_dims(self._dims, request.vectors.shape[1])
         with self._lock:
-            blocks = [self._blocks[ns] for ns in self._under.get(request.prefix, ())]
-            if request.vectors is None:
-                return [self._unranked(blocks, request)]
-            if request.vectors.shape[1] != (self._dims or request.vectors.shape[1]):
-                raise _dims_error(self._dims, request.vectors.shape[1])
-            return self._ranked(blocks, request)
-
-    def _unranked(self, blocks: list[_Block], request: SearchRequest) -> list[Hit]:
-        items = [it for b in blocks for it in _filtered(b.items.values(), request)]
-        items.sort(key=lambda it: (it.namespace, it.key))
-        items.sort(key=lambda it: it.updated_at, reverse=True)
-        return [Hit(it, None) for it in _page(items, request)]
-
-    def _ranked(self, blocks: list[_Block], request: SearchRequest) -> list[list[Hit]]:
-        assert request.vectors is not None
-        queries = request.vectors
-        if len(blocks) == 1 and not request.filter:
-            block = blocks[0]
-            if len(block.vectors) == len(block.items):  # one user's facts: the hot path
-                return self._ranked_block(block, request)
-        # keys and their blocks' item dicts, as flat lists built by C-level copies: items are
-        # looked up (and filtered) in score order, only as far as the page needs
-        keys: list[str] = []
-        owners: list[dict[str, StoredItem]] = []
-        score_parts: list[np.ndarray[Any, Any]] = []
-        unscored: list[StoredItem] = []
-        for block in blocks:
-            block_keys, block_scores = block.scores(queries)
-            keys += block_keys
-            owners += [block.items] * len(block_keys)
-            score_parts.append(block_scores)
-            if len(block.vectors) < len(block.items):
-                rest = (it for k, it in block.items.items() if k not in block.vectors)
-                unscored.extend(_filtered(rest, request))
-        scores = (
-            np.concatenate(score_parts)
-            if len(score_parts) > 1
-            else (score_parts[0] if score_parts else np.zeros((0, len(queries))))
-        )
-        wanted = None if request.limit is None else request.offset + request.limit
-        passed: dict[int, bool] = {}
-
-        def passes(i: int) -> bool:
-            ok = passed.get(i)
-            if ok is None:
-                ok = passed[i] = matches(owners[i][keys[i]].value, request.filter)
-            return ok
-
-        out: list[list[Hit]] = []
-        for column in range(queries.shape[0]):
-            order = _top_passing(scores[:, column], wanted, passes if request.filter else None)
-            hits = [Hit(owners[i][keys[i]], float(scores[i, column])) for i in order]
-            if wanted is None or len(hits) < wanted:
-                hits.extend(Hit(it, None) for it in unscored)
-            out.append(_page(hits, request))
-        return out
-
-    @staticmethod
-    def _ranked_block(block: _Block, request: SearchRequest) -> list[list[Hit]]:
-        assert request.vectors is not None
-        keys, scores = block.scores(request.vectors)
-        items = block.items
-        wanted = None if request.limit is None else request.offset + request.limit
-        out = []
-        for column in range(scores.shape[1]):
-            column_scores = scores[:, column]
-            order = _top(column_scores, wanted)[request.offset :].tolist()
-            out.append([Hit(items[keys[i]], float(column_scores[i])) for i in order])
-        return out
-
-    # writes
+            return self._index.search(request)
 
     def write(self, upserts: Sequence[Record], deletes: Sequence[ItemKey]) -> int:  # noqa: D102
         with self._lock:
-            for record in upserts:
+            for record in upserts:  # check everything first: a batch lands whole or not at all
                 if record.vectors is not None and len(record.vectors):
-                    dims = record.vectors.shape[1]
-                    if self._dims is not None and dims != self._dims:
-                        raise _dims_error(self._dims, dims)
-                    self._dims = dims
+                    self._dims = check_dims(self._dims, record.vectors.shape[1])
             for record in upserts:
                 self._upsert(record)
-            return sum(self._delete(ns, key) for ns, key in deletes)
+            deleted = 0
+            for namespace, key in deletes:
+                if self._index.delete(namespace, key):
+                    self._drop_docs((namespace, key))
+                    deleted += 1
+            return deleted
 
     def _upsert(self, record: Record) -> None:
         namespace, key = record.namespace, record.key
-        block = self._blocks.get(namespace)
-        if block is None:
-            block = self._blocks[namespace] = _Block()
-            for depth in range(len(namespace) + 1):
-                self._under.setdefault(namespace[:depth], {})[namespace] = None
-        old = block.items.get(key)
-        block.items[key] = StoredItem(
+        (old,) = self._index.get([(namespace, key)])
+        item = StoredItem(
             namespace=namespace,
             key=key,
             value=record.value,
             created_at=old.created_at if old else record.now,
             updated_at=record.now,
         )
-        self._drop_docs(block, key)
-        if record.vectors is not None and len(record.vectors):
-            block.set_vectors(key, record.vectors)
-            ids = [vector_id(namespace, key, path) for path in record.paths]
-            for doc_id, text, path, vector in zip(
-                ids, record.texts, record.paths, record.vectors, strict=True
-            ):
-                self.vectorstore.store[doc_id] = {
-                    "id": doc_id,
-                    "vector": vector.tolist(),
-                    "text": text,
-                    "metadata": {"namespace": list(namespace), "key": key, "path": path},
-                }
-            block.doc_ids[key] = ids
-        else:
-            block.drop_vectors(key)
+        self._index.put(item, record.vectors)
+        self._drop_docs((namespace, key))
+        if record.vectors is None or not len(record.vectors):
+            return
+        ids = [vector_id(namespace, key, path) for path in record.paths]
+        for doc_id, text, path, vector in zip(
+            ids, record.texts, record.paths, record.vectors, strict=True
+        ):
+            self.vectorstore.store[doc_id] = {
+                "id": doc_id,
+                "vector": vector.tolist(),
+                "text": text,
+                "metadata": {"namespace": list(namespace), "key": key, "path": path},
+            }
+        self._doc_ids[(namespace, key)] = ids
 
-    def _delete(self, namespace: tuple[str, ...], key: str) -> int:
-        block = self._blocks.get(namespace)
-        if block is None or block.items.pop(key, None) is None:
-            return 0
-        self._drop_docs(block, key)
-        block.drop_vectors(key)
-        if not block.items:
-            del self._blocks[namespace]
-            for depth in range(len(namespace) + 1):
-                under = self._under[namespace[:depth]]
-                del under[namespace]
-                if not under:
-                    del self._under[namespace[:depth]]
-        return 1
-
-    def _drop_docs(self, block: _Block, key: str) -> None:
-        for doc_id in block.doc_ids.pop(key, ()):
+    def _drop_docs(self, item_key: ItemKey) -> None:
+        for doc_id in self._doc_ids.pop(item_key, ()):
             self.vectorstore.store.pop(doc_id, None)
 
 
-def _filtered(items: Iterable[StoredItem], request: SearchRequest) -> Iterable[StoredItem]:
-    if not request.filter:
-        return items
-    return (it for it in items if matches(it.value, request.filter))
-
-
-def _page(items: list[Any], request: SearchRequest) -> list[Any]:
-    if request.limit is None:
-        return items[request.offset :]
-    return items[request.offset : request.offset + request.limit]
-
-
-_SORT_ALL_BELOW = 2048
-
-
-def _top(scores: np.ndarray[Any, Any], wanted: int | None) -> np.ndarray[Any, Any]:
-    """Indices of the best ``wanted`` scores, best first, ties in insertion order."""
-    if len(scores) <= _SORT_ALL_BELOW:  # a stable sort of a few thousand beats partitioning
-        return np.argsort(-scores, kind="stable")[:wanted]
-    if wanted is not None and 0 < wanted < len(scores):
-        kth = scores[np.argpartition(-scores, wanted - 1)[wanted - 1]]
-        # every row tied with the k-th best, in row order: argpartition alone picks
-        # arbitrary ones among ties at the boundary
-        part = np.flatnonzero(scores >= kth)
-        return part[np.argsort(-scores[part], kind="stable")][:wanted]
-    if wanted == 0:
-        return np.zeros(0, dtype=np.intp)
-    return np.argsort(-scores, kind="stable")
-
-
-def _top_passing(
-    scores: np.ndarray[Any, Any], wanted: int | None, passes: Callable[[int], bool] | None
-) -> Sequence[int]:
-    """The best ``wanted`` indices that pass, best first.
-
-    Ranks first, then filters in score order, widening the window until enough pass: the
-    same answer as filtering every row first, with ``passes`` called on few rows.
-    """
-    if passes is None:
-        return _top(scores, wanted).tolist()  # type: ignore[no-any-return]
-    if wanted is None:
-        return [i for i in _top(scores, None).tolist() if passes(i)]
-    window = max(wanted, 1)
-    while True:
-        kept = [i for i in _top(scores, window).tolist() if passes(i)]
-        if len(kept) >= wanted or window >= len(scores):
-            return kept[:wanted]
-        window *= 4
-
-
-def _dims_error(stored: int | None, given: int) -> EmbeddingDimensionError:
-    return EmbeddingDimensionError(
-        f"The stored vectors have {stored} dimensions but the embeddings return {given}. "
-        "The embedding model changed: keep the original model, or store the new memories "
-        "in a new store (or namespace) and re-remember them there."
-    )
+def check_dims(stored: int | None, given: int) -> int:
+    """``given`` if it matches the stored vector size, else a clear error."""
+    if stored is not None and given != stored:
+        raise EmbeddingDimensionError(
+            f"The stored vectors have {stored} dimensions but the embeddings return {given}. "
+            "The embedding model changed: keep the original model, or store the new memories "
+            "in a new store (or namespace) and re-remember them there."
+        )
+    return given

@@ -17,7 +17,7 @@ through the tenant index and scores them all, so recall is exact. The async twin
 collection and then checks filters in a Python loop, and ignores payload indexes. A local
 collection has a single writer (this process), so the backend mirrors it in per-namespace
 numpy blocks, loaded once when opened and updated on every write, and answers reads from
-the mirror with exact scores (see ``_qdrant_mirror``). Writes go to Qdrant first, which
+the mirror with exact scores (see ``_index``). Writes go to Qdrant first, which
 stays the system of record. The async twins call the sync methods (the engine runs in this
 process; a write to a folder blocks for its sqlite commit). Write through this backend
 only: points another writer adds to the collection are not seen until :meth:`reload`.
@@ -47,8 +47,8 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra ins
         'pip install "langchain-ltm[qdrant]"'
     ) from exc
 
+from langchain_ltm.backends._index import NamespaceIndex
 from langchain_ltm.backends._qdrant_layout import BOOL_INDEXES, KEYWORD_INDEXES
-from langchain_ltm.backends._qdrant_mirror import Mirror
 from langchain_ltm.backends._qdrant_plans import (
     Layout,
     Plan,
@@ -91,7 +91,7 @@ class _Shared:
     """One embedded collection's mirror, shared by every backend over the same client."""
 
     lock: threading.RLock = field(default_factory=threading.RLock)
-    mirror: Mirror = field(default_factory=Mirror)
+    mirror: NamespaceIndex = field(default_factory=NamespaceIndex)
     loaded: bool = False
 
 
@@ -311,7 +311,7 @@ class QdrantBackend(VectorBackend):
         """Rebuild the embedded mirror from the collection (after outside writes)."""
         if self._shared is not None:
             with self._shared.lock:
-                self._shared.mirror = Mirror()
+                self._shared.mirror = NamespaceIndex()
                 self._load(self._shared)
 
     def close(self) -> None:
@@ -344,11 +344,8 @@ class QdrantBackend(VectorBackend):
     def list_namespaces(self, request: ListRequest) -> list[tuple[str, ...]]:  # noqa: D102
         if self._shared is not None:
             with self._shared.lock:
-                found = self._shared.mirror.namespaces(request)
-        elif self._present():
-            found = self._sync(plan_namespaces(self.layout, request))
-        else:
-            found = []
+                return self._shared.mirror.list_namespaces(request)
+        found = self._sync(plan_namespaces(self.layout, request)) if self._present() else []
         return _list_page(found, request)
 
     def count(self, prefix: tuple[str, ...]) -> int:  # noqa: D102
@@ -528,7 +525,7 @@ def _shared_for(client: QdrantClient, collection: str) -> _Shared:
     return per_client.setdefault(collection, _Shared())
 
 
-def _replay(mirror: Mirror, written: Written) -> None:
+def _replay(mirror: NamespaceIndex, written: Written) -> None:
     for item, vectors in written.items:
         mirror.put(item, vectors)
     for namespace, key in written.removed:
