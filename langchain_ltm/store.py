@@ -134,6 +134,43 @@ class LongTermMemoryStore(BaseStore):
         self._locks = [threading.Lock() for _ in range(_LOCK_STRIPES)]
 
     @classmethod
+    def from_postgres(
+        cls,
+        conn: Any,
+        embeddings: Embeddings,
+        *,
+        table: str = "ltm_items",
+        schema: str = "public",
+        dims: int | None = None,
+        namespace: tuple[str, ...] = ("memories",),
+        **kwargs: Any,
+    ) -> LongTermMemoryStore:
+        """A store on Postgres with pgvector; creates or migrates its tables.
+
+        Per-user queries go through a btree on the user's namespace and are scored exactly;
+        writes are one transaction per batch with vectors sent in binary. Needs
+        ``pip install "langchain-ltm[postgres]"``.
+
+        Args:
+            conn: A ``postgresql://`` URL, a langchain-postgres ``PGEngine``, or a
+                ``psycopg_pool.ConnectionPool`` / ``AsyncConnectionPool``.
+            embeddings: Embeds facts, queries and indexed fields.
+            table: Items table (vectors go to ``{table}_vectors``).
+            schema: Postgres schema (created if missing).
+            dims: Vector size (read from the table, or learned at the first write).
+            namespace: Namespace prefix of the fact API.
+            **kwargs: Other ``LongTermMemoryStore`` options (``upsert_threshold``, ...).
+
+        Example:
+            >>> store = LongTermMemoryStore.from_postgres(  # doctest: +SKIP
+            ...     "postgresql://app@localhost/app", embeddings
+            ... )
+        """
+        postgres = _optional("langchain_ltm.backends.postgres", "postgres")
+        backend = postgres.postgres_backend(conn, table=table, schema=schema, dims=dims)
+        return cls(backend, embeddings=embeddings, namespace=namespace, **kwargs)
+
+    @classmethod
     def from_qdrant(
         cls,
         client_or_url_or_path: Any,

@@ -22,3 +22,10 @@ def test_quickstart_runs_as_written(capsys):
     assert lines[2].startswith("updated ")
     assert "Spanish" in lines[3]
     assert lines[-1] == "[]"
+
+
+def test_agent_example_runs_as_written(capsys, monkeypatch):
+    monkeypatch.delenv("LTM_CHAT_MODEL", raising=False)
+    exec(compile(python_block("Memory tools for agents"), "README agent example", "exec"), {})
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[-1] == "['Prefers answers in Spanish', 'Works on the payments team']"
