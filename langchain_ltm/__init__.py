@@ -9,6 +9,8 @@ Example:
     'created'
 """
 
+from typing import TYPE_CHECKING
+
 from langchain_ltm.config import LongTermMemoryConfig
 from langchain_ltm.errors import (
     BackendError,
@@ -24,7 +26,6 @@ from langchain_ltm.errors import (
 from langchain_ltm.facts import Fact, RememberResult, content_hash, normalize_fact
 from langchain_ltm.guard import find_secret
 from langchain_ltm.store import DEFAULT_UPSERT_THRESHOLD, LongTermMemoryStore
-from langchain_ltm.tools import create_memory_tools, memory_tools_for, resolve_user_id
 
 __all__ = [
     "DEFAULT_UPSERT_THRESHOLD",
@@ -50,3 +51,19 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+# The tools pull in langgraph.prebuilt (~0.6 s of imports): load them on first use, so the
+# store and the `ltm` command start fast.
+_LAZY = {"create_memory_tools", "memory_tools_for", "resolve_user_id"}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        from langchain_ltm import tools
+
+        return getattr(tools, name)
+    raise AttributeError(f"module 'langchain_ltm' has no attribute {name!r}")
+
+
+if TYPE_CHECKING:
+    from langchain_ltm.tools import create_memory_tools, memory_tools_for, resolve_user_id

@@ -29,7 +29,7 @@ __all__ = ["create_memory_tools", "memory_tools_for", "resolve_user_id"]
 UserResolver = Callable[[RunnableConfig | None, Any], str]
 # LangGraph's ToolNode fills a parameter named ``runtime``; the marker hides it from the model
 # and keeps the tools usable outside a graph (plain ``tool.invoke(args, config)``).
-_Runtime = Annotated[ToolRuntime | None, InjectedToolArg]
+_Runtime = Annotated[ToolRuntime[Any, Any] | None, InjectedToolArg]
 
 _DESCRIPTIONS = {
     "remember_fact": (

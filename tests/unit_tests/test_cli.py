@@ -1,0 +1,462 @@
+"""The `ltm` command, driven in-process through main() against an embedded Qdrant folder."""
+
+import io
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from langchain_ltm import _cli_commands, cli
+from langchain_ltm._cli_io import Progress, table
+from langchain_ltm.defaults import open_store
+from langchain_ltm.errors import BackendError
+from langchain_ltm.store import LongTermMemoryStore
+
+CARD = "my card is 4111 1111 1111 1111"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path, monkeypatch):
+    """Never touch the real data directory; no store from the environment unless a test sets it."""
+    monkeypatch.setenv("LTM_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("LTM_STORE", raising=False)
+
+
+@pytest.fixture
+def ltm(tmp_path, capsys):
+    """Run `ltm ... --store <tmp>/q`; returns (exit code, stdout, stderr)."""
+    store = str(tmp_path / "q")
+
+    def run(*args, store_url=store):
+        capsys.readouterr()
+        extra = ["--store", store_url] if store_url is not None else []
+        code = cli.main([*args, *extra])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+def as_json(out):
+    return json.loads(out)
+
+
+def test_remember_prints_one_action_per_fact(ltm):
+    code, out, err = ltm("remember", "--user", "alice", "Prefers answers in Spanish", "Owns a cat")
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0].split() == ["ACTION", "ID", "FACT"]
+    assert [line.split()[0] for line in lines[1:]] == ["created", "created"]
+    assert lines[1].endswith("Prefers answers in Spanish")
+    # the FACT column starts at the same offset on every line (aligned table)
+    assert len({line.index(word) for line, word in zip(lines, ["FACT", "Prefers", "Owns"])}) == 1
+
+    code, out, _ = ltm("remember", "--user", "alice", "--json", "prefers answers in spanish.")
+    (record,) = as_json(out)
+    assert code == 0
+    assert set(record) == {"index", "action", "fact", "previous", "similarity", "reason"}
+    assert record["action"] == "duplicate" and record["similarity"] == 1.0
+    assert record["fact"]["content"] == "Prefers answers in Spanish"
+    assert set(record["fact"]) == {
+        "id",
+        "user_id",
+        "content",
+        "created_at",
+        "updated_at",
+        "score",
+        "history",
+    }
+
+
+def test_remember_reads_stdin_lines(ltm, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.StringIO("Lives in Lisbon\n\n  Plays the cello  \n"))
+    code, out, _ = ltm("remember", "--user", "alice", "--json", "-")
+    assert code == 0
+    assert [r["fact"]["content"] for r in as_json(out)] == ["Lives in Lisbon", "Plays the cello"]
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n \n"))
+    code, _, err = ltm("remember", "--user", "alice", "-")
+    assert code == 2 and "stdin was empty" in err
+
+
+def test_recall_merges_phrasings_and_lists(ltm):
+    ltm("remember", "--user", "alice", "Prefers answers in Spanish", "Works on the payments team")
+    code, out, _ = ltm(
+        "recall", "--user", "alice", "-q", "which language?", "-q", "team", "--limit", "5", "--json"
+    )
+    facts = as_json(out)
+    assert code == 0
+    assert sorted(f["content"] for f in facts) == [
+        "Prefers answers in Spanish",
+        "Works on the payments team",
+    ]
+    assert all(isinstance(f["score"], float) for f in facts)
+    assert facts == sorted(facts, key=lambda f: -f["score"])
+
+    code, out, _ = ltm("recall", "--user", "alice", "language", "--limit", "1")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].split() == ["SCORE", "ID", "CREATED", "UPDATED", "FACT"]
+    assert len(lines) == 2 and lines[1].endswith("Prefers answers in Spanish")
+
+    code, out, _ = ltm("list", "--user", "alice", "--json")
+    assert code == 0 and [f["score"] for f in as_json(out)] == [None, None]
+    code, out, _ = ltm("list", "--user", "alice")
+    assert out.splitlines()[0].split() == ["ID", "CREATED", "UPDATED", "FACT"]
+
+
+def test_users_are_isolated(ltm):
+    ltm("remember", "--user", "alice@example.com", "Prefers answers in Spanish")
+    code, out, _ = ltm("recall", "--user", "bob", "-q", "Prefers answers in Spanish", "--json")
+    assert (code, as_json(out)) == (0, [])  # nothing found is not an error
+    code, out, _ = ltm("recall", "--user", "bob", "-q", "language")
+    assert code == 0 and "No facts of user 'bob' match" in out
+    code, out, _ = ltm("list", "--user", "bob", "--json")
+    assert as_json(out) == []
+    code, out, _ = ltm("export", "--user", "bob")
+    assert (code, out) == (0, "")
+    alice_id = as_json(ltm("list", "--user", "alice@example.com", "--json")[1])[0]["id"]
+    code, _, err = ltm("forget", "--user", "bob", alice_id)
+    assert code == 1 and "no fact with id" in err
+    assert len(as_json(ltm("list", "--user", "alice@example.com", "--json")[1])) == 1
+
+
+def test_forget_and_unknown_id(ltm):
+    ltm("remember", "--user", "alice", "Owns a cat")
+    (fact,) = as_json(ltm("list", "--user", "alice", "--json")[1])
+    code, out, err = ltm("forget", "--user", "alice", fact["id"], "--json")
+    assert (code, err) == (0, "")
+    assert as_json(out) == {"user_id": "alice", "id": fact["id"], "forgotten": True}
+    code, out, err = ltm("forget", "--user", "alice", fact["id"])
+    assert code == 1 and out == ""
+    assert err.startswith("ltm: error: user 'alice' has no fact with id")
+    assert "ltm list --user alice" in err
+
+
+def test_clear_needs_yes(ltm):
+    ltm("remember", "--user", "alice", "Owns a cat", "Lives in Lisbon")
+    code, _, err = ltm("clear", "--user", "alice")
+    assert code == 2 and "--yes" in err
+    assert len(as_json(ltm("list", "--user", "alice", "--json")[1])) == 2  # nothing deleted
+    code, out, _ = ltm("clear", "--user", "alice", "--yes", "--json")
+    assert (code, as_json(out)) == (0, {"user_id": "alice", "deleted": 2})
+    code, out, _ = ltm("clear", "--user", "alice", "--yes")
+    assert (code, out.strip()) == (0, "Deleted 0 items of user 'alice'.")
+
+
+def test_export_import_round_trip_into_another_user(ltm, tmp_path):
+    facts = ["Prefers answers in Spanish", "Works on the payments team", "Owns a cat named Miso"]
+    ltm("remember", "--user", "alice", *facts)
+    code, stdout_export, _ = ltm("export", "--user", "alice")
+    assert code == 0
+    lines = [json.loads(line) for line in stdout_export.splitlines()]
+    listed = as_json(ltm("list", "--user", "alice", "--json")[1])
+    assert lines == listed  # export writes the list_all dicts, oldest first
+    assert sorted(r["content"] for r in lines) == sorted(facts)
+    assert all(r["user_id"] == "alice" for r in lines)
+
+    path = tmp_path / "alice.jsonl"
+    code, out, _ = ltm("export", "--user", "alice", "-o", str(path), "--json")
+    assert code == 0 and as_json(out) == {"user_id": "alice", "path": str(path), "exported": 3}
+    assert path.read_text(encoding="utf-8") == stdout_export
+
+    code, out, err = ltm("import", "--user", "bob", str(path), "--json")
+    assert (code, err) == (0, "")  # stderr is not a TTY: no progress bar
+    assert as_json(out) == {
+        "user_id": "bob",
+        "read": 3,
+        "created": 3,
+        "duplicate": 0,
+        "updated": 0,
+        "rejected": 0,
+        "rejected_lines": [],
+    }
+    bob = as_json(ltm("list", "--user", "bob", "--json")[1])
+    assert sorted(f["content"] for f in bob) == sorted(facts)
+    assert all(f["user_id"] == "bob" for f in bob)
+
+    code, out, _ = ltm("import", "--user", "bob", str(path), "--batch-size", "2")
+    assert code == 0
+    assert out.strip() == (
+        "Imported 3 facts into user 'bob': 0 created, 3 duplicate, 0 updated, 0 rejected."
+    )
+
+
+def test_import_accepts_fact_lines_and_reports_rejections(ltm, tmp_path):
+    path = tmp_path / "in.jsonl"
+    path.write_text(
+        '{"fact": "Lives in Lisbon"}\n\n{"content": "Plays the cello", "extra": 1}\n'
+        + json.dumps({"fact": CARD})
+        + "\n",
+        encoding="utf-8",
+    )
+    code, out, _ = ltm("import", "--user", "carol", str(path), "--json")
+    summary = as_json(out)
+    assert code == 0
+    assert (summary["read"], summary["created"], summary["rejected"]) == (3, 2, 1)
+    assert summary["rejected_lines"][0]["line"] == 4
+    assert "card" in summary["rejected_lines"][0]["reason"]
+    code, out, _ = ltm("import", "--user", "carol", str(path))
+    assert "LINE  REJECTED BECAUSE" in out and "4111" not in out
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ('{"content": "ok"}\n{"content": "fine"}\nnot json\n', "line 3: not valid JSON"),
+        ('{"content": "ok"}\n["a list"]\n', "line 2: each line must be one JSON object"),
+        ('{"content": "ok"}\n{"other": "x"}\n', "line 2: each line must be one JSON object"),
+        ('{"content": "ok"}\n{"content": "   "}\n', "line 2: fact is empty"),
+        (b'{"content": "caf\xe9"}\n', "line 1: not UTF-8 text"),
+        ('{"content": "ok"}\n' + json.dumps({"content": "x" * 2001}), "line 2: fact is 2,001"),
+    ],
+)
+def test_import_bad_line_names_it_and_stores_nothing(ltm, tmp_path, content, expected):
+    path = tmp_path / "bad.jsonl"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    code, out, err = ltm("import", "--user", "dave", str(path))
+    assert code == 2 and out == ""
+    assert err.startswith("ltm: error: ") and expected in err and "Traceback" not in err
+    assert as_json(ltm("list", "--user", "dave", "--json")[1]) == []
+
+
+def test_import_from_stdin(ltm, monkeypatch):
+    data = json.dumps({"content": "Lives in Lisbon"}) + "\n" + json.dumps({"fact": "Has a dog"})
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data.encode("utf-8"))))
+    code, out, _ = ltm("import", "--user", "erin", "-", "--json")
+    assert code == 0 and as_json(out)["created"] == 2
+
+
+def test_import_failing_midway_says_what_was_stored(ltm, tmp_path, monkeypatch):
+    path = tmp_path / "in.jsonl"
+    path.write_text(json.dumps({"content": "Lives in Lisbon"}) + "\n" + json.dumps({"fact": "x"}))
+    real = LongTermMemoryStore.remember
+    calls = []
+
+    def flaky(self, user_id, facts):
+        calls.append(facts)
+        if len(calls) == 2:
+            raise BackendError("Qdrant write failed: disk full")
+        return real(self, user_id, facts)
+
+    monkeypatch.setattr(LongTermMemoryStore, "remember", flaky)
+    code, _, err = ltm("import", "--user", "u", str(path), "--batch-size", "1")
+    assert code == 3
+    assert "1 of 2 facts were stored before the failure" in err
+    assert err.endswith("ltm: error: Qdrant write failed: disk full\n")
+
+
+def test_import_missing_file(ltm, tmp_path):
+    code, _, err = ltm("import", "--user", "dave", str(tmp_path / "nope.jsonl"))
+    assert code == 2 and "cannot read" in err and "No such file" in err
+
+
+def test_secret_is_rejected_not_echoed(ltm):
+    code, out, err = ltm("remember", "--user", "alice", "--json", "Owns a cat", CARD)
+    results = as_json(out)
+    assert code == 2
+    assert [r["action"] for r in results] == ["created", "rejected"]
+    assert results[1]["fact"] is None and "card" in results[1]["reason"]
+    assert "1 of 2 facts were rejected and not stored" in err and "1 was stored" in err
+    assert "4111" not in out + err
+    code, out, err = ltm("remember", "--user", "alice", CARD)
+    assert code == 2 and "rejected" in out and "4111" not in out
+    assert err == "ltm: error: the fact was rejected and not stored (reason in the output).\n"
+    stored = as_json(ltm("list", "--user", "alice", "--json")[1])
+    assert [f["content"] for f in stored] == ["Owns a cat"]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["remember", "--user", "alice", ""], "ltm: error: fact is empty"),
+        (["remember", "--user", "alice", "ok", " "], "ltm: error: fact 2 is empty"),
+        (["remember", "--user", "", "a fact"], "ltm: error: user_id is empty"),
+        (["remember", "a fact"], "the following arguments are required: --user"),
+        (["list"], "the following arguments are required: --user"),
+        (["recall", "--user", "alice"], "ltm: error: recall needs a query"),
+        (["recall", "--user", "alice", "-q", "x", "--limit", "0"], "expected a whole number"),
+        (["recall", "--user", "alice", "-q", "x", "--limit", "5000"], "limit must be an int"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
+def test_bad_usage_exits_2_without_traceback(ltm, args, expected):
+    code, _, err = ltm(*args)
+    assert code == 2
+    assert expected in err and "Traceback" not in err
+
+
+def test_bad_input_fails_before_the_store_opens(ltm, monkeypatch):
+    def no_store(url, embeddings):
+        raise AssertionError("the store should not be opened")
+
+    monkeypatch.setattr(_cli_commands, "open_store", no_store)
+    for args in (
+        ["remember", "--user", "alice", "ok", ""],
+        ["remember", "--user", " ", "ok"],
+        ["recall", "--user", "alice"],
+        ["clear", "--user", "alice"],
+    ):
+        code, _, err = ltm(*args)
+        assert code == 2 and err.startswith("ltm: error: "), (args, err)
+
+
+def test_import_shows_a_progress_bar_on_a_terminal(tmp_path, monkeypatch, capsys):
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps({"content": f"Fact number {i}"}) + "\n" for i in range(3)))
+    err = Tty()
+    monkeypatch.setattr(sys, "stderr", err)
+    store = str(tmp_path / "q")
+    assert (
+        cli.main(["import", "--user", "u", "--store", store, str(path), "--batch-size", "2"]) == 0
+    )
+    assert "2/3 (66%)" in err.getvalue() and "3/3 (100%)" in err.getvalue()
+    assert "Imported 3 facts" in capsys.readouterr().out
+
+
+def test_help_and_version_exit_0(capsys):
+    assert cli.main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert "remember" in out and "exit codes" in out and "LTM_STORE" in out
+    assert cli.main(["import", "--help"]) == 0
+    assert "--batch-size" in capsys.readouterr().out
+    assert cli.main(["--version"]) == 0
+    assert capsys.readouterr().out.startswith("ltm ")
+    assert cli.main([]) == 2
+    assert "required: COMMAND" in capsys.readouterr().err
+
+
+def test_stats_for_the_store_and_one_user(ltm, tmp_path):
+    code, out, _ = ltm("stats", "--json")
+    assert code == 0
+    assert as_json(out) == {
+        "store": f"embedded Qdrant at {tmp_path / 'q'}",
+        "users": 0,
+        "facts": 0,
+        "per_user": [],
+    }
+    ltm("remember", "--user", "alice@example.com", "Owns a cat", "Lives in Lisbon")
+    ltm("remember", "--user", "bob", "Plays the cello")
+    data = as_json(ltm("stats", "--json")[1])
+    assert (data["users"], data["facts"]) == (2, 3)
+    assert data["per_user"] == [
+        {"user_id": "alice@example.com", "facts": 2},
+        {"user_id": "bob", "facts": 1},
+    ]
+    code, out, _ = ltm("stats")
+    assert "users  2" in out and "alice@example.com  2" in out
+    one = as_json(ltm("stats", "--user", "bob", "--json")[1])
+    assert (one["user_id"], one["facts"]) == ("bob", 1)
+    assert one["first_created"] is not None and one["last_updated"] is not None
+    assert as_json(ltm("stats", "--user", "nobody", "--json")[1])["facts"] == 0
+
+
+def test_store_from_the_environment(ltm, tmp_path, monkeypatch):
+    monkeypatch.setenv("LTM_STORE", str(tmp_path / "env-store"))
+    code, _, _ = ltm("remember", "--user", "alice", "Owns a cat", store_url=None)
+    assert code == 0 and (tmp_path / "env-store").is_dir()
+    assert len(as_json(ltm("list", "--user", "alice", "--json", store_url=None)[1])) == 1
+    assert as_json(ltm("list", "--user", "alice", "--json")[1]) == []  # --store wins
+
+
+def test_default_store_lives_in_the_data_dir(ltm, tmp_path):
+    code, _, _ = ltm("remember", "--user", "alice", "Owns a cat", store_url=None)
+    assert code == 0 and (tmp_path / "home" / "qdrant").is_dir()
+
+
+def test_engine_failures_exit_3(ltm, tmp_path, monkeypatch):
+    folder = str(tmp_path / "q")
+    holder, _ = open_store(folder, embeddings=_cli_commands.default_embeddings())
+    try:  # the folder is locked by another client (in a real case: another process)
+        code, _, err = ltm("list", "--user", "alice")
+    finally:
+        holder.close()
+    assert code == 3 and "open in another process" in err
+    assert ltm("list", "--user", "alice")[0] == 0  # the CLI closed what it opened
+
+    def down(url, embeddings):
+        raise BackendError("Postgres at db:5432 refused the connection; is it running?")
+
+    monkeypatch.setattr(_cli_commands, "open_store", down)
+    code, _, err = ltm("list", "--user", "alice")
+    assert code == 3 and err == (
+        "ltm: error: Postgres at db:5432 refused the connection; is it running?\n"
+    )
+
+    def refused(url, embeddings):
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    monkeypatch.setattr(_cli_commands, "open_store", refused)
+    code, _, err = ltm("list", "--user", "alice", store_url="http://qdrant:6333")
+    assert code == 3 and "the store at http://qdrant:6333 failed" in err
+
+
+def test_a_file_is_not_a_store(ltm, tmp_path):
+    path = tmp_path / "file.txt"
+    path.write_text("x")
+    code, _, err = ltm("list", "--user", "alice", store_url=str(path))
+    assert code == 2 and "it is a file, not a folder" in err
+
+
+def test_store_is_closed_after_each_command(ltm, tmp_path, monkeypatch):
+    closed = []
+    real_open = _cli_commands.open_store
+
+    def tracking(url, embeddings):
+        store, where = real_open(url, embeddings=embeddings)
+        real_close = store.close
+        monkeypatch.setattr(store, "close", lambda: (closed.append(url), real_close()))
+        return store, where
+
+    monkeypatch.setattr(_cli_commands, "open_store", tracking)
+    ltm("remember", "--user", "alice", "Owns a cat")
+    ltm("forget", "--user", "alice", "missing-id")  # exit 1 still closes
+    ltm("remember", "--user", "alice", CARD)  # exit 2 after opening still closes
+    assert closed == [str(tmp_path / "q")] * 3
+
+
+def test_progress_bar_only_on_a_terminal():
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    tty, pipe = Tty(), io.StringIO()
+    for stream in (tty, pipe):
+        bar = Progress(512, stream)
+        bar.update(256)
+        bar.update(512)
+        bar.finish()
+    assert pipe.getvalue() == ""
+    assert "256/512 (50%)" in tty.getvalue() and "512/512 (100%)" in tty.getvalue()
+    assert tty.getvalue().startswith("\rimport [") and tty.getvalue().endswith("\n")
+
+
+def test_table_keeps_rows_on_one_line():
+    assert table(["A", "B"], [["x", "two\nlines"], ["long", "y"]]) == (
+        "A     B\nx     two\\nlines\nlong  y"
+    )
+    assert table([], [["k", "v"], ["key", "value"]]) == "k    v\nkey  value"
+
+
+def test_console_entry_point_runs_as_a_module(tmp_path):
+    folder = tmp_path / "q"
+    env = {k: v for k, v in os.environ.items() if k != "LTM_STORE"}
+    env["LTM_HOME"] = str(tmp_path / "home")
+    done = subprocess.run(
+        [sys.executable, "-m", "langchain_ltm.cli", "stats", "--store", str(folder), "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["users"] == 0
