@@ -1,0 +1,436 @@
+"""Connections for the Postgres engine: pools, pgvector adapters, errors, thin I/O shells.
+
+``Connector.run`` (sync, over ``psycopg_pool.ConnectionPool``) and ``Connector.arun``
+(async, over ``AsyncConnectionPool``) drive the I/O-free exchanges of ``_pg_sql`` the same
+way; neither calls the other, and there is no background event loop.
+
+A call whose connection breaks (server restart, ``pg_terminate_backend``, network) is
+retried once on a fresh connection after the pool has discarded its dead connections:
+reads are safe to repeat, and a write is one statement, so it either committed or did not,
+and writing the same batch again leaves the same rows. A second failure raises
+``BackendError``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Protocol, TypeVar
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg.pq import TransactionStatus
+from psycopg.types import TypeInfo
+from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
+
+from langchain_ltm.backends._pg_sql import Exchange, Statement
+from langchain_ltm.errors import BackendError, EmbeddingDimensionError
+
+T = TypeVar("T")
+
+
+class DuplicateFactError(BackendError):
+    """Two writers stored the same fact for one user at once; the later batch was refused."""
+
+
+_NO_VECTOR = (
+    "The pgvector extension is missing in this database: run PostgresBackend.setup() "
+    "(or CREATE EXTENSION vector as an administrator)."
+)
+
+
+class _Lost(Exception):
+    """The connection broke during the call (internal: triggers one retry)."""
+
+
+def _register_vector(conn: Any, info: TypeInfo) -> None:
+    from pgvector.psycopg.vector import register_vector_info  # type: ignore[import-untyped]
+
+    register_vector_info(conn, info)
+
+
+def translate(exc: BaseException, what: str, why: str = "") -> Exception:
+    """A langchain-ltm error for a psycopg error, saying what to change."""
+    if isinstance(exc, PoolTimeout):
+        return BackendError(
+            f"No Postgres connection within the pool timeout ({exc}{why}). Check that the "
+            "server is up and reachable, or raise max_size/timeout of postgres_backend()."
+        )
+    if isinstance(exc, pg_errors.UniqueViolation) and str(
+        getattr(exc.diag, "constraint_name", "")
+    ).endswith("_fact_hash"):
+        return DuplicateFactError(
+            "Another writer stored the same fact for this user at the same moment, so this "
+            "batch was not written (unique content hash per namespace). Call remember() "
+            "again: it will find the stored fact and report it as a duplicate."
+        )
+    message = str(exc).strip()
+    if isinstance(exc, pg_errors.DataException) and "dimensions" in message:
+        return EmbeddingDimensionError(
+            f"Postgres refused the vectors: {message}. The embedding model changed: keep "
+            "the original model, or store the new memories in a new table."
+        )
+    if isinstance(exc, pg_errors.UndefinedTable):
+        return BackendError(
+            f"{message}. Create the tables first: PostgresBackend.setup() (postgres_backend() "
+            "and LongTermMemoryStore.from_postgres() call it unless setup=False)."
+        )
+    if isinstance(exc, pg_errors.InsufficientPrivilege) and "extension" in message.lower():
+        return BackendError(
+            f"{message}. The pgvector extension is not installed in this database and this "
+            "role may not install it: ask an administrator to run CREATE EXTENSION vector."
+        )
+    if isinstance(exc, (pg_errors.UntranslatableCharacter, pg_errors.CharacterNotInRepertoire)):
+        return BackendError(
+            f"{message}. Postgres cannot store NUL (\\u0000) characters in text or JSON; "
+            "remove them from the value."
+        )
+    if isinstance(exc, psycopg.OperationalError):
+        return BackendError(
+            f"The connection to Postgres failed during {what} ({message}). Nothing is "
+            "half-written: retry the call (a retried batch is idempotent)."
+        )
+    return BackendError(f"Postgres failed during {what}: {message}")
+
+
+def _drive_sync(conn: psycopg.Connection[Any], exchange: Exchange[T]) -> T:
+    with conn.cursor(binary=True) as cur:
+        try:
+            statement: Statement = next(exchange)
+            while True:
+                cur.execute(statement.sql, statement.params)
+                rows = cur.fetchall() if cur.description is not None else []
+                statement = exchange.send(rows)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+
+
+async def _drive_async(conn: psycopg.AsyncConnection[Any], exchange: Exchange[T]) -> T:
+    async with conn.cursor(binary=True) as cur:
+        try:
+            statement: Statement = next(exchange)
+            while True:
+                await cur.execute(statement.sql, statement.params)
+                rows = await cur.fetchall() if cur.description is not None else []
+                statement = exchange.send(rows)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+
+
+class _AsyncPoolLike(Protocol):
+    def connection(
+        self, timeout: float | None = None
+    ) -> contextlib.AbstractAsyncContextManager[psycopg.AsyncConnection[Any]]: ...
+
+    async def check(self) -> None: ...
+
+    async def close(self, timeout: float = 5.0) -> None: ...
+
+
+class LoopPool:
+    """A small async pool that never runs background tasks.
+
+    Connections are opened in the task that asks for one, so an event loop can always shut
+    down: psycopg_pool's ``AsyncConnectionPool`` grows in worker tasks, and a worker
+    cancelled while connecting swallows the cancellation, which hangs ``asyncio.run`` at
+    exit when the pool was not closed (psycopg #1345 is the same family of bug).
+    """
+
+    def __init__(
+        self, conninfo: str, kwargs: dict[str, Any], max_size: int, timeout: float
+    ) -> None:
+        self.conninfo, self.kwargs, self.timeout = conninfo, kwargs, timeout
+        self._idle: list[psycopg.AsyncConnection[Any]] = []
+        self._slots = asyncio.Semaphore(max_size)
+        self._closed = False
+
+    @contextlib.asynccontextmanager
+    async def connection(
+        self, timeout: float | None = None
+    ) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        try:
+            await asyncio.wait_for(self._slots.acquire(), timeout or self.timeout)
+        except asyncio.TimeoutError:
+            raise PoolTimeout(f"no free connection after {timeout or self.timeout} s") from None
+        try:
+            conn = await self._take()
+            try:
+                yield conn
+            except BaseException:
+                await self._discard_or_rollback(conn)
+                raise
+            if conn.info.transaction_status == TransactionStatus.INTRANS:
+                await conn.commit()
+            if self._closed or conn.info.transaction_status != TransactionStatus.IDLE:
+                await conn.close()
+            else:
+                self._idle.append(conn)
+        finally:
+            self._slots.release()
+
+    async def _take(self) -> psycopg.AsyncConnection[Any]:
+        if self._closed:
+            raise psycopg.OperationalError("the langchain-ltm async pool is closed")
+        while self._idle:
+            conn = self._idle.pop()
+            if not conn.closed:
+                return conn
+        kwargs = {"connect_timeout": max(1, round(self.timeout)), **self.kwargs}
+        return await psycopg.AsyncConnection.connect(self.conninfo, **kwargs)
+
+    async def _discard_or_rollback(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        if conn.closed:
+            return
+        try:
+            await conn.rollback()
+        except psycopg.Error:
+            await conn.close()
+            return
+        if self._closed:
+            await conn.close()
+        else:
+            self._idle.append(conn)
+
+    async def check(self) -> None:
+        """Drop the idle connections that no longer answer."""
+        alive = []
+        for conn in self._idle:
+            try:
+                await conn.execute("SELECT 1")
+                alive.append(conn)
+            except psycopg.Error:
+                await conn.close()
+        self._idle = alive
+
+    async def close(self, timeout: float = 5.0) -> None:
+        """Close the idle connections; those in use close when they come back."""
+        self._closed = True
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            await conn.close()
+
+    def abandon(self) -> None:
+        """Close the sockets without an event loop (the loop that opened them is gone)."""
+        self._closed = True
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.pgconn.finish()
+
+
+class Connector:
+    """A sync pool and one async pool per event loop, over one database.
+
+    Pools the connector creates itself are opened lazily (a sync-only program never starts
+    an async pool, and the reverse) and closed by :meth:`close`/:meth:`aclose`; the pool of
+    an event loop that has closed is dropped (its sockets closed) when another loop asks
+    for one. Pools handed in are used as they are and left open.
+    """
+
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        pool: ConnectionPool[Any] | None = None,
+        apool: AsyncConnectionPool[Any] | None = None,
+        kwargs: dict[str, Any] | None = None,
+        min_size: int = 1,
+        max_size: int = 10,
+        timeout: float = 10.0,
+    ) -> None:
+        self.conninfo = conninfo
+        self.kwargs = {"autocommit": True, **(kwargs or {})}
+        self.min_size, self.max_size, self.timeout = min_size, max_size, timeout
+        self._pool = pool
+        self._owns_pool = pool is None
+        self._apool = apool  # handed in: used from the event loop its owner runs it in
+        self._loop_pools: dict[asyncio.AbstractEventLoop, LoopPool] = {}
+        self._vector_info: TypeInfo | None = None
+        self._lock = threading.Lock()
+
+    # ---- pools --------------------------------------------------------------------------
+
+    def _check_conninfo(self) -> None:
+        if not self.conninfo:
+            raise TypeError(
+                "The pool given to postgres_backend() computes its conninfo with a function, "
+                "so its sync/async twin cannot be opened: pass a postgresql:// URL, or use "
+                "only the API (sync or async) of the pool you passed."
+            )
+
+    def _sync_pool(self) -> ConnectionPool[Any]:
+        if self._pool is None:
+            self._check_conninfo()
+            with self._lock:
+                if self._pool is None:
+                    self._pool = ConnectionPool(
+                        self.conninfo,
+                        kwargs=self.kwargs,
+                        min_size=self.min_size,
+                        max_size=self.max_size,
+                        timeout=self.timeout,
+                        open=True,
+                        name="langchain-ltm",
+                    )
+        return self._pool
+
+    def _async_pool(self) -> _AsyncPoolLike | LoopPool:
+        if self._apool is not None:
+            return self._apool
+        loop = asyncio.get_running_loop()
+        pool = self._loop_pools.get(loop)
+        if pool is None:
+            self._check_conninfo()
+            with self._lock:
+                for gone in [other for other in self._loop_pools if other.is_closed()]:
+                    self._loop_pools.pop(gone).abandon()
+                pool = self._loop_pools[loop] = LoopPool(
+                    self.conninfo, self.kwargs, self.max_size, self.timeout
+                )
+        return pool
+
+    def close(self) -> None:
+        """Close the pools this connector created (pools handed in stay open)."""
+        pool, self._pool = (self._pool, None) if self._owns_pool else (None, self._pool)
+        if pool is not None:
+            pool.close()
+        with self._lock:
+            pools, self._loop_pools = self._loop_pools, {}
+        for loop_pool in pools.values():
+            loop_pool.abandon()
+
+    async def aclose(self) -> None:
+        """Async twin of :meth:`close`."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            pools, self._loop_pools = self._loop_pools, {}
+        for owner, loop_pool in pools.items():
+            if owner is loop:
+                await loop_pool.close()
+            else:
+                loop_pool.abandon()
+        pool, self._pool = (self._pool, None) if self._owns_pool else (None, self._pool)
+        if pool is not None:
+            await asyncio.to_thread(pool.close)
+
+    # ---- running exchanges --------------------------------------------------------------
+
+    # Statements are prepared (psycopg, after 5 runs). Left to itself, Postgres re-plans the
+    # search for its parameters on every call, which costs more than running it; on the
+    # connections of pools opened here it keeps the generic plan instead. Pools handed in
+    # keep their session settings (see postgres_backend()).
+    _GENERIC_PLANS = "SET plan_cache_mode = force_generic_plan"
+
+    def _prepare(self, conn: psycopg.Connection[Any], owned: bool) -> None:
+        if conn.adapters.types.get("vector") is None:
+            info = self._vector_info or TypeInfo.fetch(conn, "vector")
+            if info is None:
+                raise BackendError(_NO_VECTOR)
+            self._vector_info = info
+            _register_vector(conn, info)
+            if owned:
+                conn.execute(self._GENERIC_PLANS)
+
+    async def _aprepare(self, conn: psycopg.AsyncConnection[Any], owned: bool) -> None:
+        if conn.adapters.types.get("vector") is None:
+            info = self._vector_info or await TypeInfo.fetch(conn, "vector")
+            if info is None:
+                raise BackendError(_NO_VECTOR)
+            self._vector_info = info
+            _register_vector(conn, info)
+            if owned:
+                await conn.execute(self._GENERIC_PLANS)
+
+    def run(
+        self,
+        make: Callable[[], Exchange[T]],
+        what: str,
+        *,
+        transaction: bool = False,
+        vectors: bool = True,
+    ) -> T:
+        """Drive ``make()`` on a pooled connection (one retry if the connection breaks)."""
+        pool = self._sync_pool()
+        for attempt in (1, 2):
+            try:
+                with pool.connection() as conn:
+                    try:
+                        if vectors:
+                            self._prepare(conn, self._owns_pool)
+                        if transaction:
+                            with conn.transaction():
+                                return _drive_sync(conn, make())
+                        return _drive_sync(conn, make())
+                    except psycopg.Error as exc:
+                        if conn.broken or conn.closed:
+                            raise _Lost from exc
+                        raise
+            except _Lost as lost:
+                cause = lost.__cause__ or lost
+                if attempt == 2:
+                    raise translate(cause, what) from cause
+                pool.check()
+            except PoolTimeout as exc:
+                raise translate(exc, what, self._diagnose()) from exc
+            except psycopg.Error as exc:
+                raise translate(exc, what) from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _diagnose(self) -> str:
+        """Why connecting fails, from one direct attempt (the pool keeps its errors)."""
+        try:
+            psycopg.connect(self.conninfo, **{**self.kwargs, "connect_timeout": 2}).close()
+        except psycopg.Error as exc:
+            return f"; connecting directly failed: {str(exc).strip()}"
+        return ""
+
+    async def arun(
+        self,
+        make: Callable[[], Exchange[T]],
+        what: str,
+        *,
+        transaction: bool = False,
+        vectors: bool = True,
+    ) -> T:
+        """Async twin of :meth:`run`."""
+        pool = self._async_pool()
+        for attempt in (1, 2):
+            try:
+                async with pool.connection() as conn:
+                    try:
+                        if vectors:
+                            await self._aprepare(conn, self._apool is None)
+                        if transaction:
+                            async with conn.transaction():
+                                return await _drive_async(conn, make())
+                        return await _drive_async(conn, make())
+                    except psycopg.Error as exc:
+                        if conn.broken or conn.closed:
+                            raise _Lost from exc
+                        raise
+            except _Lost as lost:
+                cause = lost.__cause__ or lost
+                if attempt == 2:
+                    raise translate(cause, what) from cause
+                await pool.check()
+            except PoolTimeout as exc:
+                raise translate(exc, what, await asyncio.to_thread(self._diagnose)) from exc
+            except psycopg.Error as exc:
+                raise translate(exc, what) from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+def conninfo_from_engine(engine: Any) -> str:
+    """The libpq URL of a langchain-postgres ``PGEngine`` (its SQLAlchemy engine's URL)."""
+    url = getattr(getattr(engine, "_pool", None), "url", None)
+    if url is None:
+        raise TypeError(
+            "Could not read the database URL of this PGEngine; pass the URL or a "
+            "psycopg_pool.ConnectionPool to postgres_backend() instead."
+        )
+    query = dict(url.query)
+    if "ssl" in query and "sslmode" not in query:  # asyncpg spelling
+        query["sslmode"] = query.pop("ssl")
+    libpq = url.set(drivername="postgresql", query=query)
+    return str(libpq.render_as_string(hide_password=False))

@@ -1,0 +1,532 @@
+"""The Postgres engine's SQL, built in one I/O-free place for the sync and async shells.
+
+Every operation is an *exchange*: a generator that yields :class:`Statement` objects and
+receives each statement's rows (a list of tuples). ``_pg_conn`` drives exchanges over a
+psycopg connection, sync or async; nothing here touches a socket. See ``postgres.py`` for
+the schema and why it looks the way it does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, TypeVar
+
+import numpy as np
+from psycopg.types.json import Jsonb
+
+from langchain_ltm._codec import vector_id
+from langchain_ltm._filters import RANGE_OPERATORS, Condition, Filter
+from langchain_ltm.backends.base import (
+    Hit,
+    ItemKey,
+    ListRequest,
+    Record,
+    SearchRequest,
+    StoredItem,
+)
+from langchain_ltm.errors import BackendError
+
+T = TypeVar("T")
+
+SCHEMA_VERSION = 1
+_SETUP_LOCK = "langchain_ltm.setup"
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,47}")
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """One SQL statement and its parameters (psycopg placeholders)."""
+
+    sql: str
+    params: tuple[Any, ...] = ()
+
+
+Rows = list[tuple[Any, ...]]
+Exchange = Generator[Statement, Rows, T]
+
+
+@dataclass(frozen=True, slots=True)
+class Tables:
+    """Quoted names of one store's tables: items, vectors (PGVectorStore layout), versions."""
+
+    schema: str
+    table: str
+
+    def __post_init__(self) -> None:
+        for what, name in (("schema", self.schema), ("table", self.table)):
+            if not _IDENTIFIER.fullmatch(name):
+                raise ValueError(
+                    f"{what} {name!r} is not a plain identifier: use 1 to 48 letters, digits "
+                    "or underscores, starting with a letter or underscore."
+                )
+
+    def _q(self, suffix: str = "") -> str:
+        return f'"{self.schema}"."{self.table}{suffix}"'
+
+    @property
+    def items(self) -> str:
+        return self._q()
+
+    @property
+    def vectors(self) -> str:
+        return self._q("_vectors")
+
+    @property
+    def versions(self) -> str:
+        return self._q("_schema")
+
+    @property
+    def vectors_name(self) -> str:
+        """Unquoted name of the vectors table (what PGVectorStore is given)."""
+        return f"{self.table}_vectors"
+
+    def index(self, suffix: str) -> str:
+        return f'"{self.table}_{suffix}"'
+
+
+# ---- namespaces ------------------------------------------------------------------------
+
+
+def ns_path(namespace: Sequence[str]) -> str:
+    """The indexed text form of a namespace: labels joined by '.', with a final '.'.
+
+    Labels cannot contain '.', so under the "C" collation the namespaces under a prefix
+    ``P`` are exactly the range ``[P., P/)`` of a btree: whole labels, no LIKE wildcards.
+    """
+    for label in namespace:
+        if "." in label or not label:
+            raise ValueError(f"Invalid namespace label {label!r}: labels are non-empty, no '.'.")
+    return "".join(label + "." for label in namespace)
+
+
+def _namespace_of(path: str) -> tuple[str, ...]:
+    return tuple(path[:-1].split("."))
+
+
+def _scope(prefix: tuple[str, ...], alias: str, params: list[Any]) -> str:
+    if not prefix:
+        return "TRUE"
+    low = ns_path(prefix)
+    params.extend((low, low[:-1] + "/"))
+    return f"{alias}.ns_path >= %s AND {alias}.ns_path < %s"
+
+
+# ---- filters ---------------------------------------------------------------------------
+
+_SQL_OPS = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+
+
+def _json_at(alias: str, path: tuple[str, ...], params: list[Any]) -> str:
+    params.extend(path)
+    # '->' with a text key: missing keys and non-objects give NULL (no array indexing)
+    return "(" + f"{alias}.value" + " -> %s::text" * len(path) + ")"
+
+
+def filter_sql(conditions: Filter, alias: str, params: list[Any]) -> str:
+    """Translate the compiled filter AST into a WHERE fragment over ``alias.value``."""
+    parts = [_condition(cond, alias, params) for cond in conditions]
+    return " AND ".join(parts) if parts else "TRUE"
+
+
+def _condition(cond: Condition, alias: str, params: list[Any]) -> str:
+    op = cond.op
+    if op == "$exists":
+        return f"{_json_at(alias, cond.path, params)} IS {'NOT ' if cond.operand else ''}NULL"
+    if op in ("$eq", "$ne", "$in"):
+        # a missing key compares as JSON null, like InMemoryStore
+        left = f"coalesce({_json_at(alias, cond.path, params)}, 'null'::jsonb)"
+        if op == "$in":
+            params.append([Jsonb(v) for v in cond.operand])
+            return f"{left} = ANY(%s::jsonb[])"
+        params.append(Jsonb(cond.operand))
+        return f"{left} {'=' if op == '$eq' else '<>'} %s::jsonb"
+    if op in RANGE_OPERATORS:
+        # numbers compare as numbers, strings as strings (code points); other pairs: no match
+        sql_op = _SQL_OPS[op]
+        first = _json_at(alias, cond.path, params)
+        second = _json_at(alias, cond.path, params)
+        params.append(cond.operand)
+        if isinstance(cond.operand, str):
+            return (
+                f"coalesce(CASE WHEN jsonb_typeof({first}) = 'string' THEN "
+                f"({second} #>> '{{}}') COLLATE \"C\" {sql_op} %s::text END, false)"
+            )
+        return (
+            f"coalesce(CASE WHEN jsonb_typeof({first}) = 'number' THEN "
+            f"({second})::numeric {sql_op} %s::numeric END, false)"
+        )
+    raise ValueError(f"Unsupported filter operator {op!r}.")
+
+
+# ---- reads -----------------------------------------------------------------------------
+
+_UTC = timezone.utc
+_ITEM_COLUMNS = "i.ns_path, i.key, i.value, i.created_at, i.updated_at"
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is _UTC else moment.astimezone(_UTC)
+
+
+def _item(row: Sequence[Any], at: int = 0) -> StoredItem:
+    path, key, value, created, updated = row[at : at + 5]
+    return StoredItem(_namespace_of(path), key, value, _utc(created), _utc(updated))
+
+
+def get_items(t: Tables, keys: Sequence[ItemKey]) -> Exchange[list[StoredItem | None]]:
+    if not keys:
+        return []
+    paths = [ns_path(ns) for ns, _ in keys]
+    rows = yield Statement(
+        f"SELECT {_ITEM_COLUMNS} FROM {t.items} i "
+        "JOIN unnest(%s::text[], %s::text[]) AS k(ns_path, key) "
+        "ON i.ns_path = k.ns_path AND i.key = k.key",
+        (paths, [key for _, key in keys]),
+    )
+    found = {(row[0], row[1]): _item(row) for row in rows}
+    return [found.get((path, key)) for path, (_, key) in zip(paths, keys, strict=True)]
+
+
+def count_items(t: Tables, prefix: tuple[str, ...]) -> Exchange[int]:
+    params: list[Any] = []
+    rows = yield Statement(
+        f"SELECT count(*) FROM {t.items} i WHERE {_scope(prefix, 'i', params)}", tuple(params)
+    )
+    return int(rows[0][0])
+
+
+def list_namespaces(t: Tables, request: ListRequest) -> Exchange[list[tuple[str, ...]]]:
+    params: list[Any] = []
+    column = "i.namespace"
+    if request.max_depth is not None:
+        params.append(request.max_depth)
+        column = "i.namespace[1:%s]"
+    where: list[str] = []
+    for match_type, path in request.conditions:
+        if not path:
+            continue
+        if match_type == "prefix" and "*" not in path:
+            where.append(_scope(path, "i", params))
+            continue
+        where.append("cardinality(i.namespace) >= %s")
+        params.append(len(path))
+        for position, label in enumerate(path, start=1):
+            if label == "*":
+                continue
+            if match_type == "prefix":
+                where.append("i.namespace[%s] = %s")
+                params.extend((position, label))
+            else:
+                where.append("i.namespace[cardinality(i.namespace) - %s] = %s")
+                params.extend((len(path) - position, label))
+    params.extend((request.limit, request.offset))
+    rows = yield Statement(
+        f"SELECT DISTINCT {column} AS ns FROM {t.items} i "
+        f"WHERE {' AND '.join(where) or 'TRUE'} ORDER BY ns LIMIT %s OFFSET %s",
+        tuple(params),
+    )
+    return [tuple(row[0]) for row in rows]
+
+
+def search(t: Tables, request: SearchRequest) -> Exchange[list[list[Hit]]]:
+    if request.vectors is None:
+        hits = yield from _unranked(t, request)
+        return [hits]
+    return (yield from _ranked(t, request))
+
+
+def _unranked(t: Tables, request: SearchRequest) -> Exchange[list[Hit]]:
+    params: list[Any] = []
+    scope = _scope(request.prefix, "i", params)
+    where = filter_sql(request.filter, "i", params)
+    params.extend((request.limit, request.offset))
+    rows = yield Statement(
+        f"SELECT {_ITEM_COLUMNS} FROM {t.items} i WHERE {scope} AND {where} "
+        "ORDER BY i.updated_at DESC, i.namespace, i.key LIMIT %s OFFSET %s",
+        tuple(params),
+    )
+    return [Hit(_item(row), None) for row in rows]
+
+
+def _ranked(t: Tables, request: SearchRequest) -> Exchange[list[list[Hit]]]:
+    """Exact by construction: every vector in scope is scored, no ANN index can be used.
+
+    For each query row: the vectors in scope (btree range on ``ns_path``) are scored and
+    max-pooled per item, sorted, then walked best-first through primary-key lookups of
+    their items, which apply the filter, until ``offset + limit`` items pass. A rare filter
+    under a broad prefix therefore still fills ``limit``. Items without vectors follow the
+    scored ones; they are read only when some query has fewer scored items than wanted.
+    """
+    assert request.vectors is not None
+    queries = request.vectors
+    wanted = None if request.limit is None else request.offset + request.limit
+    # a VALUES list, not unnest(array): the planner knows how many rows, so the prepared
+    # statement's generic plan costs what a custom one does and replaces it (no re-planning)
+    params: list[Any] = [np.ascontiguousarray(row, dtype=np.float32) for row in queries]
+    values = ", ".join(f"({n}, %b::vector)" for n in range(1, len(queries) + 1))
+    vscope = _scope(request.prefix, "v", params)
+    lookup_filter = filter_sql(request.filter, "i", params)
+    params.append(wanted)
+    gate = ""
+    if wanted is not None:
+        gate = "(SELECT count(*) FROM ranked) < %s AND "
+        params.append(wanted * len(queries))
+    scope = _scope(request.prefix, "i", params)
+    where = filter_sql(request.filter, "i", params)
+    params.append(wanted)
+    # OFFSET 0 keeps the item lookup a parameterized nested loop (no hash join of the range)
+    sql = f"""
+WITH ranked AS MATERIALIZED (
+    SELECT q.qi, r.score, r.ns_path, r.key, r.value, r.created_at, r.updated_at
+    FROM (VALUES {values}) AS q(qi, vec)
+    CROSS JOIN LATERAL (
+        SELECT b.score, b.ns_path, b.key, i.value, i.created_at, i.updated_at
+        FROM (
+            SELECT v.ns_path, v.key, max(-(v.embedding <#> q.vec)) AS score
+            FROM {t.vectors} v WHERE {vscope}
+            GROUP BY v.ns_path, v.key ORDER BY 3 DESC, 1, 2
+        ) b
+        CROSS JOIN LATERAL (
+            SELECT i.value, i.created_at, i.updated_at FROM {t.items} i
+            WHERE i.ns_path = b.ns_path AND i.key = b.key AND {lookup_filter} OFFSET 0
+        ) i
+        ORDER BY b.score DESC, b.ns_path, b.key LIMIT %s
+    ) r
+)
+SELECT qi, score, ns_path, key, value, created_at, updated_at FROM ranked
+UNION ALL (
+    SELECT NULL, NULL, {_ITEM_COLUMNS} FROM {t.items} i
+    WHERE {gate}{scope} AND {where}
+      AND NOT EXISTS (SELECT 1 FROM {t.vectors} v WHERE v.ns_path = i.ns_path AND v.key = i.key)
+    ORDER BY i.updated_at DESC, i.namespace, i.key LIMIT %s
+)"""
+    rows = yield Statement(sql, tuple(params))
+    scored: list[list[tuple[float, str, str, Hit]]] = [[] for _ in range(len(queries))]
+    unscored: list[Hit] = []
+    for row in rows:
+        if row[0] is None:
+            unscored.append(Hit(_item(row, 2), None))
+        else:
+            score = float(row[1])
+            scored[row[0] - 1].append((-score, row[2], row[3], Hit(_item(row, 2), score)))
+    out: list[list[Hit]] = []
+    end = None if request.limit is None else request.offset + request.limit
+    for column in scored:
+        column.sort(key=lambda entry: entry[:3])
+        hits = [entry[3] for entry in column] + unscored
+        out.append(hits[request.offset : end])
+    return out
+
+
+# ---- writes ----------------------------------------------------------------------------
+
+
+def normalize_batch(
+    upserts: Sequence[Record], deletes: Sequence[ItemKey]
+) -> tuple[list[Record], list[ItemKey]]:
+    """Apply the batch's own order: the last upsert of a key wins, a delete beats upserts."""
+    gone = dict.fromkeys(deletes)
+    last: dict[ItemKey, Record] = {}
+    for record in upserts:
+        last[(record.namespace, record.key)] = record
+    return [r for k, r in last.items() if k not in gone], list(gone)
+
+
+def batch_dims(upserts: Sequence[Record]) -> int | None:
+    """The one vector size of the batch (``None`` without vectors); ValueError if mixed."""
+    sizes = {r.vectors.shape[1] for r in upserts if r.vectors is not None and len(r.vectors)}
+    if len(sizes) > 1:
+        raise ValueError(f"One batch holds vectors of several sizes: {sorted(sizes)}.")
+    return sizes.pop() if sizes else None
+
+
+def write(
+    t: Tables, upserts: Sequence[Record], deletes: Sequence[ItemKey], type_column: int | None
+) -> Exchange[int]:
+    """One statement: upsert items (created_at kept), replace their vectors, delete items.
+
+    A single statement is one transaction, so a batch lands whole or not at all; rewriting
+    the same batch gives the same rows (deterministic ids, the records' own timestamps).
+    ``type_column`` (first write of a store created without ``dims``) types the embedding
+    column as ``vector(n)`` first, in the same transaction.
+    """
+    if type_column is not None:
+        yield Statement("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (t.vectors,))
+        rows = yield Statement(_TYPMOD, (t.vectors,))
+        if rows and rows[0][0] == -1:
+            yield Statement(
+                f"ALTER TABLE {t.vectors} ALTER COLUMN embedding TYPE vector({int(type_column)})"
+            )
+    params: list[Any] = []
+    ctes: list[str] = []
+    if upserts:
+        ctes.append(_upsert_items(t, upserts, params))
+        ctes.append(_replace_vectors(t, upserts, params))
+    if deletes:
+        params.extend(([ns_path(ns) for ns, _ in deletes], [key for _, key in deletes]))
+        ctes.append(
+            f"gone AS (DELETE FROM {t.items} i USING unnest(%s::text[], %s::text[]) "
+            "AS d(ns_path, key) WHERE i.ns_path = d.ns_path AND i.key = d.key RETURNING 1)"
+        )
+    if not ctes:
+        return 0
+    counted = "(SELECT count(*) FROM gone)" if deletes else "0"
+    rows = yield Statement(f"WITH {', '.join(ctes)} SELECT {counted}", tuple(params))
+    return int(rows[0][0])
+
+
+def _upsert_items(t: Tables, upserts: Sequence[Record], params: list[Any]) -> str:
+    stamps = [r.now for r in upserts]
+    params.extend(
+        (
+            [ns_path(r.namespace) for r in upserts],
+            [r.key for r in upserts],
+            [Jsonb(r.value) for r in upserts],
+            stamps,
+        )
+    )
+    return (
+        f"up AS (INSERT INTO {t.items} AS t (ns_path, key, value, created_at, updated_at) "
+        "SELECT p, k, v, n, n FROM unnest(%s::text[], %s::text[], %s::jsonb[], "
+        "%s::timestamptz[]) AS x(p, k, v, n) "
+        "ON CONFLICT (ns_path, key) DO UPDATE "
+        "SET value = EXCLUDED.value, updated_at = EXCLUDED.updated_at RETURNING 1)"
+    )
+
+
+def _replace_vectors(t: Tables, upserts: Sequence[Record], params: list[Any]) -> str:
+    ids: list[str] = []
+    texts: list[str] = []
+    vectors: list[np.ndarray[Any, Any]] = []
+    paths: list[str] = []
+    keys: list[str] = []
+    nss: list[str] = []
+    for r in upserts:
+        if r.vectors is None or not len(r.vectors):
+            continue
+        path_ns = ns_path(r.namespace)
+        for text, path, row in zip(r.texts, r.paths, r.vectors, strict=True):
+            ids.append(vector_id(r.namespace, r.key, path))
+            texts.append(text)
+            vectors.append(np.ascontiguousarray(row, dtype=np.float32))
+            paths.append(path)
+            keys.append(r.key)
+            nss.append(path_ns)
+    # vectors of re-written items that this batch does not write again
+    params.extend(([ns_path(r.namespace) for r in upserts], [r.key for r in upserts], ids))
+    stale = (
+        f"stale AS (DELETE FROM {t.vectors} v USING unnest(%s::text[], %s::text[]) "
+        "AS u(ns_path, key) WHERE v.ns_path = u.ns_path AND v.key = u.key "
+        "AND NOT (v.langchain_id = ANY(%s::uuid[])))"
+    )
+    if not ids:
+        return stale
+    params.extend((ids, texts, vectors, nss, keys, paths))
+    return stale + (
+        f", vec AS (INSERT INTO {t.vectors} "
+        "(langchain_id, content, embedding, langchain_metadata, ns_path, key, path) "
+        "SELECT id, c, e, json_build_object("
+        "'namespace', string_to_array(left(p, -1), '.'), 'key', k, 'path', f), p, k, f "
+        "FROM unnest(%s::uuid[], %s::text[], %b::vector[], %s::text[], %s::text[], "
+        "%s::text[]) AS x(id, c, e, p, k, f) "
+        "ON CONFLICT (langchain_id) DO UPDATE "
+        "SET content = EXCLUDED.content, embedding = EXCLUDED.embedding)"
+    )
+
+
+# ---- schema ----------------------------------------------------------------------------
+
+_TYPMOD = (
+    "SELECT atttypmod FROM pg_attribute "
+    "WHERE attrelid = to_regclass(%s) AND attname = 'embedding' AND NOT attisdropped"
+)
+
+
+def _migrations(t: Tables, dims: int | None) -> list[tuple[int, str, list[str]]]:
+    vector_type = "vector" if dims is None else f"vector({int(dims)})"
+    return [
+        (
+            1,
+            "items, vectors (PGVectorStore layout), scope and fact-hash indexes",
+            [
+                f"""CREATE TABLE IF NOT EXISTS {t.items} (
+    ns_path text COLLATE "C" NOT NULL,
+    key text COLLATE "C" NOT NULL,
+    namespace text[] COLLATE "C"
+        GENERATED ALWAYS AS (string_to_array(left(ns_path, -1), '.')) STORED,
+    value jsonb NOT NULL,
+    content_hash text COLLATE "C" GENERATED ALWAYS AS
+        (CASE WHEN value ? 'content' THEN value ->> 'content_hash' END) STORED,
+    created_at timestamptz NOT NULL,
+    updated_at timestamptz NOT NULL,
+    CONSTRAINT {t.index("pkey")} PRIMARY KEY (ns_path, key),
+    CONSTRAINT {t.index("fact_hash")} UNIQUE (ns_path, content_hash)
+        DEFERRABLE INITIALLY DEFERRED
+)""",
+                f"""CREATE TABLE IF NOT EXISTS {t.vectors} (
+    langchain_id uuid PRIMARY KEY,
+    content text NOT NULL,
+    embedding {vector_type} NOT NULL,
+    langchain_metadata json,
+    ns_path text COLLATE "C" NOT NULL,
+    key text COLLATE "C" NOT NULL,
+    path text NOT NULL,
+    FOREIGN KEY (ns_path, key) REFERENCES {t.items} (ns_path, key) ON DELETE CASCADE
+) WITH (toast_tuple_target = 8160)""",
+                f"CREATE INDEX IF NOT EXISTS {t.index('vectors_scope')} "
+                f"ON {t.vectors} (ns_path, key)",
+            ],
+        ),
+    ]
+
+
+def setup(t: Tables, dims: int | None) -> Exchange[int | None]:
+    """Create or migrate the schema (idempotent, serialized); return the vectors' size."""
+    yield Statement("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (_SETUP_LOCK,))
+    yield Statement("CREATE EXTENSION IF NOT EXISTS vector")
+    yield Statement(f'CREATE SCHEMA IF NOT EXISTS "{t.schema}"')
+    yield Statement(
+        f"CREATE TABLE IF NOT EXISTS {t.versions} (version integer PRIMARY KEY, "
+        "description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+    )
+    rows = yield Statement(f"SELECT coalesce(max(version), 0) FROM {t.versions}")
+    current = int(rows[0][0])
+    if current > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"Table {t.items} has schema version {current}, newer than this langchain-ltm "
+            f"understands ({SCHEMA_VERSION}). Upgrade langchain-ltm."
+        )
+    for version, description, statements in _migrations(t, dims):
+        if version <= current:
+            continue
+        for sql in statements:
+            yield Statement(sql)
+        yield Statement(
+            f"INSERT INTO {t.versions} (version, description) VALUES (%s, %s)",
+            (version, description),
+        )
+    rows = yield Statement(_TYPMOD, (t.vectors,))
+    stored = int(rows[0][0]) if rows and rows[0][0] != -1 else None
+    if dims is not None and stored is None:
+        yield Statement(f"ALTER TABLE {t.vectors} ALTER COLUMN embedding TYPE vector({int(dims)})")
+        stored = dims
+    return stored
+
+
+def create_hnsw_index(t: Tables, m: int, ef_construction: int) -> Exchange[None]:
+    yield Statement(
+        f"CREATE INDEX IF NOT EXISTS {t.index('vectors_hnsw')} ON {t.vectors} "
+        f"USING hnsw (embedding vector_cosine_ops) "
+        f"WITH (m = {int(m)}, ef_construction = {int(ef_construction)})"
+    )
+
+
+def drop(t: Tables) -> Exchange[None]:
+    yield Statement(f"DROP TABLE IF EXISTS {t.vectors}, {t.items}, {t.versions}")
+
+
+class SchemaVersionError(BackendError):
+    """The tables were created by a newer release of langchain-ltm."""

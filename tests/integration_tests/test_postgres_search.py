@@ -1,0 +1,159 @@
+"""Search on Postgres: exact under an HNSW index, PGVectorStore interop, hostile strings."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import numpy as np
+import pytest
+from langchain_postgres import PGEngine, PGVectorStore
+
+from langchain_ltm import LongTermMemoryStore
+from langchain_ltm._codec import vector_id
+from langchain_ltm._filters import compile_filter
+from langchain_ltm._labels import encode_label
+from langchain_ltm.backends import _pg_sql
+from langchain_ltm.backends.base import Record, SearchRequest
+from langchain_ltm.backends.postgres import postgres_backend
+from tests.fakes import KeywordEmbeddings
+
+
+@pytest.fixture
+def emb():
+    return KeywordEmbeddings(dims=64)
+
+
+@pytest.fixture
+def pg_engine(pg_url):
+    engine = PGEngine.from_connection_string(
+        pg_url.replace("postgresql://", "postgresql+psycopg://")
+    )
+    yield engine
+    engine._run_as_sync(engine.close())
+
+
+def test_broad_prefix_and_rare_filter_fill_limit_under_an_hnsw_index(make_backend, pg_conn):
+    """Plain HNSW + filter keeps only the rare items among its ef_search candidates; ours is
+    exact: the 5 best rare items, in order, with the index present."""
+    dims, users, per_user, rare_every = 32, 40, 50, 250
+    backend = make_backend(dims=dims)
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((users * per_user, dims)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    now = datetime.now(timezone.utc)
+    records = []
+    for n, vec in enumerate(vectors):
+        ns = ("m", f"u{n % users}")
+        records.append(
+            Record(ns, f"k{n}", {"rare": n % rare_every == 0}, ("t",), ("t",), vec[None, :], now)
+        )
+    backend.write(records, [])
+    backend.create_hnsw_index()
+    pg_conn.execute(f"ANALYZE {backend.tables.items}, {backend.tables.vectors}")
+    query = rng.standard_normal(dims).astype(np.float32)
+    query /= np.linalg.norm(query)
+    rare = [n for n in range(len(vectors)) if n % rare_every == 0]
+    expected = sorted(rare, key=lambda n: -float(vectors[n] @ query))[:5]
+
+    request = SearchRequest(("m",), query[None, :], compile_filter({"rare": True}), 5, 0)
+    (hits,) = backend.search(request)
+    assert [h.item.key for h in hits] == [f"k{n}" for n in expected]
+    assert [h.score for h in hits] == pytest.approx([float(vectors[n] @ query) for n in expected])
+
+    def explain(exchange):
+        statement = next(exchange)
+        rows = yield _pg_sql.Statement("EXPLAIN " + statement.sql, statement.params)
+        return "\n".join(row[0] for row in rows)
+
+    ours = backend.connector.run(lambda: explain(_pg_sql.search(backend.tables, request)), "x")
+    assert "hnsw" not in ours and "_vectors_scope" in ours  # scope via the btree, no ANN
+
+    # the plan LangGraph's PostgresStore gets when the planner picks the index: ANN, then filter
+    with pg_conn.transaction():
+        pg_conn.execute("SET LOCAL enable_seqscan = off")
+        pg_conn.execute("SET LOCAL hnsw.iterative_scan = off")
+        ann = f"SELECT key FROM {backend.tables.vectors} ORDER BY embedding <=> %s::vector LIMIT 40"
+        literal = "[" + ",".join(map(str, query.tolist())) + "]"
+        plan = "\n".join(r[0] for r in pg_conn.execute("EXPLAIN " + ann, (literal,)).fetchall())
+        assert "hnsw" in plan
+        candidates = [r[0] for r in pg_conn.execute(ann, (literal,)).fetchall()]
+    found = [k for k in candidates if int(k[1:]) % rare_every == 0]
+    assert len(found) < 5  # plain HNSW + filter would not fill the limit
+
+
+def test_pgvectorstore_reads_what_the_store_wrote(make_backend, pg_engine, emb):
+    backend = make_backend(dims=64)
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    results = store.remember("alice@example.com", ["I like green tea", "my cat is called Tom"])
+    store.put(("docs",), "d1", {"title": "mountain bike trail", "n": 1}, index=["title"])
+
+    vectorstore = PGVectorStore.create_sync(
+        pg_engine, emb, table_name=backend.vectors_table, metadata_columns=["path"]
+    )
+    (doc,) = vectorstore.similarity_search("green tea", k=1)
+    label = encode_label("alice@example.com")
+    assert doc.page_content == "I like green tea"
+    assert doc.id == vector_id(("memories", label), results[0].fact.id, "content")
+    assert doc.metadata == {
+        "namespace": ["memories", label],
+        "key": results[0].fact.id,
+        "path": "content",
+    }
+    (bike,) = vectorstore.similarity_search("bike", k=3, filter={"path": {"$eq": "title"}})
+    assert bike.metadata["key"] == "d1"
+    docs_with_scores = vectorstore.similarity_search_with_score("my cat Tom", k=3)
+    assert docs_with_scores[0][0].page_content == "my cat is called Tom"
+
+    # a backend built from the PGEngine, and the backend's own PGVectorStore over that engine
+    twin = postgres_backend(pg_engine, table=backend.tables.table)
+    try:
+        assert twin.dims == 64 and twin.count(("memories",)) == 2
+        same = twin.as_vectorstore(emb)
+        assert same.similarity_search("cat", k=1)[0].page_content == "my cat is called Tom"
+    finally:
+        twin.close()
+
+
+HOSTILE = [
+    "'; DROP TABLE items; --",
+    "%s",
+    "%(x)s",
+    "$1",
+    '"quoted"',
+    "back\\slash",
+    "a'b",
+    "{}",
+    "1 OR 1=1",
+    "%%",
+    "?",
+    "/* c */",
+    "é✓ 日本",
+]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_sql_looking_strings_are_data(make_backend, emb, mode):
+    backend = make_backend(dims=64)
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    for i, text in enumerate(HOSTILE):
+        ns = ("memories", text)
+        value = {"text": f"note {text}", text: text, "n": i}
+        if mode == "async":
+            await store.aput(ns, text, value)
+        else:
+            store.put(ns, text, value)
+    for i, text in enumerate(HOSTILE):
+        ns = ("memories", text)
+        assert store.get(ns, text).value == {"text": f"note {text}", text: text, "n": i}
+        hits = store.search(("memories",), filter={text: text})
+        assert [(h.namespace, h.key) for h in hits] == [(ns, text)]
+        assert [h.key for h in store.search(ns, query=f"note {text}", filter={"n": i})] == [text]
+        assert store.list_namespaces(prefix=ns) == [ns]
+        assert store.search(("memories",), filter={"text": {"$gte": f"note {text}"}, "n": i})
+        result = await store.aremember(text, f"{text} is my favourite string")
+        assert result.action == "created"
+        assert [f.content for f in store.recall(text, "favourite string")] == [
+            f"{text} is my favourite string"
+        ]
+    assert len(store.search(("memories",), limit=100)) == 2 * len(HOSTILE)
+    assert backend.count(()) == 2 * len(HOSTILE)
