@@ -1,0 +1,89 @@
+"""Faults on the Postgres engine: connections killed mid-load, a read-only database."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+import psycopg
+import pytest
+
+from langchain_ltm import BackendError, LongTermMemoryStore
+from langchain_ltm.backends.postgres import postgres_backend
+from tests.fakes import KeywordEmbeddings
+
+
+def _kill(conn, app: str) -> int:
+    sql = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s"
+    return len(conn.execute(sql, (app,)).fetchall())
+
+
+def test_batched_load_survives_killed_connections(make_backend, pg_conn):
+    """As in a server restart: calls fail clearly, later ones work, retries leave no doubles."""
+    app = f"ltm-{uuid.uuid4().hex[:8]}"
+    backend = make_backend(dims=64, connect_kwargs={"application_name": app})
+    store = LongTermMemoryStore(backend, embeddings=KeywordEmbeddings(64), upsert_threshold=0.999)
+    batches = [[f"user fact {b}-{i} z{b * 100 + i}" for i in range(20)] for b in range(40)]
+    stop = threading.Event()
+    kills = 0
+
+    def killer() -> None:
+        nonlocal kills
+        while not stop.is_set():
+            kills += _kill(pg_conn, app)
+            time.sleep(0.003)
+
+    thread = threading.Thread(target=killer)
+    thread.start()
+    acknowledged: list[str] = []
+    failed: list[list[str]] = []
+    messages: list[str] = []
+    try:
+        for batch in batches:
+            try:
+                results = store.remember("loader", batch)
+            except BackendError as exc:
+                messages.append(str(exc))
+                failed.append(batch)
+                continue
+            acknowledged += [r.fact.content for r in results]
+    finally:
+        stop.set()
+        thread.join()
+    assert kills > 0
+    assert failed, "no batch failed: the test did not exercise the failure path"
+    assert all("retry" in m for m in messages), messages  # each error says what to do
+    for batch in failed:  # the caller retries what failed: the server is back
+        acknowledged += [r.fact.content for r in store.remember("loader", batch)]
+    contents = [f.content for f in store.list_all("loader")]
+    assert sorted(contents) == sorted(acknowledged)
+    assert len(contents) == len(set(contents)) == 800  # every fact exactly once
+
+
+def test_read_only_database_is_a_clear_error(pg_url):
+    admin = psycopg.connect(pg_url, autocommit=True)
+    name = f"ro_{uuid.uuid4().hex[:8]}"
+    admin.execute(f"CREATE DATABASE {name}")
+    base, _, query = pg_url.partition("?")
+    url = base.rsplit("/", 1)[0] + f"/{name}" + (f"?{query}" if query else "")
+    backend = postgres_backend(url, table="facts", dims=64)
+    store = LongTermMemoryStore(backend, embeddings=KeywordEmbeddings(64))
+    try:
+        store.remember("u1", "likes tea")
+        admin.execute(f"ALTER DATABASE {name} SET default_transaction_read_only = on")
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,)
+        )
+        with pytest.raises(BackendError, match="read-only"):
+            store.remember("u1", "likes coffee")
+        assert [f.content for f in store.list_all("u1")] == ["likes tea"]  # reads still work
+        admin.execute(f"ALTER DATABASE {name} SET default_transaction_read_only = off")
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,)
+        )
+        assert store.remember("u1", "likes coffee").action == "created"
+    finally:
+        backend.close()
+        admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+        admin.close()
