@@ -32,10 +32,9 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from time import perf_counter_ns as clock
 
 import numpy as np
-from langchain_core.embeddings import Embeddings
+from _common import DIMS, LookupEmbeddings, clock, unit_rows
 from langchain_qdrant import QdrantVectorStore
 from langgraph.store.base import PutOp
 from qdrant_client import QdrantClient, models
@@ -43,36 +42,9 @@ from qdrant_client import QdrantClient, models
 from langchain_ltm import LongTermMemoryStore
 from langchain_ltm.backends.qdrant import qdrant_backend
 
-DIMS = 384
 K = 5
 BATCH = 1_000
 QUERY_NOISE = 1.0
-
-
-class LookupEmbeddings(Embeddings):
-    """Texts -> precomputed vectors (Python lists, as API clients return them)."""
-
-    def __init__(self) -> None:
-        self.rows: dict[str, np.ndarray] = {}
-        self.spent_ns = 0
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        t0 = clock()
-        out = [self.rows[t].tolist() for t in texts]
-        self.spent_ns += clock() - t0
-        return out
-
-    def embed_query(self, text: str) -> list[float]:
-        t0 = clock()
-        out = self.rows[text].tolist()
-        self.spent_ns += clock() - t0
-        return out
-
-
-def unit_rows(rng: np.random.Generator, n: int) -> np.ndarray:
-    v = rng.standard_normal((n, DIMS), dtype=np.float32)
-    v /= np.linalg.norm(v, axis=1, keepdims=True)
-    return v
 
 
 def timed(emb: LookupEmbeddings, fn: Callable[[], object]) -> tuple[float, object]:

@@ -47,14 +47,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from langchain_core.embeddings import Embeddings
+from _common import DIMS, LookupEmbeddings, clock, unit_rows
 from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.store.base import BaseStore, PutOp
 from langgraph.store.memory import InMemoryStore
 
 from langchain_ltm import LongTermMemoryStore
 
-DIMS = 384
 K = 5
 BATCH = 1_000
 QUERY_NOISE = 1.0  # noise norm relative to the unit fact vector: cosine(query, fact) ~ 0.7
@@ -64,41 +63,6 @@ NP_WARMUP = 200
 # targets from the issue, judged at p50 (p95 ratios are printed alongside)
 TARGET_VS_LANGGRAPH = 10.0  # ours at least this many times faster than InMemoryStore
 TARGET_VS_NUMPY = 3.0  # ours at most this many times slower than the numpy scan
-
-clock = time.perf_counter_ns
-
-
-class LookupEmbeddings(Embeddings):
-    """Texts -> precomputed vectors by dict lookup; ``spent_ns`` is the time spent in here."""
-
-    def __init__(self) -> None:
-        self.rows: dict[str, np.ndarray] = {}
-        self.spent_ns = 0
-
-    def add(self, texts: Sequence[str], vectors: np.ndarray) -> None:
-        self.rows.update(zip(texts, vectors, strict=True))
-
-    def remove(self, texts: Iterable[str]) -> None:
-        for t in texts:
-            del self.rows[t]
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        t0 = clock()
-        out = [self.rows[t].tolist() for t in texts]
-        self.spent_ns += clock() - t0
-        return out
-
-    def embed_query(self, text: str) -> list[float]:
-        t0 = clock()
-        out = self.rows[text].tolist()
-        self.spent_ns += clock() - t0
-        return out
-
-
-def unit_rows(rng: np.random.Generator, n: int) -> np.ndarray:
-    v = rng.standard_normal((n, DIMS), dtype=np.float32)
-    v /= np.linalg.norm(v, axis=1, keepdims=True)
-    return v
 
 
 def uid(u: int) -> str:
