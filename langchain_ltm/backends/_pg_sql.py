@@ -140,7 +140,7 @@ def _condition(cond: Condition, alias: str, params: list[Any]) -> str:
         left = f"coalesce({_json_at(alias, cond.path, params)}, 'null'::jsonb)"
         if op == "$in":
             params.append([Jsonb(v) for v in cond.operand])
-            return f"{left} = ANY(%s::jsonb[])"
+            return f"{left} = ANY(%b::jsonb[])"
         params.append(Jsonb(cond.operand))
         return f"{left} {'=' if op == '$eq' else '<>'} %s::jsonb"
     if op in RANGE_OPERATORS:
@@ -182,7 +182,7 @@ def get_items(t: Tables, keys: Sequence[ItemKey]) -> Exchange[list[StoredItem | 
     paths = [ns_path(ns) for ns, _ in keys]
     rows = yield Statement(
         f"SELECT {_ITEM_COLUMNS} FROM {t.items} i "
-        "JOIN unnest(%s::text[], %s::text[]) AS k(ns_path, key) "
+        "JOIN unnest(%b::text[], %b::text[]) AS k(ns_path, key) "
         "ON i.ns_path = k.ns_path AND i.key = k.key",
         (paths, [key for _, key in keys]),
     )
@@ -368,7 +368,7 @@ def write(
     if deletes:
         params.extend(([ns_path(ns) for ns, _ in deletes], [key for _, key in deletes]))
         ctes.append(
-            f"gone AS (DELETE FROM {t.items} i USING unnest(%s::text[], %s::text[]) "
+            f"gone AS (DELETE FROM {t.items} i USING unnest(%b::text[], %b::text[]) "
             "AS d(ns_path, key) WHERE i.ns_path = d.ns_path AND i.key = d.key RETURNING 1)"
         )
     if not ctes:
@@ -390,8 +390,8 @@ def _upsert_items(t: Tables, upserts: Sequence[Record], params: list[Any]) -> st
     )
     return (
         f"up AS (INSERT INTO {t.items} AS t (ns_path, key, value, created_at, updated_at) "
-        "SELECT p, k, v, n, n FROM unnest(%s::text[], %s::text[], %s::jsonb[], "
-        "%s::timestamptz[]) AS x(p, k, v, n) "
+        "SELECT p, k, v, n, n FROM unnest(%b::text[], %b::text[], %b::jsonb[], "
+        "%b::timestamptz[]) AS x(p, k, v, n) "
         "ON CONFLICT (ns_path, key) DO UPDATE "
         "SET value = EXCLUDED.value, updated_at = EXCLUDED.updated_at RETURNING 1)"
     )
@@ -418,9 +418,9 @@ def _replace_vectors(t: Tables, upserts: Sequence[Record], params: list[Any]) ->
     # vectors of re-written items that this batch does not write again
     params.extend(([ns_path(r.namespace) for r in upserts], [r.key for r in upserts], ids))
     stale = (
-        f"stale AS (DELETE FROM {t.vectors} v USING unnest(%s::text[], %s::text[]) "
+        f"stale AS (DELETE FROM {t.vectors} v USING unnest(%b::text[], %b::text[]) "
         "AS u(ns_path, key) WHERE v.ns_path = u.ns_path AND v.key = u.key "
-        "AND NOT (v.langchain_id = ANY(%s::uuid[])))"
+        "AND NOT (v.langchain_id = ANY(%b::uuid[])))"
     )
     if not ids:
         return stale
@@ -430,8 +430,8 @@ def _replace_vectors(t: Tables, upserts: Sequence[Record], params: list[Any]) ->
         "(langchain_id, content, embedding, langchain_metadata, ns_path, key, path) "
         "SELECT id, c, e, json_build_object("
         "'namespace', string_to_array(left(p, -1), '.'), 'key', k, 'path', f), p, k, f "
-        "FROM unnest(%s::uuid[], %s::text[], %b::vector[], %s::text[], %s::text[], "
-        "%s::text[]) AS x(id, c, e, p, k, f) "
+        "FROM unnest(%b::uuid[], %b::text[], %b::vector[], %b::text[], %b::text[], "
+        "%b::text[]) AS x(id, c, e, p, k, f) "
         "ON CONFLICT (langchain_id) DO UPDATE "
         "SET content = EXCLUDED.content, embedding = EXCLUDED.embedding)"
     )

@@ -32,6 +32,9 @@ Search is exact by construction: the query scores every vector in scope (found t
 btree), keeps each item's best score (max-pooling), joins the items, applies the filter and
 ranks. No ANN index can serve that plan, so an HNSW index added for PGVectorStore (or by
 :meth:`~PostgresBackend.create_hnsw_index`) never truncates a filtered per-user search.
+Statements are prepared, and the connections of pools opened here keep their generic plans
+(``plan_cache_mode = force_generic_plan``): re-planning the search costs more than running
+it. Broad prefixes (all users) are exact too, at the cost of scoring every vector in scope.
 
 Writes: a batch is one SQL statement (data-modifying CTEs: upsert items keeping
 ``created_at``, drop the vectors the batch no longer writes, upsert the new ones, delete
@@ -311,7 +314,9 @@ def postgres_backend(
         conn: ``postgresql://...`` URL, a langchain-postgres ``PGEngine`` (its URL is used
             for psycopg pools; the engine serves :meth:`PostgresBackend.as_vectorstore`),
             or a ``psycopg_pool.ConnectionPool`` / ``AsyncConnectionPool`` (used as is; the
-            missing twin is opened on the same conninfo when first needed).
+            missing twin is opened on the same conninfo when first needed). Pools handed
+            in keep their session settings: add ``options="-c plan_cache_mode=
+            force_generic_plan"`` to their connection kwargs for the fastest searches.
         table: Items table name (vectors go to ``{table}_vectors``).
         schema: Postgres schema for the tables (created if missing).
         dims: Embedding size. ``None``: read from the table, or learnt at the first write.

