@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from langchain_ltm.config import LongTermMemoryConfig
 from langchain_ltm.errors import (
     BackendError,
+    DuplicateFactError,
     EmbeddingDimensionError,
     InvalidFactError,
     InvalidFilterError,
@@ -30,6 +31,7 @@ from langchain_ltm.store import DEFAULT_UPSERT_THRESHOLD, LongTermMemoryStore
 __all__ = [
     "DEFAULT_UPSERT_THRESHOLD",
     "BackendError",
+    "DuplicateFactError",
     "EmbeddingDimensionError",
     "Fact",
     "InvalidFactError",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 __all__ = [
     "BackendError",
+    "DuplicateFactError",
     "EmbeddingDimensionError",
     "InvalidFactError",
     "InvalidFilterError",
@@ -58,3 +59,10 @@ class MissingDependencyError(LTMError, ImportError):
 
 class BackendError(LTMError, RuntimeError):
     """The storage engine failed (connection dropped, disk full, read-only database)."""
+
+
+class DuplicateFactError(BackendError):
+    """Two writers stored the same fact for one user at once; the later batch was refused.
+
+    ``remember`` retries once on it (the retry finds the stored fact: a duplicate).
+    """

@@ -28,7 +28,7 @@ from langchain_ltm.backends.base import (
     StoredItem,
     VectorBackend,
 )
-from langchain_ltm.errors import InvalidFactError, MissingDependencyError
+from langchain_ltm.errors import DuplicateFactError, InvalidFactError, MissingDependencyError
 from langchain_ltm.facts import (
     Decision,
     Fact,
@@ -450,7 +450,11 @@ class LongTermMemoryStore(BaseStore):
             else:
                 accepted.append(i)
         if accepted:
-            stored = yield from self._store_facts(label, user_id, [texts[i] for i in accepted])
+            batch = [texts[i] for i in accepted]
+            try:
+                stored = yield from self._store_facts(label, user_id, batch)
+            except DuplicateFactError:  # another process stored one of them just now
+                stored = yield from self._store_facts(label, user_id, batch)
             for i, result in zip(accepted, stored, strict=True):
                 results[i] = result
         done = [r for r in results if r is not None]

@@ -26,13 +26,9 @@ from psycopg.types import TypeInfo
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
 from langchain_ltm.backends._pg_sql import Exchange, Statement
-from langchain_ltm.errors import BackendError, EmbeddingDimensionError
+from langchain_ltm.errors import BackendError, DuplicateFactError, EmbeddingDimensionError
 
 T = TypeVar("T")
-
-
-class DuplicateFactError(BackendError):
-    """Two writers stored the same fact for one user at once; the later batch was refused."""
 
 
 _NO_VECTOR = (
@@ -71,6 +67,16 @@ def translate(exc: BaseException, what: str, why: str = "") -> Exception:
         return EmbeddingDimensionError(
             f"Postgres refused the vectors: {message}. The embedding model changed: keep "
             "the original model, or store the new memories in a new table."
+        )
+    if isinstance(exc, pg_errors.ReadOnlySqlTransaction):
+        return BackendError(
+            f"{message}. The database is read-only: connect to a writable primary (not a "
+            "replica), or turn off default_transaction_read_only. Reads still work."
+        )
+    if isinstance(exc, pg_errors.DiskFull):
+        return BackendError(
+            f"{message}. The Postgres server is out of disk space: free space or grow the "
+            "volume, then retry (nothing of this batch was written)."
         )
     if isinstance(exc, pg_errors.UndefinedTable):
         return BackendError(

@@ -48,17 +48,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from langchain_ltm.errors import EmbeddingDimensionError, MissingDependencyError
+from langchain_ltm.errors import (
+    DuplicateFactError,
+    EmbeddingDimensionError,
+    MissingDependencyError,
+)
 
 try:
     from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
     from langchain_ltm.backends import _pg_sql as sql
-    from langchain_ltm.backends._pg_conn import (
-        Connector,
-        DuplicateFactError,
-        conninfo_from_engine,
-    )
+    from langchain_ltm.backends._pg_conn import Connector, conninfo_from_engine
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise MissingDependencyError(
         f"The Postgres engine needs psycopg 3 and psycopg-pool ({exc}). "

@@ -12,7 +12,6 @@ import threading
 import pytest
 
 from langchain_ltm import BackendError, LongTermMemoryStore
-from langchain_ltm.backends.postgres import DuplicateFactError
 from tests.unit_tests.test_facts import (  # noqa: F401  (re-collected on Postgres)
     emb,
     mem,
@@ -119,9 +118,11 @@ def test_unique_fact_hash_holds_across_processes(make_backend, emb):  # noqa: F8
         for i in range(10)
     ]
     outcomes = _race(stores, "I live in Paris")
-    assert "created" in outcomes
-    refused = [o for o in outcomes if o not in ("created", "duplicate", "updated")]
-    assert all(isinstance(o, DuplicateFactError) for o in refused), refused
+    # the constraint refuses the losers' batches (DuplicateFactError); remember() retries
+    # once and finds the stored fact (a duplicate, or an update to the same text when its
+    # neighbour search already saw the winner's row): nobody gets an error
+    assert outcomes.count("created") == 1, outcomes
+    assert all(o in ("created", "duplicate", "updated") for o in outcomes), outcomes
     contents = sorted(f.content for f in setup.list_all("u1"))
     assert contents == ["I live in Berlin", "I live in Paris"]
     assert setup.remember("u1", "i live in paris!").action == "duplicate"

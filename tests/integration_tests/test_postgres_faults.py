@@ -75,7 +75,7 @@ def test_read_only_database_is_a_clear_error(pg_url):
         admin.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,)
         )
-        with pytest.raises(BackendError, match="read-only"):
+        with pytest.raises(BackendError, match="writable primary"):
             store.remember("u1", "likes coffee")
         assert [f.content for f in store.list_all("u1")] == ["likes tea"]  # reads still work
         admin.execute(f"ALTER DATABASE {name} SET default_transaction_read_only = off")
