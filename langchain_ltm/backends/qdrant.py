@@ -422,6 +422,18 @@ class QdrantBackend(VectorBackend):
             return exc
         where = self.client.init_options.get("url") or self.client.init_options.get("path")
         where = where or self.client.init_options.get("location") or "the configured host"
+        text = str(exc).lower()
+        if "disk is full" in text or "no space left" in text:
+            return BackendError(
+                f"Qdrant {method} on collection {self.collection!r} failed: the disk holding "
+                f"{where} is full ({exc}). Free space or move the store, then retry; what was "
+                "acknowledged before is kept."
+            )
+        if "readonly" in text or "read-only" in text:
+            return BackendError(
+                f"Qdrant {method} on collection {self.collection!r} failed: {where} is "
+                f"read-only ({exc}). Open a folder this process may write to."
+            )
         return BackendError(
             f"Qdrant {method} on collection {self.collection!r} failed: "
             f"{type(exc).__name__}: {exc}. Check that Qdrant at {where} is reachable, the API "
