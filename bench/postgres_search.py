@@ -32,13 +32,13 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import psycopg
-from langchain_core.embeddings import Embeddings
+from _common import DIMS, LookupEmbeddings, clock, unit_rows
 from langgraph.store.base import BaseStore, PutOp
 from langgraph.store.postgres import PostgresStore
 from psycopg.conninfo import make_conninfo
@@ -46,46 +46,15 @@ from psycopg.conninfo import make_conninfo
 from langchain_ltm import LongTermMemoryStore
 from langchain_ltm.backends.postgres import postgres_backend
 
-DIMS = 384
 K = 5
 BATCH = 1_000
 QUERY_NOISE = 1.0
 WARMUP = 200
-clock = time.perf_counter_ns
 
 # targets from the issue
 TARGET_P50_MS = 1.5
 TARGET_VS_LANGGRAPH = 3.0
 TARGET_INGEST = 5_000
-
-
-class LookupEmbeddings(Embeddings):
-    """Texts -> precomputed vectors by dict lookup; time spent is recorded to subtract it."""
-
-    def __init__(self) -> None:
-        self.rows: dict[str, np.ndarray] = {}
-        self.spent_ns = 0
-
-    def add(self, texts: Iterable[str], vecs: np.ndarray) -> None:
-        self.rows.update(zip(texts, vecs, strict=True))
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        t0 = clock()
-        out = [self.rows[t].tolist() for t in texts]
-        self.spent_ns += clock() - t0
-        return out
-
-    def embed_query(self, text: str) -> list[float]:
-        t0 = clock()
-        out = self.rows[text].tolist()
-        self.spent_ns += clock() - t0
-        return out
-
-
-def unit_rows(rng: np.random.Generator, n: int) -> np.ndarray:
-    v = rng.standard_normal((n, DIMS), dtype=np.float32)
-    v /= np.linalg.norm(v, axis=1, keepdims=True)
-    return v
 
 
 @dataclass
