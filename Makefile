@@ -25,6 +25,9 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/store_search.py
+	$(BIN)/python bench/qdrant_search.py
+	$(BIN)/python bench/postgres_search.py
+	$(BIN)/python bench/secret_guard.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
