@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -48,3 +49,47 @@ def unit_rows(rng: np.random.Generator, n: int, dims: int = DIMS) -> np.ndarray:
     v = rng.standard_normal((n, dims), dtype=np.float32)
     v /= np.linalg.norm(v, axis=1, keepdims=True)
     return v
+
+
+@dataclass
+class Layout:
+    """Facts spread over users, the queries asked, and the exact answers."""
+
+    users: int
+    owner: np.ndarray  # fact index -> user index
+    rows: list[np.ndarray]  # user index -> that user's fact indices (ascending)
+    query_user: np.ndarray  # query index -> user index
+    query_vecs: np.ndarray  # (queries, dims) float32, unit
+    truth: list[set[int]] = field(default_factory=list)  # exact top-k fact indices per query
+
+
+def make_layout(
+    fact_vecs: np.ndarray,
+    users: int,
+    queries: int,
+    rng: np.random.Generator,
+    k: int = 5,
+    noise: float = 1.0,
+) -> Layout:
+    """Give every user an equal share of the facts; ask queries near a random fact of a user.
+
+    ``noise`` is the norm of the random offset relative to the unit fact vector (1.0: cosine
+    to the anchor fact ~0.7). ``truth`` is the exact float64 top-``k`` within the user's rows.
+    """
+    n = len(fact_vecs)
+    owner = rng.permutation(np.arange(n) % users)
+    order = np.argsort(owner, kind="stable")
+    bounds = np.searchsorted(owner[order], np.arange(users + 1))
+    rows = [order[bounds[u] : bounds[u + 1]] for u in range(users)]
+    query_user = rng.integers(0, users, size=queries)
+    anchors = np.array([rng.choice(rows[u]) for u in query_user])
+    q = fact_vecs[anchors] + unit_rows(rng, queries, fact_vecs.shape[1]) * noise
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    layout = Layout(users, owner, rows, query_user, q.astype(np.float32))
+    for j, u in enumerate(query_user):
+        idx = rows[u]
+        m = fact_vecs[idx].astype(np.float64)
+        q64 = layout.query_vecs[j].astype(np.float64)
+        s = (m @ q64) / (np.linalg.norm(m, axis=1) * np.linalg.norm(q64))
+        layout.truth.append({int(i) for i in idx[np.argsort(-s, kind="stable")[:k]]})
+    return layout

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from _common import DIMS, LookupEmbeddings, clock, unit_rows
+from _common import DIMS, Layout, LookupEmbeddings, clock, make_layout, unit_rows
 from langgraph.store.base import BaseStore, PutOp
 from langgraph.store.postgres import PostgresStore
 from psycopg.conninfo import make_conninfo
@@ -57,31 +57,8 @@ TARGET_VS_LANGGRAPH = 3.0
 TARGET_INGEST = 5_000
 
 
-@dataclass
-class Data:
-    owner: np.ndarray
-    rows: list[np.ndarray]
-    query_user: np.ndarray
-    query_vecs: np.ndarray
-    truth: list[set[int]] = field(default_factory=list)
-
-
-def make_data(fact_vecs: np.ndarray, users: int, queries: int, rng: np.random.Generator) -> Data:
-    n = len(fact_vecs)
-    owner = rng.permutation(np.arange(n) % users)
-    order = np.argsort(owner, kind="stable")
-    bounds = np.searchsorted(owner[order], np.arange(users + 1))
-    rows = [order[bounds[u] : bounds[u + 1]] for u in range(users)]
-    query_user = rng.integers(0, users, size=queries)
-    anchors = np.array([rng.choice(rows[u]) for u in query_user])
-    q = fact_vecs[anchors] + unit_rows(rng, queries) * QUERY_NOISE
-    q /= np.linalg.norm(q, axis=1, keepdims=True)
-    data = Data(owner, rows, query_user, q.astype(np.float32))
-    for j, u in enumerate(query_user):
-        idx = rows[u]
-        s = fact_vecs[idx].astype(np.float64) @ data.query_vecs[j].astype(np.float64)
-        data.truth.append({int(i) for i in idx[np.argsort(-s, kind="stable")[:K]]})
-    return data
+def make_data(fact_vecs: np.ndarray, users: int, queries: int, rng: np.random.Generator) -> Layout:
+    return make_layout(fact_vecs, users, queries, rng, k=K, noise=QUERY_NOISE)
 
 
 @dataclass
@@ -102,7 +79,7 @@ class Method:
         return self.hits / (K * len(self.lat_ns))
 
 
-def measure(methods: list[Method], data: Data, emb: LookupEmbeddings, offset: int) -> None:
+def measure(methods: list[Method], data: Layout, emb: LookupEmbeddings, offset: int) -> None:
     """Query j through every method in turn (interleaved), embedding time subtracted."""
     key_index = {f"f{i}": i for i in range(len(data.owner))}
     for j in range(max(m.limit for m in methods)):

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from _common import DIMS, LookupEmbeddings, clock, unit_rows
+from _common import DIMS, Layout, LookupEmbeddings, clock, make_layout, unit_rows
 from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.store.base import BaseStore, PutOp
 from langgraph.store.memory import InMemoryStore
@@ -73,38 +73,10 @@ def fact_text(i: int) -> str:
     return f"fact {i}: something the user told us"
 
 
-@dataclass
-class Config:
-    """One data layout: facts spread over users, and the queries asked."""
-
-    users: int
-    owner: np.ndarray  # fact index -> user index
-    rows: list[np.ndarray]  # user index -> that user's fact indices (ascending)
-    query_user: np.ndarray  # query index -> user index
-    query_vecs: np.ndarray  # (queries, DIMS) float32, unit
-    truth: list[set[int]] = field(default_factory=list)  # exact top-5 fact indices per query
-
-
 def make_config(
     fact_vecs: np.ndarray, users: int, queries: int, rng: np.random.Generator
-) -> Config:
-    n = len(fact_vecs)
-    owner = rng.permutation(np.arange(n) % users)
-    order = np.argsort(owner, kind="stable")
-    bounds = np.searchsorted(owner[order], np.arange(users + 1))
-    rows = [order[bounds[u] : bounds[u + 1]] for u in range(users)]
-    query_user = rng.integers(0, users, size=queries)
-    anchors = np.array([rng.choice(rows[u]) for u in query_user])
-    q = fact_vecs[anchors] + unit_rows(rng, queries) * QUERY_NOISE
-    q /= np.linalg.norm(q, axis=1, keepdims=True)
-    cfg = Config(users, owner, rows, query_user, q.astype(np.float32))
-    for j, u in enumerate(query_user):
-        idx = rows[u]
-        m = fact_vecs[idx].astype(np.float64)
-        q64 = cfg.query_vecs[j].astype(np.float64)
-        s = (m @ q64) / (np.linalg.norm(m, axis=1) * np.linalg.norm(q64))
-        cfg.truth.append({int(i) for i in idx[np.argsort(-s, kind="stable")[:K]]})
-    return cfg
+) -> Layout:
+    return make_layout(fact_vecs, users, queries, rng, k=K, noise=QUERY_NOISE)
 
 
 @dataclass
