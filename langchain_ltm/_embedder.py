@@ -38,7 +38,7 @@ class Embedder:
             else:
                 raw = self.embeddings.embed_documents(list(missing))
             self._store(missing, raw, query, rows)
-        return self._stack(texts, rows, query)
+        return self._stack(texts, rows)
 
     async def aembed(self, texts: Sequence[str], query: bool) -> Vectors:
         missing, rows = self._lookup(texts, query)
@@ -48,7 +48,7 @@ class Embedder:
             else:
                 raw = await self.embeddings.aembed_documents(list(missing))
             self._store(missing, raw, query, rows)
-        return self._stack(texts, rows, query)
+        return self._stack(texts, rows)
 
     # pure helpers shared by both shells
 
@@ -108,7 +108,7 @@ class Embedder:
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
 
-    def _stack(self, texts: Sequence[str], rows: dict[str, Vectors], query: bool) -> Vectors:
+    def _stack(self, texts: Sequence[str], rows: dict[str, Vectors]) -> Vectors:
         if not texts:
             return np.zeros((0, self.dims or 0), dtype=np.float32)
         if len(texts) == 1:  # one query: a (1, d) read-only view instead of np.stack's copy

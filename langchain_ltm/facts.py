@@ -182,6 +182,7 @@ class BatchDecision:
 
 def decide_batch(
     texts: Sequence[str],
+    hashes: Sequence[str],
     vectors: Vectors,
     exact: Mapping[str, StoredItem],
     neighbours: Sequence[Sequence[Hit]],
@@ -194,6 +195,7 @@ def decide_batch(
 
     Args:
         texts: The new facts (already validated), one per row of ``vectors``.
+        hashes: Their content hashes (:func:`content_hash`), aligned with ``texts``.
         vectors: Their unit-length embeddings.
         exact: Stored facts of the user by content hash.
         neighbours: For each row, the user's nearest stored facts, best first.
@@ -202,7 +204,6 @@ def decide_batch(
         threshold: Cosine similarity from which a fact updates a stored one.
         history_limit: How many earlier texts a fact keeps.
     """
-    hashes = [content_hash(t) for t in texts]
     batch_sims = vectors @ vectors.T if len(texts) > 1 else np.ones((1, 1), dtype=np.float32)
     out = BatchDecision(decisions=[])
     by_hash: dict[str, str] = {h: item.key for h, item in exact.items()}

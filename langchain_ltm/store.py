@@ -126,9 +126,7 @@ class LongTermMemoryStore(BaseStore):
         self.max_fact_chars = max_fact_chars
         self.max_queries = max_queries
         self.secret_guard = secret_guard
-        self._guard: SecretGuard | None = (
-            find_secret if secret_guard is True else (secret_guard or None)
-        )
+        self._guard = _guard_for(secret_guard)
         self._embedder = Embedder(embeddings)
         self._tokenized_fields = tokenize_fields(self.fields)
         self._locks = [threading.Lock() for _ in range(_LOCK_STRIPES)]
@@ -238,7 +236,7 @@ class LongTermMemoryStore(BaseStore):
             view.upsert_threshold = _check_threshold(upsert_threshold)
         if secret_guard is not None:
             view.secret_guard = secret_guard
-            view._guard = find_secret if secret_guard is True else (secret_guard or None)
+            view._guard = _guard_for(secret_guard)
         return view
 
     def close(self) -> None:
@@ -469,7 +467,8 @@ class LongTermMemoryStore(BaseStore):
         def new_key(digest: str) -> str:
             return fact_key(label, digest)
 
-        hashes = list(dict.fromkeys(content_hash(t) for t in texts))
+        digests = [content_hash(t) for t in texts]
+        hashes = list(dict.fromkeys(digests))
         acquire, lock = self._lock_step(label)
         yield acquire
         try:
@@ -485,6 +484,7 @@ class LongTermMemoryStore(BaseStore):
             taken = yield call(self.backend, "get", [(namespace, new_key(h)) for h in hashes])
             decision = decide_batch(
                 texts,
+                digests,
                 vectors,
                 exact={str(h.item.value.get("content_hash")): h.item for h in exact_hits},
                 neighbours=neighbours,
@@ -588,6 +588,10 @@ def _release_when_acquired(lock: threading.Lock) -> Callable[[asyncio.Future[boo
             lock.release()
 
     return release
+
+
+def _guard_for(secret_guard: bool | SecretGuard) -> SecretGuard | None:
+    return find_secret if secret_guard is True else (secret_guard or None)
 
 
 def _check_threshold(threshold: float) -> float:
