@@ -16,6 +16,7 @@ from langchain_ltm.errors import (
     BackendError,
     DuplicateFactError,
     EmbeddingDimensionError,
+    FactNotFoundError,
     InvalidFactError,
     InvalidFilterError,
     InvalidUserIdError,
@@ -24,16 +25,41 @@ from langchain_ltm.errors import (
     MissingUserIdError,
     UnsupportedVectorStoreError,
 )
-from langchain_ltm.facts import Fact, RememberResult, content_hash, normalize_fact
+from langchain_ltm.facts import (
+    Ambiguity,
+    ChatModelResolver,
+    Fact,
+    FactVersion,
+    ImportResult,
+    RecalledFact,
+    RememberResult,
+    Resolution,
+    Resolver,
+    SimilarFact,
+    content_hash,
+    normalize_fact,
+)
 from langchain_ltm.guard import find_secret
-from langchain_ltm.store import DEFAULT_UPSERT_THRESHOLD, LongTermMemoryStore
+from langchain_ltm.store import (
+    DEFAULT_MERGE_THRESHOLD,
+    DEFAULT_REVIEW_THRESHOLD,
+    DEFAULT_UPSERT_THRESHOLD,
+    LongTermMemoryStore,
+)
 
 __all__ = [
+    "DEFAULT_MERGE_THRESHOLD",
+    "DEFAULT_REVIEW_THRESHOLD",
     "DEFAULT_UPSERT_THRESHOLD",
+    "Ambiguity",
     "BackendError",
+    "ChatModelResolver",
     "DuplicateFactError",
     "EmbeddingDimensionError",
     "Fact",
+    "FactNotFoundError",
+    "FactVersion",
+    "ImportResult",
     "InvalidFactError",
     "InvalidFilterError",
     "InvalidUserIdError",
@@ -42,7 +68,11 @@ __all__ = [
     "LongTermMemoryStore",
     "MissingDependencyError",
     "MissingUserIdError",
+    "RecalledFact",
     "RememberResult",
+    "Resolution",
+    "Resolver",
+    "SimilarFact",
     "UnsupportedVectorStoreError",
     "content_hash",
     "create_memory_tools",

@@ -47,7 +47,8 @@ def fact_rows(facts: Sequence[Fact], scored: bool) -> tuple[list[str], list[list
     headers += ["ID", "CREATED", "UPDATED", "FACT"]
     rows = []
     for fact in facts:
-        row = [f"{fact.score:.3f}" if fact.score is not None else "-"] if scored else []
+        score = getattr(fact, "score", None)
+        row = [f"{score:.3f}" if score is not None else "-"] if scored else []
         row += [fact.id, when(fact.created_at), when(fact.updated_at), fact.content]
         rows.append(row)
     return headers, rows

@@ -15,6 +15,7 @@ __all__ = [
     "BackendError",
     "DuplicateFactError",
     "EmbeddingDimensionError",
+    "FactNotFoundError",
     "InvalidFactError",
     "InvalidFilterError",
     "InvalidUserIdError",
@@ -39,6 +40,13 @@ class MissingUserIdError(InvalidUserIdError):
 
 class InvalidFactError(LTMError, ValueError):
     """A fact or a recall query is empty, not a string, too long or not valid text."""
+
+
+class FactNotFoundError(LTMError, KeyError):
+    """The user has no fact with the given id (it was forgotten, or belongs to someone else)."""
+
+    def __str__(self) -> str:  # KeyError would print the message in quotes
+        return str(self.args[0]) if self.args else ""
 
 
 class InvalidFilterError(LTMError, ValueError):

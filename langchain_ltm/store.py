@@ -2,54 +2,47 @@
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import importlib
-import threading
-import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, overload
 
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, Op, Result
 
-from langchain_ltm._codec import fact_key, to_item, to_search_item
+from langchain_ltm._codec import to_item, to_search_item
 from langchain_ltm._embedder import Embedder
-from langchain_ltm._filters import Condition
 from langchain_ltm._labels import decode_label, encode_label
 from langchain_ltm._ops import check_namespace, plan_batch, tokenize_fields
-from langchain_ltm._steps import Logic, Step, call, run_async, run_sync
+from langchain_ltm._steps import Logic, call, run_async, run_sync
 from langchain_ltm.backends import backend_for
-from langchain_ltm.backends.base import (
-    ListRequest,
-    Record,
-    SearchRequest,
-    StoredItem,
-    VectorBackend,
-)
-from langchain_ltm.errors import DuplicateFactError, InvalidFactError, MissingDependencyError
-from langchain_ltm.facts import (
-    Decision,
-    Fact,
-    FactState,
-    RememberResult,
-    content_hash,
-    decide_batch,
-    fact_from_item,
-    fact_value,
-    merge_hits,
-    validate_text,
-)
+from langchain_ltm.backends.base import ListRequest, Record, SearchRequest, VectorBackend
+from langchain_ltm.errors import MissingDependencyError
+from langchain_ltm.facts import reads, writes
+from langchain_ltm.facts._locks import UserLocks
+from langchain_ltm.facts.context import FactContext
+from langchain_ltm.facts.decision import DecisionPolicy
+from langchain_ltm.facts.model import Fact, FactVersion, RecalledFact, RememberResult
+from langchain_ltm.facts.resolvers import Resolver
+from langchain_ltm.facts.writes import ImportMode, ImportResult
 from langchain_ltm.guard import SecretGuard, find_secret
 
-__all__ = ["DEFAULT_UPSERT_THRESHOLD", "LongTermMemoryStore"]
+__all__ = [
+    "DEFAULT_MERGE_THRESHOLD",
+    "DEFAULT_REVIEW_THRESHOLD",
+    "DEFAULT_UPSERT_THRESHOLD",
+    "LongTermMemoryStore",
+]
 
-DEFAULT_UPSERT_THRESHOLD = 0.70
-"""Cosine similarity from which a new fact updates a stored one (see LongTermMemoryStore)."""
+DEFAULT_MERGE_THRESHOLD = 0.80
+"""Cosine similarity from which a fact about the same subject becomes a new version."""
 
-_IS_FACT = (Condition(("content",), "$exists", True),)
-_LOCK_STRIPES = 64
+DEFAULT_REVIEW_THRESHOLD = 0.55
+"""Cosine similarity from which a fact is close enough to be ambiguous (see the README)."""
+
+DEFAULT_UPSERT_THRESHOLD = DEFAULT_MERGE_THRESHOLD
+"""The 0.1 name of :data:`DEFAULT_MERGE_THRESHOLD`."""
 
 
 class LongTermMemoryStore(BaseStore):
@@ -57,18 +50,17 @@ class LongTermMemoryStore(BaseStore):
 
     As a ``BaseStore`` it is a drop-in for ``InMemoryStore``/``PostgresStore``: pass it as
     ``store=`` to a graph or an agent. On top it keeps *facts* per user in the namespace
-    ``(*namespace, label(user_id))``: exact duplicates are recognised by a normalized content
-    hash, and a new fact whose cosine similarity to a stored fact of the same user reaches
-    ``upsert_threshold`` updates that fact in place instead of adding a near-duplicate.
+    ``(*namespace, label(user_id))``, and never loses one: an exact duplicate (normalized
+    text) is recognised, a new fact about the same subject that scores at least
+    ``merge_threshold`` (or differs only by a number, a date or a negation) becomes a new
+    *version* of the stored fact (every earlier text is kept and searchable), and anything
+    uncertain is either decided by a ``resolver`` or stored as a new fact with the close
+    ones listed in ``RememberResult.similar``.
 
-    The default threshold, 0.70, comes from 157 labelled fact pairs (``bench/data/
-    fact_pairs.jsonl``) embedded with the offline all-MiniLM-L6-v2 model and scored by
-    ``bench/calibrate_threshold.py``: at 0.70 no pair of distinct facts merges (the most
-    similar distinct pair, "allergic to peanuts" / "allergic to cats", scores 0.61) while 60%
-    of paraphrases are caught as the same fact (20% at 0.85). Cosine cannot tell a paraphrase
-    from a changed value ("lives in Paris" / "lives in Berlin" scores like a paraphrase), so
-    such a pair updates the fact in place, keeping the old text in its history. Other
-    embedding models need their own threshold: run the script with ``--embeddings``.
+    The defaults come from a labelled set of fact pairs (``bench/data/fact_pairs.jsonl``,
+    ``bench/dedup_quality.py``) embedded with the offline all-MiniLM-L6-v2 model: with them no
+    pair of distinct facts in the set merges. Other embedding models need their own
+    thresholds: run the script with ``--embeddings``.
 
     Args:
         vectorstore: A supported LangChain vectorstore (``InMemoryVectorStore``), or a
@@ -76,13 +68,20 @@ class LongTermMemoryStore(BaseStore):
         embeddings: Overrides the vectorstore's embeddings (required with a bare backend).
         fields: LangGraph index paths embedded for ``put`` (default ``["$"]``: the whole value).
         namespace: Namespace prefix of the facts API.
-        upsert_threshold: Cosine similarity from which a new fact updates a stored one.
-        history_limit: How many earlier texts an updated fact keeps.
+        merge_threshold: Cosine similarity from which a fact about the same subject is
+            a new version of a stored one.
+        review_threshold: Cosine similarity from which a fact is ambiguous: sent to the
+            resolver, or created with the close facts listed in ``similar``.
+        resolver: Decides the ambiguous cases of a batch in one call (e.g.
+            ``ChatModelResolver(model)``); ``None`` keeps both facts.
+        history_limit: Keep at most this many earlier versions per fact (``None``, the
+            default, keeps every one; :meth:`prune_history` prunes on demand).
         max_fact_chars: Longest accepted fact or recall query.
         max_queries: Most phrasings accepted by one ``recall``.
         secret_guard: ``True`` refuses facts that look like card numbers, IBANs, API keys or
             passwords (action ``rejected``); ``False`` stores anything; or pass your own
             ``guard(text) -> reason | None``.
+        upsert_threshold: The 0.1 name of ``merge_threshold``.
 
     Example:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -105,11 +104,14 @@ class LongTermMemoryStore(BaseStore):
         embeddings: Embeddings | None = None,
         fields: list[str] | None = None,
         namespace: tuple[str, ...] = ("memories",),
-        upsert_threshold: float = DEFAULT_UPSERT_THRESHOLD,
-        history_limit: int = 5,
+        merge_threshold: float | None = None,
+        review_threshold: float | None = None,
+        resolver: Resolver | None = None,
+        history_limit: int | None = None,
         max_fact_chars: int = 2000,
         max_queries: int = 32,
         secret_guard: bool | SecretGuard = True,
+        upsert_threshold: float | None = None,
     ) -> None:
         self.backend: VectorBackend = backend_for(vectorstore)
         embeddings = embeddings or getattr(vectorstore, "embeddings", None)
@@ -118,10 +120,15 @@ class LongTermMemoryStore(BaseStore):
                 "No embeddings: pass a vectorstore built with embeddings, or embeddings=..."
             )
         check_namespace(tuple(namespace))
+        if history_limit is not None and (
+            not isinstance(history_limit, int) or isinstance(history_limit, bool) or history_limit < 0
+        ):
+            raise ValueError(f"history_limit must be None or an int >= 0, got {history_limit!r}.")
         self.embeddings = embeddings
         self.fields = list(fields or ["$"])
         self.namespace = tuple(namespace)
-        self.upsert_threshold = _check_threshold(upsert_threshold)
+        self.policy = _policy(merge_threshold, review_threshold, upsert_threshold)
+        self.resolver = _check_resolver(resolver)
         self.history_limit = history_limit
         self.max_fact_chars = max_fact_chars
         self.max_queries = max_queries
@@ -129,7 +136,19 @@ class LongTermMemoryStore(BaseStore):
         self._guard = _guard_for(secret_guard)
         self._embedder = Embedder(embeddings)
         self._tokenized_fields = tokenize_fields(self.fields)
-        self._locks = [threading.Lock() for _ in range(_LOCK_STRIPES)]
+        self._locks = UserLocks()
+
+    @property
+    def merge_threshold(self) -> float:
+        """Cosine similarity from which a fact about the same subject is a new version."""
+        return self.policy.merge_threshold
+
+    @property
+    def review_threshold(self) -> float:
+        """Cosine similarity from which a fact is ambiguous."""
+        return self.policy.review_threshold
+
+    upsert_threshold = merge_threshold
 
     @classmethod
     def from_postgres(
@@ -216,8 +235,11 @@ class LongTermMemoryStore(BaseStore):
         self,
         *,
         namespace: tuple[str, ...] | None = None,
-        upsert_threshold: float | None = None,
+        merge_threshold: float | None = None,
+        review_threshold: float | None = None,
+        resolver: Resolver | None = None,
         secret_guard: bool | SecretGuard | None = None,
+        upsert_threshold: float | None = None,
     ) -> LongTermMemoryStore:
         """A view of this store with other fact options, sharing its engine and caches.
 
@@ -232,8 +254,17 @@ class LongTermMemoryStore(BaseStore):
         if namespace is not None:
             check_namespace(tuple(namespace))
             view.namespace = tuple(namespace)
-        if upsert_threshold is not None:
-            view.upsert_threshold = _check_threshold(upsert_threshold)
+        merge = merge_threshold if merge_threshold is not None else upsert_threshold
+        if merge is not None or review_threshold is not None:
+            view.policy = _policy(
+                merge if merge is not None else self.policy.merge_threshold,
+                review_threshold
+                if review_threshold is not None
+                else min(self.policy.review_threshold, merge if merge is not None else 1.0),
+                None,
+            )
+        if resolver is not None:
+            view.resolver = _check_resolver(resolver)
         if secret_guard is not None:
             view.secret_guard = secret_guard
             view._guard = _guard_for(secret_guard)
@@ -329,6 +360,21 @@ class LongTermMemoryStore(BaseStore):
             return None
         return decode_label(namespace[n])
 
+    @property
+    def _facts(self) -> FactContext:
+        return FactContext(
+            backend=self.backend,
+            embedder=self._embedder,
+            namespace=self.namespace,
+            policy=self.policy,
+            resolver=self.resolver,
+            guard=self._guard,
+            locks=self._locks,
+            max_fact_chars=self.max_fact_chars,
+            max_queries=self.max_queries,
+            history_limit=self.history_limit,
+        )
+
     @overload
     def remember(self, user_id: str, facts: str) -> RememberResult: ...
     @overload
@@ -340,14 +386,19 @@ class LongTermMemoryStore(BaseStore):
     ) -> RememberResult | list[RememberResult]:
         """Store one fact or a batch (one embedding call), deduplicated per user.
 
+        Each fact is decided in order: ``duplicate`` (its normalized text is stored),
+        ``updated`` (a new version of a fact about the same subject; the old text is kept
+        in its history), ``created`` (a new fact; ``similar`` lists close facts that were
+        not merged because that was uncertain) or ``rejected`` (looks like a secret).
+
         Args:
             user_id: Whose fact it is (any non-empty string, e.g. an email address).
             facts: One fact, or a list of facts decided in order.
 
         Returns:
-            A ``RememberResult`` per fact: created, duplicate, updated or rejected.
+            A ``RememberResult`` per fact.
         """
-        return run_sync(self._remember(user_id, facts))
+        return run_sync(writes.remember(self._facts, user_id, facts))
 
     @overload
     async def aremember(self, user_id: str, facts: str) -> RememberResult: ...
@@ -359,215 +410,157 @@ class LongTermMemoryStore(BaseStore):
         self, user_id: str, facts: str | Sequence[str]
     ) -> RememberResult | list[RememberResult]:
         """Async twin of :meth:`remember`."""
-        return await run_async(self._remember(user_id, facts))
+        return await run_async(writes.remember(self._facts, user_id, facts))
 
-    def recall(self, user_id: str, queries: str | Sequence[str], limit: int = 5) -> list[Fact]:
+    def update_fact(self, user_id: str, fact_id: str, fact: str) -> RememberResult:
+        """Give one of the user's facts a new text (a new version; the old one is kept).
+
+        Returns ``updated``, ``duplicate`` (the text is already this fact's, or another
+        fact's: nothing written) or ``rejected`` (a secret).
+
+        Raises:
+            FactNotFoundError: The user has no fact with this id.
+        """
+        return run_sync(writes.update(self._facts, user_id, fact_id, fact))
+
+    async def aupdate_fact(self, user_id: str, fact_id: str, fact: str) -> RememberResult:
+        """Async twin of :meth:`update_fact`."""
+        return await run_async(writes.update(self._facts, user_id, fact_id, fact))
+
+    def recall(
+        self,
+        user_id: str,
+        queries: str | Sequence[str],
+        limit: int = 5,
+        *,
+        min_score: float | None = None,
+        include_history: bool = False,
+        as_of: datetime | None = None,
+    ) -> list[RecalledFact]:
         """The user's facts most similar to any of the phrasings, each once, best first.
 
         Args:
             user_id: Whose facts to search; nobody else's are looked at.
             queries: One phrasing or several (embedded in one call, merged by best score).
             limit: How many facts to return.
+            min_score: Leave out facts scoring below this cosine similarity.
+            include_history: Also search earlier versions; a fact found through one is
+                returned with that text and ``superseded=True``.
+            as_of: Answer with the texts that were current at this (timezone-aware) moment.
         """
-        return run_sync(self._recall(user_id, queries, limit))
+        return run_sync(
+            reads.recall(
+                self._facts, user_id, queries, limit, min_score, include_history, as_of
+            )
+        )
 
     async def arecall(
-        self, user_id: str, queries: str | Sequence[str], limit: int = 5
-    ) -> list[Fact]:
+        self,
+        user_id: str,
+        queries: str | Sequence[str],
+        limit: int = 5,
+        *,
+        min_score: float | None = None,
+        include_history: bool = False,
+        as_of: datetime | None = None,
+    ) -> list[RecalledFact]:
         """Async twin of :meth:`recall`."""
-        return await run_async(self._recall(user_id, queries, limit))
+        return await run_async(
+            reads.recall(
+                self._facts, user_id, queries, limit, min_score, include_history, as_of
+            )
+        )
+
+    def history(self, user_id: str, fact_id: str) -> list[FactVersion]:
+        """Every version of one fact, oldest first, the current one last (``[]``: no such fact)."""
+        return run_sync(reads.history(self._facts, user_id, fact_id))
+
+    async def ahistory(self, user_id: str, fact_id: str) -> list[FactVersion]:
+        """Async twin of :meth:`history`."""
+        return await run_async(reads.history(self._facts, user_id, fact_id))
 
     def forget(self, user_id: str, fact_id: str) -> bool:
-        """Delete one of the user's facts; ``False`` if the user has no fact with that id."""
-        return run_sync(self._forget(user_id, fact_id))
+        """Delete one of the user's facts and its versions; ``False`` if the user has no such fact."""
+        return run_sync(reads.forget(self._facts, user_id, fact_id))
 
     async def aforget(self, user_id: str, fact_id: str) -> bool:
         """Async twin of :meth:`forget`."""
-        return await run_async(self._forget(user_id, fact_id))
+        return await run_async(reads.forget(self._facts, user_id, fact_id))
+
+    def prune_history(self, user_id: str, fact_id: str | None = None, *, keep: int = 0) -> int:
+        """Delete earlier versions, keeping the ``keep`` newest of each fact; returns how many.
+
+        The only call that drops versions (besides ``forget`` and ``clear_user``).
+        """
+        return run_sync(reads.prune_history(self._facts, user_id, fact_id, keep))
+
+    async def aprune_history(
+        self, user_id: str, fact_id: str | None = None, *, keep: int = 0
+    ) -> int:
+        """Async twin of :meth:`prune_history`."""
+        return await run_async(reads.prune_history(self._facts, user_id, fact_id, keep))
 
     def list_all(self, user_id: str) -> list[Fact]:
-        """All of the user's facts, oldest first."""
-        return run_sync(self._list_all(user_id))
+        """All of the user's facts with their histories, oldest first."""
+        return run_sync(reads.list_all(self._facts, user_id))
 
     async def alist_all(self, user_id: str) -> list[Fact]:
         """Async twin of :meth:`list_all`."""
-        return await run_async(self._list_all(user_id))
+        return await run_async(reads.list_all(self._facts, user_id))
 
     def clear_user(self, user_id: str) -> int:
         """Delete everything stored under the user's namespace; returns how many items."""
-        return run_sync(self._clear_user(user_id))
+        return run_sync(reads.clear_user(self._facts, user_id))
 
     async def aclear_user(self, user_id: str) -> int:
         """Async twin of :meth:`clear_user`."""
-        return await run_async(self._clear_user(user_id))
+        return await run_async(reads.clear_user(self._facts, user_id))
 
     def export_user(self, user_id: str) -> list[dict[str, Any]]:
-        """The user's facts as JSON-ready dicts (for data export requests)."""
+        """Every fact of the user with every field and version, JSON-ready (lossless)."""
         return [fact.to_dict() for fact in self.list_all(user_id)]
 
     async def aexport_user(self, user_id: str) -> list[dict[str, Any]]:
         """Async twin of :meth:`export_user`."""
         return [fact.to_dict() for fact in await self.alist_all(user_id)]
 
-    # ---- fact logic, written once ----------------------------------------------------
+    def import_user(
+        self,
+        user_id: str,
+        records: Sequence[Mapping[str, Any] | str],
+        mode: ImportMode = "restore",
+        *,
+        dry_run: bool = False,
+    ) -> ImportResult:
+        """Load facts exported by :meth:`export_user` (or plain texts) for ``user_id``.
 
-    def _lock_step(self, label: str) -> tuple[Step, threading.Lock]:
-        lock = self._locks[zlib.crc32(label.encode("utf-8")) % _LOCK_STRIPES]
+        Args:
+            user_id: Whose facts they become.
+            records: Exported dicts (``id``, ``content``, ``history``, timestamps, ...) or
+                plain strings.
+            mode: ``"restore"`` writes them back exactly (same ids, timestamps, versions;
+                importing twice changes nothing); ``"merge"`` re-decides every text,
+                oldest version first, through :meth:`remember`.
+            dry_run: Decide and report, write nothing.
 
-        async def acquire_off_loop() -> bool:
-            # A worker thread waits for the lock, so the event loop keeps serving the holder.
-            # If this task is cancelled while waiting, the worker still gets the lock later:
-            # release it then, or the user's stripe would stay locked forever.
-            waiting = asyncio.get_running_loop().run_in_executor(None, lock.acquire)
-            try:
-                return await asyncio.shield(waiting)
-            except asyncio.CancelledError:
-                waiting.add_done_callback(_release_when_acquired(lock))
-                raise
+        Raises:
+            InvalidFactError: A record is malformed (nothing is written; the message names
+                the record).
+        """
+        return run_sync(writes.import_user(self._facts, user_id, records, mode, dry_run))
 
-        return Step(lock.acquire, acquire_off_loop), lock
-
-    def _remember(
-        self, user_id: str, facts: str | Sequence[str]
-    ) -> Logic[RememberResult | list[RememberResult]]:
-        label = encode_label(user_id)
-        single = isinstance(facts, str)
-        if not single and not isinstance(facts, (list, tuple)):
-            raise InvalidFactError(
-                f"facts must be a str or a list of str, got {type(facts).__name__}."
-            )
-        texts = [
-            validate_text(f, "fact", self.max_fact_chars) for f in ([facts] if single else facts)
-        ]
-        results: list[RememberResult | None] = [None] * len(texts)
-        accepted: list[int] = []
-        for i, text in enumerate(texts):
-            reason = self._guard(text) if self._guard else None
-            if reason:
-                results[i] = RememberResult("rejected", None, reason=reason)
-            else:
-                accepted.append(i)
-        if accepted:
-            batch = [texts[i] for i in accepted]
-            try:
-                stored = yield from self._store_facts(label, user_id, batch)
-            except DuplicateFactError:  # another process stored one of them just now
-                stored = yield from self._store_facts(label, user_id, batch)
-            for i, result in zip(accepted, stored, strict=True):
-                results[i] = result
-        done = [r for r in results if r is not None]
-        return done[0] if single else done
-
-    def _store_facts(
-        self, label: str, user_id: str, texts: list[str]
-    ) -> Logic[list[RememberResult]]:
-        namespace = (*self.namespace, label)
-        vectors = yield call(self._embedder, "embed", texts, False)
-
-        def new_key(digest: str) -> str:
-            return fact_key(label, digest)
-
-        digests = [content_hash(t) for t in texts]
-        hashes = list(dict.fromkeys(digests))
-        acquire, lock = self._lock_step(label)
-        yield acquire
-        try:
-            exact_request = SearchRequest(
-                namespace, None, (Condition(("content_hash",), "$in", hashes),), None, 0
-            )
-            (exact_hits,) = yield call(self.backend, "search", exact_request)
-            neighbours = yield call(
-                self.backend,
-                "search",
-                SearchRequest(namespace, vectors, _IS_FACT, len(texts) + 1, 0),
-            )
-            taken = yield call(self.backend, "get", [(namespace, new_key(h)) for h in hashes])
-            decision = decide_batch(
-                texts,
-                digests,
-                vectors,
-                exact={str(h.item.value.get("content_hash")): h.item for h in exact_hits},
-                neighbours=neighbours,
-                taken_keys={item.key for item in taken if item is not None},
-                new_key=new_key,
-                threshold=self.upsert_threshold,
-                history_limit=self.history_limit,
-            )
-            now = datetime.now(timezone.utc)
-            records = [
-                Record(
-                    namespace=state.base.namespace if state.base else namespace,
-                    key=state.key,
-                    value=fact_value(
-                        state.content, state.history, state.base.value if state.base else None
-                    ),
-                    texts=(state.content,),
-                    paths=("content",),
-                    vectors=vectors[state.row : state.row + 1],
-                    now=now,
-                )
-                for state in decision.touched.values()
-            ]
-            if records:
-                yield call(self.backend, "write", records, ())
-        finally:
-            lock.release()
-        stored = {h.item.key: h.item for h in exact_hits}
-        return [
-            _result(d, decision.touched, stored, texts, user_id, now) for d in decision.decisions
-        ]
-
-    def _recall(self, user_id: str, queries: str | Sequence[str], limit: int) -> Logic[list[Fact]]:
-        namespace = self.user_namespace(user_id)
-        phrasings = [queries] if isinstance(queries, str) else list(queries)
-        if not phrasings:
-            raise InvalidFactError("recall needs at least one query.")
-        if len(phrasings) > self.max_queries:
-            raise InvalidFactError(
-                f"recall got {len(phrasings)} phrasings; the limit is {self.max_queries}. "
-                "Two or three phrasings of one question are enough."
-            )
-        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
-            raise ValueError(f"limit must be an int from 1 to 1000, got {limit!r}.")
-        phrasings = list(
-            dict.fromkeys(validate_text(q, "query", self.max_fact_chars) for q in phrasings)
+    async def aimport_user(
+        self,
+        user_id: str,
+        records: Sequence[Mapping[str, Any] | str],
+        mode: ImportMode = "restore",
+        *,
+        dry_run: bool = False,
+    ) -> ImportResult:
+        """Async twin of :meth:`import_user`."""
+        return await run_async(
+            writes.import_user(self._facts, user_id, records, mode, dry_run)
         )
-        vectors = yield call(self._embedder, "embed", phrasings, True)
-        hits = yield call(
-            self.backend, "search", SearchRequest(namespace, vectors, _IS_FACT, limit, 0)
-        )
-        return [fact_from_item(h.item, user_id, h.score) for h in merge_hits(hits, limit)]
-
-    def _forget(self, user_id: str, fact_id: str) -> Logic[bool]:
-        namespace = self.user_namespace(user_id)
-        if not isinstance(fact_id, str) or not fact_id:
-            raise ValueError(f"fact_id must be a non-empty str, got {fact_id!r}.")
-        deleted = yield call(self.backend, "write", [], [(namespace, fact_id)])
-        return bool(deleted)
-
-    def _list_all(self, user_id: str) -> Logic[list[Fact]]:
-        namespace = self.user_namespace(user_id)
-        (hits,) = yield call(
-            self.backend, "search", SearchRequest(namespace, None, _IS_FACT, None, 0)
-        )
-        facts = [fact_from_item(h.item, user_id) for h in hits]
-        facts.sort(key=lambda f: (f.created_at, f.id))
-        return facts
-
-    def _clear_user(self, user_id: str) -> Logic[int]:
-        label = encode_label(user_id)
-        namespace = (*self.namespace, label)
-        acquire, lock = self._lock_step(label)
-        yield acquire
-        try:
-            (hits,) = yield call(
-                self.backend, "search", SearchRequest(namespace, None, (), None, 0)
-            )
-            keys = [(h.item.namespace, h.item.key) for h in hits]
-            deleted: int = (yield call(self.backend, "write", [], keys)) if keys else 0
-        finally:
-            lock.release()
-        return deleted
 
 
 def _optional(module: str, extra: str) -> Any:
@@ -582,38 +575,26 @@ def _optional(module: str, extra: str) -> Any:
         ) from exc
 
 
-def _release_when_acquired(lock: threading.Lock) -> Callable[[asyncio.Future[bool]], None]:
-    def release(done: asyncio.Future[bool]) -> None:
-        if not done.cancelled() and done.exception() is None and done.result():
-            lock.release()
-
-    return release
-
-
 def _guard_for(secret_guard: bool | SecretGuard) -> SecretGuard | None:
     return find_secret if secret_guard is True else (secret_guard or None)
 
 
-def _check_threshold(threshold: float) -> float:
-    if not isinstance(threshold, (int, float)) or not -1.0 <= threshold <= 1.0:
-        raise ValueError(f"upsert_threshold is a cosine in [-1, 1], got {threshold!r}.")
-    return float(threshold)
+def _policy(
+    merge: float | None, review: float | None, legacy_merge: float | None
+) -> DecisionPolicy:
+    if merge is not None and legacy_merge is not None and merge != legacy_merge:
+        raise ValueError("Pass merge_threshold or its old name upsert_threshold, not both.")
+    merge = merge if merge is not None else legacy_merge
+    merge = DEFAULT_MERGE_THRESHOLD if merge is None else merge
+    if review is None:
+        review = min(DEFAULT_REVIEW_THRESHOLD, merge) if isinstance(merge, (int, float)) else 0.0
+    return DecisionPolicy(merge_threshold=merge, review_threshold=review)
 
 
-def _result(
-    decision: Decision,
-    touched: dict[str, FactState],
-    stored: dict[str, StoredItem],
-    texts: list[str],
-    user_id: str,
-    now: datetime,
-) -> RememberResult:
-    state = touched.get(decision.key)
-    if state is None:
-        fact = fact_from_item(stored[decision.key], user_id)
-    else:
-        content = texts[decision.row] if decision.action != "duplicate" else state.content
-        history = tuple(state.history) if state.row == decision.row else ()
-        created = state.base.created_at if state.base else now
-        fact = Fact(decision.key, user_id, content, created, now, history=history)
-    return RememberResult(decision.action, fact, decision.previous, decision.similarity)
+def _check_resolver(resolver: Any) -> Resolver | None:
+    if resolver is not None and not isinstance(resolver, Resolver):
+        raise TypeError(
+            "resolver must have resolve(items) and aresolve(items) methods (the Resolver "
+            f"protocol), e.g. ChatModelResolver(model); got {type(resolver).__name__}."
+        )
+    return resolver

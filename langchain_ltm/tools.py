@@ -1,7 +1,7 @@
 """Memory tools for agents: user-scoped, resolved per invocation, never from the model.
 
-``create_memory_tools(store)`` returns ``remember_fact``, ``recall_facts`` and
-``forget_fact``. The tools hold no per-user state: every call takes the user id from its own
+``create_memory_tools(store)`` returns ``remember_fact``, ``recall_facts``, ``update_fact``
+and ``forget_fact``. The tools hold no per-user state: every call takes the user id from its own
 run (the runtime context's ``user_id``, else ``config["configurable"]["user_id"]``), so one
 compiled graph serves many users at once. A ``user_id`` the model puts in its arguments is
 not part of the schema and is dropped.
@@ -18,10 +18,10 @@ from langchain_core.tools import InjectedToolArg, StructuredTool, ToolException
 from langgraph.prebuilt import ToolRuntime
 
 from langchain_ltm._labels import validate_user_id
-from langchain_ltm._steps import Logic, call, run_async, run_sync
+from langchain_ltm._steps import Logic, Step, call, run_async, run_sync
 from langchain_ltm.config import LongTermMemoryConfig
-from langchain_ltm.errors import InvalidFactError, MissingUserIdError
-from langchain_ltm.facts import Fact, RememberResult
+from langchain_ltm.errors import FactNotFoundError, InvalidFactError, MissingUserIdError
+from langchain_ltm.facts import Fact, RecalledFact, RememberResult
 from langchain_ltm.store import LongTermMemoryStore
 
 __all__ = ["create_memory_tools", "memory_tools_for", "resolve_user_id"]
@@ -35,8 +35,17 @@ _DESCRIPTIONS = {
     "remember_fact": (
         "Save one durable fact about the current user (a preference, a detail of their work "
         "or life) so it is available in future conversations. One short, self-contained fact "
-        "per call. Never store passwords, card numbers or keys. Returns the action taken "
-        "(created, duplicate, updated, rejected) and the fact id."
+        "per call; say whom it is about ('My sister is allergic to peanuts'). Never store "
+        "passwords, card numbers or keys. Returns the action taken (created, duplicate, "
+        "updated, rejected) and the fact id. If the result lists 'similar' facts, the store "
+        "was unsure whether the new fact replaces one of them and kept both: if it does, "
+        "call update_fact with that fact's id and forget_fact with the new id."
+    ),
+    "update_fact": (
+        "Replace the text of one stored fact about the current user with a new version, by "
+        "its id (from recall_facts or remember_fact), when the fact has changed ('moved to "
+        "Berlin' replaces 'lives in Paris'). The old text stays in the fact's history. Use "
+        "remember_fact for new facts."
     ),
     "recall_facts": (
         "Search what you remember about the current user. Pass two or three different "
@@ -93,7 +102,7 @@ def create_memory_tools(
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
         >>> from langchain_core.vectorstores import InMemoryVectorStore
         >>> store = LongTermMemoryStore(InMemoryVectorStore(DeterministicFakeEmbedding(size=16)))
-        >>> remember, recall, forget = create_memory_tools(store)
+        >>> remember, recall, update, forget = create_memory_tools(store)
         >>> run = {"configurable": {"user_id": "u1"}}
         >>> json.loads(remember.invoke({"fact": "likes green tea"}, config=run))["action"]
         'created'
@@ -136,7 +145,10 @@ def memory_tools_for(
 def _scoped(store: LongTermMemoryStore, options: LongTermMemoryConfig) -> LongTermMemoryStore:
     return store.with_options(
         namespace=options.namespace,
+        merge_threshold=options.merge_threshold,
+        review_threshold=options.review_threshold,
         upsert_threshold=options.upsert_threshold,
+        resolver=options.resolver,
         secret_guard=options.secret_guard,
     )
 
@@ -153,13 +165,34 @@ def _remember_logic(store: LongTermMemoryStore, user_id: str, fact: str) -> Logi
 
 
 def _recall_logic(
-    store: LongTermMemoryStore, user_id: str, queries: list[str], limit: int
+    store: LongTermMemoryStore,
+    user_id: str,
+    queries: list[str],
+    limit: int,
+    min_score: float | None,
 ) -> Logic[str]:
     try:
-        facts: list[Fact] = yield call(store, "recall", user_id, queries, limit)
+        facts: list[RecalledFact] = yield Step(
+            lambda: store.recall(user_id, queries, limit, min_score=min_score),
+            lambda: store.arecall(user_id, queries, limit, min_score=min_score),
+        )
     except (InvalidFactError, ValueError) as exc:
         raise ToolException(str(exc)) from exc
     return _dump({"facts": [_render_fact(f) for f in facts]})
+
+
+def _update_logic(
+    store: LongTermMemoryStore, user_id: str, fact_id: str, fact: str
+) -> Logic[str]:
+    if not isinstance(fact_id, str) or not fact_id.strip():
+        raise ToolException("fact_id is empty: pass an id returned by recall_facts.")
+    try:
+        result: RememberResult = yield call(store, "update_fact", user_id, fact_id.strip(), fact)
+    except FactNotFoundError as exc:
+        raise ToolException(str(exc)) from exc
+    except InvalidFactError as exc:
+        raise ToolException(str(exc)) from exc
+    return _dump(_render_result(result))
 
 
 def _forget_logic(store: LongTermMemoryStore, user_id: str, fact_id: str) -> Logic[str]:
@@ -179,8 +212,10 @@ def _forget_logic(store: LongTermMemoryStore, user_id: str, fact_id: str) -> Log
 
 def _render_fact(fact: Fact) -> dict[str, Any]:
     out: dict[str, Any] = {"id": fact.id, "fact": fact.content}
-    if fact.score is not None:
+    if isinstance(fact, RecalledFact):
         out["score"] = round(fact.score, 3)
+        if fact.superseded:
+            out["superseded"] = True
     return out
 
 
@@ -190,6 +225,8 @@ def _render_result(result: RememberResult) -> dict[str, Any]:
         out.update(_render_fact(result.fact))
     if result.previous is not None:
         out["previous"] = result.previous
+    if result.similar:
+        out["similar"] = [s.to_dict() for s in result.similar]
     if result.reason is not None:
         out["reason"] = result.reason
     return out
@@ -203,6 +240,7 @@ def _build(
     store: LongTermMemoryStore, options: LongTermMemoryConfig, user_of: UserResolver
 ) -> list[StructuredTool]:
     max_limit = options.recall_limit
+    min_score = options.min_score
 
     def remember_fact(fact: str, config: RunnableConfig, runtime: _Runtime = None) -> str:
         return run_sync(_remember_logic(store, user_of(config, runtime), fact))
@@ -217,7 +255,8 @@ def _build(
         runtime: _Runtime = None,
     ) -> str:
         user_id = user_of(config, runtime)
-        return run_sync(_recall_logic(store, user_id, queries, _clamp(limit, max_limit)))
+        limit = _clamp(limit, max_limit)
+        return run_sync(_recall_logic(store, user_id, queries, limit, min_score))
 
     async def arecall_facts(
         queries: list[str],
@@ -226,7 +265,18 @@ def _build(
         runtime: _Runtime = None,
     ) -> str:
         user_id = user_of(config, runtime)
-        return await run_async(_recall_logic(store, user_id, queries, _clamp(limit, max_limit)))
+        limit = _clamp(limit, max_limit)
+        return await run_async(_recall_logic(store, user_id, queries, limit, min_score))
+
+    def update_fact(
+        fact_id: str, fact: str, config: RunnableConfig, runtime: _Runtime = None
+    ) -> str:
+        return run_sync(_update_logic(store, user_of(config, runtime), fact_id, fact))
+
+    async def aupdate_fact(
+        fact_id: str, fact: str, config: RunnableConfig, runtime: _Runtime = None
+    ) -> str:
+        return await run_async(_update_logic(store, user_of(config, runtime), fact_id, fact))
 
     def forget_fact(fact_id: str, config: RunnableConfig, runtime: _Runtime = None) -> str:
         return run_sync(_forget_logic(store, user_of(config, runtime), fact_id))
@@ -237,6 +287,7 @@ def _build(
     bodies: dict[str, tuple[Callable[..., str], Callable[..., Any]]] = {
         "remember_fact": (remember_fact, aremember_fact),
         "recall_facts": (recall_facts, arecall_facts),
+        "update_fact": (update_fact, aupdate_fact),
         "forget_fact": (forget_fact, aforget_fact),
     }
     tools = []

@@ -1,0 +1,191 @@
+"""Cheap offline checks that catch what cosine similarity cannot (pure, no model).
+
+Two facts can score as near-paraphrases and still be two facts: "My sister is allergic to
+peanuts" / "My son is allergic to peanuts" differ only in whom they are about. And a changed
+number, date or negation ("has one kid" / "has two kids now") is the same fact with a new
+value even when its similarity is modest. These checks look at the words:
+
+- :func:`subjects` finds whom or what a fact is about: a possessive followed by a person,
+  pet or thing ("my sister", "the user's manager", "her dog"), or a leading name
+  ("Tom likes sushi"). A fact without one is about the user.
+- :func:`different_subject` is true when two facts are about different subjects.
+- :func:`value_change` is true when two facts say the same words except for numbers, dates
+  or a negation.
+
+They err on the side of keeping both facts: a false "different subject" only leaves a
+near-duplicate (listed as ``similar``), a false merge would hide a fact in the history.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+__all__ = ["different_subject", "subjects", "value_change"]
+
+_RELATIONS = {
+    # people
+    "mother": "mother", "mom": "mother", "mum": "mother", "mama": "mother", "mommy": "mother",
+    "father": "father", "dad": "father", "papa": "father", "daddy": "father",
+    "parent": "parent", "sister": "sister", "brother": "brother", "sibling": "sibling",
+    "son": "son", "daughter": "daughter", "kid": "child", "child": "child", "children": "child",
+    "baby": "baby", "wife": "wife", "husband": "husband", "partner": "partner",
+    "spouse": "spouse", "girlfriend": "girlfriend", "boyfriend": "boyfriend",
+    "fiance": "fiance", "fiancee": "fiancee", "grandmother": "grandmother",
+    "grandma": "grandmother", "granny": "grandmother", "grandfather": "grandfather",
+    "grandpa": "grandfather", "grandson": "grandson", "granddaughter": "granddaughter",
+    "aunt": "aunt", "uncle": "uncle", "cousin": "cousin", "niece": "niece",
+    "nephew": "nephew", "friend": "friend", "roommate": "roommate", "flatmate": "roommate",
+    "neighbor": "neighbour", "neighbour": "neighbour", "boss": "boss", "manager": "manager",
+    "mentor": "mentor", "colleague": "colleague", "coworker": "colleague",
+    "teammate": "teammate", "assistant": "assistant", "doctor": "doctor",
+    "dentist": "dentist", "therapist": "therapist", "teacher": "teacher", "coach": "coach",
+    "landlord": "landlord", "client": "client", "team": "team", "family": "family",
+    "stepson": "stepson", "stepdaughter": "stepdaughter", "in-law": "in-law",
+    "twin": "twin", "toddler": "toddler", "teenager": "teenager",
+    # animals
+    "dog": "dog", "puppy": "dog", "cat": "cat", "kitten": "cat", "pet": "pet",
+    "horse": "horse", "rabbit": "rabbit", "bunny": "rabbit", "hamster": "hamster",
+    "parrot": "parrot", "bird": "bird", "fish": "fish", "turtle": "turtle",
+    "snake": "snake", "lizard": "lizard", "guinea": "guinea pig",
+    # things a fact is often about
+    "car": "car", "bike": "bike", "bicycle": "bike", "motorbike": "motorbike",
+    "motorcycle": "motorbike", "phone": "phone", "laptop": "laptop", "computer": "computer",
+    "tablet": "tablet", "watch": "watch", "house": "house", "apartment": "apartment",
+    "flat": "apartment", "office": "office", "company": "company", "startup": "company",
+    "garden": "garden", "boat": "boat", "van": "van", "truck": "truck",
+    "school": "school", "university": "university",
+}  # fmt: skip
+
+_POSSESSIVE = (
+    r"(?:my|his|her|their|our|your|the user's|the user’s|user's|user’s|the customer's)"
+)
+_MODIFIERS = (
+    r"(?:(?:older|younger|little|big|eldest|oldest|youngest|baby|best|new|old|late|"
+    r"elder|twin|step|ex|first|second|third|other|current|former|own)[- ]?)*"
+)
+_POSSESSED = re.compile(rf"\b{_POSSESSIVE}\s+{_MODIFIERS}([a-z][a-z'’-]*)", re.IGNORECASE)
+_VERBS = frozenset(
+    "is was has had likes loves hates prefers works lives plays speaks wants needs goes "
+    "drinks eats studies uses owns drives takes runs enjoys can will does doesn't isn't "
+    "wasn't has been moved started stopped visits teaches reads writes cooks".split()
+)
+_LEADING_NAME = re.compile(r"^\s*([A-Z][a-z]+(?:\s[A-Z][a-z]+)?)(?:'s|’s)?\b(?:\s+(\S+))?")
+_NOT_NAMES = frozenset(
+    "i i'm i've i'd the user a an my his her their our your we he she they it this that "
+    "always never usually often sometimes every each no not".split()
+)
+_WORD = re.compile(r"[a-z0-9]+(?:[.,:/][0-9]+)*")
+_NUMBER_WORDS = frozenset(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty hundred thousand "
+    "once twice first second third fourth fifth none single couple dozen half".split()
+)
+_MONTHS = frozenset(
+    "january february march april may june july august september october november december "
+    "jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday "
+    "friday saturday sunday weekday weekend morning evening night".split()
+)
+_NEGATIONS = frozenset(
+    "not no never nor without stopped quit gave anymore longer dislikes hates "
+    "non nobody none".split()
+)
+_FILLER = frozenset(
+    "a an the to of in on at for and or is are am was were be been i me my user s now "
+    "currently actually really just still also has have had do does did from with "
+    "moved changed switched new instead than up going".split()
+)
+
+
+def _fold(text: str) -> str:
+    text = unicodedata.normalize("NFKC", text).replace("’", "'")
+    return re.sub(r"n't\b", " not", text)
+
+
+@lru_cache(maxsize=4096)
+def subjects(text: str) -> frozenset[str]:
+    """Whom or what ``text`` is about, besides the user; empty when it is about the user.
+
+    Example:
+        >>> sorted(subjects("My older sister is allergic to peanuts"))
+        ['sister']
+        >>> sorted(subjects("Prefers answers in Spanish"))
+        []
+        >>> sorted(subjects("Tom likes sushi"))
+        ['name:tom']
+    """
+    folded = _fold(text)
+    found: set[str] = set()
+    for match in _POSSESSED.finditer(folded):
+        noun = match.group(1).lower().rstrip("'’").removesuffix("'s")
+        canonical = _RELATIONS.get(noun) or _RELATIONS.get(noun.removesuffix("s"))
+        if canonical is None and noun.endswith("ies"):
+            canonical = _RELATIONS.get(noun[:-3] + "y")
+        if canonical is not None:
+            found.add(canonical)
+    lead = _LEADING_NAME.match(folded)
+    if lead:
+        name, follower = lead.group(1), (lead.group(2) or "").lower()
+        possessive = folded.lstrip()[len(name) :].startswith("'s")
+        if name.lower() not in _NOT_NAMES and (possessive or follower in _VERBS):
+            found.add("name:" + name.lower())
+    return frozenset(found)
+
+
+def different_subject(a: str, b: str) -> bool:
+    """Whether the two facts are about different people, pets or things.
+
+    Example:
+        >>> different_subject("My sister is allergic to peanuts", "My son is allergic to peanuts")
+        True
+        >>> different_subject("My son plays the piano", "my son has piano lessons")
+        False
+    """
+    return subjects(a) != subjects(b)
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(_fold(text).lower())
+
+
+def _stem(word: str) -> str:
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def _is_value(word: str) -> bool:
+    return word[0].isdigit() or word in _NUMBER_WORDS or word in _MONTHS
+
+
+def value_change(a: str, b: str) -> bool:
+    """Whether ``b`` restates ``a`` with another number, date or polarity (an update).
+
+    The words that carry meaning, once numbers, dates, negations and fillers ("now",
+    "anymore") are set aside, must be the same in both; and the numbers, dates or
+    polarity must differ.
+
+    Example:
+        >>> value_change("Has one kid", "Has two kids now")
+        True
+        >>> value_change("Is vegetarian", "Is not vegetarian anymore")
+        True
+        >>> value_change("Is allergic to peanuts", "Is allergic to cats")
+        False
+    """
+    wa, wb = _words(a), _words(b)
+    core_a = {_stem(w) for w in wa if not _is_value(w) and w not in _NEGATIONS | _FILLER}
+    core_b = {_stem(w) for w in wb if not _is_value(w) and w not in _NEGATIONS | _FILLER}
+    if not core_a or not core_b:
+        return False
+    overlap = len(core_a & core_b) / len(core_a | core_b)
+    if overlap < 0.6:
+        return False
+    values_a = [w for w in wa if _is_value(w)]
+    values_b = [w for w in wb if _is_value(w)]
+    negated_a = any(w in _NEGATIONS for w in wa)
+    negated_b = any(w in _NEGATIONS for w in wb)
+    return values_a != values_b or negated_a != negated_b

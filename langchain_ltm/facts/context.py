@@ -1,0 +1,34 @@
+"""What the fact logic runs against: the engine, the embedder and the store's options."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from langchain_ltm._embedder import Embedder
+from langchain_ltm._labels import encode_label
+from langchain_ltm.backends.base import VectorBackend
+from langchain_ltm.facts._locks import UserLocks
+from langchain_ltm.facts.decision import DecisionPolicy
+from langchain_ltm.facts.resolvers import Resolver
+from langchain_ltm.guard import SecretGuard
+
+__all__ = ["FactContext"]
+
+
+@dataclass(frozen=True)
+class FactContext:
+    """Everything the fact logic needs; built by the store, shared by sync and async."""
+
+    backend: VectorBackend
+    embedder: Embedder
+    namespace: tuple[str, ...]
+    policy: DecisionPolicy
+    resolver: Resolver | None
+    guard: SecretGuard | None
+    locks: UserLocks
+    max_fact_chars: int
+    max_queries: int
+    history_limit: int | None
+
+    def user_namespace(self, user_id: str) -> tuple[str, ...]:
+        return (*self.namespace, encode_label(user_id))

@@ -1,0 +1,239 @@
+"""The write decision for a batch of new facts: duplicate, updated, or created (pure).
+
+For each new fact, in order, as if each were remembered alone:
+
+1. Its normalized text is already a current fact: ``duplicate``.
+2. Its nearest fact about the same subject (:mod:`~langchain_ltm.facts.conflicts`) scores
+   at least ``merge_threshold``, or at least ``review_threshold`` and the two differ only
+   by a number, a date or a negation: ``updated`` (a new version; the old text is kept).
+3. Some fact scores at least ``review_threshold`` but (1) and (2) do not hold: the case is
+   *ambiguous*. A resolver, if one is configured, is asked once for every ambiguous fact
+   of the batch; its answer is applied by deciding the batch again. Without one the fact
+   is ``created`` and the close facts are listed as ``similar``: both are kept.
+4. Otherwise: ``created``.
+
+No I/O happens between facts: the store fetches each new fact's nearest stored facts in
+one vectorized search, and the batch is compared with itself with one matrix product.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from langchain_ltm.backends.base import Hit, StoredItem, Vectors
+from langchain_ltm.facts.conflicts import different_subject, value_change
+from langchain_ltm.facts.model import RememberAction, SimilarFact
+from langchain_ltm.facts.resolvers import Ambiguity, Resolution
+from langchain_ltm.facts.text import content_hash
+
+__all__ = ["DecisionPolicy", "decide_batch"]
+
+
+@dataclass(frozen=True)
+class DecisionPolicy:
+    """Thresholds of the write decision (cosine similarities).
+
+    Attributes:
+        merge_threshold: From here a fact about the same subject is a new version.
+        review_threshold: From here a fact is close enough to be ambiguous (or, differing
+            only by a number, date or negation, a new version).
+        max_similar: Most close facts listed in ``similar`` or shown to a resolver.
+
+    Example:
+        >>> DecisionPolicy(merge_threshold=0.8, review_threshold=0.5).max_similar
+        3
+    """
+
+    merge_threshold: float
+    review_threshold: float
+    max_similar: int = 3
+
+    def __post_init__(self) -> None:
+        for name in ("merge_threshold", "review_threshold"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not -1.0 <= value <= 1.0:
+                raise ValueError(f"{name} is a cosine in [-1, 1], got {value!r}.")
+        if self.review_threshold > self.merge_threshold:
+            raise ValueError(
+                f"review_threshold ({self.review_threshold}) must not exceed merge_threshold "
+                f"({self.merge_threshold}): the ambiguous band lies below the merge threshold."
+            )
+
+
+@dataclass
+class FactState:
+    """A fact this batch touches: its current text and the texts it supersedes."""
+
+    key: str
+    content: str
+    row: int  # batch row holding its current vector (-1: unchanged stored fact)
+    base: StoredItem | None  # the stored item it updates, if any
+    superseded: list[str] = field(default_factory=list)  # texts replaced by this batch
+
+
+@dataclass
+class Decision:
+    """What happens to one new fact."""
+
+    action: RememberAction
+    key: str
+    row: int
+    previous: str | None = None
+    similarity: float | None = None
+    similar: tuple[SimilarFact, ...] = ()
+
+
+@dataclass
+class BatchDecision:
+    """The decisions of a batch, the facts it writes and the cases left open."""
+
+    decisions: list[Decision]
+    touched: dict[str, FactState] = field(default_factory=dict)
+    ambiguous: dict[int, Ambiguity] = field(default_factory=dict)
+
+
+@dataclass
+class _Candidate:
+    key: str
+    content: str
+    score: float
+    item: StoredItem | None
+
+
+def decide_batch(
+    texts: Sequence[str],
+    hashes: Sequence[str],
+    vectors: Vectors,
+    exact: Mapping[str, StoredItem],
+    neighbours: Sequence[Sequence[Hit]],
+    taken_keys: set[str],
+    new_key: Callable[[str], str],
+    policy: DecisionPolicy,
+    resolutions: Mapping[int, Resolution] | None = None,
+) -> BatchDecision:
+    """Decide created / duplicate / updated for each text, in order.
+
+    Args:
+        texts: The new facts (already validated), one per row of ``vectors``.
+        hashes: Their content hashes, aligned with ``texts``.
+        vectors: Their unit-length embeddings.
+        exact: The user's current facts by content hash.
+        neighbours: For each row, the user's nearest current facts, best first.
+        taken_keys: Deterministic keys that already exist in the user's namespace.
+        new_key: ``new_key(hash) -> str``, the deterministic key for a new fact.
+        policy: The thresholds.
+        resolutions: A resolver's answers by row, from an earlier pass of this batch.
+
+    Returns:
+        The decisions; ``ambiguous`` holds the open cases (rows not in ``resolutions``).
+    """
+    batch_sims = vectors @ vectors.T if len(texts) > 1 else np.ones((1, 1), dtype=np.float32)
+    out = BatchDecision(decisions=[])
+    by_hash: dict[str, str] = {h: item.key for h, item in exact.items()}
+    for i, (text, digest) in enumerate(zip(texts, hashes, strict=True)):
+        if digest in by_hash:
+            out.decisions.append(Decision("duplicate", by_hash[digest], i, similarity=1.0))
+            continue
+        candidates = _candidates(i, neighbours[i], out.touched, batch_sims, policy)
+        resolution = (resolutions or {}).get(i)
+        if resolution is not None:
+            decision = _apply(resolution, i, candidates)
+        else:
+            decision = _decide(text, i, candidates, policy)
+            if decision is None:
+                similar = _similar(text, candidates, policy)
+                out.ambiguous[i] = Ambiguity(text, similar)
+                decision = Decision("created", "", i, similar=similar)
+        if decision.action == "created":
+            key = new_key(digest)
+            if key in taken_keys or key in out.touched:
+                key = str(uuid.uuid4())
+            decision.key = key
+            out.touched[key] = FactState(key=key, content=text, row=i, base=None)
+        elif decision.action == "updated":
+            state = _touch(out, decision.key, candidates)
+            by_hash.pop(_hash_of(state), None)
+            decision.previous = state.content
+            state.superseded.append(state.content)
+            state.content, state.row = text, i
+        by_hash.setdefault(digest, decision.key)
+        out.decisions.append(decision)
+    return out
+
+
+def _candidates(
+    row: int,
+    hits: Sequence[Hit],
+    touched: Mapping[str, FactState],
+    batch_sims: np.ndarray,  # type: ignore[type-arg]
+    policy: DecisionPolicy,
+) -> list[_Candidate]:
+    """Stored and earlier-in-batch facts scoring at least the review threshold, best first."""
+    found = [
+        _Candidate(hit.item.key, str(hit.item.value["content"]), hit.score, hit.item)
+        for hit in hits
+        if hit.score is not None
+        and hit.score >= policy.review_threshold
+        and hit.item.key not in touched  # its text changed in this batch: compared below
+    ]
+    for key, state in touched.items():
+        if state.row >= 0:
+            score = float(batch_sims[row, state.row])
+            if score >= policy.review_threshold:
+                found.append(_Candidate(key, state.content, score, None))
+    found.sort(key=lambda c: c.score, reverse=True)
+    return found
+
+
+def _decide(text: str, row: int, candidates: list[_Candidate], policy: DecisionPolicy) -> Decision | None:
+    """The offline decision; ``None`` when the case is ambiguous."""
+    if not candidates:
+        return Decision("created", "", row)
+    same_subject = [c for c in candidates if not different_subject(c.content, text)]
+    if same_subject:
+        best = same_subject[0]
+        if best.score >= policy.merge_threshold or value_change(best.content, text):
+            return Decision("updated", best.key, row, similarity=best.score)
+    return None
+
+
+def _similar(
+    text: str, candidates: list[_Candidate], policy: DecisionPolicy
+) -> tuple[SimilarFact, ...]:
+    return tuple(
+        SimilarFact(
+            c.key,
+            c.content,
+            c.score,
+            "different_subject" if different_subject(c.content, text) else "uncertain",
+        )
+        for c in candidates[: policy.max_similar]
+    )
+
+
+def _apply(resolution: Resolution, row: int, candidates: list[_Candidate]) -> Decision:
+    """A resolver's answer; a candidate it names that is gone now means a new fact."""
+    match = next((c for c in candidates if c.key == resolution.fact_id), None)
+    if resolution.verdict == "different" or match is None:
+        return Decision("created", "", row)
+    if resolution.verdict == "same":
+        return Decision("duplicate", match.key, row, similarity=match.score)
+    return Decision("updated", match.key, row, similarity=match.score)
+
+
+def _touch(out: BatchDecision, key: str, candidates: list[_Candidate]) -> FactState:
+    state = out.touched.get(key)
+    if state is None:
+        item = next(c.item for c in candidates if c.key == key)
+        assert item is not None
+        state = FactState(key=key, content=str(item.value["content"]), row=-1, base=item)
+        out.touched[key] = state
+    return state
+
+
+def _hash_of(state: FactState) -> str:
+    return content_hash(state.content)

@@ -1,0 +1,190 @@
+"""Reading and deleting facts: recall, list, history, forget, clear, prune (sans-I/O logic)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from langchain_ltm._filters import Condition, Filter
+from langchain_ltm._steps import Logic, call
+from langchain_ltm.backends.base import Hit, SearchRequest, StoredItem
+from langchain_ltm.errors import InvalidFactError
+from langchain_ltm.facts import versions as layout
+from langchain_ltm.facts.context import FactContext
+from langchain_ltm.facts.model import Fact, FactVersion, RecalledFact
+from langchain_ltm.facts.text import validate_text
+
+__all__ = ["clear_user", "forget", "history", "list_all", "prune_history", "recall"]
+
+
+def recall(
+    ctx: FactContext,
+    user_id: str,
+    queries: str | Sequence[str],
+    limit: int,
+    min_score: float | None = None,
+    include_history: bool = False,
+    as_of: datetime | None = None,
+) -> Logic[list[RecalledFact]]:
+    namespace = ctx.user_namespace(user_id)
+    phrasings = _phrasings(ctx, queries)
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
+        raise ValueError(f"limit must be an int from 1 to 1000, got {limit!r}.")
+    if min_score is not None and (
+        not isinstance(min_score, (int, float)) or not -1.0 <= min_score <= 1.0
+    ):
+        raise ValueError(f"min_score is a cosine in [-1, 1], got {min_score!r}.")
+    if as_of is not None and not isinstance(as_of, datetime):
+        raise TypeError(f"as_of must be a datetime, got {type(as_of).__name__}.")
+    scopes = _scopes(include_history, as_of)
+    vectors = yield call(ctx.embedder, "embed", phrasings, True)
+    # versions of one fact compete for its place: ask for more so `limit` facts remain
+    wanted = limit if len(scopes) == 1 and not include_history else limit * 3
+    best: dict[str, Hit] = {}
+    for scope in scopes:
+        per_query = yield call(
+            ctx.backend, "search", SearchRequest(namespace, vectors, scope, wanted, 0)
+        )
+        for hits in per_query:
+            for hit in hits:
+                if hit.score is None or (min_score is not None and hit.score < min_score):
+                    continue
+                fact_id = str(hit.item.value.get("version_of") or hit.item.key)
+                seen = best.get(fact_id)
+                if seen is None or hit.score > (seen.score or 0.0):
+                    best[fact_id] = hit
+    ranked = sorted(best.items(), key=lambda kv: kv[1].score or 0.0, reverse=True)[:limit]
+    facts = {h.item.key: h.item for _, h in ranked if not layout.is_version(h.item)}
+    missing = [fact_id for fact_id, _ in ranked if fact_id not in facts]
+    if missing:
+        found = yield call(ctx.backend, "get", [(namespace, k) for k in missing])
+        facts.update({item.key: item for item in found if item is not None})
+    histories = yield from versions_of(ctx, namespace, list(facts.values()))
+    out = []
+    for fact_id, hit in ranked:
+        item = facts.get(fact_id)
+        if item is None:  # forgotten between the two calls
+            continue
+        fact = layout.fact_from_items(item, user_id, histories.get(fact_id, ()))
+        version = hit.item if layout.is_version(hit.item) else None
+        out.append(layout.recalled(fact, float(hit.score or 0.0), version))
+    return out
+
+
+def _phrasings(ctx: FactContext, queries: str | Sequence[str]) -> list[str]:
+    phrasings = [queries] if isinstance(queries, str) else list(queries)
+    if not phrasings:
+        raise InvalidFactError("recall needs at least one query.")
+    if len(phrasings) > ctx.max_queries:
+        raise InvalidFactError(
+            f"recall got {len(phrasings)} phrasings; the limit is {ctx.max_queries}. "
+            "Two or three phrasings of one question are enough."
+        )
+    return list(dict.fromkeys(validate_text(q, "query", ctx.max_fact_chars) for q in phrasings))
+
+
+def _scopes(include_history: bool, as_of: datetime | None) -> list[Filter]:
+    """The filters to search: current facts, every text, or what was true at ``as_of``."""
+    if as_of is None:
+        return [layout.ANY_TEXT if include_history else layout.CURRENT_FACTS]
+    moment = layout.format_time(as_of)
+    started = Condition(("valid_from",), "$lte", moment)
+    return [
+        (*layout.CURRENT_FACTS, started),
+        (*layout.VERSIONS, started, Condition(("valid_to",), "$gt", moment)),
+    ]
+
+
+def versions_of(
+    ctx: FactContext, namespace: tuple[str, ...], items: Sequence[StoredItem]
+) -> Logic[dict[str, list[StoredItem]]]:
+    """Version items of the given facts (one search, only for facts that have versions)."""
+    keys = list(dict.fromkeys(i.key for i in items if layout.version_count(i) > 0))
+    out: dict[str, list[StoredItem]] = {k: [] for k in keys}
+    if keys:
+        request = SearchRequest(
+            namespace, None, (Condition(("version_of",), "$in", keys),), None, 0
+        )
+        (hits,) = yield call(ctx.backend, "search", request)
+        for hit in hits:
+            out.setdefault(str(hit.item.value["version_of"]), []).append(hit.item)
+    return out
+
+
+def list_all(ctx: FactContext, user_id: str) -> Logic[list[Fact]]:
+    namespace = ctx.user_namespace(user_id)
+    (hits,) = yield call(
+        ctx.backend, "search", SearchRequest(namespace, None, layout.ANY_TEXT, None, 0)
+    )
+    versions: dict[str, list[StoredItem]] = {}
+    facts: list[StoredItem] = []
+    for hit in hits:
+        if layout.is_version(hit.item):
+            versions.setdefault(str(hit.item.value["version_of"]), []).append(hit.item)
+        elif hit.item.namespace == namespace:
+            facts.append(hit.item)
+    out = [layout.fact_from_items(i, user_id, versions.get(i.key, ())) for i in facts]
+    out.sort(key=lambda f: (f.created_at, f.id))
+    return out
+
+
+def history(ctx: FactContext, user_id: str, fact_id: str) -> Logic[list[FactVersion]]:
+    namespace = ctx.user_namespace(user_id)
+    check_id(fact_id)
+    (item,) = yield call(ctx.backend, "get", [(namespace, fact_id)])
+    if item is None or layout.is_version(item) or "content" not in item.value:
+        return []
+    found = yield from versions_of(ctx, namespace, [item])
+    return list(layout.fact_from_items(item, user_id, found.get(fact_id, ())).versions)
+
+
+def forget(ctx: FactContext, user_id: str, fact_id: str) -> Logic[bool]:
+    namespace = ctx.user_namespace(user_id)
+    check_id(fact_id)
+    (hits,) = yield call(
+        ctx.backend,
+        "search",
+        SearchRequest(namespace, None, (Condition(("version_of",), "$eq", fact_id),), None, 0),
+    )
+    keys = [(namespace, fact_id), *((h.item.namespace, h.item.key) for h in hits)]
+    deleted = yield call(ctx.backend, "write", [], keys)
+    return bool(deleted > len(hits))
+
+
+def prune_history(
+    ctx: FactContext, user_id: str, fact_id: str | None, keep: int
+) -> Logic[int]:
+    if not isinstance(keep, int) or isinstance(keep, bool) or keep < 0:
+        raise ValueError(f"keep must be an int >= 0, got {keep!r}.")
+    namespace = ctx.user_namespace(user_id)
+    scope: Filter = layout.VERSIONS
+    if fact_id is not None:
+        check_id(fact_id)
+        scope = (Condition(("version_of",), "$eq", fact_id),)
+    (hits,) = yield call(ctx.backend, "search", SearchRequest(namespace, None, scope, None, 0))
+    by_fact: dict[str, list[StoredItem]] = {}
+    for hit in hits:
+        by_fact.setdefault(str(hit.item.value["version_of"]), []).append(hit.item)
+    doomed = []
+    for items in by_fact.values():
+        items.sort(key=lambda v: int(v.value.get("version") or 0))
+        doomed.extend((v.namespace, v.key) for v in items[: max(len(items) - keep, 0)])
+    deleted: int = (yield call(ctx.backend, "write", [], doomed)) if doomed else 0
+    return deleted
+
+
+def clear_user(ctx: FactContext, user_id: str) -> Logic[int]:
+    namespace = ctx.user_namespace(user_id)
+    held = yield from ctx.locks.acquire(ctx.backend, namespace[-1])
+    try:
+        (hits,) = yield call(ctx.backend, "search", SearchRequest(namespace, None, (), None, 0))
+        keys = [(h.item.namespace, h.item.key) for h in hits]
+        deleted: int = (yield call(ctx.backend, "write", [], keys)) if keys else 0
+    finally:
+        yield from ctx.locks.release(ctx.backend, held)
+    return deleted
+
+
+def check_id(fact_id: object) -> None:
+    if not isinstance(fact_id, str) or not fact_id:
+        raise ValueError(f"fact_id must be a non-empty str, got {fact_id!r}.")

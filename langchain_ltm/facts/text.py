@@ -1,0 +1,58 @@
+"""The text of a fact: validation, the normalized form exact dedup compares, its hash."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from typing import Any
+
+from langchain_ltm.errors import InvalidFactError
+
+__all__ = ["content_hash", "normalize_fact", "validate_text"]
+
+_SPACE = re.compile(r"\s+")
+_TRAILING = re.compile(r"[\s.!?;:,\u2026\u3002]+$")
+
+
+def normalize_fact(text: str) -> str:
+    """The form exact dedup compares: NFKC, case-folded, single spaces, no trailing punctuation.
+
+    Example:
+        >>> normalize_fact("  I  prefer Spanish!! ")
+        'i prefer spanish'
+    """
+    text = unicodedata.normalize("NFKC", text).casefold()
+    return _TRAILING.sub("", _SPACE.sub(" ", text).strip())
+
+
+def content_hash(text: str) -> str:
+    """Hash of the normalized text (hex, 32 characters).
+
+    Example:
+        >>> content_hash("Likes tea.") == content_hash("likes tea")
+        True
+    """
+    return hashlib.sha256(normalize_fact(text).encode("utf-8")).hexdigest()[:32]
+
+
+def validate_text(text: Any, what: str, max_chars: int) -> str:
+    """Return ``text`` if it is storable, else raise InvalidFactError saying what to change."""
+    if not isinstance(text, str):
+        raise InvalidFactError(f"{what} must be a str, got {type(text).__name__}.")
+    if not text.strip():
+        raise InvalidFactError(f"{what} is empty: pass some text.")
+    if len(text) > max_chars:
+        raise InvalidFactError(
+            f"{what} is {len(text):,} characters long; the limit is {max_chars:,}. "
+            "Store one short fact per call (split long text into several facts)."
+        )
+    if "\x00" in text:
+        raise InvalidFactError(f"{what} contains a NUL character; remove it.")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidFactError(f"{what} is not valid Unicode (it has a lone surrogate).") from exc
+    if not normalize_fact(text):
+        raise InvalidFactError(f"{what} has no content once punctuation is removed.")
+    return text

@@ -1,0 +1,193 @@
+"""How facts and their versions are laid out as BaseStore items (pure).
+
+A fact of user ``u`` is the item ``(*namespace, label(u)) / fact_id`` with the value::
+
+    {"content": "Lives in Berlin", "content_hash": "...", "valid_from": "2026-...Z",
+     "versions": 1, ...any other fields...}
+
+Every earlier text is an item of its own in the same namespace, key ``{fact_id}@{n}``::
+
+    {"content": "Lives in Paris", "version_of": fact_id, "version": 1,
+     "valid_from": "2025-...Z", "valid_to": "2026-...Z"}
+
+Version items are embedded like facts (so ``recall(include_history=True)`` and ``as_of``
+search them inside the engine) but carry no ``content_hash``: exact dedup, and the
+Postgres uniqueness constraint on it, only see current texts. ``forget`` and
+``clear_user`` delete a fact's versions with it. Timestamps are stored as fixed-width UTC
+strings, so the engines' string range filters order them correctly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from langchain_ltm._filters import Condition, Filter
+from langchain_ltm.backends.base import StoredItem
+from langchain_ltm.facts.model import Fact, FactVersion, RecalledFact
+from langchain_ltm.facts.text import content_hash
+
+__all__ = [
+    "CURRENT_FACTS",
+    "VERSIONS",
+    "fact_from_items",
+    "fact_value",
+    "format_time",
+    "parse_time",
+    "version_key",
+    "version_value",
+]
+
+_RESERVED = frozenset(
+    {"content", "content_hash", "valid_from", "valid_to", "versions", "version_of", "version"}
+)
+_LEGACY_HISTORY = "history"  # 0.1.0 kept up to 5 earlier texts inline
+
+CURRENT_FACTS: Filter = (
+    Condition(("content",), "$exists", True),
+    Condition(("version_of",), "$exists", False),
+)
+"""Current facts only (exact dedup, recall, list)."""
+
+VERSIONS: Filter = (Condition(("version_of",), "$exists", True),)
+"""Earlier versions only."""
+
+ANY_TEXT: Filter = (Condition(("content",), "$exists", True),)
+"""Facts and their earlier versions."""
+
+
+def format_time(moment: datetime) -> str:
+    """Fixed-width UTC text: sorts like the instant it names."""
+    if moment.tzinfo is None:
+        raise ValueError(
+            f"{moment!r} has no time zone; pass an aware datetime, e.g. "
+            "datetime(2026, 1, 1, tzinfo=timezone.utc)."
+        )
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_time(text: Any, default: datetime) -> datetime:
+    """Inverse of :func:`format_time` (ISO 8601 in general); ``default`` when missing."""
+    if not isinstance(text, str):
+        return default
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def version_key(fact_id: str, number: int) -> str:
+    """Key of the ``number``-th earlier version (from 1) of a fact."""
+    return f"{fact_id}@{number}"
+
+
+def fact_value(
+    content: str,
+    valid_from: datetime,
+    versions: int,
+    base: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The value of a fact item; fields of ``base`` outside the layout are kept."""
+    value = {k: v for k, v in (base or {}).items() if k not in _RESERVED and k != "history"}
+    value.update(
+        content=content,
+        content_hash=content_hash(content),
+        valid_from=format_time(valid_from),
+        versions=versions,
+    )
+    return value
+
+
+def version_value(
+    fact_id: str, number: int, content: str, valid_from: datetime, valid_to: datetime
+) -> dict[str, Any]:
+    """The value of the ``number``-th earlier version of ``fact_id``."""
+    return {
+        "content": content,
+        "version_of": fact_id,
+        "version": number,
+        "valid_from": format_time(valid_from),
+        "valid_to": format_time(valid_to),
+    }
+
+
+def version_count(item: StoredItem) -> int:
+    """How many earlier versions the stored fact has (legacy inline history included)."""
+    count = item.value.get("versions")
+    if isinstance(count, int) and not isinstance(count, bool):
+        return count
+    return len(legacy_history(item))
+
+
+def legacy_history(item: StoredItem) -> list[FactVersion]:
+    """Earlier texts a 0.1.0 fact kept inline (no dates then: its lifetime is used)."""
+    texts = item.value.get(_LEGACY_HISTORY)
+    if "versions" in item.value or not isinstance(texts, list):
+        return []
+    return [
+        FactVersion(str(t), item.created_at, item.updated_at) for t in texts if isinstance(t, str)
+    ]
+
+
+def valid_from(item: StoredItem) -> datetime:
+    """When the stored fact's current text became its text."""
+    return parse_time(item.value.get("valid_from"), item.updated_at)
+
+
+def to_version(item: StoredItem) -> FactVersion:
+    """A version item as a :class:`FactVersion`."""
+    value = item.value
+    return FactVersion(
+        str(value["content"]),
+        parse_time(value.get("valid_from"), item.created_at),
+        parse_time(value.get("valid_to"), item.updated_at),
+    )
+
+
+def is_version(item: StoredItem) -> bool:
+    """Whether the item is an earlier version rather than a fact."""
+    return "version_of" in item.value
+
+
+def fact_from_items(
+    item: StoredItem, user_id: str, versions: Sequence[StoredItem] = ()
+) -> Fact:
+    """A fact from its item and its version items (any order)."""
+    return Fact(
+        id=item.key,
+        user_id=user_id,
+        content=str(item.value["content"]),
+        created_at=item.created_at,
+        updated_at=item.updated_at,
+        history=history_of(item, versions),
+        valid_from=valid_from(item),
+        metadata=metadata_of(item.value),
+    )
+
+
+def history_of(item: StoredItem, versions: Sequence[StoredItem]) -> tuple[FactVersion, ...]:
+    """The fact's earlier versions, oldest first."""
+    ordered = sorted(versions, key=lambda v: int(v.value.get("version") or 0))
+    return (*legacy_history(item), *(to_version(v) for v in ordered))
+
+
+def metadata_of(value: Mapping[str, Any]) -> dict[str, Any]:
+    """The value's fields outside the fact layout."""
+    return {k: v for k, v in value.items() if k not in _RESERVED and k != _LEGACY_HISTORY}
+
+
+def recalled(fact: Fact, score: float, version: StoredItem | None = None) -> RecalledFact:
+    """A recall hit: the fact, or (``version`` given) one of its earlier texts."""
+    superseded = to_version(version) if version is not None else None
+    return RecalledFact(
+        id=fact.id,
+        user_id=fact.user_id,
+        content=superseded.content if superseded else fact.content,
+        created_at=fact.created_at,
+        updated_at=fact.updated_at,
+        history=fact.history,
+        valid_from=superseded.valid_from if superseded else fact.valid_from,
+        metadata=fact.metadata,
+        score=score,
+        superseded=superseded is not None,
+        valid_to=superseded.valid_to if superseded else None,
+    )
