@@ -346,7 +346,7 @@ def batch_dims(upserts: Sequence[Record]) -> int | None:
 def write(
     t: Tables, upserts: Sequence[Record], deletes: Sequence[ItemKey], type_column: int | None
 ) -> Exchange[int]:
-    """One statement: upsert items (created_at kept), replace their vectors, delete items.
+    """One statement: upsert items (created_at kept or restored), replace vectors, delete.
 
     A single statement is one transaction, so a batch lands whole or not at all; rewriting
     the same batch gives the same rows (deterministic ids, the records' own timestamps).
@@ -379,22 +379,42 @@ def write(
 
 
 def _upsert_items(t: Tables, upserts: Sequence[Record], params: list[Any]) -> str:
-    stamps = [r.now for r in upserts]
-    params.extend(
-        (
-            [ns_path(r.namespace) for r in upserts],
-            [r.key for r in upserts],
-            [Jsonb(r.value) for r in upserts],
-            stamps,
+    """Insert-or-update CTEs: ``up`` keeps an existing ``created_at``, ``restored`` sets it.
+
+    Two of them because ``ON CONFLICT DO UPDATE`` sees only the proposed row's columns
+    (``EXCLUDED``), not whether its ``created_at`` was given; the batch's keys are unique
+    (see :func:`normalize_batch`), so no row is touched by both.
+    """
+    head = f"INSERT INTO {t.items} AS t (ns_path, key, value, created_at, updated_at) "
+    update = "ON CONFLICT (ns_path, key) DO UPDATE SET value = EXCLUDED.value, "
+    ctes = []
+    for restore in (False, True):
+        group = [r for r in upserts if (r.created_at is not None) == restore]
+        if not group:
+            continue
+        params.extend(
+            (
+                [ns_path(r.namespace) for r in group],
+                [r.key for r in group],
+                [Jsonb(r.value) for r in group],
+                [r.now for r in group],
+            )
         )
-    )
-    return (
-        f"up AS (INSERT INTO {t.items} AS t (ns_path, key, value, created_at, updated_at) "
-        "SELECT p, k, v, n, n FROM unnest(%b::text[], %b::text[], %b::jsonb[], "
-        "%b::timestamptz[]) AS x(p, k, v, n) "
-        "ON CONFLICT (ns_path, key) DO UPDATE "
-        "SET value = EXCLUDED.value, updated_at = EXCLUDED.updated_at RETURNING 1)"
-    )
+        if not restore:
+            ctes.append(
+                f"up AS ({head}SELECT p, k, v, n, n FROM unnest(%b::text[], %b::text[], "
+                "%b::jsonb[], %b::timestamptz[]) AS x(p, k, v, n) "
+                f"{update}updated_at = EXCLUDED.updated_at RETURNING 1)"
+            )
+            continue
+        params.append([r.created_at for r in group])
+        ctes.append(
+            f"restored AS ({head}SELECT p, k, v, c, n FROM unnest(%b::text[], %b::text[], "
+            "%b::jsonb[], %b::timestamptz[], %b::timestamptz[]) AS x(p, k, v, n, c) "
+            f"{update}updated_at = EXCLUDED.updated_at, created_at = EXCLUDED.created_at "
+            "RETURNING 1)"
+        )
+    return ", ".join(ctes)
 
 
 def _replace_vectors(t: Tables, upserts: Sequence[Record], params: list[Any]) -> str:

@@ -279,7 +279,9 @@ def plan_write(
     for record in upserts:
         ns, key = record.namespace, record.key
         prev = old.get(head_id(ns, key))
-        created: datetime = from_us(prev["created_at_us"]) if prev else record.now
+        created: datetime = record.created_at or (
+            from_us(prev["created_at_us"]) if prev else record.now
+        )
         new = build_points(record, created, layout.tenant_depth, layout.vector_name)
         points.extend(new)
         if prev:

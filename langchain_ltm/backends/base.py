@@ -5,8 +5,11 @@ zero or more unit-length float32 vectors, and answers scoped searches. It never 
 and never decides anything about facts: the store plans, the backend executes.
 
 Rules every backend keeps (the contract suite checks them):
-- ``write`` keeps ``created_at`` of an item that already exists and replaces its vectors
-  (an item re-written with no vectors is no longer scored).
+- ``write`` sets ``updated_at = record.now``. It keeps ``created_at`` of an item that already
+  exists (a new item gets ``now``), unless ``record.created_at`` is set: then the item gets
+  exactly that ``created_at``, new or not (restoring a backup), to the microsecond.
+- ``write`` replaces an item's vectors (an item re-written with no vectors is no longer
+  scored).
 - ``search`` is scoped to ``prefix`` *inside the engine*, matching whole labels only.
 - Scores are cosine similarities; an item's score is the best score of its vectors.
 - Without vectors, results are ordered by ``updated_at`` descending, then namespace and key.
@@ -43,7 +46,12 @@ class StoredItem:
 
 @dataclass(frozen=True, slots=True)
 class Record:
-    """An item to write. ``vectors`` has one row per text in ``texts`` (possibly zero rows)."""
+    """An item to write. ``vectors`` has one row per text in ``texts`` (possibly zero rows).
+
+    ``now`` becomes ``updated_at``. ``created_at`` (timezone-aware) is for restoring a
+    backup: the item is stored with exactly that ``created_at`` even if it exists already.
+    Left ``None``, an existing item keeps its ``created_at`` and a new one gets ``now``.
+    """
 
     namespace: tuple[str, ...]
     key: str
@@ -52,6 +60,14 @@ class Record:
     paths: tuple[str, ...]
     vectors: Vectors | None
     now: datetime
+    created_at: datetime | None = None
+
+    def __post_init__(self) -> None:
+        if self.created_at is not None and self.created_at.utcoffset() is None:
+            raise ValueError(
+                f"Record.created_at must be timezone-aware, got {self.created_at!r}: use "
+                "datetime(..., tzinfo=timezone.utc) or datetime.fromisoformat('...+00:00')."
+            )
 
 
 class Hit(NamedTuple):

@@ -89,12 +89,15 @@ class MemoryBackend(VectorBackend):
 
     def _upsert(self, record: Record) -> None:
         namespace, key = record.namespace, record.key
-        (old,) = self._index.get([(namespace, key)])
+        created = record.created_at
+        if created is None:
+            (old,) = self._index.get([(namespace, key)])
+            created = old.created_at if old else record.now
         item = StoredItem(
             namespace=namespace,
             key=key,
             value=record.value,
-            created_at=old.created_at if old else record.now,
+            created_at=created,
             updated_at=record.now,
         )
         self._index.put(item, record.vectors)

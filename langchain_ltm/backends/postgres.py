@@ -40,7 +40,8 @@ Writes: a batch is one SQL statement (data-modifying CTEs: upsert items keeping
 ``created_at``, drop the vectors the batch no longer writes, upsert the new ones, delete
 items), so it lands whole or not at all in one round trip, vectors sent in pgvector's
 binary format. Ids are deterministic and timestamps come from the records, so writing the
-same batch twice leaves the same rows.
+same batch twice leaves the same rows. A record with ``created_at`` (a restored backup)
+sets it, existing row or not.
 """
 
 from __future__ import annotations
