@@ -38,7 +38,7 @@ __all__ = [
 DEFAULT_MERGE_THRESHOLD = 0.80
 """Cosine similarity from which a fact about the same subject becomes a new version."""
 
-DEFAULT_REVIEW_THRESHOLD = 0.55
+DEFAULT_REVIEW_THRESHOLD = 0.50
 """Cosine similarity from which a fact is close enough to be ambiguous (see the README)."""
 
 DEFAULT_UPSERT_THRESHOLD = DEFAULT_MERGE_THRESHOLD

@@ -44,6 +44,9 @@ _RELATIONS = {
     "landlord": "landlord", "client": "client", "team": "team", "family": "family",
     "stepson": "stepson", "stepdaughter": "stepdaughter", "in-law": "in-law",
     "twin": "twin", "toddler": "toddler", "teenager": "teenager",
+    "mother-in-law": "mother-in-law", "father-in-law": "father-in-law",
+    "sister-in-law": "sister-in-law", "brother-in-law": "brother-in-law",
+    "son-in-law": "son-in-law", "daughter-in-law": "daughter-in-law",
     # animals
     "dog": "dog", "puppy": "dog", "cat": "cat", "kitten": "cat", "pet": "pet",
     "horse": "horse", "rabbit": "rabbit", "bunny": "rabbit", "hamster": "hamster",
@@ -58,24 +61,26 @@ _RELATIONS = {
     "school": "school", "university": "university",
 }  # fmt: skip
 
-_POSSESSIVE = (
-    r"(?:my|his|her|their|our|your|the user's|the user’s|user's|user’s|the customer's)"
+_POSSESSIVE = re.compile(
+    r"\b(?:my|his|her|their|our|your|the user's|user's|the customer's)\s+", re.IGNORECASE
 )
-_MODIFIERS = (
-    r"(?:(?:older|younger|little|big|eldest|oldest|youngest|baby|best|new|old|late|"
-    r"elder|twin|step|ex|first|second|third|other|current|former|own)[- ]?)*"
-)
-_POSSESSED = re.compile(rf"\b{_POSSESSIVE}\s+{_MODIFIERS}([a-z][a-z'’-]*)", re.IGNORECASE)
 _VERBS = frozenset(
-    "is was has had likes loves hates prefers works lives plays speaks wants needs goes "
-    "drinks eats studies uses owns drives takes runs enjoys can will does doesn't isn't "
-    "wasn't has been moved started stopped visits teaches reads writes cooks".split()
+    "is was are were has had have likes loves hates prefers works lives plays speaks wants "
+    "needs goes drinks eats studies uses owns drives takes runs enjoys can will does did "
+    "doesn't isn't wasn't moved started stopped visits teaches reads writes cooks "
+    "runs hurts turned turns gets got became becomes keeps kept lost joined "
+    "adores dislikes attends supports follows calls called named".split()
 )
-_LEADING_NAME = re.compile(r"^\s*([A-Z][a-z]+(?:\s[A-Z][a-z]+)?)(?:'s|’s)?\b(?:\s+(\S+))?")
+_PHRASE_STOP = _VERBS | frozenset(
+    "to in on at for with from of the a an and or but now also still just always never "
+    "not no who which that".split()
+)
+_LEADING_NAME = re.compile(r"^\s*([A-Z][a-z]+(?:\s[A-Z][a-z]+)?)\b")
 _NOT_NAMES = frozenset(
     "i i'm i've i'd the user a an my his her their our your we he she they it this that "
     "always never usually often sometimes every each no not".split()
 )
+_TOKEN = re.compile(r"[a-z][a-z'-]*")
 _WORD = re.compile(r"[a-z0-9]+(?:[.,:/][0-9]+)*")
 _NUMBER_WORDS = frozenset(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
@@ -99,50 +104,114 @@ _FILLER = frozenset(
 
 
 def _fold(text: str) -> str:
-    text = unicodedata.normalize("NFKC", text).replace("’", "'")
+    text = unicodedata.normalize("NFKC", text).replace("\u2019", "'")
     return re.sub(r"n't\b", " not", text)
+
+
+def _canonical(word: str) -> str:
+    word = word.lower().strip("'-")
+    for form in (word, word.removesuffix("s"), word[:-3] + "y" if word.endswith("ies") else ""):
+        if form in _RELATIONS:
+            return _RELATIONS[form]
+    return word.removesuffix("s") if len(word) > 3 and not word.endswith("ss") else word
+
+
+def _chain(words: list[str]) -> tuple[str, bool]:
+    """A possessive chain ("son's friend's") as a key, and whether it names an entity."""
+    parts: list[str] = []
+    entity = False
+    current: list[str] = []
+    for word in words:
+        owner = word.endswith("'s")
+        base = _canonical(word.removesuffix("'s"))
+        entity = entity or base in _RELATIONS.values()
+        current.append(base)
+        if owner:
+            parts.append(" ".join(current))
+            current = []
+    if current:
+        parts.append(" ".join(current))
+    return ">".join(parts), entity
+
+
+def _phrase(tokens: list[str], start: int) -> list[str]:
+    """Words of the noun phrase starting at ``start``, up to a verb or a function word."""
+    words: list[str] = []
+    for token in tokens[start : start + 5]:
+        if token.lower() in _PHRASE_STOP:
+            break
+        words.append(token)
+        if not token.endswith("'s") and len(words) >= 3:
+            break
+    return words
 
 
 @lru_cache(maxsize=4096)
 def subjects(text: str) -> frozenset[str]:
     """Whom or what ``text`` is about, besides the user; empty when it is about the user.
 
+    Each subject is a possessive phrase ("my older sister", "the user's work laptop",
+    "my son's friend") or a leading name ("Tom likes sushi", "Ana's husband"), as a key.
+    Keys naming a person, pet or thing start with ``"*"``.
+
     Example:
         >>> sorted(subjects("My older sister is allergic to peanuts"))
-        ['sister']
+        ['*older sister']
         >>> sorted(subjects("Prefers answers in Spanish"))
         []
         >>> sorted(subjects("Tom likes sushi"))
-        ['name:tom']
+        ['*name:tom']
+        >>> sorted(subjects("My son's friend's birthday is October 2"))
+        ['*son>friend>birthday']
     """
     folded = _fold(text)
     found: set[str] = set()
-    for match in _POSSESSED.finditer(folded):
-        noun = match.group(1).lower().rstrip("'’").removesuffix("'s")
-        canonical = _RELATIONS.get(noun) or _RELATIONS.get(noun.removesuffix("s"))
-        if canonical is None and noun.endswith("ies"):
-            canonical = _RELATIONS.get(noun[:-3] + "y")
-        if canonical is not None:
-            found.add(canonical)
+    for match in _POSSESSIVE.finditer(folded):
+        tokens = _TOKEN.findall(folded[match.end() :].lower())
+        words = _phrase(tokens, 0)
+        if words:
+            key, entity = _chain(words)
+            found.add(("*" if entity else "") + key)
     lead = _LEADING_NAME.match(folded)
     if lead:
-        name, follower = lead.group(1), (lead.group(2) or "").lower()
-        possessive = folded.lstrip()[len(name) :].startswith("'s")
+        name = lead.group(1)
+        rest = folded.lstrip()[len(name) :]
+        tokens = _TOKEN.findall(rest.lower())
+        possessive = rest.startswith("'s")
+        follower = tokens[0] if tokens else ""
         if name.lower() not in _NOT_NAMES and (possessive or follower in _VERBS):
-            found.add("name:" + name.lower())
+            key = "name:" + name.lower()
+            if possessive:
+                chain, _ = _chain(_phrase(_TOKEN.findall(rest[2:].lower()), 0))
+                key = f"{key}>{chain}" if chain else key
+            found.add("*" + key)
     return frozenset(found)
 
 
 def different_subject(a: str, b: str) -> bool:
     """Whether the two facts are about different people, pets or things.
 
+    They are when the people, pets or things they name differ ("my sister" / "my son",
+    "my husband" / "my husband's mother", "my sister" / the user), or when both name
+    something of the user's and nothing in common ("my left knee" / "my right knee").
+
     Example:
         >>> different_subject("My sister is allergic to peanuts", "My son is allergic to peanuts")
         True
         >>> different_subject("My son plays the piano", "my son has piano lessons")
         False
+        >>> different_subject("My favourite colour is blue", "Favourite colour is green now")
+        False
     """
-    return subjects(a) != subjects(b)
+    sa, sb = subjects(a), subjects(b)
+    if sa == sb:
+        return False
+    entities_a = {s for s in sa if s.startswith("*")}
+    entities_b = {s for s in sb if s.startswith("*")}
+    if entities_a != entities_b:
+        return True
+    others_a, others_b = sa - entities_a, sb - entities_b
+    return bool(others_a and others_b and not others_a & others_b)
 
 
 def _words(text: str) -> list[str]:
