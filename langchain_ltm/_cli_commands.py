@@ -130,6 +130,7 @@ def cmd_remember(session: Session) -> int:
                 "fact": fact.to_dict() if fact else None,
                 "previous": result.previous,
                 "similarity": result.similarity,
+                "similar": [s.to_dict() for s in result.similar],
                 "reason": result.reason,
             }
         )
@@ -139,7 +140,7 @@ def cmd_remember(session: Session) -> int:
             note = f"  (was: {result.previous}; similarity {result.similarity or 0:.2f})"
             rows.append([result.action, fact.id, fact.content + note])
         else:
-            rows.append([result.action, fact.id, fact.content])
+            rows.append([result.action, fact.id, fact.content + _similar_note(result)])
     session.emit(records, table(["ACTION", "ID", "FACT"], rows))
     rejected = sum(r.action == "rejected" for r in results)
     if rejected == len(results) == 1:
@@ -152,6 +153,14 @@ def cmd_remember(session: Session) -> int:
             f"output); {stored} {'was' if stored == 1 else 'were'} stored.",
         )
     return EXIT_OK
+
+
+def _similar_note(result: RememberResult) -> str:
+    """For a created fact kept next to close ones: which, so the user can merge them."""
+    if not result.similar:
+        return ""
+    close = "; ".join(f"{s.id} {s.content!r} {s.score:.2f}" for s in result.similar)
+    return f"  (kept apart from similar: {close})"
 
 
 def _checked(session: Session, facts: list[tuple[str, str]]) -> list[str]:

@@ -56,8 +56,17 @@ def test_remember_prints_one_action_per_fact(ltm):
     code, out, _ = ltm("remember", "--user", "alice", "--json", "prefers answers in spanish.")
     (record,) = as_json(out)
     assert code == 0
-    assert set(record) == {"index", "action", "fact", "previous", "similarity", "reason"}
+    assert set(record) == {
+        "index",
+        "action",
+        "fact",
+        "previous",
+        "similarity",
+        "similar",
+        "reason",
+    }
     assert record["action"] == "duplicate" and record["similarity"] == 1.0
+    assert record["similar"] == []
     assert record["fact"]["content"] == "Prefers answers in Spanish"
     assert set(record["fact"]) == {
         "id",
@@ -65,9 +74,11 @@ def test_remember_prints_one_action_per_fact(ltm):
         "content",
         "created_at",
         "updated_at",
-        "score",
+        "valid_from",
         "history",
+        "metadata",
     }
+    assert (record["fact"]["history"], record["fact"]["metadata"]) == ([], {})
 
 
 def test_remember_reads_stdin_lines(ltm, monkeypatch):
@@ -92,7 +103,7 @@ def test_recall_merges_phrasings_and_lists(ltm):
         "Prefers answers in Spanish",
         "Works on the payments team",
     ]
-    assert all(isinstance(f["score"], float) for f in facts)
+    assert all(isinstance(f["score"], float) and f["superseded"] is False for f in facts)
     assert facts == sorted(facts, key=lambda f: -f["score"])
 
     code, out, _ = ltm("recall", "--user", "alice", "language", "--limit", "1")
@@ -101,7 +112,9 @@ def test_recall_merges_phrasings_and_lists(ltm):
     assert len(lines) == 2 and lines[1].endswith("Prefers answers in Spanish")
 
     code, out, _ = ltm("list", "--user", "alice", "--json")
-    assert code == 0 and [f["score"] for f in as_json(out)] == [None, None]
+    listed = as_json(out)
+    assert code == 0 and len(listed) == 2
+    assert not any("score" in f for f in listed)  # a listed fact has no score
     code, out, _ = ltm("list", "--user", "alice")
     assert out.splitlines()[0].split() == ["ID", "CREATED", "UPDATED", "FACT"]
 
