@@ -25,8 +25,12 @@ class UserLocks:
     def __init__(self) -> None:
         self._stripes = [threading.Lock() for _ in range(_STRIPES)]
 
+    def stripe(self, label: str) -> threading.Lock:
+        """The in-process lock that serializes ``label`` (shared with other labels)."""
+        return self._stripes[zlib.crc32(label.encode("utf-8")) % _STRIPES]
+
     def acquire(self, backend: VectorBackend, label: str) -> Logic[tuple[threading.Lock, Any]]:
-        lock = self._stripes[zlib.crc32(label.encode("utf-8")) % _STRIPES]
+        lock = self.stripe(label)
         yield Step(lock.acquire, _acquire_off_loop(lock))
         try:
             token = yield call(backend, "lock", label)

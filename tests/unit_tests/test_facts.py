@@ -73,8 +73,13 @@ async def test_similar_fact_updates_in_place(mem, store):
     after = store.get(store.user_namespace("u1"), created.fact.id)
     assert after.created_at == before.created_at and after.updated_at > before.updated_at
     assert after.value["content"] == "I like green tea a lot"
-    assert after.value["history"] == ["I like green tea"]
-    assert len(await mem.list_all("u1")) == 1
+    (fact,) = await mem.list_all("u1")
+    assert [v.content for v in fact.history] == ["I like green tea"]
+    assert fact.history[0].valid_to == fact.valid_from == after.updated_at
+    assert [v.content for v in await mem.history("u1", fact.id)] == [
+        "I like green tea",
+        "I like green tea a lot",
+    ]
 
 
 async def test_below_threshold_creates_a_new_fact(mem):
@@ -84,13 +89,35 @@ async def test_below_threshold_creates_a_new_fact(mem):
     assert len(await mem.list_all("u1")) == 2
 
 
-async def test_history_is_bounded(emb):
-    store = LongTermMemoryStore(InMemoryVectorStore(emb), upsert_threshold=0.5, history_limit=2)
-    for n in range(5):
-        result = await store.aremember("u1", f"I like green tea {'very ' * n}much")
+async def test_history_keeps_every_version_by_default(emb):
+    store = LongTermMemoryStore(InMemoryVectorStore(emb), upsert_threshold=0.5)
+    texts = [f"I like green tea {'very ' * n}much" for n in range(8)]
+    for text in texts:
+        result = await store.aremember("u1", text)
     assert result.action == "updated"
     (fact,) = await store.alist_all("u1")
-    assert len(fact.history) == 2 and fact.history[-1] == "I like green tea very very very much"
+    assert [v.content for v in fact.history] == texts[:-1] and fact.content == texts[-1]
+    assert [v.content for v in result.fact.history] == texts[:-1]
+    starts = [v.valid_from for v in fact.versions]
+    assert starts == sorted(starts)
+    assert all(v.valid_to == nxt.valid_from for v, nxt in zip(fact.history, fact.versions[1:]))
+
+
+async def test_history_limit_and_prune_are_explicit(emb):
+    store = LongTermMemoryStore(InMemoryVectorStore(emb), upsert_threshold=0.5, history_limit=2)
+    for n in range(5):
+        await store.aremember("u1", f"I like green tea {'very ' * n}much")
+    (fact,) = await store.alist_all("u1")
+    assert [v.content for v in fact.history] == [
+        "I like green tea very very much",
+        "I like green tea very very very much",
+    ]
+    assert await store.aprune_history("u1", keep=1) == 1
+    assert [v.content for v in (await store.alist_all("u1"))[0].history] == [
+        "I like green tea very very very much"
+    ]
+    assert store.prune_history("u1", fact.id) == 1
+    assert store.history("u1", fact.id) == [store.list_all("u1")[0].versions[-1]]
 
 
 async def test_batch_is_one_embedding_call_and_decided_in_order(mem, emb):
@@ -250,7 +277,7 @@ async def test_concurrent_identical_remembers_leave_one_fact_asyncio(store):
 async def test_cancelled_remember_leaves_the_store_usable(store):
     """A task cancelled while it waits for the user's lock must not leave the lock held."""
     label = store.user_namespace("u1")[-1]
-    _, lock = store._lock_step(label)
+    lock = store._locks.stripe(label)
     lock.acquire()  # another writer holds the user's lock
     task = asyncio.create_task(store.aremember("u1", "I like green tea"))
     await asyncio.sleep(0.05)

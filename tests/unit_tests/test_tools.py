@@ -78,12 +78,14 @@ def say(text):
 
 
 def test_tool_schemas_hide_the_user_and_the_runtime(store):
-    remember, recall, forget = create_memory_tools(store)
-    assert [t.name for t in (remember, recall, forget)] == [
+    remember, recall, update, forget = create_memory_tools(store)
+    assert [t.name for t in (remember, recall, update, forget)] == [
         "remember_fact",
         "recall_facts",
+        "update_fact",
         "forget_fact",
     ]
+    assert set(update.tool_call_schema.model_json_schema()["properties"]) == {"fact_id", "fact"}
     assert set(remember.tool_call_schema.model_json_schema()["properties"]) == {"fact"}
     assert set(recall.tool_call_schema.model_json_schema()["properties"]) == {"queries", "limit"}
     assert set(forget.tool_call_schema.model_json_schema()["properties"]) == {"fact_id"}
@@ -113,7 +115,7 @@ def test_tools_use_the_configured_namespace(store):
 
 
 def test_missing_user_id_fails_before_any_storage_call(store, emb):
-    remember, recall, forget = create_memory_tools(store)
+    remember, recall, update, forget = create_memory_tools(store)
     for tool, args in [
         (remember, {"fact": "x"}),
         (recall, {"queries": ["x"]}),
@@ -137,7 +139,7 @@ def test_user_id_key_is_configurable(store):
 
 
 def test_smuggled_user_id_is_ignored(store):
-    remember, recall, _ = create_memory_tools(store)
+    remember, recall, _, _ = create_memory_tools(store)
     remember.invoke({"fact": "likes tea", "user_id": "victim"}, config=run("attacker"))
     assert store.list_all("victim") == []
     store.remember("victim", "victim secret plan")
@@ -148,7 +150,7 @@ def test_smuggled_user_id_is_ignored(store):
 
 
 def test_forget_another_users_fact_deletes_nothing(store):
-    _, _, forget = create_memory_tools(store)
+    _, _, _, forget = create_memory_tools(store)
     fact = store.remember("alice", "likes tea").fact
     out = json.loads(forget.invoke({"fact_id": fact.id}, config=run("mallory")))
     assert out["deleted"] is False and "nothing was deleted" in out["reason"]
@@ -158,7 +160,7 @@ def test_forget_another_users_fact_deletes_nothing(store):
 
 
 def test_bad_arguments_become_tool_errors_the_model_can_read(store):
-    remember, recall, forget = create_memory_tools(store)
+    remember, recall, update, forget = create_memory_tools(store)
     assert "empty" in remember.invoke({"fact": "   "}, config=run("u1"))
     assert "limit" in remember.invoke({"fact": "x" * 5000}, config=run("u1"))
     assert "at least one" in recall.invoke({"queries": []}, config=run("u1"))
@@ -167,7 +169,7 @@ def test_bad_arguments_become_tool_errors_the_model_can_read(store):
 
 
 def test_secret_is_rejected_with_a_reason(store):
-    remember, _, _ = create_memory_tools(store)
+    remember, _, _, _ = create_memory_tools(store)
     out = json.loads(remember.invoke({"fact": "my card is 4111 1111 1111 1111"}, config=run("u1")))
     assert out["action"] == "rejected" and "card" in out["reason"]
     assert store.list_all("u1") == []
@@ -179,7 +181,7 @@ def test_secret_is_rejected_with_a_reason(store):
 
 
 def test_recall_limit_is_capped_by_config(store):
-    store.remember("u1", [f"fact number {i} about tea" for i in range(10)])
+    store.remember("u1", [f"tea note {w}" for w in "ab cd ef gh ij kl mn op qr st".split()])
     (recall,) = create_memory_tools(
         store, config=LongTermMemoryConfig(tools=("recall_facts",), recall_limit=3)
     )
@@ -188,7 +190,7 @@ def test_recall_limit_is_capped_by_config(store):
 
 
 async def test_async_tools_share_the_logic(store):
-    remember, recall, forget = create_memory_tools(store)
+    remember, recall, update, forget = create_memory_tools(store)
     made = json.loads(await remember.ainvoke({"fact": "works on payments"}, config=run("u1")))
     assert made["action"] == "created"
     found = json.loads(await recall.ainvoke({"queries": ["payments"]}, config=run("u1")))
