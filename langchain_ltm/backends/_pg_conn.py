@@ -37,6 +37,9 @@ _NO_VECTOR = (
 )
 
 
+_IDLE = TransactionStatus.IDLE
+
+
 class _Lost(Exception):
     """The connection broke during the call (internal: triggers one retry)."""
 
@@ -125,10 +128,37 @@ async def _drive_async(conn: psycopg.AsyncConnection[Any], exchange: Exchange[T]
             return stop.value  # type: ignore[no-any-return]
 
 
+def rollback_or_close_sync(conn: psycopg.Connection[Any]) -> None:
+    """End the connection's transaction (and the locks it holds); close it if that fails."""
+    if conn.closed:
+        return
+    try:
+        conn.rollback()
+    except psycopg.Error:
+        conn.close()
+
+
+async def rollback_or_close(conn: psycopg.AsyncConnection[Any]) -> None:
+    """Async twin of :func:`rollback_or_close_sync`."""
+    if conn.closed:
+        return
+    try:
+        await conn.rollback()
+    except psycopg.Error:
+        await conn.close()
+
+
 class _AsyncPoolLike(Protocol):
+    @property
+    def max_size(self) -> int: ...
+
     def connection(
         self, timeout: float | None = None
     ) -> contextlib.AbstractAsyncContextManager[psycopg.AsyncConnection[Any]]: ...
+
+    async def getconn(self, timeout: float | None = None) -> psycopg.AsyncConnection[Any]: ...
+
+    async def putconn(self, conn: psycopg.AsyncConnection[Any]) -> None: ...
 
     async def check(self) -> None: ...
 
@@ -148,6 +178,7 @@ class LoopPool:
         self, conninfo: str, kwargs: dict[str, Any], max_size: int, timeout: float
     ) -> None:
         self.conninfo, self.kwargs, self.timeout = conninfo, kwargs, timeout
+        self.max_size = max_size
         self._idle: list[psycopg.AsyncConnection[Any]] = []
         self._slots = asyncio.Semaphore(max_size)
         self._closed = False
@@ -156,20 +187,34 @@ class LoopPool:
     async def connection(
         self, timeout: float | None = None
     ) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        conn = await self.getconn(timeout)
+        try:
+            try:
+                yield conn
+            except BaseException:
+                await rollback_or_close(conn)
+                raise
+            if conn.info.transaction_status == TransactionStatus.INTRANS:
+                await conn.commit()
+        finally:
+            await self.putconn(conn)
+
+    async def getconn(self, timeout: float | None = None) -> psycopg.AsyncConnection[Any]:
+        """A connection that the caller hands back with :meth:`putconn`."""
         try:
             await asyncio.wait_for(self._slots.acquire(), timeout or self.timeout)
         except asyncio.TimeoutError:
             raise PoolTimeout(f"no free connection after {timeout or self.timeout} s") from None
         try:
-            conn = await self._take()
-            try:
-                yield conn
-            except BaseException:
-                await self._discard_or_rollback(conn)
-                raise
-            if conn.info.transaction_status == TransactionStatus.INTRANS:
-                await conn.commit()
-            if self._closed or conn.info.transaction_status != TransactionStatus.IDLE:
+            return await self._take()
+        except BaseException:
+            self._slots.release()
+            raise
+
+    async def putconn(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        """Take a connection back: kept if idle, closed if in a transaction or broken."""
+        try:
+            if self._closed or conn.closed or conn.info.transaction_status != _IDLE:
                 await conn.close()
             else:
                 self._idle.append(conn)
@@ -185,19 +230,6 @@ class LoopPool:
                 return conn
         kwargs = {"connect_timeout": max(1, round(self.timeout)), **self.kwargs}
         return await psycopg.AsyncConnection.connect(self.conninfo, **kwargs)
-
-    async def _discard_or_rollback(self, conn: psycopg.AsyncConnection[Any]) -> None:
-        if conn.closed:
-            return
-        try:
-            await conn.rollback()
-        except psycopg.Error:
-            await conn.close()
-            return
-        if self._closed:
-            await conn.close()
-        else:
-            self._idle.append(conn)
 
     async def check(self) -> None:
         """Drop the idle connections that no longer answer."""
@@ -265,7 +297,8 @@ class Connector:
                 "only the API (sync or async) of the pool you passed."
             )
 
-    def _sync_pool(self) -> ConnectionPool[Any]:
+    def sync_pool(self) -> ConnectionPool[Any]:
+        """The sync pool (opened on first use)."""
         if self._pool is None:
             self._check_conninfo()
             with self._lock:
@@ -281,7 +314,8 @@ class Connector:
                     )
         return self._pool
 
-    def _async_pool(self) -> _AsyncPoolLike | LoopPool:
+    def async_pool(self) -> _AsyncPoolLike:
+        """The running event loop's async pool (opened on first use)."""
         if self._apool is not None:
             return self._apool
         loop = asyncio.get_running_loop()
@@ -357,7 +391,7 @@ class Connector:
         vectors: bool = True,
     ) -> T:
         """Drive ``make()`` on a pooled connection (one retry if the connection breaks)."""
-        pool = self._sync_pool()
+        pool = self.sync_pool()
         for attempt in (1, 2):
             try:
                 with pool.connection() as conn:
@@ -378,12 +412,12 @@ class Connector:
                     raise translate(cause, what) from cause
                 pool.check()
             except PoolTimeout as exc:
-                raise translate(exc, what, self._diagnose()) from exc
+                raise translate(exc, what, self.diagnose()) from exc
             except psycopg.Error as exc:
                 raise translate(exc, what) from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _diagnose(self) -> str:
+    def diagnose(self) -> str:
         """Why connecting fails, from one direct attempt (the pool keeps its errors)."""
         try:
             psycopg.connect(self.conninfo, **{**self.kwargs, "connect_timeout": 2}).close()
@@ -400,7 +434,7 @@ class Connector:
         vectors: bool = True,
     ) -> T:
         """Async twin of :meth:`run`."""
-        pool = self._async_pool()
+        pool = self.async_pool()
         for attempt in (1, 2):
             try:
                 async with pool.connection() as conn:
@@ -421,7 +455,7 @@ class Connector:
                     raise translate(cause, what) from cause
                 await pool.check()
             except PoolTimeout as exc:
-                raise translate(exc, what, await asyncio.to_thread(self._diagnose)) from exc
+                raise translate(exc, what, await asyncio.to_thread(self.diagnose)) from exc
             except psycopg.Error as exc:
                 raise translate(exc, what) from exc
         raise AssertionError("unreachable")  # pragma: no cover

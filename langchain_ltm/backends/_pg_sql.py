@@ -457,6 +457,23 @@ def _replace_vectors(t: Tables, upserts: Sequence[Record], params: list[Any]) ->
     )
 
 
+# ---- locks -----------------------------------------------------------------------------
+
+
+def lock_key(t: Tables, scope: str) -> str:
+    """The text hashed into the 64-bit advisory lock key of ``scope`` on these tables."""
+    return f"{t.items}:{scope}"
+
+
+def advisory_lock(t: Tables, scope: str) -> Statement:
+    """Wait for and take ``scope``'s lock until the transaction ends (see ``_pg_lock``).
+
+    The key is ``hashtextextended('"schema"."table":' || scope, 0)``, so another tool can
+    take the same lock; it never equals the keys of setup or of the vector column typing.
+    """
+    return Statement("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (lock_key(t, scope),))
+
+
 # ---- schema ----------------------------------------------------------------------------
 
 _TYPMOD = (

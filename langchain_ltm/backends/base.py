@@ -14,6 +14,10 @@ Rules every backend keeps (the contract suite checks them):
 - Scores are cosine similarities; an item's score is the best score of its vectors.
 - Without vectors, results are ordered by ``updated_at`` descending, then namespace and key.
 - With vectors, scored items come first (score descending), unscored ones after them.
+- ``lock(scope)`` excludes every other ``lock(scope)`` on the same store, in any process,
+  until ``unlock(token)``; it is not reentrant. Engines with a single writer process keep
+  the default (no lock: callers in one process serialize themselves, as the store does)
+  and say so with ``Capabilities.cross_process_lock = False``.
 """
 
 from __future__ import annotations
@@ -110,6 +114,7 @@ class Capabilities:
     persistent: bool = False
     native_async: bool = False
     multi_process: bool = False
+    cross_process_lock: bool = False  # lock() excludes other processes, not only a no-op
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -142,6 +147,40 @@ class VectorBackend(ABC):
     @abstractmethod
     def count(self, prefix: tuple[str, ...]) -> int:
         """Number of items under ``prefix``."""
+
+    def lock(self, scope: str) -> Any:
+        """Block until this caller holds the exclusive lock ``scope``; return its token.
+
+        The lock spans processes on engines with ``capabilities.cross_process_lock``; it is
+        not reentrant (a holder asking again for the same scope waits for itself). Always
+        pair it with :meth:`unlock` in a ``finally``. Default: no lock at all (token
+        ``None``), which is right for an engine with a single writer process, whose callers
+        serialize themselves in process (the store holds its own per-user lock).
+
+        Example:
+            >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+            >>> from langchain_core.vectorstores import InMemoryVectorStore
+            >>> from langchain_ltm.backends import backend_for
+            >>> backend = backend_for(InMemoryVectorStore(DeterministicFakeEmbedding(size=8)))
+            >>> token = backend.lock("alice")
+            >>> try:
+            ...     n = backend.count(("memories", "alice"))  # read, then write...
+            ... finally:
+            ...     backend.unlock(token)
+        """
+        return None
+
+    def unlock(self, token: Any) -> None:
+        """Release the lock :meth:`lock` returned ``token`` for. Default: nothing."""
+        return None
+
+    async def alock(self, scope: str) -> Any:
+        """Async twin of :meth:`lock` (waits without blocking the event loop)."""
+        return self.lock(scope)
+
+    async def aunlock(self, token: Any) -> None:
+        """Async twin of :meth:`unlock`."""
+        self.unlock(token)
 
     def close(self) -> None:
         """Release what the backend opened (connections, file locks). Default: nothing."""

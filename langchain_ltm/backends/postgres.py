@@ -42,6 +42,10 @@ items), so it lands whole or not at all in one round trip, vectors sent in pgvec
 binary format. Ids are deterministic and timestamps come from the records, so writing the
 same batch twice leaves the same rows. A record with ``created_at`` (a restored backup)
 sets it, existing row or not.
+
+Locks: :meth:`~PostgresBackend.lock` takes a transaction-level advisory lock per table and
+scope (``_pg_lock``), which excludes every process on the database; Postgres drops it with
+a holder's connection.
 """
 
 from __future__ import annotations
@@ -60,6 +64,7 @@ try:
 
     from langchain_ltm.backends import _pg_sql as sql
     from langchain_ltm.backends._pg_conn import Connector, conninfo_from_engine
+    from langchain_ltm.backends._pg_lock import AdvisoryLocks, HeldLock
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise MissingDependencyError(
         f"The Postgres engine needs psycopg 3 and psycopg-pool ({exc}). "
@@ -115,6 +120,7 @@ class PostgresBackend(VectorBackend):
         persistent=True,
         native_async=True,
         multi_process=True,
+        cross_process_lock=True,
         extra={"exact_search": True, "unique_fact_hash": True},
     )
 
@@ -133,6 +139,7 @@ class PostgresBackend(VectorBackend):
         self.connector = connector
         self.dims = dims
         self._engine = engine
+        self._locks = AdvisoryLocks(connector)
 
     @property
     def vectors_table(self) -> str:
@@ -261,6 +268,44 @@ class PostgresBackend(VectorBackend):
         self.dims = self.dims or new_dims
         return deleted
 
+    # ---- locks --------------------------------------------------------------------------
+
+    def lock(self, scope: str) -> HeldLock:
+        """Wait until this caller holds ``scope``'s lock on this table, in every process.
+
+        A transaction-level advisory lock (``pg_advisory_xact_lock``) on a connection
+        checked out of the sync pool for as long as the lock is held; :meth:`unlock`
+        commits and returns it. A holder whose connection or process dies loses the lock
+        (Postgres releases it). Not reentrant. At most half the pool's connections wait
+        for or hold locks, so the holder's own reads and writes always find one: the pool
+        needs ``max_size >= 2`` (the default 10 lets 5 locks be held or awaited at once).
+
+        Example:
+            >>> backend = postgres_backend("postgresql://localhost/app", setup=False)
+            >>> token = backend.lock("alice@example.com")  # doctest: +SKIP
+            >>> try:  # doctest: +SKIP
+            ...     ...  # read, decide, write: no other process does it for alice now
+            ... finally:
+            ...     backend.unlock(token)
+        """
+        return self._locks.lock(sql.advisory_lock(self.tables, _scope(scope)), scope)
+
+    def unlock(self, token: Any) -> None:
+        """Release a lock :meth:`lock` returned (a second call does nothing).
+
+        Raises ``BackendError`` if the connection broke while the lock was held (Postgres
+        released it then); the connection goes back to the pool, or is replaced, anyway.
+        """
+        self._locks.unlock(_token(token))
+
+    async def alock(self, scope: str) -> HeldLock:
+        """Async twin of :meth:`lock`, on the running event loop's pool."""
+        return await self._locks.alock(sql.advisory_lock(self.tables, _scope(scope)), scope)
+
+    async def aunlock(self, token: Any) -> None:
+        """Async twin of :meth:`unlock`."""
+        await self._locks.aunlock(_token(token))
+
     # ---- checks (pure) ------------------------------------------------------------------
 
     def _plan_write(
@@ -287,6 +332,18 @@ class PostgresBackend(VectorBackend):
                 f"{what} needs the vector size: pass dims= to postgres_backend(), or write "
                 "some vectors first."
             )
+
+
+def _scope(scope: str) -> str:
+    if not isinstance(scope, str):
+        raise TypeError(f"lock() takes a str scope, got {type(scope).__name__}.")
+    return scope
+
+
+def _token(token: Any) -> HeldLock:
+    if not isinstance(token, HeldLock):
+        raise TypeError(f"unlock() takes the token lock() returned, got {token!r}.")
+    return token
 
 
 def _dims_error(stored: int, given: int) -> EmbeddingDimensionError:

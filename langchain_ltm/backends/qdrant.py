@@ -21,6 +21,12 @@ the mirror with exact scores (see ``_index``). Writes go to Qdrant first, which
 stays the system of record. The async twins call the sync methods (the engine runs in this
 process; a write to a folder blocks for its sqlite commit). Write through this backend
 only: points another writer adds to the collection are not seen until :meth:`reload`.
+
+**Locks**: :meth:`~QdrantBackend.lock` is the base class's no-op in both modes
+(``capabilities.cross_process_lock`` is ``False``). Embedded, that is exact: qdrant-client
+locks the folder to one process, whose callers serialize themselves. A Qdrant server has
+no lock to take, so writers in several processes are not kept apart: their writes stay
+idempotent upserts, but two read-modify-write sequences on one user may interleave.
 """
 
 from __future__ import annotations
@@ -116,6 +122,9 @@ class QdrantBackend(VectorBackend):
             ``False`` in embedded mode runs the server code path against local mode.
         aclient: ``AsyncQdrantClient`` for the async twins on a server (default: one built
             from ``client.init_options`` on first use).
+
+    ``lock()``/``unlock()`` do nothing (see the module notes): embedded, one process owns
+    the folder; a server offers no lock, so processes sharing one are not excluded.
 
     Example:
         >>> from qdrant_client import QdrantClient

@@ -1,0 +1,196 @@
+"""Cross-process locks for the Postgres engine: transaction-level advisory locks.
+
+``lock(scope)`` checks a connection out of the pool, opens a transaction and waits in
+``pg_advisory_xact_lock``; the token keeps that connection until ``unlock`` commits and
+hands it back. Whatever goes wrong (an error, a cancelled task, Ctrl-C while waiting), the
+transaction is rolled back or the connection closed before it returns to the pool, so a
+lock is never left held by a pooled connection; a holder that dies ends its session, and
+Postgres releases the lock itself.
+
+A lock connection never runs the engine's own statements, so it never gets the vector
+adapters or the generic-plan setting of ``Connector`` (those are applied outside any
+transaction by the next call that takes the connection, as for any fresh one), and the
+lock statement is not prepared.
+
+Pool room: a held lock keeps its connection out of the pool, and so does a ``lock()``
+still waiting for another process. So that waiters can never take every connection from
+the holders' own reads and writes, at most half of a pool's connections (5 of the default
+10) wait for or hold locks; further ``lock()`` calls wait in process for one of those.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import psycopg
+from psycopg_pool import PoolTimeout
+
+from langchain_ltm.backends._pg_conn import (
+    Connector,
+    rollback_or_close,
+    rollback_or_close_sync,
+    translate,
+)
+from langchain_ltm.backends._pg_sql import Statement
+from langchain_ltm.errors import BackendError
+
+__all__ = ["AdvisoryLocks", "HeldLock"]
+
+S = TypeVar("S", threading.Semaphore, asyncio.Semaphore)
+
+
+class HeldLock:
+    """The token of a held lock: a pooled connection whose open transaction holds it."""
+
+    __slots__ = ("conn", "is_async", "pool", "released", "scope", "slots")
+
+    def __init__(self, conn: Any, pool: Any, slots: Any, scope: str, *, is_async: bool) -> None:
+        self.conn, self.pool, self.slots, self.scope = conn, pool, slots, scope
+        self.is_async = is_async
+        self.released = False
+
+    def __repr__(self) -> str:
+        return f"<HeldLock {self.scope!r} {'released' if self.released else 'held'}>"
+
+
+class AdvisoryLocks:
+    """``lock``/``unlock`` and their async twins over a :class:`Connector`'s pools."""
+
+    def __init__(self, connector: Connector) -> None:
+        self.connector = connector
+        # per pool: how many of its connections may wait for or hold locks
+        self._slots: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        self._guard = threading.Lock()
+
+    def _slots_for(self, pool: Any, kind: Callable[[int], S]) -> S:
+        slots = self._slots.get(pool)
+        if slots is None:
+            max_size = int(pool.max_size)
+            if max_size < 2:
+                raise ValueError(
+                    "lock() keeps a pooled connection for as long as the lock is held, and "
+                    "the holder's reads and writes need another one: open the backend with "
+                    f"max_size >= 2 (this pool has max_size={max_size})."
+                )
+            with self._guard:
+                slots = self._slots.setdefault(pool, kind(max_size // 2))
+        return slots  # type: ignore[no-any-return]
+
+    def lock(self, statement: Statement, scope: str) -> HeldLock:
+        """Run ``statement`` (an advisory lock) in a transaction; keep its connection."""
+        pool = self.connector.sync_pool()
+        slots = self._slots_for(pool, threading.Semaphore)
+        slots.acquire()
+        try:
+            for attempt in (1, 2):
+                try:
+                    conn = pool.getconn()
+                except PoolTimeout as exc:
+                    raise translate(exc, "lock", self.connector.diagnose()) from exc
+                try:
+                    if conn.autocommit:
+                        conn.execute("BEGIN")
+                    conn.execute(statement.sql, statement.params, prepare=False)
+                    return HeldLock(conn, pool, slots, scope, is_async=False)
+                except BaseException as exc:
+                    lost = conn.broken or conn.closed
+                    rollback_or_close_sync(conn)  # a lock granted meanwhile is released too
+                    pool.putconn(conn)
+                    if not isinstance(exc, psycopg.Error):
+                        raise
+                    if not lost or attempt == 2:
+                        raise translate(exc, "lock") from exc
+                pool.check()  # a stale pooled connection: once more on a fresh one
+        except BaseException:
+            slots.release()
+            raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def alock(self, statement: Statement, scope: str) -> HeldLock:
+        """Async twin of :meth:`lock`, on the running event loop's pool."""
+        pool = self.connector.async_pool()
+        slots = self._slots_for(pool, asyncio.Semaphore)
+        await slots.acquire()
+        try:
+            for attempt in (1, 2):
+                try:
+                    conn = await pool.getconn()
+                except PoolTimeout as exc:
+                    why = await asyncio.to_thread(self.connector.diagnose)
+                    raise translate(exc, "lock", why) from exc
+                try:
+                    if conn.autocommit:
+                        await conn.execute("BEGIN")
+                    await conn.execute(statement.sql, statement.params, prepare=False)
+                    return HeldLock(conn, pool, slots, scope, is_async=True)
+                except BaseException as exc:  # cancelled while waiting: nothing stays held
+                    lost = conn.broken or conn.closed
+                    await rollback_or_close(conn)
+                    await pool.putconn(conn)
+                    if not isinstance(exc, psycopg.Error):
+                        raise
+                    if not lost or attempt == 2:
+                        raise translate(exc, "lock") from exc
+                await pool.check()
+        except BaseException:
+            slots.release()
+            raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def unlock(self, held: HeldLock) -> None:
+        """Commit the lock's transaction (releasing it); give the connection back."""
+        if held.is_async:
+            raise TypeError("This lock was taken with alock(): release it with aunlock().")
+        if held.released:
+            return
+        held.released = True
+        conn = held.conn
+        try:
+            conn.commit()
+        except BaseException as exc:
+            conn.close()  # the lock ends with the session: never left held
+            if isinstance(exc, psycopg.Error):
+                raise _unlock_error(exc, held.scope) from exc
+            raise
+        finally:
+            try:
+                held.pool.putconn(conn)
+            finally:
+                held.slots.release()
+
+    async def aunlock(self, held: HeldLock) -> None:
+        """Async twin of :meth:`unlock`; releases a lock taken with sync ``lock()`` too."""
+        if not held.is_async:
+            await asyncio.to_thread(self.unlock, held)
+            return
+        if held.released:
+            return
+        held.released = True
+        conn = held.conn
+        try:
+            await conn.commit()
+        except BaseException as exc:
+            await conn.close()
+            if isinstance(exc, psycopg.Error):
+                raise _unlock_error(exc, held.scope) from exc
+            raise
+        finally:
+            try:
+                await held.pool.putconn(conn)
+            finally:
+                held.slots.release()
+
+
+def _unlock_error(exc: psycopg.Error, scope: str) -> Exception:
+    if isinstance(exc, psycopg.OperationalError):
+        return BackendError(
+            f"The Postgres connection holding lock {scope!r} broke before unlock "
+            f"({str(exc).strip()}). Postgres released the lock when the connection ended, "
+            "so another writer may have taken it since: the writes made while holding it "
+            "are kept (each committed on its own); re-read before writing again."
+        )
+    return translate(exc, "unlock")
