@@ -140,7 +140,12 @@ def _store_facts(
             answers = yield Step(ctx.resolver.resolve, ctx.resolver.aresolve, (asked,))
             decision = decide(dict(zip(rows, check_resolutions(asked, answers), strict=True)))
         now = datetime.now(timezone.utc)
-        stored = {h.item.key: h.item for h in exact_hits}
+        known = {h.item.key: h.item for hits in (*neighbours, exact_hits) for h in hits}
+        stored = {
+            d.key: known[d.key]
+            for d in decision.decisions
+            if d.action == "duplicate" and d.key not in decision.touched
+        }
         histories = yield from versions_of(ctx, namespace, [*_bases(decision), *stored.values()])
         records, deletes = _records(ctx, namespace, decision, vectors, histories, now)
         if records and not dry_run:
@@ -406,7 +411,9 @@ def _fact_records(
             Record(
                 namespace=namespace,
                 key=layout.version_key(fact.id, number),
-                value=layout.version_value(fact.id, number, version.content, version.valid_from, end),
+                value=layout.version_value(
+                    fact.id, number, version.content, version.valid_from, end
+                ),
                 texts=(version.content,),
                 paths=("content",),
                 vectors=vectors[i : i + 1],

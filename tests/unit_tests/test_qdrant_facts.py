@@ -31,6 +31,27 @@ from tests.unit_tests.test_facts import (  # noqa: F401  (re-collected on Qdrant
     test_users_are_isolated,
 )
 
+from tests.unit_tests.test_versions import (  # noqa: F401  (re-collected here)
+    test_a_bad_import_record_writes_nothing,
+    test_a_changed_number_is_a_new_version,
+    test_a_fact_from_version_0_1_keeps_its_inline_history,
+    test_a_failing_resolver_keeps_both_facts,
+    test_as_of_answers_with_what_was_true_then,
+    test_chat_model_resolver_is_asked_once_per_batch,
+    test_different_subject_is_kept_and_listed_as_similar,
+    test_export_then_restore_is_exact_and_idempotent,
+    test_forget_removes_the_fact_and_its_versions,
+    test_merge_import_redecides_and_dry_run_writes_nothing,
+    test_min_score_keeps_weak_matches_out,
+    test_resolver_answer_decides_the_ambiguous_case,
+    test_restore_into_another_user_and_conflicts,
+    test_the_ambiguous_band_creates_with_similar_and_nothing_merges,
+    test_two_records_with_one_text_are_refused,
+    test_update_fact_of_someone_else_raises_and_changes_nothing,
+    test_update_to_the_text_of_another_fact_is_a_duplicate,
+    test_updates_keep_every_text_recoverable,
+)
+
 
 @pytest.fixture(params=["memory", "path", "server-path"])
 def store(request, emb, tmp_path):  # noqa: F811

@@ -1,0 +1,306 @@
+"""Trustworthy writes on the in-memory engine: versions, the three-way decision, resolvers,
+lossless export and import. Re-collected on Qdrant (test_qdrant_facts.py) and Postgres
+(integration_tests/test_postgres_facts.py) with their own ``store`` fixture."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from langchain_core.vectorstores import InMemoryVectorStore
+
+from langchain_ltm import (
+    ChatModelResolver,
+    FactNotFoundError,
+    InvalidFactError,
+    LongTermMemoryStore,
+    Resolution,
+)
+from tests.fakes import KeywordEmbeddings
+from tests.unit_tests.test_facts import emb, mem  # noqa: F401  (fixtures)
+from tests.unit_tests.test_resolvers import ScriptedChatModel, decisions
+
+
+@pytest.fixture
+def store(emb):  # noqa: F811
+    return LongTermMemoryStore(InMemoryVectorStore(emb), upsert_threshold=0.8)
+
+
+class ListResolver:
+    """Answers from a script and records every batch it is asked about."""
+
+    def __init__(self, *answers: Resolution) -> None:
+        self.answers = list(answers)
+        self.asked: list[list[str]] = []
+
+    def resolve(self, items):
+        self.asked.append([item.new_fact for item in items])
+        return [self.answers.pop(0) for _ in items]
+
+    async def aresolve(self, items):
+        return self.resolve(items)
+
+
+def every_item(store, user_id):
+    return store.search(store.user_namespace(user_id), limit=1000)
+
+
+async def test_updates_keep_every_text_recoverable(mem, store):
+    first = await mem.remember("u1", "I live in Paris")
+    second = await mem.update_fact("u1", first.fact.id, "I live in Berlin")
+    third = await mem.update_fact("u1", first.fact.id, "I live in Lisbon")
+    assert (second.action, third.action) == ("updated", "updated")
+    assert second.previous == "I live in Paris" and third.previous == "I live in Berlin"
+    versions = await mem.history("u1", first.fact.id)
+    assert [v.content for v in versions] == ["I live in Paris", "I live in Berlin", "I live in Lisbon"]
+    assert versions[-1].valid_to is None and all(v.valid_to for v in versions[:-1])
+    assert [v.content for v in third.fact.history] == ["I live in Paris", "I live in Berlin"]
+    (fact,) = await mem.list_all("u1")
+    assert fact.content == "I live in Lisbon" and len(fact.history) == 2
+    current = await mem.recall("u1", "paris", limit=5)
+    assert [(f.content, f.superseded) for f in current] == [("I live in Lisbon", False)]
+    found = await mem.recall("u1", "paris", limit=5, include_history=True)
+    assert [(f.id, f.content, f.superseded) for f in found] == [
+        (first.fact.id, "I live in Paris", True)
+    ]
+    assert found[0].valid_to == versions[0].valid_to
+
+
+async def test_as_of_answers_with_what_was_true_then(mem):
+    before = datetime.now(timezone.utc) - timedelta(seconds=1)
+    made = await mem.remember("u1", "I live in Paris")
+    in_paris = datetime.now(timezone.utc)
+    await mem.update_fact("u1", made.fact.id, "I live in Berlin")
+    then = await mem.recall("u1", "where do I live", as_of=in_paris)
+    assert [(f.content, f.superseded) for f in then] == [("I live in Paris", True)]
+    now = await mem.recall("u1", "where do I live", as_of=datetime.now(timezone.utc))
+    assert [(f.content, f.superseded) for f in now] == [("I live in Berlin", False)]
+    assert await mem.recall("u1", "where do I live", as_of=before) == []
+    with pytest.raises(ValueError, match="time zone"):
+        await mem.recall("u1", "live", as_of=datetime(2026, 1, 1))
+
+
+async def test_different_subject_is_kept_and_listed_as_similar(mem):
+    sister = await mem.remember("u1", "My sister is allergic to peanuts")
+    son = await mem.remember("u1", "My son is allergic to peanuts")
+    assert son.action == "created" and son.fact.id != sister.fact.id
+    assert [(s.id, s.reason) for s in son.similar] == [(sister.fact.id, "different_subject")]
+    assert son.similar[0].score >= 0.5
+    contents = sorted(f.content for f in await mem.list_all("u1"))
+    assert contents == ["My sister is allergic to peanuts", "My son is allergic to peanuts"]
+
+
+async def test_a_changed_number_is_a_new_version(store):
+    lenient = store.with_options(review_threshold=0.3)
+    one = lenient.remember("u1", "I have one kid")
+    two = lenient.remember("u1", "I have two kids now")
+    assert two.action == "updated" and two.fact.id == one.fact.id
+    assert [v.content for v in lenient.history("u1", one.fact.id)] == [
+        "I have one kid",
+        "I have two kids now",
+    ]
+
+
+async def test_the_ambiguous_band_creates_with_similar_and_nothing_merges(store):
+    store = store.with_options(merge_threshold=0.95, review_threshold=0.3)
+    tea = store.remember("u1", "I like green tea")
+    more = store.remember("u1", "I like green tea a lot")
+    assert more.action == "created"
+    assert [(s.id, s.content, s.reason) for s in more.similar] == [
+        (tea.fact.id, "I like green tea", "uncertain")
+    ]
+    assert len(store.list_all("u1")) == 2
+
+
+@pytest.mark.parametrize(
+    ("answer", "action"),
+    [("update", "updated"), ("same", "duplicate"), ("different", "created")],
+)
+async def test_resolver_answer_decides_the_ambiguous_case(store, answer, action):
+    tea = store.remember("u1", "I like green tea")
+    verdict = Resolution(answer, tea.fact.id if answer != "different" else None)
+    resolver = ListResolver(verdict)
+    resolving = store.with_options(merge_threshold=0.95, review_threshold=0.3, resolver=resolver)
+    result = await resolving.aremember("u1", "I like green tea a lot")
+    assert resolver.asked == [["I like green tea a lot"]]
+    assert result.action == action and result.similar == ()
+    facts = resolving.list_all("u1")
+    if action == "updated":
+        assert [(f.content, [v.content for v in f.history]) for f in facts] == [
+            ("I like green tea a lot", ["I like green tea"])
+        ]
+    elif action == "duplicate":
+        assert [f.content for f in facts] == ["I like green tea"]
+    else:
+        assert len(facts) == 2
+
+
+async def test_chat_model_resolver_is_asked_once_per_batch(store):
+    tea = store.remember("u1", "I like green tea")
+    paris = store.remember("u1", "I live in Paris")
+    model = ScriptedChatModel(answers=[decisions((1, "update", 1), (2, "different", None))])
+    resolving = store.with_options(
+        merge_threshold=0.95, review_threshold=0.3, resolver=ChatModelResolver(model)
+    )
+    results = resolving.remember("u1", ["I like green tea a lot", "I live in Paris France"])
+    assert len(model.requests) == 1  # one structured call for the whole batch
+    prompt = " ".join(str(m.content) for m in model.requests[0])
+    assert "I like green tea a lot" in prompt and "I live in Paris" in prompt
+    assert [r.action for r in results] == ["updated", "created"]
+    assert results[0].fact.id == tea.fact.id and results[1].fact.id != paris.fact.id
+
+
+async def test_a_failing_resolver_keeps_both_facts(store, caplog):
+    store.remember("u1", "I like green tea")
+    model = ScriptedChatModel(answers=[RuntimeError("model is down")])
+    resolving = store.with_options(
+        merge_threshold=0.95, review_threshold=0.3, resolver=ChatModelResolver(model)
+    )
+    result = resolving.remember("u1", "I like green tea a lot")
+    assert result.action == "created" and len(resolving.list_all("u1")) == 2
+
+
+def test_a_resolver_without_the_protocol_is_refused(store):
+    with pytest.raises(TypeError, match="Resolver protocol"):
+        store.with_options(resolver=lambda items: items)
+
+
+async def test_update_fact_of_someone_else_raises_and_changes_nothing(mem):
+    alice = await mem.remember("alice", "I like green tea")
+    with pytest.raises(FactNotFoundError, match="no fact with id"):
+        await mem.update_fact("bob", alice.fact.id, "I like coffee")
+    with pytest.raises(FactNotFoundError):
+        await mem.update_fact("alice", "no-such-id", "I like coffee")
+    assert [f.content for f in await mem.list_all("alice")] == ["I like green tea"]
+
+
+async def test_update_to_the_text_of_another_fact_is_a_duplicate(mem):
+    tea = await mem.remember("u1", "I like green tea")
+    jazz = await mem.remember("u1", "I listen to jazz")
+    same = await mem.update_fact("u1", jazz.fact.id, "i like green tea.")
+    assert same.action == "duplicate" and same.fact.id == tea.fact.id
+    assert sorted(f.content for f in await mem.list_all("u1")) == [
+        "I like green tea",
+        "I listen to jazz",
+    ]
+
+
+async def test_forget_removes_the_fact_and_its_versions(mem, store):
+    made = await mem.remember("u1", "I live in Paris")
+    await mem.update_fact("u1", made.fact.id, "I live in Berlin")
+    keep = await mem.remember("u1", "I listen to jazz")
+    assert len(every_item(store, "u1")) == 3  # two facts, one earlier version
+    assert await mem.forget("u1", made.fact.id) is True
+    assert [i.key for i in every_item(store, "u1")] == [keep.fact.id]
+    assert await mem.history("u1", made.fact.id) == []
+
+
+async def test_min_score_keeps_weak_matches_out(mem):
+    await mem.remember("u1", ["I like green tea", "I listen to jazz"])
+    everything = await mem.recall("u1", "green tea", limit=5)
+    assert len(everything) == 2 and all(isinstance(f.score, float) for f in everything)
+    strong = await mem.recall("u1", "green tea", limit=5, min_score=0.5)
+    assert [f.content for f in strong] == ["I like green tea"]
+    with pytest.raises(ValueError, match="min_score"):
+        await mem.recall("u1", "tea", min_score=2)
+
+
+async def test_export_then_restore_is_exact_and_idempotent(mem, store):
+    made = await mem.remember("u1", "I live in Paris")
+    await mem.update_fact("u1", made.fact.id, "I live in Berlin")
+    await mem.remember("u1", ["I listen to jazz", "My sister is allergic to peanuts"])
+    store.put(store.user_namespace("u1"), "extra", {"content": "I like tea", "mood": "calm"})
+    exported = await mem.export_user("u1")
+    assert await mem.clear_user("u1") == 5
+    restored = await mem.import_user("u1", exported)
+    assert restored.restored == 4 and restored.conflicts == ()
+    assert await mem.export_user("u1") == exported
+    again = await mem.import_user("u1", exported)
+    assert again.restored == 4 and await mem.export_user("u1") == exported
+    assert len(every_item(store, "u1")) == 5
+    berlin = next(e for e in exported if e["content"] == "I live in Berlin")
+    assert [v["content"] for v in berlin["history"]] == ["I live in Paris"]
+    extra = next(e for e in exported if e["id"] == "extra")
+    assert extra["metadata"] == {"mood": "calm"}
+    found = await mem.recall("u1", "paris", include_history=True)
+    assert found[0].id == made.fact.id and found[0].superseded
+
+
+async def test_restore_into_another_user_and_conflicts(mem):
+    await mem.remember("u1", ["I live in Paris", "I listen to jazz"])
+    exported = await mem.export_user("u1")
+    await mem.remember("u2", "i listen to jazz")  # same text, another id
+    result = await mem.import_user("u2", exported)
+    assert result.restored == 1 and len(result.conflicts) == 1
+    assert sorted(f.content for f in await mem.list_all("u2")) == [
+        "I live in Paris",
+        "i listen to jazz",
+    ]
+
+
+async def test_merge_import_redecides_and_dry_run_writes_nothing(mem):
+    await mem.remember("u1", "I like green tea")
+    lines = ["i like green tea.", "I listen to jazz", {"content": "My cat is called Tom"}]
+    dry = await mem.import_user("u1", lines, "merge", dry_run=True)
+    assert [r.action for r in dry.results] == ["duplicate", "created", "created"] and dry.dry_run
+    assert len(await mem.list_all("u1")) == 1
+    done = await mem.import_user("u1", lines, "merge")
+    assert done.counts() == {"duplicate": 1, "created": 2}
+    assert len(await mem.list_all("u1")) == 3
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ({"content": ""}, "record 2: content is empty"),
+        ({"content": "ok", "created_at": "yesterday"}, "record 2"),
+        ({"content": "ok", "history": [{"content": None}]}, "record 2: history content"),
+        ({"content": "ok", "metadata": [1]}, "metadata must be an object"),
+        ({"content": "ok", "id": "a@1"}, "may not contain '@'"),
+        (42, "record 2 must be an object"),
+        ({"content": "my password is hunter2"}, "record 2"),
+    ],
+)
+async def test_a_bad_import_record_writes_nothing(mem, bad, message):
+    with pytest.raises(InvalidFactError, match=message):
+        await mem.import_user("u1", [{"content": "I like green tea"}, bad])
+    assert await mem.list_all("u1") == []
+
+
+async def test_two_records_with_one_text_are_refused(mem):
+    records = [{"id": "a", "content": "I like tea"}, {"id": "b", "content": "i like tea."}]
+    with pytest.raises(InvalidFactError, match="same text"):
+        await mem.import_user("u1", records)
+    with pytest.raises(ValueError, match="mode"):
+        await mem.import_user("u1", records, "replace")
+
+
+async def test_a_fact_from_version_0_1_keeps_its_inline_history(mem, store):
+    namespace = store.user_namespace("u1")
+    store.put(
+        namespace,
+        "old",
+        {"content": "I live in Berlin", "content_hash": "x", "history": ["I live in Paris"]},
+    )
+    (fact,) = await mem.list_all("u1")
+    assert [v.content for v in fact.history] == ["I live in Paris"]
+    result = await mem.update_fact("u1", "old", "I live in Lisbon")
+    assert [v.content for v in result.fact.history] == ["I live in Paris", "I live in Berlin"]
+    assert [v.content for v in await mem.history("u1", "old")] == [
+        "I live in Paris",
+        "I live in Berlin",
+        "I live in Lisbon",
+    ]
+    assert "history" not in store.get(namespace, "old").value
+
+
+def test_thresholds_are_checked():
+    vs = InMemoryVectorStore(KeywordEmbeddings())
+    with pytest.raises(ValueError, match="must not exceed"):
+        LongTermMemoryStore(vs, merge_threshold=0.6, review_threshold=0.7)
+    with pytest.raises(ValueError, match="cosine"):
+        LongTermMemoryStore(vs, merge_threshold=1.5)
+    with pytest.raises(ValueError, match="not both"):
+        LongTermMemoryStore(vs, merge_threshold=0.8, upsert_threshold=0.7)
+    with pytest.raises(ValueError, match="history_limit"):
+        LongTermMemoryStore(vs, history_limit=-1)
