@@ -19,8 +19,9 @@ def test_quickstart_runs_as_written(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "created"
     assert lines[1] == "duplicate"
-    assert lines[2].startswith("updated ")
-    assert "Spanish" in lines[3]
+    assert lines[2].startswith("updated ") and lines[2].endswith("I prefer answers in Spanish")
+    assert lines[3] == "created [('My sister is allergic to peanuts', 'different_subject')]"
+    assert "Spanish" in lines[4]
     assert lines[-1] == "[]"
 
 
