@@ -189,8 +189,9 @@ def _unlock_error(exc: psycopg.Error, scope: str) -> Exception:
     if isinstance(exc, psycopg.OperationalError):
         return BackendError(
             f"The Postgres connection holding lock {scope!r} broke before unlock "
-            f"({str(exc).strip()}). Postgres released the lock when the connection ended, "
-            "so another writer may have taken it since: the writes made while holding it "
-            "are kept (each committed on its own); re-read before writing again."
+            f"({str(exc).strip()}). Postgres released the lock when that connection ended, "
+            "so another writer may have taken it since; each write made while holding it "
+            "committed (or not) on its own. Re-read and retry the call: a retried batch is "
+            "idempotent."
         )
     return translate(exc, "unlock")
