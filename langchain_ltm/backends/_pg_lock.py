@@ -7,10 +7,12 @@ transaction is rolled back or the connection closed before it returns to the poo
 lock is never left held by a pooled connection; a holder that dies ends its session, and
 Postgres releases the lock itself.
 
-A lock connection never runs the engine's own statements, so it never gets the vector
-adapters or the generic-plan setting of ``Connector`` (those are applied outside any
-transaction by the next call that takes the connection, as for any fresh one), and the
-lock statement is not prepared.
+A lock connection never runs the engine's own statements while it holds a lock: the vector
+adapters and the generic-plan setting of ``Connector`` are applied outside any transaction
+by the next call that takes the connection (as for a fresh one), never inside a lock's
+transaction, whose rollback would undo the ``SET``. ``BEGIN`` and the lock statement are
+not prepared, so they take no room in psycopg's prepared-statement cache. Advisory locks
+at transaction level also work through a transaction-pooling PgBouncer.
 
 Pool room: a held lock keeps its connection out of the pool, and so does a ``lock()``
 still waiting for another process. So that waiters can never take every connection from
@@ -93,7 +95,7 @@ class AdvisoryLocks:
                     raise translate(exc, "lock", self.connector.diagnose()) from exc
                 try:
                     if conn.autocommit:
-                        conn.execute("BEGIN")
+                        conn.execute("BEGIN", prepare=False)
                     conn.execute(statement.sql, statement.params, prepare=False)
                     return HeldLock(conn, pool, slots, scope, is_async=False)
                 except BaseException as exc:
@@ -124,7 +126,7 @@ class AdvisoryLocks:
                     raise translate(exc, "lock", why) from exc
                 try:
                     if conn.autocommit:
-                        await conn.execute("BEGIN")
+                        await conn.execute("BEGIN", prepare=False)
                     await conn.execute(statement.sql, statement.params, prepare=False)
                     return HeldLock(conn, pool, slots, scope, is_async=True)
                 except BaseException as exc:  # cancelled while waiting: nothing stays held
