@@ -175,7 +175,11 @@ class VectorBackend(ABC):
         return None
 
     async def alock(self, scope: str) -> Any:
-        """Async twin of :meth:`lock` (waits without blocking the event loop)."""
+        """Async twin of :meth:`lock`.
+
+        Default: calls :meth:`lock`, right for the no-op lock; an engine whose lock waits
+        overrides it to wait without blocking the event loop.
+        """
         return self.lock(scope)
 
     async def aunlock(self, token: Any) -> None:

@@ -276,9 +276,12 @@ class PostgresBackend(VectorBackend):
         A transaction-level advisory lock (``pg_advisory_xact_lock``) on a connection
         checked out of the sync pool for as long as the lock is held; :meth:`unlock`
         commits and returns it. A holder whose connection or process dies loses the lock
-        (Postgres releases it). Not reentrant. At most half the pool's connections wait
-        for or hold locks, so the holder's own reads and writes always find one: the pool
-        needs ``max_size >= 2`` (the default 10 lets 5 locks be held or awaited at once).
+        (Postgres releases it). Not reentrant. It waits as long as it takes, unless the
+        server sets ``lock_timeout``, which ends the wait with a ``BackendError``.
+
+        Pool room: at most half the pool's connections wait for or hold locks (further
+        callers wait in process), so the holder's own reads and writes always find one. The
+        pool needs ``max_size >= 2``; the default 10 lets 5 locks be held or awaited at once.
 
         Example:
             >>> backend = postgres_backend("postgresql://localhost/app", setup=False)
