@@ -64,7 +64,9 @@ def embed_pairs(pairs: list[dict[str, str]], embeddings: Embeddings) -> dict[str
 
 def outcome(a: str, b: str, vectors: dict[str, np.ndarray], policy: DecisionPolicy) -> str:
     """What remembering ``b`` after ``a`` does, through the store's decision code."""
-    stored = StoredItem(("memories", "u"), "a", {"content": a, "content_hash": content_hash(a)}, _NOW, _NOW)
+    stored = StoredItem(
+        ("memories", "u"), "a", {"content": a, "content_hash": content_hash(a)}, _NOW, _NOW
+    )
     score = float(vectors[a] @ vectors[b])
     exact = {content_hash(a): stored} if content_hash(a) == content_hash(b) else {}
     decision = decide_batch(
@@ -86,9 +88,8 @@ def category_table(pairs, vectors, policy: DecisionPolicy) -> dict[str, Counter[
     counts: dict[str, Counter[str]] = {c: Counter() for c in CATEGORIES}
     for p in pairs:
         counts[p["category"]][outcome(p["a"], p["b"], vectors, policy)] += 1
-    print(
-        f"merge_threshold={policy.merge_threshold:.3f} review_threshold={policy.review_threshold:.3f}"
-    )
+    merge, review = policy.merge_threshold, policy.review_threshold
+    print(f"merge_threshold={merge:.3f} review_threshold={review:.3f}")
     print()
     print("| category | expected | pairs | merged | open (similar) | apart | precision | recall |")
     print("|---|---|---|---|---|---|---|---|")

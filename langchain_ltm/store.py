@@ -121,7 +121,9 @@ class LongTermMemoryStore(BaseStore):
             )
         check_namespace(tuple(namespace))
         if history_limit is not None and (
-            not isinstance(history_limit, int) or isinstance(history_limit, bool) or history_limit < 0
+            not isinstance(history_limit, int)
+            or isinstance(history_limit, bool)
+            or history_limit < 0
         ):
             raise ValueError(f"history_limit must be None or an int >= 0, got {history_limit!r}.")
         self.embeddings = embeddings
@@ -449,9 +451,7 @@ class LongTermMemoryStore(BaseStore):
             as_of: Answer with the texts that were current at this (timezone-aware) moment.
         """
         return run_sync(
-            reads.recall(
-                self._facts, user_id, queries, limit, min_score, include_history, as_of
-            )
+            reads.recall(self._facts, user_id, queries, limit, min_score, include_history, as_of)
         )
 
     async def arecall(
@@ -466,9 +466,7 @@ class LongTermMemoryStore(BaseStore):
     ) -> list[RecalledFact]:
         """Async twin of :meth:`recall`."""
         return await run_async(
-            reads.recall(
-                self._facts, user_id, queries, limit, min_score, include_history, as_of
-            )
+            reads.recall(self._facts, user_id, queries, limit, min_score, include_history, as_of)
         )
 
     def history(self, user_id: str, fact_id: str) -> list[FactVersion]:
@@ -480,7 +478,7 @@ class LongTermMemoryStore(BaseStore):
         return await run_async(reads.history(self._facts, user_id, fact_id))
 
     def forget(self, user_id: str, fact_id: str) -> bool:
-        """Delete one of the user's facts and its versions; ``False`` if the user has no such fact."""
+        """Delete one of the user's facts and its versions; ``False`` if it has no such fact."""
         return run_sync(reads.forget(self._facts, user_id, fact_id))
 
     async def aforget(self, user_id: str, fact_id: str) -> bool:
@@ -558,9 +556,7 @@ class LongTermMemoryStore(BaseStore):
         dry_run: bool = False,
     ) -> ImportResult:
         """Async twin of :meth:`import_user`."""
-        return await run_async(
-            writes.import_user(self._facts, user_id, records, mode, dry_run)
-        )
+        return await run_async(writes.import_user(self._facts, user_id, records, mode, dry_run))
 
 
 def _optional(module: str, extra: str) -> Any:

@@ -15,8 +15,9 @@ _STRIPES = 64
 
 
 class UserLocks:
-    """Serializes the decide-and-write of one user: threads, tasks and (where the engine
-    can) other processes.
+    """Serializes the decide-and-write of one user across threads, tasks and processes.
+
+    Other processes are excluded where the engine can (``Capabilities.cross_process_lock``).
 
     The in-process stripe is taken first, so one process sends at most one engine lock
     request per user at a time and never queues pooled connections behind itself.

@@ -31,4 +31,5 @@ class FactContext:
     history_limit: int | None
 
     def user_namespace(self, user_id: str) -> tuple[str, ...]:
+        """The namespace of ``user_id``'s facts."""
         return (*self.namespace, encode_label(user_id))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -140,14 +141,15 @@ def decide_batch(
             continue
         candidates = _candidates(i, neighbours[i], out.touched, batch_sims, policy)
         resolution = (resolutions or {}).get(i)
-        if resolution is not None:
-            decision = _apply(resolution, i, candidates)
-        else:
-            decision = _decide(text, i, candidates, policy)
-            if decision is None:
-                similar = _similar(text, candidates, policy)
-                out.ambiguous[i] = Ambiguity(text, similar)
-                decision = Decision("created", "", i, similar=similar)
+        decision = (
+            _apply(resolution, i, candidates)
+            if resolution is not None
+            else _decide(text, i, candidates, policy)
+        )
+        if decision is None:  # ambiguous, and no resolver answer for it
+            similar = _similar(text, candidates, policy)
+            out.ambiguous[i] = Ambiguity(text, similar)
+            decision = Decision("created", "", i, similar=similar)
         if decision.action == "created":
             key = new_key(digest)
             if key in taken_keys or key in out.touched:
@@ -169,7 +171,7 @@ def _candidates(
     row: int,
     hits: Sequence[Hit],
     touched: Mapping[str, FactState],
-    batch_sims: np.ndarray,  # type: ignore[type-arg]
+    batch_sims: np.ndarray[Any, Any],
     policy: DecisionPolicy,
 ) -> list[_Candidate]:
     """Stored and earlier-in-batch facts scoring at least the review threshold, best first."""
@@ -189,7 +191,9 @@ def _candidates(
     return found
 
 
-def _decide(text: str, row: int, candidates: list[_Candidate], policy: DecisionPolicy) -> Decision | None:
+def _decide(
+    text: str, row: int, candidates: list[_Candidate], policy: DecisionPolicy
+) -> Decision | None:
     """The offline decision; ``None`` when the case is ambiguous."""
     if not candidates:
         return Decision("created", "", row)

@@ -26,6 +26,7 @@ def recall(
     include_history: bool = False,
     as_of: datetime | None = None,
 ) -> Logic[list[RecalledFact]]:
+    """The logic of ``LongTermMemoryStore.recall``."""
     namespace = ctx.user_namespace(user_id)
     phrasings = _phrasings(ctx, queries)
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
@@ -112,6 +113,7 @@ def versions_of(
 
 
 def list_all(ctx: FactContext, user_id: str) -> Logic[list[Fact]]:
+    """The logic of ``LongTermMemoryStore.list_all``: facts and versions in one search."""
     namespace = ctx.user_namespace(user_id)
     (hits,) = yield call(
         ctx.backend, "search", SearchRequest(namespace, None, layout.ANY_TEXT, None, 0)
@@ -129,6 +131,7 @@ def list_all(ctx: FactContext, user_id: str) -> Logic[list[Fact]]:
 
 
 def history(ctx: FactContext, user_id: str, fact_id: str) -> Logic[list[FactVersion]]:
+    """The logic of ``LongTermMemoryStore.history``."""
     namespace = ctx.user_namespace(user_id)
     check_id(fact_id)
     (item,) = yield call(ctx.backend, "get", [(namespace, fact_id)])
@@ -139,6 +142,7 @@ def history(ctx: FactContext, user_id: str, fact_id: str) -> Logic[list[FactVers
 
 
 def forget(ctx: FactContext, user_id: str, fact_id: str) -> Logic[bool]:
+    """The logic of ``LongTermMemoryStore.forget``: the fact and its versions in one write."""
     namespace = ctx.user_namespace(user_id)
     check_id(fact_id)
     (hits,) = yield call(
@@ -151,9 +155,8 @@ def forget(ctx: FactContext, user_id: str, fact_id: str) -> Logic[bool]:
     return bool(deleted > len(hits))
 
 
-def prune_history(
-    ctx: FactContext, user_id: str, fact_id: str | None, keep: int
-) -> Logic[int]:
+def prune_history(ctx: FactContext, user_id: str, fact_id: str | None, keep: int) -> Logic[int]:
+    """The logic of ``LongTermMemoryStore.prune_history``."""
     if not isinstance(keep, int) or isinstance(keep, bool) or keep < 0:
         raise ValueError(f"keep must be an int >= 0, got {keep!r}.")
     namespace = ctx.user_namespace(user_id)
@@ -165,7 +168,7 @@ def prune_history(
     by_fact: dict[str, list[StoredItem]] = {}
     for hit in hits:
         by_fact.setdefault(str(hit.item.value["version_of"]), []).append(hit.item)
-    doomed = []
+    doomed: list[tuple[tuple[str, ...], str]] = []
     for items in by_fact.values():
         items.sort(key=lambda v: int(v.value.get("version") or 0))
         doomed.extend((v.namespace, v.key) for v in items[: max(len(items) - keep, 0)])
@@ -174,6 +177,7 @@ def prune_history(
 
 
 def clear_user(ctx: FactContext, user_id: str) -> Logic[int]:
+    """The logic of ``LongTermMemoryStore.clear_user`` (under the user's lock)."""
     namespace = ctx.user_namespace(user_id)
     held = yield from ctx.locks.acquire(ctx.backend, namespace[-1])
     try:
@@ -186,5 +190,6 @@ def clear_user(ctx: FactContext, user_id: str) -> Logic[int]:
 
 
 def check_id(fact_id: object) -> None:
+    """Raise ValueError unless ``fact_id`` is a non-empty string."""
     if not isinstance(fact_id, str) or not fact_id:
         raise ValueError(f"fact_id must be a non-empty str, got {fact_id!r}.")

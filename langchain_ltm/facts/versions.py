@@ -148,9 +148,7 @@ def is_version(item: StoredItem) -> bool:
     return "version_of" in item.value
 
 
-def fact_from_items(
-    item: StoredItem, user_id: str, versions: Sequence[StoredItem] = ()
-) -> Fact:
+def fact_from_items(item: StoredItem, user_id: str, versions: Sequence[StoredItem] = ()) -> Fact:
     """A fact from its item and its version items (any order)."""
     return Fact(
         id=item.key,

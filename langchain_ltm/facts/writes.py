@@ -71,6 +71,7 @@ class ImportResult:
 def remember(
     ctx: FactContext, user_id: str, facts: str | Sequence[str], dry_run: bool = False
 ) -> Logic[RememberResult | list[RememberResult]]:
+    """The logic of ``LongTermMemoryStore.remember``; ``dry_run`` decides without writing."""
     single = isinstance(facts, str)
     if not single and not isinstance(facts, (list, tuple)):
         raise InvalidFactError(f"facts must be a str or a list of str, got {type(facts).__name__}.")
@@ -263,8 +264,10 @@ def _records(
 
 
 def _embed_versions(ctx: FactContext, records: list[Record]) -> Logic[list[Record]]:
-    """Vectors for version records: their texts were embedded when they were new, so this
-    is usually a cache hit; otherwise one more embedding call for the batch."""
+    """Vectors for version records (usually cached: they were embedded when they were new).
+
+    A cache miss costs one more embedding call for the batch.
+    """
     texts = [r.texts[0] for r in records if r.vectors is None]
     if not texts:
         return records
@@ -327,10 +330,11 @@ def _result(
 def import_user(
     ctx: FactContext,
     user_id: str,
-    records: Sequence[Mapping[str, Any]],
+    records: Sequence[Mapping[str, Any] | str],
     mode: ImportMode,
     dry_run: bool = False,
 ) -> Logic[ImportResult]:
+    """The logic of ``LongTermMemoryStore.import_user``."""
     if mode not in ("restore", "merge"):
         raise ValueError(f'mode must be "restore" or "merge", got {mode!r}.')
     facts = [_parse_record(ctx, record, line, user_id) for line, record in enumerate(records, 1)]
@@ -454,8 +458,9 @@ def _parse_record(ctx: FactContext, record: Any, line: int, user_id: str) -> Fac
         check_id(fact_id)
         if "@" in fact_id:
             raise InvalidFactError(f"{where}: id {fact_id!r} may not contain '@'.")
+    now = datetime.now(timezone.utc)
     try:
-        created = _time(record, "created_at", None)
+        created = _time(record, "created_at", now)
         updated = _time(record, "updated_at", created)
         since = _time(record, "valid_from", created)
         history = tuple(
@@ -473,23 +478,22 @@ def _parse_record(ctx: FactContext, record: Any, line: int, user_id: str) -> Fac
     metadata = record.get("metadata") or {}
     if not isinstance(metadata, Mapping):
         raise InvalidFactError(f"{where}: metadata must be an object, got {metadata!r}.")
-    now = datetime.now(timezone.utc)
     return Fact(
         id=fact_id or fact_key(encode_label(user_id), content_hash(content)),
         user_id=user_id,
         content=content,
-        created_at=created or now,
-        updated_at=updated or now,
+        created_at=created,
+        updated_at=updated,
         history=history,
-        valid_from=since or created or now,
+        valid_from=since,
         metadata=dict(metadata),
     )
 
 
-def _time(record: Mapping[str, Any], name: str, default: datetime | None) -> datetime | None:
+def _time(record: Mapping[str, Any], name: str, default: datetime) -> datetime:
     text = record.get(name)
     if text is None:
         return default
     if not isinstance(text, str):
         raise InvalidFactError(f"{name} must be an ISO 8601 string, got {text!r}.")
-    return layout.parse_time(text, default or datetime.now(timezone.utc))
+    return layout.parse_time(text, default)

@@ -31,7 +31,6 @@ from tests.unit_tests.test_facts import (  # noqa: F401  (re-collected on Postgr
     test_similar_fact_updates_in_place,
     test_users_are_isolated,
 )
-
 from tests.unit_tests.test_versions import (  # noqa: F401  (re-collected here)
     test_a_bad_import_record_writes_nothing,
     test_a_changed_number_is_a_new_version,
@@ -55,11 +54,11 @@ from tests.unit_tests.test_versions import (  # noqa: F401  (re-collected here)
 
 
 @pytest.fixture
-def store(make_backend, emb):  # noqa: F811
+def store(make_backend, emb):
     return LongTermMemoryStore(make_backend(dims=64), embeddings=emb, upsert_threshold=0.8)
 
 
-def test_history_is_bounded(make_backend, emb):  # noqa: F811
+def test_history_is_bounded(make_backend, emb):
     store = LongTermMemoryStore(
         make_backend(), embeddings=emb, upsert_threshold=0.5, history_limit=2
     )
@@ -73,7 +72,7 @@ def test_history_is_bounded(make_backend, emb):  # noqa: F811
     ]
 
 
-def test_a_fact_updated_away_can_come_back_as_new(make_backend, emb):  # noqa: F811
+def test_a_fact_updated_away_can_come_back_as_new(make_backend, emb):
     backend = make_backend()
     store = LongTermMemoryStore(backend, embeddings=emb, upsert_threshold=0.7)
     paris = store.remember("u1", "I live in Paris")
@@ -108,7 +107,7 @@ def _race(stores: list[LongTermMemoryStore], fact: str) -> list[object]:
     return outcomes
 
 
-def test_processes_remembering_one_fact_leave_one_row(make_backend, emb, pg_url):  # noqa: F811
+def test_processes_remembering_one_fact_leave_one_row(make_backend, emb, pg_url):
     first = make_backend()
     table = first.tables.table
     stores = [
@@ -123,7 +122,7 @@ def test_processes_remembering_one_fact_leave_one_row(make_backend, emb, pg_url)
     assert first.count(stores[0].user_namespace("u1")) == 1
 
 
-def test_unique_fact_hash_holds_across_processes(make_backend, emb):  # noqa: F811
+def test_unique_fact_hash_holds_across_processes(make_backend, emb):
     """New facts whose deterministic key is taken get random keys: only the database's
     unique (namespace, content hash) constraint keeps concurrent writers to one row."""
     first = make_backend()

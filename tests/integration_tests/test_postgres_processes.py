@@ -31,7 +31,9 @@ store.close()
 """
 
 # every pair shares 5 of 6 words: cosine about 0.83 with KeywordEmbeddings, above 0.8
-PARAPHRASES = [f"I really like green tea {word}" for word in "a lot daily hot iced sweet".split()]
+PARAPHRASES = [
+    f"I really like green tea {word}" for word in ["a", "lot", "daily", "hot", "iced", "sweet"]
+]
 
 
 def test_processes_remembering_paraphrases_end_with_one_fact(make_backend, pg_url):

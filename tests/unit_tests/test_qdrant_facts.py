@@ -30,7 +30,6 @@ from tests.unit_tests.test_facts import (  # noqa: F401  (re-collected on Qdrant
     test_similar_fact_updates_in_place,
     test_users_are_isolated,
 )
-
 from tests.unit_tests.test_versions import (  # noqa: F401  (re-collected here)
     test_a_bad_import_record_writes_nothing,
     test_a_changed_number_is_a_new_version,
@@ -54,7 +53,7 @@ from tests.unit_tests.test_versions import (  # noqa: F401  (re-collected here)
 
 
 @pytest.fixture(params=["memory", "path", "server-path"])
-def store(request, emb, tmp_path):  # noqa: F811
+def store(request, emb, tmp_path):
     if request.param == "path":
         backend = qdrant_backend(tmp_path / "db", dims=64)
     else:

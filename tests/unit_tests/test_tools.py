@@ -115,7 +115,7 @@ def test_tools_use_the_configured_namespace(store):
 
 
 def test_missing_user_id_fails_before_any_storage_call(store, emb):
-    remember, recall, update, forget = create_memory_tools(store)
+    remember, recall, _update, forget = create_memory_tools(store)
     for tool, args in [
         (remember, {"fact": "x"}),
         (recall, {"queries": ["x"]}),
@@ -162,6 +162,13 @@ def test_forget_another_users_fact_deletes_nothing(store):
 def test_bad_arguments_become_tool_errors_the_model_can_read(store):
     remember, recall, update, forget = create_memory_tools(store)
     assert "empty" in remember.invoke({"fact": "   "}, config=run("u1"))
+    assert "no fact with id" in update.invoke({"fact_id": "nope", "fact": "x"}, config=run("u1"))
+    assert "fact_id is empty" in update.invoke({"fact_id": " ", "fact": "x"}, config=run("u1"))
+    made = json.loads(remember.invoke({"fact": "likes tea"}, config=run("u9")))
+    assert "empty" in update.invoke({"fact_id": made["id"], "fact": ""}, config=run("u9"))
+    assert "no fact" in update.invoke({"fact_id": made["id"], "fact": "x"}, config=run("u8"))
+    assert [f.content for f in store.list_all("u9")] == ["likes tea"]
+    assert "update_fact" in remember.description and "history" in update.description
     assert "limit" in remember.invoke({"fact": "x" * 5000}, config=run("u1"))
     assert "at least one" in recall.invoke({"queries": []}, config=run("u1"))
     assert "empty" in forget.invoke({"fact_id": " "}, config=run("u1"))
@@ -181,7 +188,10 @@ def test_secret_is_rejected_with_a_reason(store):
 
 
 def test_recall_limit_is_capped_by_config(store):
-    store.remember("u1", [f"tea note {w}" for w in "ab cd ef gh ij kl mn op qr st".split()])
+    store.remember(
+        "u1",
+        [f"tea note {w}" for w in ["ab", "cd", "ef", "gh", "ij", "kl", "mn", "op", "qr", "st"]],
+    )
     (recall,) = create_memory_tools(
         store, config=LongTermMemoryConfig(tools=("recall_facts",), recall_limit=3)
     )
@@ -193,6 +203,13 @@ async def test_async_tools_share_the_logic(store):
     remember, recall, update, forget = create_memory_tools(store)
     made = json.loads(await remember.ainvoke({"fact": "works on payments"}, config=run("u1")))
     assert made["action"] == "created"
+    args = {"fact_id": made["id"], "fact": "works on the search team"}
+    changed = json.loads(await update.ainvoke(args, config=run("u1")))
+    assert changed["action"] == "updated" and changed["previous"] == "works on payments"
+    assert [v.content for v in store.history("u1", made["id"])] == [
+        "works on payments",
+        "works on the search team",
+    ]
     found = json.loads(await recall.ainvoke({"queries": ["payments"]}, config=run("u1")))
     assert found["facts"][0]["id"] == made["id"]
     gone = json.loads(await forget.ainvoke({"fact_id": made["id"]}, config=run("u1")))

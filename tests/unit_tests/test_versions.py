@@ -22,7 +22,7 @@ from tests.unit_tests.test_resolvers import ScriptedChatModel, decisions
 
 
 @pytest.fixture
-def store(emb):  # noqa: F811
+def store(emb):
     return LongTermMemoryStore(InMemoryVectorStore(emb), upsert_threshold=0.8)
 
 
@@ -52,7 +52,11 @@ async def test_updates_keep_every_text_recoverable(mem, store):
     assert (second.action, third.action) == ("updated", "updated")
     assert second.previous == "I live in Paris" and third.previous == "I live in Berlin"
     versions = await mem.history("u1", first.fact.id)
-    assert [v.content for v in versions] == ["I live in Paris", "I live in Berlin", "I live in Lisbon"]
+    assert [v.content for v in versions] == [
+        "I live in Paris",
+        "I live in Berlin",
+        "I live in Lisbon",
+    ]
     assert versions[-1].valid_to is None and all(v.valid_to for v in versions[:-1])
     assert [v.content for v in third.fact.history] == ["I live in Paris", "I live in Berlin"]
     (fact,) = await mem.list_all("u1")
