@@ -13,15 +13,25 @@ import os
 import shlex
 import sys
 import tempfile
-from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 from langchain_core.embeddings import Embeddings
 
-from langchain_ltm._cli_io import Progress, dumps, fact_rows, read_facts_jsonl, table
+from langchain_ltm._cli_io import (
+    ImportLine,
+    ImportReport,
+    ImportRow,
+    Progress,
+    dumps,
+    fact_rows,
+    read_import_jsonl,
+    table,
+)
 from langchain_ltm.defaults import _redact, data_dir, open_store
 from langchain_ltm.facts import RememberResult, validate_text
+from langchain_ltm.guard import find_secret
 from langchain_ltm.store import LongTermMemoryStore
 
 EXIT_OK = 0
@@ -95,16 +105,10 @@ class Session:
 # ---- commands --------------------------------------------------------------------------
 
 
-def _remember_batches(
-    session: Session, texts: list[str], batch_size: int, progress: Progress | None = None
-) -> list[RememberResult]:
+def _remember_batches(session: Session, texts: list[str]) -> list[RememberResult]:
     results: list[RememberResult] = []
-    if progress is not None:
-        progress.update(0)
-    for start in range(0, len(texts), batch_size):
-        results += session.store.remember(session.user, texts[start : start + batch_size])
-        if progress is not None:
-            progress.update(len(results))
+    for start in range(0, len(texts), BATCH_SIZE):
+        results += session.store.remember(session.user, texts[start : start + BATCH_SIZE])
     return results
 
 
@@ -119,7 +123,7 @@ def cmd_remember(session: Session) -> int:
     if not facts:
         raise Failure(EXIT_USAGE, "no facts to remember: stdin was empty.")
     texts = _checked(session, facts)
-    results = _remember_batches(session, texts, BATCH_SIZE)
+    results = _remember_batches(session, texts)
     rows, records = [], []
     for i, result in enumerate(results, start=1):
         fact = result.fact
@@ -239,49 +243,76 @@ def cmd_export(session: Session) -> int:
 
 
 def cmd_import(session: Session) -> int:
-    name = session.args.file
-    try:
-        if name == "-":
-            parsed = list(read_facts_jsonl(sys.stdin.buffer, "stdin"))
+    args = session.args
+    raw = _read_lines(args.file)
+    read_import_jsonl(raw, args.file)  # the whole file is checked before the store opens
+    store = session.store
+    if args.threshold is not None:
+        store = store.with_options(merge_threshold=args.threshold)
+    lines = read_import_jsonl(raw, args.file, store.max_fact_chars)
+    guard = _guard_of(store)
+    report = ImportReport(session.user, len(lines), args.dry_run)
+    restore, merge = [], []
+    for line in lines:
+        reason = guard(line.record["content"]) if guard else None
+        if reason:  # not stored, like a secret given to remember; the other lines are
+            report.rows.append(ImportRow(line.number, "rejected", None, "-", reason=reason))
+        elif line.exported and not args.merge:
+            restore.append(line)
         else:
-            with open(Path(name).expanduser(), "rb") as handle:
-                parsed = list(read_facts_jsonl(handle, name))
-    except OSError as exc:
-        raise Failure(EXIT_USAGE, f"cannot read {name}: {exc.strerror or exc}.") from exc
-    texts = _checked(session, [(f"{name}, line {n}: fact", text) for n, text in parsed])
-    progress = Progress(len(texts), session.err)
+            merge.append(line)
+    progress = Progress(len(restore) + len(merge), session.err)
+    progress.update(0)
     try:
-        results = _remember_batches(session, texts, session.args.batch_size, progress)
+        for batch in _chunks(restore, args.batch_size):
+            done = store.import_user(
+                session.user, [x.record for x in batch], "restore", dry_run=args.dry_run
+            )
+            report.restored(batch, done.conflicts)
+            progress.advance(len(batch))
+        # a dry run decides every merged line in one call, so lines see the ones before them
+        size = len(merge) if args.dry_run else args.batch_size
+        for batch in _chunks(merge, size):
+            done = store.import_user(
+                session.user, [x.record for x in batch], "merge", dry_run=args.dry_run
+            )
+            report.merged(batch, done.results)
+            progress.advance(len(batch))
     except BaseException:
         progress.finish()
-        if progress.done:  # earlier batches are stored: say so, re-running skips them
+        if progress.done and not args.dry_run:
             print(
-                f"ltm: {progress.done} of {len(texts)} facts were stored before the failure; "
-                "importing the file again marks them duplicate.",
+                f"ltm: {progress.done} of {progress.total} facts were stored before the "
+                "failure; importing the file again is safe (restored facts are written as "
+                "they were, merged ones come back duplicate).",
                 file=session.err,
             )
         raise
     progress.finish()
-    counts = Counter(r.action for r in results)
-    rejected = [
-        {"line": n, "reason": r.reason}
-        for (n, _), r in zip(parsed, results, strict=True)
-        if r.action == "rejected"
-    ]
-    summary: dict[str, Any] = {"user_id": session.user, "read": len(texts)}
-    summary.update({a: counts[a] for a in ("created", "duplicate", "updated", "rejected")})
-    summary["rejected_lines"] = rejected
-    human = (
-        f"Imported {len(texts)} facts into user {session.user!r}: {counts['created']} created, "
-        f"{counts['duplicate']} duplicate, {counts['updated']} updated, "
-        f"{counts['rejected']} rejected."
-    )
-    if rejected:
-        human += "\n\n" + table(
-            ["LINE", "REJECTED BECAUSE"], [[str(r["line"]), str(r["reason"])] for r in rejected]
-        )
-    session.emit(summary, human)
+    session.emit(report.to_dict(), report.human())
     return EXIT_OK
+
+
+def _read_lines(name: str) -> list[bytes]:
+    try:
+        if name == "-":
+            return sys.stdin.buffer.read().splitlines()
+        with open(Path(name).expanduser(), "rb") as handle:
+            return handle.read().splitlines()
+    except OSError as exc:
+        raise Failure(EXIT_USAGE, f"cannot read {name}: {exc.strerror or exc}.") from exc
+
+
+def _guard_of(store: LongTermMemoryStore) -> Callable[[str], str | None] | None:
+    guard = store.secret_guard
+    if callable(guard):
+        return guard
+    return find_secret if guard else None
+
+
+def _chunks(items: list[ImportLine], size: int) -> Iterator[list[ImportLine]]:
+    for start in range(0, len(items), max(size, 1)):
+        yield items[start : start + size]
 
 
 def cmd_stats(session: Session) -> int:

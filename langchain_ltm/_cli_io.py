@@ -5,12 +5,17 @@ Nothing here touches a store; :mod:`langchain_ltm.cli` does.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import sys
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import IO, Any
 
-from langchain_ltm.facts import Fact
+from langchain_ltm.facts import Fact, RememberResult, content_hash, validate_text
 
 
 class InputError(ValueError):
@@ -66,10 +71,13 @@ def _one_line(text: str) -> str:
 class Progress:
     """A plain progress bar on a terminal stream; silent when the stream is not a TTY."""
 
-    def __init__(self, total: int, stream: IO[str], label: str = "import") -> None:
+    def __init__(
+        self, total: int, stream: IO[str], label: str = "import", unit: str = "facts"
+    ) -> None:
         self.total = max(total, 1)
         self.stream = stream
         self.label = label
+        self.unit = unit
         self.enabled = bool(getattr(stream, "isatty", lambda: False)())
         self.started = time.perf_counter()
         self.done = 0
@@ -86,9 +94,13 @@ class Progress:
         bar = "#" * filled + "-" * (width - filled)
         self.stream.write(
             f"\r{self.label} [{bar}] {done:,}/{self.total:,} "
-            f"({100 * done // self.total}%) {rate:,.0f} facts/s   "
+            f"({100 * done // self.total}%) {rate:,.0f} {self.unit}/s   "
         )
         self.stream.flush()
+
+    def advance(self, done: int) -> None:
+        """Redraw the bar ``done`` items further."""
+        self.update(self.done + done)
 
     def finish(self) -> None:
         """End the bar's line (nothing is written when disabled)."""
@@ -97,20 +109,173 @@ class Progress:
             self.stream.flush()
 
 
+def plural(count: int, word: str) -> str:
+    """``1 fact``, ``2 facts``."""
+    return f"{count:,} {word}{'s' * (count != 1)}"
+
+
+# ---- import report -------------------------------------------------------------------------
+
+
+@dataclass
+class ImportRow:
+    """What happened (or, in a dry run, would happen) to one text of one line."""
+
+    line: int
+    action: str  # restored, conflict, or a remember action
+    id: str | None
+    content: str
+    previous: str | None = None
+    similarity: float | None = None
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class ImportReport:
+    """What an import did (or, in a dry run, would do), line by line, for people and JSON."""
+
+    user: str
+    read: int
+    dry_run: bool
+    rows: list[ImportRow] = dataclasses.field(default_factory=list)
+
+    def restored(self, batch: list[ImportLine], conflicts: Sequence[str]) -> None:
+        for line in batch:
+            fact_id = str(line.record["id"])
+            action = "conflict" if fact_id in conflicts else "restored"
+            self.rows.append(ImportRow(line.number, action, fact_id, line.record["content"]))
+
+    def merged(self, batch: list[ImportLine], results: Sequence[RememberResult]) -> None:
+        texts = [
+            (line.number, text)
+            for line in batch
+            for text in [
+                *(v["content"] for v in line.record.get("history") or ()),
+                line.record["content"],
+            ]
+        ]
+        for (number, text), r in zip(texts, results, strict=True):
+            fact_id = r.fact.id if r.fact else None
+            self.rows.append(
+                ImportRow(number, r.action, fact_id, text, r.previous, r.similarity, r.reason)
+            )
+
+    def counts(self) -> Counter[str]:
+        return Counter(row.action for row in self.rows)
+
+    def to_dict(self) -> dict[str, Any]:
+        counts = self.counts()
+        data: dict[str, Any] = {"user_id": self.user, "read": self.read, "dry_run": self.dry_run}
+        data.update(
+            restored=counts["restored"],
+            conflicts=counts["conflict"],
+            **{a: counts[a] for a in ("created", "duplicate", "updated", "rejected")},
+        )
+        data["rejected_lines"] = [
+            {"line": r.line, "reason": r.reason} for r in self.rows if r.action == "rejected"
+        ]
+        data["conflict_lines"] = [
+            {"line": r.line, "id": r.id} for r in self.rows if r.action == "conflict"
+        ]
+        if self.dry_run:
+            data["lines"] = [row.to_dict() for row in self.rows]
+        return data
+
+    def human(self) -> str:
+        counts = self.counts()
+        parts = []
+        if counts["restored"] or counts["conflict"]:
+            parts.append(f"{counts['restored']} restored, {counts['conflict']} conflicts")
+        if any(counts[a] for a in ("created", "duplicate", "updated", "rejected")) or not parts:
+            parts.append(
+                f"{counts['created']} created, {counts['duplicate']} duplicate, "
+                f"{counts['updated']} updated, {counts['rejected']} rejected"
+            )
+        if self.dry_run:
+            head = (
+                f"Dry run, nothing written: importing {plural(self.read, 'fact')} into user "
+                f"{self.user!r} would give " + "; ".join(parts) + "."
+            )
+            rows = [
+                [str(r.line), r.action, r.id or "-", r.content + _row_note(r)] for r in self.rows
+            ]
+            return head + "\n\n" + table(["LINE", "WOULD BE", "ID", "FACT"], rows)
+        text = (
+            f"Imported {plural(self.read, 'fact')} into user {self.user!r}: "
+            + "; ".join(parts)
+            + "."
+        )
+        rejected = [[str(r.line), str(r.reason)] for r in self.rows if r.action == "rejected"]
+        if rejected:
+            text += "\n\n" + table(["LINE", "REJECTED BECAUSE"], rejected)
+        conflicts = [[str(r.line), str(r.id)] for r in self.rows if r.action == "conflict"]
+        if conflicts:
+            text += (
+                "\n\n"
+                + table(
+                    ["LINE", "NOT RESTORED (the user has this text as another fact)"], conflicts
+                )
+                + "\n(import with --merge to fold them into the stored facts)"
+            )
+        return text
+
+
+def _row_note(row: ImportRow) -> str:
+    if row.action == "updated":
+        return f"  (new version of: {row.previous}; similarity {row.similarity or 0:.2f})"
+    if row.action == "rejected":
+        return f"  ({row.reason})"
+    if row.action == "conflict":
+        return "  (the user has this text as another fact)"
+    return ""
+
+
 # ---- JSONL input -------------------------------------------------------------------------
 
 _LINE_HINT = (
     'each line must be one JSON object with a "content" string, as written by `ltm export` '
-    '(or {"fact": "..."})'
+    '(or {"fact": "..."}, or a JSON string)'
 )
 
 
-def read_facts_jsonl(lines: Iterable[bytes], name: str) -> Iterator[tuple[int, str]]:
-    """``(line number, fact text)`` for each non-blank line of a JSONL file.
+@dataclass(frozen=True)
+class ImportLine:
+    """One line of an import file, checked.
 
-    Accepts the objects ``ltm export`` writes (their ``content``; other keys are ignored) and
-    ``{"fact": ...}`` objects. Raises :class:`InputError` naming the line of the first bad one.
+    ``record`` is an exported fact (it has an ``id``: restored as it was) or
+    ``{"content": text}`` (a new fact, decided by ``remember``).
     """
+
+    number: int
+    record: dict[str, Any]
+
+    @property
+    def exported(self) -> bool:
+        """Whether the line is a fact written by ``ltm export`` (it has an id)."""
+        return "id" in self.record
+
+    @property
+    def texts(self) -> int:
+        """How many texts a merge re-decides for this line (earlier versions, then current)."""
+        return len(self.record.get("history") or ()) + 1
+
+
+def read_import_jsonl(
+    lines: Iterable[bytes], name: str, max_chars: int = sys.maxsize
+) -> list[ImportLine]:
+    """Every non-blank line of a JSONL import file, each checked the way ``import_user`` will.
+
+    Accepts what ``ltm export`` writes (every field; also the 0.1 form whose ``history`` is a
+    list of texts), ``{"content": ...}`` and ``{"fact": ...}`` objects, and JSON strings.
+    Raises :class:`InputError` (or ``InvalidFactError``) naming the first bad line, so a file
+    is refused before anything of it is written.
+    """
+    out: list[ImportLine] = []
+    ids: dict[str, int] = {}
+    texts: dict[str, int] = {}
     for number, raw in enumerate(lines, start=1):
         where = f"{name}, line {number}"
         try:
@@ -128,10 +293,83 @@ def read_facts_jsonl(lines: Iterable[bytes], name: str) -> Iterator[tuple[int, s
             raise InputError(
                 f"{where}: not valid JSON ({exc.msg} at column {exc.colno}); {_LINE_HINT}."
             ) from exc
-        text = None
-        if isinstance(obj, dict):
-            text = obj["content"] if "content" in obj else obj.get("fact")
-        if not isinstance(text, str):
-            shown = line if len(line) <= 60 else line[:57] + "..."
-            raise InputError(f"{where}: {_LINE_HINT}; got {shown}")
-        yield number, text
+        record = _import_record(obj, line, where, max_chars)
+        if "id" in record:
+            for seen, key, what in (
+                (ids, record["id"], "id"),
+                (texts, content_hash(record["content"]), "text"),
+            ):
+                if key in seen:
+                    raise InputError(
+                        f"{where}: the same {what} as line {seen[key]}; a user has one current "
+                        "fact per id and per text: remove one of them, or import with --merge."
+                    )
+                seen[key] = number
+        out.append(ImportLine(number, record))
+    return out
+
+
+def _import_record(obj: Any, line: str, where: str, max_chars: int) -> dict[str, Any]:
+    text = obj
+    if isinstance(obj, dict):
+        text = obj["content"] if "content" in obj else obj.get("fact")
+    if not isinstance(text, str):
+        shown = line if len(line) <= 60 else line[:57] + "..."
+        raise InputError(f"{where}: {_LINE_HINT}; got {shown}")
+    content = validate_text(text, f"{where}: fact", max_chars)
+    if not isinstance(obj, dict) or "id" not in obj:
+        return {"content": content}
+    fact_id = obj["id"]
+    if not isinstance(fact_id, str) or not fact_id.strip() or "@" in fact_id:
+        raise InputError(f"{where}: id must be a non-empty string without '@', got {fact_id!r}.")
+    record = {k: obj[k] for k in _EXPORT_FIELDS if obj.get(k) is not None}
+    for field in ("created_at", "updated_at", "valid_from"):
+        _check_time(record, field, where)
+    history = obj.get("history") or []
+    if not isinstance(history, list):
+        raise InputError(f"{where}: history must be a list, got {history!r}.")
+    if any(isinstance(v, str) for v in history):  # 0.1 export: earlier texts, no dates
+        record.setdefault("valid_from", record.get("updated_at"))
+        history = [
+            {
+                "content": v,
+                "valid_from": record.get("created_at"),
+                "valid_to": record.get("updated_at"),
+            }
+            if isinstance(v, str)
+            else v
+            for v in history
+        ]
+    for n, version in enumerate(history, start=1):
+        what = f"{where}: history[{n}]"
+        if not isinstance(version, dict):
+            raise InputError(f"{what} must be an object with a content, got {version!r}.")
+        validate_text(version.get("content"), f"{what} content", max_chars)
+        for field in ("valid_from", "valid_to"):
+            _check_time(version, field, what)
+    record["history"] = [
+        {k: v.get(k) for k in ("content", "valid_from", "valid_to")} for v in history
+    ]
+    metadata = obj.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise InputError(f"{where}: metadata must be an object, got {metadata!r}.")
+    record["metadata"] = metadata
+    record["content"] = content
+    return record
+
+
+_EXPORT_FIELDS = ("id", "content", "created_at", "updated_at", "valid_from")
+
+
+def _check_time(record: dict[str, Any], field: str, where: str) -> None:
+    value = record.get(field)
+    if value is None:
+        return
+    try:
+        if not isinstance(value, str):
+            raise TypeError(f"got {value!r}")
+        datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except (TypeError, ValueError) as exc:
+        raise InputError(
+            f"{where}: {field} must be an ISO 8601 time like 2026-01-31T12:00:00+00:00 ({exc})."
+        ) from exc

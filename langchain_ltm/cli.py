@@ -46,6 +46,7 @@ from langchain_ltm._cli_commands import (
 from langchain_ltm._labels import validate_user_id
 from langchain_ltm.defaults import data_dir
 from langchain_ltm.errors import BackendError, LTMError
+from langchain_ltm.store import DEFAULT_MERGE_THRESHOLD
 
 __all__ = ["EXIT_ENGINE", "EXIT_NOT_FOUND", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
 
@@ -135,6 +136,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _cosine(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not -1.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a cosine similarity in [-1, 1], got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``ltm`` argument parser (each subcommand's handler is in ``args.run``)."""
     from langchain_ltm import __version__
@@ -192,14 +203,38 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(
         "import",
         cmd_import,
-        'Remember the facts of a JSONL file (from export, or {"content": ...} lines).',
+        "Load a JSONL file into the user's facts: lines written by `ltm export` are restored "
+        'exactly (same ids, timestamps and versions; importing twice changes nothing); {"content": '
+        '...} lines, {"fact": ...} lines and JSON strings are remembered as new facts. The '
+        "whole file is checked first: a malformed line stops it before anything is written.",
     )
     p.add_argument("file", metavar="FILE", help="the JSONL file, or - for stdin")
+    p.add_argument(
+        "--merge",
+        action="store_true",
+        help="re-decide every line (each version, oldest first) like remember: duplicates are "
+        "skipped and close facts become new versions, instead of restoring exported facts as "
+        "they were",
+    )
+    p.add_argument(
+        "--threshold",
+        type=_cosine,
+        metavar="X",
+        help="merge threshold for the lines that are remembered: cosine similarity from which "
+        "a fact about the same subject becomes a new version of a stored one "
+        f"(default {DEFAULT_MERGE_THRESHOLD})",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print what each line would give (restored, created, duplicate, updated, "
+        "rejected) and write nothing",
+    )
     p.add_argument(
         "--batch-size",
         type=_positive_int,
         default=BATCH_SIZE,
-        help=f"facts per embedding call (default {BATCH_SIZE})",
+        help=f"lines per write, and per embedding call (default {BATCH_SIZE})",
     )
     command("stats", cmd_stats, "Counts of facts, for one user or for the whole store.", "")
     return parser

@@ -1,5 +1,6 @@
 """The `ltm` command, driven in-process through main() against an embedded Qdrant folder."""
 
+import contextlib
 import io
 import json
 import os
@@ -43,6 +44,39 @@ def as_json(out):
     return json.loads(out)
 
 
+def _line(**fields):
+    """One line of an import file: an exported fact when it has an id."""
+    record = {"content": "A new fact", **fields}
+    return json.dumps(record) + "\n"
+
+
+def _export_lines(n):
+    """``n`` valid exported facts (ids f1, f2, ...) as `ltm export` writes them."""
+    return "".join(
+        _line(
+            id=f"f{i + 1}",
+            user_id="someone",
+            content=f"Fact {i}",
+            created_at="2025-01-02T03:04:05.123456+00:00",
+            updated_at="2025-01-02T03:04:05.123456+00:00",
+            valid_from="2025-01-02T03:04:05.123456+00:00",
+            history=[],
+            metadata={},
+        )
+        for i in range(n)
+    )
+
+
+@contextlib.contextmanager
+def opened(folder):
+    """The CLI's store in ``folder`` through the Python API (closed after, for the CLI)."""
+    store, _ = open_store(str(folder), embeddings=_cli_commands.default_embeddings())
+    try:
+        yield store
+    finally:
+        store.close()
+
+
 def test_remember_prints_one_action_per_fact(ltm):
     code, out, err = ltm("remember", "--user", "alice", "Prefers answers in Spanish", "Owns a cat")
     assert (code, err) == (0, "")
@@ -79,6 +113,19 @@ def test_remember_prints_one_action_per_fact(ltm):
         "metadata",
     }
     assert (record["fact"]["history"], record["fact"]["metadata"]) == ([], {})
+
+
+def test_remember_lists_similar_facts_it_kept_apart(ltm):
+    ltm("remember", "--user", "alice", "Likes black tea")
+    code, out, _ = ltm("remember", "--user", "alice", "--json", "Enjoys drinking tea")
+    (record,) = as_json(out)
+    assert (code, record["action"]) == (0, "created")
+    (similar,) = record["similar"]
+    assert similar["content"] == "Likes black tea" and similar["reason"] == "uncertain"
+    assert 0 < similar["score"] < 1
+    ltm("remember", "--user", "bob", "Likes black tea")
+    code, out, _ = ltm("remember", "--user", "bob", "Enjoys drinking tea")
+    assert code == 0 and "kept apart from similar" in out and "'Likes black tea'" in out
 
 
 def test_remember_reads_stdin_lines(ltm, monkeypatch):
@@ -179,21 +226,33 @@ def test_export_import_round_trip_into_another_user(ltm, tmp_path):
     assert as_json(out) == {
         "user_id": "bob",
         "read": 3,
-        "created": 3,
+        "dry_run": False,
+        "restored": 3,
+        "conflicts": 0,
+        "created": 0,
         "duplicate": 0,
         "updated": 0,
         "rejected": 0,
         "rejected_lines": [],
+        "conflict_lines": [],
     }
     bob = as_json(ltm("list", "--user", "bob", "--json")[1])
     assert sorted(f["content"] for f in bob) == sorted(facts)
     assert all(f["user_id"] == "bob" for f in bob)
+    # restored as they were: same ids, timestamps and versions, only the owner differs
+    assert [dict(f, user_id="alice") for f in bob] == listed
 
     code, out, _ = ltm("import", "--user", "bob", str(path), "--batch-size", "2")
+    assert code == 0
+    assert out.strip() == "Imported 3 facts into user 'bob': 3 restored, 0 conflicts."
+    assert as_json(ltm("list", "--user", "bob", "--json")[1]) == bob  # importing twice: no change
+
+    code, out, _ = ltm("import", "--user", "bob", str(path), "--merge", "--batch-size", "2")
     assert code == 0
     assert out.strip() == (
         "Imported 3 facts into user 'bob': 0 created, 3 duplicate, 0 updated, 0 rejected."
     )
+    assert as_json(ltm("list", "--user", "bob", "--json")[1]) == bob
 
 
 def test_import_accepts_fact_lines_and_reports_rejections(ltm, tmp_path):
@@ -223,15 +282,30 @@ def test_import_accepts_fact_lines_and_reports_rejections(ltm, tmp_path):
         ('{"content": "ok"}\n{"content": "   "}\n', "line 2: fact is empty"),
         (b'{"content": "caf\xe9"}\n', "line 1: not UTF-8 text"),
         ('{"content": "ok"}\n' + json.dumps({"content": "x" * 2001}), "line 2: fact is 2,001"),
+        # exported facts: the first bad line stops the file before the first batch is written
+        (_export_lines(3) + _line(id="z", created_at="yesterday"), "line 4: created_at must be"),
+        (_export_lines(3) + _line(id="a@1"), "line 4: id must be a non-empty string without '@'"),
+        (_export_lines(3) + _line(id=7), "line 4: id must be"),
+        (_export_lines(3) + _line(id="f1", content="Other"), "line 4: the same id as line 1"),
+        (_export_lines(3) + _line(id="z", content="Fact 0"), "line 4: the same text as line 1"),
+        (_export_lines(3) + _line(id="z", history="Had a dog"), "line 4: history must be a list"),
+        (
+            _export_lines(3) + _line(id="z", history=[{"content": " "}]),
+            "line 4: history[1] content",
+        ),
+        (_export_lines(3) + _line(id="z", history=[{"content": "a", "valid_to": 5}]), "valid_to"),
+        (_export_lines(3) + _line(id="z", metadata=["x"]), "line 4: metadata must be an object"),
+        (_export_lines(3) + _line(id="z", content=None), "line 4: each line must be one JSON"),
     ],
 )
-def test_import_bad_line_names_it_and_stores_nothing(ltm, tmp_path, content, expected):
+@pytest.mark.parametrize("mode", [[], ["--merge"], ["--merge", "--dry-run"]])
+def test_import_bad_line_names_it_and_stores_nothing(ltm, tmp_path, content, expected, mode):
     path = tmp_path / "bad.jsonl"
     if isinstance(content, bytes):
         path.write_bytes(content)
     else:
         path.write_text(content, encoding="utf-8")
-    code, out, err = ltm("import", "--user", "dave", str(path))
+    code, out, err = ltm("import", "--user", "dave", str(path), "--batch-size", "1", *mode)
     assert code == 2 and out == ""
     assert err.startswith("ltm: error: ") and expected in err and "Traceback" not in err
     assert as_json(ltm("list", "--user", "dave", "--json")[1]) == []
@@ -244,19 +318,180 @@ def test_import_from_stdin(ltm, monkeypatch):
     assert code == 0 and as_json(out)["created"] == 2
 
 
+def test_import_restores_an_export_exactly(ltm, tmp_path):
+    """Export lines (with versions) go through `ltm import` into another store unchanged."""
+    with opened(tmp_path / "q") as store:
+        kid = store.remember("alice", "Has one kid").fact
+        store.remember("alice", ["Lives in Paris", "Has two kids now"])
+        store.update_fact("alice", kid.id, "Has three kids")
+        put_ns = store.user_namespace("alice")
+        item = store.get(put_ns, kid.id)
+        store.put(put_ns, kid.id, {**item.value, "source": "chat"}, index=["content"])
+    path = tmp_path / "alice.jsonl"
+    assert ltm("export", "--user", "alice", "-o", str(path))[0] == 0
+    exported = [json.loads(line) for line in path.read_text().splitlines()]
+    versions = {r["content"]: [v["content"] for v in r["history"]] for r in exported}
+    assert versions["Has three kids"][0] == "Has one kid"  # versions were made
+    assert next(r for r in exported if r["id"] == kid.id)["metadata"] == {"source": "chat"}
+
+    other = str(tmp_path / "other")
+    for _ in range(2):  # restoring twice changes nothing
+        code, out, err = ltm("import", "--user", "alice", str(path), "--json", store_url=other)
+        assert (code, err) == (0, "")
+        assert (as_json(out)["restored"], as_json(out)["conflicts"]) == (2, 0)
+        code, out, _ = ltm("export", "--user", "alice", store_url=other)
+        assert out == path.read_text()  # same ids, text, timestamps, versions, metadata
+    code, out, _ = ltm("recall", "--user", "alice", "how many children?", "--json", store_url=other)
+    assert as_json(out)[0]["content"] == "Has three kids"
+
+
+def test_import_mixes_exported_and_new_lines(ltm, tmp_path):
+    path = tmp_path / "in.jsonl"
+    path.write_text(
+        _export_lines(1)
+        + _line(content="Plays the cello")
+        + json.dumps("Lives in Lisbon")
+        + "\n"
+        + json.dumps({"fact": "Has a dog"}),
+        encoding="utf-8",
+    )
+    code, out, _ = ltm("import", "--user", "erin", str(path), "--json")
+    summary = as_json(out)
+    assert code == 0
+    assert (summary["read"], summary["restored"], summary["created"]) == (4, 1, 3)
+    listed = as_json(ltm("list", "--user", "erin", "--json")[1])
+    assert sorted(f["content"] for f in listed) == [
+        "Fact 0",
+        "Has a dog",
+        "Lives in Lisbon",
+        "Plays the cello",
+    ]
+    restored = next(f for f in listed if f["id"] == "f1")
+    assert restored["created_at"] == "2025-01-02T03:04:05.123456+00:00"
+
+
+def test_import_restores_a_0_1_export(ltm, tmp_path):
+    """0.1 wrote ``history`` as a list of earlier texts and a ``score``."""
+    old = {
+        "id": "3f2c",
+        "user_id": "alice",
+        "content": "Lives in Berlin",
+        "created_at": "2025-01-01T00:00:00+00:00",
+        "updated_at": "2025-02-01T00:00:00+00:00",
+        "score": None,
+        "history": ["Lives in Paris"],
+    }
+    path = tmp_path / "old.jsonl"
+    path.write_text(json.dumps(old) + "\n", encoding="utf-8")
+    code, out, _ = ltm("import", "--user", "alice", str(path), "--json")
+    assert (code, as_json(out)["restored"]) == (0, 1)
+    (fact,) = as_json(ltm("list", "--user", "alice", "--json")[1])
+    assert (fact["id"], fact["content"], fact["created_at"]) == (
+        "3f2c",
+        "Lives in Berlin",
+        old["created_at"],
+    )
+    assert fact["history"] == [
+        {
+            "content": "Lives in Paris",
+            "valid_from": "2025-01-01T00:00:00+00:00",
+            "valid_to": "2025-02-01T00:00:00+00:00",
+        }
+    ]
+    assert fact["valid_from"] == "2025-02-01T00:00:00+00:00"
+
+
+def test_import_restore_reports_secrets_and_conflicts(ltm, tmp_path):
+    ltm("remember", "--user", "alice", "Lives in Paris")
+    path = tmp_path / "in.jsonl"
+    path.write_text(
+        _line(id="x1", content="Lives in Paris")  # the user has this text as another fact
+        + _line(id="x2", content=CARD)
+        + _line(id="x3", content="Plays the cello"),
+        encoding="utf-8",
+    )
+    code, out, _ = ltm("import", "--user", "alice", str(path), "--json")
+    summary = as_json(out)
+    assert code == 0
+    assert (summary["restored"], summary["conflicts"], summary["rejected"]) == (1, 1, 1)
+    assert summary["conflict_lines"] == [{"line": 1, "id": "x1"}]
+    assert (
+        summary["rejected_lines"][0]["line"] == 2
+        and "card" in summary["rejected_lines"][0]["reason"]
+    )
+    assert "4111" not in out
+    listed = as_json(ltm("list", "--user", "alice", "--json")[1])
+    assert sorted((f["id"] == "x3", f["content"]) for f in listed) == [
+        (False, "Lives in Paris"),
+        (True, "Plays the cello"),
+    ]
+    code, out, _ = ltm("import", "--user", "alice", str(path))
+    assert "NOT RESTORED" in out and "--merge" in out and "4111" not in out
+
+
+def test_import_merge_dry_run_threshold(ltm, tmp_path):
+    ltm("remember", "--user", "alice", "Likes black tea", "Lives in Paris")
+    before = as_json(ltm("list", "--user", "alice", "--json")[1])
+    path = tmp_path / "in.jsonl"
+    path.write_text(
+        _line(content="lives in paris.")
+        + _line(content="Enjoys drinking tea")
+        + json.dumps("Owns a cat"),
+        encoding="utf-8",
+    )
+    code, out, err = ltm("import", "--user", "alice", str(path), "--merge", "--dry-run", "--json")
+    assert (code, err) == (0, "")
+    summary = as_json(out)
+    assert summary["dry_run"] is True
+    assert [(r["line"], r["action"]) for r in summary["lines"]] == [
+        (1, "duplicate"),
+        (2, "created"),  # similar (0.69), but below the default merge threshold
+        (3, "created"),
+    ]
+    assert summary["lines"][0]["id"] == next(
+        f["id"] for f in before if f["content"] == "Lives in Paris"
+    )
+
+    tea = next(f for f in before if f["content"] == "Likes black tea")
+    args = ("import", "--user", "alice", str(path), "--merge", "--threshold", "0.6")
+    code, out, _ = ltm(*args, "--dry-run")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].startswith("Dry run, nothing written: importing 3 facts")
+    assert "1 created, 1 duplicate, 1 updated, 0 rejected" in lines[0]
+    assert lines[2].split()[:2] == ["LINE", "WOULD"]
+    row = next(line for line in lines if "Enjoys drinking tea" in line)
+    assert (
+        row.split()[:3] == ["2", "updated", tea["id"]] and "new version of: Likes black tea" in row
+    )
+    assert as_json(ltm("list", "--user", "alice", "--json")[1]) == before  # nothing written
+
+    code, out, _ = ltm(*args, "--json")
+    assert code == 0 and as_json(out)["updated"] == 1 and "lines" not in as_json(out)
+    after = {f["id"]: f for f in as_json(ltm("list", "--user", "alice", "--json")[1])}
+    assert after[tea["id"]]["content"] == "Enjoys drinking tea"
+    assert [v["content"] for v in after[tea["id"]]["history"]] == ["Likes black tea"]
+    assert len(after) == 3
+
+
+@pytest.mark.parametrize("value", ["1.5", "-2", "high"])
+def test_import_threshold_must_be_a_cosine(ltm, tmp_path, value):
+    code, _, err = ltm("import", "--user", "u", str(tmp_path / "x.jsonl"), "--threshold", value)
+    assert code == 2 and "expected a cosine similarity in [-1, 1]" in err
+
+
 def test_import_failing_midway_says_what_was_stored(ltm, tmp_path, monkeypatch):
     path = tmp_path / "in.jsonl"
     path.write_text(json.dumps({"content": "Lives in Lisbon"}) + "\n" + json.dumps({"fact": "x"}))
-    real = LongTermMemoryStore.remember
+    real = LongTermMemoryStore.import_user
     calls = []
 
-    def flaky(self, user_id, facts):
-        calls.append(facts)
+    def flaky(self, user_id, records, mode="restore", **kwargs):
+        calls.append(records)
         if len(calls) == 2:
             raise BackendError("Qdrant write failed: disk full")
-        return real(self, user_id, facts)
+        return real(self, user_id, records, mode, **kwargs)
 
-    monkeypatch.setattr(LongTermMemoryStore, "remember", flaky)
+    monkeypatch.setattr(LongTermMemoryStore, "import_user", flaky)
     code, _, err = ltm("import", "--user", "u", str(path), "--batch-size", "1")
     assert code == 3
     assert "1 of 2 facts were stored before the failure" in err
@@ -334,13 +569,23 @@ def test_import_shows_a_progress_bar_on_a_terminal(tmp_path, monkeypatch, capsys
     assert "2/3 (66%)" in err.getvalue() and "3/3 (100%)" in err.getvalue()
     assert "Imported 3 facts" in capsys.readouterr().out
 
+    err.seek(0)
+    err.truncate()
+    path.write_text(_export_lines(3))  # restored in batches too
+    assert (
+        cli.main(["import", "--user", "v", "--store", store, str(path), "--batch-size", "2"]) == 0
+    )
+    assert "2/3 (66%)" in err.getvalue() and "3/3 (100%)" in err.getvalue()
+    assert "3 restored" in capsys.readouterr().out
+
 
 def test_help_and_version_exit_0(capsys):
     assert cli.main(["--help"]) == 0
     out = capsys.readouterr().out
     assert "remember" in out and "exit codes" in out and "LTM_STORE" in out
     assert cli.main(["import", "--help"]) == 0
-    assert "--batch-size" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert all(flag in out for flag in ("--batch-size", "--merge", "--threshold", "--dry-run"))
     assert cli.main(["--version"]) == 0
     assert capsys.readouterr().out.startswith("ltm ")
     assert cli.main([]) == 2
