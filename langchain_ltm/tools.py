@@ -181,9 +181,7 @@ def _recall_logic(
     return _dump({"facts": [_render_fact(f) for f in facts]})
 
 
-def _update_logic(
-    store: LongTermMemoryStore, user_id: str, fact_id: str, fact: str
-) -> Logic[str]:
+def _update_logic(store: LongTermMemoryStore, user_id: str, fact_id: str, fact: str) -> Logic[str]:
     if not isinstance(fact_id, str) or not fact_id.strip():
         raise ToolException("fact_id is empty: pass an id returned by recall_facts.")
     try:
