@@ -240,6 +240,27 @@ def test_agent_remembers_across_threads_and_isolates_users(store, build):
 
 
 @pytest.mark.parametrize("build", BUILDERS)
+def test_agent_sees_similar_facts_and_resolves_with_update_fact(store, build):
+    agent = build(store)
+    first = agent.invoke(say("remember: my sister likes green tea"), run("u1", "t1"))
+    sister = tool_outputs(first)[0]["id"]
+    second = agent.invoke(say("remember: my son likes green tea"), run("u1", "t2"))
+    (made,) = tool_outputs(second)
+    assert made["action"] == "created"
+    assert [(s["id"], s["reason"]) for s in made["similar"]] == [(sister, "different_subject")]
+    third = agent.invoke(say(f"update: {sister} => my sister likes black tea"), run("u1", "t3"))
+    (changed,) = tool_outputs(third)
+    assert changed["action"] == "updated" and changed["previous"] == "my sister likes green tea"
+    assert [v.content for v in store.history("u1", sister)] == [
+        "my sister likes green tea",
+        "my sister likes black tea",
+    ]
+    other = agent.invoke(say(f"update: {sister} => stolen"), run("u2", "t4"))
+    assert "no fact with id" in other["messages"][-1].content
+    assert store.list_all("u1")[0].content == "my sister likes black tea"
+
+
+@pytest.mark.parametrize("build", BUILDERS)
 def test_agent_takes_the_user_from_the_runtime_context(store, build):
     agent = build(store, context_schema=Context)
     agent.invoke(
