@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from langchain_core.embeddings import Embeddings
+from langgraph.store.base import PutOp, SearchItem
 
 from langchain_ltm._cli_io import (
     ImportLine,
@@ -26,6 +27,8 @@ from langchain_ltm._cli_io import (
     Progress,
     dumps,
     fact_rows,
+    migrate_summary,
+    plural,
     read_import_jsonl,
     table,
 )
@@ -79,6 +82,7 @@ class Session:
         )
         self.where = self.target
         self._store: LongTermMemoryStore | None = None
+        self._opened: list[LongTermMemoryStore] = []
 
     @property
     def user(self) -> str:
@@ -90,10 +94,26 @@ class Session:
             self._store, self.where = open_store(self.url, embeddings=default_embeddings())
         return self._store
 
+    def open(self, url: str, role: str) -> tuple[LongTermMemoryStore, str]:
+        """Open one more store (``migrate``'s source and target); closed with the session."""
+        self.target = f"the {role} store at {_redact(url)}"
+        store, where = open_store(url, embeddings=default_embeddings())
+        self._opened.append(store)
+        return store, where
+
     def close(self) -> None:
+        stores, self._opened = self._opened, []
         if self._store is not None:
-            store, self._store = self._store, None
-            store.close()
+            stores.append(self._store)
+            self._store = None
+        failure: Exception | None = None
+        for store in stores:  # close each, even when one of them fails
+            try:
+                store.close()
+            except Exception as exc:
+                failure = failure or exc
+        if failure is not None:
+            raise failure
 
     def emit(self, data: Any, human: str) -> None:
         """Print ``data`` as JSON with ``--json``, else the human text (if any)."""
@@ -323,6 +343,7 @@ def cmd_stats(session: Session) -> int:
             "store": session.where,
             "user_id": session.user,
             "facts": len(facts),
+            "versions": sum(len(f.history) for f in facts),
             "first_created": min((f.created_at for f in facts), default=None),
             "last_updated": max((f.updated_at for f in facts), default=None),
         }
@@ -330,27 +351,210 @@ def cmd_stats(session: Session) -> int:
         pairs = [[k, "-" if v is None else str(v)] for k, v in data.items()]
         session.emit(data, table([], pairs))
         return EXIT_OK
-    counts = sorted(
-        ((store.backend.count(ns), user) for user, ns in _users(store)),
-        key=lambda c: (-c[0], c[1]),
-    )
-    total = sum(n for n, _ in counts)
+    counts = []  # (facts, earlier versions, user): a version is not a fact of its own
+    for user, _ in _users(store):
+        facts = store.list_all(user)
+        counts.append((len(facts), sum(len(f.history) for f in facts), user))
+    counts.sort(key=lambda c: (-c[0], c[2]))
+    total, versions = sum(c[0] for c in counts), sum(c[1] for c in counts)
     data = {
         "store": session.where,
         "users": len(counts),
         "facts": total,
-        "per_user": [{"user_id": user, "facts": n} for n, user in counts],
+        "versions": versions,
+        "per_user": [{"user_id": user, "facts": n, "versions": v} for n, v, user in counts],
     }
     human = table(
-        [], [["store", session.where], ["users", str(len(counts))], ["facts", str(total)]]
+        [],
+        [
+            ["store", session.where],
+            ["users", str(len(counts))],
+            ["facts", str(total)],
+            ["versions", str(versions)],
+        ],
     )
     if counts:
         shown = counts[:20]
-        human += "\n\n" + table(["USER", "FACTS"], [[user, str(n)] for n, user in shown])
+        human += "\n\n" + table(
+            ["USER", "FACTS", "VERSIONS"], [[user, str(n), str(v)] for n, v, user in shown]
+        )
         if len(counts) > len(shown):
             human += f"\n... and {len(counts) - len(shown)} more users (--json lists all)"
     session.emit(data, human)
     return EXIT_OK
+
+
+# ---- migrate ---------------------------------------------------------------------------
+
+
+def cmd_migrate(session: Session) -> int:
+    args = session.args
+    for url, flag in ((args.source, "--from"), (args.target, "--to")):
+        if url.strip() == "memory://":
+            raise Failure(
+                EXIT_USAGE,
+                f"{flag} memory:// is a store inside one process: it starts empty and is gone "
+                "when ltm ends. Migrate between stores that persist (a folder, "
+                "postgresql://..., http(s)://...).",
+            )
+    if _identity(args.source) == _identity(args.target):
+        raise Failure(EXIT_USAGE, "--from and --to are the same store; pass another --to.")
+    source, source_where = session.open(args.source, "source")
+    target, target_where = session.open(args.target, "target")
+    session.target = f"the source ({source_where}) or the target ({target_where})"
+    one = args.user is not None
+    scope = source.user_namespace(args.user) if one else ()
+    held = target.backend.count(scope)
+    if held and not args.yes:
+        whose = f"for user {args.user!r}" if one else "already"
+        raise Failure(
+            EXIT_USAGE,
+            f"the target {target_where} holds {plural(held, 'item')} {whose}; migrate writes "
+            "facts by id and other items by key over what is there (everything else is kept). "
+            "Add --yes to migrate into it anyway (also to finish an interrupted migration: "
+            "repeating one is safe).",
+        )
+    users = [args.user] if one else [user for user, _ in _users(source)]
+    progress = Progress(source.backend.count(scope), session.err, "migrate", "items")
+    progress.update(0)
+    try:
+        facts, conflicts = _copy_facts(session, source, target, users, progress)
+        items = _copy_items(source, target, scope, facts, args.batch_size, progress)
+    finally:
+        progress.finish()
+    report = {"from": source_where, "to": target_where, "user_id": args.user}
+    report.update(_verify(target, scope, facts, items, conflicts))
+    session.emit(report, migrate_summary(report))
+    if not report["verified"]:
+        raise Failure(
+            EXIT_ENGINE,
+            "the target does not have everything the source has (see the counts above); the "
+            "source is unchanged: fix the cause and run the same migrate again with --yes.",
+        )
+    return EXIT_OK
+
+
+def _identity(url: str) -> str:
+    if "://" in url:
+        return url.rstrip("/")
+    return str(Path(url.removeprefix("qdrant:")).expanduser().resolve())
+
+
+def _copy_facts(
+    session: Session,
+    source: LongTermMemoryStore,
+    target: LongTermMemoryStore,
+    users: list[str],
+    progress: Progress,
+) -> tuple[dict[str, dict[str, int]], dict[str, list[str]]]:
+    """Restore every user's facts in the target; ``{user: {fact id: versions}}``, conflicts."""
+    facts: dict[str, dict[str, int]] = {}
+    conflicts: dict[str, list[str]] = {}
+    for user in users:
+        records = source.export_user(user)
+        facts[user] = {str(r["id"]): len(r["history"]) for r in records}
+        for start in range(0, len(records), session.args.batch_size):
+            batch = records[start : start + session.args.batch_size]
+            done = target.import_user(user, batch, "restore")
+            conflicts.setdefault(user, []).extend(done.conflicts)
+            progress.advance(sum(1 + len(r["history"]) for r in batch))
+    return facts, {user: ids for user, ids in conflicts.items() if ids}
+
+
+def _copy_items(
+    source: LongTermMemoryStore,
+    target: LongTermMemoryStore,
+    scope: tuple[str, ...],
+    facts: dict[str, dict[str, int]],
+    batch_size: int,
+    progress: Progress,
+) -> dict[tuple[tuple[str, ...], str], str]:
+    """Put every item that is not a fact or a version in the target; their value digests."""
+    copied: dict[tuple[tuple[str, ...], str], str] = {}
+    for page in _other_items(source, scope, facts, batch_size):
+        target.batch([PutOp(item.namespace, item.key, item.value) for item in page])
+        copied.update(((item.namespace, item.key), _digest(item.value)) for item in page)
+        progress.advance(len(page))
+    return copied
+
+
+def _other_items(
+    store: LongTermMemoryStore,
+    scope: tuple[str, ...],
+    facts: dict[str, dict[str, int]],
+    size: int,
+) -> Iterator[list[SearchItem]]:
+    """Pages of the items under ``scope`` that ``export_user`` does not carry."""
+    offset = 0
+    while True:
+        page = store.search(scope, limit=size, offset=offset)
+        offset += len(page)
+        kept = [item for item in page if not _is_fact(store, item, facts)]
+        if kept:
+            yield kept
+        if len(page) < size:
+            return
+
+
+def _is_fact(
+    store: LongTermMemoryStore, item: SearchItem, facts: dict[str, dict[str, int]]
+) -> bool:
+    user = store.user_id_of(item.namespace)
+    if user is None or "content" not in item.value:
+        return False
+    of = item.value.get("version_of")
+    return of is None or of in facts.get(user, {})
+
+
+def _digest(value: dict[str, Any]) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _verify(
+    target: LongTermMemoryStore,
+    scope: tuple[str, ...],
+    facts: dict[str, dict[str, int]],
+    items: dict[tuple[tuple[str, ...], str], str],
+    conflicts: dict[str, list[str]],
+) -> dict[str, Any]:
+    """Count what arrived: the source's facts (by id) with their versions, and its items."""
+    users: list[dict[str, Any]] = []
+    in_target: dict[str, dict[str, int]] = {}
+    extra = 0
+    for user, wanted in facts.items():
+        got = {str(r["id"]): len(r["history"]) for r in target.export_user(user)}
+        in_target[user] = got
+        found = [fact_id for fact_id in wanted if fact_id in got]
+        users.append(
+            {
+                "user_id": user,
+                "facts": len(wanted),
+                "versions": sum(wanted.values()),
+                "target_facts": len(found),
+                "target_versions": sum(got[fact_id] for fact_id in found),
+                "conflicts": conflicts.get(user, []),
+            }
+        )
+        extra += len(got) - len(found)
+    held = {
+        (item.namespace, item.key): _digest(item.value)
+        for page in _other_items(target, scope, in_target, 1000)
+        for item in page
+    }
+    arrived = sum(held.get(key) == digest for key, digest in items.items())
+    totals = {k: sum(u[k] for u in users) for k in ("facts", "versions")}
+    found_totals = {k: sum(u[f"target_{k}"] for u in users) for k in ("facts", "versions")}
+    return {
+        "users": users,
+        "source": {"users": len(users), **totals, "items": len(items)},
+        "target": {"users": len(users), **found_totals, "items": arrived},
+        "extra_in_target": {"facts": extra, "items": len(held) - arrived},
+        "verified": totals == found_totals
+        and arrived == len(items)
+        and all(
+            (u["facts"], u["versions"]) == (u["target_facts"], u["target_versions"]) for u in users
+        ),
+    }
 
 
 def _users(store: LongTermMemoryStore) -> list[tuple[str, tuple[str, ...]]]:

@@ -233,6 +233,43 @@ def _row_note(row: ImportRow) -> str:
     return ""
 
 
+def migrate_summary(report: dict[str, Any]) -> str:
+    """The human form of ``ltm migrate``'s report: counts in the source and the target."""
+    src, dst = report["source"], report["target"]
+    rows = [
+        [what, str(src[what]), str(dst[what])] for what in ("users", "facts", "versions", "items")
+    ]
+    rows[-1][0] = "other items"
+    text = f"Migrated {report['from']} -> {report['to']}\n\n" + table(
+        ["", "SOURCE", "TARGET"], rows
+    )
+    wrong = [
+        [
+            u["user_id"],
+            f"{u['target_facts']}/{u['facts']}",
+            f"{u['target_versions']}/{u['versions']}",
+            ", ".join(u["conflicts"]) or "-",
+        ]
+        for u in report["users"]
+        if (u["facts"], u["versions"]) != (u["target_facts"], u["target_versions"])
+    ]
+    if wrong:
+        text += "\n\n" + table(
+            ["USER", "FACTS", "VERSIONS", "NOT RESTORED (same text as another fact)"], wrong
+        )
+    extra = report["extra_in_target"]
+    if extra["facts"] or extra["items"]:
+        text += (
+            f"\n\nThe target also holds {plural(extra['facts'], 'fact')} and "
+            f"{plural(extra['items'], 'other item')} that are not in the source (kept)."
+        )
+    if report["verified"]:
+        text += "\n\nVerified: the target has every fact, version and item of the source."
+        if src["items"]:
+            text += " Other items were written with put: their created_at is the time of the copy."
+    return text
+
+
 # ---- JSONL input -------------------------------------------------------------------------
 
 _LINE_HINT = (
@@ -322,7 +359,7 @@ def _import_record(obj: Any, line: str, where: str, max_chars: int) -> dict[str,
     fact_id = obj["id"]
     if not isinstance(fact_id, str) or not fact_id.strip() or "@" in fact_id:
         raise InputError(f"{where}: id must be a non-empty string without '@', got {fact_id!r}.")
-    record = {k: obj[k] for k in _EXPORT_FIELDS if obj.get(k) is not None}
+    record = {k: v for k, v in obj.items() if v is not None}  # fields we do not know pass on
     for field in ("created_at", "updated_at", "valid_from"):
         _check_time(record, field, where)
     history = obj.get("history") or []
@@ -356,9 +393,6 @@ def _import_record(obj: Any, line: str, where: str, max_chars: int) -> dict[str,
     record["metadata"] = metadata
     record["content"] = content
     return record
-
-
-_EXPORT_FIELDS = ("id", "content", "created_at", "updated_at", "valid_from")
 
 
 def _check_time(record: dict[str, Any], field: str, where: str) -> None:

@@ -3,9 +3,10 @@
 ``ltm remember``, ``recall``, ``list``, ``forget``, ``clear``, ``export``, ``import`` and
 ``stats``, each with ``--user`` and ``--store URL`` (``memory://``, ``postgresql://...``,
 ``http(s)://host:6333`` for a Qdrant server, or a folder for embedded Qdrant; default:
-``$LTM_STORE``, else the persistent embedded store in the user's data directory). Tables for
+``$LTM_STORE``, else the persistent embedded store in the user's data directory), and
+``ltm migrate --from URL --to URL`` to copy a store into another engine. Tables for
 people, ``--json`` for scripts. Exit codes: 0 done, 1 the thing asked for is not there,
-2 bad usage or input, 3 the storage engine failed.
+2 bad usage or input, 3 the storage engine failed (or a migration's copy is incomplete).
 
 Example:
     >>> main(["remember", "--user", "alice", "--store", "memory://", "--json", "Likes tea"])
@@ -39,6 +40,7 @@ from langchain_ltm._cli_commands import (
     cmd_forget,
     cmd_import,
     cmd_list,
+    cmd_migrate,
     cmd_recall,
     cmd_remember,
     cmd_stats,
@@ -65,6 +67,7 @@ stores (--store, or $LTM_STORE):
 
 exit codes: 0 done (also a recall that finds nothing), 1 not found (forget of an unknown id),
   2 bad usage or input (or a fact the secret guard rejected), 3 storage engine failure
+  (or a migration whose target does not have everything afterwards)
 
 examples:
   ltm remember --user alice@example.com "Prefers answers in Spanish" "Works on payments"
@@ -72,8 +75,28 @@ examples:
   ltm list --user alice@example.com --json
   ltm export --user alice@example.com -o alice.jsonl
   ltm import --user bob alice.jsonl
-  ltm stats"""
+  ltm stats
+  ltm migrate --from ./memories --to postgresql://app@db/app"""
 
+_MIGRATE = """\
+Copy a store into another one (another engine, or another place), then check the copy.
+
+Every user's facts are copied with all their versions, exactly as `ltm export` and
+`ltm import` would (same ids, texts, created_at/updated_at, valid_from/valid_to of every
+version, metadata). Every other BaseStore item (anything not a fact, e.g. what an agent
+stored with store.put) is copied with the same namespace, key and value; BaseStore put
+cannot set timestamps, so their created_at and updated_at become the time of the copy,
+and they are indexed with the target's default fields. The source is only read.
+
+Afterwards the target is counted: facts per user (by id), versions and other items. The
+exit code is 0 when the target has all of them, 3 (with the counts) when it does not.
+
+URLs are what --store takes: a folder (embedded Qdrant), postgresql://...,
+http(s)://host:6333 (a Qdrant server); memory:// holds nothing across commands.
+
+examples:
+  ltm migrate --from ~/.local/share/langchain-ltm/qdrant --to postgresql://app@db/app
+  ltm migrate --from postgresql://app@db/app --to http://qdrant:6333 --user alice --yes"""
 
 # ---- errors ----------------------------------------------------------------------------
 
@@ -237,6 +260,31 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"lines per write, and per embedding call (default {BATCH_SIZE})",
     )
     command("stats", cmd_stats, "Counts of facts, for one user or for the whole store.", "")
+    p = sub.add_parser(
+        "migrate",
+        help="Copy every memory from one store to another and check that all arrived.",
+        description=_MIGRATE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--from", dest="source", metavar="URL", required=True, help="the store to copy")
+    p.add_argument("--to", dest="target", metavar="URL", required=True, help="the store to fill")
+    p.add_argument(
+        "--user", metavar="ID", help="copy only this user's facts and items (default: all)"
+    )
+    p.add_argument(
+        "--yes",
+        action="store_true",
+        help="write into a target that already holds data (also to finish a migration that "
+        "was interrupted: repeating one is safe)",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON for scripts")
+    p.add_argument(
+        "--batch-size",
+        type=_positive_int,
+        default=BATCH_SIZE,
+        help=f"facts or items per write (default {BATCH_SIZE})",
+    )
+    p.set_defaults(run=cmd_migrate, store=None)
     return parser
 
 

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import datetime, timezone
 
 import pytest
 
@@ -13,6 +14,7 @@ from langchain_ltm import _cli_commands, cli
 from langchain_ltm._cli_io import Progress, table
 from langchain_ltm.defaults import open_store
 from langchain_ltm.errors import BackendError
+from langchain_ltm.facts import Fact
 from langchain_ltm.store import LongTermMemoryStore
 
 CARD = "my card is 4111 1111 1111 1111"
@@ -42,6 +44,11 @@ def ltm(tmp_path, capsys):
 
 def as_json(out):
     return json.loads(out)
+
+
+def _a_fact():
+    now = datetime.now(timezone.utc)
+    return Fact("f1", "u1", "Likes tea", now, now)
 
 
 def _line(**fields):
@@ -102,7 +109,8 @@ def test_remember_prints_one_action_per_fact(ltm):
     assert record["action"] == "duplicate" and record["similarity"] == 1.0
     assert record["similar"] == []
     assert record["fact"]["content"] == "Prefers answers in Spanish"
-    assert set(record["fact"]) == {
+    assert set(record["fact"]) == set(_a_fact().to_dict())  # every field of a Fact
+    assert {
         "id",
         "user_id",
         "content",
@@ -111,7 +119,8 @@ def test_remember_prints_one_action_per_fact(ltm):
         "valid_from",
         "history",
         "metadata",
-    }
+    } <= set(record["fact"])
+    assert "score" not in record["fact"]
     assert (record["fact"]["history"], record["fact"]["metadata"]) == ([], {})
 
 
@@ -599,20 +608,26 @@ def test_stats_for_the_store_and_one_user(ltm, tmp_path):
         "store": f"embedded Qdrant at {tmp_path / 'q'}",
         "users": 0,
         "facts": 0,
+        "versions": 0,
         "per_user": [],
     }
     ltm("remember", "--user", "alice@example.com", "Owns a cat", "Lives in Lisbon")
     ltm("remember", "--user", "bob", "Plays the cello")
+    with opened(tmp_path / "q") as store:  # an earlier version is not counted as a fact
+        (cello,) = store.list_all("bob")
+        store.update_fact("bob", cello.id, "Plays the cello in an orchestra")
     data = as_json(ltm("stats", "--json")[1])
-    assert (data["users"], data["facts"]) == (2, 3)
+    assert (data["users"], data["facts"], data["versions"]) == (2, 3, 1)
     assert data["per_user"] == [
-        {"user_id": "alice@example.com", "facts": 2},
-        {"user_id": "bob", "facts": 1},
+        {"user_id": "alice@example.com", "facts": 2, "versions": 0},
+        {"user_id": "bob", "facts": 1, "versions": 1},
     ]
     code, out, _ = ltm("stats")
-    assert "users  2" in out and "alice@example.com  2" in out
+    rows = [line.split() for line in out.splitlines()]
+    assert ["users", "2"] in rows and ["versions", "1"] in rows
+    assert ["alice@example.com", "2", "0"] in rows and ["bob", "1", "1"] in rows
     one = as_json(ltm("stats", "--user", "bob", "--json")[1])
-    assert (one["user_id"], one["facts"]) == ("bob", 1)
+    assert (one["user_id"], one["facts"], one["versions"]) == ("bob", 1, 1)
     assert one["first_created"] is not None and one["last_updated"] is not None
     assert as_json(ltm("stats", "--user", "nobody", "--json")[1])["facts"] == 0
 
