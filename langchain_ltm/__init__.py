@@ -11,7 +11,7 @@ Example:
 
 from typing import TYPE_CHECKING
 
-from langchain_ltm.config import LongTermMemoryConfig
+from langchain_ltm.agents.config import LongTermMemoryConfig
 from langchain_ltm.errors import (
     BackendError,
     DuplicateFactError,
@@ -84,18 +84,22 @@ __all__ = [
 
 __version__ = "0.1.0"
 
-# The tools pull in langgraph.prebuilt (~0.6 s of imports): load them on first use, so the
-# store and the `ltm` command start fast.
-_LAZY = {"create_memory_tools", "memory_tools_for", "resolve_user_id"}
+# The agent side pulls in langgraph.prebuilt and langchain (~0.6 s of imports): load it on
+# first use, so the store and the `ltm` command start fast.
+_LAZY = {
+    "create_memory_tools": "langchain_ltm.agents.tools",
+    "memory_tools_for": "langchain_ltm.agents.tools",
+    "resolve_user_id": "langchain_ltm.agents.tools",
+}
 
 
 def __getattr__(name: str) -> object:
     if name in _LAZY:
-        from langchain_ltm import tools
+        import importlib
 
-        return getattr(tools, name)
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'langchain_ltm' has no attribute {name!r}")
 
 
 if TYPE_CHECKING:
-    from langchain_ltm.tools import create_memory_tools, memory_tools_for, resolve_user_id
+    from langchain_ltm.agents.tools import create_memory_tools, memory_tools_for, resolve_user_id

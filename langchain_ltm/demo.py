@@ -21,8 +21,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableConfig
 from pydantic import Field
 
+from langchain_ltm.agents.tools import create_memory_tools
 from langchain_ltm.store import LongTermMemoryStore
-from langchain_ltm.tools import create_memory_tools
 
 SYSTEM_PROMPT = (
     "You are a helpful assistant with long-term memory. When the user tells you something "

@@ -378,13 +378,13 @@ class LongTermMemoryStore(BaseStore):
         )
 
     @overload
-    def remember(self, user_id: str, facts: str) -> RememberResult: ...
+    def remember(self, user_id: str, facts: str, *, pinned: bool = ...) -> RememberResult: ...
     @overload
     def remember(
-        self, user_id: str, facts: list[str] | tuple[str, ...]
+        self, user_id: str, facts: list[str] | tuple[str, ...], *, pinned: bool = ...
     ) -> list[RememberResult]: ...
     def remember(
-        self, user_id: str, facts: str | Sequence[str]
+        self, user_id: str, facts: str | Sequence[str], *, pinned: bool = False
     ) -> RememberResult | list[RememberResult]:
         """Store one fact or a batch (one embedding call), deduplicated per user.
 
@@ -396,23 +396,36 @@ class LongTermMemoryStore(BaseStore):
         Args:
             user_id: Whose fact it is (any non-empty string, e.g. an email address).
             facts: One fact, or a list of facts decided in order.
+            pinned: Pin the facts: ``MemoryMiddleware`` shows pinned facts (a profile: name,
+                language, preferences) to the model on every call. A pinned fact stays
+                pinned across versions.
 
         Returns:
             A ``RememberResult`` per fact.
         """
-        return run_sync(writes.remember(self._facts, user_id, facts))
+        return run_sync(writes.remember(self._facts, user_id, facts, pinned=pinned))
 
     @overload
-    async def aremember(self, user_id: str, facts: str) -> RememberResult: ...
+    async def aremember(
+        self, user_id: str, facts: str, *, pinned: bool = ...
+    ) -> RememberResult: ...
     @overload
     async def aremember(
-        self, user_id: str, facts: list[str] | tuple[str, ...]
+        self, user_id: str, facts: list[str] | tuple[str, ...], *, pinned: bool = ...
     ) -> list[RememberResult]: ...
     async def aremember(
-        self, user_id: str, facts: str | Sequence[str]
+        self, user_id: str, facts: str | Sequence[str], *, pinned: bool = False
     ) -> RememberResult | list[RememberResult]:
         """Async twin of :meth:`remember`."""
-        return await run_async(writes.remember(self._facts, user_id, facts))
+        return await run_async(writes.remember(self._facts, user_id, facts, pinned=pinned))
+
+    def pinned(self, user_id: str) -> list[Fact]:
+        """The user's pinned facts, oldest first (nothing is embedded)."""
+        return run_sync(reads.pinned(self._facts, user_id))
+
+    async def apinned(self, user_id: str) -> list[Fact]:
+        """Async twin of :meth:`pinned`."""
+        return await run_async(reads.pinned(self._facts, user_id))
 
     def update_fact(self, user_id: str, fact_id: str, fact: str) -> RememberResult:
         """Give one of the user's facts a new text (a new version; the old one is kept).

@@ -70,6 +70,7 @@ class Fact:
         history: Every earlier version, oldest first (nothing is dropped unless pruned).
         valid_from: When the current text became the fact's text.
         metadata: Any other fields stored in the item's value (kept by export and import).
+        pinned: Always shown to the model by ``MemoryMiddleware`` (a profile fact).
 
     Example:
         >>> from datetime import datetime, timezone
@@ -86,6 +87,7 @@ class Fact:
     history: tuple[FactVersion, ...] = ()
     valid_from: datetime | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    pinned: bool = False
 
     @property
     def versions(self) -> tuple[FactVersion, ...]:
@@ -104,6 +106,7 @@ class Fact:
             "valid_from": (self.valid_from or self.created_at).isoformat(),
             "history": [version.to_dict() for version in self.history],
             "metadata": dict(self.metadata),
+            "pinned": self.pinned,
         }
 
 

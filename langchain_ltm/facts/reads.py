@@ -14,7 +14,15 @@ from langchain_ltm.facts.context import FactContext
 from langchain_ltm.facts.model import Fact, FactVersion, RecalledFact
 from langchain_ltm.facts.text import validate_text
 
-__all__ = ["clear_user", "forget", "history", "list_all", "prune_history", "recall"]
+__all__ = [
+    "clear_user",
+    "forget",
+    "history",
+    "list_all",
+    "pinned",
+    "prune_history",
+    "recall",
+]
 
 
 def recall(
@@ -128,6 +136,19 @@ def list_all(ctx: FactContext, user_id: str) -> Logic[list[Fact]]:
     out = [layout.fact_from_items(i, user_id, versions.get(i.key, ())) for i in facts]
     out.sort(key=lambda f: (f.created_at, f.id))
     return out
+
+
+def pinned(ctx: FactContext, user_id: str) -> Logic[list[Fact]]:
+    """The user's pinned facts, oldest first (one filtered search, nothing embedded)."""
+    namespace = ctx.user_namespace(user_id)
+    (hits,) = yield call(
+        ctx.backend, "search", SearchRequest(namespace, None, layout.PINNED, None, 0)
+    )
+    items = [h.item for h in hits if h.item.namespace == namespace]
+    histories = yield from versions_of(ctx, namespace, items)
+    facts = [layout.fact_from_items(i, user_id, histories.get(i.key, ())) for i in items]
+    facts.sort(key=lambda f: (f.created_at, f.id))
+    return facts
 
 
 def history(ctx: FactContext, user_id: str, fact_id: str) -> Logic[list[FactVersion]]:

@@ -30,6 +30,7 @@ from langchain_ltm.facts.text import content_hash
 
 __all__ = [
     "CURRENT_FACTS",
+    "PINNED",
     "VERSIONS",
     "fact_from_items",
     "fact_value",
@@ -40,7 +41,16 @@ __all__ = [
 ]
 
 _RESERVED = frozenset(
-    {"content", "content_hash", "valid_from", "valid_to", "versions", "version_of", "version"}
+    {
+        "content",
+        "content_hash",
+        "valid_from",
+        "valid_to",
+        "versions",
+        "version_of",
+        "version",
+        "pinned",
+    }
 )
 _LEGACY_HISTORY = "history"  # 0.1.0 kept up to 5 earlier texts inline
 
@@ -52,6 +62,10 @@ CURRENT_FACTS: Filter = (
 
 VERSIONS: Filter = (Condition(("version_of",), "$exists", True),)
 """Earlier versions only."""
+
+PINNED: Filter = (*CURRENT_FACTS, Condition(("pinned",), "$eq", True))
+"""Pinned current facts (the profile block of the middleware)."""
+
 
 ANY_TEXT: Filter = (Condition(("content",), "$exists", True),)
 """Facts and their earlier versions."""
@@ -85,8 +99,12 @@ def fact_value(
     valid_from: datetime,
     versions: int,
     base: Mapping[str, Any] | None = None,
+    pinned: bool = False,
 ) -> dict[str, Any]:
-    """The value of a fact item; fields of ``base`` outside the layout are kept."""
+    """The value of a fact item; fields of ``base`` outside the layout are kept.
+
+    A fact stays pinned once pinned (``base``); ``pinned=True`` pins it.
+    """
     value = {k: v for k, v in (base or {}).items() if k not in _RESERVED and k != "history"}
     value.update(
         content=content,
@@ -94,6 +112,8 @@ def fact_value(
         valid_from=format_time(valid_from),
         versions=versions,
     )
+    if pinned or (base or {}).get("pinned") is True:
+        value["pinned"] = True
     return value
 
 
@@ -159,6 +179,7 @@ def fact_from_items(item: StoredItem, user_id: str, versions: Sequence[StoredIte
         history=history_of(item, versions),
         valid_from=valid_from(item),
         metadata=metadata_of(item.value),
+        pinned=item.value.get("pinned") is True,
     )
 
 
@@ -185,6 +206,7 @@ def recalled(fact: Fact, score: float, version: StoredItem | None = None) -> Rec
         history=fact.history,
         valid_from=superseded.valid_from if superseded else fact.valid_from,
         metadata=fact.metadata,
+        pinned=fact.pinned,
         score=score,
         superseded=superseded is not None,
         valid_to=superseded.valid_to if superseded else None,

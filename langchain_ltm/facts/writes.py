@@ -69,7 +69,11 @@ class ImportResult:
 
 
 def remember(
-    ctx: FactContext, user_id: str, facts: str | Sequence[str], dry_run: bool = False
+    ctx: FactContext,
+    user_id: str,
+    facts: str | Sequence[str],
+    dry_run: bool = False,
+    pinned: bool = False,
 ) -> Logic[RememberResult | list[RememberResult]]:
     """The logic of ``LongTermMemoryStore.remember``; ``dry_run`` decides without writing."""
     single = isinstance(facts, str)
@@ -87,9 +91,9 @@ def remember(
     if accepted:
         batch = [texts[i] for i in accepted]
         try:
-            stored = yield from _store_facts(ctx, user_id, batch, dry_run)
+            stored = yield from _store_facts(ctx, user_id, batch, dry_run, pinned)
         except DuplicateFactError:  # another process stored one of them just now
-            stored = yield from _store_facts(ctx, user_id, batch, dry_run)
+            stored = yield from _store_facts(ctx, user_id, batch, dry_run, pinned)
         for i, result in zip(accepted, stored, strict=True):
             results[i] = result
     done = [r for r in results if r is not None]
@@ -97,7 +101,7 @@ def remember(
 
 
 def _store_facts(
-    ctx: FactContext, user_id: str, texts: list[str], dry_run: bool
+    ctx: FactContext, user_id: str, texts: list[str], dry_run: bool, pinned: bool
 ) -> Logic[list[RememberResult]]:
     label = encode_label(user_id)
     namespace = (*ctx.namespace, label)
@@ -148,14 +152,21 @@ def _store_facts(
             if d.action == "duplicate" and d.key not in decision.touched
         }
         histories = yield from versions_of(ctx, namespace, [*_bases(decision), *stored.values()])
-        records, deletes = _records(ctx, namespace, decision, vectors, histories, now)
+        records, deletes = _records(ctx, namespace, decision, vectors, histories, now, pinned)
+        if pinned:  # pinning an already stored fact rewrites it, no new version
+            for d in decision.decisions:
+                item = stored.get(d.key)
+                if item is not None and item.value.get("pinned") is not True:
+                    item = dataclasses.replace(item, value={**item.value, "pinned": True})
+                    stored[d.key] = item
+                    records.append(_rewrite(item, vectors[d.row : d.row + 1], now))
         if records and not dry_run:
             records = yield from _embed_versions(ctx, records)
             yield call(ctx.backend, "write", records, deletes)
     finally:
         yield from ctx.locks.release(ctx.backend, held)
     return [
-        _result(d, decision.touched, stored, histories, texts, user_id, now)
+        _result(d, decision.touched, stored, histories, texts, user_id, now, pinned)
         for d in decision.decisions
     ]
 
@@ -190,7 +201,7 @@ def update(ctx: FactContext, user_id: str, fact_id: str, text: str) -> Logic[Rem
             return RememberResult("duplicate", fact, similarity=1.0)
         state = FactState(fact_id, text, 0, item, [str(item.value["content"])])
         decision = BatchDecision(decisions=[], touched={fact_id: state})
-        records, deletes = _records(ctx, namespace, decision, vectors, histories, now)
+        records, deletes = _records(ctx, namespace, decision, vectors, histories, now, False)
         records = yield from _embed_versions(ctx, records)
         yield call(ctx.backend, "write", records, deletes)
     finally:
@@ -214,6 +225,7 @@ def _records(
     vectors: Any,
     histories: Mapping[str, list[StoredItem]],
     now: datetime,
+    pinned: bool,
 ) -> tuple[list[Record], list[ItemKey]]:
     """The writes of a decision: each touched fact, each text it superseded, pruning."""
     records: list[Record] = []
@@ -253,7 +265,9 @@ def _records(
             Record(
                 namespace=base.namespace if base else namespace,
                 key=state.key,
-                value=layout.fact_value(state.content, since, kept, base.value if base else None),
+                value=layout.fact_value(
+                    state.content, since, kept, base.value if base else None, pinned
+                ),
                 texts=(state.content,),
                 paths=("content",),
                 vectors=vectors[state.row : state.row + 1],
@@ -261,6 +275,11 @@ def _records(
             )
         )
     return records, deletes
+
+
+def _rewrite(item: StoredItem, vectors: Any, now: datetime) -> Record:
+    text = str(item.value["content"])
+    return Record(item.namespace, item.key, item.value, (text,), ("content",), vectors, now)
 
 
 def _embed_versions(ctx: FactContext, records: list[Record]) -> Logic[list[Record]]:
@@ -280,7 +299,11 @@ def _embed_versions(ctx: FactContext, records: list[Record]) -> Logic[list[Recor
 
 
 def _fact_after(
-    state: FactState, histories: Mapping[str, list[StoredItem]], user_id: str, now: datetime
+    state: FactState,
+    histories: Mapping[str, list[StoredItem]],
+    user_id: str,
+    now: datetime,
+    pinned: bool = False,
 ) -> Fact:
     base = state.base
     earlier: list[FactVersion] = []
@@ -300,6 +323,7 @@ def _fact_after(
         history=tuple(earlier),
         valid_from=now if state.superseded or base is None else layout.valid_from(base),
         metadata=layout.metadata_of(base.value) if base else {},
+        pinned=pinned or (base is not None and base.value.get("pinned") is True),
     )
 
 
@@ -311,6 +335,7 @@ def _result(
     texts: list[str],
     user_id: str,
     now: datetime,
+    pinned: bool,
 ) -> RememberResult:
     state = touched.get(decision.key)
     if state is None:
@@ -318,7 +343,7 @@ def _result(
         assert item is not None
         fact = layout.fact_from_items(item, user_id, histories.get(item.key, ()))
     else:
-        fact = _fact_after(state, histories, user_id, now)
+        fact = _fact_after(state, histories, user_id, now, pinned)
     return RememberResult(
         decision.action, fact, decision.previous, decision.similarity, decision.similar
     )
@@ -431,7 +456,11 @@ def _fact_records(
             namespace=namespace,
             key=fact.id,
             value=layout.fact_value(
-                fact.content, fact.valid_from or fact.created_at, len(fact.history), fact.metadata
+                fact.content,
+                fact.valid_from or fact.created_at,
+                len(fact.history),
+                fact.metadata,
+                fact.pinned,
             ),
             texts=(fact.content,),
             paths=("content",),
@@ -487,6 +516,7 @@ def _parse_record(ctx: FactContext, record: Any, line: int, user_id: str) -> Fac
         history=history,
         valid_from=since,
         metadata=dict(metadata),
+        pinned=record.get("pinned") is True,
     )
 
 

@@ -42,6 +42,7 @@ from tests.unit_tests.test_versions import (  # noqa: F401  (re-collected here)
     test_forget_removes_the_fact_and_its_versions,
     test_merge_import_redecides_and_dry_run_writes_nothing,
     test_min_score_keeps_weak_matches_out,
+    test_pinned_facts_stay_pinned_across_versions,
     test_resolver_answer_decides_the_ambiguous_case,
     test_restore_into_another_user_and_conflicts,
     test_the_ambiguous_band_creates_with_similar_and_nothing_merges,

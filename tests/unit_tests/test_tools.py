@@ -86,7 +86,7 @@ def test_tool_schemas_hide_the_user_and_the_runtime(store):
         "forget_fact",
     ]
     assert set(update.tool_call_schema.model_json_schema()["properties"]) == {"fact_id", "fact"}
-    assert set(remember.tool_call_schema.model_json_schema()["properties"]) == {"fact"}
+    assert set(remember.tool_call_schema.model_json_schema()["properties"]) == {"fact", "pinned"}
     assert set(recall.tool_call_schema.model_json_schema()["properties"]) == {"queries", "limit"}
     assert set(forget.tool_call_schema.model_json_schema()["properties"]) == {"fact_id"}
     assert "phrasings" in recall.description

@@ -308,3 +308,23 @@ def test_thresholds_are_checked():
         LongTermMemoryStore(vs, merge_threshold=0.8, upsert_threshold=0.7)
     with pytest.raises(ValueError, match="history_limit"):
         LongTermMemoryStore(vs, history_limit=-1)
+
+
+async def test_pinned_facts_stay_pinned_across_versions(mem, store):
+    plain = await mem.remember("u1", "I listen to jazz")
+    name = await mem.remember("u1", "My name is Ana", pinned=True)
+    assert name.fact.pinned and not plain.fact.pinned
+    assert [f.id for f in await mem.pinned("u1")] == [name.fact.id]
+    again = await mem.remember("u1", "i listen to jazz.", pinned=True)  # pins the stored one
+    assert again.action == "duplicate" and again.fact.pinned
+    assert [f.content for f in await mem.pinned("u1")] == ["I listen to jazz", "My name is Ana"]
+    changed = await mem.update_fact("u1", name.fact.id, "My name is Ana Lima")
+    assert changed.fact.pinned and [v.content for v in changed.fact.history] == ["My name is Ana"]
+    assert await mem.pinned("u2") == []
+    exported = await mem.export_user("u1")
+    await mem.clear_user("u1")
+    await mem.import_user("u1", exported)
+    assert [f.content for f in await mem.pinned("u1")] == [
+        "I listen to jazz",
+        "My name is Ana Lima",
+    ]

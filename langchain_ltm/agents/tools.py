@@ -19,7 +19,7 @@ from langgraph.prebuilt import ToolRuntime
 
 from langchain_ltm._labels import validate_user_id
 from langchain_ltm._steps import Logic, Step, call, run_async, run_sync
-from langchain_ltm.config import LongTermMemoryConfig
+from langchain_ltm.agents.config import LongTermMemoryConfig
 from langchain_ltm.errors import FactNotFoundError, InvalidFactError, MissingUserIdError
 from langchain_ltm.facts import Fact, RecalledFact, RememberResult
 from langchain_ltm.store import LongTermMemoryStore
@@ -35,7 +35,9 @@ _DESCRIPTIONS = {
     "remember_fact": (
         "Save one durable fact about the current user (a preference, a detail of their work "
         "or life) so it is available in future conversations. One short, self-contained fact "
-        "per call; say whom it is about ('My sister is allergic to peanuts'). Never store "
+        "per call; say whom it is about ('My sister is allergic to peanuts'). Set pinned "
+        "to true for profile facts that matter in every conversation (name, language, how "
+        "to address them, standing preferences). Never store "
         "passwords, card numbers or keys. Returns the action taken (created, duplicate, "
         "updated, rejected) and the fact id. If the result lists 'similar' facts, the store "
         "was unsure whether the new fact replaces one of them and kept both: if it does, "
@@ -156,9 +158,14 @@ def _scoped(store: LongTermMemoryStore, options: LongTermMemoryConfig) -> LongTe
 # ---- tool bodies, written once ----------------------------------------------------------
 
 
-def _remember_logic(store: LongTermMemoryStore, user_id: str, fact: str) -> Logic[str]:
+def _remember_logic(
+    store: LongTermMemoryStore, user_id: str, fact: str, pinned: bool
+) -> Logic[str]:
     try:
-        result: RememberResult = yield call(store, "remember", user_id, fact)
+        result: RememberResult = yield Step(
+            lambda: store.remember(user_id, fact, pinned=pinned),
+            lambda: store.aremember(user_id, fact, pinned=pinned),
+        )
     except InvalidFactError as exc:
         raise ToolException(str(exc)) from exc
     return _dump(_render_result(result))
@@ -210,6 +217,8 @@ def _forget_logic(store: LongTermMemoryStore, user_id: str, fact_id: str) -> Log
 
 def _render_fact(fact: Fact) -> dict[str, Any]:
     out: dict[str, Any] = {"id": fact.id, "fact": fact.content}
+    if fact.pinned:
+        out["pinned"] = True
     if isinstance(fact, RecalledFact):
         out["score"] = round(fact.score, 3)
         if fact.superseded:
@@ -240,11 +249,16 @@ def _build(
     max_limit = options.recall_limit
     min_score = options.min_score
 
-    def remember_fact(fact: str, config: RunnableConfig, runtime: _Runtime = None) -> str:
-        return run_sync(_remember_logic(store, user_of(config, runtime), fact))
+    def remember_fact(
+        fact: str, config: RunnableConfig, pinned: bool = False, runtime: _Runtime = None
+    ) -> str:
+        return run_sync(_remember_logic(store, user_of(config, runtime), fact, bool(pinned)))
 
-    async def aremember_fact(fact: str, config: RunnableConfig, runtime: _Runtime = None) -> str:
-        return await run_async(_remember_logic(store, user_of(config, runtime), fact))
+    async def aremember_fact(
+        fact: str, config: RunnableConfig, pinned: bool = False, runtime: _Runtime = None
+    ) -> str:
+        user_id = user_of(config, runtime)
+        return await run_async(_remember_logic(store, user_id, fact, bool(pinned)))
 
     def recall_facts(
         queries: list[str],
