@@ -518,12 +518,14 @@ def _verify(
     conflicts: dict[str, list[str]],
 ) -> dict[str, Any]:
     """Count what arrived: the source's facts (by id) with their versions, and its items."""
+    others = [user for user, _ in _users(target)] if not scope else []
+    in_target = {
+        user: {str(r["id"]): len(r["history"]) for r in target.export_user(user)}
+        for user in dict.fromkeys([*facts, *others])
+    }
     users: list[dict[str, Any]] = []
-    in_target: dict[str, dict[str, int]] = {}
-    extra = 0
     for user, wanted in facts.items():
-        got = {str(r["id"]): len(r["history"]) for r in target.export_user(user)}
-        in_target[user] = got
+        got = in_target[user]
         found = [fact_id for fact_id in wanted if fact_id in got]
         users.append(
             {
@@ -535,7 +537,7 @@ def _verify(
                 "conflicts": conflicts.get(user, []),
             }
         )
-        extra += len(got) - len(found)
+    extra = sum(len(got) for got in in_target.values()) - sum(u["target_facts"] for u in users)
     held = {
         (item.namespace, item.key): _digest(item.value)
         for page in _other_items(target, scope, in_target, 1000)

@@ -1,0 +1,235 @@
+"""`ltm migrate` between two embedded Qdrant folders, driven in-process through main()."""
+
+import contextlib
+import io
+import json
+import sys
+
+import pytest
+
+from langchain_ltm import _cli_commands, cli
+from langchain_ltm.defaults import open_store
+from langchain_ltm.store import LongTermMemoryStore
+
+NOTES = ("agent", "notes")
+PREFS = ("prefs",)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("LTM_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("LTM_STORE", raising=False)
+
+
+@contextlib.contextmanager
+def opened(folder):
+    """The store in ``folder`` as the CLI opens it (closed after: one client per folder)."""
+    store, _ = open_store(str(folder), embeddings=_cli_commands.default_embeddings())
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def source(tmp_path):
+    """A folder store with two users' facts (one with two earlier versions) and other items."""
+    folder = tmp_path / "source"
+    with opened(folder) as store:
+        kid = store.remember("alice", "Has one kid").fact
+        second = store.remember("alice", "Has two kids now")
+        if second.action != "updated":  # the model decides; make sure there are versions
+            store.forget("alice", second.fact.id)
+            store.update_fact("alice", kid.id, "Has two kids now")
+        store.update_fact("alice", kid.id, "Has three kids")
+        store.remember("alice", "Lives in Paris")
+        store.remember("bob", ["Plays the cello", "Works on the payments team"])
+        alice = store.user_namespace("alice")
+        store.put(NOTES, "n1", {"text": "call back on Monday", "n": 1})
+        store.put(PREFS, "theme", {"dark": True, "sizes": [1, 2.5]})
+        store.put(alice, "profile", {"name": "Alice"})  # not a fact: no content
+        store.put((*alice, "threads"), "t1", {"content": "a note under alice's namespace"})
+        assert [len(f.history) for f in store.list_all("alice")] == [2, 0]
+    return folder
+
+
+def migrate(*args):
+    """Run `ltm migrate ...`; returns (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(["migrate", *map(str, args)])
+    return code, out.getvalue(), err.getvalue()
+
+
+def snapshot(folder, users=("alice", "bob")):
+    """Everything in a store: each user's export, and every other item's value."""
+    with opened(folder) as store:
+        exports = {user: store.export_user(user) for user in users}
+        items = {
+            (item.namespace, item.key): item.value
+            for item in store.search((), limit=1000)
+            if not _is_fact(store, item)
+        }
+        kid_recall = store.recall("alice", "how many children?", limit=1)
+        old = store.recall("alice", "one kid", include_history=True, limit=1)
+    return exports, items, (kid_recall, old)
+
+
+def _is_fact(store, item):
+    return store.user_id_of(item.namespace) is not None and "content" in item.value
+
+
+def test_migrate_copies_facts_versions_and_items(source, tmp_path):
+    target = tmp_path / "target"
+    code, out, err = migrate("--from", source, "--to", target, "--json")
+    assert (code, err) == (0, "")  # stderr is not a TTY: no progress bar
+    report = json.loads(out)
+    assert report["verified"] is True
+    assert report["source"] == {"users": 2, "facts": 4, "versions": 2, "items": 4}
+    assert report["target"] == report["source"]
+    assert report["extra_in_target"] == {"facts": 0, "items": 0}
+    assert [(u["user_id"], u["facts"], u["versions"]) for u in report["users"]] == [
+        ("alice", 2, 2),
+        ("bob", 2, 0),
+    ]
+
+    exports, items, _ = snapshot(source)
+    copied, copied_items, (recalled, old) = snapshot(target)
+    assert copied == exports  # ids, texts, timestamps, every version, metadata
+    assert copied_items == items and len(items) == 4
+    assert recalled[0].content == "Has three kids"  # the copy is indexed: recall works
+    assert old[0].superseded and old[0].content == "Has one kid"  # and so are its versions
+    assert snapshot(source)[0] == exports  # the source is only read
+
+
+def test_migrate_prints_counts_for_people(source, tmp_path):
+    code, out, _ = migrate("--from", source, "--to", tmp_path / "target")
+    rows = [line.split() for line in out.splitlines()]
+    assert code == 0
+    assert ["SOURCE", "TARGET"] in rows
+    assert ["facts", "4", "4"] in rows and ["versions", "2", "2"] in rows
+    assert ["other", "items", "4", "4"] in rows
+    assert "Verified: the target has every fact, version and item" in out
+    assert "created_at is the time of the copy" in out
+
+
+def test_migrate_one_user(source, tmp_path):
+    target = tmp_path / "target"
+    code, out, _ = migrate("--from", source, "--to", target, "--user", "alice", "--json")
+    report = json.loads(out)
+    assert code == 0 and report["verified"] and report["user_id"] == "alice"
+    assert report["source"] == {"users": 1, "facts": 2, "versions": 2, "items": 2}
+    exports, items, _ = snapshot(source)
+    copied, copied_items, _ = snapshot(target)
+    assert copied == {"alice": exports["alice"], "bob": []}
+    assert set(copied_items) == {k for k in items if k[0][:2] == ("memories", "alice")}
+
+    # then bob into the same target: it is not empty any more, but bob's part of it is
+    code, out, _ = migrate("--from", source, "--to", target, "--user", "bob", "--json")
+    assert code == 0 and json.loads(out)["source"]["facts"] == 2
+    assert snapshot(target)[0] == exports
+
+
+def test_migrate_into_a_store_with_data_needs_yes_and_repeats_safely(source, tmp_path):
+    target = tmp_path / "target"
+    assert migrate("--from", source, "--to", target)[0] == 0
+    before = snapshot(target)[:2]
+    code, out, err = migrate("--from", source, "--to", target)
+    assert (code, out) == (2, "")
+    assert "holds 10 items already" in err and "--yes" in err
+    code, out, _ = migrate("--from", source, "--to", target, "--yes", "--json")
+    assert code == 0 and json.loads(out)["verified"]
+    assert snapshot(target)[:2] == before  # a second run changes nothing
+
+
+def test_migrate_keeps_what_the_target_had(source, tmp_path):
+    target = tmp_path / "target"
+    with opened(target) as store:
+        store.remember("carol", "Owns a boat")
+        store.put(NOTES, "n2", {"text": "kept"})
+    code, out, _ = migrate("--from", source, "--to", target, "--yes", "--json")
+    report = json.loads(out)
+    assert code == 0 and report["verified"]
+    assert report["extra_in_target"] == {"facts": 1, "items": 1}
+    with opened(target) as store:
+        assert [f.content for f in store.list_all("carol")] == ["Owns a boat"]
+        assert store.get(NOTES, "n2").value == {"text": "kept"}
+
+
+def test_migrate_exits_3_when_the_target_is_short(source, tmp_path):
+    """A fact whose text the target user already has under another id is not restored."""
+    target = tmp_path / "target"
+    with opened(target) as store:
+        rome = store.remember("alice", "Lives in Rome").fact
+        store.update_fact("alice", rome.id, "Lives in Paris")  # same text, another id
+    code, out, err = migrate("--from", source, "--to", target, "--yes")
+    assert code == 3
+    assert err.startswith("ltm: error: the target does not have everything the source has")
+    assert "--yes" in err
+    rows = [line.split() for line in out.splitlines()]
+    assert ["facts", "4", "3"] in rows
+    paris = next(f for f in snapshot(source)[0]["alice"] if f["content"] == "Lives in Paris")
+    assert ["alice", "1/2", "2/2", paris["id"]] in rows
+
+    code, out, _ = migrate("--from", source, "--to", target, "--yes", "--json")
+    report = json.loads(out)
+    assert code == 3 and report["verified"] is False
+    alice = next(u for u in report["users"] if u["user_id"] == "alice")
+    assert (alice["facts"], alice["target_facts"], alice["conflicts"]) == (2, 1, [paris["id"]])
+
+
+def test_migrate_exits_3_when_writes_go_missing(source, tmp_path, monkeypatch):
+    real = LongTermMemoryStore.batch
+
+    def lossy(self, ops):  # the target drops one of the other items
+        ops = list(ops)
+        if ops and all(type(op).__name__ == "PutOp" for op in ops):
+            ops = ops[1:]
+        return real(self, ops)
+
+    monkeypatch.setattr(LongTermMemoryStore, "batch", lossy)
+    code, out, err = migrate("--from", source, "--to", tmp_path / "target", "--json")
+    report = json.loads(out)
+    assert code == 3 and "does not have everything" in err
+    assert (report["source"]["items"], report["target"]["items"]) == (4, 3)
+
+
+def test_migrate_shows_a_progress_bar_on_a_terminal(source, tmp_path, monkeypatch):
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    err = Tty()
+    monkeypatch.setattr(sys, "stderr", err)
+    code = cli.main(["migrate", "--from", str(source), "--to", str(tmp_path / "t"), "--json"])
+    assert code == 0
+    assert err.getvalue().startswith("\rmigrate [")
+    assert "10/10 (100%)" in err.getvalue() and "items/s" in err.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--from", "memory://", "--to", "{t}"], "--from memory:// is a store inside one process"),
+        (["--from", "{s}", "--to", "memory://"], "--to memory:// is a store inside one process"),
+        (["--from", "{s}", "--to", "{s}"], "--from and --to are the same store"),
+        (["--from", "{s}", "--to", "qdrant:{s}"], "--from and --to are the same store"),
+        (["--from", "{s}"], "the following arguments are required: --to"),
+        (["--from", "{s}", "--to", "{t}", "--user", ""], "user_id is empty"),
+    ],
+)
+def test_migrate_bad_usage_exits_2(source, tmp_path, args, expected):
+    filled = [a.format(s=source, t=tmp_path / "target") for a in args]
+    code, out, err = migrate(*filled)
+    assert code == 2 and out == ""
+    assert expected in err and "Traceback" not in err
+    assert not (tmp_path / "target").exists()  # nothing was created
+
+
+def test_migrate_help_says_what_is_not_kept(capsys):
+    assert cli.main(["migrate", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--from" in out and "--to" in out and "--user" in out and "--yes" in out
+    assert "created_at" in out and "time of the copy" in out
+    assert cli.main(["--help"]) == 0
+    assert "migrate" in capsys.readouterr().out
