@@ -21,7 +21,7 @@ from tests.fakes import KeywordEmbeddings
 
 url, table, text = sys.argv[1], sys.argv[2], sys.argv[3]
 store = LongTermMemoryStore.from_postgres(url, KeywordEmbeddings(dims=64), table=table,
-                                          merge_threshold=0.8)
+                                          merge_threshold=0.6)
 store.list_all("warm-up")  # connect before the start signal
 print("ready", flush=True)
 sys.stdin.readline()
