@@ -399,6 +399,8 @@ def cmd_migrate(session: Session) -> int:
             )
     if _identity(args.source) == _identity(args.target):
         raise Failure(EXIT_USAGE, "--from and --to are the same store; pass another --to.")
+    if "://" not in args.source and not Path(_identity(args.source)).is_dir():
+        raise Failure(EXIT_USAGE, f"--from {args.source}: there is no store folder there.")
     source, source_where = session.open(args.source, "source")
     target, target_where = session.open(args.target, "target")
     session.target = f"the source ({source_where}) or the target ({target_where})"

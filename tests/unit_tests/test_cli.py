@@ -547,19 +547,25 @@ def test_bad_usage_exits_2_without_traceback(ltm, args, expected):
     assert expected in err and "Traceback" not in err
 
 
-def test_bad_input_fails_before_the_store_opens(ltm, monkeypatch):
+def test_bad_input_fails_before_the_store_opens(ltm, monkeypatch, tmp_path):
     def no_store(url, embeddings):
         raise AssertionError("the store should not be opened")
 
     monkeypatch.setattr(_cli_commands, "open_store", no_store)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(_export_lines(2) + "not json\n", encoding="utf-8")
     for args in (
         ["remember", "--user", "alice", "ok", ""],
         ["remember", "--user", " ", "ok"],
         ["recall", "--user", "alice"],
         ["clear", "--user", "alice"],
+        ["import", "--user", "alice", str(bad)],
+        ["import", "--user", "alice", str(bad), "--merge", "--dry-run"],
     ):
         code, _, err = ltm(*args)
         assert code == 2 and err.startswith("ltm: error: "), (args, err)
+    code, _, err = ltm("migrate", "--from", str(tmp_path), "--to", "memory://", store_url=None)
+    assert code == 2 and err.startswith("ltm: error: --to memory://")
 
 
 def test_import_shows_a_progress_bar_on_a_terminal(tmp_path, monkeypatch, capsys):

@@ -215,6 +215,7 @@ def test_migrate_shows_a_progress_bar_on_a_terminal(source, tmp_path, monkeypatc
         (["--from", "{s}", "--to", "{s}"], "--from and --to are the same store"),
         (["--from", "{s}", "--to", "qdrant:{s}"], "--from and --to are the same store"),
         (["--from", "{s}"], "the following arguments are required: --to"),
+        (["--from", "{s}/typo", "--to", "{t}"], "typo: there is no store folder there"),
         (["--from", "{s}", "--to", "{t}", "--user", ""], "user_id is empty"),
     ],
 )
@@ -224,6 +225,7 @@ def test_migrate_bad_usage_exits_2(source, tmp_path, args, expected):
     assert code == 2 and out == ""
     assert expected in err and "Traceback" not in err
     assert not (tmp_path / "target").exists()  # nothing was created
+    assert not (source / "typo").exists()
 
 
 def test_migrate_help_says_what_is_not_kept(capsys):
