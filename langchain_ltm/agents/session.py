@@ -1,0 +1,499 @@
+"""Session memory: what the model is shown of the conversation, and of earlier ones.
+
+:class:`SessionMemoryMiddleware` changes the *request* only: the checkpointer still holds the
+whole thread, every tool call and tool result included. Before each model call the thread
+is split into turns (a turn starts at a user message); the current turn, from the latest user
+message on, is always sent whole, so the tool loop of that turn works. Earlier turns are sent
+in one of two shapes (``save_mode``) and within a budget of messages (``limit``), and with
+``retrieval="relevance"`` or ``"both"`` the most relevant earlier turns of the same user, from
+any of their threads, are added to the system message.
+
+Finished turns are indexed by ``after_agent`` under ``("ltm_sessions", label(user))`` (see
+:mod:`langchain_ltm.agents._registry`), one batched put (one embedding call) per turn.
+
+The logic is written once: pure helpers shape the messages, and two sans-I/O generators
+(:mod:`langchain_ltm._steps`) do the one store call of each hook, run by thin sync and async
+shells.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Literal, get_args
+
+from langchain.agents.middleware.types import (
+    AgentMiddleware,
+    AgentState,
+    ModelCallResult,
+    ModelRequest,
+    ModelResponse,
+)
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_config
+from langgraph.runtime import Runtime
+from langgraph.store.base import BaseStore, PutOp, SearchItem
+
+from langchain_ltm._steps import Logic, Step, call, run_async, run_sync
+from langchain_ltm.agents._registry import session_namespace
+from langchain_ltm.agents.tools import resolve_user_id
+from langchain_ltm.facts.versions import format_time
+
+__all__ = ["Retrieval", "SaveMode", "SessionMemoryMiddleware"]
+
+SaveMode = Literal["input_output", "full"]
+Retrieval = Literal["recency", "relevance", "both"]
+
+DEFAULT_THREAD = "default"
+CONTEXT_HEADER = (
+    "Earlier conversations with this user (most relevant first; they may be out of date):"
+)
+
+
+class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+    """Show the model a compact history: earlier turns trimmed, relevant past turns added.
+
+    Nothing is removed from the agent state; only the request sent to the model changes.
+
+    - ``save_mode="input_output"`` (default): each earlier turn is shown as the user's message
+      and the final answer; its tool calls, tool results and intermediate AI messages are left
+      out. ``"full"`` shows earlier turns as they are.
+    - ``limit``: at most this many earlier messages, the most recent kept. Whole older turns
+      are dropped; of the oldest turn kept, its user message stays and whole tool exchanges
+      are dropped from its start, so no tool result is sent without its call and the history
+      always starts with a user message. System messages of the history are always kept
+      (first) and not counted. The current turn is never cut.
+    - ``retrieval="recency"`` (default) is the above and never touches the store.
+      ``"relevance"`` sends no earlier messages of the thread; instead the ``relevant_turns``
+      earlier turns of the user (from any of their threads) most similar to the latest user
+      message are appended to the system message as an "Earlier conversations" block, most
+      relevant first. ``"both"`` sends the recency window and the relevant turns not already
+      in it. With either, every finished turn is indexed in ``store`` by ``after_agent``.
+
+    The user comes from each run (the runtime context's ``user_id_key``, else
+    ``config["configurable"][user_id_key]``), the thread from
+    ``config["configurable"]["thread_id"]`` (``"default"`` when missing). The middleware holds
+    no per-user state: one instance serves concurrent users.
+
+    Args:
+        store: Where turns are indexed and searched (a ``LongTermMemoryStore``, or any
+            ``BaseStore`` with an embedding index). Only used by ``"relevance"``/``"both"``.
+        save_mode: ``"input_output"`` or ``"full"``: the shape of earlier turns.
+        limit: Maximum number of earlier messages sent (``None``: no cap).
+        retrieval: ``"recency"``, ``"relevance"`` or ``"both"``.
+        relevant_turns: How many relevant earlier turns to bring back per model call.
+        user_id_key: Name of the user id in the runtime context and in ``configurable``.
+
+    Raises:
+        ValueError: An option has an unknown name or is not a positive int.
+
+    Example:
+        >>> from langchain.agents import create_agent
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+        >>> from langchain_core.outputs import ChatGeneration, ChatResult
+        >>> from langchain_core.tools import tool
+        >>> from langchain_core.vectorstores import InMemoryVectorStore
+        >>> from langgraph.checkpoint.memory import InMemorySaver
+        >>> from langchain_ltm import LongTermMemoryStore
+        >>> @tool
+        ... def weather(city: str) -> str:
+        ...     '''The weather in a city.'''
+        ...     return "sunny"
+        >>> class Scripted(GenericFakeChatModel):  # calls the tool, then says what it was sent
+        ...     messages: Any = iter(())
+        ...     def bind_tools(self, tools, **kwargs): return self
+        ...     def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        ...         last = messages[-1]
+        ...         if last.type == "human" and "weather" in last.text:
+        ...             call = {"name": "weather", "args": {"city": "Oslo"}, "id": "c1"}
+        ...             reply = AIMessage("", tool_calls=[call])
+        ...         else:
+        ...             reply = AIMessage(" ".join(m.type for m in messages))
+        ...         return ChatResult(generations=[ChatGeneration(message=reply)])
+        >>> store = LongTermMemoryStore(InMemoryVectorStore(DeterministicFakeEmbedding(size=16)))
+        >>> agent = create_agent(
+        ...     Scripted(), tools=[weather], checkpointer=InMemorySaver(),
+        ...     middleware=[SessionMemoryMiddleware(store, retrieval="both")],
+        ... )
+        >>> run = {"configurable": {"user_id": "u1", "thread_id": "t1"}}
+        >>> say = lambda text: {"messages": [{"role": "user", "content": text}]}
+        >>> agent.invoke(say("weather in Oslo?"), run)["messages"][-1].text
+        'human ai tool'
+        >>> state = agent.invoke(say("thanks"), run)  # the tool call is left out of the request
+        >>> state["messages"][-1].text, len(state["messages"])
+        ('human ai human', 6)
+        >>> other = {"configurable": {"user_id": "u1", "thread_id": "t2"}}
+        >>> agent.invoke(say("hello"), other)["messages"][-1].text  # earlier turns as context
+        'system human'
+    """
+
+    def __init__(
+        self,
+        store: BaseStore,
+        *,
+        save_mode: SaveMode = "input_output",
+        limit: int | None = 20,
+        retrieval: Retrieval = "recency",
+        relevant_turns: int = 3,
+        user_id_key: str = "user_id",
+    ) -> None:
+        super().__init__()
+        self.store = store
+        self.save_mode: SaveMode = _choice("save_mode", save_mode, get_args(SaveMode))
+        self.limit = None if limit is None else _positive("limit", limit)
+        self.retrieval: Retrieval = _choice("retrieval", retrieval, get_args(Retrieval))
+        self.relevant_turns = _positive("relevant_turns", relevant_turns)
+        if not isinstance(user_id_key, str) or not user_id_key:
+            raise ValueError(f"user_id_key must be a non-empty str, got {user_id_key!r}.")
+        self.user_id_key = user_id_key
+
+    # ---- hooks: thin shells over the logic below ---------------------------------------
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelCallResult[Any]:
+        """Send the model the compacted history (and relevant earlier turns).
+
+        Args:
+            request: The model request built from the agent state.
+            handler: Calls the model.
+
+        Returns:
+            The model's response to the rewritten request.
+        """
+        return handler(run_sync(self._prepare(request, _run_config())))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelCallResult[Any]:
+        """Async twin of :meth:`wrap_model_call`.
+
+        Args:
+            request: The model request built from the agent state.
+            handler: Calls the model.
+
+        Returns:
+            The model's response to the rewritten request.
+        """
+        return await handler(await run_async(self._prepare(request, _run_config())))
+
+    def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Index the finished turn for relevance retrieval (no state update).
+
+        Args:
+            state: The agent state at the end of the run.
+            runtime: The run's runtime (its context may carry the user id).
+
+        Returns:
+            ``None``: the state is left as it is.
+        """
+        run_sync(self._index(state, runtime, _run_config()))
+        return None
+
+    async def aafter_agent(
+        self, state: AgentState[Any], runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """Async twin of :meth:`after_agent`.
+
+        Args:
+            state: The agent state at the end of the run.
+            runtime: The run's runtime (its context may carry the user id).
+
+        Returns:
+            ``None``: the state is left as it is.
+        """
+        await run_async(self._index(state, runtime, _run_config()))
+        return None
+
+    # ---- logic, written once ------------------------------------------------------------
+
+    def _prepare(
+        self, request: ModelRequest[Any], config: RunnableConfig | None
+    ) -> Logic[ModelRequest[Any]]:
+        limit = 0 if self.retrieval == "relevance" else self.limit
+        view = history_view(request.messages, self.save_mode, limit)
+        if self.retrieval == "recency":
+            return request.override(messages=view.messages)
+        user_id = resolve_user_id(config, request.runtime, self.user_id_key)
+        if not view.query.strip():
+            return request.override(messages=view.messages)
+        thread_id = _thread_id(config)
+        shown = {(thread_id, turn) for turn in view.turns}
+        namespace, query = session_namespace(user_id), view.query
+        fetch = self.relevant_turns + len(shown)
+        found: list[SearchItem] = yield Step(
+            lambda: self.store.search(namespace, query=query, limit=fetch),
+            lambda: self.store.asearch(namespace, query=query, limit=fetch),
+        )
+        picked = [item.value for item in found if _turn_of(item.value) not in shown]
+        picked = picked[: self.relevant_turns]
+        if not picked:
+            return request.override(messages=view.messages)
+        system = with_context(request.system_message, render_turns(picked))
+        return request.override(messages=view.messages, system_message=system)
+
+    def _index(
+        self, state: AgentState[Any], runtime: Any, config: RunnableConfig | None
+    ) -> Logic[None]:
+        if self.retrieval == "recency":
+            return
+        user_id = resolve_user_id(config, runtime, self.user_id_key)
+        turn = latest_turn(state["messages"])
+        if turn is None:
+            return
+        thread_id = _thread_id(config)
+        value = turn_value(thread_id, turn, datetime.now(timezone.utc))
+        op = PutOp(session_namespace(user_id), f"{thread_id}:{turn.number}", value, index=["text"])
+        yield call(self.store, "batch", [op])
+
+
+# ---- pure helpers ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HistoryView:
+    """What the model is sent of a thread.
+
+    Attributes:
+        messages: The request's messages (system messages of the history, the earlier turns
+            kept, then the current turn whole).
+        turns: Numbers of the earlier turns (whole or in part) among ``messages``, plus the
+            current turn's.
+        query: The text of the latest user message (``""`` if there is none).
+    """
+
+    messages: list[AnyMessage]
+    turns: frozenset[int]
+    query: str
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One finished turn: its number in the thread, the user's message, the final answer."""
+
+    number: int
+    user: str
+    answer: str
+
+
+def split_turns(
+    messages: Sequence[AnyMessage],
+) -> tuple[list[AnyMessage], list[list[AnyMessage]]]:
+    """Messages before the first user message, and the turns (each starts at one).
+
+    Example:
+        >>> head, turns = split_turns([AIMessage("hi"), HumanMessage("a"), AIMessage("b")])
+        >>> [m.type for m in head], [[m.type for m in t] for t in turns]
+        (['ai'], [['human', 'ai']])
+    """
+    head: list[AnyMessage] = []
+    turns: list[list[AnyMessage]] = []
+    for message in messages:
+        if isinstance(message, HumanMessage):
+            turns.append([message])
+        elif turns:
+            turns[-1].append(message)
+        else:
+            head.append(message)
+    return head, turns
+
+
+def final_answer(turn: Sequence[AnyMessage]) -> AIMessage | None:
+    """The turn's last AI message without tool calls (its answer), if any."""
+    for message in reversed(turn):
+        if isinstance(message, AIMessage) and not message.tool_calls:
+            return message
+    return None
+
+
+def tool_blocks(messages: Sequence[AnyMessage]) -> list[list[AnyMessage]]:
+    """Group an AI message that calls tools with the tool results that follow it.
+
+    Example:
+        >>> call = AIMessage("", tool_calls=[{"name": "f", "args": {}, "id": "1"}])
+        >>> blocks = tool_blocks([call, ToolMessage("r", tool_call_id="1"), AIMessage("ok")])
+        >>> [[m.type for m in b] for b in blocks]
+        [['ai', 'tool'], ['ai']]
+    """
+    blocks: list[list[AnyMessage]] = []
+    open_ids: set[str] = set()
+    for message in messages:
+        if isinstance(message, ToolMessage) and message.tool_call_id in open_ids:
+            blocks[-1].append(message)
+            continue
+        blocks.append([message])
+        open_ids = set()
+        if isinstance(message, AIMessage):
+            open_ids = {c["id"] for c in message.tool_calls if c["id"]}
+    return blocks
+
+
+def history_view(
+    messages: Sequence[AnyMessage], save_mode: SaveMode, limit: int | None
+) -> HistoryView:
+    """The messages to send: earlier turns compacted and trimmed, the current turn whole.
+
+    Args:
+        messages: The request's messages (the thread, without the agent's system prompt).
+        save_mode: ``"input_output"`` keeps each earlier turn's user message and final
+            answer; ``"full"`` keeps earlier turns as they are.
+        limit: Maximum number of earlier messages (``None``: no cap; ``0``: none).
+
+    Returns:
+        The :class:`HistoryView`.
+
+    Example:
+        >>> call = AIMessage("", tool_calls=[{"name": "f", "args": {}, "id": "1"}])
+        >>> thread = [HumanMessage("q1"), call, ToolMessage("r", tool_call_id="1"),
+        ...           AIMessage("a1"), HumanMessage("q2")]
+        >>> [m.text for m in history_view(thread, "input_output", 20).messages]
+        ['q1', 'a1', 'q2']
+        >>> len(history_view(thread, "full", 20).messages), history_view(thread, "full", 2).turns
+        (5, frozenset({0, 1}))
+    """
+    head, turns = split_turns(messages)
+    if not turns:
+        return HistoryView(list(messages), frozenset(), "")
+    earlier, current = turns[:-1], turns[-1]
+    pinned: list[AnyMessage] = [m for m in head if isinstance(m, SystemMessage)]
+    units: list[tuple[int | None, list[AnyMessage]]] = []
+    preamble: list[AnyMessage] = [m for m in head if not isinstance(m, SystemMessage)]
+    for number, turn in enumerate([preamble, *earlier], start=-1):
+        pinned += [m for m in turn if isinstance(m, SystemMessage)]
+        kept: list[AnyMessage] = [m for m in turn if not isinstance(m, SystemMessage)]
+        if save_mode == "input_output":
+            kept = _compact(kept, is_turn=number >= 0)
+        if kept:
+            units.append((number if number >= 0 else None, kept))
+    kept_units = _trim(units, limit)
+    out = [*pinned]
+    for _, unit in kept_units:
+        out += unit
+    numbers = {n for n, _ in kept_units if n is not None} | {len(earlier)}
+    return HistoryView([*out, *current], frozenset(numbers), current[0].text)
+
+
+def _compact(messages: list[AnyMessage], *, is_turn: bool) -> list[AnyMessage]:
+    if not is_turn:  # before the first user message: keep what is not a tool exchange
+        return [
+            m
+            for m in messages
+            if not isinstance(m, ToolMessage) and not (isinstance(m, AIMessage) and m.tool_calls)
+        ]
+    answer = final_answer(messages)
+    return [messages[0]] if answer is None else [messages[0], answer]
+
+
+def _trim(
+    units: list[tuple[int | None, list[AnyMessage]]], limit: int | None
+) -> list[tuple[int | None, list[AnyMessage]]]:
+    """The most recent units within ``limit`` messages; the oldest one kept may be partial."""
+    if limit is None:
+        return units
+    kept: list[tuple[int | None, list[AnyMessage]]] = []
+    budget = limit
+    for number, unit in reversed(units):
+        if len(unit) <= budget:
+            kept.append((number, unit))
+            budget -= len(unit)
+            continue
+        if number is not None and budget >= 2:  # its user message and its latest whole blocks
+            tail: list[AnyMessage] = []
+            for block in reversed(tool_blocks(unit[1:])):
+                if len(tail) + len(block) > budget - 1:
+                    break
+                tail[:0] = block
+            if tail:
+                kept.append((number, [unit[0], *tail]))
+        break
+    kept.reverse()
+    return kept
+
+
+def latest_turn(messages: Sequence[AnyMessage]) -> Turn | None:
+    """The last turn of a thread (its number counts the user messages before it).
+
+    Example:
+        >>> latest_turn([HumanMessage("a"), AIMessage("b"), HumanMessage("c"), AIMessage("d")])
+        Turn(number=1, user='c', answer='d')
+    """
+    _, turns = split_turns(messages)
+    if not turns:
+        return None
+    answer = final_answer(turns[-1])
+    return Turn(len(turns) - 1, turns[-1][0].text, answer.text if answer is not None else "")
+
+
+def turn_value(thread_id: str, turn: Turn, at: datetime) -> dict[str, Any]:
+    """The stored value of one indexed turn (layout in :mod:`langchain_ltm.agents._registry`)."""
+    return {
+        "thread_id": thread_id,
+        "turn": turn.number,
+        "user": turn.user,
+        "answer": turn.answer,
+        "text": f"User: {turn.user}\nAssistant: {turn.answer}",
+        "at": format_time(at),
+    }
+
+
+def render_turns(values: Sequence[dict[str, Any]]) -> str:
+    """The "Earlier conversations" block for the system message.
+
+    Example:
+        >>> print(render_turns([{"user": "I like tea", "answer": "Noted."}]))
+        Earlier conversations with this user (most relevant first; they may be out of date):
+        1. User: I like tea
+           Assistant: Noted.
+    """
+    lines = [CONTEXT_HEADER]
+    for i, value in enumerate(values, start=1):
+        lines.append(f"{i}. User: {value.get('user', '')}")
+        lines.append(f"   Assistant: {value.get('answer', '')}")
+    return "\n".join(lines)
+
+
+def with_context(system: SystemMessage | None, block: str) -> SystemMessage:
+    """The system message with ``block`` appended (a new message; the original is unchanged)."""
+    if system is None:
+        return SystemMessage(block)
+    if isinstance(system.content, str):
+        content: Any = f"{system.content}\n\n{block}" if system.content else block
+    else:
+        content = [*system.content, {"type": "text", "text": block}]
+    return system.model_copy(update={"content": content})
+
+
+def _turn_of(value: dict[str, Any]) -> tuple[Any, Any]:
+    return value.get("thread_id"), value.get("turn")
+
+
+def _thread_id(config: RunnableConfig | None) -> str:
+    thread = ((config or {}).get("configurable") or {}).get("thread_id")
+    return str(thread) if thread is not None and str(thread) else DEFAULT_THREAD
+
+
+def _run_config() -> RunnableConfig | None:
+    try:
+        return get_config()
+    except RuntimeError:  # called outside a graph run
+        return None
+
+
+def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> Any:
+    if value not in allowed:
+        names = ", ".join(repr(a) for a in allowed)
+        raise ValueError(f"{name} must be one of {names}; got {value!r}.")
+    return value
+
+
+def _positive(name: str, value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}.")
+    return value
