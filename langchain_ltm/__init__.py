@@ -66,6 +66,7 @@ __all__ = [
     "LTMError",
     "LongTermMemoryConfig",
     "LongTermMemoryStore",
+    "MemoryMiddleware",
     "MissingDependencyError",
     "MissingUserIdError",
     "RecalledFact",
@@ -77,6 +78,7 @@ __all__ = [
     "content_hash",
     "create_memory_tools",
     "find_secret",
+    "memory_pre_model_hook",
     "memory_tools_for",
     "normalize_fact",
     "resolve_user_id",
@@ -90,6 +92,8 @@ _LAZY = {
     "create_memory_tools": "langchain_ltm.agents.tools",
     "memory_tools_for": "langchain_ltm.agents.tools",
     "resolve_user_id": "langchain_ltm.agents.tools",
+    "MemoryMiddleware": "langchain_ltm.agents.middleware",
+    "memory_pre_model_hook": "langchain_ltm.agents.hooks",
 }
 
 
@@ -102,4 +106,6 @@ def __getattr__(name: str) -> object:
 
 
 if TYPE_CHECKING:
+    from langchain_ltm.agents.hooks import memory_pre_model_hook
+    from langchain_ltm.agents.middleware import MemoryMiddleware
     from langchain_ltm.agents.tools import create_memory_tools, memory_tools_for, resolve_user_id

@@ -1,0 +1,225 @@
+"""Fact extraction after an agent turn: one structured-output call, then ``remember``.
+
+The model reads the turn's messages and the user's related facts (numbered, so it never
+sees or invents ids) and returns facts to remember and stored facts to supersede. Writes go
+through the store: dedup, versions, the secret guard, and (``ChatModelResolver`` on the same
+model) the ambiguous band. :class:`BackgroundExtractor` runs jobs off the request path,
+debounced and serialized per thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from pydantic import BaseModel, ConfigDict, Field
+
+from langchain_ltm._steps import Logic, Step, call, run_sync
+from langchain_ltm.facts.model import RecalledFact, RememberResult
+from langchain_ltm.facts.resolvers import ChatModelResolver
+from langchain_ltm.store import LongTermMemoryStore
+
+__all__ = ["BackgroundExtractor", "ExtractionJob", "extract"]
+
+logger = logging.getLogger(__name__)
+
+_INSTRUCTIONS = """You maintain long-term memory about one user of an assistant.
+Read the conversation turn and the facts already stored about the user. Return:
+- facts: new durable facts about the user worth remembering in future conversations \
+(preferences, details of their life or work, people and things in it). One short, \
+self-contained sentence each, saying whom it is about ("My sister is allergic to peanuts"). \
+Mark as pinned the profile facts that matter in every conversation (name, language, how to \
+address them, standing preferences about answers).
+- supersede: stored facts (by number) that the turn shows are no longer true, with their \
+new text ("Lives in Paris" -> "Moved to Berlin").
+Never return passwords, card or account numbers, keys or other secrets, nor facts about \
+the assistant, small talk, or things true only for this conversation. Return empty lists \
+when there is nothing to remember."""
+
+
+class _NewFact(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    content: str = Field(description="One short, self-contained fact about the user.")
+    pinned: bool = Field(default=False, description="A profile fact for every conversation.")
+
+
+class _Supersede(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    fact: int = Field(description="Number of the stored fact that is no longer true.")
+    content: str = Field(description="Its new text.")
+
+
+class MemoryExtraction(BaseModel):
+    """Facts to remember from one conversation turn, and stored facts it changes."""
+
+    model_config = ConfigDict(extra="ignore")
+    facts: list[_NewFact] = Field(default_factory=list)
+    supersede: list[_Supersede] = Field(default_factory=list)
+
+
+@dataclass
+class ExtractionJob:
+    """The turns of one thread waiting for extraction (several when debounced together)."""
+
+    user_id: str
+    thread_id: str
+    turns: list[list[BaseMessage]] = field(default_factory=list)
+
+
+def turn_messages(messages: Sequence[Any]) -> list[BaseMessage]:
+    """The messages of the latest turn: from the latest human message to the end."""
+    for i in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[i], HumanMessage):
+            return list(messages[i:])
+    return []
+
+
+def _transcript(turns: Sequence[Sequence[BaseMessage]]) -> str:
+    lines = []
+    for turn in turns:
+        for m in turn:
+            if isinstance(m, HumanMessage):
+                lines.append(f"User: {m.text}")
+            elif isinstance(m, AIMessage) and m.text:
+                lines.append(f"Assistant: {m.text}")
+            elif isinstance(m, ToolMessage):
+                lines.append(f"Tool result: {str(m.content)[:500]}")
+    return "\n".join(lines)
+
+
+def prompt(
+    turns: Sequence[Sequence[BaseMessage]], known: Sequence[RecalledFact]
+) -> list[BaseMessage]:
+    """The extraction request: instructions, stored facts (numbered), the turn(s)."""
+    stored = "\n".join(f"{i}. {f.content}" for i, f in enumerate(known, 1)) or "(none)"
+    return [
+        SystemMessage(content=_INSTRUCTIONS),
+        HumanMessage(content=f"Stored facts:\n{stored}\n\nConversation:\n{_transcript(turns)}"),
+    ]
+
+
+def extract(
+    store: LongTermMemoryStore, model: BaseChatModel, job: ExtractionJob, related_limit: int = 10
+) -> Logic[list[RememberResult]]:
+    """Run one extraction: recall related facts, one model call, then remember/update."""
+    humans = [m.text for turn in job.turns for m in turn if isinstance(m, HumanMessage)]
+    queries = [h[:2000] for h in humans if h.strip()][-8:]
+    known: list[RecalledFact] = []
+    if queries:
+        known = yield Step(
+            lambda: store.recall(job.user_id, queries, related_limit),
+            lambda: store.arecall(job.user_id, queries, related_limit),
+        )
+    structured = model.with_structured_output(MemoryExtraction)
+    messages = prompt(job.turns, known)
+    try:
+        raw = yield Step(structured.invoke, structured.ainvoke, (messages,))
+        answer = raw if isinstance(raw, MemoryExtraction) else MemoryExtraction.model_validate(raw)
+    except Exception as exc:  # a failing extractor must never fail the agent
+        logger.warning("memory extraction failed for thread %r: %s", job.thread_id, exc)
+        return []
+    results: list[RememberResult] = []
+    resolving = store.with_options(resolver=ChatModelResolver(model))
+    for pinned in (True, False):
+        texts = [
+            f.content.strip() for f in answer.facts if f.pinned is pinned and f.content.strip()
+        ]
+        if texts:
+            done = yield from _remember(resolving, job.user_id, texts, pinned)
+            results.extend(done)
+    for change in answer.supersede:
+        if 1 <= change.fact <= len(known) and change.content.strip():
+            target = known[change.fact - 1]
+            try:
+                result = yield call(
+                    resolving, "update_fact", job.user_id, target.id, change.content
+                )
+            except Exception as exc:  # forgotten meanwhile, a bad text: keep going
+                logger.warning("memory extraction could not update %r: %s", target.id, exc)
+                continue
+            results.append(result)
+    return results
+
+
+def _remember(
+    store: LongTermMemoryStore, user_id: str, texts: list[str], pinned: bool
+) -> Logic[list[RememberResult]]:
+    try:
+        results: list[RememberResult] = yield Step(
+            lambda: store.remember(user_id, texts, pinned=pinned),
+            lambda: store.aremember(user_id, texts, pinned=pinned),
+        )
+    except ValueError as exc:  # one bad text refuses the batch: retry one by one
+        logger.warning("memory extraction: %s; remembering the facts one by one", exc)
+        results = []
+        for text in texts:
+            try:
+                one = yield Step(
+                    lambda t=text: store.remember(user_id, t, pinned=pinned),
+                    lambda t=text: store.aremember(user_id, t, pinned=pinned),
+                )
+            except ValueError:
+                continue
+            results.append(one)
+    return results
+
+
+class BackgroundExtractor:
+    """Runs extraction jobs in worker threads, off the request path.
+
+    Per thread: turns that arrive while a job waits (``debounce`` seconds) or runs are
+    merged into the next job, so one extraction of a thread runs at a time and sees every
+    turn once. A failing job logs a warning. :meth:`flush` waits until nothing is pending.
+    """
+
+    def __init__(self, run: Callable[[ExtractionJob], object], debounce: float = 0.5) -> None:
+        self._run = run
+        self.debounce = debounce
+        self._pending: dict[tuple[str, str], ExtractionJob] = {}
+        self._active: set[tuple[str, str]] = set()
+        self._idle = threading.Condition()
+
+    def submit(self, user_id: str, thread_id: str, turn: list[BaseMessage]) -> None:
+        """Queue one finished turn; returns at once."""
+        key = (user_id, thread_id)
+        with self._idle:
+            job = self._pending.setdefault(key, ExtractionJob(user_id, thread_id))
+            job.turns.append(turn)
+            if key in self._active:
+                return  # the running worker picks it up when it is done
+            self._active.add(key)
+        threading.Thread(target=self._drain, args=(key,), daemon=True).start()
+
+    def _drain(self, key: tuple[str, str]) -> None:
+        while True:
+            time.sleep(self.debounce)
+            with self._idle:
+                job = self._pending.pop(key, None)
+                if job is None:
+                    self._active.discard(key)
+                    self._idle.notify_all()
+                    return
+            try:
+                self._run(job)
+            except Exception as exc:
+                logger.warning("background memory extraction failed: %s", exc)
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every queued turn is extracted; ``False`` on timeout."""
+        with self._idle:
+            return self._idle.wait_for(lambda: not self._active, timeout)
+
+
+def run_job(store: LongTermMemoryStore, model: BaseChatModel) -> Callable[[ExtractionJob], object]:
+    """The sync runner of a job (the background threads use it)."""
+
+    def run(job: ExtractionJob) -> object:
+        return run_sync(extract(store, model, job))
+
+    return run

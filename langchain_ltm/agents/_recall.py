@@ -1,0 +1,120 @@
+"""Automatic recall: the user's pinned and relevant facts as a block for the system prompt.
+
+Shared by ``MemoryMiddleware`` (``wrap_model_call``) and :func:`memory_pre_model_hook`
+(``create_react_agent``). The logic is a sans-I/O generator, run sync or async.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
+
+from langchain_ltm._steps import Logic, Step, call
+from langchain_ltm.facts.model import Fact, RecalledFact
+from langchain_ltm.store import LongTermMemoryStore
+
+__all__ = ["RecallOptions", "latest_user_text", "recall_block", "with_memory"]
+
+DEFAULT_HEADER = (
+    "## What you remember about this user\n"
+    "Facts saved in earlier conversations. Use them when they help; they may be out of date, "
+    "and the user's words in this conversation win."
+)
+
+
+@dataclass(frozen=True)
+class RecallOptions:
+    """How much automatic recall adds to a model call.
+
+    Attributes:
+        limit: Most relevant facts added (pinned facts come on top).
+        min_score: Relevant facts scoring below this cosine similarity are left out.
+        max_chars: Size budget of the whole block, in characters (pinned facts first).
+        header: The block's first lines.
+    """
+
+    limit: int = 5
+    min_score: float = 0.3
+    max_chars: int = 2000
+    header: str = DEFAULT_HEADER
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.limit, int) or isinstance(self.limit, bool) or self.limit < 0:
+            raise ValueError(f"recall_limit must be an int >= 0, got {self.limit!r}.")
+        if not isinstance(self.min_score, (int, float)) or not -1.0 <= self.min_score <= 1.0:
+            raise ValueError(f"min_score is a cosine in [-1, 1], got {self.min_score!r}.")
+        if not isinstance(self.max_chars, int) or self.max_chars < 100:
+            raise ValueError(f"max_chars must be an int >= 100, got {self.max_chars!r}.")
+
+
+def latest_user_text(messages: Sequence[Any]) -> str | None:
+    """The text of the latest human message (``None`` when there is none or it is empty)."""
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage):
+            text = message.text.strip() if hasattr(message, "text") else str(message.content)
+            return text[:2000] or None
+    return None
+
+
+def recall_block(
+    store: LongTermMemoryStore, user_id: str, query: str | None, options: RecallOptions
+) -> Logic[str | None]:
+    """Pinned facts, then the facts most relevant to ``query``: one embedding call at most."""
+    pinned: list[Fact] = yield call(store, "pinned", user_id)
+    relevant: list[RecalledFact] = []
+    if query and options.limit:
+        relevant = yield Step(
+            lambda: store.recall(user_id, query, options.limit, min_score=options.min_score),
+            lambda: store.arecall(user_id, query, options.limit, min_score=options.min_score),
+        )
+    return render_block(pinned, relevant, options)
+
+
+def render_block(
+    pinned: Sequence[Fact], relevant: Sequence[RecalledFact], options: RecallOptions
+) -> str | None:
+    """The block, within ``max_chars``; ``None`` when there is nothing to say."""
+    seen = {f.id for f in pinned}
+    lines: list[str] = []
+    if pinned:
+        lines.append("Profile:")
+        lines.extend(f"- {f.content}" for f in pinned)
+    extra = [f for f in relevant if f.id not in seen]
+    if extra:
+        lines.append("Relevant to this message:")
+        lines.extend(f"- {f.content}" for f in extra)
+    if not lines:
+        return None
+    out = options.header
+    for line in lines:
+        if len(out) + 1 + len(line) > options.max_chars:
+            break
+        out += "\n" + line
+    return out if out != options.header else None
+
+
+def with_memory(system: SystemMessage | None, block: str | None) -> SystemMessage | None:
+    """The system message with the block appended (a new message; the original is kept)."""
+    if block is None:
+        return system
+    if system is None:
+        return SystemMessage(content=block)
+    content = system.content
+    if isinstance(content, str):
+        return SystemMessage(content=f"{content}\n\n{block}" if content else block)
+    return SystemMessage(content=[*content, {"type": "text", "text": block}])
+
+
+def memory_messages(messages: Sequence[AnyMessage], block: str | None) -> list[AnyMessage]:
+    """``messages`` with the block as (or appended to) a leading system message."""
+    out = list(messages)
+    if block is None:
+        return out
+    if out and isinstance(out[0], SystemMessage):
+        merged = with_memory(out[0], block)
+        assert merged is not None
+        return [merged, *out[1:]]
+    return [SystemMessage(content=block), *out]

@@ -1,0 +1,77 @@
+"""Automatic recall for ``create_react_agent``: the same block as a ``pre_model_hook``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+
+from langchain_ltm._steps import Logic, run_async, run_sync
+from langchain_ltm.agents._recall import (
+    DEFAULT_HEADER,
+    RecallOptions,
+    latest_user_text,
+    memory_messages,
+    recall_block,
+)
+from langchain_ltm.agents.tools import resolve_user_id
+from langchain_ltm.store import LongTermMemoryStore
+
+__all__ = ["memory_pre_model_hook"]
+
+
+def memory_pre_model_hook(
+    store: LongTermMemoryStore,
+    *,
+    recall_limit: int = 5,
+    min_score: float = 0.3,
+    max_chars: int = 2000,
+    user_id_key: str = "user_id",
+    header: str = DEFAULT_HEADER,
+) -> RunnableLambda[Any, dict[str, Any]]:
+    """A ``pre_model_hook`` that shows the model the user's pinned and relevant facts.
+
+    It returns ``llm_input_messages``, so the facts reach the model call only, never the
+    thread's state. The user comes from the run (runtime context or ``configurable``).
+
+    Example:
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> from langchain_core.vectorstores import InMemoryVectorStore
+        >>> store = LongTermMemoryStore(InMemoryVectorStore(DeterministicFakeEmbedding(size=16)))
+        >>> _ = store.remember("u1", "Prefers answers in Spanish", pinned=True)
+        >>> hook = memory_pre_model_hook(store)
+        >>> out = hook.invoke({"messages": [("user", "hi")]}, {"configurable": {"user_id": "u1"}})
+        >>> "Prefers answers in Spanish" in out["llm_input_messages"][0].content
+        True
+    """
+    options = RecallOptions(recall_limit, min_score, max_chars, header)
+
+    def logic(state: Any, config: RunnableConfig) -> Logic[dict[str, Any]]:
+        user_id = resolve_user_id(config, _runtime(), user_id_key)
+        messages = _messages(state)
+        block = yield from recall_block(store, user_id, latest_user_text(messages), options)
+        return {"llm_input_messages": memory_messages(messages, block)}
+
+    def hook(state: Any, config: RunnableConfig) -> dict[str, Any]:
+        return run_sync(logic(state, config))
+
+    async def ahook(state: Any, config: RunnableConfig) -> dict[str, Any]:
+        return await run_async(logic(state, config))
+
+    return RunnableLambda(hook, afunc=ahook, name="memory_pre_model_hook")
+
+
+def _messages(state: Any) -> list[Any]:
+    from langchain_core.messages import convert_to_messages
+
+    raw = state.get("messages", []) if isinstance(state, dict) else getattr(state, "messages", [])
+    return list(convert_to_messages(raw))
+
+
+def _runtime() -> Any:
+    try:
+        from langgraph.runtime import get_runtime
+
+        return get_runtime()
+    except Exception:  # outside a graph run: no runtime context
+        return None

@@ -1,0 +1,239 @@
+"""MemoryMiddleware: memory that works without the model asking.
+
+For ``create_agent(..., middleware=[MemoryMiddleware(store)])``:
+
+- *Automatic recall*: before each model call, the user's pinned facts and the facts most
+  relevant to the latest user message go into the system prompt of that call only (never
+  into the thread's state or the checkpointer).
+- *Tools*: the memory tools (``remember_fact``, ``recall_facts``, ``update_fact``,
+  ``forget_fact``), registered by the middleware.
+- *Extraction* (``extract_with=model``): after each agent turn, one structured-output call
+  reads the turn and the user's related facts and returns facts to remember; they go through
+  ``remember`` (dedup, versions, secret guard; the same model resolves the ambiguous band),
+  inline or in the background.
+
+The user comes from the run as for the tools (runtime context, else ``configurable``); a
+missing one raises ``MissingUserIdError`` before any storage call. The middleware records
+which threads belong to which user, so ``forget_user`` can erase them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from langchain.agents.middleware.types import (
+    AgentMiddleware,
+    AgentState,
+    ModelRequest,
+    ModelResponse,
+)
+from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_config
+from langgraph.runtime import Runtime
+
+from langchain_ltm._steps import Logic, Step, run_async, run_sync
+from langchain_ltm.agents._extract import (
+    BackgroundExtractor,
+    ExtractionJob,
+    extract,
+    run_job,
+    turn_messages,
+)
+from langchain_ltm.agents._recall import (
+    DEFAULT_HEADER,
+    RecallOptions,
+    latest_user_text,
+    recall_block,
+    with_memory,
+)
+from langchain_ltm.agents._registry import thread_namespace, thread_value
+from langchain_ltm.agents.config import LongTermMemoryConfig
+from langchain_ltm.agents.tools import create_memory_tools, resolve_user_id
+from langchain_ltm.store import LongTermMemoryStore
+
+__all__ = ["MemoryMiddleware", "MemoryMode"]
+
+MemoryMode = Literal["both", "recall", "tools"]
+_SEEN_THREADS = 10_000
+
+
+class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+    """Long-term memory for a LangChain agent: automatic recall, tools, extraction.
+
+    Args:
+        store: Where the facts live (also pass it as ``create_agent(..., store=store)``).
+        mode: ``"both"`` (default): automatic recall and the memory tools; ``"recall"``:
+            recall only, no tools; ``"tools"``: the tools only.
+        recall_limit: Most relevant facts added to a model call (pinned facts come on top).
+        min_score: Relevant facts scoring below this similarity stay out of the prompt.
+        max_chars: Size budget of the memory block, in characters.
+        extract_with: A chat model with structured output: after each turn it reads the
+            turn and returns facts to remember (``None``: no extraction).
+        background: Extract off the request path (debounced per thread; :meth:`flush`).
+        debounce: Seconds a background extraction waits for more turns of its thread.
+        config: Options of the memory tools (and ``user_id_key``).
+        header: First lines of the memory block.
+
+    Example:
+        >>> from langchain.agents import create_agent
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+        >>> from langchain_core.messages import AIMessage
+        >>> from langchain_core.vectorstores import InMemoryVectorStore
+        >>> store = LongTermMemoryStore(InMemoryVectorStore(DeterministicFakeEmbedding(size=16)))
+        >>> _ = store.remember("u1", "Prefers answers in Spanish", pinned=True)
+        >>> model = GenericFakeChatModel(messages=iter([AIMessage("¡Hola!")]))
+        >>> agent = create_agent(model, middleware=[MemoryMiddleware(store, mode="recall")])
+        >>> run = {"configurable": {"user_id": "u1"}}
+        >>> agent.invoke({"messages": [("user", "hi")]}, run)["messages"][-1].content
+        '¡Hola!'
+    """
+
+    def __init__(
+        self,
+        store: LongTermMemoryStore,
+        *,
+        mode: MemoryMode = "both",
+        recall_limit: int = 5,
+        min_score: float = 0.3,
+        max_chars: int = 2000,
+        extract_with: BaseChatModel | None = None,
+        background: bool = False,
+        debounce: float = 0.5,
+        config: LongTermMemoryConfig | None = None,
+        header: str = DEFAULT_HEADER,
+    ) -> None:
+        super().__init__()
+        if mode not in ("both", "recall", "tools"):
+            raise ValueError(f'mode must be "both", "recall" or "tools", got {mode!r}.')
+        if background and extract_with is None:
+            raise ValueError("background=True needs extract_with=<chat model>.")
+        if not isinstance(debounce, (int, float)) or debounce < 0:
+            raise ValueError(f"debounce must be a number of seconds >= 0, got {debounce!r}.")
+        self.store = store
+        self.mode: MemoryMode = mode
+        self.options = RecallOptions(recall_limit, min_score, max_chars, header)
+        self.tool_config = config or LongTermMemoryConfig()
+        self.extract_with = extract_with
+        self.tools = [] if mode == "recall" else create_memory_tools(store, config=config)
+        self._background = (
+            BackgroundExtractor(run_job(store, extract_with), debounce)
+            if background and extract_with is not None
+            else None
+        )
+        self._seen: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._seen_lock = threading.Lock()
+
+    # ---- the user, the thread ------------------------------------------------------------
+
+    def _user(self, runtime: Any) -> str:
+        return resolve_user_id(_current_config(), runtime, self.tool_config.user_id_key)
+
+    def _note_thread(self, user_id: str) -> Logic[None]:
+        """Record once per process that this thread belongs to this user."""
+        thread_id = (_current_config() or {}).get("configurable", {}).get("thread_id")
+        if thread_id is None:
+            return
+        key = (user_id, str(thread_id))
+        with self._seen_lock:
+            if key in self._seen:
+                return
+            self._seen[key] = None
+            if len(self._seen) > _SEEN_THREADS:
+                self._seen.popitem(last=False)
+        now = datetime.now(timezone.utc)
+        value = thread_value(str(thread_id), now, now)
+        namespace = thread_namespace(user_id)
+        existing = yield Step(self.store.get, self.store.aget, (namespace, str(thread_id)))
+        if existing is not None:
+            value["first_seen"] = existing.value.get("first_seen", value["first_seen"])
+        yield Step(
+            lambda: self.store.put(namespace, str(thread_id), value, index=False),
+            lambda: self.store.aput(namespace, str(thread_id), value, index=False),
+        )
+
+    # ---- automatic recall --------------------------------------------------------------------
+
+    def _prepare(self, request: ModelRequest[Any]) -> Logic[ModelRequest[Any]]:
+        user_id = self._user(request.runtime)
+        yield from self._note_thread(user_id)
+        if self.mode == "tools":
+            return request
+        query = latest_user_text(request.messages)
+        block = yield from recall_block(self.store, user_id, query, self.options)
+        if block is None:
+            return request
+        return request.override(system_message=with_memory(request.system_message, block))
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any]:
+        """Add the user's facts to this model call's system prompt."""
+        return handler(run_sync(self._prepare(request)))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any]:
+        """Async twin of :meth:`wrap_model_call`."""
+        return await handler(await run_async(self._prepare(request)))
+
+    # ---- extraction --------------------------------------------------------------------------
+
+    def _job(self, state: AgentState[Any], runtime: Runtime[Any]) -> ExtractionJob | None:
+        if self.extract_with is None:
+            return None
+        turn = turn_messages(state.get("messages", []))
+        if not turn:
+            return None
+        user_id = self._user(runtime)
+        thread_id = (_current_config() or {}).get("configurable", {}).get("thread_id")
+        return ExtractionJob(user_id, str(thread_id or "default"), [turn])
+
+    def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Extract facts from the finished turn (inline, or queued in the background)."""
+        job = self._job(state, runtime)
+        if job is None or self.extract_with is None:
+            return None
+        if self._background is not None:
+            self._background.submit(job.user_id, job.thread_id, job.turns[0])
+        else:
+            run_sync(extract(self.store, self.extract_with, job))
+        return None
+
+    async def aafter_agent(
+        self, state: AgentState[Any], runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """Async twin of :meth:`after_agent`."""
+        job = self._job(state, runtime)
+        if job is None or self.extract_with is None:
+            return None
+        if self._background is not None:
+            self._background.submit(job.user_id, job.thread_id, job.turns[0])
+        else:
+            await run_async(extract(self.store, self.extract_with, job))
+        return None
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait for pending background extractions (tests, shutdown); ``False`` on timeout."""
+        return True if self._background is None else self._background.flush(timeout)
+
+    async def aflush(self, timeout: float | None = None) -> bool:
+        """Async twin of :meth:`flush` (waits in a worker thread)."""
+        return await asyncio.to_thread(self.flush, timeout)
+
+
+def _current_config() -> RunnableConfig | None:
+    try:
+        return get_config()
+    except RuntimeError:  # called outside a runnable context
+        return None

@@ -1,0 +1,338 @@
+"""MemoryMiddleware through the real create_agent graph, with a model that records requests."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.vectorstores import InMemoryVectorStore
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.prebuilt import create_react_agent
+from pydantic import BaseModel
+
+from langchain_ltm import LongTermMemoryStore, MissingUserIdError
+from langchain_ltm.agents._registry import thread_namespace
+from langchain_ltm.agents.hooks import memory_pre_model_hook
+from langchain_ltm.agents.middleware import MemoryMiddleware
+from tests.fakes import KeywordEmbeddings, ScriptedToolModel
+from tests.unit_tests.test_resolvers import ScriptedChatModel
+
+
+class RecordingModel(ScriptedToolModel):
+    """ScriptedToolModel that records every request and the tools bound to it."""
+
+    requests: list[list[Any]] = []  # noqa: RUF012  (pydantic field, reset per instance)
+    bound: list[list[str]] = []  # noqa: RUF012
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.requests = []
+        self.bound = []
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> RecordingModel:
+        self.bound.append([getattr(t, "name", None) or t.get("name", "") for t in tools])
+        return self
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        self.requests.append(list(messages))
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+
+@pytest.fixture
+def emb():
+    return KeywordEmbeddings(dims=64)
+
+
+@pytest.fixture
+def store(emb):
+    store = LongTermMemoryStore(InMemoryVectorStore(emb))
+    store.remember("alice", "Prefers answers in Spanish", pinned=True)
+    store.remember("alice", ["Works on the payments team", "Has a cat named Tom"])
+    store.remember("bob", "Works on the search team")
+    return store
+
+
+def run(user_id: str | None, thread: str = "t1") -> dict[str, Any]:
+    configurable: dict[str, Any] = {"thread_id": thread}
+    if user_id is not None:
+        configurable["user_id"] = user_id
+    return {"configurable": configurable}
+
+
+def system_text(request: list[Any]) -> str:
+    first = request[0]
+    return str(first.content) if isinstance(first, SystemMessage) else ""
+
+
+def agent_with(store, model, **middleware_kwargs):
+    return create_agent(
+        model,
+        middleware=[MemoryMiddleware(store, min_score=0.1, **middleware_kwargs)],
+        store=store,
+        checkpointer=InMemorySaver(),
+        system_prompt="You are helpful.",
+    )
+
+
+def test_recalled_facts_reach_the_prompt_and_never_the_state(store):
+    model = RecordingModel()
+    agent = agent_with(store, model, mode="recall")
+    out = agent.invoke({"messages": [("user", "which team do I work on")]}, run("alice"))
+    prompt = system_text(model.requests[0])
+    assert prompt.startswith("You are helpful.")
+    assert "Prefers answers in Spanish" in prompt  # pinned: always there
+    assert "Works on the payments team" in prompt  # relevant to the message
+    assert "search team" not in prompt  # bob's
+    state = agent.get_state(run("alice"))
+    for message in [*out["messages"], *state.values["messages"]]:
+        assert "payments" not in str(message.content) or isinstance(message, HumanMessage)
+        assert not isinstance(message, SystemMessage)
+
+
+def test_another_users_run_sees_none_of_them(store):
+    model = RecordingModel()
+    agent = agent_with(store, model, mode="recall")
+    agent.invoke({"messages": [("user", "which team do I work on")]}, run("bob"))
+    prompt = system_text(model.requests[0])
+    assert "search team" in prompt and "payments" not in prompt and "Spanish" not in prompt
+    agent.invoke({"messages": [("user", "which team do I work on")]}, run("carol", "t2"))
+    assert system_text(model.requests[1]) == "You are helpful."
+
+
+def test_min_score_and_budget_keep_the_block_small(store):
+    model = RecordingModel()
+    agent = agent_with(store, model, mode="recall", max_chars=220)
+    agent.invoke({"messages": [("user", "which team do I work on")]}, run("alice"))
+    prompt = system_text(model.requests[0])
+    block = prompt.removeprefix("You are helpful.\n\n")
+    assert len(block) <= 220 and "Spanish" in block
+
+
+@pytest.mark.parametrize(
+    ("mode", "tools", "block"),
+    [
+        ("both", ["remember_fact", "recall_facts", "update_fact", "forget_fact"], True),
+        ("recall", [], True),
+        ("tools", ["remember_fact", "recall_facts", "update_fact", "forget_fact"], False),
+    ],
+)
+def test_modes(store, mode, tools, block):
+    model = RecordingModel()
+    agent = agent_with(store, model, mode=mode)
+    agent.invoke({"messages": [("user", "which team do I work on")]}, run("alice"))
+    assert ("Spanish" in system_text(model.requests[0])) is block
+    assert (model.bound[-1] if model.bound else []) == tools
+
+
+def test_memory_tools_work_with_no_other_tools_and_structured_output(store):
+    class Answer(BaseModel):
+        text: str
+
+    model = RecordingModel()
+    agent = create_agent(
+        model,
+        tools=[],
+        middleware=[MemoryMiddleware(store)],
+        store=store,
+        response_format=Answer,
+    )
+    out = agent.invoke({"messages": [("user", "remember: likes green tea")]}, run("alice"))
+    assert {"remember_fact", "recall_facts", "update_fact", "forget_fact"} <= set(model.bound[0])
+    assert any(f.content == "likes green tea" for f in store.list_all("alice"))
+    assert out["messages"][-1] is not None
+
+
+def test_missing_user_id_fails_before_any_storage_call(store, emb):
+    agent = agent_with(store, RecordingModel())
+    before = emb.texts_embedded
+    with pytest.raises(MissingUserIdError):
+        agent.invoke({"messages": [("user", "hello")]}, run(None))
+    assert emb.texts_embedded == before
+
+
+def test_threads_of_a_user_are_recorded(store):
+    agent = agent_with(store, RecordingModel(), mode="recall")
+    agent.invoke({"messages": [("user", "hi")]}, run("alice", "t-1"))
+    agent.invoke({"messages": [("user", "hi again")]}, run("alice", "t-1"))
+    agent.invoke({"messages": [("user", "hi")]}, run("alice", "t-2"))
+    threads = store.search(thread_namespace("alice"))
+    assert sorted(item.key for item in threads) == ["t-1", "t-2"]
+    assert store.search(thread_namespace("bob")) == []
+
+
+USERS = [f"user-{i}@example.com" for i in range(20)]
+
+
+def test_concurrent_runs_see_only_their_own_facts(emb):
+    store = LongTermMemoryStore(InMemoryVectorStore(emb))
+    for user in USERS:
+        store.remember(user, f"The secret word of {user} is tea", pinned=True)
+    model = RecordingModel()
+    agent = agent_with(store, model, mode="recall")
+
+    def session(user):
+        agent.invoke({"messages": [("user", f"I am {user}: secret word?")]}, run(user, user))
+
+    with ThreadPoolExecutor(10) as pool:
+        list(pool.map(session, USERS))
+    assert len(model.requests) == len(USERS)
+    for request in model.requests:
+        user = str(request[-1].content).split(":")[0].removeprefix("I am ")
+        prompt = system_text(request)
+        assert f"secret word of {user} " in prompt
+        assert sum(f"secret word of {u} " in prompt for u in USERS) == 1
+
+
+async def test_concurrent_async_runs_see_only_their_own_facts(emb):
+    store = LongTermMemoryStore(InMemoryVectorStore(emb))
+    for user in USERS:
+        await store.aremember(user, f"The secret word of {user} is tea", pinned=True)
+    model = RecordingModel()
+    agent = agent_with(store, model, mode="recall")
+    await asyncio.gather(
+        *(
+            agent.ainvoke({"messages": [("user", f"I am {u}: secret word?")]}, run(u, u))
+            for u in USERS
+        )
+    )
+    for request in model.requests:
+        user = str(request[-1].content).split(":")[0].removeprefix("I am ")
+        assert sum(f"secret word of {u} " in system_text(request) for u in USERS) == 1
+        assert f"secret word of {user} " in system_text(request)
+
+
+def extraction(*facts: tuple[str, bool], supersede: list[dict[str, Any]] | None = None):
+    return {
+        "facts": [{"content": text, "pinned": pinned} for text, pinned in facts],
+        "supersede": supersede or [],
+    }
+
+
+def test_extraction_stores_facts_once_when_turns_repeat_them(emb):
+    store = LongTermMemoryStore(InMemoryVectorStore(emb))
+    extractor = ScriptedChatModel(
+        answers=[
+            extraction(("My name is Ana", True), ("Works on the payments team", False)),
+            extraction(("my name is ana.", True)),
+        ]
+    )
+    agent = agent_with(store, RecordingModel(), mode="recall", extract_with=extractor)
+    agent.invoke({"messages": [("user", "Hi, I'm Ana, I work on payments")]}, run("ana"))
+    agent.invoke({"messages": [("user", "As I said, I'm Ana")]}, run("ana"))
+    assert len(extractor.requests) == 2
+    assert "Hi, I'm Ana, I work on payments" in str(extractor.requests[0][-1].content)
+    assert "My name is Ana" in str(extractor.requests[1][-1].content)  # related facts shown
+    facts = store.list_all("ana")
+    assert sorted(f.content for f in facts) == ["My name is Ana", "Works on the payments team"]
+    assert [f.content for f in store.pinned("ana")] == ["My name is Ana"]
+
+
+def test_extraction_supersedes_a_stored_fact_by_number(emb):
+    store = LongTermMemoryStore(InMemoryVectorStore(emb))
+    made = store.remember("ana", "Lives in Paris")
+    extractor = ScriptedChatModel(
+        answers=[extraction(supersede=[{"fact": 1, "content": "Lives in Berlin"}])]
+    )
+    agent = agent_with(store, RecordingModel(), mode="recall", extract_with=extractor)
+    agent.invoke({"messages": [("user", "I moved from Paris to Berlin")]}, run("ana"))
+    assert [v.content for v in store.history("ana", made.fact.id)] == [
+        "Lives in Paris",
+        "Lives in Berlin",
+    ]
+
+
+def test_a_failing_extractor_logs_and_the_answer_still_comes(emb, caplog):
+    store = LongTermMemoryStore(InMemoryVectorStore(emb))
+    extractor = ScriptedChatModel(answers=[RuntimeError("extractor down")])
+    agent = agent_with(store, RecordingModel(), mode="recall", extract_with=extractor)
+    with caplog.at_level(logging.WARNING):
+        out = agent.invoke({"messages": [("user", "hello")]}, run("ana"))
+    assert out["messages"][-1].content == "ok"
+    assert "extraction failed" in caplog.text and store.list_all("ana") == []
+
+
+class BlockingExtractor(ScriptedChatModel):
+    """Waits for ``gate`` before answering, so a test can see the agent return first."""
+
+    gate: Any = None
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        assert self.gate.wait(10)
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+
+def test_background_extraction_never_blocks_and_is_flushed(emb):
+    store = LongTermMemoryStore(InMemoryVectorStore(emb))
+    gate = threading.Event()
+    extractor = BlockingExtractor(
+        answers=[extraction(("Works on the payments team", False))], gate=gate
+    )
+    middleware = MemoryMiddleware(
+        store, mode="recall", extract_with=extractor, background=True, debounce=0.05
+    )
+    agent = create_agent(RecordingModel(), middleware=[middleware], checkpointer=InMemorySaver())
+    out = agent.invoke({"messages": [("user", "I work on payments")]}, run("ana"))
+    assert out["messages"][-1].content == "ok"  # answered while the extractor is blocked
+    assert store.list_all("ana") == []
+    gate.set()
+    assert middleware.flush(timeout=10)
+    assert [f.content for f in store.list_all("ana")] == ["Works on the payments team"]
+
+
+def test_background_turns_of_one_thread_are_debounced_into_one_call(emb):
+    store = LongTermMemoryStore(InMemoryVectorStore(emb))
+    extractor = ScriptedChatModel(answers=[extraction(("Likes tea", False))])
+    middleware = MemoryMiddleware(
+        store, mode="recall", extract_with=extractor, background=True, debounce=0.5
+    )
+    agent = create_agent(RecordingModel(), middleware=[middleware], checkpointer=InMemorySaver())
+    agent.invoke({"messages": [("user", "I like tea")]}, run("ana"))
+    agent.invoke({"messages": [("user", "green tea especially")]}, run("ana"))
+    assert middleware.flush(timeout=10)
+    assert len(extractor.requests) == 1  # one extraction of both turns
+    transcript = str(extractor.requests[0][-1].content)
+    assert "I like tea" in transcript and "green tea especially" in transcript
+
+
+async def test_background_failure_is_logged_and_aflush_returns(emb, caplog):
+    store = LongTermMemoryStore(InMemoryVectorStore(emb))
+    extractor = ScriptedChatModel(answers=[RuntimeError("down")])
+    middleware = MemoryMiddleware(
+        store, mode="recall", extract_with=extractor, background=True, debounce=0.0
+    )
+    agent = create_agent(RecordingModel(), middleware=[middleware], checkpointer=InMemorySaver())
+    with caplog.at_level(logging.WARNING):
+        await agent.ainvoke({"messages": [("user", "hello")]}, run("ana"))
+        assert await middleware.aflush(timeout=10)
+    assert "extraction failed" in caplog.text
+
+
+def test_options_are_checked(store):
+    with pytest.raises(ValueError, match="mode"):
+        MemoryMiddleware(store, mode="auto")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="extract_with"):
+        MemoryMiddleware(store, background=True)
+    with pytest.raises(ValueError, match="min_score"):
+        MemoryMiddleware(store, min_score=3)
+
+
+@pytest.mark.filterwarnings("ignore:create_react_agent has been moved")
+def test_pre_model_hook_gives_create_react_agent_the_same_recall(store):
+    model = RecordingModel()
+    agent = create_react_agent(
+        model,
+        tools=[],
+        pre_model_hook=memory_pre_model_hook(store, min_score=0.1),
+        checkpointer=InMemorySaver(),
+    )
+    out = agent.invoke({"messages": [("user", "which team do I work on")]}, run("alice"))
+    prompt = system_text(model.requests[0])
+    assert "Spanish" in prompt and "payments team" in prompt and "search" not in prompt
+    assert not any(isinstance(m, SystemMessage) for m in out["messages"])
+    assert isinstance(out["messages"][-1], AIMessage)

@@ -1,0 +1,22 @@
+"""The top-level API: every exported name resolves, and the agent side loads lazily."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import langchain_ltm
+
+
+def test_every_exported_name_resolves():
+    for name in langchain_ltm.__all__:
+        assert getattr(langchain_ltm, name) is not None, name
+
+
+def test_importing_the_store_does_not_import_the_agent_side():
+    code = (
+        "import sys, langchain_ltm; "
+        "print(any(m.startswith(('langchain.agents', 'langgraph.prebuilt')) for m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
