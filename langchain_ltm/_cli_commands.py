@@ -257,7 +257,7 @@ def cmd_export(session: Session) -> int:
     _write_atomically(path, lines)
     session.emit(
         {"user_id": session.user, "path": str(path), "exported": len(records)},
-        f"Exported {len(records)} facts of user {session.user!r} to {path}.",
+        f"Exported {plural(len(records), 'fact')} of user {session.user!r} to {path}.",
     )
     return EXIT_OK
 

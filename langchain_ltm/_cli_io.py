@@ -128,6 +128,7 @@ class ImportRow:
     previous: str | None = None
     similarity: float | None = None
     reason: str | None = None
+    similar: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -159,8 +160,11 @@ class ImportReport:
         ]
         for (number, text), r in zip(texts, results, strict=True):
             fact_id = r.fact.id if r.fact else None
+            close = [s.to_dict() for s in r.similar]
             self.rows.append(
-                ImportRow(number, r.action, fact_id, text, r.previous, r.similarity, r.reason)
+                ImportRow(
+                    number, r.action, fact_id, text, r.previous, r.similarity, r.reason, close
+                )
             )
 
     def counts(self) -> Counter[str]:
@@ -230,6 +234,9 @@ def _row_note(row: ImportRow) -> str:
         return f"  ({row.reason})"
     if row.action == "conflict":
         return "  (the user has this text as another fact)"
+    if row.similar:
+        close = "; ".join(f"{s['id']} {s['content']!r} {s['score']:.2f}" for s in row.similar)
+        return f"  (kept apart from similar: {close})"
     return ""
 
 

@@ -457,6 +457,7 @@ def test_import_merge_dry_run_threshold(ltm, tmp_path):
         (2, "created"),  # similar (0.69), but below the default merge threshold
         (3, "created"),
     ]
+    assert [s["content"] for s in summary["lines"][1]["similar"]] == ["Likes black tea"]
     assert summary["lines"][0]["id"] == next(
         f["id"] for f in before if f["content"] == "Lives in Paris"
     )
