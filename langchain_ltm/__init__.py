@@ -73,6 +73,7 @@ __all__ = [
     "RememberResult",
     "Resolution",
     "Resolver",
+    "SessionMemoryMiddleware",
     "SimilarFact",
     "UnsupportedVectorStoreError",
     "content_hash",
@@ -93,6 +94,7 @@ _LAZY = {
     "memory_tools_for": "langchain_ltm.agents.tools",
     "resolve_user_id": "langchain_ltm.agents.tools",
     "MemoryMiddleware": "langchain_ltm.agents.middleware",
+    "SessionMemoryMiddleware": "langchain_ltm.agents.session",
     "memory_pre_model_hook": "langchain_ltm.agents.hooks",
 }
 
@@ -108,4 +110,5 @@ def __getattr__(name: str) -> object:
 if TYPE_CHECKING:
     from langchain_ltm.agents.hooks import memory_pre_model_hook
     from langchain_ltm.agents.middleware import MemoryMiddleware
+    from langchain_ltm.agents.session import SessionMemoryMiddleware
     from langchain_ltm.agents.tools import create_memory_tools, memory_tools_for, resolve_user_id

@@ -2,7 +2,10 @@
 
 ``from langchain_ltm import create_memory_tools, MemoryMiddleware, ...`` is the usual way in;
 this package holds one module per piece: :mod:`.config` (options), :mod:`.tools` (the
-memory tools and how the user is resolved).
+memory tools and how the user is resolved), :mod:`.middleware` (``MemoryMiddleware``:
+automatic recall and extraction), :mod:`.session` (``SessionMemoryMiddleware``),
+:mod:`.hooks` (recall as a ``pre_model_hook``), :mod:`.erase` (erase and export a user
+everywhere). Import them from here or from ``langchain_ltm``; the heavy ones load lazily.
 """
 
 from langchain_ltm.agents.config import LongTermMemoryConfig
