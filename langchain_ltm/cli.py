@@ -78,6 +78,14 @@ examples:
   ltm stats
   ltm migrate --from ./memories --to postgresql://app@db/app"""
 
+_IMPORT = (
+    "Load a JSONL file into the user's facts: lines written by `ltm export` are restored "
+    "exactly (same ids, timestamps and versions; importing twice changes nothing); "
+    '{"content": ...} lines, {"fact": ...} lines and JSON strings are remembered as new '
+    "facts. The whole file is checked first: a malformed line stops it before anything is "
+    "written."
+)
+
 _MIGRATE = """\
 Copy a store into another one (another engine, or another place), then check the copy.
 
@@ -184,9 +192,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(
-        name: str, run: Callable[[Session], int], summary: str, user: str = "required"
+        name: str,
+        run: Callable[[Session], int],
+        summary: str,
+        user: str = "required",
+        description: str | None = None,
     ) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=summary, description=summary)
+        p = sub.add_parser(name, help=summary, description=description or summary)
         p.add_argument(
             "--user",
             metavar="ID",
@@ -226,10 +238,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(
         "import",
         cmd_import,
-        "Load a JSONL file into the user's facts: lines written by `ltm export` are restored "
-        'exactly (same ids, timestamps and versions; importing twice changes nothing); {"content": '
-        '...} lines, {"fact": ...} lines and JSON strings are remembered as new facts. The '
-        "whole file is checked first: a malformed line stops it before anything is written.",
+        "Restore a file from `ltm export`, or remember new facts from a JSONL file.",
+        description=_IMPORT,
     )
     p.add_argument("file", metavar="FILE", help="the JSONL file, or - for stdin")
     p.add_argument(
