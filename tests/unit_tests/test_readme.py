@@ -30,3 +30,8 @@ def test_agent_example_runs_as_written(capsys, monkeypatch):
     exec(compile(python_block("Memory tools for agents"), "README agent example", "exec"), {})
     out = capsys.readouterr().out.strip().splitlines()
     assert out[-1] == "['Prefers answers in Spanish', 'Works on the payments team']"
+
+
+def test_memory_middleware_example_runs_as_written(capsys):
+    exec(compile(python_block("Memory without the model asking"), "README middleware", "exec"), {})
+    assert capsys.readouterr().out.strip().splitlines()[-1] == "Estás en el equipo de pagos."
