@@ -62,8 +62,9 @@ class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
       out. ``"full"`` shows earlier turns as they are.
     - ``limit``: at most this many earlier messages, the most recent kept. Whole older turns
       are dropped; of the oldest turn kept, its user message stays and whole tool exchanges
-      are dropped from its start, so no tool result is sent without its call and the history
-      always starts with a user message. System messages of the history are always kept
+      are dropped from its start, so no tool result is sent without its call (nor a call
+      without its results). Messages before the first user message count as one more
+      earlier turn, kept whole or not at all; system messages of the history are always kept
       (first) and not counted. The current turn is never cut.
     - ``retrieval="recency"`` (default) is the above and never touches the store.
       ``"relevance"`` sends no earlier messages of the thread; instead the ``relevant_turns``
@@ -264,8 +265,7 @@ class HistoryView:
     Attributes:
         messages: The request's messages (system messages of the history, the earlier turns
             kept, then the current turn whole).
-        turns: Numbers of the earlier turns (whole or in part) among ``messages``, plus the
-            current turn's.
+        turns: Numbers of the earlier turns (whole or in part) among ``messages``.
         query: The text of the latest user message (``""`` if there is none).
     """
 
@@ -356,7 +356,7 @@ def history_view(
         >>> [m.text for m in history_view(thread, "input_output", 20).messages]
         ['q1', 'a1', 'q2']
         >>> len(history_view(thread, "full", 20).messages), history_view(thread, "full", 2).turns
-        (5, frozenset({0, 1}))
+        (5, frozenset({0}))
     """
     head, turns = split_turns(messages)
     if not turns:
@@ -376,7 +376,7 @@ def history_view(
     out = [*pinned]
     for _, unit in kept_units:
         out += unit
-    numbers = {n for n, _ in kept_units if n is not None} | {len(earlier)}
+    numbers = {n for n, _ in kept_units if n is not None}
     return HistoryView([*out, *current], frozenset(numbers), current[0].text)
 
 

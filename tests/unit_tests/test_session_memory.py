@@ -1,0 +1,474 @@
+"""SessionMemoryMiddleware through real create_agent graphs: what the model is sent."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import tool
+from langchain_core.vectorstores import InMemoryVectorStore
+from langgraph.checkpoint.memory import InMemorySaver
+
+from langchain_ltm import LongTermMemoryStore, MissingUserIdError
+from langchain_ltm.agents._registry import session_namespace
+from langchain_ltm.agents.session import CONTEXT_HEADER, SessionMemoryMiddleware
+from tests.fakes import KeywordEmbeddings
+
+
+@tool
+def lookup(topic: str) -> str:
+    """Look a topic up."""
+    return f"notes on {topic}"
+
+
+class RecordingModel(GenericFakeChatModel):
+    """Records every request; ``lookup X`` calls the tool, anything else is answered.
+
+    A pure function of the messages (tool call ids included), so one instance serves
+    concurrent runs and sync and async runs give identical transcripts.
+    """
+
+    messages: Iterator[Any] = iter(())
+    disable_streaming: bool = True
+    requests: list[list[BaseMessage]] = []  # noqa: RUF012 (pydantic copies the default)
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> RecordingModel:
+        return self
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
+        self.requests.append(list(messages))
+        last = messages[-1]
+        if isinstance(last, ToolMessage):
+            reply = AIMessage(content=f"found {last.text}")
+        else:
+            text = next(m for m in reversed(messages) if isinstance(m, HumanMessage)).text
+            if text.startswith("lookup "):
+                topic = text.removeprefix("lookup ")
+                call = {"name": "lookup", "args": {"topic": topic}, "id": f"call_{len(messages)}"}
+                reply = AIMessage(content="", tool_calls=[call])
+            else:
+                reply = AIMessage(content=f"sure: {text}")
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+@pytest.fixture
+def emb():
+    return KeywordEmbeddings(dims=64)
+
+
+@pytest.fixture
+def store(emb):
+    return LongTermMemoryStore(InMemoryVectorStore(emb))
+
+
+def build(store, model=None, **options):
+    model = model or RecordingModel()
+    middleware = SessionMemoryMiddleware(store, **options)
+    agent = create_agent(
+        model, tools=[lookup], middleware=[middleware], checkpointer=InMemorySaver()
+    )
+    return agent, model
+
+
+def run(user_id="alice", thread="t1"):
+    return {"configurable": {"user_id": user_id, "thread_id": thread}}
+
+
+def say(text):
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+def shape(messages):
+    """Type and text of each message (and the tools an AI message calls)."""
+    out = []
+    for m in messages:
+        calls = [c["name"] for c in getattr(m, "tool_calls", [])]
+        out.append((m.type, m.text, *calls))
+    return out
+
+
+def earlier(request):
+    """The non-system messages before the request's last user message."""
+    last = max(i for i, m in enumerate(request) if isinstance(m, HumanMessage))
+    return [m for m in request[:last] if not isinstance(m, SystemMessage)]
+
+
+def context_of(request):
+    """The "Earlier conversations" block of a request ("" if none)."""
+    system = next((m for m in request if isinstance(m, SystemMessage)), None)
+    if system is None or CONTEXT_HEADER not in system.text:
+        return ""
+    return system.text[system.text.index(CONTEXT_HEADER) :]
+
+
+def assert_valid(request):
+    """What providers require: every tool result follows its call, every call is answered."""
+    open_ids: set[str] = set()
+    for m in request:
+        if isinstance(m, ToolMessage):
+            assert m.tool_call_id in open_ids, f"ToolMessage without its call: {shape(request)}"
+            open_ids.discard(m.tool_call_id)
+            continue
+        assert not open_ids, f"tool call without its result: {shape(request)}"
+        if isinstance(m, AIMessage):
+            open_ids = {c["id"] for c in m.tool_calls}
+    conversation = [m for m in request if not isinstance(m, SystemMessage)]
+    assert isinstance(conversation[0], HumanMessage), shape(request)
+
+
+# ---- (1), (2): the shape of earlier turns --------------------------------------------------
+
+
+def test_input_output_leaves_out_earlier_tool_calls_but_the_state_keeps_them(store, emb):
+    agent, model = build(store)
+    agent.invoke(say("lookup tea"), run())
+    assert shape(model.requests[-1])[-2:] == [
+        ("ai", "", "lookup"),
+        ("tool", "notes on tea"),
+    ]  # the current turn's tool loop is sent whole
+    agent.invoke(say("thanks"), run())
+    assert shape(model.requests[-1]) == [
+        ("human", "lookup tea"),
+        ("ai", "found notes on tea"),
+        ("human", "thanks"),
+    ]
+    state = agent.get_state(run()).values["messages"]
+    assert [m.type for m in state] == ["human", "ai", "tool", "ai", "human", "ai"]
+    agent.invoke(say("lookup coffee"), run())
+    assert shape(model.requests[-1]) == [
+        ("human", "lookup tea"),
+        ("ai", "found notes on tea"),
+        ("human", "thanks"),
+        ("ai", "sure: thanks"),
+        ("human", "lookup coffee"),
+        ("ai", "", "lookup"),
+        ("tool", "notes on coffee"),
+    ]
+    assert emb.document_calls == emb.query_calls == 0  # recency never touches the store
+
+
+def test_full_shows_everything(store):
+    agent, model = build(store, save_mode="full")
+    agent.invoke(say("lookup tea"), run())
+    agent.invoke(say("thanks"), run())
+    state = agent.get_state(run()).values["messages"]
+    assert shape(model.requests[-1]) == shape(state[:-1])
+    assert [m.type for m in model.requests[-1]] == ["human", "ai", "tool", "ai", "human"]
+
+
+def test_system_messages_of_the_thread_stay_first_and_the_prompt_is_kept(store):
+    model = RecordingModel()
+    agent = create_agent(
+        model,
+        tools=[lookup],
+        system_prompt="Be brief.",
+        middleware=[SessionMemoryMiddleware(store, limit=2)],
+        checkpointer=InMemorySaver(),
+    )
+    first = {"messages": [SystemMessage("Speak French."), HumanMessage("lookup tea")]}
+    agent.invoke(first, run())
+    for text in ("one", "two"):
+        agent.invoke(say(text), run())
+    assert shape(model.requests[-1]) == [
+        ("system", "Be brief."),
+        ("system", "Speak French."),
+        ("human", "one"),
+        ("ai", "sure: one"),
+        ("human", "two"),
+    ]
+
+
+# ---- (3): limit ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("save_mode", ["full", "input_output"])
+@pytest.mark.parametrize("limit", range(1, 13))
+def test_limit_keeps_the_latest_messages_and_the_request_valid(store, save_mode, limit):
+    agent, model = build(store, save_mode=save_mode, limit=limit)
+    for text in ("lookup tea", "hello", "lookup coffee", "lookup cake"):
+        agent.invoke(say(text), run())
+    agent.invoke(say("bye"), run())
+    request = model.requests[-1]
+    assert_valid(request)
+    shown = earlier(request)
+    assert len(shown) <= limit
+    assert request[-1].text == "bye"
+    history = agent.get_state(run()).values["messages"][:-2]  # without "bye" and its answer
+    if save_mode == "input_output":
+        history = [m for m in history if m.type == "human" or (m.type == "ai" and not m.tool_calls)]
+    assert shown or limit == 1, "the latest earlier question and answer fit in 2"
+    # the most recent messages, or the oldest kept turn's question and its latest messages
+    tail = shown if shown == history[len(history) - len(shown) :] else shown[1:]
+    assert tail == history[len(history) - len(tail) :]
+    if tail is not shown:
+        turn_start = max(i for i, m in enumerate(history[: -len(tail)]) if m.type == "human")
+        assert shown[0] is history[turn_start] or shown[0] == history[turn_start]
+
+
+def test_limit_drops_whole_tool_exchanges_of_the_oldest_turn_kept(store):
+    agent, model = build(store, save_mode="full", limit=3)
+    agent.invoke(say("lookup tea"), run())
+    agent.invoke(say("lookup cake"), run())
+    agent.invoke(say("bye"), run())
+    # the cake turn has 4 messages; its user message and its answer fit, the exchange does not
+    assert shape(model.requests[-1]) == [
+        ("human", "lookup cake"),
+        ("ai", "found notes on cake"),
+        ("human", "bye"),
+    ]
+
+
+def test_limit_never_cuts_the_current_turn(store):
+    agent, model = build(store, save_mode="full", limit=1)
+    agent.invoke(say("lookup tea"), run())
+    agent.invoke(say("lookup cake"), run())
+    assert [m.type for m in model.requests[-1]] == ["human", "ai", "tool"]  # nothing earlier fits
+    assert model.requests[-1][0].text == "lookup cake"
+
+
+# ---- (4), (5): relevance and both -------------------------------------------------------------
+
+
+def test_relevance_brings_back_the_users_turns_from_other_threads_most_relevant_first(store, emb):
+    agent, model = build(store, retrieval="relevance", relevant_turns=2)
+    turns = ["I love hiking in the alps", "my cat is named tom", "lookup pasta recipes"]
+    for text in turns:
+        agent.invoke(say(text), run(thread="A"))
+    assert emb.document_calls == len(turns)  # one embedding call per indexed turn
+    assert emb.texts_embedded - emb.query_calls == len(turns)
+
+    items = {i.key: i.value for i in store.search(session_namespace("alice"), limit=10)}
+    assert sorted(items) == ["A:0", "A:1", "A:2"]
+    assert items["A:2"]["user"] == "lookup pasta recipes"
+    assert items["A:2"]["answer"] == "found notes on pasta recipes"
+    assert set(items["A:0"]) == {"thread_id", "turn", "user", "answer", "text", "at"}
+
+    agent.invoke(say("hiking tips for the alps and pasta"), run(thread="B"))
+    request = model.requests[-1]
+    assert [m.type for m in request] == ["system", "human"]  # no earlier thread messages
+    block = context_of(request)
+    assert block.index("I love hiking in the alps") < block.index("lookup pasta recipes")
+    assert "cat" not in block  # relevant_turns=2
+    assert emb.document_calls == len(turns) + 1
+
+    agent.invoke(say("hiking tips for the alps"), run(user_id="bob", thread="C"))
+    assert context_of(model.requests[-1]) == ""  # bob has no earlier turns; alice's stay hers
+    assert "alice" not in str(store.search(session_namespace("bob"), limit=10))
+
+
+def test_relevance_context_is_appended_to_the_system_prompt(store):
+    model = RecordingModel()
+    agent = create_agent(
+        model,
+        tools=[lookup],
+        system_prompt="Be brief.",
+        middleware=[SessionMemoryMiddleware(store, retrieval="relevance")],
+        checkpointer=InMemorySaver(),
+    )
+    agent.invoke(say("my cat is named tom"), run(thread="A"))
+    agent.invoke(say("what is my cat named?"), run(thread="B"))
+    system = model.requests[-1][0]
+    assert system.text.startswith("Be brief.\n\n" + CONTEXT_HEADER)
+    assert "1. User: my cat is named tom\n   Assistant: sure: my cat is named tom" in system.text
+    # the state is untouched: thread B holds only its own turn
+    state = agent.get_state(run(thread="B")).values["messages"]
+    assert [m.type for m in state] == ["human", "ai"]
+
+
+def test_both_sends_the_window_and_relevant_turns_not_already_in_it(store):
+    agent, model = build(store, retrieval="both", limit=2, relevant_turns=2)
+    for text in ("I love hiking in the alps", "my cat is named tom", "pasta with alps cheese"):
+        agent.invoke(say(text), run())
+    agent.invoke(say("hiking in the alps again"), run())
+    request = model.requests[-1]
+    assert shape(earlier(request)) == [
+        ("human", "pasta with alps cheese"),
+        ("ai", "sure: pasta with alps cheese"),
+    ]
+    block = context_of(request)
+    assert "I love hiking in the alps" in block
+    assert "pasta" not in block  # already in the window, not repeated
+    assert block.count("User:") == 2  # the window's turn left out, the next best brought in
+
+
+# ---- (6): async -------------------------------------------------------------------------------
+
+SCRIPT = [
+    ("A", "I love hiking in the alps"),
+    ("A", "lookup tea"),
+    ("A", "thanks for the tea"),
+    ("B", "lookup alps huts"),
+    ("B", "hiking with tea"),
+]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"save_mode": "full", "limit": 3},
+        {"retrieval": "relevance"},
+        {"retrieval": "both", "limit": 4, "relevant_turns": 2},
+    ],
+)
+async def test_async_gives_the_same_requests(options):
+    sync_emb, async_emb = KeywordEmbeddings(), KeywordEmbeddings()
+    agent, sync_model = build(LongTermMemoryStore(InMemoryVectorStore(sync_emb)), **options)
+    for thread, text in SCRIPT:
+        agent.invoke(say(text), run(thread=thread))
+    agent, async_model = build(LongTermMemoryStore(InMemoryVectorStore(async_emb)), **options)
+    for thread, text in SCRIPT:
+        await agent.ainvoke(say(text), run(thread=thread))
+    assert len(sync_model.requests) >= len(SCRIPT) + 2  # two lookups: two calls each
+    assert [shape(r) for r in async_model.requests] == [shape(r) for r in sync_model.requests]
+    assert async_emb.document_calls == sync_emb.document_calls
+    assert async_emb.query_calls == sync_emb.query_calls
+
+
+# ---- (7): the user -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("retrieval", ["relevance", "both"])
+async def test_missing_user_id_raises_before_any_storage_call(store, emb, retrieval):
+    agent, model = build(store, retrieval=retrieval)
+    with pytest.raises(MissingUserIdError, match="user_id"):
+        agent.invoke(say("hello"), {"configurable": {"thread_id": "t1"}})
+    with pytest.raises(MissingUserIdError):
+        await agent.ainvoke(say("hello"), {"configurable": {"thread_id": "t2"}})
+    assert model.requests == []
+    assert emb.document_calls == emb.query_calls == 0
+
+
+def test_after_agent_without_a_user_writes_nothing(store, emb):
+    middleware = SessionMemoryMiddleware(store, retrieval="relevance")
+    state = {"messages": [HumanMessage("hi"), AIMessage("hello")]}
+    with pytest.raises(MissingUserIdError):
+        middleware.after_agent(state, None)  # outside a graph: no config either
+    with pytest.raises(MissingUserIdError):
+        asyncio.run(middleware.aafter_agent(state, None))
+    assert emb.document_calls == 0
+    assert store.search(("ltm_sessions",), limit=10) == []
+
+
+def test_recency_needs_no_user(store):
+    agent, model = build(store)
+    agent.invoke(say("hello"), {"configurable": {"thread_id": "t1"}})
+    assert len(model.requests) == 1
+
+
+@dataclass
+class Context:
+    account: str
+
+
+def test_user_from_the_runtime_context_and_default_thread(store):
+    model = RecordingModel()
+    agent = create_agent(
+        model,
+        tools=[lookup],
+        context_schema=Context,
+        middleware=[SessionMemoryMiddleware(store, retrieval="relevance", user_id_key="account")],
+    )
+    agent.invoke(say("my cat is named tom"), context=Context(account="carol"))
+    agent.invoke(say("what about my cat"), context=Context(account="carol"))
+    assert "my cat is named tom" in context_of(model.requests[-1])
+    # no checkpointer, no thread id: every run is turn 0 of the "default" thread
+    items = store.search(session_namespace("carol"), limit=10)
+    assert [(i.key, i.value["user"]) for i in items] == [("default:0", "what about my cat")]
+
+
+# ---- (8): concurrency --------------------------------------------------------------------------
+
+USERS = {"alice": ["alps", "hiking", "glacier"], "bob": ["jazz", "saxophone", "vinyl"]}
+
+
+def words_of(user):
+    return USERS[user]
+
+
+def script(user, thread):
+    return [f"{w} {user} {thread}" for w in words_of(user)]
+
+
+def check_no_mixing(model, store):
+    owners = {w: user for user, ws in USERS.items() for w in ws}
+    for request in model.requests:
+        asker = next(owners[w] for w in request[-1].text.split() if w in owners)
+        text = " ".join(m.text for m in request)
+        strangers = [w for w, user in owners.items() if user != asker and w in text]
+        assert not strangers, (asker, strangers, text)
+    for user in USERS:
+        for item in store.search(session_namespace(user), limit=100):
+            assert user in item.value["user"]
+
+
+def test_concurrent_runs_of_two_users_do_not_mix(store):
+    agent, model = build(store, retrieval="both", limit=4)
+    barrier = threading.Barrier(6, timeout=30)
+
+    def conversation(user, thread):
+        barrier.wait()
+        for text in script(user, thread):
+            agent.invoke(say(text), run(user, thread))
+
+    jobs = [(u, f"{u}-{i}") for u in USERS for i in range(3)]
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        for future in [pool.submit(conversation, u, t) for u, t in jobs]:
+            future.result()
+    assert len(model.requests) == len(jobs) * 3
+    assert sum(bool(context_of(r)) for r in model.requests) >= 6  # other threads' turns came back
+    check_no_mixing(model, store)
+    assert len(store.search(session_namespace("alice"), limit=100)) == 9
+
+
+async def test_concurrent_async_runs_of_two_users_do_not_mix(store):
+    agent, model = build(store, retrieval="both", limit=4)
+
+    async def conversation(user, thread):
+        for text in script(user, thread):
+            await agent.ainvoke(say(text), run(user, thread))
+
+    await asyncio.gather(*(conversation(u, f"{u}-{i}") for u in USERS for i in range(3)))
+    assert len(model.requests) == 18
+    assert sum(bool(context_of(r)) for r in model.requests) >= 6
+    check_no_mixing(model, store)
+    assert len(store.search(session_namespace("bob"), limit=100)) == 9
+
+
+# ---- options --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"save_mode": "summary"}, "save_mode must be one of 'input_output', 'full'"),
+        ({"retrieval": "semantic"}, "retrieval must be one of 'recency', 'relevance', 'both'"),
+        ({"limit": 0}, "limit must be a positive int"),
+        ({"limit": -3}, "limit must be a positive int"),
+        ({"limit": True}, "limit must be a positive int"),
+        ({"limit": 2.5}, "limit must be a positive int"),
+        ({"relevant_turns": 0}, "relevant_turns must be a positive int"),
+        ({"user_id_key": ""}, "user_id_key must be a non-empty str"),
+    ],
+)
+def test_bad_options_are_refused(store, options, message):
+    with pytest.raises(ValueError, match=message):
+        SessionMemoryMiddleware(store, **options)
+
+
+def test_no_limit(store):
+    agent, model = build(store, save_mode="full", limit=None)
+    for text in ("lookup a", "lookup b", "lookup c", "lookup d", "lookup e", "lookup f"):
+        agent.invoke(say(text), run())
+    assert len(earlier(model.requests[-1])) == 20
