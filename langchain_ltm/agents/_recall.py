@@ -16,13 +16,25 @@ from langchain_ltm._steps import Logic, Step, call
 from langchain_ltm.facts.model import Fact, RecalledFact
 from langchain_ltm.store import LongTermMemoryStore
 
-__all__ = ["RecallOptions", "latest_user_text", "recall_block", "with_memory"]
+__all__ = [
+    "DEFAULT_MIN_SCORE",
+    "RecallOptions",
+    "latest_user_text",
+    "recall_block",
+    "with_memory",
+]
 
 DEFAULT_HEADER = (
     "## What you remember about this user\n"
     "Facts saved in earlier conversations. Use them when they help; they may be out of date, "
     "and the user's words in this conversation win."
 )
+
+
+DEFAULT_MIN_SCORE = 0.15
+"""With all-MiniLM-L6-v2, questions and the facts that answer them score 0.16-0.81 (10
+hand-made pairs), unrelated pairs 0.06 at the median and 0.22 at the 99th percentile: a
+weak fact in the prompt costs less than a missing one, and ``limit`` caps the block."""
 
 
 @dataclass(frozen=True)
@@ -37,7 +49,7 @@ class RecallOptions:
     """
 
     limit: int = 5
-    min_score: float = 0.3
+    min_score: float = DEFAULT_MIN_SCORE
     max_chars: int = 2000
     header: str = DEFAULT_HEADER
 

@@ -9,6 +9,7 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_ltm._steps import Logic, run_async, run_sync
 from langchain_ltm.agents._recall import (
     DEFAULT_HEADER,
+    DEFAULT_MIN_SCORE,
     RecallOptions,
     latest_user_text,
     memory_messages,
@@ -24,7 +25,7 @@ def memory_pre_model_hook(
     store: LongTermMemoryStore,
     *,
     recall_limit: int = 5,
-    min_score: float = 0.3,
+    min_score: float = DEFAULT_MIN_SCORE,
     max_chars: int = 2000,
     user_id_key: str = "user_id",
     header: str = DEFAULT_HEADER,

@@ -47,6 +47,7 @@ from langchain_ltm.agents._extract import (
 )
 from langchain_ltm.agents._recall import (
     DEFAULT_HEADER,
+    DEFAULT_MIN_SCORE,
     RecallOptions,
     latest_user_text,
     recall_block,
@@ -101,7 +102,7 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         *,
         mode: MemoryMode = "both",
         recall_limit: int = 5,
-        min_score: float = 0.3,
+        min_score: float = DEFAULT_MIN_SCORE,
         max_chars: int = 2000,
         extract_with: BaseChatModel | None = None,
         background: bool = False,
