@@ -71,7 +71,11 @@ class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
       earlier turns of the user (from any of their threads) most similar to the latest user
       message are appended to the system message as an "Earlier conversations" block, most
       relevant first. ``"both"`` sends the recency window and the relevant turns not already
-      in it. With either, every finished turn is indexed in ``store`` by ``after_agent``.
+      in it. With either, every finished turn is indexed in ``store`` by ``after_agent``
+      (one batched put, one embedding call), and every model call runs one search (a
+      ``LongTermMemoryStore`` caches the query's embedding, so a tool loop embeds it once).
+      Without a thread id every run is turn 0 of the thread ``"default"``, so each run's
+      turn replaces the previous one: use a checkpointer and a ``thread_id``.
 
     The user comes from each run (the runtime context's ``user_id_key``, else
     ``config["configurable"][user_id_key]``), the thread from
