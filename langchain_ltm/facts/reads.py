@@ -58,6 +58,8 @@ def recall(
             for hit in hits:
                 if hit.score is None or (min_score is not None and hit.score < min_score):
                     continue
+                if hit.item.namespace != namespace:  # an item of a child namespace
+                    continue
                 fact_id = str(hit.item.value.get("version_of") or hit.item.key)
                 seen = best.get(fact_id)
                 if seen is None or hit.score > (seen.score or 0.0):
@@ -116,7 +118,8 @@ def versions_of(
         )
         (hits,) = yield call(ctx.backend, "search", request)
         for hit in hits:
-            out.setdefault(str(hit.item.value["version_of"]), []).append(hit.item)
+            if hit.item.namespace == namespace:  # not an item of a child namespace
+                out.setdefault(str(hit.item.value["version_of"]), []).append(hit.item)
     return out
 
 
@@ -129,9 +132,11 @@ def list_all(ctx: FactContext, user_id: str) -> Logic[list[Fact]]:
     versions: dict[str, list[StoredItem]] = {}
     facts: list[StoredItem] = []
     for hit in hits:
+        if hit.item.namespace != namespace:  # an item of a child namespace
+            continue
         if layout.is_version(hit.item):
             versions.setdefault(str(hit.item.value["version_of"]), []).append(hit.item)
-        elif hit.item.namespace == namespace:
+        else:
             facts.append(hit.item)
     out = [layout.fact_from_items(i, user_id, versions.get(i.key, ())) for i in facts]
     out.sort(key=lambda f: (f.created_at, f.id))
@@ -171,9 +176,9 @@ def forget(ctx: FactContext, user_id: str, fact_id: str) -> Logic[bool]:
         "search",
         SearchRequest(namespace, None, (Condition(("version_of",), "$eq", fact_id),), None, 0),
     )
-    keys = [(namespace, fact_id), *((h.item.namespace, h.item.key) for h in hits)]
-    deleted = yield call(ctx.backend, "write", [], keys)
-    return bool(deleted > len(hits))
+    versions = [(namespace, h.item.key) for h in hits if h.item.namespace == namespace]
+    deleted = yield call(ctx.backend, "write", [], [(namespace, fact_id), *versions])
+    return bool(deleted > len(versions))
 
 
 def prune_history(ctx: FactContext, user_id: str, fact_id: str | None, keep: int) -> Logic[int]:
@@ -188,6 +193,8 @@ def prune_history(ctx: FactContext, user_id: str, fact_id: str | None, keep: int
     (hits,) = yield call(ctx.backend, "search", SearchRequest(namespace, None, scope, None, 0))
     by_fact: dict[str, list[StoredItem]] = {}
     for hit in hits:
+        if hit.item.namespace != namespace:  # an item of a child namespace
+            continue
         by_fact.setdefault(str(hit.item.value["version_of"]), []).append(hit.item)
     doomed: list[tuple[tuple[str, ...], str]] = []
     for items in by_fact.values():

@@ -24,7 +24,7 @@ from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts.context import FactContext
 from langchain_ltm.facts.decision import BatchDecision, FactState, decide_batch
 from langchain_ltm.facts.model import Fact, FactVersion, RememberResult
-from langchain_ltm.facts.reads import check_id, versions_of
+from langchain_ltm.facts.reads import check_id, list_all, versions_of
 from langchain_ltm.facts.resolvers import check_resolutions
 from langchain_ltm.facts.text import content_hash, validate_text
 
@@ -359,18 +359,49 @@ def import_user(
     mode: ImportMode,
     dry_run: bool = False,
 ) -> Logic[ImportResult]:
-    """The logic of ``LongTermMemoryStore.import_user``."""
+    """The logic of ``LongTermMemoryStore.import_user``.
+
+    Restore writes back records that carry an ``id``; records without one (plain texts)
+    cannot be placed exactly, so they are merged, as in ``mode="merge"``.
+    """
     if mode not in ("restore", "merge"):
         raise ValueError(f'mode must be "restore" or "merge", got {mode!r}.')
-    facts = [_parse_record(ctx, record, line, user_id) for line, record in enumerate(records, 1)]
-    if mode == "merge":
-        texts = [v.content for fact in facts for v in fact.versions]
-        if not texts:
-            return ImportResult(mode, dry_run=dry_run)
-        results = yield from remember(ctx, user_id, texts, dry_run)
-        assert isinstance(results, list)
-        return ImportResult(mode, results=tuple(results), dry_run=dry_run)
-    return (yield from _restore(ctx, user_id, facts, dry_run))
+    parsed = [
+        _parse_record(ctx, record, line, user_id, mode == "restore")
+        for line, record in enumerate(records, 1)
+    ]
+    exact = [fact for fact, has_id in parsed if has_id and mode == "restore"]
+    loose = [fact for fact, has_id in parsed if not (has_id and mode == "restore")]
+    result = ImportResult(mode, dry_run=dry_run)
+    if exact:
+        result = yield from _restore(ctx, user_id, exact, dry_run)
+    if loose:
+        merged = yield from _merge(ctx, user_id, loose, dry_run)
+        result = dataclasses.replace(result, results=tuple(merged))
+    return result
+
+
+def _merge(
+    ctx: FactContext, user_id: str, facts: list[Fact], dry_run: bool
+) -> Logic[list[RememberResult]]:
+    """Re-decide every text, oldest version first; a text the user already has, current or
+    earlier, is a duplicate (re-importing an export never brings a replaced text back)."""
+    texts = [v.content for fact in facts for v in fact.versions]
+    stored: list[Fact] = yield from list_all(ctx, user_id)
+    known = {content_hash(v.content): f for f in stored for v in f.versions}
+    fresh = [t for t in texts if content_hash(t) not in known]
+    decided: list[RememberResult] = []
+    if fresh:
+        out = yield from remember(ctx, user_id, fresh, dry_run)
+        assert isinstance(out, list)
+        decided = out
+    answers = iter(decided)
+    return [
+        RememberResult("duplicate", known[content_hash(t)], similarity=1.0)
+        if content_hash(t) in known
+        else next(answers)
+        for t in texts
+    ]
 
 
 def _restore(
@@ -472,15 +503,18 @@ def _fact_records(
     return out
 
 
-def _parse_record(ctx: FactContext, record: Any, line: int, user_id: str) -> Fact:
-    """One exported fact, checked; raises InvalidFactError naming the line and the field."""
+def _parse_record(
+    ctx: FactContext, record: Any, line: int, user_id: str, check_secret: bool
+) -> tuple[Fact, bool]:
+    """One exported fact, checked, and whether it has an id; raises InvalidFactError naming
+    the record and the field. Secrets fail a restore; a merge rejects them per text."""
     where = f"record {line}"
     if isinstance(record, str):
         record = {"content": record}
     if not isinstance(record, Mapping):
         raise InvalidFactError(f"{where} must be an object with a 'content', got {record!r}.")
     content = validate_text(record.get("content"), f"{where}: content", ctx.max_fact_chars)
-    if ctx.guard is not None and (reason := ctx.guard(content)):
+    if check_secret and ctx.guard is not None and (reason := ctx.guard(content)):
         raise InvalidFactError(f"{where}: {reason}")
     fact_id = record.get("id")
     if fact_id is not None:
@@ -493,12 +527,7 @@ def _parse_record(ctx: FactContext, record: Any, line: int, user_id: str) -> Fac
         updated = _time(record, "updated_at", created)
         since = _time(record, "valid_from", created)
         history = tuple(
-            FactVersion(
-                validate_text(v.get("content"), f"{where}: history content", ctx.max_fact_chars),
-                layout.parse_time(v.get("valid_from"), created),
-                layout.parse_time(v.get("valid_to"), since),
-            )
-            for v in (record.get("history") or ())
+            _version(ctx, v, where, created, updated, since) for v in record.get("history") or ()
         )
     except (TypeError, ValueError, AttributeError) as exc:
         if isinstance(exc, InvalidFactError):
@@ -507,7 +536,7 @@ def _parse_record(ctx: FactContext, record: Any, line: int, user_id: str) -> Fac
     metadata = record.get("metadata") or {}
     if not isinstance(metadata, Mapping):
         raise InvalidFactError(f"{where}: metadata must be an object, got {metadata!r}.")
-    return Fact(
+    fact = Fact(
         id=fact_id or fact_key(encode_label(user_id), content_hash(content)),
         user_id=user_id,
         content=content,
@@ -517,6 +546,28 @@ def _parse_record(ctx: FactContext, record: Any, line: int, user_id: str) -> Fac
         valid_from=since,
         metadata=dict(metadata),
         pinned=record.get("pinned") is True,
+    )
+    return fact, fact_id is not None
+
+
+def _version(
+    ctx: FactContext,
+    raw: Any,
+    where: str,
+    created: datetime,
+    updated: datetime,
+    since: datetime,
+) -> FactVersion:
+    """One exported version; a plain string is a 0.1 export's history entry (no dates)."""
+    if isinstance(raw, str):
+        text = validate_text(raw, f"{where}: history content", ctx.max_fact_chars)
+        return FactVersion(text, created, updated)
+    if not isinstance(raw, Mapping):
+        raise InvalidFactError(f"{where}: a history entry must be an object, got {raw!r}.")
+    return FactVersion(
+        validate_text(raw.get("content"), f"{where}: history content", ctx.max_fact_chars),
+        layout.parse_time(raw.get("valid_from"), created),
+        layout.parse_time(raw.get("valid_to"), since),
     )
 
 

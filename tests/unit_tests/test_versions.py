@@ -328,3 +328,56 @@ async def test_pinned_facts_stay_pinned_across_versions(mem, store):
         "I listen to jazz",
         "My name is Ana Lima",
     ]
+
+
+async def test_restoring_plain_texts_merges_them_and_overwrites_nothing(mem):
+    made = await mem.remember("u1", "I live in Paris")
+    await mem.update_fact("u1", made.fact.id, "I live in Berlin")
+    result = await mem.import_user("u1", ["I live in Paris", "I listen to jazz"])
+    assert [r.action for r in result.results] == ["duplicate", "created"]
+    assert [v.content for v in await mem.history("u1", made.fact.id)] == [
+        "I live in Paris",
+        "I live in Berlin",
+    ]
+
+
+async def test_merging_an_export_back_brings_no_replaced_text_back(mem):
+    made = await mem.remember("u1", "I live in Paris")
+    await mem.update_fact("u1", made.fact.id, "I live in Berlin")
+    before = await mem.export_user("u1")
+    result = await mem.import_user("u1", before, "merge")
+    assert result.counts() == {"duplicate": 2}
+    assert await mem.export_user("u1") == before
+
+
+async def test_a_secret_in_a_merge_is_rejected_alone(mem):
+    result = await mem.import_user("u1", ["I like tea", "my password is hunter2"], "merge")
+    assert [r.action for r in result.results] == ["created", "rejected"]
+    assert [f.content for f in await mem.list_all("u1")] == ["I like tea"]
+
+
+async def test_a_version_0_1_export_restores(mem):
+    record = {
+        "id": "3f2c",
+        "content": "I live in Berlin",
+        "created_at": "2025-01-01T00:00:00+00:00",
+        "updated_at": "2025-06-01T00:00:00+00:00",
+        "history": ["I live in Paris"],
+        "score": None,
+    }
+    assert (await mem.import_user("u1", [record])).restored == 1
+    assert [v.content for v in await mem.history("u1", "3f2c")] == [
+        "I live in Paris",
+        "I live in Berlin",
+    ]
+
+
+async def test_items_of_a_child_namespace_are_not_versions(mem, store):
+    made = await mem.remember("u1", "I live in Paris")
+    child = (*store.user_namespace("u1"), "notes")
+    fake = {"content": "not a version", "version_of": made.fact.id, "version": 1}
+    store.put(child, "x", fake)
+    (fact,) = await mem.list_all("u1")
+    assert fact.history == ()
+    assert await mem.forget("u1", made.fact.id) is True
+    assert store.get(child, "x") is not None
