@@ -13,12 +13,25 @@ so the namespaces of two users never overlap.
 
 from __future__ import annotations
 
-from datetime import datetime
+import threading
+from collections import OrderedDict
+from datetime import datetime, timezone
+from typing import Any
+
+from langgraph.store.base import BaseStore
 
 from langchain_ltm._labels import encode_label
+from langchain_ltm._steps import Logic, Step
 from langchain_ltm.facts.versions import format_time
 
-__all__ = ["SESSIONS_ROOT", "THREADS_ROOT", "session_namespace", "thread_namespace", "thread_value"]
+__all__ = [
+    "SESSIONS_ROOT",
+    "THREADS_ROOT",
+    "ThreadRecorder",
+    "session_namespace",
+    "thread_namespace",
+    "thread_value",
+]
 
 THREADS_ROOT = "ltm_threads"
 SESSIONS_ROOT = "ltm_sessions"
@@ -41,3 +54,39 @@ def thread_value(thread_id: str, first_seen: datetime, last_seen: datetime) -> d
         "first_seen": format_time(first_seen),
         "last_seen": format_time(last_seen),
     }
+
+
+class ThreadRecorder:
+    """Records which threads belong to which user, once per (store, user, thread) per process.
+
+    Both middlewares call :meth:`note` before a model call; the first call for a pair reads
+    and writes one registry item, later ones cost a dict lookup. The cache is bounded.
+    """
+
+    def __init__(self, size: int = 10_000) -> None:
+        self.size = size
+        self._seen: OrderedDict[tuple[int, str, str], None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def note(self, store: BaseStore, user_id: str, thread_id: Any) -> Logic[None]:
+        """Record ``thread_id`` (if any) under ``user_id``."""
+        if thread_id is None:
+            return
+        thread = str(thread_id)
+        key = (id(store), user_id, thread)
+        with self._lock:
+            if key in self._seen:
+                return
+            self._seen[key] = None
+            if len(self._seen) > self.size:
+                self._seen.popitem(last=False)
+        now = datetime.now(timezone.utc)
+        value = thread_value(thread, now, now)
+        namespace = thread_namespace(user_id)
+        existing = yield Step(store.get, store.aget, (namespace, thread))
+        if existing is not None:
+            value["first_seen"] = existing.value.get("first_seen", value["first_seen"])
+        yield Step(
+            lambda: store.put(namespace, thread, value, index=False),
+            lambda: store.aput(namespace, thread, value, index=False),
+        )

@@ -20,10 +20,7 @@ which threads belong to which user, so ``forget_user`` can erase them.
 from __future__ import annotations
 
 import asyncio
-import threading
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timezone
 from typing import Any, Literal
 
 from langchain.agents.middleware.types import (
@@ -37,7 +34,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
-from langchain_ltm._steps import Logic, Step, run_async, run_sync
+from langchain_ltm._steps import Logic, run_async, run_sync
 from langchain_ltm.agents._extract import (
     BackgroundExtractor,
     ExtractionJob,
@@ -53,7 +50,7 @@ from langchain_ltm.agents._recall import (
     recall_block,
     with_memory,
 )
-from langchain_ltm.agents._registry import thread_namespace, thread_value
+from langchain_ltm.agents._registry import ThreadRecorder
 from langchain_ltm.agents.config import LongTermMemoryConfig
 from langchain_ltm.agents.tools import create_memory_tools, resolve_user_id
 from langchain_ltm.store import LongTermMemoryStore
@@ -61,7 +58,6 @@ from langchain_ltm.store import LongTermMemoryStore
 __all__ = ["MemoryMiddleware", "MemoryMode"]
 
 MemoryMode = Literal["both", "recall", "tools"]
-_SEEN_THREADS = 10_000
 
 
 class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -128,8 +124,7 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             if background and extract_with is not None
             else None
         )
-        self._seen: OrderedDict[tuple[str, str], None] = OrderedDict()
-        self._seen_lock = threading.Lock()
+        self._threads = ThreadRecorder()
 
     # ---- the user, the thread ------------------------------------------------------------
 
@@ -137,27 +132,8 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return resolve_user_id(_current_config(), runtime, self.tool_config.user_id_key)
 
     def _note_thread(self, user_id: str) -> Logic[None]:
-        """Record once per process that this thread belongs to this user."""
         thread_id = (_current_config() or {}).get("configurable", {}).get("thread_id")
-        if thread_id is None:
-            return
-        key = (user_id, str(thread_id))
-        with self._seen_lock:
-            if key in self._seen:
-                return
-            self._seen[key] = None
-            if len(self._seen) > _SEEN_THREADS:
-                self._seen.popitem(last=False)
-        now = datetime.now(timezone.utc)
-        value = thread_value(str(thread_id), now, now)
-        namespace = thread_namespace(user_id)
-        existing = yield Step(self.store.get, self.store.aget, (namespace, str(thread_id)))
-        if existing is not None:
-            value["first_seen"] = existing.value.get("first_seen", value["first_seen"])
-        yield Step(
-            lambda: self.store.put(namespace, str(thread_id), value, index=False),
-            lambda: self.store.aput(namespace, str(thread_id), value, index=False),
-        )
+        yield from self._threads.note(self.store, user_id, thread_id)
 
     # ---- automatic recall --------------------------------------------------------------------
 

@@ -37,8 +37,9 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore, PutOp, SearchItem
 
 from langchain_ltm._steps import Logic, Step, call, run_async, run_sync
-from langchain_ltm.agents._registry import session_namespace
+from langchain_ltm.agents._registry import ThreadRecorder, session_namespace
 from langchain_ltm.agents.tools import resolve_user_id
+from langchain_ltm.errors import MissingUserIdError
 from langchain_ltm.facts.versions import format_time
 
 __all__ = ["Retrieval", "SaveMode", "SessionMemoryMiddleware"]
@@ -154,6 +155,7 @@ class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if not isinstance(user_id_key, str) or not user_id_key:
             raise ValueError(f"user_id_key must be a non-empty str, got {user_id_key!r}.")
         self.user_id_key = user_id_key
+        self._threads = ThreadRecorder()
 
     # ---- hooks: thin shells over the logic below ---------------------------------------
 
@@ -225,8 +227,13 @@ class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         limit = 0 if self.retrieval == "relevance" else self.limit
         view = history_view(request.messages, self.save_mode, limit)
         if self.retrieval == "recency":
+            # no user needed; but when the run has one, record the thread for forget_user
+            user_id = _user_or_none(config, request.runtime, self.user_id_key)
+            if user_id is not None:
+                yield from self._threads.note(self.store, user_id, _raw_thread_id(config))
             return request.override(messages=view.messages)
         user_id = resolve_user_id(config, request.runtime, self.user_id_key)
+        yield from self._threads.note(self.store, user_id, _raw_thread_id(config))
         if not view.query.strip():
             return request.override(messages=view.messages)
         thread_id = _thread_id(config)
@@ -501,3 +508,14 @@ def _positive(name: str, value: Any) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ValueError(f"{name} must be a positive int, got {value!r}.")
     return value
+
+
+def _user_or_none(config: RunnableConfig | None, runtime: Any, key: str) -> str | None:
+    try:
+        return resolve_user_id(config, runtime, key)
+    except MissingUserIdError:
+        return None
+
+
+def _raw_thread_id(config: RunnableConfig | None) -> Any:
+    return ((config or {}).get("configurable") or {}).get("thread_id")

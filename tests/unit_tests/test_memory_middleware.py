@@ -336,3 +336,16 @@ def test_pre_model_hook_gives_create_react_agent_the_same_recall(store):
     assert "Spanish" in prompt and "payments team" in prompt and "search" not in prompt
     assert not any(isinstance(m, SystemMessage) for m in out["messages"])
     assert isinstance(out["messages"][-1], AIMessage)
+
+
+def test_session_memory_records_threads_too(store):
+    from langchain_ltm import SessionMemoryMiddleware
+
+    agent = create_agent(
+        RecordingModel(),
+        middleware=[SessionMemoryMiddleware(store)],  # recency: nothing else is stored
+        checkpointer=InMemorySaver(),
+    )
+    agent.invoke({"messages": [("user", "hi")]}, run("alice", "s-1"))
+    agent.invoke({"messages": [("user", "hi")]}, run(None, "anonymous"))  # no user: fine
+    assert [item.key for item in store.search(thread_namespace("alice"))] == ["s-1"]
