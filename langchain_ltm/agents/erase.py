@@ -1,0 +1,249 @@
+"""Erase or export everything kept about one user: facts, session turns, threads.
+
+:func:`forget_user` deletes the user's facts and every earlier version, the session turns
+indexed by :class:`~langchain_ltm.agents.session.SessionMemoryMiddleware`, the thread
+registry written by :class:`~langchain_ltm.agents.middleware.MemoryMiddleware` and, given a
+LangGraph checkpointer, the checkpoints of every recorded thread. :func:`export_user_data`
+returns the same data as one JSON-ready dict. Both are written once as sans-I/O generators
+(:mod:`langchain_ltm._steps`) with thin sync and async shells.
+
+The order of :func:`forget_user` is what makes it safe to re-run: the thread ids are read
+first, the checkpoints are deleted, and the records that name the threads (session turns,
+then the registry) go last. A run that stops half way leaves those records behind, so
+running it again finds the same threads and finishes the job; a finished run leaves
+nothing, and a second run reports zeros.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from langgraph.store.base import Item, PutOp, SearchOp
+
+from langchain_ltm._labels import validate_user_id
+from langchain_ltm._steps import Logic, Step, call, run_async, run_sync
+from langchain_ltm.agents._registry import session_namespace, thread_namespace
+from langchain_ltm.facts import Fact
+from langchain_ltm.store import LongTermMemoryStore
+
+__all__ = ["ErasureReport", "aexport_user_data", "aforget_user", "export_user_data", "forget_user"]
+
+_PAGE = 500  # items read per search, and keys deleted per batch
+
+
+@dataclass(frozen=True)
+class ErasureReport:
+    """What :func:`forget_user` deleted.
+
+    Attributes:
+        facts: Current facts deleted.
+        versions: Earlier versions of those facts deleted (and any other item stored under
+            the user's fact namespace).
+        session_turns: Indexed session turns deleted.
+        threads: Threads whose checkpoints were deleted (``0`` without a checkpointer).
+        thread_ids: Every thread recorded for the user, sorted. Without a checkpointer their
+            checkpoints are left as they are, but the records naming them are deleted: keep
+            this list if you delete the checkpoints yourself.
+
+    Example:
+        >>> ErasureReport(facts=2, versions=1).to_dict()["versions"]
+        1
+    """
+
+    facts: int = 0
+    versions: int = 0
+    session_turns: int = 0
+    threads: int = 0
+    thread_ids: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as a JSON-ready dict (``thread_ids`` as a list)."""
+        out = asdict(self)
+        out["thread_ids"] = list(self.thread_ids)
+        return out
+
+
+def forget_user(
+    store: LongTermMemoryStore, user_id: str, *, checkpointer: Any = None
+) -> ErasureReport:
+    """Erase one user everywhere: facts with versions, session turns, threads.
+
+    Deletes, in this order: the checkpoints of every thread recorded for the user (when
+    ``checkpointer`` is given), the user's facts and all their versions
+    (``store.clear_user``), the session turns indexed for the user, and last the thread
+    registry. Threads are found in the registry ``MemoryMiddleware`` writes and in the
+    session turns ``SessionMemoryMiddleware`` indexes. Other users are untouched.
+
+    Idempotent: if it stops half way (a crash, a dropped connection), run it again; the
+    records naming the threads are deleted last, so the second run finds the same threads
+    and finishes. Once everything is gone it returns a report of zeros.
+
+    A thread id belongs to one user. A thread that two users both used (a misuse: the
+    checkpointer would mix their messages) is deleted for both, since its checkpoints hold
+    the erased user's messages.
+
+    Stop the user's runs first (and ``flush()`` a ``MemoryMiddleware`` that extracts in the
+    background): a run still going can write new facts or turns after the erasure. Facts
+    kept under another namespace (``LongTermMemoryConfig(namespace=...)``) are erased by
+    passing ``store.with_options(namespace=...)``.
+
+    Args:
+        store: The store the agent used (its facts, session turns and thread registry).
+        user_id: Whose data to erase.
+        checkpointer: The agent's LangGraph checkpointer (a ``BaseCheckpointSaver``, e.g.
+            ``InMemorySaver``, ``PostgresSaver``); ``None`` leaves checkpoints alone (their
+            ids are in the report).
+
+    Returns:
+        The counts deleted, as an :class:`ErasureReport`.
+
+    Raises:
+        InvalidUserIdError: ``user_id`` is missing, empty, not a string or too long
+            (nothing is read or deleted).
+        TypeError: ``checkpointer`` cannot delete threads (nothing is deleted).
+
+    Example:
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> from langchain_core.vectorstores import InMemoryVectorStore
+        >>> from langgraph.checkpoint.memory import InMemorySaver
+        >>> store = LongTermMemoryStore(InMemoryVectorStore(DeterministicFakeEmbedding(size=16)))
+        >>> _ = store.remember("alice", ["Lives in Paris", "Has a cat"])
+        >>> forget_user(store, "alice", checkpointer=InMemorySaver()).facts
+        2
+        >>> store.list_all("alice"), forget_user(store, "alice").facts
+        ([], 0)
+    """
+    return run_sync(_forget(store, validate_user_id(user_id), _checked(checkpointer)))
+
+
+async def aforget_user(
+    store: LongTermMemoryStore, user_id: str, *, checkpointer: Any = None
+) -> ErasureReport:
+    """Async twin of :func:`forget_user`.
+
+    A checkpointer without async deletion (the sync ``PostgresSaver``) is called in a worker
+    thread.
+    """
+    return await run_async(_forget(store, validate_user_id(user_id), _checked(checkpointer)))
+
+
+def export_user_data(store: LongTermMemoryStore, user_id: str) -> dict[str, Any]:
+    """Everything kept about one user, as one JSON-ready dict (a data-access request).
+
+    Returns:
+        ``{"user_id", "facts", "session_turns", "threads"}``: ``facts`` is
+        ``store.export_user(user_id)`` (every field and every version, restorable with
+        ``store.import_user``); ``session_turns`` are the values of the indexed session
+        turns, oldest first; ``threads`` the thread registry's values (``thread_id``,
+        ``first_seen``, ``last_seen``), oldest first. The checkpoints themselves are the
+        checkpointer's: read them with ``agent.get_state`` for each ``thread_id``.
+
+    Raises:
+        InvalidUserIdError: ``user_id`` is missing, empty, not a string or too long.
+
+    Example:
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> from langchain_core.vectorstores import InMemoryVectorStore
+        >>> store = LongTermMemoryStore(InMemoryVectorStore(DeterministicFakeEmbedding(size=16)))
+        >>> _ = store.remember("alice", "Lives in Paris")
+        >>> data = export_user_data(store, "alice")
+        >>> [f["content"] for f in data["facts"]], data["session_turns"], data["threads"]
+        (['Lives in Paris'], [], [])
+    """
+    return run_sync(_export(store, validate_user_id(user_id)))
+
+
+async def aexport_user_data(store: LongTermMemoryStore, user_id: str) -> dict[str, Any]:
+    """Async twin of :func:`export_user_data`."""
+    return await run_async(_export(store, validate_user_id(user_id)))
+
+
+# ---- logic, written once ----------------------------------------------------------------
+
+
+def _forget(store: LongTermMemoryStore, user_id: str, checkpointer: Any) -> Logic[ErasureReport]:
+    registry = yield from _scan(store, thread_namespace(user_id))
+    turns = yield from _scan(store, session_namespace(user_id))
+    thread_ids = _thread_ids([*registry, *turns])
+    if checkpointer is not None:  # first: the records naming these threads still exist
+        for thread_id in thread_ids:
+            yield _delete_thread(checkpointer, thread_id)
+    facts: list[Fact] = yield call(store, "list_all", user_id)
+    deleted: int = yield call(store, "clear_user", user_id)
+    yield from _delete(store, turns)
+    yield from _delete(store, registry)  # last: a re-run finds the threads until here
+    return ErasureReport(
+        facts=len(facts),
+        versions=max(deleted - len(facts), 0),
+        session_turns=len(turns),
+        threads=len(thread_ids) if checkpointer is not None else 0,
+        thread_ids=thread_ids,
+    )
+
+
+def _export(store: LongTermMemoryStore, user_id: str) -> Logic[dict[str, Any]]:
+    facts: list[dict[str, Any]] = yield call(store, "export_user", user_id)
+    turns = yield from _scan(store, session_namespace(user_id))
+    registry = yield from _scan(store, thread_namespace(user_id))
+    turns.sort(key=lambda i: (str(i.value.get("at", "")), i.created_at, _turn_order(i)))
+    registry.sort(key=lambda i: (str(i.value.get("first_seen", "")), i.key))
+    return {
+        "user_id": user_id,
+        "facts": facts,
+        "session_turns": [dict(item.value) for item in turns],
+        "threads": [dict(item.value) for item in registry],
+    }
+
+
+def _scan(store: LongTermMemoryStore, namespace: tuple[str, ...]) -> Logic[list[Item]]:
+    """Every item of one namespace, page by page (each once)."""
+    found: dict[str, Item] = {}
+    offset = 0
+    while True:
+        op = SearchOp(namespace, None, _PAGE, offset)
+        (page,) = yield call(store, "batch", [op])
+        for item in page:
+            if tuple(item.namespace) == namespace:
+                found.setdefault(item.key, item)
+        if len(page) < _PAGE:
+            return list(found.values())
+        offset += _PAGE
+
+
+def _delete(store: LongTermMemoryStore, items: list[Item]) -> Logic[None]:
+    for start in range(0, len(items), _PAGE):
+        ops = [PutOp(tuple(i.namespace), i.key, None) for i in items[start : start + _PAGE]]
+        yield call(store, "batch", ops)
+
+
+def _thread_ids(items: Iterable[Item]) -> tuple[str, ...]:
+    ids = {str(i.value["thread_id"]) for i in items if i.value.get("thread_id") is not None}
+    return tuple(sorted(ids))
+
+
+def _turn_order(item: Item) -> tuple[str, int]:
+    turn = item.value.get("turn")
+    return str(item.value.get("thread_id", "")), turn if isinstance(turn, int) else 0
+
+
+def _delete_thread(checkpointer: Any, thread_id: str) -> Step:
+    async def adelete(thread: str) -> None:
+        try:
+            await checkpointer.adelete_thread(thread)
+        except NotImplementedError:  # a sync-only saver (PostgresSaver): run it off the loop
+            await asyncio.to_thread(checkpointer.delete_thread, thread)
+
+    return Step(checkpointer.delete_thread, adelete, (thread_id,))
+
+
+def _checked(checkpointer: Any) -> Any:
+    if checkpointer is not None and not callable(getattr(checkpointer, "delete_thread", None)):
+        raise TypeError(
+            f"checkpointer must be a LangGraph checkpointer (BaseCheckpointSaver) with "
+            f"delete_thread, got {type(checkpointer).__name__}; pass the agent's "
+            "checkpointer, or None to leave checkpoints alone."
+        )
+    return checkpointer

@@ -1,0 +1,374 @@
+"""forget_user / export_user_data through a real create_agent graph with a checkpointer.
+
+Two users each chat on two threads of an agent with ``MemoryMiddleware`` (thread registry) and
+``SessionMemoryMiddleware(retrieval="relevance")`` (session index), and have facts with
+earlier versions. Erasing one user must leave nothing of them in any namespace of the store
+nor in the checkpointer, everything of the other, and be safe to run again.
+
+The scenario helpers are shared with ``tests/integration_tests/test_erase_postgres.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.vectorstores import InMemoryVectorStore
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.base import PutOp
+
+from langchain_ltm import InvalidUserIdError, LongTermMemoryStore
+from langchain_ltm._labels import encode_label
+from langchain_ltm.agents._registry import SESSIONS_ROOT, THREADS_ROOT
+from langchain_ltm.agents.erase import (
+    ErasureReport,
+    aexport_user_data,
+    aforget_user,
+    export_user_data,
+    forget_user,
+)
+from langchain_ltm.agents.middleware import MemoryMiddleware
+from langchain_ltm.agents.session import SessionMemoryMiddleware
+from tests.fakes import KeywordEmbeddings, ScriptedToolModel
+
+USERS = ("alice", "bob")
+TURNS = ("I love hiking in the alps", "what should I pack for the alps?")
+
+
+def threads_of(user: str, tag: str = "") -> tuple[str, str]:
+    """The user's two thread ids (``tag`` keeps tests sharing a checkpointer apart)."""
+    return (f"{user}{tag}-1", f"{user}{tag}-2")
+
+
+def run(user: str, thread: str) -> dict[str, Any]:
+    return {"configurable": {"user_id": user, "thread_id": thread}}
+
+
+def say(text: str) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+def build_agent(store: LongTermMemoryStore, saver: Any) -> Any:
+    return create_agent(
+        ScriptedToolModel(),
+        middleware=[
+            MemoryMiddleware(store, mode="recall", min_score=0.1),
+            SessionMemoryMiddleware(store, retrieval="relevance"),
+        ],
+        store=store,
+        checkpointer=saver,
+    )
+
+
+def add_facts(store: LongTermMemoryStore, user: str) -> None:
+    """Two facts, the first with two earlier versions."""
+    first, _ = (r.fact for r in store.remember(user, ["Lives in Paris", "Works on payments"]))
+    assert first is not None
+    store.update_fact(user, first.id, "Lives in Berlin")
+    store.update_fact(user, first.id, "Lives in Madrid")
+
+
+async def aadd_facts(store: LongTermMemoryStore, user: str) -> None:
+    first, _ = (
+        r.fact for r in await store.aremember(user, ["Lives in Paris", "Works on payments"])
+    )
+    assert first is not None
+    await store.aupdate_fact(user, first.id, "Lives in Berlin")
+    await store.aupdate_fact(user, first.id, "Lives in Madrid")
+
+
+def populate(store: LongTermMemoryStore, agent: Any, tag: str = "") -> None:
+    for user in USERS:
+        add_facts(store, user)
+        for thread in threads_of(user, tag):
+            for text in TURNS:
+                agent.invoke(say(f"{text} ({user})"), run(user, thread))
+
+
+async def apopulate(store: LongTermMemoryStore, agent: Any, tag: str = "") -> None:
+    for user in USERS:
+        await aadd_facts(store, user)
+        for thread in threads_of(user, tag):
+            for text in TURNS:
+                await agent.ainvoke(say(f"{text} ({user})"), run(user, thread))
+
+
+def expected_report(user: str, tag: str = "") -> ErasureReport:
+    return ErasureReport(
+        facts=2, versions=2, session_turns=4, threads=2, thread_ids=threads_of(user, tag)
+    )
+
+
+def everything(store: LongTermMemoryStore) -> dict[tuple[tuple[str, ...], str], Any]:
+    """Every item of every namespace of the store."""
+    out = {}
+    for namespace in store.list_namespaces(limit=10_000):
+        for item in store.search(namespace, limit=10_000):
+            out[(tuple(item.namespace), item.key)] = item.value
+    return out
+
+
+def of_user(items: dict[tuple[tuple[str, ...], str], Any], user: str) -> dict[Any, Any]:
+    label = encode_label(user)
+    return {k: v for k, v in items.items() if label in k[0]}
+
+
+def checkpointed_threads(saver: Any) -> set[str]:
+    return {t.config["configurable"]["thread_id"] for t in saver.list(None)}
+
+
+async def acheckpointed_threads(saver: Any) -> set[str]:
+    return {t.config["configurable"]["thread_id"] async for t in saver.alist(None)}
+
+
+def assert_scenario(before: dict[Any, Any], after: dict[Any, Any]) -> None:
+    """The store lost alice's items, every one of them, and nothing else."""
+    alice = of_user(before, "alice")
+    roots = {namespace[0] for namespace, _ in alice}
+    assert roots == {"memories", THREADS_ROOT, SESSIONS_ROOT}  # the test saw each kind
+    assert of_user(after, "alice") == {}
+    assert after == {k: v for k, v in before.items() if k not in alice}
+    assert "alice" not in json.dumps([[*k[0], k[1]] for k in after])
+    assert "alice" not in json.dumps(list(after.values()))
+    assert of_user(after, "bob") == of_user(before, "bob") != {}
+
+
+@pytest.fixture
+def store() -> LongTermMemoryStore:
+    return LongTermMemoryStore(InMemoryVectorStore(KeywordEmbeddings(dims=64)))
+
+
+@pytest.fixture
+def saver() -> InMemorySaver:
+    return InMemorySaver()
+
+
+@pytest.fixture
+def agent(store: LongTermMemoryStore, saver: InMemorySaver) -> Any:
+    agent = build_agent(store, saver)
+    populate(store, agent)
+    return agent
+
+
+def test_forget_user_erases_store_and_checkpoints_and_leaves_the_other_user(store, saver, agent):
+    before = everything(store)
+    assert checkpointed_threads(saver) == {*threads_of("alice"), *threads_of("bob")}
+
+    report = forget_user(store, "alice", checkpointer=saver)
+
+    assert report == expected_report("alice")
+    assert_scenario(before, everything(store))
+    assert store.list_all("alice") == []
+    assert checkpointed_threads(saver) == set(threads_of("bob"))
+    for thread in threads_of("alice"):
+        assert agent.get_state(run("alice", thread)).values == {}
+        # no pending write or channel blob of hers is left in the saver either
+        assert not [k for k in saver.writes if k[0] == thread]
+        assert not [k for k in saver.blobs if k[0] == thread]
+    for thread in threads_of("bob"):
+        assert len(agent.get_state(run("bob", thread)).values["messages"]) == 4
+        assert [k for k in saver.blobs if k[0] == thread]
+    assert [f.content for f in store.list_all("bob")] == ["Lives in Madrid", "Works on payments"]
+
+
+def test_a_second_run_reports_zeros_and_changes_nothing(store, saver, agent):
+    forget_user(store, "alice", checkpointer=saver)
+    after = everything(store)
+    assert forget_user(store, "alice", checkpointer=saver) == ErasureReport()
+    assert forget_user(store, "nobody", checkpointer=saver).to_dict() == {
+        "facts": 0,
+        "versions": 0,
+        "session_turns": 0,
+        "threads": 0,
+        "thread_ids": [],
+    }
+    assert everything(store) == after
+
+
+def test_the_user_can_come_back_after_being_erased(store, saver, agent):
+    forget_user(store, "alice", checkpointer=saver)
+    out = agent.invoke(say("hello again"), run("alice", "alice-3"))
+    assert [m.type for m in out["messages"]] == ["human", "ai"]  # a fresh thread, no context
+    report = forget_user(store, "alice", checkpointer=saver)
+    assert report == ErasureReport(session_turns=1, threads=1, thread_ids=("alice-3",))
+
+
+def test_a_crash_while_deleting_checkpoints_deletes_nothing_else_and_a_rerun_finishes(
+    store, saver, agent
+):
+    before = everything(store)
+
+    class Failing(InMemorySaver):
+        def delete_thread(self, thread_id: str) -> None:
+            if thread_id == threads_of("alice")[1]:
+                raise ConnectionError("checkpoint database went away")
+            saver.delete_thread(thread_id)
+
+    with pytest.raises(ConnectionError):
+        forget_user(store, "alice", checkpointer=Failing())
+    assert everything(store) == before  # the records naming her threads are all still there
+    assert checkpointed_threads(saver) == {threads_of("alice")[1], *threads_of("bob")}
+
+    assert forget_user(store, "alice", checkpointer=saver) == expected_report("alice")
+    assert_scenario(before, everything(store))
+    assert checkpointed_threads(saver) == set(threads_of("bob"))
+
+
+def test_a_crash_before_the_registry_is_deleted_is_finished_by_a_rerun(
+    store, saver, agent, monkeypatch
+):
+    before = everything(store)
+    batch = store.batch
+
+    def failing_batch(ops: Any) -> Any:
+        ops = list(ops)
+        if any(isinstance(op, PutOp) and op.namespace[0] == THREADS_ROOT for op in ops):
+            raise ConnectionError("store went away")
+        return batch(ops)
+
+    monkeypatch.setattr(store, "batch", failing_batch)
+    with pytest.raises(ConnectionError):
+        forget_user(store, "alice", checkpointer=saver)
+    monkeypatch.undo()
+    left = of_user(everything(store), "alice")
+    assert {namespace[0] for namespace, _ in left} == {THREADS_ROOT}  # only the registry
+    assert checkpointed_threads(saver) == set(threads_of("bob"))
+
+    # the re-run still knows her threads (deleting a deleted thread is a no-op) and finishes
+    report = forget_user(store, "alice", checkpointer=saver)
+    assert report == ErasureReport(threads=2, thread_ids=threads_of("alice"))
+    assert_scenario(before, everything(store))
+
+
+def test_without_a_checkpointer_the_threads_are_reported_and_kept(store, saver, agent):
+    report = forget_user(store, "alice")
+    assert report == ErasureReport(
+        facts=2, versions=2, session_turns=4, threads=0, thread_ids=threads_of("alice")
+    )
+    assert of_user(everything(store), "alice") == {}
+    assert checkpointed_threads(saver) >= set(threads_of("alice"))  # the caller's to delete
+
+
+@pytest.mark.parametrize("bad", ["", "   ", None, 42, "x" * 513])
+def test_a_bad_user_id_raises_before_anything_is_deleted(store, saver, agent, bad):
+    before, threads = everything(store), checkpointed_threads(saver)
+    with pytest.raises(InvalidUserIdError):
+        forget_user(store, bad, checkpointer=saver)
+    with pytest.raises(InvalidUserIdError):
+        asyncio.run(aforget_user(store, bad, checkpointer=saver))
+    with pytest.raises(InvalidUserIdError):
+        export_user_data(store, bad)
+    assert everything(store) == before
+    assert checkpointed_threads(saver) == threads
+
+
+def test_something_that_is_not_a_checkpointer_is_refused_first(store, saver, agent):
+    before = everything(store)
+    with pytest.raises(TypeError, match="BaseCheckpointSaver"):
+        forget_user(store, "alice", checkpointer=object())
+    assert everything(store) == before
+
+
+def test_user_ids_that_look_alike_are_different_users(store, saver):
+    agent = build_agent(store, saver)
+    for user in ("a.b", "a%2Eb", "a.b@x"):
+        store.remember(user, f"Fact of {user}")
+        agent.invoke(say("hello"), run(user, f"t-{user}"))
+    before = everything(store)
+    assert forget_user(store, "a.b", checkpointer=saver) == ErasureReport(
+        facts=1, session_turns=1, threads=1, thread_ids=("t-a.b",)
+    )
+    after = everything(store)
+    assert after == {k: v for k, v in before.items() if encode_label("a.b") not in k[0]}
+    assert checkpointed_threads(saver) == {"t-a%2Eb", "t-a.b@x"}
+
+
+def test_a_thread_two_users_shared_is_deleted_for_both(store, saver):
+    agent = build_agent(store, saver)
+    agent.invoke(say("hello"), run("alice", "shared"))
+    agent.invoke(say("hello"), run("bob", "shared"))  # a misuse: one thread, two users
+    report = forget_user(store, "alice", checkpointer=saver)
+    assert report.thread_ids == ("shared",)
+    assert checkpointed_threads(saver) == set()
+    assert of_user(everything(store), "bob") != {}  # bob's records stay
+
+
+def test_export_user_data_returns_facts_with_versions_turns_and_threads(store, agent):
+    data = export_user_data(store, "alice")
+    assert json.loads(json.dumps(data)) == data  # JSON-ready
+    assert set(data) == {"user_id", "facts", "session_turns", "threads"}
+    assert data["user_id"] == "alice"
+    assert data["facts"] == store.export_user("alice")
+    assert [[v["content"] for v in f["history"]] for f in data["facts"]] == [
+        ["Lives in Paris", "Lives in Berlin"],
+        [],
+    ]
+    turns = [(t["thread_id"], t["turn"], t["user"]) for t in data["session_turns"]]
+    assert turns == [
+        (thread, n, f"{text} (alice)")
+        for thread in threads_of("alice")
+        for n, text in enumerate(TURNS)
+    ]
+    assert [t["thread_id"] for t in data["threads"]] == list(threads_of("alice"))
+    assert {"first_seen", "last_seen"} <= set(data["threads"][0])
+    assert "bob" not in json.dumps(data)
+    assert export_user_data(store, "nobody") == {
+        "user_id": "nobody",
+        "facts": [],
+        "session_turns": [],
+        "threads": [],
+    }
+
+
+def test_export_reads_every_page(store, monkeypatch):
+    monkeypatch.setattr("langchain_ltm.agents.erase._PAGE", 3)
+    agent = build_agent(store, InMemorySaver())
+    for n in range(7):
+        agent.invoke(say(f"message number {n}"), run("alice", f"t{n}"))
+    data = export_user_data(store, "alice")
+    assert [t["thread_id"] for t in data["session_turns"]] == [f"t{n}" for n in range(7)]
+    assert len(data["threads"]) == 7
+    assert forget_user(store, "alice").session_turns == 7
+    assert of_user(everything(store), "alice") == {}
+
+
+# ---- async twins -------------------------------------------------------------------------
+
+
+async def test_aforget_user_erases_everything_of_one_user():
+    store = LongTermMemoryStore(InMemoryVectorStore(KeywordEmbeddings(dims=64)))
+    saver = InMemorySaver()
+    agent = build_agent(store, saver)
+    await apopulate(store, agent)
+    before = everything(store)
+    exported = await aexport_user_data(store, "alice")
+    assert exported == export_user_data(store, "alice")
+    assert len(exported["session_turns"]) == 4
+
+    report = await aforget_user(store, "alice", checkpointer=saver)
+
+    assert report == expected_report("alice")
+    assert_scenario(before, everything(store))
+    assert await acheckpointed_threads(saver) == set(threads_of("bob"))
+    for thread in threads_of("alice"):
+        assert (await agent.aget_state(run("alice", thread))).values == {}
+    for thread in threads_of("bob"):
+        state = await agent.aget_state(run("bob", thread))
+        assert len(state.values["messages"]) == 4
+    assert await aforget_user(store, "alice", checkpointer=saver) == ErasureReport()
+
+
+async def test_aforget_user_runs_a_sync_only_checkpointer_in_a_thread(store, saver, agent):
+    class SyncOnly(InMemorySaver):
+        async def adelete_thread(self, thread_id: str) -> None:
+            raise NotImplementedError
+
+        def delete_thread(self, thread_id: str) -> None:
+            saver.delete_thread(thread_id)
+
+    report = await aforget_user(store, "alice", checkpointer=SyncOnly())
+    assert report == expected_report("alice")
+    assert checkpointed_threads(saver) == set(threads_of("bob"))
