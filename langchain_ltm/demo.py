@@ -16,19 +16,19 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableConfig
 from pydantic import Field
 
-from langchain_ltm.agents.tools import create_memory_tools
 from langchain_ltm.store import LongTermMemoryStore
 
 SYSTEM_PROMPT = (
     "You are a helpful assistant with long-term memory. When the user tells you something "
-    "durable about themselves, save it with remember_fact (one fact per call). Before "
-    "answering questions that may depend on the user, call recall_facts with two or three "
-    "phrasings. Never store secrets."
+    "durable about themselves, save it with remember_fact (one fact per call; pinned for "
+    "profile facts such as their language). What you remember about the user is shown "
+    "below when it is relevant; call recall_facts only to look for something else. Never "
+    "store secrets."
 )
 
 # (user, thread, message, tool calls a real model would make for it)
@@ -38,7 +38,7 @@ SCRIPT: list[tuple[str, str, str, list[tuple[str, dict[str, Any]]]]] = [
         "session-1",
         "Hi! Please answer me in Spanish from now on. I work on the payments team.",
         [
-            ("remember_fact", {"fact": "Prefers answers in Spanish"}),
+            ("remember_fact", {"fact": "Prefers answers in Spanish", "pinned": True}),
             ("remember_fact", {"fact": "Works on the payments team"}),
         ],
     ),
@@ -48,29 +48,22 @@ SCRIPT: list[tuple[str, str, str, list[tuple[str, dict[str, Any]]]]] = [
         "Keep my card for later: 4111 1111 1111 1111.",
         [("remember_fact", {"fact": "Card number is 4111 1111 1111 1111"})],
     ),
+    # a new conversation: MemoryMiddleware puts alice's facts in the prompt, no tool call
     (
         "alice@example.com",
         "session-2",
         "Which language should you use with me, and what team am I on?",
-        [
-            (
-                "recall_facts",
-                {"queries": ["preferred language", "which language to answer in", "team"]},
-            )
-        ],
+        [],
     ),
+    ("bob", "session-3", "Which language should you use with me, and what team am I on?", []),
     (
-        "bob",
-        "session-3",
-        "Which language should you use with me, and what team am I on?",
-        [
-            (
-                "recall_facts",
-                {"queries": ["preferred language", "which language to answer in", "team"]},
-            )
-        ],
+        "carol",
+        "session-4",
+        "I play the cello in a quartet.",
+        [("remember_fact", {"fact": "Plays the cello in a quartet"})],
     ),
 ]
+ERASED_USER = "carol"  # asks to be forgotten at the end: forget_user erases her everywhere
 
 
 class ScriptedChatModel(GenericFakeChatModel):
@@ -102,12 +95,22 @@ class ScriptedChatModel(GenericFakeChatModel):
             {"name": n, "args": a, "id": f"call_{uuid.uuid4().hex[:8]}", "type": "tool_call"}
             for n, a in calls
         ]
-        return _reply("" if tool_calls else "OK.", tool_calls)
+        return _reply("" if tool_calls else _from_memory(messages), tool_calls)
 
 
 def _reply(content: str, tool_calls: list[dict[str, Any]] | None = None) -> ChatResult:
     message = AIMessage(content=content, tool_calls=tool_calls or [])
     return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def _from_memory(messages: Sequence[BaseMessage]) -> str:
+    """Answer from the memory block MemoryMiddleware put in the system prompt."""
+    system = next((m for m in messages if isinstance(m, SystemMessage)), None)
+    text = system.text if system is not None else ""
+    facts = [line[2:] for line in text.splitlines() if line.startswith("- ")]
+    if not facts:
+        return "I don't remember anything about you yet."
+    return "From what I remember (no tool call needed): " + "; ".join(facts)
 
 
 def _summarize(messages: Sequence[BaseMessage]) -> str:
@@ -146,11 +149,15 @@ def run_demo(store: LongTermMemoryStore, model: BaseChatModel) -> None:
     from langchain.agents import create_agent
     from langgraph.checkpoint.memory import InMemorySaver
 
+    from langchain_ltm.agents.erase import forget_user
+    from langchain_ltm.agents.middleware import MemoryMiddleware
+
+    saver = InMemorySaver()
     agent = create_agent(
         model,
-        tools=create_memory_tools(store),
+        middleware=[MemoryMiddleware(store)],  # automatic recall + the memory tools
         store=store,
-        checkpointer=InMemorySaver(),
+        checkpointer=saver,
         system_prompt=SYSTEM_PROMPT,
     )
     for user_id, thread, text, _ in SCRIPT:
@@ -161,6 +168,9 @@ def run_demo(store: LongTermMemoryStore, model: BaseChatModel) -> None:
             if isinstance(message, ToolMessage) and message in result["messages"][-4:]:
                 print(f"  tool {message.name}: {message.content}")
         print(f"  assistant: {result['messages'][-1].content}")
+    print(f"\n[{ERASED_USER}] asks to be forgotten: forget_user(store, {ERASED_USER!r}, ...)")
+    report = forget_user(store, ERASED_USER, checkpointer=saver)
+    print(f"  erased: {json.dumps(report.to_dict())}")
     print("\nWhat is stored now:")
     _print_table(store, [u for u in dict.fromkeys(u for u, *_ in SCRIPT)])
 

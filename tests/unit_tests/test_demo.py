@@ -11,13 +11,19 @@ def test_demo_runs_and_persists(tmp_path, monkeypatch, capsys):
     first = capsys.readouterr().out
     assert "SCRIPTED" in first
     assert '"action": "created"' in first and '"action": "rejected"' in first
-    assert "session-2" in first and "Prefers answers in Spanish" in first.split("session-2")[1]
+    session_2 = first.split("session-2")[1].split("[bob")[0]
+    assert "no tool call needed" in session_2 and "Prefers answers in Spanish" in session_2
+    assert "Works on the payments team" in session_2 and "tool recall_facts" not in session_2
     bob = first.split("[bob")[1]
-    assert '{"facts": []}' in bob and "(nothing)" in bob
+    assert "I don't remember anything about you yet." in bob and "(nothing)" in bob
+    erased = first.split("asks to be forgotten")[1]
+    assert '"facts": 1' in erased and '"threads": 1' in erased
+    assert "cello" not in first.split("What is stored now:")[1]
     assert "4111" not in first.split("What is stored now:")[1]
     demo.main([])  # a second run finds the same store on disk
     second = capsys.readouterr().out
-    assert '"action": "duplicate"' in second and '"action": "created"' not in second
+    alice_again = second.split("[carol")[0]  # carol was erased, so she is new again
+    assert '"action": "duplicate"' in alice_again and '"action": "created"' not in alice_again
 
 
 def test_data_dir_and_redaction(monkeypatch, tmp_path):
