@@ -1,12 +1,14 @@
 """The ``ltm`` command: look after users' long-term memories from a shell.
 
-``ltm remember``, ``recall``, ``list``, ``forget``, ``clear``, ``export``, ``import`` and
-``stats``, each with ``--user`` and ``--store URL`` (``memory://``, ``postgresql://...``,
-``http(s)://host:6333`` for a Qdrant server, or a folder for embedded Qdrant; default:
-``$LTM_STORE``, else the persistent embedded store in the user's data directory), and
-``ltm migrate --from URL --to URL`` to copy a store into another engine. Tables for
-people, ``--json`` for scripts. Exit codes: 0 done, 1 the thing asked for is not there,
-2 bad usage or input, 3 the storage engine failed (or a migration's copy is incomplete).
+``ltm remember``, ``recall``, ``list``, ``forget``, ``clear``, ``export``, ``import``,
+``stats``, ``forget-user`` (erase a user everywhere, their checkpoints included) and
+``export-user-data``, each with ``--user`` and ``--store URL`` (``memory://``,
+``postgresql://...``, ``http(s)://host:6333`` for a Qdrant server, or a folder for embedded
+Qdrant; default: ``$LTM_STORE``, else the persistent embedded store in the user's data
+directory), and ``ltm migrate --from URL --to URL`` to copy a store into another engine.
+Tables for people, ``--json`` for scripts. Exit codes: 0 done, 1 the thing asked for is not
+there, 2 bad usage or input, 3 the storage engine failed (or a migration's copy is
+incomplete).
 
 Example:
     >>> main(["remember", "--user", "alice", "--store", "memory://", "--json", "Likes tea"])
@@ -37,7 +39,9 @@ from langchain_ltm._cli_commands import (
     Session,
     cmd_clear,
     cmd_export,
+    cmd_export_user_data,
     cmd_forget,
+    cmd_forget_user,
     cmd_import,
     cmd_list,
     cmd_migrate,
@@ -76,6 +80,8 @@ examples:
   ltm export --user alice@example.com -o alice.jsonl
   ltm import --user bob alice.jsonl
   ltm stats
+  ltm export-user-data --user alice@example.com -o alice.json
+  ltm forget-user --user alice@example.com --checkpointer postgresql://app@db/app --yes
   ltm migrate --from ./memories --to postgresql://app@db/app"""
 
 _IMPORT = (
@@ -85,6 +91,20 @@ _IMPORT = (
     "facts. The whole file is checked first: a malformed line stops it before anything is "
     "written."
 )
+
+_FORGET_USER = """\
+Erase a user everywhere: their facts with every earlier version, the session turns
+SessionMemoryMiddleware indexed, the threads MemoryMiddleware recorded and, with
+--checkpointer, the checkpoints of those threads (every message of them). Other users are
+untouched. The checkpoints go first and the thread records last, so if it stops half way,
+run it again: it finds the same threads and finishes (a finished erase reports zeros).
+
+Without --checkpointer the checkpoints are kept and the thread ids are printed. A thread
+used by two users (a misuse) is deleted for both.
+
+examples:
+  ltm export-user-data --user alice@example.com -o alice.json   # keep a copy first
+  ltm forget-user --user alice@example.com --checkpointer postgresql://app@db/app --yes"""
 
 _MIGRATE = """\
 Copy a store into another one (another engine, or another place), then check the copy.
@@ -270,6 +290,28 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"lines per write, and per embedding call (default {BATCH_SIZE})",
     )
     command("stats", cmd_stats, "Counts of facts, for one user or for the whole store.", "")
+    p = command(
+        "forget-user",
+        cmd_forget_user,
+        "Erase a user everywhere: facts, versions, session turns, threads (--checkpointer).",
+        description=_FORGET_USER,
+    )
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.add_argument(
+        "--checkpointer",
+        metavar="URL",
+        help="the agent's LangGraph checkpointer, whose threads of the user are deleted: "
+        "postgresql://... (pip install langgraph-checkpoint-postgres) or sqlite:///PATH "
+        "(pip install langgraph-checkpoint-sqlite); without it checkpoints are kept",
+    )
+    p.add_argument("--yes", action="store_true", help="confirm: this cannot be undone")
+    p = command(
+        "export-user-data",
+        cmd_export_user_data,
+        "Everything kept about the user as one JSON document: facts with every version, "
+        "session turns, threads.",
+    )
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: stdout)")
     p = sub.add_parser(
         "migrate",
         help="Copy every memory from one store to another and check that all arrived.",

@@ -8,15 +8,18 @@ checkpoint tables are shared by the session, so thread ids carry a per-test tag.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
 from langchain_ltm import LongTermMemoryStore
+from langchain_ltm.agents._registry import thread_namespace
 from langchain_ltm.agents.erase import (
     ErasureReport,
     aexport_user_data,
@@ -27,6 +30,7 @@ from langchain_ltm.agents.erase import (
 from tests.fakes import KeywordEmbeddings
 from tests.unit_tests.test_erase import (
     acheckpointed_threads,
+    add_facts,
     apopulate,
     assert_scenario,
     build_agent,
@@ -123,3 +127,62 @@ async def test_aforget_user_with_the_sync_postgres_saver(store, saver, tag):
     report = await aforget_user(store, "alice", checkpointer=saver)  # deletes in a thread
     assert report == expected_report("alice", tag)
     assert ours(checkpointed_threads(saver), tag) == set(threads_of("bob", tag))
+
+
+def test_ltm_forget_user_with_a_postgres_checkpointer(
+    saver, pg_url, tmp_path, monkeypatch, tag, capsys
+):
+    from langchain_ltm import _cli_commands, cli
+    from langchain_ltm.defaults import open_store
+
+    monkeypatch.setenv("LTM_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("LTM_STORE", raising=False)
+    folder = str(tmp_path / "q")
+    store, _ = open_store(folder, embeddings=_cli_commands.default_embeddings())
+    with store:
+        populate(store, build_agent(store, saver), tag)
+        before = everything(store)
+
+    args = ["forget-user", "--user", "alice", "--store", folder, "--checkpointer", pg_url]
+    assert cli.main(args) == 2  # no --yes
+    assert "--yes" in capsys.readouterr().err
+    assert ours(checkpointed_threads(saver), tag) == {
+        *threads_of("alice", tag),
+        *threads_of("bob", tag),
+    }
+    assert cli.main([*args, "--yes", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["threads"] == 2 and report["thread_ids"] == list(threads_of("alice", tag))
+    assert report["facts"] == 2 and report["versions"] == 2 and report["session_turns"] == 4
+    assert ours(checkpointed_threads(saver), tag) == set(threads_of("bob", tag))
+    store, _ = open_store(folder, embeddings=_cli_commands.default_embeddings())
+    with store:
+        assert_scenario(before, everything(store))
+
+
+def test_ltm_forget_user_refuses_a_database_without_checkpoint_tables(
+    saver, pg_url, pg_conn, tmp_path, monkeypatch, capsys
+):
+    from langchain_ltm import _cli_commands, cli
+    from langchain_ltm.defaults import open_store
+
+    database = f"empty_{uuid.uuid4().hex[:8]}"
+    pg_conn.execute(f"CREATE DATABASE {database}")
+    parts = urlsplit(pg_url)
+    empty = urlunsplit(parts._replace(path=f"/{database}"))
+    monkeypatch.setenv("LTM_HOME", str(tmp_path / "home"))
+    folder = str(tmp_path / "q")
+    store, _ = open_store(folder, embeddings=_cli_commands.default_embeddings())
+    with store:
+        add_facts(store, "alice")
+        store.put(thread_namespace("alice"), "t1", {"thread_id": "t1"}, index=False)
+        before = everything(store)
+    try:
+        args = ["forget-user", "--user", "alice", "--store", folder, "--yes"]
+        assert cli.main([*args, "--checkpointer", empty]) == 2
+        assert "no LangGraph checkpoint tables" in capsys.readouterr().err  # UndefinedTable
+        store, _ = open_store(folder, embeddings=_cli_commands.default_embeddings())
+        with store:
+            assert everything(store) == before
+    finally:
+        pg_conn.execute(f"DROP DATABASE {database}")

@@ -740,3 +740,155 @@ def test_console_entry_point_runs_as_a_module(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["users"] == 0
+
+
+# ---- forget-user / export-user-data -------------------------------------------------------
+
+
+def _chatted(folder, saver=None):
+    """alice and bob chatted on two threads each (facts with versions) in the folder store."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from tests.unit_tests.test_erase import build_agent, populate
+
+    saver = saver if saver is not None else InMemorySaver()
+    with opened(folder) as store:
+        populate(store, build_agent(store, saver))
+    return saver
+
+
+def _fake_sqlite(monkeypatch, saver):
+    """A stand-in langgraph.checkpoint.sqlite whose SqliteSaver is ``saver`` (records paths)."""
+    import types
+
+    opened_paths = []
+
+    class SqliteSaver:
+        @staticmethod
+        @contextlib.contextmanager
+        def from_conn_string(path):
+            opened_paths.append(path)
+            yield saver
+
+    module = types.ModuleType("langgraph.checkpoint.sqlite")
+    module.SqliteSaver = SqliteSaver
+    monkeypatch.setitem(sys.modules, "langgraph.checkpoint.sqlite", module)
+    return opened_paths
+
+
+def test_forget_user_needs_yes_then_erases_the_user_and_keeps_the_other(ltm, tmp_path):
+    from tests.unit_tests.test_erase import assert_scenario, everything
+
+    _chatted(tmp_path / "q")
+    with opened(tmp_path / "q") as store:
+        before = everything(store)
+
+    code, out, err = ltm("forget-user", "--user", "alice")
+    assert (code, out) == (2, "") and "--yes" in err and "cannot be undone" in err
+    with opened(tmp_path / "q") as store:
+        assert everything(store) == before  # nothing deleted
+
+    code, out, err = ltm("forget-user", "--user", "alice", "--yes")
+    assert (code, err) == (0, "")
+    assert out.splitlines()[0].startswith("Erased user 'alice' from ")
+    assert table([], [["facts", "2"], ["earlier versions", "2"]]) in out
+    assert "session turns     4" in out and "threads           0" in out
+    assert "checkpoints of 2 threads were kept (no --checkpointer): alice-1, alice-2" in out
+    with opened(tmp_path / "q") as store:
+        assert_scenario(before, everything(store))
+
+    code, out, _ = ltm("forget-user", "--user", "alice", "--yes", "--json")
+    assert (code, as_json(out)) == (
+        0,
+        {
+            "user_id": "alice",
+            "facts": 0,
+            "versions": 0,
+            "session_turns": 0,
+            "threads": 0,
+            "thread_ids": [],
+            "checkpointer": None,
+        },
+    )
+
+
+def test_forget_user_deletes_the_threads_of_a_sqlite_checkpointer(ltm, tmp_path, monkeypatch):
+    saver = _chatted(tmp_path / "q")
+    paths = _fake_sqlite(monkeypatch, saver)
+    db = tmp_path / "checkpoints.db"
+    db.write_bytes(b"")
+    code, out, err = ltm(
+        "forget-user", "--user", "alice", "--checkpointer", f"sqlite:///{db}", "--yes", "--json"
+    )
+    assert (code, err) == (0, "")
+    report = as_json(out)
+    assert report["threads"] == 2 and report["thread_ids"] == ["alice-1", "alice-2"]
+    assert report["checkpointer"] == f"sqlite:///{db}"
+    assert paths == [str(db)]
+    assert {t.config["configurable"]["thread_id"] for t in saver.list(None)} == {"bob-1", "bob-2"}
+
+
+def test_forget_user_refuses_a_checkpointer_it_cannot_use_and_deletes_nothing(
+    ltm, tmp_path, monkeypatch
+):
+    import sqlite3
+
+    from tests.unit_tests.test_erase import everything
+
+    saver = _chatted(tmp_path / "q")
+    with opened(tmp_path / "q") as store:
+        before = everything(store)
+    yes = ("forget-user", "--user", "alice", "--yes", "--checkpointer")
+
+    monkeypatch.setitem(sys.modules, "langgraph.checkpoint.sqlite", None)  # not installed
+    code, out, err = ltm(*yes, f"sqlite:///{tmp_path / 'c.db'}")
+    assert (code, out) == (2, "")
+    assert "pip install langgraph-checkpoint-sqlite" in err
+
+    for url in ("redis://cache:6379", "memory://", "c.db"):
+        code, _, err = ltm(*yes, url)
+        assert code == 2 and "postgresql://" in err and "sqlite:///PATH" in err
+
+    _fake_sqlite(monkeypatch, saver)
+    code, _, err = ltm(*yes, f"sqlite:///{tmp_path / 'missing.db'}")
+    assert code == 2 and "there is no SQLite file" in err
+    assert not (tmp_path / "missing.db").exists()
+
+    class NotACheckpointDatabase:
+        def delete_thread(self, thread_id):
+            raise sqlite3.OperationalError("no such table: checkpoints")
+
+    _fake_sqlite(monkeypatch, NotACheckpointDatabase())
+    (tmp_path / "other.db").write_bytes(b"")
+    code, _, err = ltm(*yes, f"sqlite:///{tmp_path / 'other.db'}")
+    assert code == 2 and "no LangGraph checkpoint tables" in err and "Nothing was deleted" in err
+
+    with opened(tmp_path / "q") as store:
+        assert everything(store) == before
+    assert len(list(saver.list(None))) > 0
+
+
+def test_export_user_data_prints_or_writes_one_json_document(ltm, tmp_path):
+    from langchain_ltm.agents.erase import export_user_data
+
+    _chatted(tmp_path / "q")
+    with opened(tmp_path / "q") as store:
+        expected = export_user_data(store, "alice")
+    code, out, err = ltm("export-user-data", "--user", "alice")
+    assert (code, err) == (0, "")
+    assert as_json(out) == expected
+    assert len(expected["facts"]) == 2 and len(expected["session_turns"]) == 4
+
+    path = tmp_path / "alice.json"
+    code, out, _ = ltm("export-user-data", "--user", "alice", "-o", str(path))
+    assert code == 0
+    assert out.strip() == (f"Exported user 'alice' to {path}: 2 facts, 4 session turns, 2 threads.")
+    assert json.loads(path.read_text(encoding="utf-8")) == expected
+    code, out, _ = ltm("export-user-data", "--user", "nobody", "-o", str(path), "--json")
+    assert as_json(out) == {
+        "user_id": "nobody",
+        "path": str(path),
+        "facts": 0,
+        "session_turns": 0,
+        "threads": 0,
+    }
