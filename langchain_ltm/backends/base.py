@@ -46,6 +46,8 @@ class StoredItem:
     value: dict[str, Any]
     created_at: datetime
     updated_at: datetime
+    expires_at: datetime | None = None  # TTL: gone from every read from this moment
+    ttl_minutes: float | None = None  # TTL: what a refresh on read extends by
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +57,8 @@ class Record:
     ``now`` becomes ``updated_at``. ``created_at`` (timezone-aware) is for restoring a
     backup: the item is stored with exactly that ``created_at`` even if it exists already.
     Left ``None``, an existing item keeps its ``created_at`` and a new one gets ``now``.
+    ``ttl_minutes`` (TTL engines): the item expires at ``now + ttl_minutes``; ``None``
+    means it never expires (a re-write without a TTL clears an earlier one).
     """
 
     namespace: tuple[str, ...]
@@ -65,6 +69,7 @@ class Record:
     vectors: Vectors | None
     now: datetime
     created_at: datetime | None = None
+    ttl_minutes: float | None = None
 
     def __post_init__(self) -> None:
         if self.created_at is not None and self.created_at.utcoffset() is None:
@@ -94,6 +99,7 @@ class SearchRequest:
     filter: Filter = ()
     limit: int | None = 10
     offset: int = 0
+    alive_at: datetime | None = None  # TTL: leave out items with expires_at <= alive_at
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +110,7 @@ class ListRequest:
     max_depth: int | None = None
     limit: int = 100
     offset: int = 0
+    alive_at: datetime | None = None  # TTL: namespaces holding only expired items vanish
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +122,7 @@ class Capabilities:
     native_async: bool = False
     multi_process: bool = False
     cross_process_lock: bool = False  # lock() excludes other processes, not only a no-op
+    ttl: bool = False  # expires_at is stored and honoured; touch() and sweep() work
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -147,6 +155,23 @@ class VectorBackend(ABC):
     @abstractmethod
     def count(self, prefix: tuple[str, ...]) -> int:
         """Number of items under ``prefix``."""
+
+    def touch(self, keys: Sequence[ItemKey], now: datetime) -> None:
+        """TTL engines: move ``expires_at`` of the given items that have a TTL to
+        ``now + ttl_minutes`` (a refresh on read). Items without a TTL are left alone."""
+        raise NotImplementedError(f"{self.capabilities.name} does not support TTL.")
+
+    def sweep(self, now: datetime) -> int:
+        """TTL engines: delete every item with ``expires_at <= now``; return how many."""
+        raise NotImplementedError(f"{self.capabilities.name} does not support TTL.")
+
+    async def atouch(self, keys: Sequence[ItemKey], now: datetime) -> None:
+        """Async twin of :meth:`touch`."""
+        self.touch(keys, now)
+
+    async def asweep(self, now: datetime) -> int:
+        """Async twin of :meth:`sweep`."""
+        return self.sweep(now)
 
     def lock(self, scope: str) -> Any:
         """Block until this caller holds the exclusive lock ``scope``; return its token.
