@@ -157,8 +157,10 @@ class VectorBackend(ABC):
         """Number of items under ``prefix``."""
 
     def touch(self, keys: Sequence[ItemKey], now: datetime) -> None:
-        """TTL engines: move ``expires_at`` of the given items that have a TTL to
-        ``now + ttl_minutes`` (a refresh on read). Items without a TTL are left alone."""
+        """TTL engines: a refresh on read, ``expires_at = now + ttl_minutes``.
+
+        Items without a TTL are left alone.
+        """
         raise NotImplementedError(f"{self.capabilities.name} does not support TTL.")
 
     def sweep(self, now: datetime) -> int:
