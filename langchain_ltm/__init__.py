@@ -56,6 +56,7 @@ __all__ = [
     "ChatModelResolver",
     "DuplicateFactError",
     "EmbeddingDimensionError",
+    "ErasureReport",
     "Fact",
     "FactNotFoundError",
     "FactVersion",
@@ -76,9 +77,13 @@ __all__ = [
     "SessionMemoryMiddleware",
     "SimilarFact",
     "UnsupportedVectorStoreError",
+    "aexport_user_data",
+    "aforget_user",
     "content_hash",
     "create_memory_tools",
+    "export_user_data",
     "find_secret",
+    "forget_user",
     "memory_pre_model_hook",
     "memory_tools_for",
     "normalize_fact",
@@ -95,6 +100,11 @@ _LAZY = {
     "resolve_user_id": "langchain_ltm.agents.tools",
     "MemoryMiddleware": "langchain_ltm.agents.middleware",
     "SessionMemoryMiddleware": "langchain_ltm.agents.session",
+    "ErasureReport": "langchain_ltm.agents.erase",
+    "forget_user": "langchain_ltm.agents.erase",
+    "aforget_user": "langchain_ltm.agents.erase",
+    "export_user_data": "langchain_ltm.agents.erase",
+    "aexport_user_data": "langchain_ltm.agents.erase",
     "memory_pre_model_hook": "langchain_ltm.agents.hooks",
 }
 
@@ -108,6 +118,13 @@ def __getattr__(name: str) -> object:
 
 
 if TYPE_CHECKING:
+    from langchain_ltm.agents.erase import (
+        ErasureReport,
+        aexport_user_data,
+        aforget_user,
+        export_user_data,
+        forget_user,
+    )
     from langchain_ltm.agents.hooks import memory_pre_model_hook
     from langchain_ltm.agents.middleware import MemoryMiddleware
     from langchain_ltm.agents.session import SessionMemoryMiddleware

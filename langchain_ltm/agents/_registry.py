@@ -25,6 +25,7 @@ from langchain_ltm._steps import Logic, Step
 from langchain_ltm.facts.versions import format_time
 
 __all__ = [
+    "RECORDER",
     "SESSIONS_ROOT",
     "THREADS_ROOT",
     "ThreadRecorder",
@@ -68,6 +69,12 @@ class ThreadRecorder:
         self._seen: OrderedDict[tuple[int, str, str], None] = OrderedDict()
         self._lock = threading.Lock()
 
+    def forget(self, store: BaseStore, user_id: str) -> None:
+        """Drop the cached pairs of ``user_id``, so a thread reused after an erase is recorded."""
+        with self._lock:
+            for key in [k for k in self._seen if k[0] == id(store) and k[1] == user_id]:
+                del self._seen[key]
+
     def note(self, store: BaseStore, user_id: str, thread_id: Any) -> Logic[None]:
         """Record ``thread_id`` (if any) under ``user_id``."""
         if thread_id is None:
@@ -90,3 +97,7 @@ class ThreadRecorder:
             lambda: store.put(namespace, thread, value, index=False),
             lambda: store.aput(namespace, thread, value, index=False),
         )
+
+
+RECORDER = ThreadRecorder()
+"""The one recorder of the process: every middleware shares it, ``forget_user`` clears it."""

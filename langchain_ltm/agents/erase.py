@@ -25,7 +25,7 @@ from langgraph.store.base import Item, PutOp, SearchOp
 
 from langchain_ltm._labels import validate_user_id
 from langchain_ltm._steps import Logic, Step, call, run_async, run_sync
-from langchain_ltm.agents._registry import session_namespace, thread_namespace
+from langchain_ltm.agents._registry import RECORDER, session_namespace, thread_namespace
 from langchain_ltm.facts import Fact
 from langchain_ltm.store import LongTermMemoryStore
 
@@ -175,6 +175,7 @@ def _forget(store: LongTermMemoryStore, user_id: str, checkpointer: Any) -> Logi
     deleted: int = yield call(store, "clear_user", user_id)
     yield from _delete(store, turns)
     yield from _delete(store, registry)  # last: a re-run finds the threads until here
+    RECORDER.forget(store, user_id)  # a thread the user reuses is recorded again
     return ErasureReport(
         facts=len(facts),
         versions=max(deleted - len(facts), 0),

@@ -50,7 +50,7 @@ from langchain_ltm.agents._recall import (
     recall_block,
     with_memory,
 )
-from langchain_ltm.agents._registry import ThreadRecorder
+from langchain_ltm.agents._registry import RECORDER
 from langchain_ltm.agents.config import LongTermMemoryConfig
 from langchain_ltm.agents.tools import create_memory_tools, resolve_user_id
 from langchain_ltm.store import LongTermMemoryStore
@@ -124,7 +124,7 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             if background and extract_with is not None
             else None
         )
-        self._threads = ThreadRecorder()
+        self._threads = RECORDER
 
     # ---- the user, the thread ------------------------------------------------------------
 

@@ -37,7 +37,7 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore, PutOp, SearchItem
 
 from langchain_ltm._steps import Logic, Step, call, run_async, run_sync
-from langchain_ltm.agents._registry import ThreadRecorder, session_namespace
+from langchain_ltm.agents._registry import RECORDER, session_namespace
 from langchain_ltm.agents.tools import resolve_user_id
 from langchain_ltm.errors import MissingUserIdError
 from langchain_ltm.facts.versions import format_time
@@ -155,7 +155,7 @@ class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if not isinstance(user_id_key, str) or not user_id_key:
             raise ValueError(f"user_id_key must be a non-empty str, got {user_id_key!r}.")
         self.user_id_key = user_id_key
-        self._threads = ThreadRecorder()
+        self._threads = RECORDER
 
     # ---- hooks: thin shells over the logic below ---------------------------------------
 

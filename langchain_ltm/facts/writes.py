@@ -384,8 +384,11 @@ def import_user(
 def _merge(
     ctx: FactContext, user_id: str, facts: list[Fact], dry_run: bool
 ) -> Logic[list[RememberResult]]:
-    """Re-decide every text, oldest version first; a text the user already has, current or
-    earlier, is a duplicate (re-importing an export never brings a replaced text back)."""
+    """Re-decide every text, oldest version first.
+
+    A text the user already has, current or earlier, is a duplicate: re-importing an export
+    never brings a replaced text back.
+    """
     texts = [v.content for fact in facts for v in fact.versions]
     stored: list[Fact] = yield from list_all(ctx, user_id)
     known = {content_hash(v.content): f for f in stored for v in f.versions}
@@ -506,8 +509,11 @@ def _fact_records(
 def _parse_record(
     ctx: FactContext, record: Any, line: int, user_id: str, check_secret: bool
 ) -> tuple[Fact, bool]:
-    """One exported fact, checked, and whether it has an id; raises InvalidFactError naming
-    the record and the field. Secrets fail a restore; a merge rejects them per text."""
+    """One exported fact, checked, and whether it has an id.
+
+    Raises InvalidFactError naming the record and the field. Secrets fail a restore; a
+    merge rejects them per text.
+    """
     where = f"record {line}"
     if isinstance(record, str):
         record = {"content": record}

@@ -349,3 +349,20 @@ def test_session_memory_records_threads_too(store):
     agent.invoke({"messages": [("user", "hi")]}, run("alice", "s-1"))
     agent.invoke({"messages": [("user", "hi")]}, run(None, "anonymous"))  # no user: fine
     assert [item.key for item in store.search(thread_namespace("alice"))] == ["s-1"]
+
+
+def test_a_thread_reused_after_an_erase_is_erased_again(store):
+    from langchain_ltm.agents.erase import forget_user
+
+    saver = InMemorySaver()
+    agent = create_agent(
+        RecordingModel(),
+        middleware=[MemoryMiddleware(store, mode="recall")],
+        store=store,
+        checkpointer=saver,
+    )
+    agent.invoke({"messages": [("user", "hi")]}, run("alice", "t1"))
+    assert forget_user(store, "alice", checkpointer=saver).threads == 1
+    agent.invoke({"messages": [("user", "hi again")]}, run("alice", "t1"))
+    assert forget_user(store, "alice", checkpointer=saver).threads == 1
+    assert list(saver.list(run("alice", "t1"))) == []
