@@ -58,7 +58,8 @@ class ScriptedToolModel(GenericFakeChatModel):
 
     The last human message drives it: ``remember: A; B`` calls ``remember_fact`` once per
     fact, ``recall: q1 | q2`` calls ``recall_facts`` with both phrasings, ``forget: ID``
-    calls ``forget_fact``, ``update: ID => text`` calls ``update_fact``. After the tool results it answers with them, one per line.
+    calls ``forget_fact``, ``update: ID => text`` calls ``update_fact``. After the tool
+    results it answers with them, one per line.
     Being a pure function of the messages, one instance serves concurrent runs safely.
     ``smuggle_user_id`` adds a ``user_id`` argument to every call, as a prompt-injected
     model might.
