@@ -132,13 +132,14 @@ async def test_aforget_user_with_the_sync_postgres_saver(store, saver, tag):
 def test_ltm_forget_user_with_a_postgres_checkpointer(
     saver, pg_url, tmp_path, monkeypatch, tag, capsys
 ):
-    from langchain_ltm import _cli_commands, cli
+    from langchain_ltm import cli
+    from langchain_ltm.cli import session as cli_session
     from langchain_ltm.defaults import open_store
 
     monkeypatch.setenv("LTM_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("LTM_STORE", raising=False)
     folder = str(tmp_path / "q")
-    store, _ = open_store(folder, embeddings=_cli_commands.default_embeddings())
+    store, _ = open_store(folder, embeddings=cli_session.default_embeddings())
     with store:
         populate(store, build_agent(store, saver), tag)
         before = everything(store)
@@ -155,7 +156,7 @@ def test_ltm_forget_user_with_a_postgres_checkpointer(
     assert report["threads"] == 2 and report["thread_ids"] == list(threads_of("alice", tag))
     assert report["facts"] == 2 and report["versions"] == 2 and report["session_turns"] == 4
     assert ours(checkpointed_threads(saver), tag) == set(threads_of("bob", tag))
-    store, _ = open_store(folder, embeddings=_cli_commands.default_embeddings())
+    store, _ = open_store(folder, embeddings=cli_session.default_embeddings())
     with store:
         assert_scenario(before, everything(store))
 
@@ -163,7 +164,8 @@ def test_ltm_forget_user_with_a_postgres_checkpointer(
 def test_ltm_forget_user_refuses_a_database_without_checkpoint_tables(
     saver, pg_url, pg_conn, tmp_path, monkeypatch, capsys
 ):
-    from langchain_ltm import _cli_commands, cli
+    from langchain_ltm import cli
+    from langchain_ltm.cli import session as cli_session
     from langchain_ltm.defaults import open_store
 
     database = f"empty_{uuid.uuid4().hex[:8]}"
@@ -172,7 +174,7 @@ def test_ltm_forget_user_refuses_a_database_without_checkpoint_tables(
     empty = urlunsplit(parts._replace(path=f"/{database}"))
     monkeypatch.setenv("LTM_HOME", str(tmp_path / "home"))
     folder = str(tmp_path / "q")
-    store, _ = open_store(folder, embeddings=_cli_commands.default_embeddings())
+    store, _ = open_store(folder, embeddings=cli_session.default_embeddings())
     with store:
         add_facts(store, "alice")
         store.put(thread_namespace("alice"), "t1", {"thread_id": "t1"}, index=False)
@@ -181,7 +183,7 @@ def test_ltm_forget_user_refuses_a_database_without_checkpoint_tables(
         args = ["forget-user", "--user", "alice", "--store", folder, "--yes"]
         assert cli.main([*args, "--checkpointer", empty]) == 2
         assert "no LangGraph checkpoint tables" in capsys.readouterr().err  # UndefinedTable
-        store, _ = open_store(folder, embeddings=_cli_commands.default_embeddings())
+        store, _ = open_store(folder, embeddings=cli_session.default_embeddings())
         with store:
             assert everything(store) == before
     finally:

@@ -21,7 +21,8 @@ import psycopg
 import pytest
 from langchain_core.vectorstores import InMemoryVectorStore
 
-from langchain_ltm import _cli_commands, cli
+from langchain_ltm import cli
+from langchain_ltm.cli import session as cli_session
 from langchain_ltm.defaults import open_store
 from langchain_ltm.store import LongTermMemoryStore
 from tests.fakes import KeywordEmbeddings
@@ -158,7 +159,7 @@ def migrate(*args: Any) -> tuple[int, dict[str, Any]]:
 
 def test_ltm_migrate_folder_postgres_folder(tmp_path, pg_database, monkeypatch):
     monkeypatch.setenv("LTM_HOME", str(tmp_path / "home"))
-    embeddings = _cli_commands.default_embeddings()
+    embeddings = cli_session.default_embeddings()
     store, _ = open_store(str(tmp_path / "a"), embeddings=embeddings)
     try:
         build_original(store)

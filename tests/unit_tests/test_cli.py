@@ -10,8 +10,9 @@ from datetime import datetime, timezone
 
 import pytest
 
-from langchain_ltm import _cli_commands, cli
-from langchain_ltm._cli_io import Progress, table
+from langchain_ltm import cli
+from langchain_ltm.cli import session as cli_session
+from langchain_ltm.cli.io import Progress, table
 from langchain_ltm.defaults import open_store
 from langchain_ltm.errors import BackendError
 from langchain_ltm.facts import Fact
@@ -77,7 +78,7 @@ def _export_lines(n):
 @contextlib.contextmanager
 def opened(folder):
     """The CLI's store in ``folder`` through the Python API (closed after, for the CLI)."""
-    store, _ = open_store(str(folder), embeddings=_cli_commands.default_embeddings())
+    store, _ = open_store(str(folder), embeddings=cli_session.default_embeddings())
     try:
         yield store
     finally:
@@ -552,7 +553,7 @@ def test_bad_input_fails_before_the_store_opens(ltm, monkeypatch, tmp_path):
     def no_store(url, embeddings):
         raise AssertionError("the store should not be opened")
 
-    monkeypatch.setattr(_cli_commands, "open_store", no_store)
+    monkeypatch.setattr(cli_session, "open_store", no_store)
     bad = tmp_path / "bad.jsonl"
     bad.write_text(_export_lines(2) + "not json\n", encoding="utf-8")
     for args in (
@@ -654,7 +655,7 @@ def test_default_store_lives_in_the_data_dir(ltm, tmp_path):
 
 def test_engine_failures_exit_3(ltm, tmp_path, monkeypatch):
     folder = str(tmp_path / "q")
-    holder, _ = open_store(folder, embeddings=_cli_commands.default_embeddings())
+    holder, _ = open_store(folder, embeddings=cli_session.default_embeddings())
     try:  # the folder is locked by another client (in a real case: another process)
         code, _, err = ltm("list", "--user", "alice")
     finally:
@@ -665,7 +666,7 @@ def test_engine_failures_exit_3(ltm, tmp_path, monkeypatch):
     def down(url, embeddings):
         raise BackendError("Postgres at db:5432 refused the connection; is it running?")
 
-    monkeypatch.setattr(_cli_commands, "open_store", down)
+    monkeypatch.setattr(cli_session, "open_store", down)
     code, _, err = ltm("list", "--user", "alice")
     assert code == 3 and err == (
         "ltm: error: Postgres at db:5432 refused the connection; is it running?\n"
@@ -674,7 +675,7 @@ def test_engine_failures_exit_3(ltm, tmp_path, monkeypatch):
     def refused(url, embeddings):
         raise ConnectionRefusedError(111, "Connection refused")
 
-    monkeypatch.setattr(_cli_commands, "open_store", refused)
+    monkeypatch.setattr(cli_session, "open_store", refused)
     code, _, err = ltm("list", "--user", "alice", store_url="http://qdrant:6333")
     assert code == 3 and "the store at http://qdrant:6333 failed" in err
 
@@ -688,7 +689,7 @@ def test_a_file_is_not_a_store(ltm, tmp_path):
 
 def test_store_is_closed_after_each_command(ltm, tmp_path, monkeypatch):
     closed = []
-    real_open = _cli_commands.open_store
+    real_open = cli_session.open_store
 
     def tracking(url, embeddings):
         store, where = real_open(url, embeddings=embeddings)
@@ -696,7 +697,7 @@ def test_store_is_closed_after_each_command(ltm, tmp_path, monkeypatch):
         monkeypatch.setattr(store, "close", lambda: (closed.append(url), real_close()))
         return store, where
 
-    monkeypatch.setattr(_cli_commands, "open_store", tracking)
+    monkeypatch.setattr(cli_session, "open_store", tracking)
     ltm("remember", "--user", "alice", "Owns a cat")
     ltm("forget", "--user", "alice", "missing-id")  # exit 1 still closes
     ltm("remember", "--user", "alice", CARD)  # exit 2 after opening still closes

@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from langchain_ltm import _cli_commands, cli
+from langchain_ltm import cli
+from langchain_ltm.cli import session as cli_session
 from langchain_ltm.defaults import open_store
 from langchain_ltm.store import LongTermMemoryStore
 
@@ -24,7 +25,7 @@ def _isolated_home(tmp_path, monkeypatch):
 @contextlib.contextmanager
 def opened(folder):
     """The store in ``folder`` as the CLI opens it (closed after: one client per folder)."""
-    store, _ = open_store(str(folder), embeddings=_cli_commands.default_embeddings())
+    store, _ = open_store(str(folder), embeddings=cli_session.default_embeddings())
     try:
         yield store
     finally:

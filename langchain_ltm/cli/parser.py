@@ -1,65 +1,19 @@
-"""The ``ltm`` command: look after users' long-term memories from a shell.
+"""The ``ltm`` argument parser: subcommands, their options and help texts.
 
-``ltm remember``, ``recall``, ``list``, ``forget``, ``clear``, ``export``, ``import``,
-``stats``, ``forget-user`` (erase a user everywhere, their checkpoints included) and
-``export-user-data``, each with ``--user`` and ``--store URL`` (``memory://``,
-``postgresql://...``, ``http(s)://host:6333`` for a Qdrant server, or a folder for embedded
-Qdrant; default: ``$LTM_STORE``, else the persistent embedded store in the user's data
-directory), and ``ltm migrate --from URL --to URL`` to copy a store into another engine.
-Tables for people, ``--json`` for scripts. Exit codes: 0 done, 1 the thing asked for is not
-there, 2 bad usage or input, 3 the storage engine failed (or a migration's copy is
-incomplete).
-
-Example:
-    >>> main(["remember", "--user", "alice", "--store", "memory://", "--json", "Likes tea"])
-    ... # doctest: +ELLIPSIS
-    [
-      {
-        "index": 1,
-        "action": "created",
-    ...
-    0
+Imports nothing heavy (no store, numpy or embeddings): ``ltm --help`` loads only this.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import sys
-from collections.abc import Callable, Sequence
 
-from langchain_ltm._cli_commands import (
-    BATCH_SIZE,
-    EXIT_ENGINE,
-    EXIT_NOT_FOUND,
-    EXIT_OK,
-    EXIT_USAGE,
-    STORE_ENV,
-    Failure,
-    Session,
-    cmd_clear,
-    cmd_export,
-    cmd_export_user_data,
-    cmd_forget,
-    cmd_forget_user,
-    cmd_import,
-    cmd_list,
-    cmd_migrate,
-    cmd_recall,
-    cmd_remember,
-    cmd_stats,
-)
-from langchain_ltm._labels import validate_user_id
 from langchain_ltm.defaults import data_dir
-from langchain_ltm.errors import BackendError, LTMError
 from langchain_ltm.store import DEFAULT_MERGE_THRESHOLD
 
-__all__ = ["EXIT_ENGINE", "EXIT_NOT_FOUND", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
+__all__ = ["BATCH_SIZE", "STORE_ENV", "build_parser"]
 
-# Exceptions raised by these packages are engine failures (server down, network, locks).
-_ENGINE_PACKAGES = frozenset(
-    {"qdrant_client", "psycopg", "psycopg_pool", "httpx", "httpcore", "grpc", "portalocker"}
-)
+STORE_ENV = "LTM_STORE"
+BATCH_SIZE = 256
 
 _EPILOG = """\
 stores (--store, or $LTM_STORE):
@@ -126,56 +80,6 @@ examples:
   ltm migrate --from ~/.local/share/langchain-ltm/qdrant --to postgresql://app@db/app
   ltm migrate --from postgresql://app@db/app --to http://qdrant:6333 --user alice --yes"""
 
-# ---- errors ----------------------------------------------------------------------------
-
-
-def _classify(exc: Exception, where: str) -> tuple[int, str] | None:
-    """Exit code and message for an exception, or ``None`` for a bug (let it propagate)."""
-    if isinstance(exc, BackendError):
-        return EXIT_ENGINE, str(exc)
-    if isinstance(exc, (LTMError, ValueError)):
-        return EXIT_USAGE, str(exc)
-    if isinstance(exc, (ConnectionError, TimeoutError)) or any(
-        cls.__module__.partition(".")[0] in _ENGINE_PACKAGES for cls in type(exc).__mro__
-    ):
-        return EXIT_ENGINE, (
-            f"{where} failed: {type(exc).__name__}: {exc}. Check that it is "
-            "running and reachable, or pass another --store."
-        )
-    if isinstance(exc, RuntimeError) and "already accessed" in str(exc):
-        return EXIT_ENGINE, (
-            f"{where} is open in another process (an embedded folder store allows one "
-            "process at a time); close that process, or use a Qdrant server or "
-            "Postgres (--store URL) when several processes share memories."
-        )
-    if isinstance(exc, (FileExistsError, NotADirectoryError)):
-        return EXIT_USAGE, (
-            f"cannot keep a store in {exc.filename or 'that path'}: it is a file, not a "
-            "folder; pass --store a folder path (embedded Qdrant) or a URL."
-        )
-    if isinstance(exc, OSError):
-        return EXIT_USAGE, f"cannot use {exc.filename or where}: {exc.strerror or exc}."
-    return None
-
-
-def _exit_status(code: object) -> int:
-    if code is None:
-        return EXIT_OK
-    return code if isinstance(code, int) else EXIT_USAGE
-
-
-def _run(session: Session) -> int:
-    run: Callable[[Session], int] = session.args.run
-    if session.args.user is not None:
-        validate_user_id(session.args.user)  # before the (slower) store opens
-    try:
-        return run(session)
-    finally:
-        session.close()
-
-
-# ---- command line ----------------------------------------------------------------------
-
 
 def _positive_int(text: str) -> int:
     try:
@@ -198,7 +102,7 @@ def _cosine(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``ltm`` argument parser (each subcommand's handler is in ``args.run``)."""
+    """The ``ltm`` argument parser (``args.command`` names the subcommand)."""
     from langchain_ltm import __version__
 
     default = data_dir()
@@ -213,7 +117,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     def command(
         name: str,
-        run: Callable[[Session], int],
         summary: str,
         user: str = "required",
         description: str | None = None,
@@ -233,31 +136,28 @@ def build_parser() -> argparse.ArgumentParser:
             f"(default: ${STORE_ENV}, else {default})",
         )
         p.add_argument("--json", action="store_true", help="print JSON for scripts")
-        p.set_defaults(run=run)
         return p
 
     p = command(
         "remember",
-        cmd_remember,
         "Store facts (one embedding call per 256); prints created/duplicate/updated/rejected.",
     )
     p.add_argument(
         "facts", nargs="+", metavar="FACT", help="a fact, or - to read one fact per stdin line"
     )
-    p = command("recall", cmd_recall, "The user's facts most similar to the queries.")
+    p = command("recall", "The user's facts most similar to the queries.")
     p.add_argument("-q", "--query", action="append", metavar="TEXT", help="a phrasing (repeatable)")
     p.add_argument("queries", nargs="*", metavar="QUERY", help="more phrasings")
     p.add_argument("--limit", type=_positive_int, default=5, help="most facts (default 5)")
-    command("list", cmd_list, "All of the user's facts, oldest first.")
-    p = command("forget", cmd_forget, "Delete one fact by id (exit code 1 if there is none).")
+    command("list", "All of the user's facts, oldest first.")
+    p = command("forget", "Delete one fact by id (exit code 1 if there is none).")
     p.add_argument("fact_id", metavar="FACT_ID", help="the id shown by list or recall")
-    p = command("clear", cmd_clear, "Delete every memory of the user.")
+    p = command("clear", "Delete every memory of the user.")
     p.add_argument("--yes", action="store_true", help="confirm: this cannot be undone")
-    p = command("export", cmd_export, "The user's facts as JSON Lines, one fact per line.")
+    p = command("export", "The user's facts as JSON Lines, one fact per line.")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: stdout)")
     p = command(
         "import",
-        cmd_import,
         "Restore a file from `ltm export`, or remember new facts from a JSONL file.",
         description=_IMPORT,
     )
@@ -289,10 +189,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=BATCH_SIZE,
         help=f"lines per write, and per embedding call (default {BATCH_SIZE})",
     )
-    command("stats", cmd_stats, "Counts of facts, for one user or for the whole store.", "")
+    command("stats", "Counts of facts, for one user or for the whole store.", "")
     p = command(
         "forget-user",
-        cmd_forget_user,
         "Erase a user everywhere: facts, versions, session turns, threads (--checkpointer).",
         description=_FORGET_USER,
     )
@@ -307,7 +206,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--yes", action="store_true", help="confirm: this cannot be undone")
     p = command(
         "export-user-data",
-        cmd_export_user_data,
         "Everything kept about the user as one JSON document: facts with every version, "
         "session turns, threads.",
     )
@@ -336,50 +234,5 @@ def build_parser() -> argparse.ArgumentParser:
         default=BATCH_SIZE,
         help=f"facts or items per write (default {BATCH_SIZE})",
     )
-    p.set_defaults(run=cmd_migrate, store=None)
+    p.set_defaults(store=None)
     return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``ltm`` with ``argv`` (default: the process arguments) and return the exit code.
-
-    Args:
-        argv: The arguments after the program name.
-
-    Returns:
-        0 done, 1 not found, 2 bad usage or input, 3 storage engine failure.
-    """
-    try:
-        args = build_parser().parse_args(argv)
-    except SystemExit as exc:  # --help, --version and usage errors (argparse printed them)
-        return _exit_status(exc.code)
-    session = Session(args, sys.stdout, sys.stderr)
-    try:
-        return _run(session)
-    except Failure as exc:
-        code, message = exc.code, str(exc)
-    except KeyboardInterrupt:
-        print("ltm: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:  # `ltm export | head`: the reader has what it wanted
-        _silence_stdout()
-        return EXIT_OK
-    except Exception as exc:
-        classified = _classify(exc, session.target)
-        if classified is None:
-            raise
-        code, message = classified
-    print(f"ltm: error: {message}", file=sys.stderr)
-    return code
-
-
-def _silence_stdout() -> None:
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):
-        pass
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,25 +1,24 @@
-"""Terminal and file plumbing for the ``ltm`` command: tables, a progress bar, JSONL input.
+"""Terminal and file plumbing for the ``ltm`` command: tables, JSON, a progress bar, files.
 
-Nothing here touches a store; :mod:`langchain_ltm.cli` does.
+Nothing here touches a store; the commands do.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import sys
+import os
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
-from typing import IO, Any
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
 
-from langchain_ltm.facts import Fact, RememberResult, content_hash, validate_text
-
-
-class InputError(ValueError):
-    """Bad input the user must fix (exit code 2); the message says where and what."""
+if TYPE_CHECKING:
+    from langchain_ltm.cli.jsonl import ImportLine
+    from langchain_ltm.facts import Fact, RememberResult
 
 
 # ---- human output ------------------------------------------------------------------------
@@ -131,6 +130,7 @@ class ImportRow:
     similar: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
+        """The row as a JSON-ready dict."""
         return dataclasses.asdict(self)
 
 
@@ -144,12 +144,14 @@ class ImportReport:
     rows: list[ImportRow] = dataclasses.field(default_factory=list)
 
     def restored(self, batch: list[ImportLine], conflicts: Sequence[str]) -> None:
+        """Record a restored batch (a conflict: the user has the text as another fact)."""
         for line in batch:
             fact_id = str(line.record["id"])
             action = "conflict" if fact_id in conflicts else "restored"
             self.rows.append(ImportRow(line.number, action, fact_id, line.record["content"]))
 
     def merged(self, batch: list[ImportLine], results: Sequence[RememberResult]) -> None:
+        """Record a merged batch: one row per text (earlier versions first)."""
         texts = [
             (line.number, text)
             for line in batch
@@ -168,9 +170,11 @@ class ImportReport:
             )
 
     def counts(self) -> Counter[str]:
+        """How many rows of each action."""
         return Counter(row.action for row in self.rows)
 
     def to_dict(self) -> dict[str, Any]:
+        """The report for ``--json`` (every line only in a dry run)."""
         counts = self.counts()
         data: dict[str, Any] = {"user_id": self.user, "read": self.read, "dry_run": self.dry_run}
         data.update(
@@ -189,6 +193,7 @@ class ImportReport:
         return data
 
     def human(self) -> str:
+        """The report for people: counts, then the lines that need a look."""
         counts = self.counts()
         parts = []
         if counts["restored"] or counts["conflict"]:
@@ -277,140 +282,13 @@ def migrate_summary(report: dict[str, Any]) -> str:
     return text
 
 
-# ---- JSONL input -------------------------------------------------------------------------
-
-_LINE_HINT = (
-    'each line must be one JSON object with a "content" string, as written by `ltm export` '
-    '(or {"fact": "..."}, or a JSON string)'
-)
-
-
-@dataclass(frozen=True)
-class ImportLine:
-    """One line of an import file, checked.
-
-    ``record`` is an exported fact (it has an ``id``: restored as it was) or
-    ``{"content": text}`` (a new fact, decided by ``remember``).
-    """
-
-    number: int
-    record: dict[str, Any]
-
-    @property
-    def exported(self) -> bool:
-        """Whether the line is a fact written by ``ltm export`` (it has an id)."""
-        return "id" in self.record
-
-    @property
-    def texts(self) -> int:
-        """How many texts a merge re-decides for this line (earlier versions, then current)."""
-        return len(self.record.get("history") or ()) + 1
-
-
-def read_import_jsonl(
-    lines: Iterable[bytes], name: str, max_chars: int = sys.maxsize
-) -> list[ImportLine]:
-    """Every non-blank line of a JSONL import file, each checked the way ``import_user`` will.
-
-    Accepts what ``ltm export`` writes (every field; also the 0.1 form whose ``history`` is a
-    list of texts), ``{"content": ...}`` and ``{"fact": ...}`` objects, and JSON strings.
-    Raises :class:`InputError` (or ``InvalidFactError``) naming the first bad line, so a file
-    is refused before anything of it is written.
-    """
-    out: list[ImportLine] = []
-    ids: dict[str, int] = {}
-    texts: dict[str, int] = {}
-    for number, raw in enumerate(lines, start=1):
-        where = f"{name}, line {number}"
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(
-                f"{where}: not UTF-8 text (byte {exc.start + 1}); save the file as UTF-8."
-            ) from exc
-        line = line.lstrip("\ufeff").strip()
-        if not line:
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(
-                f"{where}: not valid JSON ({exc.msg} at column {exc.colno}); {_LINE_HINT}."
-            ) from exc
-        record = _import_record(obj, line, where, max_chars)
-        if "id" in record:
-            for seen, key, what in (
-                (ids, record["id"], "id"),
-                (texts, content_hash(record["content"]), "text"),
-            ):
-                if key in seen:
-                    raise InputError(
-                        f"{where}: the same {what} as line {seen[key]}; a user has one current "
-                        "fact per id and per text: remove one of them, or import with --merge."
-                    )
-                seen[key] = number
-        out.append(ImportLine(number, record))
-    return out
-
-
-def _import_record(obj: Any, line: str, where: str, max_chars: int) -> dict[str, Any]:
-    text = obj
-    if isinstance(obj, dict):
-        text = obj["content"] if "content" in obj else obj.get("fact")
-    if not isinstance(text, str):
-        shown = line if len(line) <= 60 else line[:57] + "..."
-        raise InputError(f"{where}: {_LINE_HINT}; got {shown}")
-    content = validate_text(text, f"{where}: fact", max_chars)
-    if not isinstance(obj, dict) or "id" not in obj:
-        return {"content": content}
-    fact_id = obj["id"]
-    if not isinstance(fact_id, str) or not fact_id.strip() or "@" in fact_id:
-        raise InputError(f"{where}: id must be a non-empty string without '@', got {fact_id!r}.")
-    record = {k: v for k, v in obj.items() if v is not None}  # fields we do not know pass on
-    for field in ("created_at", "updated_at", "valid_from"):
-        _check_time(record, field, where)
-    history = obj.get("history") or []
-    if not isinstance(history, list):
-        raise InputError(f"{where}: history must be a list, got {history!r}.")
-    if any(isinstance(v, str) for v in history):  # 0.1 export: earlier texts, no dates
-        record.setdefault("valid_from", record.get("updated_at"))
-        history = [
-            {
-                "content": v,
-                "valid_from": record.get("created_at"),
-                "valid_to": record.get("updated_at"),
-            }
-            if isinstance(v, str)
-            else v
-            for v in history
-        ]
-    for n, version in enumerate(history, start=1):
-        what = f"{where}: history[{n}]"
-        if not isinstance(version, dict):
-            raise InputError(f"{what} must be an object with a content, got {version!r}.")
-        validate_text(version.get("content"), f"{what} content", max_chars)
-        for field in ("valid_from", "valid_to"):
-            _check_time(version, field, what)
-    record["history"] = [
-        {k: v.get(k) for k in ("content", "valid_from", "valid_to")} for v in history
-    ]
-    metadata = obj.get("metadata") or {}
-    if not isinstance(metadata, dict):
-        raise InputError(f"{where}: metadata must be an object, got {metadata!r}.")
-    record["metadata"] = metadata
-    record["content"] = content
-    return record
-
-
-def _check_time(record: dict[str, Any], field: str, where: str) -> None:
-    value = record.get(field)
-    if value is None:
-        return
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so a reader never sees half a file."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        if not isinstance(value, str):
-            raise TypeError(f"got {value!r}")
-        datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except (TypeError, ValueError) as exc:
-        raise InputError(
-            f"{where}: {field} must be an ISO 8601 time like 2026-01-31T12:00:00+00:00 ({exc})."
-        ) from exc
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,91 @@
+"""The ``ltm`` command: look after users' long-term memories from a shell.
+
+``ltm remember``, ``recall``, ``list``, ``forget``, ``clear``, ``export``, ``import``,
+``stats``, ``forget-user`` (erase a user everywhere, their checkpoints included) and
+``export-user-data``, each with ``--user`` and ``--store URL`` (``memory://``,
+``postgresql://...``, ``http(s)://host:6333`` for a Qdrant server, or a folder for embedded
+Qdrant; default: ``$LTM_STORE``, else the persistent embedded store in the user's data
+directory), and ``ltm migrate --from URL --to URL`` to copy a store into another engine.
+Tables for people, ``--json`` for scripts. Exit codes: 0 done, 1 the thing asked for is not
+there, 2 bad usage or input, 3 the storage engine failed (or a migration's copy is
+incomplete).
+
+Example:
+    >>> main(["remember", "--user", "alice", "--store", "memory://", "--json", "Likes tea"])
+    ... # doctest: +ELLIPSIS
+    [
+      {
+        "index": 1,
+        "action": "created",
+    ...
+    0
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+from langchain_ltm.cli.exits import (
+    EXIT_ENGINE,
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    EXIT_USAGE,
+    Failure,
+    classify,
+    exit_status,
+)
+from langchain_ltm.cli.parser import build_parser
+
+__all__ = ["EXIT_ENGINE", "EXIT_NOT_FOUND", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``ltm`` with ``argv`` (default: the process arguments) and return the exit code.
+
+    Args:
+        argv: The arguments after the program name.
+
+    Returns:
+        0 done, 1 not found, 2 bad usage or input, 3 storage engine failure.
+    """
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help, --version and usage errors (argparse printed them)
+        return exit_status(exc.code)
+    from langchain_ltm._labels import validate_user_id
+    from langchain_ltm.cli.commands import load
+    from langchain_ltm.cli.session import Session
+
+    session = Session(args, sys.stdout, sys.stderr)
+    try:
+        if args.user is not None:
+            validate_user_id(args.user)  # before the (slower) store opens
+        try:
+            return load(args.command)(session)
+        finally:
+            session.close()
+    except Failure as exc:
+        code, message = exc.code, str(exc)
+    except KeyboardInterrupt:
+        print("ltm: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `ltm export | head`: the reader has what it wanted
+        _silence_stdout()
+        return EXIT_OK
+    except Exception as exc:
+        classified = classify(exc, session.target)
+        if classified is None:
+            raise
+        code, message = classified
+    print(f"ltm: error: {message}", file=sys.stderr)
+    return code
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass

@@ -1,0 +1,138 @@
+"""``ltm remember``, ``recall``, ``list``, ``forget`` and ``clear``: one user's facts."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+
+from langchain_ltm.cli.exits import EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, Failure
+from langchain_ltm.cli.io import fact_rows, table
+from langchain_ltm.cli.parser import BATCH_SIZE
+from langchain_ltm.cli.session import Session
+from langchain_ltm.facts import RememberResult, validate_text
+
+
+def _remember_batches(session: Session, texts: list[str]) -> list[RememberResult]:
+    results: list[RememberResult] = []
+    for start in range(0, len(texts), BATCH_SIZE):
+        results += session.store.remember(session.user, texts[start : start + BATCH_SIZE])
+    return results
+
+
+def cmd_remember(session: Session) -> int:
+    """``ltm remember``: store each fact (``-``: one per stdin line); exit 2 if any was rejected."""
+    facts: list[tuple[str, str]] = []  # (where it came from, text)
+    for n, arg in enumerate(session.args.facts, start=1):
+        if arg == "-":
+            lines = [line.strip() for line in sys.stdin.read().splitlines()]
+            facts += [(f"stdin line {i}", t) for i, t in enumerate(lines, start=1) if t]
+        else:
+            facts.append((f"fact {n}" if len(session.args.facts) > 1 else "fact", arg))
+    if not facts:
+        raise Failure(EXIT_USAGE, "no facts to remember: stdin was empty.")
+    texts = _checked(session, facts)
+    results = _remember_batches(session, texts)
+    rows, records = [], []
+    for i, result in enumerate(results, start=1):
+        fact = result.fact
+        records.append(
+            {
+                "index": i,
+                "action": result.action,
+                "fact": fact.to_dict() if fact else None,
+                "previous": result.previous,
+                "similarity": result.similarity,
+                "similar": [s.to_dict() for s in result.similar],
+                "reason": result.reason,
+            }
+        )
+        if fact is None:
+            rows.append([result.action, "-", str(result.reason)])
+        elif result.action == "updated":
+            note = f"  (was: {result.previous}; similarity {result.similarity or 0:.2f})"
+            rows.append([result.action, fact.id, fact.content + note])
+        else:
+            rows.append([result.action, fact.id, fact.content + _similar_note(result)])
+    session.emit(records, table(["ACTION", "ID", "FACT"], rows))
+    rejected = sum(r.action == "rejected" for r in results)
+    if rejected == len(results) == 1:
+        raise Failure(EXIT_USAGE, "the fact was rejected and not stored (reason in the output).")
+    if rejected:
+        stored = len(results) - rejected
+        raise Failure(
+            EXIT_USAGE,
+            f"{rejected} of {len(results)} facts were rejected and not stored (reasons in the "
+            f"output); {stored} {'was' if stored == 1 else 'were'} stored.",
+        )
+    return EXIT_OK
+
+
+def _similar_note(result: RememberResult) -> str:
+    """For a created fact kept next to close ones: which, so the user can merge them."""
+    if not result.similar:
+        return ""
+    close = "; ".join(f"{s.id} {s.content!r} {s.score:.2f}" for s in result.similar)
+    return f"  (kept apart from similar: {close})"
+
+
+def _checked(session: Session, facts: list[tuple[str, str]]) -> list[str]:
+    """The texts, each checked with its label (empty, NUL...) before and after the store opens.
+
+    The store checks a batch as a whole; checking here names the argument or line at fault.
+    """
+    for label, text in facts:  # cheap checks first: no need to wait for the store
+        validate_text(text, label, sys.maxsize)
+    limit = session.store.max_fact_chars
+    return [validate_text(text, label, limit) for label, text in facts]
+
+
+def cmd_recall(session: Session) -> int:
+    """``ltm recall``: the user's facts closest to the queries, best first."""
+    queries = [*(session.args.query or []), *session.args.queries]
+    if not queries:
+        raise Failure(EXIT_USAGE, 'recall needs a query: ltm recall --user U -q "what to find"')
+    facts = session.store.recall(session.user, queries, limit=session.args.limit)
+    headers, rows = fact_rows(facts, scored=True)
+    human = table(headers, rows) if facts else f"No facts of user {session.user!r} match."
+    session.emit([f.to_dict() for f in facts], human)
+    return EXIT_OK
+
+
+def cmd_list(session: Session) -> int:
+    """``ltm list``: every fact of the user, oldest first."""
+    facts = session.store.list_all(session.user)
+    headers, rows = fact_rows(facts, scored=False)
+    human = table(headers, rows) if facts else f"No facts stored for user {session.user!r}."
+    session.emit([f.to_dict() for f in facts], human)
+    return EXIT_OK
+
+
+def cmd_forget(session: Session) -> int:
+    """``ltm forget``: delete one fact and its versions (exit 1 if there is none)."""
+    fact_id = session.args.fact_id
+    forgotten = session.store.forget(session.user, fact_id)
+    data = {"user_id": session.user, "id": fact_id, "forgotten": forgotten}
+    session.emit(data, f"Forgot fact {fact_id} of user {session.user!r}." if forgotten else "")
+    if not forgotten:
+        raise Failure(
+            EXIT_NOT_FOUND,
+            f"user {session.user!r} has no fact with id {fact_id!r}; "
+            f"see the ids with: ltm list --user {shlex.quote(session.user)}",
+        )
+    return EXIT_OK
+
+
+def cmd_clear(session: Session) -> int:
+    """``ltm clear --yes``: delete everything under the user's namespace."""
+    if not session.args.yes:
+        raise Failure(
+            EXIT_USAGE,
+            f"clear deletes every memory of user {session.user!r} and cannot be undone; "
+            "add --yes to confirm (ltm export first to keep a copy).",
+        )
+    deleted = session.store.clear_user(session.user)
+    session.emit(
+        {"user_id": session.user, "deleted": deleted},
+        f"Deleted {deleted} item{'s' * (deleted != 1)} of user {session.user!r}.",
+    )
+    return EXIT_OK

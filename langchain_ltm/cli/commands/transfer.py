@@ -1,0 +1,294 @@
+"""``ltm export``, ``import`` and ``migrate``: facts in and out of a store, or between two."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from langgraph.store.base import PutOp, SearchItem
+
+from langchain_ltm.cli.exits import EXIT_ENGINE, EXIT_OK, EXIT_USAGE, Failure
+from langchain_ltm.cli.io import (
+    ImportReport,
+    ImportRow,
+    Progress,
+    migrate_summary,
+    plural,
+    write_atomically,
+)
+from langchain_ltm.cli.jsonl import ImportLine, read_import_jsonl
+from langchain_ltm.cli.session import Session, all_users
+from langchain_ltm.guard import find_secret
+from langchain_ltm.store import LongTermMemoryStore
+
+
+def cmd_export(session: Session) -> int:
+    """``ltm export``: the user's facts as JSON Lines, to stdout or a file."""
+    records = session.store.export_user(session.user)
+    lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    target = session.args.output
+    if target is None or target == "-":
+        session.out.write(lines)
+        return EXIT_OK
+    path = Path(target).expanduser()
+    write_atomically(path, lines)
+    session.emit(
+        {"user_id": session.user, "path": str(path), "exported": len(records)},
+        f"Exported {plural(len(records), 'fact')} of user {session.user!r} to {path}.",
+    )
+    return EXIT_OK
+
+
+def cmd_import(session: Session) -> int:
+    """``ltm import``: restore exported lines, remember the others; the file is checked first."""
+    args = session.args
+    raw = _read_lines(args.file)
+    read_import_jsonl(raw, args.file)  # the whole file is checked before the store opens
+    store = session.store
+    if args.threshold is not None:
+        store = store.with_options(merge_threshold=args.threshold)
+    lines = read_import_jsonl(raw, args.file, store.max_fact_chars)
+    guard = _guard_of(store)
+    report = ImportReport(session.user, len(lines), args.dry_run)
+    restore, merge = [], []
+    for line in lines:
+        reason = guard(line.record["content"]) if guard else None
+        if reason:  # not stored, like a secret given to remember; the other lines are
+            report.rows.append(ImportRow(line.number, "rejected", None, "-", reason=reason))
+        elif line.exported and not args.merge:
+            restore.append(line)
+        else:
+            merge.append(line)
+    progress = Progress(len(restore) + len(merge), session.err)
+    progress.update(0)
+    try:
+        for batch in _chunks(restore, args.batch_size):
+            done = store.import_user(
+                session.user, [x.record for x in batch], "restore", dry_run=args.dry_run
+            )
+            report.restored(batch, done.conflicts)
+            progress.advance(len(batch))
+        # a dry run decides every merged line in one call, so lines see the ones before them
+        size = len(merge) if args.dry_run else args.batch_size
+        for batch in _chunks(merge, size):
+            done = store.import_user(
+                session.user, [x.record for x in batch], "merge", dry_run=args.dry_run
+            )
+            report.merged(batch, done.results)
+            progress.advance(len(batch))
+    except BaseException:
+        progress.finish()
+        if progress.done and not args.dry_run:
+            print(
+                f"ltm: {progress.done} of {progress.total} facts were stored before the "
+                "failure; importing the file again is safe (restored facts are written as "
+                "they were, merged ones come back duplicate).",
+                file=session.err,
+            )
+        raise
+    progress.finish()
+    session.emit(report.to_dict(), report.human())
+    return EXIT_OK
+
+
+def _read_lines(name: str) -> list[bytes]:
+    try:
+        if name == "-":
+            return sys.stdin.buffer.read().splitlines()
+        with open(Path(name).expanduser(), "rb") as handle:
+            return handle.read().splitlines()
+    except OSError as exc:
+        raise Failure(EXIT_USAGE, f"cannot read {name}: {exc.strerror or exc}.") from exc
+
+
+def _guard_of(store: LongTermMemoryStore) -> Callable[[str], str | None] | None:
+    guard = store.secret_guard
+    if callable(guard):
+        return guard
+    return find_secret if guard else None
+
+
+def _chunks(items: list[ImportLine], size: int) -> Iterator[list[ImportLine]]:
+    for start in range(0, len(items), max(size, 1)):
+        yield items[start : start + size]
+
+
+# ---- migrate ---------------------------------------------------------------------------
+
+
+def cmd_migrate(session: Session) -> int:
+    """``ltm migrate``: copy a store into another, then count what arrived (exit 3 if short)."""
+    args = session.args
+    for url, flag in ((args.source, "--from"), (args.target, "--to")):
+        if url.strip() == "memory://":
+            raise Failure(
+                EXIT_USAGE,
+                f"{flag} memory:// is a store inside one process: it starts empty and is gone "
+                "when ltm ends. Migrate between stores that persist (a folder, "
+                "postgresql://..., http(s)://...).",
+            )
+    if _identity(args.source) == _identity(args.target):
+        raise Failure(EXIT_USAGE, "--from and --to are the same store; pass another --to.")
+    if "://" not in args.source and not Path(_identity(args.source)).is_dir():
+        raise Failure(EXIT_USAGE, f"--from {args.source}: there is no store folder there.")
+    source, source_where = session.open(args.source, "source")
+    target, target_where = session.open(args.target, "target")
+    session.target = f"the source ({source_where}) or the target ({target_where})"
+    one = args.user is not None
+    scope = source.user_namespace(args.user) if one else ()
+    held = target.backend.count(scope)
+    if held and not args.yes:
+        whose = f"for user {args.user!r}" if one else "already"
+        raise Failure(
+            EXIT_USAGE,
+            f"the target {target_where} holds {plural(held, 'item')} {whose}; migrate writes "
+            "facts by id and other items by key over what is there (everything else is kept). "
+            "Add --yes to migrate into it anyway (also to finish an interrupted migration: "
+            "repeating one is safe).",
+        )
+    users = [args.user] if one else [user for user, _ in all_users(source)]
+    progress = Progress(source.backend.count(scope), session.err, "migrate", "items")
+    progress.update(0)
+    try:
+        facts, conflicts = _copy_facts(session, source, target, users, progress)
+        items = _copy_items(source, target, scope, facts, args.batch_size, progress)
+    finally:
+        progress.finish()
+    report = {"from": source_where, "to": target_where, "user_id": args.user}
+    report.update(_verify(target, scope, facts, items, conflicts))
+    session.emit(report, migrate_summary(report))
+    if not report["verified"]:
+        raise Failure(
+            EXIT_ENGINE,
+            "the target does not have everything the source has (see the counts above); the "
+            "source is unchanged: fix the cause and run the same migrate again with --yes.",
+        )
+    return EXIT_OK
+
+
+def _identity(url: str) -> str:
+    if "://" in url:
+        return url.rstrip("/")
+    return str(Path(url.removeprefix("qdrant:")).expanduser().resolve())
+
+
+def _copy_facts(
+    session: Session,
+    source: LongTermMemoryStore,
+    target: LongTermMemoryStore,
+    users: list[str],
+    progress: Progress,
+) -> tuple[dict[str, dict[str, int]], dict[str, list[str]]]:
+    """Restore every user's facts in the target; ``{user: {fact id: versions}}``, conflicts."""
+    facts: dict[str, dict[str, int]] = {}
+    conflicts: dict[str, list[str]] = {}
+    for user in users:
+        records = source.export_user(user)
+        facts[user] = {str(r["id"]): len(r["history"]) for r in records}
+        for start in range(0, len(records), session.args.batch_size):
+            batch = records[start : start + session.args.batch_size]
+            done = target.import_user(user, batch, "restore")
+            conflicts.setdefault(user, []).extend(done.conflicts)
+            progress.advance(sum(1 + len(r["history"]) for r in batch))
+    return facts, {user: ids for user, ids in conflicts.items() if ids}
+
+
+def _copy_items(
+    source: LongTermMemoryStore,
+    target: LongTermMemoryStore,
+    scope: tuple[str, ...],
+    facts: dict[str, dict[str, int]],
+    batch_size: int,
+    progress: Progress,
+) -> dict[tuple[tuple[str, ...], str], str]:
+    """Put every item that is not a fact or a version in the target; their value digests."""
+    copied: dict[tuple[tuple[str, ...], str], str] = {}
+    for page in _other_items(source, scope, facts, batch_size):
+        target.batch([PutOp(item.namespace, item.key, item.value) for item in page])
+        copied.update(((item.namespace, item.key), _digest(item.value)) for item in page)
+        progress.advance(len(page))
+    return copied
+
+
+def _other_items(
+    store: LongTermMemoryStore,
+    scope: tuple[str, ...],
+    facts: dict[str, dict[str, int]],
+    size: int,
+) -> Iterator[list[SearchItem]]:
+    """Pages of the items under ``scope`` that ``export_user`` does not carry."""
+    offset = 0
+    while True:
+        page = store.search(scope, limit=size, offset=offset)
+        offset += len(page)
+        kept = [item for item in page if not _is_fact(store, item, facts)]
+        if kept:
+            yield kept
+        if len(page) < size:
+            return
+
+
+def _is_fact(
+    store: LongTermMemoryStore, item: SearchItem, facts: dict[str, dict[str, int]]
+) -> bool:
+    user = store.user_id_of(item.namespace)
+    if user is None or "content" not in item.value:
+        return False
+    of = item.value.get("version_of")
+    return of is None or of in facts.get(user, {})
+
+
+def _digest(value: dict[str, Any]) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _verify(
+    target: LongTermMemoryStore,
+    scope: tuple[str, ...],
+    facts: dict[str, dict[str, int]],
+    items: dict[tuple[tuple[str, ...], str], str],
+    conflicts: dict[str, list[str]],
+) -> dict[str, Any]:
+    """Count what arrived: the source's facts (by id) with their versions, and its items."""
+    others = [user for user, _ in all_users(target)] if not scope else []
+    in_target = {
+        user: {str(r["id"]): len(r["history"]) for r in target.export_user(user)}
+        for user in dict.fromkeys([*facts, *others])
+    }
+    users: list[dict[str, Any]] = []
+    for user, wanted in facts.items():
+        got = in_target[user]
+        found = [fact_id for fact_id in wanted if fact_id in got]
+        users.append(
+            {
+                "user_id": user,
+                "facts": len(wanted),
+                "versions": sum(wanted.values()),
+                "target_facts": len(found),
+                "target_versions": sum(got[fact_id] for fact_id in found),
+                "conflicts": conflicts.get(user, []),
+            }
+        )
+    extra = sum(len(got) for got in in_target.values()) - sum(u["target_facts"] for u in users)
+    held = {
+        (item.namespace, item.key): _digest(item.value)
+        for page in _other_items(target, scope, in_target, 1000)
+        for item in page
+    }
+    arrived = sum(held.get(key) == digest for key, digest in items.items())
+    totals = {k: sum(u[k] for u in users) for k in ("facts", "versions")}
+    found_totals = {k: sum(u[f"target_{k}"] for u in users) for k in ("facts", "versions")}
+    return {
+        "users": users,
+        "source": {"users": len(users), **totals, "items": len(items)},
+        "target": {"users": len(users), **found_totals, "items": arrived},
+        "extra_in_target": {"facts": extra, "items": len(held) - arrived},
+        "verified": totals == found_totals
+        and arrived == len(items)
+        and all(
+            (u["facts"], u["versions"]) == (u["target_facts"], u["target_versions"]) for u in users
+        ),
+    }
