@@ -61,6 +61,8 @@ _RELATIONS = {
     "school": "school", "university": "university",
 }  # fmt: skip
 
+_ENTITIES = frozenset(_RELATIONS.values())
+
 _POSSESSIVE = re.compile(
     r"\b(?:my|his|her|their|our|your|the user's|user's|the customer's)\s+", re.IGNORECASE
 )
@@ -116,6 +118,19 @@ def _canonical(word: str) -> str:
     return word.removesuffix("s") if len(word) > 3 and not word.endswith("ss") else word
 
 
+# compounds of a prefix and a person name a person too: stepmother, godfather, housemate
+_PERSON_COMPOUND = re.compile(
+    r"^(?:step|god|grand|great-?grand|great|ex|house|flat|room|class|team|work|play|best|"
+    r"boy|girl|half|foster|school)-?"
+    r"(?:mother|father|sister|brother|son|daughter|wife|husband|friend|mate|parent|child|"
+    r"kid|partner|boss|nephew|niece|aunt|uncle|cousin)$"
+)
+
+
+def _is_entity(base: str) -> bool:
+    return base in _ENTITIES or _PERSON_COMPOUND.match(base) is not None
+
+
 def _chain(words: list[str]) -> tuple[str, bool]:
     """A possessive chain ("son's friend's") as a key, and whether it names an entity."""
     parts: list[str] = []
@@ -124,7 +139,7 @@ def _chain(words: list[str]) -> tuple[str, bool]:
     for word in words:
         owner = word.endswith("'s")
         base = _canonical(word.removesuffix("'s"))
-        entity = entity or base in _RELATIONS.values()
+        entity = entity or _is_entity(base)
         current.append(base)
         if owner:
             parts.append(" ".join(current))

@@ -381,3 +381,11 @@ async def test_items_of_a_child_namespace_are_not_versions(mem, store):
     assert fact.history == ()
     assert await mem.forget("u1", made.fact.id) is True
     assert store.get(child, "x") is not None
+
+
+def test_a_users_fact_never_merges_into_a_relatives(store):
+    lenient = store.with_options(review_threshold=0.3)
+    step = lenient.remember("u1", "My stepmother gets up at 6:30 on weekdays")
+    mine = lenient.remember("u1", "Gets up at 7:00 on weekdays")
+    assert mine.action == "created" and mine.fact.id != step.fact.id
+    assert [s.reason for s in mine.similar] == ["different_subject"]
