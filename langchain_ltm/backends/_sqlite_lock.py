@@ -1,0 +1,131 @@
+"""Per-scope locks across processes for the SQLite engine: ``flock`` on striped lock files.
+
+``lock(scope)`` opens one of 256 small files in ``{database}-locks/`` (chosen by a hash of
+the table and the scope) and waits in ``flock(LOCK_EX)``. ``flock`` locks belong to the open
+file, not to the process, so two threads of one process exclude each other exactly like two
+processes do, closing a file releases only its own lock, and the kernel releases the lock
+of a process that dies. ``unlock`` closes the file.
+
+What it excludes: every other ``lock()`` of the same scope on the same database file and
+table, in any process on the machine, and also those of the scopes that share its stripe
+(about 1 in 256 pairs of scopes: two users then wait for each other's decide-and-write, a
+few milliseconds). It does not exclude plain reads or writes, and it is not SQLite's write
+lock: other users' writes, and LangGraph's ``SqliteSaver`` checkpoints in the same file, go
+on while a lock is held (a held lock can span a resolver's model call).
+
+Where ``fcntl`` does not exist (Windows), the stripes are in-process locks only and the
+engine says so (``cross_process_lock=False``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import threading
+from typing import Any
+
+from langchain_ltm.errors import BackendError
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["CROSS_PROCESS", "STRIPES", "FileLocks", "HeldLock"]
+
+STRIPES = 256
+CROSS_PROCESS = fcntl is not None
+
+_local_guard = threading.Lock()
+_local_stripes: dict[str, threading.Lock] = {}  # Windows: stripe file path -> lock
+
+
+class HeldLock:
+    """The token of a held lock: the open stripe file whose ``flock`` holds it."""
+
+    __slots__ = ("fd", "local", "path", "released", "scope")
+
+    def __init__(self, scope: str, path: str, fd: int | None, local: Any) -> None:
+        self.scope, self.path, self.fd, self.local = scope, path, fd, local
+        self.released = False
+
+    def __repr__(self) -> str:
+        return f"<HeldLock {self.scope!r} {'released' if self.released else 'held'}>"
+
+
+class FileLocks:
+    """``lock``/``unlock`` and async twins for one database file and table."""
+
+    def __init__(self, database: str, table: str) -> None:
+        self.folder = f"{database}-locks"
+        self.table = table
+
+    def stripe_path(self, scope: str) -> str:
+        digest = hashlib.blake2b(f"{self.table}\x00{scope}".encode(), digest_size=8).digest()
+        return os.path.join(self.folder, f"{int.from_bytes(digest, 'big') % STRIPES:02x}")
+
+    def _open(self, scope: str) -> tuple[str, int | None, Any]:
+        path = self.stripe_path(scope)
+        if fcntl is None:  # pragma: no cover - Windows
+            with _local_guard:
+                local = _local_stripes.setdefault(path, threading.Lock())
+            return path, None, local
+        try:
+            os.makedirs(self.folder, exist_ok=True)
+            return path, os.open(path, os.O_RDWR | os.O_CREAT, 0o666), None
+        except OSError as exc:
+            raise BackendError(
+                f"lock({scope!r}) cannot open its lock file {path} ({exc}). Writers need to "
+                f"create files next to the database: make {os.path.dirname(path) or '.'} "
+                "writable for this user."
+            ) from exc
+
+    def lock(self, scope: str) -> HeldLock:
+        """Wait (as long as it takes) until this caller holds ``scope``."""
+        path, fd, local = self._open(scope)
+        try:
+            if fd is None:  # pragma: no cover - Windows
+                local.acquire()
+            else:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+        except BaseException:
+            if fd is not None:
+                os.close(fd)
+            raise
+        return HeldLock(scope, path, fd, local)
+
+    async def alock(self, scope: str) -> HeldLock:
+        """Async twin of :meth:`lock`: polls without blocking the loop; cancel-safe."""
+        path, fd, local = self._open(scope)
+        delay = 0.0005
+        try:
+            while not _try(fd, local):
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.02)
+        except BaseException:  # cancelled while waiting: nothing is held
+            if fd is not None:
+                os.close(fd)
+            raise
+        return HeldLock(scope, path, fd, local)
+
+    @staticmethod
+    def unlock(held: HeldLock) -> None:
+        """Release ``held`` (a second call does nothing)."""
+        if held.released:
+            return
+        held.released = True
+        if held.fd is None:  # pragma: no cover - Windows
+            held.local.release()
+        else:
+            os.close(held.fd)  # closing the file releases its flock
+
+
+def _try(fd: int | None, local: Any) -> bool:
+    if fd is None:  # pragma: no cover - Windows
+        return bool(local.acquire(blocking=False))
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True

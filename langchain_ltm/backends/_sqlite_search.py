@@ -1,0 +1,225 @@
+"""The SQLite engine's searches: exact, scoped, filtered in Python (see ``sqlite.py``).
+
+Every function runs inside the read transaction its caller opened (one WAL snapshot).
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from langchain_ltm._filters import Condition, Filter, matches
+from langchain_ltm.backends._index import _top, page
+from langchain_ltm.backends._sqlite_sql import (
+    ITEM_COLUMNS,
+    Decoder,
+    Tables,
+    alive_sql,
+    chunks,
+    scope_sql,
+)
+from langchain_ltm.backends.base import Hit, SearchRequest, StoredItem
+from langchain_ltm.errors import BackendError
+
+_JSON_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+# ---- filters ---------------------------------------------------------------------------
+
+
+def prefilter(conditions: Filter, alias: str, params: list[Any]) -> str:
+    """A WHERE fragment keeping a superset of the rows ``matches`` accepts (often exactly them).
+
+    Only what SQLite decides without JSON type pitfalls is pushed down: string and boolean
+    equality and key existence on top-level keys (``json_type`` tells a JSON string from a
+    number and ``true`` from ``1``), and ``content_hash`` equality through its indexed
+    column. Everything else (ranges, nested paths, numbers, containers) is left to
+    :func:`langchain_ltm._filters.matches`, which callers apply to every row anyway.
+    """
+    parts = [sql for cond in conditions if (sql := _pushdown(cond, alias, params))]
+    return " AND ".join(parts) if parts else "1"
+
+
+def _strings(cond: Condition) -> list[str] | None:
+    operands = [cond.operand] if cond.op == "$eq" else cond.operand
+    if cond.op not in ("$eq", "$in") or not isinstance(operands, list):
+        return None
+    if all(isinstance(o, str) and "\x00" not in o for o in operands):
+        return operands
+    return None
+
+
+def _pushdown(cond: Condition, alias: str, params: list[Any]) -> str | None:
+    if len(cond.path) != 1 or not _JSON_KEY.fullmatch(cond.path[0]):
+        return None
+    path = "$." + cond.path[0]
+    if cond.op == "$exists":
+        params.append(path)
+        return f"json_type({alias}.value, ?) IS {'NOT ' if cond.operand else ''}NULL"
+    if cond.op == "$eq" and isinstance(cond.operand, bool):
+        params.append(path)
+        return f"json_type({alias}.value, ?) = '{'true' if cond.operand else 'false'}'"
+    strings = _strings(cond)
+    if strings is None:
+        return None
+    if not strings:
+        return "0"
+    marks = ", ".join("?" * len(strings))
+    if cond.path == ("content_hash",):  # the indexed column holds exactly the string values
+        params.extend(strings)
+        return f"{alias}.content_hash IN ({marks})"
+    params.append(path)
+    params.append(path)
+    params.extend(strings)
+    return f"(json_type({alias}.value, ?) = 'text' AND json_extract({alias}.value, ?) IN ({marks}))"
+
+
+# ---- search ----------------------------------------------------------------------------
+
+
+def search(conn: sqlite3.Connection, t: Tables, request: SearchRequest) -> list[list[Hit]]:
+    if request.vectors is None:
+        return [_unranked(conn, t, request, None)]
+    return _ranked(conn, t, request)
+
+
+def _unranked(
+    conn: sqlite3.Connection, t: Tables, request: SearchRequest, unscored_only: int | None
+) -> list[Hit]:
+    """Items in ``updated_at DESC, namespace, key`` order, filtered, paged.
+
+    ``unscored_only`` (from ranked searches): items without vectors only, and at most that
+    many of them (-1: all), from the start (no offset).
+    """
+    params: list[Any] = []
+    where = [
+        scope_sql(request.prefix, "i", params),
+        alive_sql(request.alive_at, "i", params),
+        prefilter(request.filter, "i", params),
+    ]
+    if unscored_only is not None:
+        where.append(
+            f"NOT EXISTS (SELECT 1 FROM {t.vectors} v WHERE v.ns = i.ns AND v.key = i.key)"
+        )
+        offset, limit = 0, None if unscored_only < 0 else unscored_only
+    else:
+        offset, limit = request.offset, request.limit
+    sql = (
+        f"SELECT {ITEM_COLUMNS} FROM {t.items} i WHERE {' AND '.join(where)} "
+        "ORDER BY i.updated_at DESC, i.ns, i.key"
+    )
+    decoder = Decoder()
+    if not request.filter:  # the SQL is exact: let SQLite page
+        params.extend((-1 if limit is None else limit, offset))
+        rows = conn.execute(sql + " LIMIT ? OFFSET ?", params).fetchall()
+        return [Hit(decoder.item(row), None) for row in rows]
+    wanted = None if limit is None else offset + limit
+    passed: list[Hit] = []
+    cursor = conn.execute(sql, params)
+    try:
+        for row in cursor:
+            item = decoder.item(row)
+            if matches(item.value, request.filter):
+                passed.append(Hit(item, None))
+                if wanted is not None and len(passed) >= wanted:
+                    break
+    finally:
+        cursor.close()
+    return passed[offset:] if limit is None else passed[offset : offset + limit]
+
+
+def _ranked(conn: sqlite3.Connection, t: Tables, request: SearchRequest) -> list[list[Hit]]:
+    """Exact: every vector in scope is scored with numpy, items are read best-first.
+
+    The vectors under the prefix come from the primary key's range in ``(ns, key)`` order
+    (ties in score keep that order: namespace, then key); an item's score is its best
+    vector's. For each query the best items are then read (and filtered, and checked for
+    expiry) in windows that grow 4x until ``offset + limit`` pass, so a filter that rejects
+    most items still fills the page and one that rejects none reads one window.
+    """
+    assert request.vectors is not None
+    queries = np.ascontiguousarray(request.vectors, dtype=np.float32)
+    dims = queries.shape[1]
+    params: list[Any] = []
+    scope = scope_sql(request.prefix, "v", params)
+    rows = conn.execute(
+        f"SELECT v.ns, v.key, v.embeddings FROM {t.vectors} v WHERE {scope} ORDER BY v.ns, v.key",
+        params,
+    ).fetchall()
+    n = len(rows)
+    if n:
+        blobs = [row[2] for row in rows]
+        sizes = np.fromiter(map(len, blobs), dtype=np.intp, count=n)
+        if (sizes % (4 * dims)).any():
+            raise BackendError(
+                f"Stored vectors in {t.vectors} do not have {dims} dimensions: the file was "
+                "written with another embedding model."
+            )
+        matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(-1, dims)
+        raw = matrix @ queries.T
+        counts = sizes // (4 * dims)
+        if (counts == 1).all():
+            scores = raw
+        else:
+            starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+            scores = np.maximum.reduceat(raw, starts, axis=0)
+    else:
+        scores = np.zeros((0, len(queries)), dtype=np.float32)
+
+    wanted = None if request.limit is None else request.offset + request.limit
+    decoder = Decoder()
+    fetched: dict[int, StoredItem | None] = {}  # row -> item, None if filtered or expired
+
+    def fetch(indices: Sequence[int]) -> None:
+        missing = [i for i in indices if i not in fetched]
+        by_ns: dict[bytes, dict[str, int]] = {}
+        for i in missing:
+            by_ns.setdefault(rows[i][0], {})[rows[i][1]] = i
+            fetched[i] = None
+        for ns, rows_of in by_ns.items():
+            for chunk in chunks(list(rows_of)):
+                chunk_params: list[Any] = [ns, *chunk]
+                alive = alive_sql(request.alive_at, "i", chunk_params)
+                where = prefilter(request.filter, "i", chunk_params)
+                found = conn.execute(
+                    f"SELECT {ITEM_COLUMNS} FROM {t.items} i WHERE i.ns = ? "
+                    f"AND i.key IN ({', '.join('?' * len(chunk))}) AND {alive} AND {where}",
+                    chunk_params,
+                )
+                for row in found:
+                    item = decoder.item(row)
+                    if not request.filter or matches(item.value, request.filter):
+                        fetched[rows_of[row[1]]] = item
+
+    columns: list[list[Hit]] = []
+    for column in range(len(queries)):
+        column_scores = scores[:, column]
+        if wanted is None:
+            order = _top(column_scores, None).tolist()
+            fetch(order)
+            kept = [i for i in order if fetched[i] is not None]
+        else:
+            window = max(wanted, 1)
+            while True:
+                order = _top(column_scores, window).tolist()
+                fetch(order)
+                kept = [i for i in order if fetched[i] is not None]
+                if len(kept) >= wanted or window >= n:
+                    break
+                window *= 4
+            kept = kept[:wanted]
+        scored = ((fetched[i], float(column_scores[i])) for i in kept)
+        columns.append([Hit(item, score) for item, score in scored if item is not None])
+
+    short = [len(hits) for hits in columns if wanted is None or len(hits) < wanted]
+    if short:  # some query has fewer scored items than wanted: items without vectors follow
+        need = -1 if wanted is None else wanted - min(short)
+        unscored = _unranked(conn, t, request, need)
+        for hits in columns:
+            if wanted is None or len(hits) < wanted:
+                hits.extend(unscored)
+    return [page(hits, request) for hits in columns]

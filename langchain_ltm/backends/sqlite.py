@@ -1,0 +1,494 @@
+"""SQLite engine: one file, Python's own ``sqlite3``, many processes, exact per-user search.
+
+Schema (``table="ltm_items"``, created and migrated when the backend opens):
+
+``ltm_items`` — one row per item: ``ns BLOB`` (the namespace, order-preserving: see
+    :func:`~langchain_ltm.backends._sqlite_sql.ns_key`), ``key``, ``value`` (JSON text),
+    ``content_hash`` (a fact's hash, indexed for exact dedup), ``created_at``,
+    ``updated_at``, ``expires_at`` (integer microseconds since the epoch, UTC: exact and
+    sortable), ``ttl_minutes``. The primary key ``(ns, key)`` is the index every scoped
+    query goes through: the namespaces under ``("memories", "u1")`` are one range of it,
+    so ``u1`` never sees ``u10`` or ``u1 x``, and ``ORDER BY ns`` is the namespaces' order.
+
+``ltm_items_vectors`` — one row per embedded item: ``(ns, key)`` primary key, ``paths``
+    (JSON) and ``embeddings``, the item's vectors as one little-endian float32 blob.
+
+``ltm_items_schema`` (applied versions; a newer one is refused) and ``ltm_items_meta``
+    (the vector size, written with the first vectors).
+
+Search is exact and scoped inside the engine: the vectors in the prefix's range are read
+through the primary key and scored with numpy (an item's score is its best vector's), then
+items are read best-first by primary key, filtered and checked for expiry, until
+``offset + limit`` pass. Filters are evaluated in Python with
+:func:`langchain_ltm._filters.matches` on the scoped rows, the one definition every engine
+shares; conditions SQLite can decide exactly (string and boolean equality, key existence,
+the indexed ``content_hash``) are also pushed into the SQL so fewer rows are read.
+``json_extract`` alone would get JSON types wrong (``true`` and ``1`` both come back as 1;
+objects compare as text). Opening a file reads one row (the schema version); nothing is
+loaded up front, each call reads what it needs.
+
+Concurrency: the file is in WAL mode, so any number of processes (and threads) read while
+one writes. Each write is one ``BEGIN IMMEDIATE`` transaction (a batch lands whole or not at
+all); writers wait for each other up to ``busy_timeout`` seconds, then get a
+``BackendError`` saying what to do. Reads run in one snapshot each. Connections come from a
+small pool, one caller at a time per connection (``check_same_thread=False`` is safe so).
+
+Locks: :meth:`SqliteBackend.lock` is a per-scope ``flock`` (see ``_sqlite_lock``), not
+SQLite's write lock, which is database-wide: holding that for a whole decide-and-write
+(which can include a resolver's model call) would stop every other user's writes, and the
+checkpoints of a ``SqliteSaver`` sharing the file.
+
+Async: every async method runs its sync twin on this backend's own worker threads (4).
+Not ``asyncio.to_thread``: tasks waiting for the store's per-user locks park on the default
+executor, and the lock holder's reads must never queue behind them. ``alock`` polls, so no
+thread waits for a lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from langchain_ltm.backends import _sqlite_search as search_sql
+from langchain_ltm.backends import _sqlite_sql as sql
+from langchain_ltm.backends._sqlite_lock import CROSS_PROCESS, FileLocks, HeldLock
+from langchain_ltm.backends.base import (
+    Capabilities,
+    Hit,
+    ItemKey,
+    ListRequest,
+    Record,
+    SearchRequest,
+    StoredItem,
+    VectorBackend,
+)
+from langchain_ltm.errors import BackendError, EmbeddingDimensionError
+
+__all__ = ["SchemaVersionError", "SqliteBackend", "sqlite_backend"]
+
+SchemaVersionError = sql.SchemaVersionError
+T = TypeVar("T")
+
+DEFAULT_BUSY_TIMEOUT = 10.0
+_IDLE_CONNECTIONS = 4
+_WORKERS = 4
+
+
+class SqliteBackend(VectorBackend):
+    """Items and vectors in one SQLite file; see the module docstring for the design.
+
+    Build it with :func:`sqlite_backend` (or ``LongTermMemoryStore.from_sqlite``).
+
+    Args:
+        path: The database file (created if missing; its folder must exist).
+        table: Items table name; the others are ``{table}_vectors``, ``_schema``, ``_meta``.
+        dims: Size of the embeddings; ``None`` learns it from the file or the first write.
+        busy_timeout: Seconds a write waits for another process's write before failing.
+
+    Example:
+        >>> import tempfile, os
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> from langchain_ltm import LongTermMemoryStore
+        >>> path = os.path.join(tempfile.mkdtemp(), "memory.db")
+        >>> backend = sqlite_backend(path)
+        >>> store = LongTermMemoryStore(backend, embeddings=DeterministicFakeEmbedding(size=8))
+        >>> store.remember("alice@example.com", "Prefers answers in Spanish").action
+        'created'
+        >>> backend.count(("memories",)), backend.capabilities.cross_process_lock
+        (1, True)
+        >>> backend.close()
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        table: str = "ltm_items",
+        dims: int | None = None,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+    ) -> None:
+        path = os.fspath(path)
+        if path == ":memory:" or path.startswith("file:") or not path:
+            raise ValueError(
+                f"sqlite_backend() needs a file path, got {path!r}: several connections and "
+                "processes share the file. Use a temporary file, or "
+                "LongTermMemoryStore(InMemoryVectorStore(embeddings)) for a store in memory."
+            )
+        if dims is not None and (
+            not isinstance(dims, int) or isinstance(dims, bool) or not 1 <= dims <= 65536
+        ):
+            raise ValueError(f"dims must be an int from 1 to 65536, got {dims!r}.")
+        if isinstance(busy_timeout, bool) or not isinstance(busy_timeout, (int, float)):
+            raise ValueError(f"busy_timeout must be a number of seconds, got {busy_timeout!r}.")
+        if busy_timeout < 0:
+            raise ValueError(f"busy_timeout must be >= 0 seconds, got {busy_timeout!r}.")
+        self.path = str(Path(path).expanduser())
+        self.tables = sql.Tables(table)
+        self.dims = dims
+        self.busy_timeout = float(busy_timeout)
+        self.capabilities = Capabilities(
+            name="sqlite",
+            persistent=True,
+            multi_process=True,
+            cross_process_lock=CROSS_PROCESS,
+            ttl=True,
+            extra={"exact_search": True, "path": self.path},
+        )
+        self._locks = FileLocks(self.path, table)
+        self._idle: list[sqlite3.Connection] = []
+        self._guard = threading.Lock()
+        self._closed = False
+        self._pid = os.getpid()
+        self._executor: ThreadPoolExecutor | None = None
+
+    # ---- connections --------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self.path,
+            timeout=self.busy_timeout,
+            isolation_level=None,  # transactions are explicit: BEGIN / BEGIN IMMEDIATE
+            check_same_thread=False,  # pooled: one caller at a time, from any thread
+            cached_statements=256,
+        )
+        try:
+            conn.execute("PRAGMA mmap_size = 268435456")
+            conn.execute("PRAGMA cache_size = -16384")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        with self._guard:
+            if self._closed:
+                raise BackendError(f"This SQLite backend ({self.path}) was closed; open a new one.")
+            if self._pid != os.getpid():  # forked: never use the parent's connections
+                self._idle, self._pid = [], os.getpid()
+            conn = self._idle.pop() if self._idle else None
+        if conn is None:
+            conn = self._connect()
+        try:
+            yield conn
+        except BaseException:
+            if conn.in_transaction:
+                _rollback(conn)
+            raise
+        finally:
+            with self._guard:
+                keep = not self._closed and len(self._idle) < _IDLE_CONNECTIONS
+                if keep and not conn.in_transaction:
+                    self._idle.append(conn)
+                    conn = None
+            if conn is not None:
+                conn.close()
+
+    def _read(self, what: str, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """``fn(conn)`` in one read snapshot (a deferred transaction)."""
+        try:
+            with self._connection() as conn:
+                conn.execute("BEGIN")
+                result = fn(conn)
+                conn.execute("COMMIT")
+                return result
+        except sqlite3.Error as exc:
+            raise self._translate(exc, what) from exc
+
+    def _write(self, what: str, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """``fn(conn)`` in one write transaction: whole or not at all."""
+        try:
+            with self._connection() as conn:
+                conn.execute("BEGIN IMMEDIATE")
+                result = fn(conn)
+                conn.execute("COMMIT")
+                return result
+        except sqlite3.Error as exc:
+            raise self._translate(exc, what) from exc
+
+    def setup(self) -> None:
+        """Switch the file to WAL and create or migrate the tables (idempotent).
+
+        Reads one row when the tables are current; takes the write lock only to migrate.
+        """
+        try:
+            with self._connection() as conn:
+                mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+                if str(mode).lower() != "wal":
+                    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                    if str(mode).lower() != "wal":
+                        raise BackendError(
+                            f"{self.path} cannot use write-ahead logging (journal_mode is "
+                            f"{mode!r}), which lets processes read while one writes: put the "
+                            "file on a local disk (not a network share)."
+                        )
+                current = sql.schema_version(conn, self.tables)
+                sql.check_version(self.tables, current, self.path)
+                if current < sql.SCHEMA_VERSION:
+                    conn.execute("BEGIN IMMEDIATE")
+                    sql.migrate(conn, self.tables, self.path)
+                    conn.execute("COMMIT")
+                stored = sql.stored_dims(conn, self.tables)
+        except sqlite3.Error as exc:
+            raise self._translate(exc, "setup") from exc
+        if stored is not None:
+            if self.dims is not None and self.dims != stored:
+                raise _dims_error(stored, self.dims)
+            self.dims = stored
+
+    def close(self) -> None:
+        """Close the pooled connections and worker threads (held locks stay valid)."""
+        with self._guard:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            executor, self._executor = self._executor, None
+        for conn in idle:
+            conn.close()
+        if executor is not None:
+            executor.shutdown(wait=False)
+
+    async def aclose(self) -> None:
+        """Async twin of :meth:`close`."""
+        self.close()
+
+    # ---- reads --------------------------------------------------------------------------
+
+    def get(self, keys: Sequence[ItemKey]) -> list[StoredItem | None]:  # noqa: D102
+        if not keys:
+            return []
+        return self._read("get", lambda conn: sql.get_items(conn, self.tables, keys))
+
+    def search(self, request: SearchRequest) -> list[list[Hit]]:  # noqa: D102
+        def run(conn: sqlite3.Connection) -> list[list[Hit]]:
+            if request.vectors is not None:
+                self._check_query(conn, request.vectors.shape[1])
+            return search_sql.search(conn, self.tables, request)
+
+        return self._read("search", run)
+
+    def list_namespaces(self, request: ListRequest) -> list[tuple[str, ...]]:  # noqa: D102
+        return self._read(
+            "list_namespaces", lambda conn: sql.list_namespaces(conn, self.tables, request)
+        )
+
+    def count(self, prefix: tuple[str, ...]) -> int:  # noqa: D102
+        return self._read("count", lambda conn: sql.count_items(conn, self.tables, prefix))
+
+    # ---- writes -------------------------------------------------------------------------
+
+    def write(self, upserts: Sequence[Record], deletes: Sequence[ItemKey]) -> int:  # noqa: D102
+        kept, gone = sql.normalize_batch(upserts, deletes)
+        if not kept and not gone:
+            return 0
+        try:
+            dims = sql.batch_dims(kept)
+        except ValueError as exc:
+            raise EmbeddingDimensionError(f"{exc} Use one embedding model per store.") from exc
+        if dims is not None and self.dims is not None and dims != self.dims:
+            raise _dims_error(self.dims, dims)
+
+        def run(conn: sqlite3.Connection) -> int:
+            if dims is not None and self.dims is None:  # first vectors seen by this backend
+                stored = sql.stored_dims(conn, self.tables)
+                if stored is None:
+                    conn.execute(
+                        f"INSERT INTO {self.tables.meta} (name, value) VALUES ('dims', ?)", (dims,)
+                    )
+                elif stored != dims:
+                    raise _dims_error(stored, dims)
+            return sql.write(conn, self.tables, kept, gone)
+
+        deleted = self._write("write", run)
+        if dims is not None:
+            self.dims = dims
+        return deleted
+
+    def touch(self, keys: Sequence[ItemKey], now: datetime) -> None:  # noqa: D102
+        if not keys or not self._read("touch", lambda c: sql.any_ttl(c, self.tables, keys)):
+            return  # nothing to refresh: a read stays a read
+        self._write("touch", lambda conn: sql.touch(conn, self.tables, keys, now))
+
+    def sweep(self, now: datetime) -> int:  # noqa: D102
+        return self._write("sweep", lambda conn: sql.sweep(conn, self.tables, now))
+
+    # ---- locks --------------------------------------------------------------------------
+
+    def lock(self, scope: str) -> HeldLock:
+        """Wait until this caller holds ``scope``'s lock on this file and table, in every process.
+
+        A ``flock`` on one of 256 lock files next to the database (``{path}-locks/``); see
+        ``_sqlite_lock`` for what it excludes. It waits as long as it takes; a holder that
+        dies releases it. Not reentrant. Reads and writes do not take it.
+
+        Example:
+            >>> import tempfile, os
+            >>> backend = sqlite_backend(os.path.join(tempfile.mkdtemp(), "m.db"))
+            >>> token = backend.lock("alice@example.com")
+            >>> try:
+            ...     ...  # read, decide, write: no other process does it for alice now
+            ... finally:
+            ...     backend.unlock(token)
+            Ellipsis
+        """
+        return self._locks.lock(_scope(scope))
+
+    def unlock(self, token: Any) -> None:
+        """Release a lock :meth:`lock` or :meth:`alock` returned (a second call does nothing)."""
+        self._locks.unlock(_token(token))
+
+    async def alock(self, scope: str) -> HeldLock:
+        """Async twin of :meth:`lock`: waits without blocking the event loop or a thread."""
+        return await self._locks.alock(_scope(scope))
+
+    async def aunlock(self, token: Any) -> None:
+        """Async twin of :meth:`unlock`."""
+        self._locks.unlock(_token(token))
+
+    # ---- async twins: the sync methods on this backend's own threads --------------------
+
+    async def _off_loop(self, fn: Callable[..., T], *args: Any) -> T:
+        with self._guard:
+            if self._executor is None:
+                if self._closed:
+                    raise BackendError(
+                        f"This SQLite backend ({self.path}) was closed; open a new one."
+                    )
+                self._executor = ThreadPoolExecutor(_WORKERS, thread_name_prefix="ltm-sqlite")
+            executor = self._executor
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(executor, functools.partial(fn, *args))
+
+    async def aget(self, keys: Sequence[ItemKey]) -> list[StoredItem | None]:  # noqa: D102
+        return await self._off_loop(self.get, keys)
+
+    async def asearch(self, request: SearchRequest) -> list[list[Hit]]:  # noqa: D102
+        return await self._off_loop(self.search, request)
+
+    async def alist_namespaces(self, request: ListRequest) -> list[tuple[str, ...]]:  # noqa: D102
+        return await self._off_loop(self.list_namespaces, request)
+
+    async def acount(self, prefix: tuple[str, ...]) -> int:  # noqa: D102
+        return await self._off_loop(self.count, prefix)
+
+    async def awrite(self, upserts: Sequence[Record], deletes: Sequence[ItemKey]) -> int:  # noqa: D102
+        return await self._off_loop(self.write, upserts, deletes)
+
+    async def atouch(self, keys: Sequence[ItemKey], now: datetime) -> None:  # noqa: D102
+        await self._off_loop(self.touch, keys, now)
+
+    async def asweep(self, now: datetime) -> int:  # noqa: D102
+        return await self._off_loop(self.sweep, now)
+
+    # ---- checks and errors --------------------------------------------------------------
+
+    def _check_query(self, conn: sqlite3.Connection, given: int) -> None:
+        if self.dims is None:
+            self.dims = sql.stored_dims(conn, self.tables)
+        if self.dims is not None and given != self.dims:
+            raise _dims_error(self.dims, given)
+
+    def _translate(self, exc: sqlite3.Error, what: str) -> Exception:
+        """A langchain-ltm error for a sqlite3 error, saying what to change."""
+        message = str(exc).strip()
+        name = str(getattr(exc, "sqlite_errorname", ""))
+        lowered = message.lower()
+        if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in lowered:
+            return BackendError(
+                f"{self.path} stayed locked by another writer for more than busy_timeout="
+                f"{self.busy_timeout:g} s during {what} ({message}); nothing of this call was "
+                "written. Retry it; pass a larger busy_timeout to sqlite_backend() / "
+                "from_sqlite() if long writes are expected; or end the process that keeps a "
+                "write transaction open (an interactive sqlite3 shell after BEGIN, a stuck job)."
+            )
+        if name.startswith("SQLITE_FULL") or "disk is full" in lowered:
+            return BackendError(
+                f"The disk holding {self.path} is full ({message}): free space, then retry "
+                f"the {what} (nothing of this batch was written)."
+            )
+        if name.startswith("SQLITE_READONLY") or "readonly" in lowered:
+            return BackendError(
+                f"{self.path} is read-only for this process ({message}): make the file and its "
+                "folder writable (SQLite also writes the -wal and -shm files next to it)."
+            )
+        if name.startswith("SQLITE_CANTOPEN") or "unable to open" in lowered:
+            return BackendError(
+                f"Cannot open {self.path} ({message}): check that its folder exists and is "
+                "writable by this user."
+            )
+        if name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT")) or "not a database" in lowered:
+            return BackendError(
+                f"{self.path} is not a usable SQLite database ({message}): point the store at "
+                "another file, or restore this one from a backup (ltm export output)."
+            )
+        return BackendError(f"SQLite failed during {what} on {self.path}: {message}")
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    with contextlib.suppress(sqlite3.Error):  # gone already: SQLite rolled it back
+        conn.execute("ROLLBACK")
+
+
+def _scope(scope: str) -> str:
+    if not isinstance(scope, str):
+        raise TypeError(f"lock() takes a str scope, got {type(scope).__name__}.")
+    return scope
+
+
+def _token(token: Any) -> HeldLock:
+    if not isinstance(token, HeldLock):
+        raise TypeError(f"unlock() takes the token lock() returned, got {token!r}.")
+    return token
+
+
+def _dims_error(stored: int, given: int) -> EmbeddingDimensionError:
+    return EmbeddingDimensionError(
+        f"The stored vectors have {stored} dimensions but the embeddings return {given}. "
+        "The embedding model changed: keep the original model, or store the new memories "
+        "in a new file (or table) and re-remember them there."
+    )
+
+
+def sqlite_backend(
+    path: str | os.PathLike[str],
+    *,
+    table: str = "ltm_items",
+    dims: int | None = None,
+    busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+) -> SqliteBackend:
+    """A :class:`SqliteBackend` on the file ``path``, tables created or migrated.
+
+    Args:
+        path: Database file (created if missing; its folder must exist). Other tools'
+            tables may share it (LangGraph's ``SqliteSaver`` checkpoints, for one).
+        table: Items table name (also ``{table}_vectors``, ``_schema``, ``_meta``).
+        dims: Embedding size. ``None``: read from the file, or learnt at the first write.
+        busy_timeout: Seconds a write waits for another process's write transaction
+            before raising ``BackendError`` (readers never wait: WAL mode).
+
+    Returns:
+        The backend, ready for ``LongTermMemoryStore(backend, embeddings=...)``.
+
+    Example:
+        >>> import tempfile, os
+        >>> backend = sqlite_backend(os.path.join(tempfile.mkdtemp(), "memory.db"), dims=384)
+        >>> backend.dims, backend.tables.vectors, backend.busy_timeout
+        (384, '"ltm_items_vectors"', 10.0)
+        >>> backend.close()
+    """
+    backend = SqliteBackend(path, table=table, dims=dims, busy_timeout=busy_timeout)
+    try:
+        backend.setup()
+    except BaseException:
+        backend.close()
+        raise
+    return backend
