@@ -3,11 +3,17 @@
 Items are kept in per-namespace blocks; each block stacks its vectors in one float32 matrix,
 so a scoped search is one matrix product over the scope's rows, scored exactly. Callers
 hold their own lock around every call.
+
+TTL: each block also knows which of its items expire (``expiring``), so a search with
+``alive_at`` over blocks where nothing has expired takes the same path as one without, and
+:meth:`NamespaceIndex.expired` lists what a sweep deletes without scanning every item.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -20,6 +26,8 @@ from langchain_ltm.backends.base import (
     SearchRequest,
     StoredItem,
     Vectors,
+    expiry,
+    is_alive,
     namespace_matches,
 )
 
@@ -42,6 +50,7 @@ class _Block:
         "_single",
         "_starts",
         "doc_ids",
+        "expiring",
         "items",
         "vectors",
     )
@@ -50,6 +59,7 @@ class _Block:
         self.items: dict[str, StoredItem] = {}
         self.vectors: dict[str, Vectors] = {}
         self.doc_ids: dict[str, list[str]] = {}
+        self.expiring: dict[str, datetime] = {}  # key -> expires_at, items with a TTL only
         self._buffer: Vectors | None = None  # rows [0, _count) are live
         self._count = 0
         self._rows: list[str] = []
@@ -75,6 +85,23 @@ class _Block:
             self._rows.append(key)
             self._row_of[key] = row
         self._buffer[row] = vectors[0]
+
+    def set_item(self, item: StoredItem) -> None:
+        self.items[item.key] = item
+        if item.expires_at is None:
+            self.expiring.pop(item.key, None)
+        else:
+            self.expiring[item.key] = item.expires_at
+
+    def has_expired(self, at: datetime | None) -> bool:
+        """Whether some item of the block has expired at ``at`` (``None``: no check)."""
+        return at is not None and any(moment <= at for moment in self.expiring.values())
+
+    def has_alive(self, at: datetime | None) -> bool:
+        """Whether some item of the block is alive at ``at``."""
+        if at is None or len(self.items) > len(self.expiring):
+            return bool(self.items)
+        return any(moment > at for moment in self.expiring.values())
 
     def drop_vectors(self, key: str) -> None:
         if self.vectors.pop(key, None) is not None:
@@ -126,7 +153,11 @@ class NamespaceIndex:
         return sum(len(self._blocks[ns].items) for ns in self._under.get(prefix, ()))
 
     def list_namespaces(self, request: ListRequest) -> list[tuple[str, ...]]:
-        found = [ns for ns in self._blocks if namespace_matches(ns, request.conditions)]
+        found = [
+            ns
+            for ns, block in self._blocks.items()
+            if namespace_matches(ns, request.conditions) and block.has_alive(request.alive_at)
+        ]
         if request.max_depth is not None:
             found = list({ns[: request.max_depth] for ns in found})
         found.sort()
@@ -139,13 +170,16 @@ class NamespaceIndex:
         return self._ranked(blocks, request)
 
     def _unranked(self, blocks: list[_Block], request: SearchRequest) -> list[Hit]:
-        items = [it for b in blocks for it in _filtered(b.items.values(), request)]
+        items = [it for b in blocks for it in _filtered(b.items.values(), request, b)]
         return [Hit(it, None) for it in page(sort_unranked(items), request)]
 
     def _ranked(self, blocks: list[_Block], request: SearchRequest) -> list[list[Hit]]:
         assert request.vectors is not None
         queries = request.vectors
-        if len(blocks) == 1 and not request.filter:
+        alive_at = request.alive_at
+        if alive_at is not None and not any(b.has_expired(alive_at) for b in blocks):
+            alive_at = None  # nothing in scope has expired: no per-item check needed
+        if len(blocks) == 1 and not request.filter and alive_at is None:
             block = blocks[0]
             if len(block.vectors) == len(block.items):  # one user's facts: the hot path
                 return self._ranked_block(block, request)
@@ -162,7 +196,7 @@ class NamespaceIndex:
             score_parts.append(block_scores)
             if len(block.vectors) < len(block.items):
                 rest = (it for k, it in block.items.items() if k not in block.vectors)
-                unscored.extend(_filtered(rest, request))
+                unscored.extend(_filtered(rest, request, block))
         unscored = sort_unranked(unscored)
         scores = (
             np.concatenate(score_parts)
@@ -175,12 +209,14 @@ class NamespaceIndex:
         def passes(i: int) -> bool:
             ok = passed.get(i)
             if ok is None:
-                ok = passed[i] = matches(owners[i][keys[i]].value, request.filter)
+                item = owners[i][keys[i]]
+                ok = passed[i] = is_alive(item, alive_at) and matches(item.value, request.filter)
             return ok
 
+        check = request.filter or alive_at is not None
         out: list[list[Hit]] = []
         for column in range(queries.shape[0]):
-            order = _top_passing(scores[:, column], wanted, passes if request.filter else None)
+            order = _top_passing(scores[:, column], wanted, passes if check else None)
             hits = [Hit(owners[i][keys[i]], float(scores[i, column])) for i in order]
             if wanted is None or len(hits) < wanted:
                 hits.extend(Hit(it, None) for it in unscored)
@@ -211,7 +247,7 @@ class NamespaceIndex:
             for depth in range(len(namespace) + 1):
                 self._under.setdefault(namespace[:depth], {})[namespace] = None
         old = block.items.get(item.key)
-        block.items[item.key] = item
+        block.set_item(item)
         if vectors is not None and len(vectors):
             block.set_vectors(item.key, vectors)
         else:
@@ -223,6 +259,7 @@ class NamespaceIndex:
         block = self._blocks.get(namespace)
         if block is None or block.items.pop(key, None) is None:
             return False
+        block.expiring.pop(key, None)
         block.drop_vectors(key)
         if not block.items:
             del self._blocks[namespace]
@@ -233,11 +270,38 @@ class NamespaceIndex:
                     del self._under[namespace[:depth]]
         return True
 
+    def touch(self, keys: Sequence[ItemKey], now: datetime) -> list[StoredItem]:
+        """Refresh the TTL of the alive items among ``keys``; returns the refreshed items."""
+        out = []
+        for namespace, key in dict.fromkeys(keys):
+            block = self._blocks.get(namespace)
+            item = block.items.get(key) if block else None
+            if block is None or item is None or item.ttl_minutes is None:
+                continue
+            if not is_alive(item, now):
+                continue
+            item = dataclasses.replace(item, expires_at=expiry(now, item.ttl_minutes))
+            block.set_item(item)
+            out.append(item)
+        return out
 
-def _filtered(items: Iterable[StoredItem], request: SearchRequest) -> Iterable[StoredItem]:
-    if not request.filter:
+    def expired(self, now: datetime) -> list[ItemKey]:
+        """Keys of every item with ``expires_at <= now`` (what a sweep deletes)."""
+        return [
+            (namespace, key)
+            for namespace, block in self._blocks.items()
+            for key, moment in block.expiring.items()
+            if moment <= now
+        ]
+
+
+def _filtered(
+    items: Iterable[StoredItem], request: SearchRequest, block: _Block
+) -> Iterable[StoredItem]:
+    at = request.alive_at if block.has_expired(request.alive_at) else None
+    if not request.filter and at is None:
         return items
-    return (it for it in items if matches(it.value, request.filter))
+    return (it for it in items if is_alive(it, at) and matches(it.value, request.filter))
 
 
 def sort_unranked(items: list[StoredItem]) -> list[StoredItem]:

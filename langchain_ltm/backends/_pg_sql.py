@@ -26,12 +26,13 @@ from langchain_ltm.backends.base import (
     Record,
     SearchRequest,
     StoredItem,
+    expiry,
 )
 from langchain_ltm.errors import BackendError
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _SETUP_LOCK = "langchain_ltm.setup"
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,47}")
 
@@ -164,7 +165,7 @@ def _condition(cond: Condition, alias: str, params: list[Any]) -> str:
 # ---- reads -----------------------------------------------------------------------------
 
 _UTC = timezone.utc
-_ITEM_COLUMNS = "i.ns_path, i.key, i.value, i.created_at, i.updated_at"
+_ITEM_COLUMNS = "i.ns_path, i.key, i.value, i.created_at, i.updated_at, i.expires_at, i.ttl_minutes"
 
 
 def _utc(moment: datetime) -> datetime:
@@ -172,8 +173,24 @@ def _utc(moment: datetime) -> datetime:
 
 
 def _item(row: Sequence[Any], at: int = 0) -> StoredItem:
-    path, key, value, created, updated = row[at : at + 5]
-    return StoredItem(_namespace_of(path), key, value, _utc(created), _utc(updated))
+    path, key, value, created, updated, expires, ttl = row[at : at + 7]
+    return StoredItem(
+        _namespace_of(path),
+        key,
+        value,
+        _utc(created),
+        _utc(updated),
+        _utc(expires) if expires is not None else None,
+        ttl,
+    )
+
+
+def _alive(at: datetime | None, alias: str, params: list[Any]) -> str:
+    """TTL: items without one, or expiring after ``at`` (``None``: every item)."""
+    if at is None:
+        return "TRUE"
+    params.append(at)
+    return f"({alias}.expires_at IS NULL OR {alias}.expires_at > %s)"
 
 
 def get_items(t: Tables, keys: Sequence[ItemKey]) -> Exchange[list[StoredItem | None]]:
@@ -205,6 +222,8 @@ def list_namespaces(t: Tables, request: ListRequest) -> Exchange[list[tuple[str,
         params.append(request.max_depth)
         column = "i.namespace[1:%s]"
     where: list[str] = []
+    if request.alive_at is not None:
+        where.append(_alive(request.alive_at, "i", params))
     for match_type, path in request.conditions:
         if not path:
             continue
@@ -242,9 +261,10 @@ def _unranked(t: Tables, request: SearchRequest) -> Exchange[list[Hit]]:
     params: list[Any] = []
     scope = _scope(request.prefix, "i", params)
     where = filter_sql(request.filter, "i", params)
+    alive = _alive(request.alive_at, "i", params)
     params.extend((request.limit, request.offset))
     rows = yield Statement(
-        f"SELECT {_ITEM_COLUMNS} FROM {t.items} i WHERE {scope} AND {where} "
+        f"SELECT {_ITEM_COLUMNS} FROM {t.items} i WHERE {scope} AND {where} AND {alive} "
         "ORDER BY i.updated_at DESC, i.namespace, i.key LIMIT %s OFFSET %s",
         tuple(params),
     )
@@ -269,6 +289,7 @@ def _ranked(t: Tables, request: SearchRequest) -> Exchange[list[list[Hit]]]:
     values = ", ".join(f"({n}, %b::vector)" for n in range(1, len(queries) + 1))
     vscope = _scope(request.prefix, "v", params)
     lookup_filter = filter_sql(request.filter, "i", params)
+    lookup_alive = _alive(request.alive_at, "i", params)
     params.append(wanted)
     gate = ""
     if wanted is not None:
@@ -276,30 +297,36 @@ def _ranked(t: Tables, request: SearchRequest) -> Exchange[list[list[Hit]]]:
         params.append(wanted * len(queries))
     scope = _scope(request.prefix, "i", params)
     where = filter_sql(request.filter, "i", params)
+    alive = _alive(request.alive_at, "i", params)
     params.append(wanted)
     # OFFSET 0 keeps the item lookup a parameterized nested loop (no hash join of the range)
     sql = f"""
 WITH ranked AS MATERIALIZED (
-    SELECT q.qi, r.score, r.ns_path, r.key, r.value, r.created_at, r.updated_at
+    SELECT q.qi, r.score, r.ns_path, r.key, r.value, r.created_at, r.updated_at,
+        r.expires_at, r.ttl_minutes
     FROM (VALUES {values}) AS q(qi, vec)
     CROSS JOIN LATERAL (
-        SELECT b.score, b.ns_path, b.key, i.value, i.created_at, i.updated_at
+        SELECT b.score, b.ns_path, b.key, i.value, i.created_at, i.updated_at,
+            i.expires_at, i.ttl_minutes
         FROM (
             SELECT v.ns_path, v.key, max(-(v.embedding <#> q.vec)) AS score
             FROM {t.vectors} v WHERE {vscope}
             GROUP BY v.ns_path, v.key ORDER BY 3 DESC, 1, 2
         ) b
         CROSS JOIN LATERAL (
-            SELECT i.value, i.created_at, i.updated_at FROM {t.items} i
-            WHERE i.ns_path = b.ns_path AND i.key = b.key AND {lookup_filter} OFFSET 0
+            SELECT i.value, i.created_at, i.updated_at, i.expires_at, i.ttl_minutes
+            FROM {t.items} i
+            WHERE i.ns_path = b.ns_path AND i.key = b.key AND {lookup_filter}
+              AND {lookup_alive} OFFSET 0
         ) i
         ORDER BY b.score DESC, b.ns_path, b.key LIMIT %s
     ) r
 )
-SELECT qi, score, ns_path, key, value, created_at, updated_at FROM ranked
+SELECT qi, score, ns_path, key, value, created_at, updated_at, expires_at, ttl_minutes
+FROM ranked
 UNION ALL (
     SELECT NULL, NULL, {_ITEM_COLUMNS} FROM {t.items} i
-    WHERE {gate}{scope} AND {where}
+    WHERE {gate}{scope} AND {where} AND {alive}
       AND NOT EXISTS (SELECT 1 FROM {t.vectors} v WHERE v.ns_path = i.ns_path AND v.key = i.key)
     ORDER BY i.updated_at DESC, i.namespace, i.key LIMIT %s
 )"""
@@ -385,8 +412,14 @@ def _upsert_items(t: Tables, upserts: Sequence[Record], params: list[Any]) -> st
     (``EXCLUDED``), not whether its ``created_at`` was given; the batch's keys are unique
     (see :func:`normalize_batch`), so no row is touched by both.
     """
-    head = f"INSERT INTO {t.items} AS t (ns_path, key, value, created_at, updated_at) "
-    update = "ON CONFLICT (ns_path, key) DO UPDATE SET value = EXCLUDED.value, "
+    head = (
+        f"INSERT INTO {t.items} AS t "
+        "(ns_path, key, value, created_at, updated_at, expires_at, ttl_minutes) "
+    )
+    update = (
+        "ON CONFLICT (ns_path, key) DO UPDATE SET value = EXCLUDED.value, "
+        "expires_at = EXCLUDED.expires_at, ttl_minutes = EXCLUDED.ttl_minutes, "
+    )
     ctes = []
     for restore in (False, True):
         group = [r for r in upserts if (r.created_at is not None) == restore]
@@ -398,19 +431,23 @@ def _upsert_items(t: Tables, upserts: Sequence[Record], params: list[Any]) -> st
                 [r.key for r in group],
                 [Jsonb(r.value) for r in group],
                 [r.now for r in group],
+                [expiry(r.now, r.ttl_minutes) for r in group],
+                [r.ttl_minutes for r in group],
             )
         )
         if not restore:
             ctes.append(
-                f"up AS ({head}SELECT p, k, v, n, n FROM unnest(%b::text[], %b::text[], "
-                "%b::jsonb[], %b::timestamptz[]) AS x(p, k, v, n) "
+                f"up AS ({head}SELECT p, k, v, n, n, e, m FROM unnest(%b::text[], %b::text[], "
+                "%b::jsonb[], %b::timestamptz[], %b::timestamptz[], %b::float8[]) "
+                "AS x(p, k, v, n, e, m) "
                 f"{update}updated_at = EXCLUDED.updated_at RETURNING 1)"
             )
             continue
         params.append([r.created_at for r in group])
         ctes.append(
-            f"restored AS ({head}SELECT p, k, v, c, n FROM unnest(%b::text[], %b::text[], "
-            "%b::jsonb[], %b::timestamptz[], %b::timestamptz[]) AS x(p, k, v, n, c) "
+            f"restored AS ({head}SELECT p, k, v, c, n, e, m FROM unnest(%b::text[], "
+            "%b::text[], %b::jsonb[], %b::timestamptz[], %b::timestamptz[], %b::float8[], "
+            "%b::timestamptz[]) AS x(p, k, v, n, e, m, c) "
             f"{update}updated_at = EXCLUDED.updated_at, created_at = EXCLUDED.created_at "
             "RETURNING 1)"
         )
@@ -455,6 +492,48 @@ def _replace_vectors(t: Tables, upserts: Sequence[Record], params: list[Any]) ->
         "ON CONFLICT (langchain_id) DO UPDATE "
         "SET content = EXCLUDED.content, embedding = EXCLUDED.embedding)"
     )
+
+
+# ---- TTL -------------------------------------------------------------------------------
+
+
+def touch(t: Tables, keys: Sequence[ItemKey], now: datetime) -> Exchange[None]:
+    """Refresh on read: ``expires_at = now + ttl_minutes`` for alive items with a TTL.
+
+    Rows are locked in key order and rows a writer holds are skipped (that write sets its
+    own expiry), so a refresh never waits on, or deadlocks with, a concurrent write.
+    """
+    wanted = sorted({(ns_path(ns), key) for ns, key in keys})
+    if not wanted:
+        return
+    yield Statement(
+        f"WITH k AS (SELECT i.ns_path, i.key FROM {t.items} i "
+        "JOIN unnest(%b::text[], %b::text[]) AS u(ns_path, key) "
+        "ON i.ns_path = u.ns_path AND i.key = u.key "
+        "WHERE i.ttl_minutes IS NOT NULL AND i.expires_at > %s "
+        "ORDER BY i.ns_path, i.key FOR UPDATE OF i SKIP LOCKED) "
+        f"UPDATE {t.items} i SET expires_at = %s + i.ttl_minutes * interval '1 minute' "
+        "FROM k WHERE i.ns_path = k.ns_path AND i.key = k.key",
+        ([p for p, _ in wanted], [k for _, k in wanted], now, now),
+    )
+
+
+def sweep(t: Tables, now: datetime) -> Exchange[int]:
+    """Delete every item expired at ``now`` (its vectors go by cascade); how many.
+
+    Found through the partial index on ``expires_at``; rows a writer holds are left for
+    the next sweep.
+    """
+    rows = yield Statement(
+        f"WITH doomed AS (SELECT ns_path, key FROM {t.items} "
+        "WHERE expires_at IS NOT NULL AND expires_at <= %s "
+        "ORDER BY ns_path, key FOR UPDATE SKIP LOCKED), "
+        f"gone AS (DELETE FROM {t.items} i USING doomed d "
+        "WHERE i.ns_path = d.ns_path AND i.key = d.key RETURNING 1) "
+        "SELECT count(*) FROM gone",
+        (now,),
+    )
+    return int(rows[0][0])
 
 
 # ---- locks -----------------------------------------------------------------------------
@@ -515,6 +594,16 @@ def _migrations(t: Tables, dims: int | None) -> list[tuple[int, str, list[str]]]
 ) WITH (toast_tuple_target = 8160)""",
                 f"CREATE INDEX IF NOT EXISTS {t.index('vectors_scope')} "
                 f"ON {t.vectors} (ns_path, key)",
+            ],
+        ),
+        (
+            2,
+            "TTL: expires_at and ttl_minutes columns, partial index for the sweeper",
+            [
+                f"ALTER TABLE {t.items} ADD COLUMN IF NOT EXISTS expires_at timestamptz NULL, "
+                "ADD COLUMN IF NOT EXISTS ttl_minutes double precision NULL",
+                f"CREATE INDEX IF NOT EXISTS {t.index('expires_at')} ON {t.items} (expires_at) "
+                "WHERE expires_at IS NOT NULL",
             ],
         ),
     ]

@@ -15,6 +15,8 @@ can search what we wrote. Next to those, our own payload fields:
 ``value``           the item value (JSON object; filters translate to ``value.<path>``)
 ``created_at_us``   timestamps, integer microseconds since the Unix epoch (exact round trip)
 ``updated_at_us``
+``expires_at_us``   TTL: when the item expires (same unit; absent without a TTL), indexed
+``ttl_minutes``     TTL: what a refresh on read extends by
 ``head``            ``True`` on the item's one head point (see below)
 ``indexed``         on the head: whether the item has vectors
 ``paths``           on the head: the index paths of the item's texts, in order
@@ -41,14 +43,23 @@ from qdrant_client import models
 
 from langchain_ltm._codec import vector_id
 from langchain_ltm._filters import Condition, Filter
-from langchain_ltm.backends.base import Record, StoredItem
+from langchain_ltm.backends.base import Record, StoredItem, expiry
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-ITEM_FIELDS = ["namespace", "key", "value", "created_at_us", "updated_at_us"]
+ITEM_FIELDS = [
+    "namespace",
+    "key",
+    "value",
+    "created_at_us",
+    "updated_at_us",
+    "expires_at_us",
+    "ttl_minutes",
+]
 HEAD_FIELDS = ["created_at_us", "paths"]
 # keyword payload indexes created on a server ("user" is the tenant index)
 KEYWORD_INDEXES = ("ns", "ns_prefixes", "key", "value.content_hash")
 BOOL_INDEXES = ("head", "indexed")
+INTEGER_INDEXES = ("expires_at_us",)
 
 _SAFE_SEGMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _EXACT_FLOAT_INT = 2**53
@@ -98,6 +109,10 @@ def build_points(
     }
     if len(namespace) >= tenant_depth:
         shared["user"] = namespace[tenant_depth - 1]
+    expires_at = expiry(record.now, record.ttl_minutes)
+    if expires_at is not None:
+        shared["expires_at_us"] = to_us(expires_at)
+        shared["ttl_minutes"] = record.ttl_minutes
     vectors = record.vectors if record.vectors is not None else ()
     texts = record.texts if len(vectors) else ()
     paths = list(record.paths) if len(vectors) else []
@@ -123,13 +138,32 @@ def build_points(
 
 
 def stored_item(payload: dict[str, Any]) -> StoredItem:
+    expires = payload.get("expires_at_us")
+    ttl = payload.get("ttl_minutes")
     return StoredItem(
         namespace=tuple(payload["namespace"]),
         key=payload["key"],
         value=payload["value"],
         created_at=from_us(payload["created_at_us"]),
         updated_at=from_us(payload["updated_at_us"]),
+        expires_at=from_us(expires) if expires is not None else None,
+        ttl_minutes=float(ttl) if ttl is not None else None,
     )
+
+
+def alive_condition(at: datetime) -> models.Condition:
+    """Points of items without a TTL or expiring after ``at``."""
+    return models.Filter(
+        should=[
+            models.IsEmptyCondition(is_empty=models.PayloadField(key="expires_at_us")),
+            models.FieldCondition(key="expires_at_us", range=models.Range(gt=to_us(at))),
+        ]
+    )
+
+
+def expired_condition(at: datetime) -> models.Condition:
+    """Points of items that have expired at ``at``."""
+    return models.FieldCondition(key="expires_at_us", range=models.Range(lte=to_us(at)))
 
 
 def is_ours(payload: dict[str, Any] | None) -> bool:

@@ -29,7 +29,9 @@ from langchain_ltm.backends._qdrant_layout import (
     HEADS,
     ITEM_FIELDS,
     UNINDEXED_HEADS,
+    alive_condition,
     build_points,
+    expired_condition,
     from_us,
     head_id,
     is_ours,
@@ -38,6 +40,7 @@ from langchain_ltm.backends._qdrant_layout import (
     scope_conditions,
     search_filter,
     stored_item,
+    to_us,
 )
 from langchain_ltm.backends.base import (
     Hit,
@@ -47,6 +50,8 @@ from langchain_ltm.backends.base import (
     SearchRequest,
     StoredItem,
     Vectors,
+    expiry,
+    is_alive,
     namespace_matches,
 )
 
@@ -139,6 +144,8 @@ def plan_count(layout: Layout, prefix: tuple[str, ...]) -> Plan[int]:
 def plan_namespaces(layout: Layout, request: ListRequest) -> Plan[list[tuple[str, ...]]]:
     """Distinct namespaces from a facet over ``ns`` (a point exists, so the namespace does)."""
     must = scope_conditions((), layout.tenant_depth)
+    if request.alive_at is not None:
+        must.append(alive_condition(request.alive_at))
     for kind, path in request.conditions:
         fixed = path[: path.index("*")] if "*" in path else path
         if kind == "prefix" and fixed:
@@ -180,18 +187,28 @@ def _scroll_items(layout: Layout, flt: models.Filter) -> Plan[list[StoredItem]]:
             return items
 
 
+def _alive(request: SearchRequest) -> list[models.Condition]:
+    return [] if request.alive_at is None else [alive_condition(request.alive_at)]
+
+
+def _passes(item: StoredItem, request: SearchRequest) -> bool:
+    return is_alive(item, request.alive_at) and matches(item.value, request.filter)
+
+
 def plan_search(layout: Layout, request: SearchRequest) -> Plan[list[list[Hit]]]:
     if request.vectors is None:
-        flt = search_filter(request.prefix, layout.tenant_depth, request.filter, [HEADS])
+        flt = search_filter(
+            request.prefix, layout.tenant_depth, request.filter, [HEADS, *_alive(request)]
+        )
         items = yield from _scroll_items(layout, flt)
-        items = [it for it in items if matches(it.value, request.filter)]
+        items = [it for it in items if _passes(it, request)]
         return [[Hit(it, None) for it in page(sort_unranked(items), request)]]
     return (yield from _ranked(layout, request, request.vectors))
 
 
 def _ranked(layout: Layout, request: SearchRequest, queries: Vectors) -> Plan[list[list[Hit]]]:
     wanted = None if request.limit is None else request.offset + request.limit
-    flt = search_filter(request.prefix, layout.tenant_depth, request.filter)
+    flt = search_filter(request.prefix, layout.tenant_depth, request.filter, _alive(request))
     # a user's rows are few: score them all (the tenant index finds them), no HNSW guess
     params = (
         models.SearchParams(exact=True)
@@ -226,9 +243,14 @@ def _ranked(layout: Layout, request: SearchRequest, queries: Vectors) -> Plan[li
         pending = still
     unscored: list[StoredItem] = []
     if any(exhausted and (wanted is None or len(h) < wanted) for h, exhausted in done.values()):
-        flt = search_filter(request.prefix, layout.tenant_depth, request.filter, [UNINDEXED_HEADS])
+        flt = search_filter(
+            request.prefix,
+            layout.tenant_depth,
+            request.filter,
+            [UNINDEXED_HEADS, *_alive(request)],
+        )
         items = yield from _scroll_items(layout, flt)
-        unscored = sort_unranked([it for it in items if matches(it.value, request.filter)])
+        unscored = sort_unranked([it for it in items if _passes(it, request)])
     out = []
     for row in range(len(queries)):
         hits = done[row][0]
@@ -250,9 +272,10 @@ def _best_per_item(points: Sequence[models.ScoredPoint], request: SearchRequest)
         if ident in seen:
             continue
         seen.add(ident)
-        if matches(payload["value"], request.filter):
+        item = stored_item(payload)
+        if _passes(item, request):
             # float32 like the vectors: equal texts score equal whatever the summation order
-            hits.append(Hit(stored_item(payload), float(np.float32(point.score))))
+            hits.append(Hit(item, float(np.float32(point.score))))
     return hits
 
 
@@ -288,7 +311,11 @@ def plan_write(
             fresh = {str(p.id) for p in new}
             stale.extend(i for i in point_ids(ns, key, prev.get("paths") or [""]) if i not in fresh)
         vectors = record.vectors if record.vectors is not None and len(record.vectors) else None
-        items.append((StoredItem(ns, key, record.value, created, record.now), vectors))
+        expires_at = expiry(record.now, record.ttl_minutes)
+        item = StoredItem(
+            ns, key, record.value, created, record.now, expires_at, record.ttl_minutes
+        )
+        items.append((item, vectors))
     removed: list[ItemKey] = []
     for ns, key in dict.fromkeys(deletes):
         prev = old.get(head_id(ns, key))
@@ -300,6 +327,63 @@ def plan_write(
     if stale:
         yield layout.call("delete", points_selector=models.PointIdsList(points=stale), wait=True)
     return Written(len(removed), items, removed)
+
+
+def plan_touch(layout: Layout, keys: Sequence[ItemKey], now: datetime) -> Plan[list[StoredItem]]:
+    """Refresh the TTL of the alive items among ``keys`` on every point; the refreshed items."""
+    ids = list(dict.fromkeys(head_id(ns, key) for ns, key in keys))
+    if not ids:
+        return []
+    records = yield layout.call(
+        "retrieve", ids=ids, with_payload=[*ITEM_FIELDS, "paths"], with_vectors=False
+    )
+    operations: list[models.UpdateOperation] = []
+    refreshed: list[StoredItem] = []
+    for r in records:
+        if not is_ours(r.payload):
+            continue
+        item = stored_item(r.payload)
+        if item.ttl_minutes is None or not is_alive(item, now):
+            continue
+        expires_at = expiry(now, item.ttl_minutes)
+        assert expires_at is not None
+        points: list[models.ExtendedPointId] = list(
+            point_ids(item.namespace, item.key, r.payload.get("paths") or [""])
+        )
+        operations.append(
+            models.SetPayloadOperation(
+                set_payload=models.SetPayload(
+                    payload={"expires_at_us": to_us(expires_at)}, points=points
+                )
+            )
+        )
+        refreshed.append(
+            StoredItem(
+                item.namespace,
+                item.key,
+                item.value,
+                item.created_at,
+                item.updated_at,
+                expires_at,
+                item.ttl_minutes,
+            )
+        )
+    if operations:
+        yield layout.call("batch_update_points", update_operations=operations, wait=True)
+    return refreshed
+
+
+def plan_sweep(layout: Layout, now: datetime) -> Plan[list[ItemKey]]:
+    """Delete every point of every item expired at ``now``; the deleted items' keys."""
+    scope = [*scope_conditions((), layout.tenant_depth), expired_condition(now)]
+    expired = models.Filter(must=scope)
+    heads = models.Filter(must=[*scope, HEADS])
+    items = yield from _scroll_items(layout, heads)
+    if items:
+        yield layout.call(
+            "delete", points_selector=models.FilterSelector(filter=expired), wait=True
+        )
+    return [(it.namespace, it.key) for it in items]
 
 
 def plan_load(layout: Layout) -> Plan[list[tuple[StoredItem, Vectors | None]]]:

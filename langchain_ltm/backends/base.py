@@ -14,6 +14,11 @@ Rules every backend keeps (the contract suite checks them):
 - Scores are cosine similarities; an item's score is the best score of its vectors.
 - Without vectors, results are ordered by ``updated_at`` descending, then namespace and key.
 - With vectors, scored items come first (score descending), unscored ones after them.
+- TTL (``capabilities.ttl``): ``write`` stores ``expires_at = record.now + ttl_minutes``
+  (or ``None``); ``search`` and ``list_namespaces`` with ``alive_at`` leave out items with
+  ``expires_at <= alive_at`` inside the engine, so ``limit`` still fills; ``get`` and
+  ``count`` see every stored item (callers check :func:`is_alive`); ``sweep(now)``
+  deletes what has expired, vectors included.
 - ``lock(scope)`` excludes every other ``lock(scope)`` on the same store, in any process,
   until ``unlock(token)``; it is not reentrant. Engines with a single writer process keep
   the default (no lock: callers in one process serialize themselves, as the store does)
@@ -25,7 +30,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -159,7 +164,9 @@ class VectorBackend(ABC):
     def touch(self, keys: Sequence[ItemKey], now: datetime) -> None:
         """TTL engines: a refresh on read, ``expires_at = now + ttl_minutes``.
 
-        Items without a TTL are left alone.
+        Items without a TTL are left alone, and so are items already expired at ``now``
+        (a refresh never brings an expired item back: LangGraph's PostgresStore with
+        ``omit_expired`` does the same). Missing keys are ignored.
         """
         raise NotImplementedError(f"{self.capabilities.name} does not support TTL.")
 
@@ -253,3 +260,13 @@ def namespace_matches(
         if any(p != "*" and p != n for p, n in zip(path, labels, strict=False)):
             return False
     return True
+
+
+def is_alive(item: StoredItem, at: datetime | None) -> bool:
+    """Whether ``item`` has not expired at ``at`` (``None``: no TTL check at all)."""
+    return at is None or item.expires_at is None or item.expires_at > at
+
+
+def expiry(now: datetime, ttl_minutes: float | None) -> datetime | None:
+    """``now + ttl_minutes``, or ``None`` without a TTL: the one place engines compute it."""
+    return None if ttl_minutes is None else now + timedelta(minutes=ttl_minutes)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from datetime import datetime
 
 from langchain_core.vectorstores import InMemoryVectorStore
 
@@ -26,6 +27,7 @@ from langchain_ltm.backends.base import (
     SearchRequest,
     StoredItem,
     VectorBackend,
+    expiry,
 )
 from langchain_ltm.errors import EmbeddingDimensionError
 
@@ -46,7 +48,7 @@ class MemoryBackend(VectorBackend):
         'memory'
     """
 
-    capabilities = Capabilities(name="memory")
+    capabilities = Capabilities(name="memory", ttl=True)
 
     def __init__(self, vectorstore: InMemoryVectorStore) -> None:
         self.vectorstore = vectorstore
@@ -87,6 +89,18 @@ class MemoryBackend(VectorBackend):
                     deleted += 1
             return deleted
 
+    def touch(self, keys: Sequence[ItemKey], now: datetime) -> None:  # noqa: D102
+        with self._lock:
+            self._index.touch(keys, now)
+
+    def sweep(self, now: datetime) -> int:  # noqa: D102
+        with self._lock:
+            doomed = self._index.expired(now)
+            for item_key in doomed:
+                self._index.delete(*item_key)
+                self._drop_docs(item_key)
+            return len(doomed)
+
     def _upsert(self, record: Record) -> None:
         namespace, key = record.namespace, record.key
         created = record.created_at
@@ -99,6 +113,8 @@ class MemoryBackend(VectorBackend):
             value=record.value,
             created_at=created,
             updated_at=record.now,
+            expires_at=expiry(record.now, record.ttl_minutes),
+            ttl_minutes=record.ttl_minutes,
         )
         self._index.put(item, record.vectors)
         self._drop_docs((namespace, key))

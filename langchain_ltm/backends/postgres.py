@@ -9,7 +9,9 @@ Schema (``table="ltm_items"``, created and migrated by :meth:`PostgresBackend.se
     ``u1`` never sees ``u10``, ``u_1`` or ``u%1`` and no LIKE pattern is involved),
     ``namespace text[]`` (generated from ``ns_path``; ordering and ``list_namespaces``),
     ``value jsonb``, ``content_hash`` (generated from ``value``, set for facts only),
-    ``created_at``, ``updated_at``. A ``UNIQUE (ns_path, content_hash)`` constraint,
+    ``created_at``, ``updated_at``, and for TTL ``expires_at timestamptz NULL`` (with a
+    partial index ``WHERE expires_at IS NOT NULL`` for the sweeper) and ``ttl_minutes
+    double precision NULL`` (schema version 2). A ``UNIQUE (ns_path, content_hash)`` constraint,
     checked at commit, makes exact fact dedup hold across processes.
 
 ``ltm_items_vectors`` — one row per embedded text, in the layout of langchain-postgres'
@@ -51,6 +53,7 @@ a holder's connection.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from langchain_ltm.errors import (
@@ -121,6 +124,7 @@ class PostgresBackend(VectorBackend):
         native_async=True,
         multi_process=True,
         cross_process_lock=True,
+        ttl=True,
         extra={"exact_search": True, "unique_fact_hash": True},
     )
 
@@ -267,6 +271,22 @@ class PostgresBackend(VectorBackend):
         )
         self.dims = self.dims or new_dims
         return deleted
+
+    # ---- TTL ----------------------------------------------------------------------------
+
+    def touch(self, keys: Sequence[ItemKey], now: datetime) -> None:  # noqa: D102
+        self.connector.run(lambda: sql.touch(self.tables, keys, now), "touch", vectors=False)
+
+    async def atouch(self, keys: Sequence[ItemKey], now: datetime) -> None:  # noqa: D102
+        await self.connector.arun(lambda: sql.touch(self.tables, keys, now), "touch", vectors=False)
+
+    def sweep(self, now: datetime) -> int:  # noqa: D102
+        return self.connector.run(lambda: sql.sweep(self.tables, now), "sweep", vectors=False)
+
+    async def asweep(self, now: datetime) -> int:  # noqa: D102
+        return await self.connector.arun(
+            lambda: sql.sweep(self.tables, now), "sweep", vectors=False
+        )
 
     # ---- locks --------------------------------------------------------------------------
 

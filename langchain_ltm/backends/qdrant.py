@@ -36,6 +36,7 @@ import threading
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from langchain_ltm.errors import (
@@ -54,7 +55,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra ins
     ) from exc
 
 from langchain_ltm.backends._index import NamespaceIndex
-from langchain_ltm.backends._qdrant_layout import BOOL_INDEXES, KEYWORD_INDEXES
+from langchain_ltm.backends._qdrant_layout import BOOL_INDEXES, INTEGER_INDEXES, KEYWORD_INDEXES
 from langchain_ltm.backends._qdrant_plans import (
     Layout,
     Plan,
@@ -66,6 +67,8 @@ from langchain_ltm.backends._qdrant_plans import (
     plan_load,
     plan_namespaces,
     plan_search,
+    plan_sweep,
+    plan_touch,
     plan_write,
 )
 from langchain_ltm.backends.base import (
@@ -174,6 +177,7 @@ class QdrantBackend(VectorBackend):
             persistent=location != ":memory:",
             native_async=not self.local,
             multi_process=not self.local,
+            ttl=True,
             extra={"mode": "embedded" if self.local else "server", "mirror": use_mirror},
         )
 
@@ -263,6 +267,7 @@ class QdrantBackend(VectorBackend):
             "user": models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True),
             **{key: models.PayloadSchemaType.KEYWORD for key in KEYWORD_INDEXES},
             **{key: models.PayloadSchemaType.BOOL for key in BOOL_INDEXES},
+            **{key: models.PayloadSchemaType.INTEGER for key in INTEGER_INDEXES},
         }
         for key, schema in schemas.items():
             if key not in existing:
@@ -372,6 +377,37 @@ class QdrantBackend(VectorBackend):
             written = self._sync(plan_write(self.layout, upserts, deletes))
             _replay(self._shared.mirror, written)
         return written.deleted
+
+    def touch(self, keys: Sequence[ItemKey], now: datetime) -> None:  # noqa: D102
+        if not self._present():
+            return
+        if self._shared is None:
+            self._sync(plan_touch(self.layout, keys, now))
+            return
+        with self._shared.lock:
+            self._sync(plan_touch(self.layout, keys, now))
+            self._shared.mirror.touch(keys, now)
+
+    def sweep(self, now: datetime) -> int:  # noqa: D102
+        if not self._present():
+            return 0
+        if self._shared is None:
+            return len(self._sync(plan_sweep(self.layout, now)))
+        with self._shared.lock:
+            removed = self._sync(plan_sweep(self.layout, now))
+            for namespace, key in removed:
+                self._shared.mirror.delete(namespace, key)
+        return len(removed)
+
+    async def atouch(self, keys: Sequence[ItemKey], now: datetime) -> None:  # noqa: D102
+        if self.local or not self._present():
+            return self.touch(keys, now)
+        await self._async(plan_touch(self.layout, keys, now))
+
+    async def asweep(self, now: datetime) -> int:  # noqa: D102
+        if self.local or not self._present():
+            return self.sweep(now)
+        return len(await self._async(plan_sweep(self.layout, now)))
 
     async def aget(self, keys: Sequence[ItemKey]) -> list[StoredItem | None]:  # noqa: D102
         if self.local or not self._present():
