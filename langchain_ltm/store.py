@@ -233,6 +233,48 @@ class LongTermMemoryStore(BaseStore):
         )
         return cls(backend, embeddings=embeddings, namespace=namespace, **kwargs)
 
+    @classmethod
+    def from_sqlite(
+        cls,
+        path: Any,
+        embeddings: Embeddings,
+        *,
+        table: str = "ltm_items",
+        dims: int | None = None,
+        busy_timeout: float = 10.0,
+        namespace: tuple[str, ...] = ("memories",),
+        **kwargs: Any,
+    ) -> LongTermMemoryStore:
+        """A store in one SQLite file (Python's own ``sqlite3``, no extra needed).
+
+        WAL mode: any number of processes read while one writes; writers wait up to
+        ``busy_timeout`` seconds, then get a ``BackendError``. Per-user queries go through
+        the primary key's range and are scored exactly with numpy; ``remember`` is
+        serialized per user across processes. The file can also hold LangGraph's
+        ``SqliteSaver`` checkpoints.
+
+        Args:
+            path: The database file (created if missing; its folder must exist).
+            embeddings: Embeds facts, queries and indexed fields.
+            table: Items table (also ``{table}_vectors``, ``_schema``, ``_meta``).
+            dims: Vector size (read from the file, or learned at the first write).
+            busy_timeout: Seconds a write waits for another process's write.
+            namespace: Namespace prefix of the fact API.
+            **kwargs: Other ``LongTermMemoryStore`` options (``merge_threshold``, ...).
+
+        Example:
+            >>> import os, tempfile
+            >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+            >>> path = os.path.join(tempfile.mkdtemp(), "memory.db")
+            >>> with LongTermMemoryStore.from_sqlite(path, DeterministicFakeEmbedding(size=8)) as s:
+            ...     s.remember("u1", "likes tea").action
+            'created'
+        """
+        from langchain_ltm.backends.sqlite import sqlite_backend
+
+        backend = sqlite_backend(path, table=table, dims=dims, busy_timeout=busy_timeout)
+        return cls(backend, embeddings=embeddings, namespace=namespace, **kwargs)
+
     def with_options(
         self,
         *,
