@@ -11,7 +11,6 @@ Example:
 
 from typing import TYPE_CHECKING
 
-from langchain_ltm.agents.config import LongTermMemoryConfig
 from langchain_ltm.errors import (
     BackendError,
     DuplicateFactError,
@@ -24,27 +23,6 @@ from langchain_ltm.errors import (
     MissingDependencyError,
     MissingUserIdError,
     UnsupportedVectorStoreError,
-)
-from langchain_ltm.facts import (
-    Ambiguity,
-    ChatModelResolver,
-    Fact,
-    FactVersion,
-    ImportResult,
-    RecalledFact,
-    RememberResult,
-    Resolution,
-    Resolver,
-    SimilarFact,
-    content_hash,
-    normalize_fact,
-)
-from langchain_ltm.guard import find_secret
-from langchain_ltm.store import (
-    DEFAULT_MERGE_THRESHOLD,
-    DEFAULT_REVIEW_THRESHOLD,
-    DEFAULT_UPSERT_THRESHOLD,
-    LongTermMemoryStore,
 )
 
 __all__ = [
@@ -92,9 +70,38 @@ __all__ = [
 
 __version__ = "0.1.0"
 
-# The agent side pulls in langgraph.prebuilt and langchain (~0.6 s of imports): load it on
-# first use, so the store and the `ltm` command start fast.
+# Every name but the errors loads on first use: the store pulls in numpy, langchain-core and
+# langgraph (~0.4 s of imports), the agent side langgraph.prebuilt and langchain (~0.6 s), so
+# `import langchain_ltm.cli` (`ltm --help`) and the store each import only what they use.
 _LAZY = {
+    "LongTermMemoryConfig": "langchain_ltm.agents.config",
+    **dict.fromkeys(
+        [
+            "Ambiguity",
+            "ChatModelResolver",
+            "Fact",
+            "FactVersion",
+            "ImportResult",
+            "RecalledFact",
+            "RememberResult",
+            "Resolution",
+            "Resolver",
+            "SimilarFact",
+            "content_hash",
+            "normalize_fact",
+        ],
+        "langchain_ltm.facts",
+    ),
+    "find_secret": "langchain_ltm.guard",
+    **dict.fromkeys(
+        [
+            "DEFAULT_MERGE_THRESHOLD",
+            "DEFAULT_REVIEW_THRESHOLD",
+            "DEFAULT_UPSERT_THRESHOLD",
+            "LongTermMemoryStore",
+        ],
+        "langchain_ltm.store",
+    ),
     "create_memory_tools": "langchain_ltm.agents.tools",
     "memory_tools_for": "langchain_ltm.agents.tools",
     "resolve_user_id": "langchain_ltm.agents.tools",
@@ -113,11 +120,18 @@ def __getattr__(name: str) -> object:
     if name in _LAZY:
         import importlib
 
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value  # the next lookup is an ordinary one
+        return value
     raise AttributeError(f"module 'langchain_ltm' has no attribute {name!r}")
 
 
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
+
 if TYPE_CHECKING:
+    from langchain_ltm.agents.config import LongTermMemoryConfig
     from langchain_ltm.agents.erase import (
         ErasureReport,
         aexport_user_data,
@@ -129,3 +143,24 @@ if TYPE_CHECKING:
     from langchain_ltm.agents.middleware import MemoryMiddleware
     from langchain_ltm.agents.session import SessionMemoryMiddleware
     from langchain_ltm.agents.tools import create_memory_tools, memory_tools_for, resolve_user_id
+    from langchain_ltm.facts import (
+        Ambiguity,
+        ChatModelResolver,
+        Fact,
+        FactVersion,
+        ImportResult,
+        RecalledFact,
+        RememberResult,
+        Resolution,
+        Resolver,
+        SimilarFact,
+        content_hash,
+        normalize_fact,
+    )
+    from langchain_ltm.guard import find_secret
+    from langchain_ltm.store import (
+        DEFAULT_MERGE_THRESHOLD,
+        DEFAULT_REVIEW_THRESHOLD,
+        DEFAULT_UPSERT_THRESHOLD,
+        LongTermMemoryStore,
+    )

@@ -6,14 +6,24 @@ Imports nothing heavy (no store, numpy or embeddings): ``ltm --help`` loads only
 from __future__ import annotations
 
 import argparse
+import os
+from pathlib import Path
 
-from langchain_ltm.defaults import data_dir
-from langchain_ltm.store import DEFAULT_MERGE_THRESHOLD
-
-__all__ = ["BATCH_SIZE", "STORE_ENV", "build_parser"]
+__all__ = ["BATCH_SIZE", "STORE_ENV", "build_parser", "data_dir"]
 
 STORE_ENV = "LTM_STORE"
 BATCH_SIZE = 256
+MERGE_THRESHOLD = 0.80
+"""``LongTermMemoryStore``'s default, for the help of ``import --threshold`` (a test checks)."""
+
+
+def data_dir() -> Path:
+    """``langchain_ltm.defaults.data_dir`` without its import of the store (a test checks)."""
+    if home := os.environ.get("LTM_HOME"):
+        return Path(home).expanduser()
+    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(base) / "langchain-ltm"
+
 
 _EPILOG = """\
 stores (--store, or $LTM_STORE):
@@ -175,7 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="X",
         help="merge threshold for the lines that are remembered: cosine similarity from which "
         "a fact about the same subject becomes a new version of a stored one "
-        f"(default {DEFAULT_MERGE_THRESHOLD})",
+        f"(default {MERGE_THRESHOLD})",
     )
     p.add_argument(
         "--dry-run",
