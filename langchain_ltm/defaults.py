@@ -2,6 +2,8 @@
 
 URLs:
 - ``memory://``: in-process, gone when the process exits.
+- ``sqlite:///PATH``: one SQLite file, many processes (``sqlite:///memory.db`` is relative
+  to the current folder, ``sqlite:////abs/memory.db`` absolute, ``~`` expanded); no extra.
 - ``postgresql://user:pass@host/db``: Postgres with pgvector (extra ``[postgres]``).
 - ``http(s)://host:6333``: a Qdrant server (extra ``[qdrant]``).
 - ``qdrant:PATH`` or a plain path: Qdrant's embedded engine persisting under PATH.
@@ -54,6 +56,15 @@ def open_store(
         return LongTermMemoryStore(
             InMemoryVectorStore(embeddings)
         ), "memory:// (in-process, not persisted)"
+    if url.startswith("sqlite:"):
+        if not url.startswith("sqlite:///") or url == "sqlite:///":
+            raise ValueError(
+                f"{url!r} is not a SQLite URL: use sqlite:///memory.db (relative to the current "
+                "folder) or sqlite:////home/me/memory.db (absolute)."
+            )
+        path = Path(url.removeprefix("sqlite:///")).expanduser()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return LongTermMemoryStore.from_sqlite(path, embeddings), f"SQLite at {path}"
     if url.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
         return LongTermMemoryStore.from_postgres(url, embeddings), _redact(url)
     if url.startswith(("http://", "https://")):

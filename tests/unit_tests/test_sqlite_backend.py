@@ -1,0 +1,388 @@
+"""The SQLite engine beyond the shared suites: files, schema, namespaces, filters, locks.
+
+(Processes: ``test_sqlite_processes.py``. Contract, facts, isolation, bad input and restore
+run on SQLite in their own modules.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import sqlite3
+import threading
+import time
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+from langchain_core.vectorstores import InMemoryVectorStore
+from langgraph.store.base import PutOp
+
+from langchain_ltm import BackendError, EmbeddingDimensionError, LongTermMemoryStore
+from langchain_ltm._filters import Condition
+from langchain_ltm.backends import backend_for
+from langchain_ltm.backends._sqlite_lock import FileLocks
+from langchain_ltm.backends._sqlite_sql import namespace_of, ns_key, ns_range
+from langchain_ltm.backends.base import ListRequest, Record, SearchRequest
+from langchain_ltm.backends.sqlite import SchemaVersionError, SqliteBackend, sqlite_backend
+from langchain_ltm.defaults import open_store
+from tests.fakes import KeywordEmbeddings
+
+NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+
+
+@pytest.fixture
+def path(tmp_path):
+    return str(tmp_path / "ltm.sqlite")
+
+
+@pytest.fixture
+def backend(path):
+    made = sqlite_backend(path)
+    yield made
+    made.close()
+
+
+def store_on(backend, **kwargs) -> LongTermMemoryStore:
+    return LongTermMemoryStore(backend, embeddings=KeywordEmbeddings(64), **kwargs)
+
+
+def unit(rng: np.random.Generator, n: int = 1, dims: int = 8) -> np.ndarray:
+    v = rng.standard_normal((n, dims)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+# ---- files -------------------------------------------------------------------------------
+
+
+def test_reopening_a_file_keeps_everything(path):
+    first = LongTermMemoryStore.from_sqlite(path, KeywordEmbeddings(64), merge_threshold=0.8)
+    first.remember("alice", "I like green tea")
+    first.remember("alice", "I like green tea a lot")  # a version
+    first.remember("bob", ["Lives in Paris", "Has a cat"])
+    first.put(("docs", "x"), "plain", {"n": 1}, index=False)
+    first.put(("docs", "x"), "ranked", {"text": "green tea notes"})
+    before = {u: first.export_user(u) for u in ("alice", "bob")}
+    ranked = [(i.key, i.score) for i in first.search(("docs",), query="tea")]
+    first.close()
+
+    again = LongTermMemoryStore.from_sqlite(path, KeywordEmbeddings(64))
+    assert {u: again.export_user(u) for u in ("alice", "bob")} == before
+    (fact,) = again.list_all("alice")
+    assert fact.content == "I like green tea a lot"
+    assert [v.content for v in fact.history] == ["I like green tea"]
+    assert [(i.key, i.score) for i in again.search(("docs",), query="tea")] == ranked
+    assert again.get(("docs", "x"), "plain").value == {"n": 1}
+    assert again.list_namespaces() == [("docs", "x"), ("memories", "alice"), ("memories", "bob")]
+    assert again.backend.dims == 64  # learnt from the file, not from a write
+    again.close()
+    other_model = LongTermMemoryStore.from_sqlite(path, KeywordEmbeddings(32))
+    with pytest.raises(EmbeddingDimensionError, match="model changed"):
+        other_model.recall("alice", "tea")
+    other_model.close()
+    with pytest.raises(EmbeddingDimensionError):
+        sqlite_backend(path, dims=32)
+
+
+def test_opening_reads_only_the_schema(path, monkeypatch):
+    store = LongTermMemoryStore.from_sqlite(path, KeywordEmbeddings(64), merge_threshold=1.0)
+    store.remember("u1", [f"fact number {i}" for i in range(300)])
+    store.close()
+    statements: list[str] = []
+    connect = SqliteBackend._connect
+
+    def traced(self):
+        conn = connect(self)
+        conn.set_trace_callback(statements.append)
+        return conn
+
+    monkeypatch.setattr(SqliteBackend, "_connect", traced)
+    opened = sqlite_backend(path)
+    assert statements, "the trace saw nothing"
+    touched = " ".join(statements)
+    assert '"ltm_items"' not in touched and '"ltm_items_vectors"' not in touched, statements
+    assert not any(
+        s.upper().startswith(("BEGIN IMMEDIATE", "INSERT", "CREATE")) for s in statements
+    )
+    statements.clear()
+    assert opened.count(("memories",)) == 300  # the first call reads what it needs
+    assert any('"ltm_items"' in s for s in statements)
+    opened.close()
+
+
+def test_a_newer_schema_is_refused(path, backend):
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "INSERT INTO ltm_items_schema (version, description, applied_at) VALUES (99, 'x', '')"
+        )
+    with pytest.raises(SchemaVersionError, match="Upgrade langchain-ltm") as caught:
+        sqlite_backend(path)
+    assert isinstance(caught.value, BackendError)
+
+
+def test_tables_live_side_by_side(path):
+    a = store_on(sqlite_backend(path, table="team_a"))
+    b = store_on(sqlite_backend(path, table="team_b"))
+    a.remember("u1", "likes tea")
+    assert b.list_all("u1") == []
+    assert [f.content for f in a.list_all("u1")] == ["likes tea"]
+    with pytest.raises(ValueError, match="plain identifier"):
+        sqlite_backend(path, table='x"; DROP TABLE ltm_items; --')
+
+
+def test_bad_paths_and_options_are_clear(tmp_path):
+    with pytest.raises(ValueError, match="needs a file path"):
+        sqlite_backend(":memory:")
+    with pytest.raises(BackendError, match="check that its folder exists"):
+        sqlite_backend(tmp_path / "missing" / "ltm.sqlite")
+    (tmp_path / "junk.sqlite").write_bytes(b"not a database at all" * 100)
+    with pytest.raises(BackendError, match="not a usable SQLite database"):
+        sqlite_backend(tmp_path / "junk.sqlite")
+    for bad in ({"dims": 0}, {"dims": "64"}, {"busy_timeout": -1}, {"busy_timeout": "5"}):
+        with pytest.raises(ValueError, match=r"(dims|busy_timeout) must"):
+            sqlite_backend(tmp_path / "ok.sqlite", **bad)
+
+
+def test_values_sqlite_cannot_store_are_clear(backend):
+    store = store_on(backend)
+    with pytest.raises(ValueError, match="no NaN or Infinity"):
+        store.put(("docs",), "k", {"x": float("nan")}, index=False)
+    with pytest.raises(TypeError, match="convert datetimes"):
+        store.put(("docs",), "k", {"when": NOW}, index=False)
+    store.put(("docs",), "surrogate", {"s": "a\udc80b"}, index=False)  # kept, escaped
+    assert store.get(("docs",), "surrogate").value == {"s": "a\udc80b"}
+    assert store.list_namespaces() == [("docs",)]
+
+
+def test_open_store_takes_sqlite_urls(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    store, where = open_store("sqlite:///nested/ltm.sqlite", embeddings=KeywordEmbeddings(64))
+    assert isinstance(store.backend, SqliteBackend)
+    assert where == "SQLite at nested/ltm.sqlite"
+    store.remember("u1", "likes tea")
+    store.close()
+    absolute = tmp_path / "nested" / "ltm.sqlite"
+    again, where = open_store(f"sqlite:///{absolute}", embeddings=KeywordEmbeddings(64))
+    assert where == f"SQLite at {absolute}"
+    assert [f.content for f in again.list_all("u1")] == ["likes tea"]
+    again.close()
+    for bad in ("sqlite:///", "sqlite://host/x.db", "sqlite:x.db"):
+        with pytest.raises(ValueError, match="not a SQLite URL"):
+            open_store(bad, embeddings=KeywordEmbeddings(64))
+
+
+def test_closed_backend_says_so(path):
+    backend = sqlite_backend(path)
+    backend.close()
+    with pytest.raises(BackendError, match="was closed"):
+        backend.count(())
+
+
+# ---- namespaces and order ----------------------------------------------------------------
+
+AWKWARD = [("a",), ("a", "z"), ("a b",), ("a-x", "k"), ("a!",), ("a", "\U0001f600"), ("ab",)]
+
+
+def test_namespaces_sort_like_tuples_and_match_whole_labels(backend):
+    store = store_on(backend)
+    store.batch([PutOp(ns, "k", {"v": 1}, index=False) for ns in AWKWARD])  # one updated_at
+    assert store.list_namespaces() == sorted(AWKWARD)
+    assert store.list_namespaces(prefix=("a",)) == [("a",), ("a", "z"), ("a", "\U0001f600")]
+    under_a = [(tuple(i.namespace), i.key) for i in store.search(("a",), limit=100)]
+    assert under_a == [(("a",), "k"), (("a", "z"), "k"), (("a", "\U0001f600"), "k")]
+    # equal updated_at: the contract's tie order is namespace then key, as tuples sort
+    everything = [tuple(i.namespace) for i in store.search((), limit=100)]
+    assert everything == sorted(AWKWARD)
+    assert backend.count(("a",)) == 3
+    assert store.list_namespaces(max_depth=1) == sorted({ns[:1] for ns in AWKWARD})
+
+
+def test_the_namespace_key_preserves_order_and_round_trips():
+    labels = [
+        "",
+        "\x00",
+        "\x00\x01",
+        "\x01",
+        "a",
+        "a\x00",
+        "a\x00b",
+        "ab",
+        "\udc80",
+        "\uffff",
+        "\U0010ffff",
+    ]
+    namespaces = sorted({(a,) for a in labels} | {(a, b) for a in labels[:6] for b in labels[:6]})
+    keys = [ns_key(ns) for ns in namespaces]
+    assert keys == sorted(keys)
+    assert [namespace_of(k) for k in keys] == namespaces
+    for ns in namespaces:
+        low, high = ns_range(ns[:1])
+        under = [other for other in namespaces if low <= ns_key(other) < high]
+        assert under == [other for other in namespaces if other[:1] == ns[:1]]
+
+
+# ---- filters: the same answers as the memory engine --------------------------------------
+
+
+def _random_value(rng: random.Random) -> dict:
+    pool = ["tea", "Tea", "1", "", "true", "a\u00e9", "[1]"]
+    choices = [
+        lambda: rng.choice(pool),
+        lambda: rng.choice([0, 1, 2, 1.0, -3.5]),
+        lambda: rng.choice([True, False]),
+        lambda: None,
+        lambda: [rng.choice(pool), 1],
+        lambda: {"k": rng.choice(pool)},
+    ]
+    value = {}
+    for key in ("k", "content_hash", "pinned", "n", "nested"):
+        if rng.random() < 0.7:
+            value[key] = rng.choice(choices)()
+    if rng.random() < 0.5:
+        value["nested"] = {"k": rng.choice([*pool, 1, True])}
+    return value
+
+
+def _random_filter(rng: random.Random) -> tuple[Condition, ...]:
+    key = rng.choice(["k", "content_hash", "pinned", "n", "missing"])
+    path = rng.choice([(key,), ("nested", "k")])
+    operand = rng.choice(["tea", "1", "", "[1]", 1, 1.0, True, False, None, ["tea", 1]])
+    op = rng.choice(["$eq", "$ne", "$in", "$exists", "$gt", "$lte"])
+    if op == "$in":
+        operand = rng.choice([["tea", "Tea"], [], ["1", 1], [True], ["a\u00e9"]])
+    elif op == "$exists":
+        operand = rng.choice([True, False])
+    elif op in ("$gt", "$lte"):
+        operand = rng.choice(["T", "tea", 0, 1.5])
+    return (Condition(path, op, operand),)
+
+
+def test_filters_and_ranking_answer_like_the_memory_engine(backend):
+    rng = random.Random(7)
+    vectors = np.random.default_rng(7)
+    memory = backend_for(InMemoryVectorStore(KeywordEmbeddings(8)))
+    records = []
+    for i in range(120):
+        ns = ("memories", f"u{i % 3}")
+        vecs = unit(vectors, 1 + i % 2) if i % 5 else None
+        n = 0 if vecs is None else len(vecs)
+        records.append(
+            Record(ns, f"k{i:03d}", _random_value(rng), ("t",) * n, ("p",) * n, vecs, NOW)
+        )
+    for engine in (backend, memory):
+        engine.write(records, [])
+    queries = unit(vectors, 2)
+    for _ in range(150):
+        conditions = _random_filter(rng) + (_random_filter(rng) if rng.random() < 0.3 else ())
+        prefix = rng.choice([(), ("memories",), ("memories", "u1")])
+        limit, offset = rng.choice([(None, 0), (5, 0), (7, 3), (200, 0)])
+        for vecs in (None, queries):
+            request = SearchRequest(prefix, vecs, conditions, limit, offset)
+            ours = [[(h.item.key, h.score) for h in col] for col in backend.search(request)]
+            theirs = [[(h.item.key, h.score) for h in col] for col in memory.search(request)]
+            if vecs is None:  # same updated_at everywhere: compare as sets
+                assert sorted(ours[0]) == sorted(theirs[0]), (conditions, prefix)
+                continue
+            for a, b in zip(ours, theirs):
+                assert [k for k, _ in a] == [k for k, _ in b], (conditions, prefix, limit)
+                np.testing.assert_allclose(
+                    [s or 0 for _, s in a], [s or 0 for _, s in b], rtol=1e-5
+                )
+
+
+# ---- TTL at the engine level -------------------------------------------------------------
+
+
+def test_ttl_rows_touch_and_sweep(backend, path):
+    ns = ("memories", "u1")
+    rng = np.random.default_rng(1)
+    backend.write(
+        [
+            Record(ns, "short", {"v": 1}, ("t",), ("p",), unit(rng), NOW, ttl_minutes=1.0),
+            Record(ns, "long", {"v": 2}, (), (), None, NOW, ttl_minutes=10.0),
+            Record(ns, "forever", {"v": 3}, (), (), None, NOW),
+        ],
+        [],
+    )
+    short, long_, forever = backend.get([(ns, "short"), (ns, "long"), (ns, "forever")])
+    assert short.expires_at == NOW + timedelta(minutes=1) and short.ttl_minutes == 1.0
+    assert forever.expires_at is None and forever.ttl_minutes is None
+    later = NOW + timedelta(minutes=2)
+    alive = SearchRequest(ns, unit(rng), limit=None, alive_at=later)
+    assert [h.item.key for h in backend.search(alive)[0]] == ["forever", "long"]
+    assert backend.list_namespaces(ListRequest(alive_at=NOW + timedelta(minutes=20))) == [ns]
+    backend.touch([(ns, "short"), (ns, "long"), (ns, "forever")], later)  # short: too late
+    short, long_, _ = backend.get([(ns, "short"), (ns, "long"), (ns, "forever")])
+    assert short.expires_at == NOW + timedelta(minutes=1)
+    assert long_.expires_at == later + timedelta(minutes=10)
+    assert backend.sweep(later) == 1
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT count(*) FROM ltm_items_vectors").fetchone() == (0,)
+    assert backend.count(ns) == 2
+
+
+# ---- locks -------------------------------------------------------------------------------
+
+
+def _two_scopes_on_different_stripes(locks: FileLocks) -> tuple[str, str]:
+    first = "alice"
+    other = next(
+        s
+        for s in (f"bob{i}" for i in range(100))
+        if locks.stripe_path(s) != locks.stripe_path(first)
+    )
+    return first, other
+
+
+def test_a_second_locker_waits_and_other_scopes_do_not(backend):
+    alice, bob = _two_scopes_on_different_stripes(backend._locks)
+    held = backend.lock(alice)
+    got: list[str] = []
+    waiter = threading.Thread(target=lambda: got.append(repr(backend.lock(alice))), daemon=True)
+    waiter.start()
+    time.sleep(0.2)
+    assert got == []  # still waiting
+    other = backend.lock(bob)  # another scope: no wait
+    backend.unlock(other)
+    backend.unlock(held)
+    waiter.join(5)
+    assert got == [f"<HeldLock {alice!r} held>"]
+    assert backend.capabilities.cross_process_lock is True
+
+
+async def test_async_lockers_exclude_sync_ones_and_cancel_cleanly(backend):
+    held = backend.lock("alice")
+    waiting = asyncio.create_task(backend.alock("alice"))
+    await asyncio.sleep(0.1)
+    assert not waiting.done()
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    second = asyncio.create_task(backend.alock("alice"))
+    await asyncio.sleep(0.05)
+    assert not second.done()
+    backend.unlock(held)
+    token = await asyncio.wait_for(second, 5)
+    await backend.aunlock(token)
+    await backend.aunlock(token)  # a second release does nothing
+    again = await asyncio.wait_for(backend.alock("alice"), 5)  # the cancelled one held nothing
+    backend.unlock(again)
+
+
+def test_lock_misuse_is_a_clear_error(backend):
+    with pytest.raises(TypeError, match="str scope"):
+        backend.lock(42)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="token lock\\(\\) returned"):
+        backend.unlock("not a token")
+
+
+def test_writes_go_on_while_a_user_is_locked(backend):
+    """The lock is per scope, not SQLite's write lock: other writers never wait for it."""
+    store = store_on(backend)
+    held = backend.lock(store.user_namespace("alice")[-1])
+    try:
+        assert store.remember("bob", "likes tea").action == "created"
+        store.put(("docs",), "k", {"v": 1})
+    finally:
+        backend.unlock(held)
+    assert store.remember("alice", "likes coffee").action == "created"
