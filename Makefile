@@ -3,6 +3,15 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# `make demo` needs only the offline embeddings, the default store's engine and
+# langchain's create_agent: its own venv, without the development toolchain. If `make test`
+# has already built .venv (which has all of it), the demo runs from there instead.
+DEMO_EXTRAS := local,qdrant,agents
+DEMO_VENV := $(if $(wildcard $(STAMP)),$(VENV),.venv-demo)
+DEMO_STAMP := $(if $(wildcard $(STAMP)),$(STAMP),$(DEMO_VENV)/.installed)
+# The demo's own store, so it never touches your real one (~/.local/share/langchain-ltm);
+# `make demo LTM_HOME=DIR` (or LTM_HOME in the environment) puts it elsewhere.
+LTM_HOME ?= $(CURDIR)/.ltm-demo
 
 .PHONY: test demo lint bench clean
 
@@ -12,6 +21,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[all]" --group dev
 	touch $(STAMP)
 
+.venv-demo/.installed: pyproject.toml
+	$(PYTHON) -m venv .venv-demo
+	.venv-demo/bin/python -m pip install --quiet -e ".[$(DEMO_EXTRAS)]"
+	touch $@
+
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
@@ -20,8 +34,8 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check langchain_ltm tests bench
 	$(BIN)/mypy
 
-demo: $(STAMP)
-	$(BIN)/python -m langchain_ltm.demo
+demo: $(DEMO_STAMP)
+	LTM_HOME="$(LTM_HOME)" $(DEMO_VENV)/bin/python -m langchain_ltm.demo
 
 bench: $(STAMP)
 	$(BIN)/python bench/store_search.py
@@ -30,4 +44,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/secret_guard.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-demo .pytest_cache .mypy_cache .ruff_cache

