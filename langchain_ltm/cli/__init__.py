@@ -36,7 +36,7 @@ from langchain_ltm.cli.exits import (
     classify,
     exit_status,
 )
-from langchain_ltm.cli.parser import build_parser
+from langchain_ltm.cli.parser import build_parser, parse
 
 __all__ = ["EXIT_ENGINE", "EXIT_NOT_FOUND", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
 
@@ -51,8 +51,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         0 done, 1 not found, 2 bad usage or input, 3 storage engine failure.
     """
     try:
-        args = build_parser().parse_args(argv)
-    except SystemExit as exc:  # --help, --version and usage errors (argparse printed them)
+        args = parse(argv)
+    except SystemExit as exc:  # help, --version and usage errors (argparse printed them)
         return exit_status(exc.code)
     from langchain_ltm._labels import validate_user_id
     from langchain_ltm.cli.commands import load

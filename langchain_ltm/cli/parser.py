@@ -1,17 +1,25 @@
 """The ``ltm`` argument parser: subcommands, their options and help texts.
 
-Imports nothing heavy (no store, numpy or embeddings): ``ltm --help`` loads only this.
+The global options (``--store``, ``--user``, ``--json``) are taken before or after the
+subcommand; ``$LTM_STORE`` and ``$LTM_USER`` fill in the ones not given. A bare ``ltm``
+prints the help, a mistyped command gets a "did you mean". Imports nothing heavy (no store,
+numpy or embeddings): ``ltm --help`` loads only this.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
+import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-__all__ = ["BATCH_SIZE", "STORE_ENV", "build_parser", "data_dir"]
+__all__ = ["BATCH_SIZE", "STORE_ENV", "USER_ENV", "Parser", "build_parser", "data_dir", "parse"]
 
 STORE_ENV = "LTM_STORE"
+USER_ENV = "LTM_USER"
 BATCH_SIZE = 256
 MERGE_THRESHOLD = 0.80
 """``LongTermMemoryStore``'s default, for the help of ``import --threshold`` (a test checks)."""
@@ -26,6 +34,15 @@ def data_dir() -> Path:
 
 
 _EPILOG = """\
+--store, --user and --json go before or after the command:
+  ltm --store postgresql://app@db/app --user alice recall "which language?"
+
+environment:
+  LTM_STORE  the store when there is no --store
+  LTM_USER   the user when there is no --user (not for stats and migrate, where no --user
+             means every user)
+  LTM_HOME   where the default store lives (default: {default})
+
 stores (--store, or $LTM_STORE):
   memory://                      in-process, forgotten when the command ends
   postgresql://user:pw@host/db   Postgres with pgvector (pip install "langchain-ltm[postgres]")
@@ -91,6 +108,28 @@ examples:
   ltm migrate --from postgresql://app@db/app --to http://qdrant:6333 --user alice --yes"""
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with a "did you mean" for a mistyped command, and its subcommands by name."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands: dict[str, argparse.ArgumentParser] = {}
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        choices = action.choices
+        if action.dest == "command" and choices is not None and value not in choices:
+            names = list(choices)
+            close = [name for name in names if value and name.startswith(value)]
+            close += difflib.get_close_matches(value, names, n=3, cutoff=0.6)
+            if close:
+                hint = " or ".join(repr(name) for name in list(dict.fromkeys(close))[:3])
+                message = f"invalid choice: {value!r} (did you mean {hint}?)"
+            else:
+                message = f"invalid choice: {value!r} (choose from {', '.join(names)})"
+            raise argparse.ArgumentError(action, message)
+        super()._check_value(action, value)
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -111,19 +150,45 @@ def _cosine(text: str) -> float:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``ltm`` argument parser (``args.command`` names the subcommand)."""
+def _global_options(p: argparse.ArgumentParser, user_help: str, store_help: str | None) -> None:
+    """``--store``, ``--user``, ``--json`` on the main parser or a subcommand.
+
+    ``SUPPRESS`` keeps an option not given out of the namespace, so one given before the
+    subcommand is not reset by the subcommand's parser (one given after wins).
+    """
+    if store_help is not None:
+        p.add_argument("--store", metavar="URL", default=argparse.SUPPRESS, help=store_help)
+    p.add_argument("--user", metavar="ID", default=argparse.SUPPRESS, help=user_help)
+    p.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="print JSON for scripts"
+    )
+
+
+def build_parser() -> Parser:
+    """The ``ltm`` argument parser (``args.command`` names the subcommand).
+
+    :func:`parse` runs it and fills in the defaults (environment included).
+    """
     from langchain_ltm import __version__
 
     default = data_dir()
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="ltm",
         description="Remember, recall and manage users' long-term memories.",
         epilog=_EPILOG.format(default=default),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"ltm {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    store_help = (
+        "memory://, postgresql://..., http(s)://qdrant:6333 or a folder "
+        f"(default: ${STORE_ENV}, else the store in {default})"
+    )
+    _global_options(
+        parser,
+        f"whose memories (any string, e.g. an email address; default: ${USER_ENV})",
+        store_help,
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def command(
         name: str,
@@ -132,20 +197,12 @@ def build_parser() -> argparse.ArgumentParser:
         description: str | None = None,
     ) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=summary, description=description or summary)
-        p.add_argument(
-            "--user",
-            metavar="ID",
-            required=user == "required",
-            help="whose memories (any string, e.g. an email address)"
-            + ("" if user == "required" else "; without it: the whole store"),
-        )
-        p.add_argument(
-            "--store",
-            metavar="URL",
-            help=f"memory://, postgresql://..., http(s)://qdrant:6333 or a folder "
-            f"(default: ${STORE_ENV}, else {default})",
-        )
-        p.add_argument("--json", action="store_true", help="print JSON for scripts")
+        parser.commands[name] = p
+        if user == "required":
+            user_help = f"whose memories (any string, e.g. an email address; default: ${USER_ENV})"
+        else:
+            user_help = f"one user's counts (default: the whole store; ${USER_ENV} is not used)"
+        _global_options(p, user_help, store_help)
         return p
 
     p = command(
@@ -226,10 +283,11 @@ def build_parser() -> argparse.ArgumentParser:
         description=_MIGRATE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.commands["migrate"] = p
     p.add_argument("--from", dest="source", metavar="URL", required=True, help="the store to copy")
     p.add_argument("--to", dest="target", metavar="URL", required=True, help="the store to fill")
-    p.add_argument(
-        "--user", metavar="ID", help="copy only this user's facts and items (default: all)"
+    _global_options(
+        p, f"copy only this user's facts and items (default: all; ${USER_ENV} is not used)", None
     )
     p.add_argument(
         "--yes",
@@ -237,12 +295,46 @@ def build_parser() -> argparse.ArgumentParser:
         help="write into a target that already holds data (also to finish a migration that "
         "was interrupted: repeating one is safe)",
     )
-    p.add_argument("--json", action="store_true", help="print JSON for scripts")
     p.add_argument(
         "--batch-size",
         type=_positive_int,
         default=BATCH_SIZE,
         help=f"facts or items per write (default {BATCH_SIZE})",
     )
-    p.set_defaults(store=None)
     return parser
+
+
+_OPTIONAL_USER = frozenset({"stats", "migrate"})  # no --user: every user
+
+
+def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The arguments of one ``ltm`` command, every global option filled in.
+
+    ``store`` is ``--store``, else ``$LTM_STORE``, else ``None`` (the default store);
+    ``user`` is ``--user``, else ``$LTM_USER`` for the commands that need a user, else
+    ``None``; ``json`` is a bool.
+
+    Raises:
+        SystemExit: ``--help`` or ``--version`` (0), or bad usage (2), after argparse printed
+            what to do; a bare ``ltm`` prints the help and exits 2.
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:  # like a missing required argument: help, then exit code 2
+        parser.print_help(sys.stderr)
+        parser.exit(
+            2, "\nltm: error: the following arguments are required: COMMAND (listed above)\n"
+        )
+    sub = parser.commands[args.command]
+    args.json = bool(getattr(args, "json", False))
+    store = getattr(args, "store", None)
+    if args.command == "migrate" and store is not None:
+        sub.error("migrate takes no --store: it reads --from URL and writes --to URL")
+    args.store = store or os.environ.get(STORE_ENV) or None
+    user = getattr(args, "user", None)
+    if user is None and args.command not in _OPTIONAL_USER:
+        user = os.environ.get(USER_ENV) or None
+        if user is None:
+            sub.error(f"the following arguments are required: --user (or set ${USER_ENV})")
+    args.user = user
+    return args

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import os
 from typing import IO, Any
 
 from langchain_core.embeddings import Embeddings
@@ -17,9 +16,7 @@ from langchain_ltm.cli.io import dumps
 from langchain_ltm.defaults import _redact, data_dir, open_store
 from langchain_ltm.store import LongTermMemoryStore
 
-__all__ = ["STORE_ENV", "Session", "all_users", "default_embeddings"]
-
-STORE_ENV = "LTM_STORE"
+__all__ = ["Session", "all_users", "default_embeddings"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -37,7 +34,7 @@ class Session:
         self.args = args
         self.out = out
         self.err = err
-        self.url: str | None = args.store or os.environ.get(STORE_ENV) or None
+        self.url: str | None = args.store  # --store, else $LTM_STORE, else None: the default
         # for error messages (before and after opening); ``where`` describes the open store
         self.target = (
             f"the store at {_redact(self.url)}"
