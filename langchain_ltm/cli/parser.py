@@ -217,8 +217,13 @@ def build_parser() -> Parser:
     p.add_argument("queries", nargs="*", metavar="QUERY", help="more phrasings")
     p.add_argument("--limit", type=_positive_int, default=5, help="most facts (default 5)")
     command("list", "All of the user's facts, oldest first.")
-    p = command("forget", "Delete one fact by id (exit code 1 if there is none).")
-    p.add_argument("fact_id", metavar="FACT_ID", help="the id shown by list or recall")
+    p = command("forget", "Delete one fact by id or id prefix (exit code 1 if there is none).")
+    p.add_argument(
+        "fact_id",
+        metavar="FACT_ID",
+        help="the id shown by list or recall, or its first characters (4 or more) when they "
+        "begin no other fact of the user (several: exit code 2, the candidates listed)",
+    )
     p = command("clear", "Delete every memory of the user.")
     p.add_argument("--yes", action="store_true", help="confirm: this cannot be undone")
     p = command("export", "The user's facts as JSON Lines, one fact per line.")

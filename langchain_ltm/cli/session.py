@@ -8,15 +8,20 @@ from __future__ import annotations
 
 import argparse
 import functools
+import shlex
 from typing import IO, Any
 
 from langchain_core.embeddings import Embeddings
 
-from langchain_ltm.cli.io import dumps
+from langchain_ltm.cli.exits import EXIT_NOT_FOUND, EXIT_USAGE, Failure
+from langchain_ltm.cli.io import dumps, table
 from langchain_ltm.defaults import _redact, data_dir, open_store
 from langchain_ltm.store import LongTermMemoryStore
 
-__all__ = ["Session", "all_users", "default_embeddings"]
+__all__ = ["MIN_PREFIX", "Session", "all_users", "default_embeddings"]
+
+MIN_PREFIX = 4
+"""The fewest characters of an id taken as its prefix (a whole id of any length is taken)."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -56,6 +61,37 @@ class Session:
         if self._store is None:
             self._store, self.where = open_store(self.url, embeddings=default_embeddings())
         return self._store
+
+    def fact_id(self, given: str) -> str:
+        """The id of the user's fact that ``given`` is, or is the unique beginning of.
+
+        A whole id wins over a prefix. A prefix needs :data:`MIN_PREFIX` characters and
+        must name exactly one of the user's current facts.
+
+        Raises:
+            Failure: ``EXIT_NOT_FOUND`` when no fact has that id or prefix, ``EXIT_USAGE``
+                (the candidates listed) when several have it or it is too short.
+        """
+        facts = self.store.list_all(self.user)
+        if any(fact.id == given for fact in facts):
+            return given
+        found = [fact for fact in facts if given and fact.id.startswith(given)]
+        if len(found) == 1 and len(given) >= MIN_PREFIX:
+            return found[0].id
+        whose = f"user {self.user!r}"
+        if not found:
+            raise Failure(
+                EXIT_NOT_FOUND,
+                f"{whose} has no fact with id {given!r} (nor one starting with it); "
+                f"see the ids with: ltm list --user {shlex.quote(self.user)}",
+            )
+        shown = table(["ID", "FACT"], [[fact.id, fact.content] for fact in found[:20]])
+        more = f"\n... and {len(found) - 20} more" if len(found) > 20 else ""
+        if len(found) == 1:
+            head = f"{given!r} is too short for an id prefix (give {MIN_PREFIX} characters or more)"
+        else:
+            head = f"{given!r} begins {len(found)} facts of {whose}; give more of the id"
+        raise Failure(EXIT_USAGE, f"{head}:\n{_indent(shown)}{more}")
 
     def open(self, url: str, role: str) -> tuple[LongTermMemoryStore, str]:
         """Open one more store (``migrate``'s source and target); closed with the session."""
@@ -101,3 +137,7 @@ def all_users(store: LongTermMemoryStore) -> list[tuple[str, tuple[str, ...]]]:
         if len(namespaces) < page:
             return found
         offset += page
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())

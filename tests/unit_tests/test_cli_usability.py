@@ -1,5 +1,6 @@
 """`ltm` usability: a fast --help, global options anywhere, id prefixes, env defaults, progress."""
 
+import json
 import subprocess
 import sys
 
@@ -152,3 +153,94 @@ def test_a_mistyped_command_gets_a_did_you_mean(ltm, typo, hint):
 def test_a_command_nothing_like_ours_lists_the_commands(ltm):
     code, _, err = ltm("frobnicate", store_url=None)
     assert code == 2 and "invalid choice: 'frobnicate' (choose from remember, recall," in err
+
+
+# ---- id prefixes -------------------------------------------------------------------------
+
+IDS = {
+    "3f2c1a00-0000-4000-8000-000000000001": "Owns a cat",
+    "3f2c9b00-0000-4000-8000-000000000002": "Lives in Lisbon",
+    "7d1e0000-0000-4000-8000-000000000003": "Plays the cello",
+}
+
+
+@pytest.fixture
+def facts_with_ids(ltm, tmp_path):
+    """alice's facts with the ids of IDS (two share the prefix 3f2c); bob has the third."""
+    stamp = "2025-01-02T03:04:05+00:00"
+    lines = [
+        json.dumps({"id": fact_id, "content": text, "created_at": stamp, "updated_at": stamp})
+        for fact_id, text in IDS.items()
+    ]
+    path = tmp_path / "ids.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert ltm("import", "--user", "alice", str(path))[0] == 0
+    path.write_text(lines[2] + "\n", encoding="utf-8")
+    assert ltm("import", "--user", "bob", str(path))[0] == 0
+
+
+def _alice_ids(ltm):
+    return sorted(f["id"] for f in as_json(ltm("list", "--user", "alice", "--json")[1]))
+
+
+def test_forget_takes_a_unique_prefix(ltm, facts_with_ids):
+    code, out, err = ltm("forget", "--user", "alice", "7d1e", "--json")
+    assert (code, err) == (0, "")
+    assert as_json(out) == {
+        "user_id": "alice",
+        "id": "7d1e0000-0000-4000-8000-000000000003",
+        "forgotten": True,
+    }
+    code, out, _ = ltm("forget", "--user", "alice", "3f2c9b00")  # the 8 characters the demo prints
+    assert (code, out.strip()) == (
+        0,
+        "Forgot fact 3f2c9b00-0000-4000-8000-000000000002 of user 'alice'.",
+    )
+    assert _alice_ids(ltm) == ["3f2c1a00-0000-4000-8000-000000000001"]
+    # bob's copy of the cello fact was not touched: prefixes are looked up among the user's facts
+    code, out, _ = ltm("list", "--user", "bob", "--json")
+    assert [f["id"] for f in as_json(out)] == ["7d1e0000-0000-4000-8000-000000000003"]
+
+
+def test_an_ambiguous_prefix_exits_2_and_lists_the_candidates(ltm, facts_with_ids):
+    code, out, err = ltm("forget", "--user", "alice", "3f2c")
+    assert (code, out) == (2, "")
+    assert err.startswith("ltm: error: '3f2c' begins 2 facts of user 'alice'; give more of the id:")
+    assert "3f2c1a00-0000-4000-8000-000000000001  Owns a cat" in err
+    assert "3f2c9b00-0000-4000-8000-000000000002  Lives in Lisbon" in err
+    assert "7d1e" not in err
+    assert len(_alice_ids(ltm)) == 3  # nothing deleted
+
+
+def test_a_prefix_of_nothing_exits_1(ltm, facts_with_ids):
+    code, out, err = ltm("forget", "--user", "alice", "abcd")
+    assert (code, out) == (1, "")
+    assert "user 'alice' has no fact with id 'abcd' (nor one starting with it)" in err
+    assert "ltm list --user alice" in err
+    code, _, _ = ltm("forget", "--user", "bob", "3f2c1a00")  # alice's fact, not bob's
+    assert code == 1
+    assert len(_alice_ids(ltm)) == 3
+
+
+def test_a_prefix_needs_4_characters(ltm, facts_with_ids):
+    code, _, err = ltm("forget", "--user", "alice", "7d1")
+    assert code == 2 and "'7d1' is too short for an id prefix (give 4 characters or more)" in err
+    assert "7d1e0000-0000-4000-8000-000000000003  Plays the cello" in err  # what it would be
+    assert len(_alice_ids(ltm)) == 3
+
+
+def test_a_whole_id_wins_over_a_prefix(ltm, tmp_path):
+    """Ids from an import can be short, and one id can begin another: the whole id is meant."""
+    stamp = "2025-01-02T03:04:05+00:00"
+    path = tmp_path / "short.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps({"id": i, "content": t, "created_at": stamp, "updated_at": stamp}) + "\n"
+            for i, t in [("f1", "Owns a cat"), ("f10", "Lives in Lisbon")]
+        ),
+        encoding="utf-8",
+    )
+    assert ltm("import", "--user", "alice", str(path))[0] == 0
+    code, out, _ = ltm("forget", "--user", "alice", "f1", "--json")
+    assert code == 0 and as_json(out)["id"] == "f1"
+    assert _alice_ids(ltm) == ["f10"]

@@ -108,12 +108,15 @@ def cmd_list(session: Session) -> int:
 
 
 def cmd_forget(session: Session) -> int:
-    """``ltm forget``: delete one fact and its versions (exit 1 if there is none)."""
-    fact_id = session.args.fact_id
+    """``ltm forget``: delete one fact and its versions (exit 1 if there is none).
+
+    The id may be a unique prefix of one (the 8 characters the demo prints).
+    """
+    fact_id = session.fact_id(session.args.fact_id)
     forgotten = session.store.forget(session.user, fact_id)
     data = {"user_id": session.user, "id": fact_id, "forgotten": forgotten}
     session.emit(data, f"Forgot fact {fact_id} of user {session.user!r}." if forgotten else "")
-    if not forgotten:
+    if not forgotten:  # deleted by another process since fact_id found it
         raise Failure(
             EXIT_NOT_FOUND,
             f"user {session.user!r} has no fact with id {fact_id!r}; "
