@@ -2,12 +2,13 @@
 
 Nothing here does I/O. ``plan_batch`` raises before anything is embedded or written, so a
 bad op in a batch leaves the store untouched (LangGraph #8832: ops given straight to
-``batch()`` are validated like the methods).
+``batch()`` are validated like the methods). Namespaces may be any sequence of labels
+(``["memories", "u1"]``, as PostgresStore accepts); the plan holds them as tuples.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,7 @@ from langchain_ltm._codec import copy_value
 from langchain_ltm._filters import Filter, compile_filter
 
 TokenizedField = tuple[str, Any]
+_MAX_TTL_MINUTES = 1e9  # ~1,900 years: beyond it a TTL is a typo (and overflows datetime)
 
 
 def tokenize_fields(fields: Iterable[str]) -> list[TokenizedField]:
@@ -37,6 +39,7 @@ class PlannedPut:
     op: PutOp
     value: dict[str, Any] | None
     texts: list[tuple[str, str]]  # (path, text)
+    ttl: float | None = None  # minutes
 
 
 @dataclass
@@ -65,26 +68,29 @@ def plan_batch(ops: Iterable[Op], default_fields: list[TokenizedField]) -> Batch
     plan = BatchPlan(size=len(ops))
     for i, op in enumerate(ops):
         if isinstance(op, GetOp):
-            check_labels(op.namespace)
+            op = op._replace(namespace=as_labels(op.namespace))
             _check_key(op.key)
             plan.gets.append((i, op))
         elif isinstance(op, SearchOp):
-            check_labels(op.namespace_prefix)
+            op = op._replace(namespace_prefix=as_labels(op.namespace_prefix))
             _check_window(op.limit, op.offset)
             if op.query is not None and not isinstance(op.query, str):
                 raise TypeError(f"query must be a str or None, got {type(op.query).__name__}.")
             plan.searches.append((i, op, compile_filter(op.filter)))
         elif isinstance(op, ListNamespacesOp):
+            conditions = []
             for condition in op.match_conditions or ():
                 if condition.match_type not in ("prefix", "suffix"):
                     raise ValueError(f"Unsupported match type: {condition.match_type!r}.")
-                check_labels(tuple(condition.path))
+                conditions.append(condition._replace(path=as_labels(condition.path)))
+            op = op._replace(match_conditions=tuple(conditions))
             _check_window(op.limit, op.offset)
             if op.max_depth is not None and (not isinstance(op.max_depth, int) or op.max_depth < 1):
                 raise ValueError(f"max_depth must be a positive int, got {op.max_depth!r}.")
             plan.lists.append((i, op))
         elif isinstance(op, PutOp):
-            plan.puts[(tuple(op.namespace), op.key)] = _plan_put(op, default_fields)
+            op = op._replace(namespace=as_labels(op.namespace))
+            plan.puts[(op.namespace, op.key)] = _plan_put(op, default_fields)
         else:
             raise ValueError(f"Unknown operation type: {type(op).__name__}.")
     return plan
@@ -95,6 +101,7 @@ def _plan_put(op: PutOp, default_fields: list[TokenizedField]) -> PlannedPut:
     _check_key(op.key)
     if op.value is None:
         return PlannedPut(op, None, [])
+    ttl = check_ttl(op.ttl, "PutOp.ttl")
     if not isinstance(op.value, Mapping):
         raise TypeError(f"value must be a dict, got {type(op.value).__name__}.")
     if not all(isinstance(k, str) for k in op.value):
@@ -115,7 +122,30 @@ def _plan_put(op: PutOp, default_fields: list[TokenizedField]) -> PlannedPut:
         else:
             texts.extend((f"{path}.{j}", text) for j, text in enumerate(found))
     # copied at planning time: later mutations of the caller's dict cannot reach the store
-    return PlannedPut(op, copy_value(dict(op.value)), texts)
+    return PlannedPut(op, copy_value(dict(op.value)), texts, ttl)
+
+
+def check_ttl(ttl: Any, what: str = "ttl") -> float | None:
+    """``None`` (no expiry) or a positive number of minutes, as a float."""
+    if ttl is None:
+        return None
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not 0 < ttl < _MAX_TTL_MINUTES:
+        raise ValueError(
+            f"{what} is a number of minutes > 0 (e.g. 0.5 or 60), or None for no expiry; "
+            f"got {ttl!r}."
+        )
+    return float(ttl)
+
+
+def as_labels(namespace: Any) -> tuple[str, ...]:
+    """A valid namespace (any sequence of labels) as a tuple; InvalidNamespaceError if not."""
+    if isinstance(namespace, (str, bytes)) or not isinstance(namespace, Sequence):
+        raise InvalidNamespaceError(
+            f"Namespace must be a tuple (or list) of str, got {namespace!r}."
+        )
+    labels = tuple(namespace)
+    check_labels(labels)
+    return labels
 
 
 def check_labels(namespace: Any) -> None:

@@ -2,22 +2,35 @@
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import copy
 import importlib
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, overload
 
 from langchain_core.embeddings import Embeddings
-from langgraph.store.base import BaseStore, Op, Result
+from langgraph.store.base import BaseStore, IndexConfig, Op, Result, TTLConfig
 
+from langchain_ltm import _clock
+from langchain_ltm._coalesce import Coalescer
 from langchain_ltm._codec import to_item, to_search_item
 from langchain_ltm._embedder import Embedder
 from langchain_ltm._labels import decode_label, encode_label
 from langchain_ltm._ops import check_namespace, plan_batch, tokenize_fields
 from langchain_ltm._steps import Logic, call, run_async, run_sync
+from langchain_ltm._ttl import SweeperTask, SweeperThread, check_ttl_config, interval_minutes
 from langchain_ltm.backends import backend_for
-from langchain_ltm.backends.base import ListRequest, Record, SearchRequest, VectorBackend
+from langchain_ltm.backends.base import (
+    ItemKey,
+    ListRequest,
+    Record,
+    SearchRequest,
+    StoredItem,
+    VectorBackend,
+    is_alive,
+)
 from langchain_ltm.errors import MissingDependencyError
 from langchain_ltm.facts import reads, writes
 from langchain_ltm.facts._locks import UserLocks
@@ -82,6 +95,10 @@ class LongTermMemoryStore(BaseStore):
             passwords (action ``rejected``); ``False`` stores anything; or pass your own
             ``guard(text) -> reason | None``.
         upsert_threshold: The 0.1 name of ``merge_threshold``.
+        ttl: LangGraph's ``TTLConfig``: ``default_ttl`` (minutes, for ``put`` without
+            ``ttl=``), ``refresh_on_read`` (default ``True``), ``sweep_interval_minutes``
+            (starts a sweeper thread now; ``close()`` stops it) and ``omit_expired``
+            (default ``True`` here: expired items are invisible to every read at once).
 
     Example:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -112,6 +129,7 @@ class LongTermMemoryStore(BaseStore):
         max_queries: int = 32,
         secret_guard: bool | SecretGuard = True,
         upsert_threshold: float | None = None,
+        ttl: TTLConfig | None = None,
     ) -> None:
         self.backend: VectorBackend = backend_for(vectorstore)
         embeddings = embeddings or getattr(vectorstore, "embeddings", None)
@@ -139,6 +157,18 @@ class LongTermMemoryStore(BaseStore):
         self._embedder = Embedder(embeddings)
         self._tokenized_fields = tokenize_fields(self.fields)
         self._locks = UserLocks()
+        self.ttl_config: TTLConfig | None = check_ttl_config(ttl)
+        self.supports_ttl = self.backend.capabilities.ttl
+        if self.ttl_config and not self.supports_ttl:
+            raise NotImplementedError(
+                f"The {self.backend.capabilities.name} engine does not support TTL; leave "
+                "out ttl=, or use the memory, Postgres or Qdrant engine."
+            )
+        self._sweeper = SweeperThread()
+        self._asweeper = SweeperTask()
+        if self.ttl_config and self.ttl_config.get("sweep_interval_minutes"):
+            self.start_ttl_sweeper()
+        self._coalescer = Coalescer(lambda ops: run_async(self._batch(ops)))
 
     @property
     def merge_threshold(self) -> float:
@@ -314,13 +344,92 @@ class LongTermMemoryStore(BaseStore):
             view._guard = _guard_for(secret_guard)
         return view
 
+    @property
+    def omit_expired(self) -> bool:
+        """Whether expired items are left out of reads before a sweep deletes them.
+
+        ``ttl_config["omit_expired"]``, default ``True`` (LangGraph's default is ``False``).
+        """
+        return bool((self.ttl_config or {}).get("omit_expired", True))
+
+    @property
+    def index_config(self) -> IndexConfig:
+        """LangGraph's index configuration of this store: ``dims``, ``embed``, ``fields``.
+
+        ``dims`` is learnt once (from the engine, an earlier embedding call, or one probe).
+        """
+        dims = self._embedder.dims or getattr(self.backend, "dims", None)
+        if not isinstance(dims, int):
+            dims = int(self._embedder.embed(["dims"], True).shape[1])
+        return {"dims": dims, "embed": self.embeddings, "fields": list(self.fields)}
+
     def close(self) -> None:
-        """Release the engine's connections and file locks (the store is unusable after)."""
+        """Stop the TTL sweeper and release the engine's connections and file locks."""
+        self.stop_ttl_sweeper()
         self.backend.close()
 
     async def aclose(self) -> None:
-        """Async twin of :meth:`close`."""
+        """Async twin of :meth:`close` (stops both sweeper variants)."""
+        await self.astop_ttl_sweeper()
+        self.stop_ttl_sweeper()
         await self.backend.aclose()
+
+    # ---- TTL -------------------------------------------------------------------------
+
+    def sweep_ttl(self) -> int:
+        """Delete every expired item (with its vectors) now; returns how many."""
+        return self.backend.sweep(_clock.utcnow())
+
+    async def asweep_ttl(self) -> int:
+        """Async twin of :meth:`sweep_ttl`."""
+        return await self.backend.asweep(_clock.utcnow())
+
+    def start_ttl_sweeper(
+        self, sweep_interval_minutes: float | None = None
+    ) -> concurrent.futures.Future[None]:
+        """Run :meth:`sweep_ttl` in a daemon thread every interval (PostgresStore's API).
+
+        The interval is ``sweep_interval_minutes``, else ``ttl_config``'s, else 5 minutes.
+        Already running: returns a future for the running sweeper. Cancelling the future
+        or :meth:`stop_ttl_sweeper` stops it; ``close()`` does too.
+
+        Example:
+            >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+            >>> from langchain_core.vectorstores import InMemoryVectorStore
+            >>> store = LongTermMemoryStore(InMemoryVectorStore(DeterministicFakeEmbedding(size=8)))
+            >>> future = store.start_ttl_sweeper(sweep_interval_minutes=1)
+            >>> store.stop_ttl_sweeper(timeout=5)
+            True
+        """
+        self._require_ttl()
+        minutes = interval_minutes(sweep_interval_minutes, self.ttl_config)
+        return self._sweeper.start(self.sweep_ttl, minutes)
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper thread; ``False`` if it still ran after ``timeout`` seconds."""
+        return self._sweeper.stop(timeout)
+
+    async def astart_ttl_sweeper(
+        self, sweep_interval_minutes: float | None = None
+    ) -> asyncio.Task[None]:
+        """The asyncio variant of :meth:`start_ttl_sweeper` (AsyncPostgresStore's).
+
+        A task on the running loop awaiting :meth:`asweep_ttl` every interval; stop it
+        with :meth:`astop_ttl_sweeper` (``aclose()`` does too).
+        """
+        self._require_ttl()
+        minutes = interval_minutes(sweep_interval_minutes, self.ttl_config)
+        return self._asweeper.start(self.asweep_ttl, minutes)
+
+    async def astop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper task; ``False`` if it still ran after ``timeout`` seconds."""
+        return await self._asweeper.stop(timeout)
+
+    def _require_ttl(self) -> None:
+        if not self.supports_ttl:
+            raise NotImplementedError(
+                f"The {self.backend.capabilities.name} engine does not support TTL."
+            )
 
     def __enter__(self) -> LongTermMemoryStore:
         return self
@@ -346,30 +455,47 @@ class LongTermMemoryStore(BaseStore):
 
     def _batch(self, ops: Iterable[Op]) -> Logic[list[Result]]:
         plan = plan_batch(ops, self._tokenized_fields)
+        if not self.supports_ttl and any(put.ttl is not None for put in plan.puts.values()):
+            self._require_ttl()
         results: list[Result] = [None] * plan.size
         texts, queries = plan.document_texts, plan.queries
+        now = _clock.utcnow()
+        alive_at = now if self.omit_expired else None
+        refresh: dict[ItemKey, StoredItem] = {}  # read items whose TTL this batch refreshes
         doc_vectors = (yield call(self._embedder, "embed", texts, False)) if texts else None
         query_vectors = (yield call(self._embedder, "embed", queries, True)) if queries else None
         query_row = {q: i for i, q in enumerate(queries)}
         if plan.gets:
             keys = [(op.namespace, op.key) for _, op in plan.gets]
             found = yield call(self.backend, "get", keys)
-            for (i, _), item in zip(plan.gets, found, strict=True):
-                results[i] = to_item(item) if item is not None else None
+            for (i, get_op), item in zip(plan.gets, found, strict=True):
+                if item is None or not is_alive(item, alive_at):
+                    continue
+                results[i] = to_item(item)
+                if get_op.refresh_ttl and item.ttl_minutes is not None:
+                    refresh[(item.namespace, item.key)] = item
         for i, op, conditions in plan.searches:
             vectors = None
             if op.query and query_vectors is not None:
                 row = query_row[op.query]
                 vectors = query_vectors[row : row + 1]
-            request = SearchRequest(op.namespace_prefix, vectors, conditions, op.limit, op.offset)
+            request = SearchRequest(
+                op.namespace_prefix, vectors, conditions, op.limit, op.offset, alive_at
+            )
             (hits,) = yield call(self.backend, "search", request)
             results[i] = [to_search_item(hit) for hit in hits]
+            if op.refresh_ttl:
+                for hit in hits:
+                    if hit.item.ttl_minutes is not None:
+                        refresh[(hit.item.namespace, hit.item.key)] = hit.item
         for i, lop in plan.lists:
             matching = tuple((c.match_type, tuple(c.path)) for c in lop.match_conditions or ())
-            request_ns = ListRequest(matching, lop.max_depth, lop.limit, lop.offset)
+            request_ns = ListRequest(matching, lop.max_depth, lop.limit, lop.offset, alive_at)
             results[i] = yield call(self.backend, "list_namespaces", request_ns)
+        if refresh:
+            keys = yield from self._with_fact_versions(list(refresh.values()))
+            yield call(self.backend, "touch", keys, now)
         if plan.puts:
-            now = datetime.now(timezone.utc)
             text_row = {t: i for i, t in enumerate(texts)}
             upserts, deletes = [], []
             for (namespace, key), put in plan.puts.items():
@@ -386,10 +512,27 @@ class LongTermMemoryStore(BaseStore):
                         paths=tuple(path for path, _ in put.texts),
                         vectors=doc_vectors[rows] if rows and doc_vectors is not None else None,
                         now=now,
+                        ttl_minutes=put.ttl,
                     )
                 )
             yield call(self.backend, "write", upserts, deletes)
         return results
+
+    def _with_fact_versions(self, items: list[StoredItem]) -> Logic[list[ItemKey]]:
+        """Keys to refresh: the items, and the versions of the facts among them.
+
+        A fact's versions expire with it, so refreshing a fact refreshes them too (one
+        search per user namespace, only for facts that have versions).
+        """
+        keys: list[ItemKey] = [(it.namespace, it.key) for it in items]
+        by_namespace: dict[tuple[str, ...], list[StoredItem]] = {}
+        for item in items:
+            if self.user_id_of(item.namespace) is not None and "content_hash" in item.value:
+                by_namespace.setdefault(item.namespace, []).append(item)
+        for namespace, facts in by_namespace.items():
+            found = yield from reads.versions_of(self._facts, namespace, facts)
+            keys.extend((v.namespace, v.key) for versions in found.values() for v in versions)
+        return keys
 
     # ---- facts -----------------------------------------------------------------------
 
@@ -420,13 +563,25 @@ class LongTermMemoryStore(BaseStore):
         )
 
     @overload
-    def remember(self, user_id: str, facts: str, *, pinned: bool = ...) -> RememberResult: ...
+    def remember(
+        self, user_id: str, facts: str, *, pinned: bool = ..., ttl: float | None = ...
+    ) -> RememberResult: ...
     @overload
     def remember(
-        self, user_id: str, facts: list[str] | tuple[str, ...], *, pinned: bool = ...
+        self,
+        user_id: str,
+        facts: list[str] | tuple[str, ...],
+        *,
+        pinned: bool = ...,
+        ttl: float | None = ...,
     ) -> list[RememberResult]: ...
     def remember(
-        self, user_id: str, facts: str | Sequence[str], *, pinned: bool = False
+        self,
+        user_id: str,
+        facts: str | Sequence[str],
+        *,
+        pinned: bool = False,
+        ttl: float | None = None,
     ) -> RememberResult | list[RememberResult]:
         """Store one fact or a batch (one embedding call), deduplicated per user.
 
@@ -441,25 +596,40 @@ class LongTermMemoryStore(BaseStore):
             pinned: Pin the facts: ``MemoryMiddleware`` shows pinned facts (a profile: name,
                 language, preferences) to the model on every call. A pinned fact stays
                 pinned across versions.
+            ttl: Minutes the facts live (``None``: for good), for facts that should not
+                outlive a situation ("reported a lost card this morning"). The fact and
+                its versions expire together; a new version keeps the TTL, counted from
+                that write. A duplicate writes nothing, so its TTL is unchanged.
+                ``ttl_config`` has no say here: ``default_ttl`` is for ``put``.
 
         Returns:
             A ``RememberResult`` per fact.
         """
-        return run_sync(writes.remember(self._facts, user_id, facts, pinned=pinned))
+        return run_sync(writes.remember(self._facts, user_id, facts, pinned=pinned, ttl=ttl))
 
     @overload
     async def aremember(
-        self, user_id: str, facts: str, *, pinned: bool = ...
+        self, user_id: str, facts: str, *, pinned: bool = ..., ttl: float | None = ...
     ) -> RememberResult: ...
     @overload
     async def aremember(
-        self, user_id: str, facts: list[str] | tuple[str, ...], *, pinned: bool = ...
+        self,
+        user_id: str,
+        facts: list[str] | tuple[str, ...],
+        *,
+        pinned: bool = ...,
+        ttl: float | None = ...,
     ) -> list[RememberResult]: ...
     async def aremember(
-        self, user_id: str, facts: str | Sequence[str], *, pinned: bool = False
+        self,
+        user_id: str,
+        facts: str | Sequence[str],
+        *,
+        pinned: bool = False,
+        ttl: float | None = None,
     ) -> RememberResult | list[RememberResult]:
         """Async twin of :meth:`remember`."""
-        return await run_async(writes.remember(self._facts, user_id, facts, pinned=pinned))
+        return await run_async(writes.remember(self._facts, user_id, facts, pinned=pinned, ttl=ttl))
 
     def pinned(self, user_id: str) -> list[Fact]:
         """The user's pinned facts, oldest first (nothing is embedded)."""
@@ -471,6 +641,8 @@ class LongTermMemoryStore(BaseStore):
 
     def update_fact(self, user_id: str, fact_id: str, fact: str) -> RememberResult:
         """Give one of the user's facts a new text (a new version; the old one is kept).
+
+        A fact remembered with a TTL keeps it, counted again from this update.
 
         Returns ``updated``, ``duplicate`` (the text is already this fact's, or another
         fact's: nothing written) or ``rejected`` (a secret).

@@ -1,8 +1,15 @@
 """One contract for LangGraph ``BaseStore`` semantics, run against every engine, sync and async.
 
 Subclass :class:`BaseStoreContract` (named ``Test...``) and provide a ``store_factory`` fixture:
-``store_factory(fields: list[str] | None = None) -> BaseStore`` returns a fresh, empty store with
-semantic search over ``fields`` (default ``["$"]``) and ``tests.fakes.KeywordEmbeddings(dims=64)``.
+``store_factory(fields: list[str] | None = None, ttl: TTLConfig | None = None) -> BaseStore``
+returns a fresh, empty store with semantic search over ``fields`` (default ``["$"]``),
+``tests.fakes.KeywordEmbeddings(dims=64)`` and the TTL configuration ``ttl`` (LangGraph's
+``TTLConfig``; only the TTL tests pass it).
+
+Time in the TTL tests is injected, never slept through: the ``clock`` fixture patches
+``langchain_ltm._clock.utcnow``, the one clock our store reads (every engine is handed its
+moments: record timestamps, ``alive_at``, ``touch(now)``, ``sweep(now)``), and moves it with
+``clock.advance(minutes)``. Only the sweeper tests wait, polling for the sweeper's effect.
 
 Every test is written once as ``async def`` against :class:`StoreAPI` and runs twice, through the
 sync methods (``put``, ``search``, ...) and through the async ones (``aput``, ``asearch``, ...).
@@ -23,7 +30,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Awaitable, Callable, Iterable
+from datetime import datetime, timedelta, timezone
 from typing import Any, ClassVar
 
 import pytest
@@ -37,6 +46,8 @@ from langgraph.store.base import (
     PutOp,
     SearchOp,
 )
+
+from langchain_ltm import _clock
 
 NS = ("memories", "u1")
 TEA = {"text": "green tea with honey"}
@@ -100,6 +111,27 @@ async def put_tree(api: StoreAPI) -> None:
         await api.put(ns, "k", {"v": 1})
 
 
+class Clock:
+    """The store's clock, frozen at the start of the test and moved by hand."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.now = datetime.now(timezone.utc)
+        monkeypatch.setattr(_clock, "utcnow", lambda: self.now)
+
+    def advance(self, minutes: float) -> None:
+        self.now += timedelta(minutes=minutes)
+
+
+async def wait_until(check: Callable[[], Awaitable[bool]], seconds: float = 20.0) -> bool:
+    """Poll ``check`` until it holds (a background sweeper's effect); False on timeout."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if await check():
+            return True
+        await asyncio.sleep(0.02)
+    return False
+
+
 class BaseStoreContract:
     """LangGraph ``BaseStore`` semantics every engine of ours must honour (see module docstring)."""
 
@@ -130,6 +162,25 @@ class BaseStoreContract:
     @pytest.fixture
     def api(self, make_api) -> StoreAPI:
         return make_api()
+
+    @pytest.fixture
+    def make_ttl_api(self, store_factory: Callable[..., BaseStore], mode: str):
+        made: list[BaseStore] = []
+
+        def make(ttl: dict[str, Any] | None = None) -> StoreAPI:
+            store = store_factory(None, ttl=ttl)
+            made.append(store)
+            return StoreAPI(store, mode)
+
+        yield make
+        for store in made:  # sweepers started by a config stop with the test
+            stop = getattr(store, "stop_ttl_sweeper", None)
+            if stop is not None:
+                stop(timeout=10)
+
+    @pytest.fixture
+    def clock(self, monkeypatch: pytest.MonkeyPatch) -> Clock:
+        return Clock(monkeypatch)
 
     @pytest.fixture(autouse=True)
     def _xfail_known_upstream_failures(self, request: pytest.FixtureRequest) -> None:
@@ -579,3 +630,245 @@ class BaseStoreContract:
                 await api.put(ns, "k", {"v": 1})
         await api.put(("x", "langgraph"), "k", {"v": 1})  # reserved only as the root label
         assert await api.list_namespaces() == [("x", "langgraph")]
+
+    # TTL (LangGraph's TTLConfig and put(ttl=) semantics; minutes, time injected by `clock`)
+
+    async def test_ttl_store_says_it_supports_ttl(self, make_ttl_api):
+        config = {"default_ttl": 2.0, "refresh_on_read": False}
+        api = make_ttl_api(config)
+        assert api.store.supports_ttl is True
+        assert api.store.ttl_config == config
+
+    async def test_ttl_put_then_expiry(self, make_ttl_api, clock):
+        api = make_ttl_api()
+        await api.put(NS, "short", TEA, ttl=1)
+        await api.put(NS, "long", {"text": "green tea"}, ttl=10)
+        await api.put(NS, "forever", {"text": "green tea honey"})
+        clock.advance(0.9)
+        assert (await api.get(NS, "short", refresh_ttl=False)).value == TEA
+        clock.advance(0.2)  # 1.1 minutes after the put: expired, not yet swept
+        assert await api.get(NS, "short") is None
+        assert keys(await api.search(NS)) == ["forever", "long"]
+        assert keys(await api.search(NS, query="green tea honey")) == ["forever", "long"]
+        assert keys(await api.search(NS, filter={"text": TEA["text"]})) == []
+        clock.advance(10)
+        assert keys(await api.search(NS)) == ["forever"]
+
+    async def test_ttl_refresh_on_get(self, make_ttl_api, clock):
+        api = make_ttl_api()
+        await api.put(NS, "k", TEA, ttl=1)
+        clock.advance(0.6)
+        assert await api.get(NS, "k") is not None  # refresh_ttl defaults to True
+        clock.advance(0.6)  # 1.2 after the put, 0.6 after the read
+        assert await api.get(NS, "k", refresh_ttl=False) is not None
+        clock.advance(0.6)  # 1.2 after the last refresh
+        assert await api.get(NS, "k") is None
+        results = await api.batch([PutOp(NS, "k", TEA, ttl=1), GetOp(NS, "k")])
+        assert results[1] is None  # the batch's reads see the state before its puts
+        assert await api.get(NS, "k") is not None
+
+    async def test_ttl_refresh_on_search(self, make_ttl_api, clock):
+        api = make_ttl_api()
+        await api.put(NS, "plain", {"v": 1}, ttl=1)
+        await api.put(NS, "ranked", TEA, ttl=1)
+        clock.advance(0.6)
+        assert keys(await api.search(NS, filter={"v": 1})) == ["plain"]
+        assert [h.key for h in await api.search(NS, query="green tea honey", limit=1)] == ["ranked"]
+        clock.advance(0.6)  # refreshed 0.6 ago, put 1.2 ago
+        assert keys(await api.search(NS, refresh_ttl=False)) == ["plain", "ranked"]
+        clock.advance(0.6)
+        assert await api.search(NS) == []
+
+    async def test_ttl_refresh_on_read_false_in_the_config(self, make_ttl_api, clock):
+        api = make_ttl_api({"refresh_on_read": False})
+        await api.put(NS, "k", TEA, ttl=1)
+        clock.advance(0.6)
+        assert await api.get(NS, "k") is not None
+        assert len(await api.search(NS)) == 1
+        clock.advance(0.6)
+        assert await api.get(NS, "k") is None
+        await api.put(NS, "k", TEA, ttl=1)
+        clock.advance(0.6)
+        assert await api.get(NS, "k", refresh_ttl=True) is not None  # the call wins
+        clock.advance(0.6)
+        assert await api.get(NS, "k") is not None
+
+    async def test_ttl_put_again_sets_or_clears_the_ttl(self, make_ttl_api, clock):
+        api = make_ttl_api()
+        await api.put(NS, "k", TEA, ttl=1)
+        await api.put(NS, "k", TEA)  # no TTL now
+        await api.put(NS, "j", TEA)
+        await api.put(NS, "j", TEA, ttl=1)  # a TTL now
+        clock.advance(5)
+        assert await api.get(NS, "k") is not None
+        assert await api.get(NS, "j") is None
+
+    async def test_ttl_default_ttl_and_ttl_none_override(self, make_ttl_api, clock):
+        api = make_ttl_api({"default_ttl": 1})
+        await api.put(NS, "default", TEA)
+        await api.put(NS, "never", TEA, ttl=None)
+        await api.put(NS, "longer", TEA, ttl=3)
+        await api.batch([PutOp(NS, "raw", TEA)])  # an op's ttl is its own: None, no expiry
+        clock.advance(1.5)
+        assert keys(await api.search(NS)) == ["longer", "never", "raw"]
+        clock.advance(3)
+        assert keys(await api.search(NS)) == ["never", "raw"]
+
+    async def test_ttl_batch_put_op_ttl_is_honoured(self, make_ttl_api, clock):
+        api = make_ttl_api()
+        await api.batch([PutOp(NS, "a", TEA, ttl=1), PutOp(NS, "b", TEA, ttl=None)])
+        await api.batch([PutOp(NS, "c", TEA, ttl=1), PutOp(NS, "c", TEA, ttl=4)])
+        clock.advance(2)
+        reads = [GetOp(NS, key, refresh_ttl=False) for key in ("a", "b", "c")]
+        results = await api.batch(reads)
+        assert [r is None for r in results] == [True, False, False]
+        clock.advance(3)
+        assert await api.get(NS, "c") is None
+
+    async def test_ttl_expired_items_leave_room_for_live_ones(self, make_ttl_api, clock):
+        api = make_ttl_api()
+        for i in range(6):
+            await api.put(NS, f"gone{i}", {"text": "green tea honey", "n": i}, ttl=1)
+        for i in range(3):
+            await api.put(NS, f"live{i}", {"text": "green tea", "n": i})
+        clock.advance(2)
+        expected = ["live0", "live1", "live2"]
+        assert keys(await api.search(NS, limit=3)) == expected
+        assert keys(await api.search(NS, query="green tea honey", limit=3)) == expected
+        assert keys(await api.search(NS, filter={"n": {"$lt": 5}}, limit=3)) == expected
+        assert keys(await api.search(NS, query="tea", filter={"n": {"$gte": 0}})) == expected
+
+    async def test_ttl_list_namespaces_hides_expired_only_namespaces(self, make_ttl_api, clock):
+        api = make_ttl_api()
+        await api.put(("a", "gone"), "k", {"v": 1}, ttl=1)
+        await api.put(("a", "mixed"), "k1", {"v": 1}, ttl=1)
+        await api.put(("a", "mixed"), "k2", {"v": 2})
+        await api.put(("a", "later"), "k", {"v": 1}, ttl=5)
+        await api.put(("b",), "k", {"v": 1}, ttl=1)
+        clock.advance(2)
+        assert await api.list_namespaces() == [("a", "later"), ("a", "mixed")]
+        assert await api.list_namespaces(max_depth=1) == [("a",)]
+        assert await api.list_namespaces(suffix=("gone",)) == []
+
+    async def test_ttl_omit_expired_false_shows_expired_until_swept(self, make_ttl_api, clock):
+        api = make_ttl_api({"omit_expired": False})
+        await api.put(NS, "k", TEA, ttl=1)
+        await api.put(NS, "keep", TEA)
+        clock.advance(2)
+        assert (await api.get(NS, "k", refresh_ttl=False)).value == TEA
+        assert keys(await api.search(NS, refresh_ttl=False)) == ["k", "keep"]
+        assert await api.list_namespaces() == [NS]
+        swept = await _sweep(api)
+        assert swept == 1
+        assert await api.get(NS, "k") is None
+        assert keys(await api.search(NS)) == ["keep"]
+
+    async def test_ttl_refresh_never_brings_an_expired_item_back(self, make_ttl_api, clock):
+        api = make_ttl_api({"omit_expired": False})
+        await api.put(NS, "k", TEA, ttl=1)
+        clock.advance(2)
+        assert await api.get(NS, "k", refresh_ttl=True) is not None  # shown, not refreshed
+        assert len(await api.search(NS, query="green tea", refresh_ttl=True)) == 1
+        assert await _sweep(api) == 1
+        assert await api.get(NS, "k") is None
+
+    async def test_ttl_sweep_deletes_only_what_expired(self, make_ttl_api, clock):
+        api = make_ttl_api()
+        await api.put(NS, "a", TEA, ttl=1)
+        await api.put(("other",), "b", TEA, ttl=1)
+        await api.put(NS, "c", TEA, ttl=10)
+        await api.put(NS, "d", TEA)
+        assert await _sweep(api) == 0
+        clock.advance(2)
+        assert await _sweep(api) == 2
+        assert await _sweep(api) == 0
+        assert keys(await api.search(())) == ["c", "d"]
+        assert await api.list_namespaces() == [NS]
+        await api.put(NS, "a", TEA)  # the key is free again, and new
+        assert (await api.get(NS, "a")).value == TEA
+
+    async def test_ttl_sweeper_deletes_and_stops(self, make_ttl_api, clock):
+        api = make_ttl_api({"omit_expired": False})
+        store = api.store
+        await api.put(NS, "k", TEA, ttl=1)
+        await api.put(NS, "keep", TEA)
+        clock.advance(2)
+        if api.mode == "async":
+            task = await store.astart_ttl_sweeper(sweep_interval_minutes=0.0005)
+            assert await store.astart_ttl_sweeper() is task  # one sweeper at a time
+        else:
+            future = store.start_ttl_sweeper(sweep_interval_minutes=0.0005)
+            assert not future.done()
+
+        async def swept() -> bool:
+            return await api.get(NS, "k", refresh_ttl=False) is None
+
+        assert await wait_until(swept)
+        await api.put(NS, "later", TEA, ttl=1)
+        if api.mode == "async":
+            assert await store.astop_ttl_sweeper(timeout=10) is True
+            assert task.done()
+            assert await store.astop_ttl_sweeper() is True  # stopping twice is fine
+        else:
+            assert store.stop_ttl_sweeper(timeout=10) is True
+            assert future.result(timeout=10) is None
+            assert store.stop_ttl_sweeper() is True
+        clock.advance(2)
+        await asyncio.sleep(0.05)  # ten sweeper periods: a running sweeper would delete it
+        assert await api.get(NS, "later", refresh_ttl=False) is not None
+        assert keys(await api.search(NS, refresh_ttl=False)) == ["keep", "later"]
+
+    async def test_ttl_sweeper_starts_from_the_config(self, make_ttl_api, clock):
+        api = make_ttl_api({"sweep_interval_minutes": 0.0005, "omit_expired": False})
+        await api.put(NS, "k", TEA, ttl=1)
+        clock.advance(2)
+
+        async def swept() -> bool:
+            return await api.get(NS, "k", refresh_ttl=False) is None
+
+        assert await wait_until(swept)
+        assert api.store.stop_ttl_sweeper(timeout=10) is True
+
+    async def test_ttl_bad_ttl_values_raise(self, make_ttl_api):
+        api = make_ttl_api()
+        for bad in (0, -1, "5", True, float("nan")):
+            with pytest.raises(ValueError, match="ttl"):
+                await api.put(NS, "k", TEA, ttl=bad)
+            with pytest.raises(ValueError, match="ttl"):
+                await api.batch([PutOp(NS, "k", TEA, ttl=bad)])
+        assert await api.search(NS) == []
+
+    # sequences and index_config
+
+    async def test_namespaces_may_be_lists(self, api):
+        await api.put(["test", "docs"], "d1", {"text": "green tea"})
+        await api.put(("test", "images"), "i1", {"text": "mountain bike"})
+        await api.put(("prod", "docs"), "d2", {"text": "green tea"})
+        assert keys(await api.search(["test"])) == ["d1", "i1"]
+        assert keys(await api.search(["test", "docs"], query="green tea")) == ["d1"]
+        assert await api.list_namespaces(prefix=["test"]) == [("test", "docs"), ("test", "images")]
+        assert await api.list_namespaces(suffix=["docs"]) == [("prod", "docs"), ("test", "docs")]
+        item = await api.get(["test", "docs"], "d1")
+        assert item.namespace == ("test", "docs")
+        [hit] = await api.search(["test", "images"])
+        assert hit.namespace == ("test", "images")
+        await api.delete(["test", "docs"], "d1")
+        assert keys(await api.search(["test"])) == ["i1"]
+        results = await api.batch([SearchOp(["prod"]), GetOp(["prod", "docs"], "d2")])
+        assert keys(results[0]) == ["d2"] and results[1].key == "d2"
+        with pytest.raises(InvalidNamespaceError):
+            await api.put(["a.b"], "k", {"v": 1})
+
+    async def test_index_config_has_langgraph_shape(self, make_api):
+        api = make_api(["text"])
+        config = api.store.index_config
+        assert config["dims"] == 64
+        assert config["fields"] == ["text"]
+        assert config["embed"] is not None
+        assert len(api.store.embeddings.embed_query("green tea")) == config["dims"]
+
+
+async def _sweep(api: StoreAPI) -> int:
+    if api.mode == "async":
+        return await api.store.asweep_ttl()
+    return api.store.sweep_ttl()

@@ -1,13 +1,18 @@
-"""Reading and deleting facts: recall, list, history, forget, clear, prune (sans-I/O logic)."""
+"""Reading and deleting facts: recall, list, history, forget, clear, prune (sans-I/O logic).
+
+Expired facts (``remember(..., ttl=...)``) are left out of every read at once, before a
+sweep deletes them; deletions (forget, clear, prune) take expired rows along.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
 
+from langchain_ltm import _clock
 from langchain_ltm._filters import Condition, Filter
 from langchain_ltm._steps import Logic, call
-from langchain_ltm.backends.base import Hit, SearchRequest, StoredItem
+from langchain_ltm.backends.base import Hit, SearchRequest, StoredItem, is_alive
 from langchain_ltm.errors import InvalidFactError
 from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts.context import FactContext
@@ -50,9 +55,10 @@ def recall(
     # versions of one fact compete for its place: ask for more so `limit` facts remain
     wanted = limit if len(scopes) == 1 and not include_history else limit * 3
     best: dict[str, Hit] = {}
+    now = _clock.utcnow()
     for scope in scopes:
         per_query = yield call(
-            ctx.backend, "search", SearchRequest(namespace, vectors, scope, wanted, 0)
+            ctx.backend, "search", SearchRequest(namespace, vectors, scope, wanted, 0, now)
         )
         for hits in per_query:
             for hit in hits:
@@ -69,7 +75,7 @@ def recall(
     missing = [fact_id for fact_id, _ in ranked if fact_id not in facts]
     if missing:
         found = yield call(ctx.backend, "get", [(namespace, k) for k in missing])
-        facts.update({item.key: item for item in found if item is not None})
+        facts.update({i.key: i for i in found if i is not None and is_alive(i, now)})
     histories = yield from versions_of(ctx, namespace, list(facts.values()))
     out = []
     for fact_id, hit in ranked:
@@ -127,7 +133,9 @@ def list_all(ctx: FactContext, user_id: str) -> Logic[list[Fact]]:
     """The logic of ``LongTermMemoryStore.list_all``: facts and versions in one search."""
     namespace = ctx.user_namespace(user_id)
     (hits,) = yield call(
-        ctx.backend, "search", SearchRequest(namespace, None, layout.ANY_TEXT, None, 0)
+        ctx.backend,
+        "search",
+        SearchRequest(namespace, None, layout.ANY_TEXT, None, 0, _clock.utcnow()),
     )
     versions: dict[str, list[StoredItem]] = {}
     facts: list[StoredItem] = []
@@ -147,7 +155,9 @@ def pinned(ctx: FactContext, user_id: str) -> Logic[list[Fact]]:
     """The user's pinned facts, oldest first (one filtered search, nothing embedded)."""
     namespace = ctx.user_namespace(user_id)
     (hits,) = yield call(
-        ctx.backend, "search", SearchRequest(namespace, None, layout.PINNED, None, 0)
+        ctx.backend,
+        "search",
+        SearchRequest(namespace, None, layout.PINNED, None, 0, _clock.utcnow()),
     )
     items = [h.item for h in hits if h.item.namespace == namespace]
     histories = yield from versions_of(ctx, namespace, items)
@@ -161,7 +171,9 @@ def history(ctx: FactContext, user_id: str, fact_id: str) -> Logic[list[FactVers
     namespace = ctx.user_namespace(user_id)
     check_id(fact_id)
     (item,) = yield call(ctx.backend, "get", [(namespace, fact_id)])
-    if item is None or layout.is_version(item) or "content" not in item.value:
+    if item is None or not is_alive(item, _clock.utcnow()):
+        return []
+    if layout.is_version(item) or "content" not in item.value:
         return []
     found = yield from versions_of(ctx, namespace, [item])
     return list(layout.fact_from_items(item, user_id, found.get(fact_id, ())).versions)

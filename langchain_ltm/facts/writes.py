@@ -4,6 +4,11 @@ Each function yields backend, embedder and resolver calls and receives their res
 ``LongTermMemoryStore`` runs it with its sync or its async shell. Nothing here calls back
 into the store. The decide-and-write of one user holds the user's lock
 (:class:`~langchain_ltm.facts._locks.UserLocks`) from the first read to the write.
+
+TTL: a fact remembered with ``ttl`` (minutes) expires with every version it has; a new
+version of it (``update``, or ``remember`` merging into it) keeps the TTL, refreshed from
+the write, unless the ``remember`` call gives its own. Expired facts are gone for every
+read here at once, whatever the store's ``omit_expired``.
 """
 
 from __future__ import annotations
@@ -11,14 +16,16 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, Literal
 
+from langchain_ltm import _clock
 from langchain_ltm._codec import fact_key
 from langchain_ltm._filters import Condition, Filter
 from langchain_ltm._labels import encode_label
+from langchain_ltm._ops import check_ttl
 from langchain_ltm._steps import Logic, Step, call
-from langchain_ltm.backends.base import ItemKey, Record, SearchRequest, StoredItem
+from langchain_ltm.backends.base import ItemKey, Record, SearchRequest, StoredItem, is_alive
 from langchain_ltm.errors import DuplicateFactError, FactNotFoundError, InvalidFactError
 from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts.context import FactContext
@@ -74,8 +81,14 @@ def remember(
     facts: str | Sequence[str],
     dry_run: bool = False,
     pinned: bool = False,
+    ttl: float | None = None,
 ) -> Logic[RememberResult | list[RememberResult]]:
     """The logic of ``LongTermMemoryStore.remember``; ``dry_run`` decides without writing."""
+    ttl = check_ttl(ttl)
+    if ttl is not None and not ctx.backend.capabilities.ttl:
+        raise NotImplementedError(
+            f"The {ctx.backend.capabilities.name} engine does not support TTL; leave out ttl."
+        )
     single = isinstance(facts, str)
     if not single and not isinstance(facts, (list, tuple)):
         raise InvalidFactError(f"facts must be a str or a list of str, got {type(facts).__name__}.")
@@ -91,9 +104,9 @@ def remember(
     if accepted:
         batch = [texts[i] for i in accepted]
         try:
-            stored = yield from _store_facts(ctx, user_id, batch, dry_run, pinned)
+            stored = yield from _store_facts(ctx, user_id, batch, dry_run, pinned, ttl)
         except DuplicateFactError:  # another process stored one of them just now
-            stored = yield from _store_facts(ctx, user_id, batch, dry_run, pinned)
+            stored = yield from _store_facts(ctx, user_id, batch, dry_run, pinned, ttl)
         for i, result in zip(accepted, stored, strict=True):
             results[i] = result
     done = [r for r in results if r is not None]
@@ -101,7 +114,12 @@ def remember(
 
 
 def _store_facts(
-    ctx: FactContext, user_id: str, texts: list[str], dry_run: bool, pinned: bool
+    ctx: FactContext,
+    user_id: str,
+    texts: list[str],
+    dry_run: bool,
+    pinned: bool,
+    ttl: float | None = None,
 ) -> Logic[list[RememberResult]]:
     label = encode_label(user_id)
     namespace = (*ctx.namespace, label)
@@ -110,19 +128,29 @@ def _store_facts(
     hashes = list(dict.fromkeys(digests))
     held = yield from ctx.locks.acquire(ctx.backend, label)
     try:
-        (exact_hits,) = yield call(
+        alive_at = _clock.utcnow()
+        (same_hash,) = yield call(
             ctx.backend,
             "search",
             SearchRequest(namespace, None, _with_hashes(hashes), None, 0),
         )
+        exact_hits = [h for h in same_hash if is_alive(h.item, alive_at)]
+        # an expired fact with one of these texts is gone: its row goes in this write
+        expired = [h.item for h in same_hash if not is_alive(h.item, alive_at)]
         neighbours = yield call(
             ctx.backend,
             "search",
             SearchRequest(
-                namespace, vectors, layout.CURRENT_FACTS, len(texts) + ctx.policy.max_similar, 0
+                namespace,
+                vectors,
+                layout.CURRENT_FACTS,
+                len(texts) + ctx.policy.max_similar,
+                0,
+                alive_at,
             ),
         )
         taken = yield call(ctx.backend, "get", [(namespace, fact_key(label, h)) for h in hashes])
+        taken = [item for item in taken if item is not None and is_alive(item, alive_at)]
         exact = {str(h.item.value.get("content_hash")): h.item for h in exact_hits}
 
         def decide(resolutions: Mapping[int, Any] | None) -> BatchDecision:
@@ -132,7 +160,7 @@ def _store_facts(
                 vectors,
                 exact=exact,
                 neighbours=neighbours,
-                taken_keys={item.key for item in taken if item is not None},
+                taken_keys={item.key for item in taken},
                 new_key=lambda digest: fact_key(label, digest),
                 policy=ctx.policy,
                 resolutions=resolutions,
@@ -144,7 +172,7 @@ def _store_facts(
             asked = [decision.ambiguous[r] for r in rows]
             answers = yield Step(ctx.resolver.resolve, ctx.resolver.aresolve, (asked,))
             decision = decide(dict(zip(rows, check_resolutions(asked, answers), strict=True)))
-        now = datetime.now(timezone.utc)
+        now = _clock.utcnow()
         known = {h.item.key: h.item for hits in (*neighbours, exact_hits) for h in hits}
         stored = {
             d.key: known[d.key]
@@ -152,7 +180,9 @@ def _store_facts(
             if d.action == "duplicate" and d.key not in decision.touched
         }
         histories = yield from versions_of(ctx, namespace, [*_bases(decision), *stored.values()])
-        records, deletes = _records(ctx, namespace, decision, vectors, histories, now, pinned)
+        records, deletes = _records(ctx, namespace, decision, vectors, histories, now, pinned, ttl)
+        written = {(r.namespace, r.key) for r in records}
+        deletes += [(i.namespace, i.key) for i in expired if (i.namespace, i.key) not in written]
         if pinned:  # pinning an already stored fact rewrites it, no new version
             for d in decision.decisions:
                 item = stored.get(d.key)
@@ -160,7 +190,7 @@ def _store_facts(
                     item = dataclasses.replace(item, value={**item.value, "pinned": True})
                     stored[d.key] = item
                     records.append(_rewrite(item, vectors[d.row : d.row + 1], now))
-        if records and not dry_run:
+        if (records or deletes) and not dry_run:
             records = yield from _embed_versions(ctx, records)
             yield call(ctx.backend, "write", records, deletes)
     finally:
@@ -183,7 +213,10 @@ def update(ctx: FactContext, user_id: str, fact_id: str, text: str) -> Logic[Rem
     vectors = yield call(ctx.embedder, "embed", [text], False)
     held = yield from ctx.locks.acquire(ctx.backend, label)
     try:
+        now = _clock.utcnow()
         (item,) = yield call(ctx.backend, "get", [(namespace, fact_id)])
+        if item is not None and not is_alive(item, now):
+            item = None  # expired: gone
         if item is None or layout.is_version(item) or "content" not in item.value:
             raise FactNotFoundError(
                 f"The user has no fact with id {fact_id!r}; use an id returned by "
@@ -191,17 +224,18 @@ def update(ctx: FactContext, user_id: str, fact_id: str, text: str) -> Logic[Rem
             )
         digest = content_hash(text)
         (same_text,) = yield call(
-            ctx.backend, "search", SearchRequest(namespace, None, _with_hashes([digest]), 1, 0)
+            ctx.backend,
+            "search",
+            SearchRequest(namespace, None, _with_hashes([digest]), 1, 0, now),
         )
         histories = yield from versions_of(ctx, namespace, [item, *(h.item for h in same_text)])
-        now = datetime.now(timezone.utc)
         if same_text:  # already the text of this fact, or of another one: nothing to write
             match = same_text[0].item
             fact = layout.fact_from_items(match, user_id, histories.get(match.key, ()))
             return RememberResult("duplicate", fact, similarity=1.0)
         state = FactState(fact_id, text, 0, item, [str(item.value["content"])])
         decision = BatchDecision(decisions=[], touched={fact_id: state})
-        records, deletes = _records(ctx, namespace, decision, vectors, histories, now, False)
+        records, deletes = _records(ctx, namespace, decision, vectors, histories, now, False, None)
         records = yield from _embed_versions(ctx, records)
         yield call(ctx.backend, "write", records, deletes)
     finally:
@@ -226,12 +260,18 @@ def _records(
     histories: Mapping[str, list[StoredItem]],
     now: datetime,
     pinned: bool,
+    ttl: float | None,
 ) -> tuple[list[Record], list[ItemKey]]:
-    """The writes of a decision: each touched fact, each text it superseded, pruning."""
+    """The writes of a decision: each touched fact, each text it superseded, pruning.
+
+    The fact and its new versions get ``ttl``, or (``None``) the stored fact's TTL; with a
+    TTL, its stored versions are rewritten with it too, so they expire with the fact.
+    """
     records: list[Record] = []
     deletes: list[ItemKey] = []
     for state in decision.touched.values():
         base = state.base
+        lifetime = ttl if ttl is not None or base is None else base.ttl_minutes
         stored_versions = histories.get(state.key, []) if base else []
         number = max([int(v.value.get("version") or 0) for v in stored_versions], default=0)
         since = layout.valid_from(base) if base else now
@@ -252,6 +292,7 @@ def _records(
                     paths=("content",),
                     vectors=None,  # filled below: a version keeps the vector of its text
                     now=now,
+                    ttl_minutes=lifetime,
                 )
             )
         kept = number
@@ -260,6 +301,13 @@ def _records(
             deletes.extend(
                 (namespace, layout.version_key(state.key, n))
                 for n in range(1, number - ctx.history_limit + 1)
+            )
+        if lifetime is not None:
+            pruned = set(deletes)
+            records.extend(
+                _with_ttl(v, lifetime, now)
+                for v in stored_versions
+                if (v.namespace, v.key) not in pruned
             )
         records.append(
             Record(
@@ -272,14 +320,41 @@ def _records(
                 paths=("content",),
                 vectors=vectors[state.row : state.row + 1],
                 now=now,
+                ttl_minutes=lifetime,
             )
         )
     return records, deletes
 
 
 def _rewrite(item: StoredItem, vectors: Any, now: datetime) -> Record:
+    """The stored fact written again (keeping its TTL, refreshed from ``now``)."""
     text = str(item.value["content"])
-    return Record(item.namespace, item.key, item.value, (text,), ("content",), vectors, now)
+    return Record(
+        item.namespace,
+        item.key,
+        item.value,
+        (text,),
+        ("content",),
+        vectors,
+        now,
+        ttl_minutes=item.ttl_minutes,
+    )
+
+
+def _with_ttl(version: StoredItem, ttl: float, now: datetime) -> Record:
+    """A stored version written again with the fact's TTL (its vector comes from the cache)."""
+    text = str(version.value["content"])
+    return Record(
+        version.namespace,
+        version.key,
+        version.value,
+        (text,),
+        ("content",),
+        None,
+        now,
+        created_at=version.created_at,
+        ttl_minutes=ttl,
+    )
 
 
 def _embed_versions(ctx: FactContext, records: list[Record]) -> Logic[list[Record]]:
@@ -527,7 +602,7 @@ def _parse_record(
         check_id(fact_id)
         if "@" in fact_id:
             raise InvalidFactError(f"{where}: id {fact_id!r} may not contain '@'.")
-    now = datetime.now(timezone.utc)
+    now = _clock.utcnow()
     try:
         created = _time(record, "created_at", now)
         updated = _time(record, "updated_at", created)

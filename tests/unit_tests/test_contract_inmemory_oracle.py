@@ -14,6 +14,13 @@ from langgraph.store.memory import InMemoryStore
 from tests.fakes import KeywordEmbeddings
 from tests.store_contract import BaseStoreContract
 
+_NO_TTL = (
+    "InMemoryStore has no TTL in langgraph-checkpoint 4.3.2 (the newest release): "
+    "supports_ttl is False, put(ttl=...) raises NotImplementedError, it takes no ttl config "
+    "and has no sweeper"
+)
+assert not InMemoryStore.supports_ttl, "InMemoryStore has TTL now: test the TTL contract on it"
+
 
 class TestInMemoryStoreOracle(BaseStoreContract):
     known_upstream_failures: ClassVar[dict[str, str]] = {
@@ -50,12 +57,21 @@ class TestInMemoryStoreOracle(BaseStoreContract):
         "test_batch_validates_ops_like_the_methods": (
             "langgraph #8832: batch()/abatch() skip namespace validation"
         ),
+        "test_namespaces_may_be_lists": (
+            "InMemoryStore compares a list prefix with tuple namespaces, so search(['test']) "
+            "finds nothing, and get/put with a list raise TypeError (unhashable); "
+            "PostgresStore accepts lists in search, list_namespaces and put"
+        ),
+        **dict.fromkeys(
+            [name for name in dir(BaseStoreContract) if name.startswith("test_ttl_")],
+            _NO_TTL,
+        ),
     }
 
     @pytest.fixture
     def store_factory(self):
-        def make(fields: list[str] | None = None) -> InMemoryStore:
-            embed = KeywordEmbeddings(dims=64)
+        def make(fields: list[str] | None = None, ttl: object = None) -> InMemoryStore:
+            embed = KeywordEmbeddings(dims=64)  # ttl: InMemoryStore takes no TTL config
             return InMemoryStore(index={"dims": 64, "embed": embed, "fields": fields or ["$"]})
 
         return make

@@ -8,6 +8,7 @@ import threading
 import numpy as np
 import pytest
 from langchain_qdrant import QdrantVectorStore
+from langgraph.store.base import TTLConfig
 from qdrant_client import QdrantClient, models
 
 from langchain_ltm import EmbeddingDimensionError, LongTermMemoryStore
@@ -314,11 +315,13 @@ class _AsyncOverSync:
 class TestQdrantAsyncDriverContract(BaseStoreContract):
     @pytest.fixture
     def store_factory(self):
-        def make(fields: list[str] | None = None) -> LongTermMemoryStore:
+        def make(fields: list[str] | None = None, ttl: TTLConfig | None = None):
             client = QdrantClient(":memory:")
             backend = QdrantBackend(client, dims=64, mirror=False, aclient=_AsyncOverSync(client))
             backend.local = False  # take the server's async path
-            return LongTermMemoryStore(backend, embeddings=KeywordEmbeddings(64), fields=fields)
+            return LongTermMemoryStore(
+                backend, embeddings=KeywordEmbeddings(64), fields=fields, ttl=ttl
+            )
 
         return make
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from langgraph.store.base import TTLConfig
 
 from langchain_ltm import LongTermMemoryStore
 from langchain_ltm.backends.qdrant import QdrantBackend, qdrant_backend
@@ -20,15 +21,19 @@ from tests.store_contract import BaseStoreContract
 _names = itertools.count()
 
 
-def _store(backend: QdrantBackend, fields: list[str] | None) -> LongTermMemoryStore:
-    return LongTermMemoryStore(backend, embeddings=KeywordEmbeddings(dims=64), fields=fields)
+def _store(
+    backend: QdrantBackend, fields: list[str] | None, ttl: TTLConfig | None
+) -> LongTermMemoryStore:
+    return LongTermMemoryStore(
+        backend, embeddings=KeywordEmbeddings(dims=64), fields=fields, ttl=ttl
+    )
 
 
 class TestQdrantMemoryContract(BaseStoreContract):
     @pytest.fixture
     def store_factory(self):
-        def make(fields: list[str] | None = None) -> LongTermMemoryStore:
-            return _store(qdrant_backend(":memory:", dims=64), fields)
+        def make(fields: list[str] | None = None, ttl: TTLConfig | None = None):
+            return _store(qdrant_backend(":memory:", dims=64), fields, ttl)
 
         return make
 
@@ -38,10 +43,10 @@ class TestQdrantPathContract(BaseStoreContract):
     def store_factory(self, tmp_path):
         opened: list[QdrantBackend] = []
 
-        def make(fields: list[str] | None = None) -> LongTermMemoryStore:
+        def make(fields: list[str] | None = None, ttl: TTLConfig | None = None):
             backend = qdrant_backend(tmp_path / f"db{next(_names)}", dims=64)
             opened.append(backend)
-            return _store(backend, fields)
+            return _store(backend, fields, ttl)
 
         yield make
         for backend in opened:
@@ -53,7 +58,7 @@ class TestQdrantServerPathContract(BaseStoreContract):
 
     @pytest.fixture
     def store_factory(self):
-        def make(fields: list[str] | None = None) -> LongTermMemoryStore:
-            return _store(qdrant_backend(":memory:", dims=64, mirror=False), fields)
+        def make(fields: list[str] | None = None, ttl: TTLConfig | None = None):
+            return _store(qdrant_backend(":memory:", dims=64, mirror=False), fields, ttl)
 
         return make

@@ -1,0 +1,180 @@
+"""TTL plumbing of the store: the checked ``TTLConfig`` and the background sweepers.
+
+LangGraph's names and semantics: ``TTLConfig`` (``default_ttl``, ``refresh_on_read``,
+``sweep_interval_minutes``, ``omit_expired``), a sweeper thread started with
+``start_ttl_sweeper()`` returning a ``concurrent.futures.Future`` and stopped with
+``stop_ttl_sweeper(timeout)``, and an asyncio task variant. A sweeper holds only a weak
+reference to its store, so a store that is dropped without ``close()`` is not kept alive by
+its sweeper (the sweeper ends at its next tick).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+import weakref
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from langgraph.store.base import TTLConfig
+
+from langchain_ltm._ops import check_ttl
+
+__all__ = ["DEFAULT_SWEEP_MINUTES", "SweeperTask", "SweeperThread", "check_ttl_config"]
+
+logger = logging.getLogger("langchain_ltm")
+
+DEFAULT_SWEEP_MINUTES = 5.0
+"""LangGraph's interval when neither the call nor the config gives one."""
+
+_KEYS = frozenset({"default_ttl", "refresh_on_read", "sweep_interval_minutes", "omit_expired"})
+
+
+def check_ttl_config(ttl: Mapping[str, Any] | None) -> TTLConfig | None:
+    """A copy of ``ttl`` with every field checked (ValueError naming the field)."""
+    if ttl is None:
+        return None
+    if not isinstance(ttl, Mapping):
+        raise TypeError(f"ttl must be a TTLConfig dict, got {type(ttl).__name__}.")
+    unknown = sorted(set(ttl) - _KEYS)
+    if unknown:
+        raise ValueError(f"Unknown TTLConfig keys {unknown}; the keys are {sorted(_KEYS)}.")
+    for flag in ("refresh_on_read", "omit_expired"):
+        if flag in ttl and not isinstance(ttl[flag], bool):
+            raise ValueError(f"TTLConfig {flag} must be True or False, got {ttl[flag]!r}.")
+    check_ttl(ttl.get("default_ttl"), "TTLConfig default_ttl")
+    check_ttl(ttl.get("sweep_interval_minutes"), "TTLConfig sweep_interval_minutes")
+    config: TTLConfig = {}
+    config.update(ttl)  # type: ignore[typeddict-item]
+    return config
+
+
+def interval_minutes(given: float | None, config: TTLConfig | None) -> float:
+    """The sweep interval: the call's, else the config's, else 5 minutes."""
+    check_ttl(given, "sweep_interval_minutes")
+    return float(given or (config or {}).get("sweep_interval_minutes") or DEFAULT_SWEEP_MINUTES)
+
+
+class SweeperThread:
+    """A daemon thread calling ``sweep()`` every interval until stopped."""
+
+    def __init__(self) -> None:
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self, sweep: Callable[[], int], minutes: float) -> concurrent.futures.Future[None]:
+        """Start sweeping (a second start while running returns a future for the same one).
+
+        Cancelling the returned future stops the thread.
+        """
+        future: concurrent.futures.Future[None] = concurrent.futures.Future()
+        future.add_done_callback(lambda f: self._stop.set() if f.cancelled() else None)
+        if self.running:
+            return future
+        self._stop.clear()
+        ref = weakref.WeakMethod(sweep)
+        stop = self._stop
+
+        def loop() -> None:
+            try:
+                while not stop.wait(minutes * 60):
+                    bound = ref()
+                    if bound is None:  # the store is gone
+                        break
+                    _sweep_once(bound)
+                    del bound
+            finally:
+                if not future.done():
+                    future.set_result(None)
+
+        self._thread = threading.Thread(target=loop, name="ltm-ttl-sweeper", daemon=True)
+        self._thread.start()
+        logger.info("TTL sweeper thread started: every %s minutes", minutes)
+        return future
+
+    def stop(self, timeout: float | None = None) -> bool:
+        """Stop the thread; False if it was still running after ``timeout`` seconds."""
+        thread = self._thread
+        if thread is None or not thread.is_alive():
+            self._thread = None
+            return True
+        self._stop.set()
+        if thread is not threading.current_thread():
+            thread.join(timeout)
+        if thread.is_alive():
+            logger.warning("Timed out waiting for the TTL sweeper thread to stop")
+            return False
+        self._thread = None
+        return True
+
+
+class SweeperTask:
+    """The asyncio variant: a task on the running loop awaiting ``asweep()`` every interval."""
+
+    def __init__(self) -> None:
+        self._task: asyncio.Task[None] | None = None
+        self._stop: asyncio.Event | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def start(self, asweep: Callable[[], Awaitable[int]], minutes: float) -> asyncio.Task[None]:
+        """Start sweeping on the running loop; a second start returns the running task."""
+        if self._task is not None and not self._task.done():
+            return self._task
+        stop = self._stop = asyncio.Event()
+        ref = weakref.WeakMethod(asweep)
+
+        async def loop() -> None:
+            while True:
+                try:
+                    await asyncio.wait_for(stop.wait(), timeout=minutes * 60)
+                    return
+                except asyncio.TimeoutError:
+                    pass
+                bound = ref()
+                if bound is None:
+                    return
+                try:
+                    swept = await bound()
+                    if swept:
+                        logger.info("TTL sweeper deleted %d expired items", swept)
+                except Exception:  # a failed sweep is retried at the next tick
+                    logger.exception("TTL sweep failed")
+                del bound
+
+        self._task = asyncio.get_running_loop().create_task(loop(), name="ltm-ttl-sweeper")
+        logger.info("TTL sweeper task started: every %s minutes", minutes)
+        return self._task
+
+    async def stop(self, timeout: float | None = None) -> bool:
+        """Stop the task; False if it was still running after ``timeout`` seconds."""
+        task = self._task
+        if task is None or task.done():
+            self._task = None
+            return True
+        assert self._stop is not None
+        self._stop.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(task), timeout=timeout)
+        except asyncio.TimeoutError:
+            logger.warning("Timed out waiting for the TTL sweeper task to stop")
+            return False
+        self._task = None
+        return True
+
+
+def _sweep_once(sweep: Callable[[], int]) -> None:
+    try:
+        swept = sweep()
+        if swept:
+            logger.info("TTL sweeper deleted %d expired items", swept)
+    except Exception:  # a failed sweep (engine down) is retried at the next tick
+        logger.exception("TTL sweep failed")
