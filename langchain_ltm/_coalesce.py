@@ -1,0 +1,320 @@
+"""Coalesce concurrent ``abatch`` calls on one event loop into shared batch runs.
+
+LangGraph's ``AsyncBatchedBaseStore`` (under ``AsyncPostgresStore``) queues every async
+call and lets a background task run whatever is queued as one ``abatch``. The
+:class:`Coalescer` keeps its contract and runs no long-lived task:
+
+- A call that finds its event loop idle runs at once, in its own task: a lone caller pays
+  nothing for coalescing.
+- Calls made while a run is under way wait in the loop's queue. When the run ends, a
+  short-lived flush task takes the waiting calls (whole calls, oldest first, up to
+  ``max_ops`` ops), concatenates their ops into one batch run (one embedding call per
+  kind, one ``get`` round trip, one ``write`` statement), splits the results back, and
+  repeats until the queue is empty.
+- Identical reads in a run (same ``GetOp``, same ``SearchOp``...) are asked once; every
+  caller gets its own copy of the answer.
+- Runs on one loop never overlap, so writes land in submission order (the last put to a
+  key wins), every call sees the writes of the calls that completed before it was made,
+  and no call sees the writes of a call made after it. Calls merged into one run are
+  concurrent: their reads see the state before the run's writes, as the reads of one
+  ``abatch`` do (and as in ``AsyncBatchedBaseStore``).
+- A run that fails is split in two and each half run again, in order, down to single
+  calls, so only the calls whose ops fail get an error (``AsyncBatchedBaseStore`` fails
+  every call of the batch). A bad op fails before any I/O (``plan_batch`` validates
+  first); an engine error fails the write as a whole on engines that write a batch
+  atomically (memory, Postgres), so re-running a half writes nothing twice.
+- A waiting call that is cancelled is dropped before its run; one cancelled while its run
+  is under way leaves the run alone (its writes may land, as for any cancelled write).
+- Each event loop has its own queue (futures belong to one loop): a store shared by loops
+  in several threads coalesces per loop. :meth:`Coalescer.drain` waits until a loop's calls
+  are done; the store's ``aclose``/``close`` drain before closing the engine.
+
+A run must not call ``abatch`` on the same store and loop (it would wait for itself).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+import weakref
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from langgraph.store.base import Item, Op, PutOp, Result, SearchItem
+
+from langchain_ltm._codec import copy_value
+
+RunBatch = Callable[[list[Op]], Awaitable[list[Result]]]
+
+DEFAULT_MAX_OPS = 2_000
+"""Most ops of waiting calls merged into one run (a call larger than that runs alone)."""
+
+DRAIN_TIMEOUT = 30.0
+"""Seconds ``close()`` waits for the calls of an event loop running in another thread."""
+
+
+class _Call:
+    __slots__ = ("future", "ops")
+
+    def __init__(self, ops: list[Op], future: asyncio.Future[list[Result]]) -> None:
+        self.ops = ops
+        self.future = future
+
+
+class _LoopQueue:
+    """The calls of one event loop: whether a run is under way, and who waits."""
+
+    __slots__ = ("busy", "idle", "pending", "task")
+
+    def __init__(self) -> None:  # no reference to the loop: the loop is a weak key
+        self.pending: list[_Call] = []
+        self.busy = False  # a run (a lone call's, or the flush task's) is under way
+        self.task: asyncio.Task[None] | None = None  # strong ref: a pending task is not GC'd
+        self.idle: list[asyncio.Future[None]] = []  # drain() waiters
+
+    def release(self) -> None:
+        self.busy = False
+        self.task = None
+        waiters, self.idle = self.idle, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+
+class Coalescer:
+    """Runs the ``abatch`` calls of each event loop one batch at a time, merging waiting calls.
+
+    Args:
+        run: Executes one list of ops (the store's sans-I/O ``_batch`` under ``run_async``).
+        max_ops: Most ops of waiting calls merged into one run (``None``: no limit).
+
+    Example:
+        >>> import asyncio
+        >>> from langgraph.store.base import GetOp
+        >>> async def run(ops):
+        ...     print("run of", len(ops))
+        ...     await asyncio.sleep(0)  # I/O: the other calls queue up meanwhile
+        ...     return [op.key for op in ops]
+        >>> coalescer = Coalescer(run)
+        >>> async def main():
+        ...     calls = [coalescer.submit([GetOp(("ns",), f"k{i}")]) for i in range(4)]
+        ...     return await asyncio.gather(*calls)
+        >>> asyncio.run(main())
+        run of 1
+        run of 3
+        [['k0'], ['k1'], ['k2'], ['k3']]
+    """
+
+    def __init__(self, run: RunBatch, *, max_ops: int | None = DEFAULT_MAX_OPS) -> None:
+        if max_ops is not None and (not isinstance(max_ops, int) or max_ops < 1):
+            raise ValueError(f"max_ops must be None or an int >= 1, got {max_ops!r}.")
+        self._run = run
+        self.max_ops = max_ops
+        self.runs = 0  # batch runs started (merged or not): what tests and benchmarks count
+        self._queues: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopQueue] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._last: tuple[weakref.ref[asyncio.AbstractEventLoop], _LoopQueue] | None = None
+        self._lock = threading.Lock()
+
+    # ---- calls --------------------------------------------------------------------------
+
+    async def submit(self, ops: Iterable[Op]) -> list[Result]:
+        """Run ``ops`` as one ``abatch`` call: at once if the loop is idle, else merged."""
+        ops = list(ops)
+        loop = asyncio.get_running_loop()
+        queue = self._queue(loop)
+        if not queue.busy:
+            queue.busy = True
+            try:
+                self.runs += 1
+                return await self._run(ops)
+            finally:
+                self._hand_over(queue, loop)
+        future: asyncio.Future[list[Result]] = loop.create_future()
+        queue.pending.append(_Call(ops, future))
+        return await future
+
+    async def drain(self) -> None:
+        """Wait until the running loop's calls, running and waiting, are done."""
+        loop = asyncio.get_running_loop()
+        queue = self._queues.get(loop)
+        while queue is not None and (queue.busy or queue.pending):
+            waiter = loop.create_future()
+            queue.idle.append(waiter)
+            await waiter
+
+    def drain_threads(self, timeout: float | None = DRAIN_TIMEOUT) -> None:
+        """Block until the calls of loops running in *other* threads are done.
+
+        The calling thread's own loop, if it runs one, cannot be waited for by a blocking
+        call: its waiting calls go on once control returns to it. Waits at most
+        ``timeout`` seconds per loop.
+        """
+        try:
+            current: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            current = None
+        with self._lock:
+            queues = list(self._queues.items())
+        for loop, queue in queues:
+            if loop is current or not loop.is_running() or not (queue.busy or queue.pending):
+                continue
+            done = asyncio.run_coroutine_threadsafe(self.drain(), loop)
+            try:
+                done.result(timeout)
+            except (concurrent.futures.TimeoutError, concurrent.futures.CancelledError):
+                done.cancel()
+
+    async def adrain_all(self, timeout: float | None = DRAIN_TIMEOUT) -> None:
+        """:meth:`drain` this loop, then wait (off the loop) for loops in other threads."""
+        await self.drain()
+        with self._lock:
+            others = [q for q in self._queues.values() if q.busy or q.pending]
+        if others:
+            await asyncio.to_thread(self.drain_threads, timeout)
+
+    # ---- the queue ------------------------------------------------------------------------
+
+    def _queue(self, loop: asyncio.AbstractEventLoop) -> _LoopQueue:
+        last = self._last
+        if last is not None and last[0]() is loop:
+            return last[1]
+        with self._lock:
+            queue = self._queues.get(loop)
+            if queue is None:
+                queue = self._queues[loop] = _LoopQueue()
+            self._last = (weakref.ref(loop), queue)
+        return queue
+
+    def _hand_over(self, queue: _LoopQueue, loop: asyncio.AbstractEventLoop) -> None:
+        """A run ended: a flush task takes the waiting calls, or the loop goes idle."""
+        if queue.pending:
+            queue.task = loop.create_task(self._flush(queue))
+        else:
+            queue.release()
+
+    async def _flush(self, queue: _LoopQueue) -> None:
+        try:
+            while queue.pending:
+                calls = self._take(queue)
+                if calls:
+                    await self._settle(calls)
+        except BaseException:  # the flush task itself was cancelled (the loop is closing)
+            pending, queue.pending = queue.pending, []
+            for call in pending:
+                call.future.cancel()
+            raise
+        finally:
+            queue.release()
+
+    def _take(self, queue: _LoopQueue) -> list[_Call]:
+        """The calls of the next run: whole calls, oldest first, ``max_ops`` ops in all."""
+        calls: list[_Call] = []
+        size = taken = 0
+        for call in queue.pending:
+            if self.max_ops is not None and calls and size + len(call.ops) > self.max_ops:
+                break
+            taken += 1
+            if not call.future.done():  # cancelled while waiting: dropped
+                calls.append(call)
+                size += len(call.ops)
+        del queue.pending[:taken]
+        return calls
+
+    # ---- one run ------------------------------------------------------------------------
+
+    async def _settle(self, calls: list[_Call]) -> None:
+        """Run ``calls`` as one batch and resolve their futures; split in two on failure."""
+        try:
+            results = await self._run_merged(calls)
+        except Exception as exc:
+            if len(calls) == 1:
+                if not calls[0].future.done():
+                    calls[0].future.set_exception(exc)
+                return
+            half = len(calls) // 2
+            for part in (calls[:half], calls[half:]):
+                alive = [call for call in part if not call.future.done()]
+                if alive:
+                    await self._settle(alive)
+            return
+        except BaseException:
+            for call in calls:
+                call.future.cancel()
+            raise
+        start = 0
+        for call in calls:
+            end = start + len(call.ops)
+            if not call.future.done():
+                call.future.set_result(results[start:end])
+            start = end
+
+    async def _run_merged(self, calls: list[_Call]) -> list[Result]:
+        ops = [op for call in calls for op in call.ops]
+        unique, source = _dedupe_reads(ops)
+        self.runs += 1
+        found = await self._run(unique)
+        if source is None:
+            return found
+        results: list[Result] = []
+        seen: set[int] = set()
+        for j in source:
+            if j in seen:
+                results.append(_copy_result(found[j]))
+            else:
+                seen.add(j)
+                results.append(found[j])
+        return results
+
+
+def _dedupe_reads(ops: list[Op]) -> tuple[list[Op], list[int] | None]:
+    """Identical read ops asked once: the ops to run, and where each op's answer is.
+
+    Puts are left alone (the batch keeps the last put of a key). Ops holding a dict (a
+    search filter) are not hashable and stay as they are.
+    """
+    first: dict[tuple[type, Op], int] = {}
+    unique: list[Op] = []
+    source: list[int] = []
+    for op in ops:
+        if not isinstance(op, PutOp):
+            try:
+                j = first.setdefault((type(op), op), len(unique))
+            except TypeError:
+                j = len(unique)
+            if j < len(unique):
+                source.append(j)
+                continue
+        source.append(len(unique))
+        unique.append(op)
+    return unique, (source if len(unique) < len(ops) else None)
+
+
+def _copy_result(result: Result) -> Result:
+    """A caller's own copy of a read's answer (the values of Items are copied)."""
+    if isinstance(result, Item):
+        return _copy_item(result)
+    if isinstance(result, list):
+        return [_copy_item(x) if isinstance(x, Item) else x for x in result]  # type: ignore[return-value]
+    return result
+
+
+def _copy_item(item: Any) -> Item:
+    if isinstance(item, SearchItem):
+        return SearchItem(
+            item.namespace,
+            item.key,
+            copy_value(item.value),
+            item.created_at,
+            item.updated_at,
+            item.score,
+        )
+    return Item(
+        value=copy_value(item.value),
+        key=item.key,
+        namespace=item.namespace,
+        created_at=item.created_at,
+        updated_at=item.updated_at,
+    )
