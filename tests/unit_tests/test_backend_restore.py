@@ -3,8 +3,9 @@
 :class:`RestoreContract` is written once against a ``backend`` fixture (a fresh, empty
 ``VectorBackend`` for 8-dimensional vectors); persistent engines also call
 :func:`check_reopened` with a function that opens the same data through a new backend. This
-module runs it on the memory engine and on embedded Qdrant (in memory with and without the
-mirror, and in a folder); ``tests/integration_tests/test_postgres_restore.py`` on Postgres.
+module runs it on the memory engine, on embedded Qdrant (in memory with and without the
+mirror, and in a folder) and on SQLite; ``tests/integration_tests/test_postgres_restore.py``
+on Postgres.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from langchain_ltm.backends import VectorBackend, backend_for
 from langchain_ltm.backends.base import Record, SearchRequest, StoredItem
 from langchain_ltm.backends.qdrant import qdrant_backend
+from langchain_ltm.backends.sqlite import sqlite_backend
 
 NS = ("memories", "u1")
 DIMS = 8
@@ -238,6 +240,27 @@ class TestQdrantFolderRestore(RestoreContract):
         def reopen() -> VectorBackend:
             backend.close()  # qdrant-client locks the folder to one client at a time
             opened.append(qdrant_backend(tmp_path / "qdrant", dims=DIMS))
+            return opened[-1]
+
+        try:
+            check_reopened(backend, reopen)
+        finally:
+            for again in opened:
+                again.close()
+
+
+class TestSqliteRestore(RestoreContract):
+    @pytest.fixture
+    def backend(self, tmp_path) -> Iterator[VectorBackend]:
+        backend = sqlite_backend(tmp_path / "restore.sqlite", dims=DIMS)
+        yield backend
+        backend.close()
+
+    def test_restored_timestamps_survive_reopening(self, backend, tmp_path):
+        opened: list[VectorBackend] = []
+
+        def reopen() -> VectorBackend:  # a second backend on the file, the first still open
+            opened.append(sqlite_backend(tmp_path / "restore.sqlite"))
             return opened[-1]
 
         try:

@@ -1,6 +1,6 @@
 """Bad input: each case gets a clear error (or a safe answer) and loses nothing.
 
-This is the table in the README's security section, run on the in-process engines.
+This is the table in the README's security section, run on the embedded engines.
 """
 
 from __future__ import annotations
@@ -27,11 +27,13 @@ SQLISH = [
 ]
 
 
-@pytest.fixture(params=["memory", "qdrant"])
-def store(request):
+@pytest.fixture(params=["memory", "qdrant", "sqlite"])
+def store(request, tmp_path):
     emb = KeywordEmbeddings(64)
     if request.param == "memory":
         s = LongTermMemoryStore(InMemoryVectorStore(emb))
+    elif request.param == "sqlite":
+        s = LongTermMemoryStore.from_sqlite(tmp_path / "bad-input.sqlite", emb)
     else:
         s = LongTermMemoryStore.from_qdrant(":memory:", emb)
     s.remember("keeper", "a fact that must survive")

@@ -1,4 +1,4 @@
-"""Isolation under concurrency on the in-process engines (Postgres: integration tests)."""
+"""Isolation under concurrency on the embedded engines (Postgres: integration tests)."""
 
 import pytest
 from langchain_core.vectorstores import InMemoryVectorStore
@@ -20,9 +20,19 @@ def qdrant_store():
     )
 
 
-@pytest.mark.parametrize("make", [memory_store, qdrant_store], ids=["memory", "qdrant-embedded"])
-def test_no_leaks_and_nothing_lost(make, capsys):
-    store = make()
+def sqlite_store(tmp_path):
+    return LongTermMemoryStore.from_sqlite(
+        tmp_path / "isolation.sqlite", KeywordEmbeddings(64), upsert_threshold=0.999
+    )
+
+
+@pytest.mark.parametrize(
+    "make",
+    [memory_store, qdrant_store, sqlite_store],
+    ids=["memory", "qdrant-embedded", "sqlite"],
+)
+def test_no_leaks_and_nothing_lost(make, capsys, tmp_path):
+    store = make(tmp_path) if make is sqlite_store else make()
     report = run_isolation(store, n_users=N_USERS, steps=STEPS, seed=11)
     with capsys.disabled():
         print("\nisolation", summary(report, make.__name__, N_USERS))
