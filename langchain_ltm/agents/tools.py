@@ -18,6 +18,7 @@ from langchain_core.tools import InjectedToolArg, StructuredTool, ToolException
 from langgraph.prebuilt import ToolRuntime
 
 from langchain_ltm._labels import validate_user_id
+from langchain_ltm._ops import check_ttl
 from langchain_ltm._steps import Logic, Step, call, run_async, run_sync
 from langchain_ltm.agents.config import LongTermMemoryConfig
 from langchain_ltm.errors import FactNotFoundError, InvalidFactError, MissingUserIdError
@@ -37,7 +38,9 @@ _DESCRIPTIONS = {
         "or life) so it is available in future conversations. One short, self-contained fact "
         "per call; say whom it is about ('My sister is allergic to peanuts'). Set pinned "
         "to true for profile facts that matter in every conversation (name, language, how "
-        "to address them, standing preferences). Never store "
+        "to address them, standing preferences). Set ttl_minutes for a fact that only "
+        "matters for a while ('reported a lost card this morning': 1440); leave it out for "
+        "facts that stay true. Never store "
         "passwords, card numbers or keys. Returns the action taken (created, duplicate, "
         "updated, rejected) and the fact id. If the result lists 'similar' facts, the store "
         "was unsure whether the new fact replaces one of them and kept both: if it does, "
@@ -159,16 +162,27 @@ def _scoped(store: LongTermMemoryStore, options: LongTermMemoryConfig) -> LongTe
 
 
 def _remember_logic(
-    store: LongTermMemoryStore, user_id: str, fact: str, pinned: bool
+    store: LongTermMemoryStore,
+    user_id: str,
+    fact: str,
+    pinned: bool,
+    ttl_minutes: float | None = None,
 ) -> Logic[str]:
     try:
-        result: RememberResult = yield Step(
-            lambda: store.remember(user_id, fact, pinned=pinned),
-            lambda: store.aremember(user_id, fact, pinned=pinned),
-        )
-    except InvalidFactError as exc:
+        ttl = check_ttl(ttl_minutes, "ttl_minutes")
+    except ValueError as exc:
         raise ToolException(str(exc)) from exc
-    return _dump(_render_result(result))
+    try:
+        result: RememberResult = yield Step(
+            lambda: store.remember(user_id, fact, pinned=pinned, ttl=ttl),
+            lambda: store.aremember(user_id, fact, pinned=pinned, ttl=ttl),
+        )
+    except (InvalidFactError, NotImplementedError) as exc:
+        raise ToolException(str(exc)) from exc
+    out = _render_result(result)
+    if ttl is not None and result.action in ("created", "updated"):
+        out["ttl_minutes"] = ttl
+    return _dump(out)
 
 
 def _recall_logic(
@@ -250,15 +264,24 @@ def _build(
     min_score = options.min_score
 
     def remember_fact(
-        fact: str, config: RunnableConfig, pinned: bool = False, runtime: _Runtime = None
-    ) -> str:
-        return run_sync(_remember_logic(store, user_of(config, runtime), fact, bool(pinned)))
-
-    async def aremember_fact(
-        fact: str, config: RunnableConfig, pinned: bool = False, runtime: _Runtime = None
+        fact: str,
+        config: RunnableConfig,
+        pinned: bool = False,
+        ttl_minutes: float | None = None,
+        runtime: _Runtime = None,
     ) -> str:
         user_id = user_of(config, runtime)
-        return await run_async(_remember_logic(store, user_id, fact, bool(pinned)))
+        return run_sync(_remember_logic(store, user_id, fact, bool(pinned), ttl_minutes))
+
+    async def aremember_fact(
+        fact: str,
+        config: RunnableConfig,
+        pinned: bool = False,
+        ttl_minutes: float | None = None,
+        runtime: _Runtime = None,
+    ) -> str:
+        user_id = user_of(config, runtime)
+        return await run_async(_remember_logic(store, user_id, fact, bool(pinned), ttl_minutes))
 
     def recall_facts(
         queries: list[str],

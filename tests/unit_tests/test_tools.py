@@ -86,7 +86,10 @@ def test_tool_schemas_hide_the_user_and_the_runtime(store):
         "forget_fact",
     ]
     assert set(update.tool_call_schema.model_json_schema()["properties"]) == {"fact_id", "fact"}
-    assert set(remember.tool_call_schema.model_json_schema()["properties"]) == {"fact", "pinned"}
+    remember_schema = remember.tool_call_schema.model_json_schema()
+    assert set(remember_schema["properties"]) == {"fact", "pinned", "ttl_minutes"}
+    assert remember_schema["required"] == ["fact"]
+    assert "ttl_minutes" in remember.description
     assert set(recall.tool_call_schema.model_json_schema()["properties"]) == {"queries", "limit"}
     assert set(forget.tool_call_schema.model_json_schema()["properties"]) == {"fact_id"}
     assert "phrasings" in recall.description
@@ -322,3 +325,26 @@ async def test_concurrent_runs_asyncio_see_only_their_own_facts(store, build):
     for user_id, facts in results:
         assert {f["fact"] for f in facts} == {f"secret of {user_id}", "likes tea"}
     assert sum(len(store.list_all(u)) for u in USERS) == 40
+
+
+async def test_remember_fact_with_ttl_minutes_expires(store, monkeypatch):
+    from datetime import datetime, timedelta, timezone
+
+    from langchain_ltm import _clock
+
+    now = [datetime.now(timezone.utc)]
+    monkeypatch.setattr(_clock, "utcnow", lambda: now[0])
+    remember, recall, _, _ = create_memory_tools(store)
+    out = json.loads(
+        remember.invoke(
+            {"fact": "Reported a lost card this morning", "ttl_minutes": 60}, config=run("u1")
+        )
+    )
+    assert out["action"] == "created" and out["ttl_minutes"] == 60
+    out = json.loads(await remember.ainvoke({"fact": "Likes green tea"}, config=run("u1")))
+    assert "ttl_minutes" not in out
+    error = remember.invoke({"fact": "Owns a bike", "ttl_minutes": -5}, config=run("u1"))
+    assert "ttl_minutes" in error and "bike" not in str(store.list_all("u1"))
+    now[0] += timedelta(minutes=61)
+    facts = json.loads(recall.invoke({"queries": ["lost card", "tea"]}, config=run("u1")))
+    assert [f["fact"] for f in facts["facts"]] == ["Likes green tea"]

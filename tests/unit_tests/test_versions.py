@@ -389,3 +389,106 @@ def test_a_users_fact_never_merges_into_a_relatives(store):
     mine = lenient.remember("u1", "Gets up at 7:00 on weekdays")
     assert mine.action == "created" and mine.fact.id != step.fact.id
     assert [s.reason for s in mine.similar] == ["different_subject"]
+
+
+# ---- facts with a TTL (time injected through langchain_ltm._clock.utcnow) ---------------
+
+
+class _Clock:
+    def __init__(self, monkeypatch):
+        from langchain_ltm import _clock
+
+        self.now = datetime.now(timezone.utc)
+        monkeypatch.setattr(_clock, "utcnow", lambda: self.now)
+
+    def advance(self, minutes):
+        self.now += timedelta(minutes=minutes)
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    return _Clock(monkeypatch)
+
+
+async def test_a_fact_with_a_ttl_expires_with_its_versions(mem, store, clock):
+    lasting = await mem.remember("u1", "I like green tea")
+    made = await mem.remember("u1", "I live in Paris", ttl=60)
+    assert made.action == "created"
+    clock.advance(30)
+    moved = await mem.update_fact("u1", made.fact.id, "I live in Berlin")  # TTL kept, refreshed
+    assert moved.action == "updated"
+    clock.advance(50)  # 80 after remember, 50 after the update
+    (fact,) = [f for f in await mem.list_all("u1") if f.id == made.fact.id]
+    assert fact.content == "I live in Berlin"
+    assert [v.content for v in await mem.history("u1", made.fact.id)] == [
+        "I live in Paris",
+        "I live in Berlin",
+    ]
+    found = await mem.recall("u1", "paris", include_history=True)
+    assert [(f.id, f.superseded) for f in found][:1] == [(made.fact.id, True)]
+    clock.advance(15)  # 65 after the update: the fact and its version are gone at once
+    assert [f.id for f in await mem.list_all("u1")] == [lasting.fact.id]
+    assert await mem.history("u1", made.fact.id) == []
+    found = await mem.recall("u1", ["paris", "berlin"], include_history=True)
+    assert [f.id for f in found] == [lasting.fact.id]
+    assert [i.key for i in every_item(store, "u1")] == [lasting.fact.id]
+    with pytest.raises(FactNotFoundError):
+        await mem.update_fact("u1", made.fact.id, "I live in Rome")
+    assert store.sweep_ttl() == 2  # the fact and its one version
+    assert [f.content for f in await mem.list_all("u1")] == ["I like green tea"]
+
+
+async def test_an_expired_fact_can_be_remembered_again(mem, clock):
+    first = await mem.remember("u1", "Reported a lost card this morning", ttl=1)
+    clock.advance(2)
+    again = await mem.remember("u1", "reported a lost card this morning.")
+    assert again.action == "created"  # not a duplicate of the expired one
+    clock.advance(10_000)  # remembered without a TTL this time: for good
+    assert [f.content for f in await mem.list_all("u1")] == ["reported a lost card this morning."]
+    assert (await mem.remember("u1", "Reported a lost card this morning")).action == "duplicate"
+    assert first.fact.created_at <= again.fact.created_at
+    # an expired text held under another key (Paris's key holds Berlin now): its row goes
+    # with the new write, so Postgres' unique (namespace, content hash) never trips
+    paris = await mem.remember("u2", "I live in Paris", ttl=1)
+    await mem.update_fact("u2", paris.fact.id, "I live in Berlin")
+    clock.advance(2)
+    berlin = await mem.remember("u2", "I live in Berlin")
+    assert berlin.action == "created" and berlin.fact.id != paris.fact.id
+    assert [(f.id, f.content) for f in await mem.list_all("u2")] == [
+        (berlin.fact.id, "I live in Berlin")
+    ]
+
+
+async def test_a_new_version_keeps_the_ttl_or_takes_the_one_given(mem, store, clock):
+    made = await mem.remember("u1", "I have one kid", ttl=10)
+    clock.advance(8)
+    updated = await mem.remember("u1", "I have two kids")  # merges: keeps the TTL, from now
+    assert updated.action == "updated" and updated.fact.id == made.fact.id
+    clock.advance(9)  # 17 after the first write, 9 after the update
+    assert [f.content for f in await mem.list_all("u1")] == ["I have two kids"]
+    longer = await mem.remember("u1", "I have three kids", ttl=100)  # the call's TTL wins
+    assert longer.action == "updated"
+    clock.advance(50)
+    (fact,) = await mem.list_all("u1")
+    assert fact.content == "I have three kids" and len(fact.history) == 2
+    clock.advance(51)
+    assert await mem.list_all("u1") == []
+    assert store.sweep_ttl() == 3
+
+
+def test_reading_a_fact_through_the_base_store_refreshes_its_versions(store, clock):
+    made = store.remember("u1", "I live in Paris", ttl=10)
+    store.update_fact("u1", made.fact.id, "I live in Berlin")
+    clock.advance(8)
+    assert store.get(store.user_namespace("u1"), made.fact.id) is not None  # refresh_ttl
+    clock.advance(5)  # 13 after the writes, 5 after the read
+    assert len(store.history("u1", made.fact.id)) == 2
+    clock.advance(6)
+    assert store.history("u1", made.fact.id) == []
+
+
+async def test_remember_ttl_is_checked(mem):
+    for bad in (0, -3, "10", True):
+        with pytest.raises(ValueError, match="ttl"):
+            await mem.remember("u1", "I like green tea", ttl=bad)
+    assert await mem.list_all("u1") == []
