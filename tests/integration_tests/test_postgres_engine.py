@@ -55,7 +55,7 @@ def test_setup_is_idempotent_and_records_the_schema_version(make_backend, pg_con
     again = make_backend(table=backend.tables.table)  # another process, no dims given
     assert again.dims == 64
     versions = pg_conn.execute(f"SELECT version FROM {backend.tables.versions}").fetchall()
-    assert versions == [(1,)]
+    assert versions == [(1,), (2,)]
     columns = dict(
         pg_conn.execute(
             "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = %s",
@@ -87,6 +87,40 @@ def test_concurrent_setups_of_one_table(make_backend, pg_url):
     for t in threads:
         t.join()
     assert errors == []
+
+
+def test_a_version_1_table_migrates_to_ttl_columns(make_backend, pg_conn, emb):
+    backend = make_backend(dims=64)
+    LongTermMemoryStore(backend, embeddings=emb).put(NS, "old", {"text": "green tea"})
+    t = backend.tables
+    pg_conn.execute(  # what schema version 1 looked like
+        f"DROP INDEX {t.schema}.{t.index('expires_at')}; "
+        f"ALTER TABLE {t.items} DROP COLUMN expires_at, DROP COLUMN ttl_minutes; "
+        f"DELETE FROM {t.versions} WHERE version = 2"
+    )
+    store = LongTermMemoryStore(make_backend(table=t.table), embeddings=emb)  # setup migrates
+    versions = pg_conn.execute(f"SELECT version, description FROM {t.versions}").fetchall()
+    assert [v for v, _ in versions] == [1, 2] and "TTL" in versions[1][1]
+    columns = dict(
+        pg_conn.execute(
+            "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = %s",
+            (t.table,),
+        ).fetchall()
+    )
+    assert columns["expires_at"] == "timestamp with time zone"
+    assert columns["ttl_minutes"] == "double precision"
+    (indexdef,) = pg_conn.execute(
+        "SELECT indexdef FROM pg_indexes WHERE indexname = %s", (f"{t.table}_expires_at",)
+    ).fetchone()
+    assert "WHERE (expires_at IS NOT NULL)" in indexdef
+    assert store.get(NS, "old").value == {"text": "green tea"}  # old rows: no TTL
+    store.put(NS, "new", {"text": "green tea"}, ttl=0.5)
+    assert pg_conn.execute(
+        f"SELECT ttl_minutes, expires_at > updated_at FROM {t.items} WHERE key = 'new'"
+    ).fetchone() == (0.5, True)
+    assert pg_conn.execute(
+        f"SELECT ttl_minutes, expires_at FROM {t.items} WHERE key = 'old'"
+    ).fetchone() == (None, None)
 
 
 def test_newer_schema_version_is_refused(make_backend, pg_conn):
