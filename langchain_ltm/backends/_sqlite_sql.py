@@ -25,6 +25,7 @@ from langchain_ltm.backends.base import (
     ListRequest,
     Record,
     StoredItem,
+    expiry,
     namespace_matches,
 )
 from langchain_ltm.errors import BackendError
@@ -120,11 +121,6 @@ def to_us(moment: datetime) -> int:
 
 def from_us(us: int) -> datetime:
     return _EPOCH + timedelta(microseconds=us)
-
-
-def expiry(now: datetime, ttl_minutes: float | None) -> datetime | None:
-    # the rule of base.expiry (now + ttl_minutes), computed here until that helper lands
-    return None if ttl_minutes is None else now + timedelta(minutes=ttl_minutes)
 
 
 def dump_value(value: Any) -> str:
