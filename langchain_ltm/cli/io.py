@@ -5,13 +5,14 @@ Nothing here touches a store; the commands do.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -68,16 +69,25 @@ def _one_line(text: str) -> str:
 
 
 class Progress:
-    """A plain progress bar on a terminal stream; silent when the stream is not a TTY."""
+    """A plain progress bar on a terminal stream; silent when the stream is not a TTY.
+
+    ``min_total``: draw only for that many items or more (a bar for three items is noise).
+    """
 
     def __init__(
-        self, total: int, stream: IO[str], label: str = "import", unit: str = "facts"
+        self,
+        total: int,
+        stream: IO[str],
+        label: str = "import",
+        unit: str = "facts",
+        *,
+        min_total: int = 1,
     ) -> None:
         self.total = max(total, 1)
         self.stream = stream
         self.label = label
         self.unit = unit
-        self.enabled = bool(getattr(stream, "isatty", lambda: False)())
+        self.enabled = is_terminal(stream) and total >= min_total
         self.started = time.perf_counter()
         self.done = 0
 
@@ -106,6 +116,24 @@ class Progress:
         if self.enabled:
             self.stream.write("\n")
             self.stream.flush()
+
+    @contextlib.contextmanager
+    def step(self) -> Iterator[Progress]:
+        """Around one long call that reports nothing while it runs: 0 before, full after.
+
+        The bar then says how much is being done, and at the end how fast it went.
+        """
+        self.update(0)
+        try:
+            yield self
+            self.update(self.total)
+        finally:
+            self.finish()
+
+
+def is_terminal(stream: IO[str]) -> bool:
+    """Whether ``stream`` is a terminal (progress bars are drawn only there)."""
+    return bool(getattr(stream, "isatty", lambda: False)())
 
 
 def plural(count: int, word: str) -> str:

@@ -9,16 +9,22 @@ from __future__ import annotations
 import argparse
 import functools
 import shlex
+from collections.abc import Callable
 from typing import IO, Any
 
 from langchain_core.embeddings import Embeddings
 
 from langchain_ltm.cli.exits import EXIT_NOT_FOUND, EXIT_USAGE, Failure
-from langchain_ltm.cli.io import dumps, table
+from langchain_ltm.cli.io import Progress, dumps, is_terminal, table
 from langchain_ltm.defaults import _redact, data_dir, open_store
 from langchain_ltm.store import LongTermMemoryStore
 
-__all__ = ["MIN_PREFIX", "Session", "all_users", "default_embeddings"]
+__all__ = ["MANY", "MIN_PREFIX", "Session", "all_users", "default_embeddings"]
+
+MANY = 1000
+"""From how many facts, items or users ``remember``, ``export``, ``export-user-data``,
+``clear``, ``forget-user`` and ``stats`` draw a progress bar (``import`` and ``migrate``
+always do)."""
 
 MIN_PREFIX = 4
 """The fewest characters of an id taken as its prefix (a whole id of any length is taken)."""
@@ -92,6 +98,19 @@ class Session:
         else:
             head = f"{given!r} begins {len(found)} facts of {whose}; give more of the id"
         raise Failure(EXIT_USAGE, f"{head}:\n{_indent(shown)}{more}")
+
+    def progress(self, label: str, unit: str, count: Callable[[], int]) -> Progress:
+        """A progress bar on stderr for ``count()`` things, drawn on a terminal from MANY.
+
+        ``count`` runs only when stderr is a terminal: counting can be a query.
+        """
+        if not is_terminal(self.err):
+            return Progress(0, self.err, label, unit, min_total=MANY)
+        return Progress(count(), self.err, label, unit, min_total=MANY)
+
+    def counter(self, *namespaces: tuple[str, ...]) -> Callable[[], int]:
+        """Count the items under ``namespaces`` in the store (for :meth:`progress`)."""
+        return lambda: sum(self.store.backend.count(ns) for ns in namespaces)
 
     def open(self, url: str, role: str) -> tuple[LongTermMemoryStore, str]:
         """Open one more store (``migrate``'s source and target); closed with the session."""

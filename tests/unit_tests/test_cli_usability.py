@@ -1,13 +1,15 @@
 """`ltm` usability: a fast --help, global options anywhere, id prefixes, env defaults, progress."""
 
+import io
 import json
 import subprocess
 import sys
 
 import pytest
 
-from langchain_ltm import defaults
+from langchain_ltm import cli, defaults
 from langchain_ltm.cli import parser
+from langchain_ltm.cli import session as cli_session
 from langchain_ltm.store import DEFAULT_MERGE_THRESHOLD
 from tests.unit_tests.test_cli import _isolated_home, as_json, ltm, opened  # noqa: F401
 
@@ -119,8 +121,6 @@ def test_user_from_the_environment(ltm, monkeypatch):
 
 
 def test_bare_ltm_prints_the_help_and_exits_2(capsys):
-    from langchain_ltm import cli
-
     assert cli.main([]) == 2
     out, err = capsys.readouterr()
     assert out == ""
@@ -244,3 +244,85 @@ def test_a_whole_id_wins_over_a_prefix(ltm, tmp_path):
     code, out, _ = ltm("forget", "--user", "alice", "f1", "--json")
     assert code == 0 and as_json(out)["id"] == "f1"
     assert _alice_ids(ltm) == ["f10"]
+
+
+# ---- progress bars -------------------------------------------------------------------------
+
+
+class Tty(io.StringIO):
+    def isatty(self):
+        return True
+
+
+@pytest.fixture
+def terminal(monkeypatch, tmp_path):
+    """Run `ltm ... --store <tmp>/q` with stderr a fake terminal, bars from 2 items on.
+
+    Returns ``run(*args) -> (exit code, what the terminal got)``.
+    """
+    monkeypatch.setattr(cli_session, "MANY", 2)
+    store = str(tmp_path / "q")
+
+    def run(*args):
+        err = Tty()
+        monkeypatch.setattr(sys, "stderr", err)
+        code = cli.main([*args, "--store", store])
+        return code, err.getvalue()
+
+    return run
+
+
+def test_every_long_command_draws_a_bar_on_a_terminal(terminal, tmp_path, capsys):
+    from tests.unit_tests.test_cli import _chatted
+
+    code, err = terminal("remember", "--user", "alice", "Owns a cat", "Lives in Lisbon", "Is 40")
+    assert code == 0 and err.startswith("\rremember [") and "3/3 (100%)" in err
+    assert "facts/s" in err and err.endswith("\n")
+
+    code, err = terminal("export", "--user", "alice", "-o", str(tmp_path / "a.jsonl"))
+    assert code == 0 and err.startswith("\rexport [") and "0/3 (0%)" in err
+    assert "3/3 (100%)" in err and "items/s" in err
+
+    code, err = terminal("clear", "--user", "alice", "--yes")
+    assert code == 0 and err.startswith("\rclear [") and "3/3 (100%)" in err
+
+    _chatted(tmp_path / "q")  # alice and bob: facts with versions, session turns, threads
+    code, err = terminal("stats")
+    assert code == 0 and err.startswith("\rstats [") and "2/2 (100%)" in err and "users/s" in err
+
+    code, err = terminal("export-user-data", "--user", "alice", "-o", str(tmp_path / "a.json"))
+    assert code == 0 and err.startswith("\rexport-user-data [")
+    total = err.split("/")[1].split()[0]  # facts, versions, turns and thread records
+    assert int(total) > 4 and f"{total}/{total} (100%)" in err
+
+    code, err = terminal("forget-user", "--user", "alice", "--yes")
+    assert code == 0 and err.startswith("\rforget-user [") and f"{total}/{total} (100%)" in err
+    assert "Erased user 'alice'" in capsys.readouterr().out
+
+
+def test_no_bar_below_many_items(terminal, monkeypatch):
+    monkeypatch.setattr(cli_session, "MANY", 4)
+    code, err = terminal("remember", "--user", "alice", "Owns a cat", "Lives in Lisbon", "Is 40")
+    assert (code, err) == (0, "")
+    assert terminal("clear", "--user", "alice", "--yes") == (0, "")
+
+
+def test_no_bar_and_no_count_off_a_terminal(ltm, monkeypatch):
+    def no_count(self, *namespaces):
+        def count():
+            raise AssertionError("off a terminal nothing is counted for a bar")
+
+        return count
+
+    monkeypatch.setattr(cli_session, "MANY", 1)
+    monkeypatch.setattr(cli_session.Session, "counter", no_count)
+    for args in (
+        ["remember", "--user", "alice", "Owns a cat", "Lives in Lisbon"],
+        ["export", "--user", "alice"],
+        ["export-user-data", "--user", "alice"],
+        ["stats"],
+        ["clear", "--user", "alice", "--yes"],
+        ["forget-user", "--user", "alice", "--yes"],
+    ):
+        code, _, err = ltm(*args)  # stderr is captured: not a terminal
+        assert (code, err) == (0, ""), args

@@ -14,8 +14,15 @@ from langchain_ltm.facts import RememberResult, validate_text
 
 def _remember_batches(session: Session, texts: list[str]) -> list[RememberResult]:
     results: list[RememberResult] = []
-    for start in range(0, len(texts), BATCH_SIZE):
-        results += session.store.remember(session.user, texts[start : start + BATCH_SIZE])
+    progress = session.progress("remember", "facts", lambda: len(texts))
+    progress.update(0)
+    try:
+        for start in range(0, len(texts), BATCH_SIZE):
+            batch = texts[start : start + BATCH_SIZE]
+            results += session.store.remember(session.user, batch)
+            progress.advance(len(batch))
+    finally:
+        progress.finish()
     return results
 
 
@@ -133,7 +140,10 @@ def cmd_clear(session: Session) -> int:
             f"clear deletes every memory of user {session.user!r} and cannot be undone; "
             "add --yes to confirm (ltm export first to keep a copy).",
         )
-    deleted = session.store.clear_user(session.user)
+    store = session.store
+    count = session.counter(store.user_namespace(session.user))
+    with session.progress("clear", "items", count).step():
+        deleted = store.clear_user(session.user)
     session.emit(
         {"user_id": session.user, "deleted": deleted},
         f"Deleted {deleted} item{'s' * (deleted != 1)} of user {session.user!r}.",

@@ -27,7 +27,10 @@ from langchain_ltm.store import LongTermMemoryStore
 
 def cmd_export(session: Session) -> int:
     """``ltm export``: the user's facts as JSON Lines, to stdout or a file."""
-    records = session.store.export_user(session.user)
+    store = session.store
+    count = session.counter(store.user_namespace(session.user))  # facts and their versions
+    with session.progress("export", "items", count).step():
+        records = store.export_user(session.user)
     lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
     target = session.args.output
     if target is None or target == "-":

@@ -9,9 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from langchain_ltm.agents._registry import session_namespace, thread_namespace
 from langchain_ltm.agents.erase import export_user_data, forget_user
 from langchain_ltm.cli.exits import EXIT_OK, EXIT_USAGE, Failure
-from langchain_ltm.cli.io import plural, table, write_atomically
+from langchain_ltm.cli.io import Progress, plural, table, write_atomically
 from langchain_ltm.cli.session import Session, all_users
 from langchain_ltm.defaults import _redact
 from langchain_ltm.errors import MissingDependencyError
@@ -33,7 +34,7 @@ def cmd_forget_user(session: Session) -> int:
     if args.checkpointer:
         session.target = f"{session.where} or the checkpointer at {_redact(args.checkpointer)}"
     try:
-        with opener() as checkpointer:
+        with opener() as checkpointer, _everything(session, "forget-user").step():
             report = forget_user(store, session.user, checkpointer=checkpointer)
     except Exception as exc:  # checkpoints go first: nothing was deleted
         if type(exc).__name__ == "UndefinedTable" or "no such table" in str(exc):
@@ -92,9 +93,21 @@ def _checkpoint_module(engine: str) -> Any:
         ) from exc
 
 
+def _everything(session: Session, label: str) -> Progress:
+    """A progress bar over the items kept about the user: facts, versions, turns, threads."""
+    user = session.user
+    namespaces = (
+        session.store.user_namespace(user),
+        session_namespace(user),
+        thread_namespace(user),
+    )
+    return session.progress(label, "items", session.counter(*namespaces))
+
+
 def cmd_export_user_data(session: Session) -> int:
     """``ltm export-user-data``: everything kept about the user as one JSON document."""
-    data = export_user_data(session.store, session.user)
+    with _everything(session, "export-user-data").step():
+        data = export_user_data(session.store, session.user)
     text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
     target = session.args.output
     if target is None or target == "-":
@@ -130,9 +143,16 @@ def cmd_stats(session: Session) -> int:
         session.emit(data, table([], pairs))
         return EXIT_OK
     counts = []  # (facts, earlier versions, user): a version is not a fact of its own
-    for user, _ in all_users(store):
-        facts = store.list_all(user)
-        counts.append((len(facts), sum(len(f.history) for f in facts), user))
+    users = all_users(store)
+    progress = session.progress("stats", "users", lambda: len(users))
+    progress.update(0)
+    try:
+        for user, _ in users:
+            facts = store.list_all(user)
+            counts.append((len(facts), sum(len(f.history) for f in facts), user))
+            progress.advance(1)
+    finally:
+        progress.finish()
     counts.sort(key=lambda c: (-c[0], c[2]))
     total, versions = sum(c[0] for c in counts), sum(c[1] for c in counts)
     data = {
