@@ -1,0 +1,81 @@
+"""One SQLite file for a personal agent: LangGraph's SqliteSaver checkpoints and our memories.
+
+The saver and the store each keep their own tables in the same file and their own
+connections; both are in WAL mode, so the agent's checkpoint writes and the store's writes
+take turns on the file's write lock for a few milliseconds each. Reopening the file brings
+back the threads and the facts; erasing a user removes both.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from langchain_ltm import LongTermMemoryStore, MemoryMiddleware, create_memory_tools, forget_user
+from tests.fakes import KeywordEmbeddings, ScriptedToolModel
+
+
+def run(user: str, thread: str) -> dict[str, Any]:
+    return {"configurable": {"user_id": user, "thread_id": thread}}
+
+
+def say(text: str) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+def open_agent(path: str) -> tuple[Any, LongTermMemoryStore, SqliteSaver]:
+    store = LongTermMemoryStore.from_sqlite(path, KeywordEmbeddings(64))
+    saver = SqliteSaver(sqlite3.connect(path, check_same_thread=False))
+    agent = create_agent(
+        ScriptedToolModel(),
+        tools=create_memory_tools(store),
+        middleware=[MemoryMiddleware(store, mode="tools")],  # records the user's threads
+        store=store,
+        checkpointer=saver,
+    )
+    return agent, store, saver
+
+
+@pytest.fixture
+def path(tmp_path):
+    return str(tmp_path / "agent.sqlite")
+
+
+def test_checkpoints_and_memories_share_one_file(path):
+    agent, store, saver = open_agent(path)
+    agent.invoke(
+        say("remember: Prefers answers in Spanish; Works on the payments team"), run("alice", "t1")
+    )
+    agent.invoke(say("remember: Likes green tea"), run("bob", "t2"))
+    with sqlite3.connect(path) as conn:
+        tables = {
+            row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    assert {"checkpoints", "writes", "ltm_items", "ltm_items_vectors"} <= tables
+    store.close()
+    saver.conn.close()
+
+    # a new process, in effect: everything comes back from the file
+    agent, store, saver = open_agent(path)
+    state = agent.get_state(run("alice", "t1"))
+    assert "Prefers answers in Spanish" in str(state.values["messages"][0].content)
+    assert sorted(f.content for f in store.list_all("alice")) == [
+        "Prefers answers in Spanish",
+        "Works on the payments team",
+    ]
+    answer = agent.invoke(say("recall: which language?"), run("alice", "t1"))
+    assert "Prefers answers in Spanish" in str(answer["messages"][-1].content)
+
+    report = forget_user(store, "alice", checkpointer=saver)
+    assert (report.facts, report.threads, report.thread_ids) == (2, 1, ("t1",))
+    assert store.list_all("alice") == []
+    assert saver.get_tuple(run("alice", "t1")) is None
+    assert [f.content for f in store.list_all("bob")] == ["Likes green tea"]
+    assert saver.get_tuple(run("bob", "t2")) is not None
+    store.close()
+    saver.conn.close()
