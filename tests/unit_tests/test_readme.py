@@ -35,3 +35,12 @@ def test_agent_example_runs_as_written(capsys, monkeypatch):
 def test_memory_middleware_example_runs_as_written(capsys):
     exec(compile(python_block("Memory without the model asking"), "README middleware", "exec"), {})
     assert capsys.readouterr().out.strip().splitlines()[-1] == "Estás en el equipo de pagos."
+
+
+def test_ttl_example_runs_as_written(capsys):
+    exec(compile(python_block("TTL: items that expire"), "README TTL example", "exec"), {})
+    assert capsys.readouterr().out.strip().splitlines() == [
+        "None",
+        "['cart', 'draft', 'profile']",
+        "1",
+    ]
