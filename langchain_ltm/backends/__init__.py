@@ -27,6 +27,7 @@ def backend_for(vectorstore: Any) -> VectorBackend:
         return QdrantBackend.from_vectorstore(vectorstore)
     raise UnsupportedVectorStoreError(
         f"No langchain-ltm backend for {type(vectorstore).__name__}. Supported: "
-        "langchain_core InMemoryVectorStore, langchain_qdrant QdrantVectorStore, and "
-        "Postgres through LongTermMemoryStore.from_postgres(...)."
+        "langchain_core InMemoryVectorStore, langchain_qdrant QdrantVectorStore, SQLite "
+        "through LongTermMemoryStore.from_sqlite(path, embeddings), and Postgres through "
+        "LongTermMemoryStore.from_postgres(...)."
     )

@@ -45,3 +45,27 @@ def test_full_disk_on_an_embedded_qdrant_folder(tiny_disk):
     reopened = LongTermMemoryStore.from_qdrant(folder, KeywordEmbeddings(64))
     assert set(acknowledged) <= {f.content for f in reopened.list_all("u1")}
     reopened.close()
+
+
+def test_full_disk_on_a_sqlite_file(tiny_disk):
+    path = str(tiny_disk / "ltm.sqlite")
+    store = LongTermMemoryStore.from_sqlite(path, KeywordEmbeddings(64), upsert_threshold=1.0)
+    acknowledged: list[str] = []
+    error = None
+    for batch in range(500):
+        texts = [f"fact{batch}x{i} w{batch * 100 + i} " + "pad " * 200 for i in range(20)]
+        try:
+            store.remember("u1", texts)
+        except BackendError as exc:
+            error = exc
+            break
+        acknowledged += texts
+    assert error is not None, "the 2 MB disk never filled"
+    assert "is full" in str(error) and "retry" in str(error)
+    assert acknowledged, "the disk filled before anything was stored"
+    # the failed batch left nothing behind, and what was acknowledged is all there
+    assert {f.content for f in store.list_all("u1")} == set(acknowledged)
+    store.close()
+    reopened = LongTermMemoryStore.from_sqlite(path, KeywordEmbeddings(64))
+    assert {f.content for f in reopened.list_all("u1")} == set(acknowledged)
+    reopened.close()
