@@ -26,6 +26,7 @@ from langchain_ltm.backends.base import Hit, SearchRequest, StoredItem
 from langchain_ltm.errors import BackendError
 
 _JSON_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_MAX_OPERANDS = 500
 
 
 # ---- filters ---------------------------------------------------------------------------
@@ -45,12 +46,28 @@ def prefilter(conditions: Filter, alias: str, params: list[Any]) -> str:
 
 
 def _strings(cond: Condition) -> list[str] | None:
+    """String operands SQLite compares exactly; ``None`` leaves the condition to Python.
+
+    Long lists (every fact id of a large user, say) stay in Python too: they could pass
+    SQLite's limit on bound variables, and the scan reads the scope's rows either way.
+    """
     operands = [cond.operand] if cond.op == "$eq" else cond.operand
     if cond.op not in ("$eq", "$in") or not isinstance(operands, list):
         return None
-    if all(isinstance(o, str) and "\x00" not in o for o in operands):
-        return operands
-    return None
+    if len(operands) > _MAX_OPERANDS:
+        return None
+    for operand in operands:
+        if not isinstance(operand, str) or "\x00" in operand or not _utf8(operand):
+            return None
+    return operands
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: not bindable as SQLite text
+        return False
+    return True
 
 
 def _pushdown(cond: Condition, alias: str, params: list[Any]) -> str | None:

@@ -386,3 +386,23 @@ def test_writes_go_on_while_a_user_is_locked(backend):
     finally:
         backend.unlock(held)
     assert store.remember("alice", "likes coffee").action == "created"
+
+
+def test_filters_sqlite_cannot_bind_are_left_to_python(backend):
+    ns = ("memories", "u1")
+    backend.write(
+        [
+            Record(ns, "a", {"k": "a\udc80b", "content_hash": "h1"}, (), (), None, NOW),
+            Record(ns, "b", {"k": "x", "content_hash": "h2"}, (), (), None, NOW),
+        ],
+        [],
+    )
+    many = [f"h{i}" for i in range(40_000)]  # more than SQLite binds in one statement
+
+    def found(*conditions: Condition) -> list[str]:
+        (hits,) = backend.search(SearchRequest(ns, None, conditions, None, 0))
+        return sorted(h.item.key for h in hits)
+
+    assert found(Condition(("content_hash",), "$in", many)) == ["a", "b"]
+    assert found(Condition(("k",), "$in", ["x", *many])) == ["b"]
+    assert found(Condition(("k",), "$eq", "a\udc80b")) == ["a"]
