@@ -149,34 +149,66 @@ def _unranked(
     return passed[offset:] if limit is None else passed[offset : offset + limit]
 
 
+def _vectors_in_scope(
+    conn: sqlite3.Connection, t: Tables, prefix: tuple[str, ...]
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], bytes]:
+    """Rowids, blob sizes and the concatenated blobs of the vectors under ``prefix``.
+
+    SQLite concatenates the blobs itself (one aggregate pass over the primary key's range),
+    so Python makes one bytes object instead of one per item: 2-3x faster at 10,000 items.
+    The three aggregates step over the same rows in the same order, so rowid ``i`` owns the
+    ``i``-th blob whatever that order is (in practice the index's: namespace, then key).
+    A scope past SQLite's 1 GB limit on one value is read row by row instead.
+    """
+    params: list[Any] = []
+    scope = scope_sql(prefix, "v", params)
+    inner = (
+        f"SELECT v.rowid AS r, length(v.embeddings) AS n, v.embeddings AS e "
+        f"FROM {t.vectors} v WHERE {scope} ORDER BY v.ns, v.key"
+    )
+    try:
+        ids, sizes, blob = conn.execute(
+            f"SELECT group_concat(r), group_concat(n), CAST(group_concat(e, '') AS BLOB) "
+            f"FROM ({inner})",
+            params,
+        ).fetchone()
+    except sqlite3.DataError:  # string or blob too big
+        rows = conn.execute(inner, params).fetchall()
+        return (
+            np.array([row[0] for row in rows], dtype=np.int64),
+            np.array([row[1] for row in rows], dtype=np.int64),
+            b"".join(row[2] for row in rows),
+        )
+    if ids is None:  # nothing in scope
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), b""
+    return (
+        np.array(ids.split(","), dtype=np.int64),
+        np.array(sizes.split(","), dtype=np.int64),
+        blob,
+    )
+
+
 def _ranked(conn: sqlite3.Connection, t: Tables, request: SearchRequest) -> list[list[Hit]]:
     """Exact: every vector in scope is scored with numpy, items are read best-first.
 
-    The vectors under the prefix come from the primary key's range in ``(ns, key)`` order
-    (ties in score keep that order: namespace, then key); an item's score is its best
-    vector's. For each query the best items are then read (and filtered, and checked for
+    The vectors under the prefix come from the primary key's range (ties in score keep its
+    order: namespace, then key); an item's score is its best vector's. For each query the
+    best items are then read (joined through their vector row, filtered, checked for
     expiry) in windows that grow 4x until ``offset + limit`` pass, so a filter that rejects
     most items still fills the page and one that rejects none reads one window.
     """
     assert request.vectors is not None
     queries = np.ascontiguousarray(request.vectors, dtype=np.float32)
     dims = queries.shape[1]
-    params: list[Any] = []
-    scope = scope_sql(request.prefix, "v", params)
-    rows = conn.execute(
-        f"SELECT v.ns, v.key, v.embeddings FROM {t.vectors} v WHERE {scope} ORDER BY v.ns, v.key",
-        params,
-    ).fetchall()
-    n = len(rows)
+    rowids, sizes, blob = _vectors_in_scope(conn, t, request.prefix)
+    n = len(rowids)
     if n:
-        blobs = [row[2] for row in rows]
-        sizes = np.fromiter(map(len, blobs), dtype=np.intp, count=n)
         if (sizes % (4 * dims)).any():
             raise BackendError(
                 f"Stored vectors in {t.vectors} do not have {dims} dimensions: the file was "
                 "written with another embedding model."
             )
-        matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(-1, dims)
+        matrix = np.frombuffer(blob, dtype="<f4").reshape(-1, dims)
         raw = matrix @ queries.T
         counts = sizes // (4 * dims)
         if (counts == 1).all():
@@ -193,24 +225,23 @@ def _ranked(conn: sqlite3.Connection, t: Tables, request: SearchRequest) -> list
 
     def fetch(indices: Sequence[int]) -> None:
         missing = [i for i in indices if i not in fetched]
-        by_ns: dict[bytes, dict[str, int]] = {}
+        index_of = {int(rowids[i]): i for i in missing}
         for i in missing:
-            by_ns.setdefault(rows[i][0], {})[rows[i][1]] = i
             fetched[i] = None
-        for ns, rows_of in by_ns.items():
-            for chunk in chunks(list(rows_of)):
-                chunk_params: list[Any] = [ns, *chunk]
-                alive = alive_sql(request.alive_at, "i", chunk_params)
-                where = prefilter(request.filter, "i", chunk_params)
-                found = conn.execute(
-                    f"SELECT {ITEM_COLUMNS} FROM {t.items} i WHERE i.ns = ? "
-                    f"AND i.key IN ({', '.join('?' * len(chunk))}) AND {alive} AND {where}",
-                    chunk_params,
-                )
-                for row in found:
-                    item = decoder.item(row)
-                    if not request.filter or matches(item.value, request.filter):
-                        fetched[rows_of[row[1]]] = item
+        for chunk in chunks(list(index_of)):
+            chunk_params: list[Any] = list(chunk)
+            alive = alive_sql(request.alive_at, "i", chunk_params)
+            where = prefilter(request.filter, "i", chunk_params)
+            found = conn.execute(
+                f"SELECT v.rowid, {ITEM_COLUMNS} FROM {t.vectors} v "
+                f"JOIN {t.items} i ON i.ns = v.ns AND i.key = v.key "
+                f"WHERE v.rowid IN ({', '.join('?' * len(chunk))}) AND {alive} AND {where}",
+                chunk_params,
+            )
+            for row in found:
+                item = decoder.item(row[1:])
+                if not request.filter or matches(item.value, request.filter):
+                    fetched[index_of[row[0]]] = item
 
     columns: list[list[Hit]] = []
     for column in range(len(queries)):

@@ -406,3 +406,37 @@ def test_filters_sqlite_cannot_bind_are_left_to_python(backend):
     assert found(Condition(("content_hash",), "$in", many)) == ["a", "b"]
     assert found(Condition(("k",), "$in", ["x", *many])) == ["b"]
     assert found(Condition(("k",), "$eq", "a\udc80b")) == ["a"]
+
+
+@pytest.mark.skipif(not hasattr(sqlite3.Connection, "setlimit"), reason="Python 3.11+")
+def test_a_scope_past_sqlites_value_limit_is_read_row_by_row(path, monkeypatch):
+    rng = np.random.default_rng(3)
+    ns = ("memories", "u1")
+    records = [
+        Record(
+            ns,
+            f"k{i}",
+            {"i": i},
+            ("t",) * (1 + i % 2),
+            ("p",) * (1 + i % 2),
+            unit(rng, 1 + i % 2),
+            NOW,
+        )
+        for i in range(40)
+    ]
+    request = SearchRequest(ns, unit(rng, 2), limit=7)
+    normal = sqlite_backend(path)
+    normal.write(records, [])
+    expected = normal.search(request)
+    normal.close()
+    connect = SqliteBackend._connect
+
+    def small(self):
+        conn = connect(self)
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 4096)  # the concatenated blobs do not fit
+        return conn
+
+    monkeypatch.setattr(SqliteBackend, "_connect", small)
+    limited = sqlite_backend(path)
+    assert limited.search(request) == expected
+    limited.close()
