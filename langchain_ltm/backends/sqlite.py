@@ -81,6 +81,7 @@ T = TypeVar("T")
 
 DEFAULT_BUSY_TIMEOUT = 10.0
 _IDLE_CONNECTIONS = 4
+_OLDEST_SQLITE = (3, 24, 0)  # UPSERT; the JSON functions too (built in since 3.38)
 _WORKERS = 4
 
 
@@ -149,6 +150,7 @@ class SqliteBackend(VectorBackend):
         self._guard = threading.Lock()
         self._closed = False
         self._pid = os.getpid()
+        self._inherited: list[sqlite3.Connection] = []
         self._executor: ThreadPoolExecutor | None = None
 
     # ---- connections --------------------------------------------------------------------
@@ -174,7 +176,8 @@ class SqliteBackend(VectorBackend):
         with self._guard:
             if self._closed:
                 raise BackendError(f"This SQLite backend ({self.path}) was closed; open a new one.")
-            if self._pid != os.getpid():  # forked: never use the parent's connections
+            if self._pid != os.getpid():  # forked: never use, nor close, the parent's
+                self._inherited.extend(self._idle)  # connections (SQLite's rule)
                 self._idle, self._pid = [], os.getpid()
             conn = self._idle.pop() if self._idle else None
         if conn is None:
@@ -221,8 +224,22 @@ class SqliteBackend(VectorBackend):
 
         Reads one row when the tables are current; takes the write lock only to migrate.
         """
+        if sqlite3.sqlite_version_info < _OLDEST_SQLITE:
+            raise BackendError(
+                f"The SQLite engine needs SQLite {'.'.join(map(str, _OLDEST_SQLITE))} or newer "
+                f"(upserts, JSON functions); this Python links {sqlite3.sqlite_version}. Use a "
+                "newer Python build, or the Postgres engine."
+            )
         try:
             with self._connection() as conn:
+                try:
+                    conn.execute("SELECT json_type('{}')")
+                except sqlite3.OperationalError as exc:
+                    raise BackendError(
+                        f"This Python's SQLite {sqlite3.sqlite_version} has no JSON functions "
+                        f"({exc}), which the SQLite engine's filters use: use a Python build "
+                        "whose SQLite has them (3.38+ always does), or the Postgres engine."
+                    ) from exc
                 mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
                 if str(mode).lower() != "wal":
                     mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]

@@ -440,3 +440,9 @@ def test_a_scope_past_sqlites_value_limit_is_read_row_by_row(path, monkeypatch):
     limited = sqlite_backend(path)
     assert limited.search(request) == expected
     limited.close()
+
+
+def test_an_old_sqlite_is_a_clear_error(path, monkeypatch):
+    monkeypatch.setattr(sqlite3, "sqlite_version_info", (3, 22, 0))
+    with pytest.raises(BackendError, match=r"needs SQLite 3\.24\.0 or newer"):
+        sqlite_backend(path)
