@@ -366,12 +366,14 @@ class LongTermMemoryStore(BaseStore):
     def close(self) -> None:
         """Stop the TTL sweeper and release the engine's connections and file locks."""
         self.stop_ttl_sweeper()
+        self._coalescer.drain_threads()  # async calls of loops in other threads finish first
         self.backend.close()
 
     async def aclose(self) -> None:
         """Async twin of :meth:`close` (stops both sweeper variants)."""
         await self.astop_ttl_sweeper()
         self.stop_ttl_sweeper()
+        await self._coalescer.adrain_all()  # waiting and running async calls finish first
         await self.backend.aclose()
 
     # ---- TTL -------------------------------------------------------------------------
@@ -450,8 +452,8 @@ class LongTermMemoryStore(BaseStore):
         return run_sync(self._batch(ops))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """Async twin of :meth:`batch`."""
-        return await run_async(self._batch(ops))
+        """Async twin of :meth:`batch`; concurrent calls share batch runs (``_coalesce``)."""
+        return await self._coalescer.submit(ops)
 
     def _batch(self, ops: Iterable[Op]) -> Logic[list[Result]]:
         plan = plan_batch(ops, self._tokenized_fields)

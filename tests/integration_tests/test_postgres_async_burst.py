@@ -1,0 +1,134 @@
+"""Bursts of concurrent async calls on the Postgres engine: coalesced, correct, no PoolTimeout.
+
+Before coalescing, 10,000 concurrent calls took their own pooled connection each and could
+end in ``PoolTimeout`` with the default pool (``max_size=10``, 10 s). Now they share batch
+runs; the probes below count the engine calls (each one round trip, or a few).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import Counter
+from typing import Any
+
+import pytest
+from langgraph.store.base import Item, PutOp
+
+from langchain_ltm import LongTermMemoryStore
+from langchain_ltm.errors import BackendError
+from tests.fakes import KeywordEmbeddings
+
+USERS = 50
+WORDS = ["tea", "coffee", "green", "honey", "milk", "lemon", "mint", "ginger", "sugar", "rum"]
+
+
+def counted(backend: Any) -> Counter[str]:
+    """Count the backend's async calls (engine round trips) from now on."""
+    calls: Counter[str] = Counter()
+    for name in ("aget", "asearch", "awrite", "alist_namespaces"):
+        inner = getattr(backend, name)
+
+        async def wrapper(*args: Any, _inner: Any = inner, _name: str = name) -> Any:
+            calls[_name] += 1
+            return await _inner(*args)
+
+        setattr(backend, name, wrapper)
+    return calls
+
+
+def plain(result: Any) -> Any:
+    if isinstance(result, Item):
+        score = getattr(result, "score", None)
+        return (
+            result.namespace,
+            result.key,
+            result.value,
+            None if score is None else round(score, 4),
+        )
+    if isinstance(result, list):
+        return [plain(r) for r in result]
+    return result
+
+
+@pytest.fixture
+def store(make_backend):
+    return LongTermMemoryStore(make_backend(), embeddings=KeywordEmbeddings(dims=64))
+
+
+async def test_10000_concurrent_mixed_calls_with_the_default_pool(store):
+    assert store.backend.connector.max_size == 10  # the default pool
+    rng = random.Random(3)
+    seeded = [("memories", f"user-{u}") for u in range(USERS)]
+    writes_to = [("memories", f"writer-{u}") for u in range(USERS)]
+
+    def text() -> str:
+        return " ".join(rng.sample(WORDS, 3))
+
+    await store.abatch(
+        [PutOp(ns, f"s{i}", {"text": text(), "i": i}) for ns in seeded for i in range(10)]
+    )
+    calls: list[tuple[str, tuple[Any, ...]]] = []
+    for n in range(10_000):
+        kind = n % 3
+        if kind == 0:  # puts go to other namespaces, so the reads' answers are fixed
+            value = {"text": text(), "n": n}
+            calls.append(("aput", (rng.choice(writes_to), f"p{n}", value)))
+        elif kind == 1:
+            calls.append(("aget", (rng.choice(seeded), f"s{rng.randrange(12)}")))  # some missing
+        else:
+            calls.append(("asearch", (rng.choice(seeded), " ".join(rng.sample(WORDS, 2)))))
+
+    async def do(method: str, args: tuple[Any, ...]) -> Any:
+        if method == "asearch":
+            return await store.asearch(args[0], query=args[1], limit=5)
+        return await getattr(store, method)(*args)
+
+    probe = counted(store.backend)
+    results = await asyncio.gather(*(do(m, a) for m, a in calls), return_exceptions=True)
+    errors = [r for r in results if isinstance(r, BaseException)]
+    assert errors == []
+    # 10,000 calls: a lone first call, then runs of up to 2,000 ops (one get, one write each)
+    assert probe["aget"] <= 7 and probe["awrite"] <= 7
+    assert probe["asearch"] <= 3_334  # each distinct search once per run
+    probe.clear()
+
+    # the same calls made one by one answer the same (the reads never saw a write)
+    reads = [(i, m, a) for i, (m, a) in enumerate(calls) if m != "aput"]
+    for i, method, args in reads[::7]:
+        assert plain(results[i]) == plain(await do(method, args)), (method, args)
+    every_put = {(a[0], a[1]): a[2] for m, a in calls if m == "aput"}
+    stored = await asyncio.gather(*(store.asearch(ns, limit=1_000) for ns in writes_to))
+    assert {(it.namespace, it.key): it.value for items in stored for it in items} == every_put
+
+
+async def test_a_value_postgres_refuses_fails_only_its_call(store):
+    good = [store.aput(("memories", "u1"), f"k{i}", {"text": f"note {i}"}) for i in range(300)]
+    bad = store.aput(("memories", "u1"), "nul", {"text": "has a \x00 NUL"})
+    results = await asyncio.gather(*good[:150], bad, *good[150:], return_exceptions=True)
+    failed = [r for r in results if isinstance(r, BaseException)]
+    assert len(failed) == 1 and isinstance(failed[0], BackendError)
+    assert "NUL" in str(failed[0])
+    assert len(await store.asearch(("memories", "u1"), limit=1_000)) == 300
+
+
+async def test_aclose_lets_a_burst_finish(make_backend):
+    store = LongTermMemoryStore(make_backend(), embeddings=KeywordEmbeddings(dims=64))
+    ns = ("memories", "u1")
+    tasks = [asyncio.create_task(store.aput(ns, f"k{i}", {"text": "tea"})) for i in range(1_000)]
+    await asyncio.sleep(0)
+    await store.aclose()
+    assert [t.exception() for t in tasks if t.done()] == [None] * 1_000
+
+
+def test_bursts_from_successive_event_loops(store):
+    async def burst(loop_no: int) -> list[Any]:
+        ns = ("memories", f"loop-{loop_no}")
+        await asyncio.gather(
+            *(store.aput(ns, f"k{i}", {"text": "tea", "i": i}) for i in range(500))
+        )
+        return await asyncio.gather(*(store.aget(ns, f"k{i}") for i in range(500)))
+
+    for loop_no in range(3):
+        items = asyncio.run(burst(loop_no))
+        assert [item.value["i"] for item in items] == list(range(500))
