@@ -29,14 +29,17 @@ class RecordingModel(ScriptedToolModel):
 
     requests: list[list[Any]] = []  # noqa: RUF012  (pydantic field, reset per instance)
     bound: list[list[str]] = []  # noqa: RUF012
+    tool_choices: list[Any] = []  # noqa: RUF012
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.requests = []
         self.bound = []
+        self.tool_choices = []
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> RecordingModel:
         self.bound.append([getattr(t, "name", None) or t.get("name", "") for t in tools])
+        self.tool_choices.append(kwargs.get("tool_choice"))
         return self
 
     def _generate(self, messages, stop=None, run_manager=None, **kwargs):
@@ -366,3 +369,20 @@ def test_a_thread_reused_after_an_erase_is_erased_again(store):
     agent.invoke({"messages": [("user", "hi again")]}, run("alice", "t1"))
     assert forget_user(store, "alice", checkpointer=saver).threads == 1
     assert list(saver.list(run("alice", "t1"))) == []
+
+
+def test_memory_tools_survive_a_forced_tool_choice(store):
+    from langchain.agents.middleware import wrap_model_call
+
+    @wrap_model_call
+    def force_remember(request, handler):
+        return handler(request.override(tool_choice="remember_fact"))
+
+    model = RecordingModel()
+    agent = create_agent(
+        model, tools=[], middleware=[force_remember, MemoryMiddleware(store)], store=store
+    )
+    agent.invoke({"messages": [("user", "remember: plays chess")]}, run("alice"))
+    assert model.tool_choices[0] == "remember_fact"
+    assert "remember_fact" in model.bound[0]
+    assert any(f.content == "plays chess" for f in store.list_all("alice"))
