@@ -436,7 +436,8 @@ async def test_aclose_lets_waiting_and_running_calls_finish_first():
     assert probe.events == ["write", "close"]
 
 
-def test_close_from_another_thread_waits_for_a_loops_calls():
+@pytest.mark.parametrize("closing", ["close", "aclose"])
+def test_close_from_another_thread_waits_for_a_loops_calls(closing):
     probe = Probe()
     store = make_store(probe)
     started = threading.Event()
@@ -452,7 +453,10 @@ def test_close_from_another_thread_waits_for_a_loops_calls():
     thread = threading.Thread(target=asyncio.run, args=(main(),))
     thread.start()
     started.wait(5)
-    store.close()
+    if closing == "close":
+        store.close()
+    else:
+        asyncio.run(store.aclose())  # another loop: waits for that one without blocking its own
     assert probe.events == ["write", "close"]
     thread.join()
     assert outcome == [None] * 11
