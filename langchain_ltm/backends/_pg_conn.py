@@ -6,16 +6,22 @@ way; neither calls the other, and there is no background event loop.
 
 A call whose connection breaks (server restart, ``pg_terminate_backend``, network) is
 retried once on a fresh connection after the pool has discarded its dead connections:
-reads are safe to repeat, and a write is one statement, so it either committed or did not,
-and writing the same batch again leaves the same rows. A second failure raises
-``BackendError``.
+reads are safe to repeat, and a write is one transaction, so it either committed or did
+not, and writing the same batch again leaves the same rows. A second failure raises
+``BackendError``. So is a call that Postgres rolled back as a deadlock victim or for a
+serialization failure (SQLSTATE class 40): our writes cannot deadlock with each other
+(``_pg_sql.write_locks``), but a writer outside that discipline can, and so do two
+transactions swapping two facts' contents (each waits for the other in the ``UNIQUE
+(ns_path, content_hash)`` index, across keys); the retry then reports the duplicate.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol, TypeVar
 
@@ -50,6 +56,14 @@ def _register_vector(conn: Any, info: TypeInfo) -> None:
     register_vector_info(conn, info)
 
 
+def rolled_back(exc: BaseException) -> bool:
+    """Postgres rolled the transaction back: a deadlock victim, a serialization failure.
+
+    SQLSTATE class 40 (psycopg's ``DeadlockDetected`` is not a ``TransactionRollback``).
+    """
+    return isinstance(exc, psycopg.Error) and str(exc.sqlstate or "").startswith("40")
+
+
 def translate(exc: BaseException, what: str, why: str = "") -> Exception:
     """A langchain-ltm error for a psycopg error, saying what to change."""
     if isinstance(exc, PoolTimeout):
@@ -66,6 +80,12 @@ def translate(exc: BaseException, what: str, why: str = "") -> Exception:
             "again: it will find the stored fact and report it as a duplicate."
         )
     message = str(exc).strip()
+    if rolled_back(exc):
+        return BackendError(
+            f"Postgres rolled back {what} ({message}): it conflicted with another "
+            "transaction (a deadlock or a serialization failure). "
+            "Nothing of it was written: retry the call (a retried batch is idempotent)."
+        )
     if isinstance(exc, pg_errors.DataException) and "dimensions" in message:
         return EmbeddingDimensionError(
             f"Postgres refused the vectors: {message}. The embedding model changed: keep "
@@ -390,7 +410,11 @@ class Connector:
         transaction: bool = False,
         vectors: bool = True,
     ) -> T:
-        """Drive ``make()`` on a pooled connection (one retry if the connection breaks)."""
+        """Drive ``make()`` on a pooled connection (one retry if the connection breaks).
+
+        Also retried once: a call Postgres rolled back (deadlock victim, serialization
+        failure), after a short random pause.
+        """
         pool = self.sync_pool()
         for attempt in (1, 2):
             try:
@@ -414,6 +438,9 @@ class Connector:
             except PoolTimeout as exc:
                 raise translate(exc, what, self.diagnose()) from exc
             except psycopg.Error as exc:
+                if attempt == 1 and rolled_back(exc):  # all of it was rolled back: again
+                    time.sleep(random.uniform(0.001, 0.02))
+                    continue
                 raise translate(exc, what) from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -457,6 +484,9 @@ class Connector:
             except PoolTimeout as exc:
                 raise translate(exc, what, await asyncio.to_thread(self.diagnose)) from exc
             except psycopg.Error as exc:
+                if attempt == 1 and rolled_back(exc):  # all of it was rolled back: again
+                    await asyncio.sleep(random.uniform(0.001, 0.02))
+                    continue
                 raise translate(exc, what) from exc
         raise AssertionError("unreachable")  # pragma: no cover
 

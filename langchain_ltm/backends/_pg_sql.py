@@ -8,6 +8,7 @@ the schema and why it looks the way it does.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
@@ -373,15 +374,26 @@ def batch_dims(upserts: Sequence[Record]) -> int | None:
 def write(
     t: Tables, upserts: Sequence[Record], deletes: Sequence[ItemKey], type_column: int | None
 ) -> Exchange[int]:
-    """One statement: upsert items (created_at kept or restored), replace vectors, delete.
+    """The batch's key locks, then one statement: upsert items, replace vectors, delete.
 
-    A single statement is one transaction, so a batch lands whole or not at all; rewriting
-    the same batch gives the same rows (deterministic ids, the records' own timestamps).
-    ``type_column`` (first write of a store created without ``dims``) types the embedding
-    column as ``vector(n)`` first, in the same transaction.
+    Run in one transaction (``transaction=True``), so a batch lands whole or not at all;
+    rewriting the same batch gives the same rows (deterministic ids, the records' own
+    timestamps). Deadlock-free by construction (see :func:`write_locks`): every writer of a
+    key first takes that key's locks, in one global order, and only then runs its
+    statement, whose snapshot therefore sees every earlier write of its keys; the statement
+    touches only rows of its own keys, items before vectors. ``type_column`` (first write of
+    a store created without ``dims``) types the embedding column as ``vector(n)`` first,
+    after the key locks (so no writer holding them waits for the column's table lock).
     """
-    if type_column is not None:
+    keys = [(ns_path(r.namespace), r.key) for r in upserts]
+    keys += [(ns_path(ns), key) for ns, key in deletes]
+    if not keys:
+        return 0
+    locks = write_locks(t, keys)
+    if type_column is not None:  # the typing lock, then the key locks, then ALTER
         yield Statement("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (t.vectors,))
+    yield locks
+    if type_column is not None:
         rows = yield Statement(_TYPMOD, (t.vectors,))
         if rows and rows[0][0] == -1:
             yield Statement(
@@ -389,17 +401,25 @@ def write(
             )
     params: list[Any] = []
     ctes: list[str] = []
+    written: list[str] = []  # the CTEs writing items (each RETURNING 1)
     if upserts:
         ctes.append(_upsert_items(t, upserts, params))
-        ctes.append(_replace_vectors(t, upserts, params))
+        if any(r.created_at is None for r in upserts):
+            written.append("up")
+        if any(r.created_at is not None for r in upserts):
+            written.append("restored")
     if deletes:
         params.extend(([ns_path(ns) for ns, _ in deletes], [key for _, key in deletes]))
         ctes.append(
             f"gone AS (DELETE FROM {t.items} i USING unnest(%b::text[], %b::text[]) "
             "AS d(ns_path, key) WHERE i.ns_path = d.ns_path AND i.key = d.key RETURNING 1)"
         )
-    if not ctes:
-        return 0
+        written.append("gone")
+    # items before vectors, as deletes (the cascade) and the TTL sweeper lock them: the
+    # vector CTEs wait for this count, so every item CTE has run to its end before them
+    counts = " + ".join(f"(SELECT count(*) FROM {name})" for name in written)
+    ctes.append(f"items_done AS MATERIALIZED (SELECT {counts} AS done)")
+    ctes.append(_replace_vectors(t, upserts, deletes, params))
     counted = "(SELECT count(*) FROM gone)" if deletes else "0"
     rows = yield Statement(f"WITH {', '.join(ctes)} SELECT {counted}", tuple(params))
     return int(rows[0][0])
@@ -454,7 +474,15 @@ def _upsert_items(t: Tables, upserts: Sequence[Record], params: list[Any]) -> st
     return ", ".join(ctes)
 
 
-def _replace_vectors(t: Tables, upserts: Sequence[Record], params: list[Any]) -> str:
+def _replace_vectors(
+    t: Tables, upserts: Sequence[Record], deletes: Sequence[ItemKey], params: list[Any]
+) -> str:
+    """Drop the batch's keys' vectors it does not write again, upsert the new ones.
+
+    The vectors of deleted items are deleted here too rather than left to the foreign
+    key's cascade, so the statement names the vectors table and takes its table lock when
+    it starts, before it waits for anything. Both CTEs wait for ``items_done``.
+    """
     ids: list[str] = []
     texts: list[str] = []
     vectors: list[np.ndarray[Any, Any]] = []
@@ -472,12 +500,18 @@ def _replace_vectors(t: Tables, upserts: Sequence[Record], params: list[Any]) ->
             paths.append(path)
             keys.append(r.key)
             nss.append(path_ns)
-    # vectors of re-written items that this batch does not write again
-    params.extend(([ns_path(r.namespace) for r in upserts], [r.key for r in upserts], ids))
+    # vectors of re-written and deleted items that this batch does not write again
+    params.extend(
+        (
+            [ns_path(r.namespace) for r in upserts] + [ns_path(ns) for ns, _ in deletes],
+            [r.key for r in upserts] + [key for _, key in deletes],
+            ids,
+        )
+    )
     stale = (
         f"stale AS (DELETE FROM {t.vectors} v USING unnest(%b::text[], %b::text[]) "
         "AS u(ns_path, key) WHERE v.ns_path = u.ns_path AND v.key = u.key "
-        "AND NOT (v.langchain_id = ANY(%b::uuid[])))"
+        "AND NOT (v.langchain_id = ANY(%b::uuid[])) AND (SELECT done FROM items_done) >= 0)"
     )
     if not ids:
         return stale
@@ -488,9 +522,50 @@ def _replace_vectors(t: Tables, upserts: Sequence[Record], params: list[Any]) ->
         "SELECT id, c, e, json_build_object("
         "'namespace', string_to_array(left(p, -1), '.'), 'key', k, 'path', f), p, k, f "
         "FROM unnest(%b::uuid[], %b::text[], %b::vector[], %b::text[], %b::text[], "
-        "%b::text[]) AS x(id, c, e, p, k, f) "
+        "%b::text[]) AS x(id, c, e, p, k, f) WHERE (SELECT done FROM items_done) >= 0 "
         "ON CONFLICT (langchain_id) DO UPDATE "
         "SET content = EXCLUDED.content, embedding = EXCLUDED.embedding)"
+    )
+
+
+# Key locks of writes: a batch of at most KEY_LOCKS keys takes, in this order, its keys'
+# stripes shared and then the keys themselves exclusive; a larger batch takes its keys'
+# stripes exclusive. So at most 2 * KEY_LOCKS or _STRIPES advisory locks per transaction
+# (Postgres' lock table holds some 10,000 in all by default), small batches of different
+# keys never wait for each other, and any two writers of one key exclude each other.
+KEY_LOCKS = 128
+_STRIPES = 256
+_INT32 = 1 << 32
+_LOWEST = -(1 << 31)  # stripes are the lowest ids, so ascending id order puts them first
+
+
+def _hash(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
+
+
+def write_locks(t: Tables, keys: Sequence[tuple[str, str]]) -> Statement:
+    """Take the write locks of ``keys`` (``(ns_path, key)`` pairs) until the transaction ends.
+
+    Transaction-level advisory locks in the two-``int4`` key space (``lock()`` and setup
+    use the ``bigint`` one, so they never meet): ``(table tag, id)``, ids ascending and
+    each taken once, and an id's mode is the same in every batch of its size class. Every
+    writer acquires in that one global order and holds no other lock a writer waits for, so
+    they cannot wait for each other in a cycle; rows are locked only under a key's locks.
+    The ids come from a 64-bit hash of namespace and key: equal hashes merely share a lock.
+    """
+    hashes = {_hash(f"{path}\x00{key}") for path, key in keys}
+    stripes = sorted({_LOWEST + h % _STRIPES for h in hashes})
+    if len(hashes) > KEY_LOCKS:
+        ids, shared = stripes, [False] * len(stripes)
+    else:
+        own = sorted({_LOWEST + _STRIPES + h % (_INT32 - _STRIPES) for h in hashes})
+        ids, shared = stripes + own, [True] * len(stripes) + [False] * len(own)
+    tag = _hash(t.items) % _INT32 + _LOWEST
+    return Statement(
+        "SELECT count(CASE WHEN s THEN pg_advisory_xact_lock_shared(%s::int4, b) "
+        "ELSE pg_advisory_xact_lock(%s::int4, b) END) "
+        "FROM unnest(%b::int4[], %b::bool[]) AS l(b, s)",
+        (tag, tag, ids, shared),
     )
 
 

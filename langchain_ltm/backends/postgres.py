@@ -38,12 +38,15 @@ Statements are prepared, and the connections of pools opened here keep their gen
 (``plan_cache_mode = force_generic_plan``): re-planning the search costs more than running
 it. Broad prefixes (all users) are exact too, at the cost of scoring every vector in scope.
 
-Writes: a batch is one SQL statement (data-modifying CTEs: upsert items keeping
-``created_at``, drop the vectors the batch no longer writes, upsert the new ones, delete
-items), so it lands whole or not at all in one round trip, vectors sent in pgvector's
-binary format. Ids are deterministic and timestamps come from the records, so writing the
-same batch twice leaves the same rows. A record with ``created_at`` (a restored backup)
-sets it, existing row or not.
+Writes: a batch is one transaction of two statements: the batch's key locks
+(``_pg_sql.write_locks``), then one SQL statement of data-modifying CTEs (upsert items
+keeping ``created_at``, delete items, then drop the vectors the batch no longer writes and
+upsert the new ones), so it lands whole or not at all, vectors sent in pgvector's binary
+format. Ids are deterministic and timestamps come from the records, so writing the same
+batch twice leaves the same rows. A record with ``created_at`` (a restored backup) sets it,
+existing row or not. Writers cannot deadlock: each takes its keys' advisory locks in one
+global order before its statement, which then sees every earlier write of those keys and
+locks only their rows, items before vectors (as the cascade and the TTL sweeper do).
 
 Locks: :meth:`~PostgresBackend.lock` takes a transaction-level advisory lock per table and
 scope (``_pg_lock``), which excludes every process on the database; Postgres drops it with
@@ -257,7 +260,7 @@ class PostgresBackend(VectorBackend):
         deleted = self.connector.run(
             lambda: sql.write(self.tables, upserts, deletes, new_dims),
             "write",
-            transaction=new_dims is not None,
+            transaction=True,  # the key locks, then the statement (sql.write)
         )
         self.dims = self.dims or new_dims
         return deleted
@@ -267,7 +270,7 @@ class PostgresBackend(VectorBackend):
         deleted = await self.connector.arun(
             lambda: sql.write(self.tables, upserts, deletes, new_dims),
             "write",
-            transaction=new_dims is not None,
+            transaction=True,  # the key locks, then the statement (sql.write)
         )
         self.dims = self.dims or new_dims
         return deleted
