@@ -22,7 +22,10 @@ call and lets a background task run whatever is queued as one ``abatch``. The
   calls, so only the calls whose ops fail get an error (``AsyncBatchedBaseStore`` fails
   every call of the batch). A bad op fails before any I/O (``plan_batch`` validates
   first); an engine error fails the write as a whole on engines that write a batch
-  atomically (memory, Postgres), so re-running a half writes nothing twice.
+  atomically (memory, Postgres, SQLite), so re-running a half writes nothing twice
+  (elsewhere a re-run re-applies idempotent upserts).
+- A waiting call's ops, put values included, are read when its run starts (as in
+  ``AsyncBatchedBaseStore``): a caller must not change them before its call returns.
 - A waiting call that is cancelled is dropped before its run; one cancelled while its run
   is under way leaves the run alone (its writes may land, as for any cancelled write).
 - Each event loop has its own queue (futures belong to one loop): a store shared by loops
@@ -45,6 +48,7 @@ from langgraph.store.base import Item, Op, PutOp, Result, SearchItem
 from langchain_ltm._codec import copy_value
 
 RunBatch = Callable[[list[Op]], Awaitable[list[Result]]]
+Future = asyncio.Future[list[Result]]
 
 DEFAULT_MAX_OPS = 10_000
 """Most ops of waiting calls merged into one run (a call larger than that runs alone).
@@ -57,21 +61,15 @@ DRAIN_TIMEOUT = 30.0
 """Seconds ``close()`` waits for the calls of an event loop running in another thread."""
 
 
-class _Call:
-    __slots__ = ("future", "ops")
-
-    def __init__(self, ops: list[Op], future: asyncio.Future[list[Result]]) -> None:
-        self.ops = ops
-        self.future = future
-
-
 class _LoopQueue:
     """The calls of one event loop: whether a run is under way, and who waits."""
 
-    __slots__ = ("busy", "idle", "pending", "task")
+    __slots__ = ("busy", "futures", "idle", "ops", "task")
 
     def __init__(self) -> None:  # no reference to the loop: the loop is a weak key
-        self.pending: list[_Call] = []
+        # the waiting calls, oldest first: their ops and their futures
+        self.ops: list[list[Op]] = []
+        self.futures: list[asyncio.Future[list[Result]]] = []
         self.busy = False  # a run (a lone call's, or the flush task's) is under way
         self.task: asyncio.Task[None] | None = None  # strong ref: a pending task is not GC'd
         self.idle: list[asyncio.Future[None]] = []  # drain() waiters
@@ -126,8 +124,9 @@ class Coalescer:
     def submit(self, ops: Iterable[Op]) -> Awaitable[list[Result]]:
         """Run ``ops`` as one ``abatch`` call: at once if the loop is idle, else merged.
 
-        Returns what to await, at once: the lone run, or the future of a waiting call (no
-        coroutine per waiting call: a burst of 10,000 calls allocates as little as it can).
+        Returns what to await, at once: the lone run, or the future of a waiting call. A
+        waiting call costs a future and two list slots, no coroutine or object of its own:
+        in a burst of 10,000 calls, every object the GC has to trace shows in the time.
         """
         ops = ops if type(ops) is list else list(ops)
         loop = asyncio.get_running_loop()
@@ -136,14 +135,15 @@ class Coalescer:
             queue.busy = True
             return self._run_alone(ops, queue, loop)
         future: asyncio.Future[list[Result]] = loop.create_future()
-        queue.pending.append(_Call(ops, future))
+        queue.ops.append(ops)
+        queue.futures.append(future)
         return future
 
     async def drain(self) -> None:
         """Wait until the running loop's calls, running and waiting, are done."""
         loop = asyncio.get_running_loop()
         queue = self._queues.get(loop)
-        while queue is not None and (queue.busy or queue.pending):
+        while queue is not None and (queue.busy or queue.futures):
             waiter = loop.create_future()
             queue.idle.append(waiter)
             await waiter
@@ -175,7 +175,7 @@ class Coalescer:
             return [
                 loop
                 for loop, queue in self._queues.items()
-                if loop is not skip and loop.is_running() and (queue.busy or queue.pending)
+                if loop is not skip and loop.is_running() and (queue.busy or queue.futures)
             ]
 
     def _drain_loops(self, skip: asyncio.AbstractEventLoop | None, timeout: float | None) -> None:
@@ -210,69 +210,71 @@ class Coalescer:
 
     def _hand_over(self, queue: _LoopQueue, loop: asyncio.AbstractEventLoop) -> None:
         """A run ended: a flush task takes the waiting calls, or the loop goes idle."""
-        if queue.pending:
+        if queue.futures:
             queue.task = loop.create_task(self._flush(queue))
         else:
             queue.release()
 
     async def _flush(self, queue: _LoopQueue) -> None:
         try:
-            while queue.pending:
-                calls = self._take(queue)
-                if calls:
-                    await self._settle(calls)
+            while queue.futures:
+                ops, futures = self._take(queue)
+                if futures:
+                    await self._settle(ops, futures)
         except BaseException:  # the flush task itself was cancelled (the loop is closing)
-            pending, queue.pending = queue.pending, []
-            for call in pending:
-                call.future.cancel()
+            futures, queue.futures, queue.ops = queue.futures, [], []
+            for future in futures:
+                future.cancel()
             raise
         finally:
             queue.release()
 
-    def _take(self, queue: _LoopQueue) -> list[_Call]:
+    def _take(self, queue: _LoopQueue) -> tuple[list[list[Op]], list[Future]]:
         """The calls of the next run: whole calls, oldest first, ``max_ops`` ops in all."""
-        calls: list[_Call] = []
+        calls: list[list[Op]] = []
+        futures: list[Future] = []
         size = taken = 0
-        for call in queue.pending:
-            if self.max_ops is not None and calls and size + len(call.ops) > self.max_ops:
+        for ops, future in zip(queue.ops, queue.futures, strict=True):
+            if self.max_ops is not None and futures and size + len(ops) > self.max_ops:
                 break
             taken += 1
-            if not call.future.done():  # cancelled while waiting: dropped
-                calls.append(call)
-                size += len(call.ops)
-        del queue.pending[:taken]
-        return calls
+            if not future.done():  # cancelled while waiting: dropped
+                calls.append(ops)
+                futures.append(future)
+                size += len(ops)
+        del queue.ops[:taken], queue.futures[:taken]
+        return calls, futures
 
     # ---- one run ------------------------------------------------------------------------
 
-    async def _settle(self, calls: list[_Call]) -> None:
+    async def _settle(self, calls: list[list[Op]], futures: list[Future]) -> None:
         """Run ``calls`` as one batch and resolve their futures; split in two on failure."""
         try:
             results = await self._run_merged(calls)
         except Exception as exc:
-            if len(calls) == 1:
-                if not calls[0].future.done():
-                    calls[0].future.set_exception(exc)
+            if len(futures) == 1:
+                if not futures[0].done():
+                    futures[0].set_exception(exc)
                 return
-            half = len(calls) // 2
-            for part in (calls[:half], calls[half:]):
-                alive = [call for call in part if not call.future.done()]
+            half = len(futures) // 2
+            for part in (range(half), range(half, len(futures))):
+                alive = [i for i in part if not futures[i].done()]
                 if alive:
-                    await self._settle(alive)
+                    await self._settle([calls[i] for i in alive], [futures[i] for i in alive])
             return
         except BaseException:
-            for call in calls:
-                call.future.cancel()
+            for future in futures:
+                future.cancel()
             raise
         start = 0
-        for call in calls:
-            end = start + len(call.ops)
-            if not call.future.done():
-                call.future.set_result(results[start:end])
+        for ops, future in zip(calls, futures, strict=True):
+            end = start + len(ops)
+            if not future.done():
+                future.set_result(results[start:end])
             start = end
 
-    async def _run_merged(self, calls: list[_Call]) -> list[Result]:
-        ops = [op for call in calls for op in call.ops]
+    async def _run_merged(self, calls: list[list[Op]]) -> list[Result]:
+        ops = [op for call in calls for op in call]
         unique, source = _dedupe_reads(ops)
         self.runs += 1
         found = await self._run(unique)

@@ -385,7 +385,7 @@ async def test_a_cancelled_flush_cancels_its_calls_and_the_store_goes_on():
     assert all(isinstance(r, asyncio.CancelledError) for r in results)
     probe.gate.set()
     assert await store.aget(NS, "nothing") is None  # not stuck
-    assert not queue.busy and not queue.pending
+    assert not queue.busy and not queue.futures
 
 
 # ---- event loops, threads, close ---------------------------------------------------------
