@@ -77,10 +77,11 @@ class _LoopQueue:
     def release(self) -> None:
         self.busy = False
         self.task = None
-        waiters, self.idle = self.idle, []
-        for waiter in waiters:
-            if not waiter.done():
-                waiter.set_result(None)
+        if self.idle:
+            waiters, self.idle = self.idle, []
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
 
 
 class Coalescer:
