@@ -15,7 +15,7 @@ Semantics (LangGraph's, with upstream bugs fixed):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_ltm.errors import InvalidFilterError
@@ -28,11 +28,25 @@ INTERNAL_OPERATORS = frozenset({"$in", "$exists"})
 
 @dataclass(frozen=True, slots=True)
 class Condition:
-    """``value[path...] <op> operand``."""
+    """``value[path...] <op> operand``.
+
+    For ``$in``, ``strings`` holds the operand's plain strings as a set and ``null`` says
+    whether it holds ``None``, so a string or missing value is looked up instead of compared
+    with every member (the fact API's ``$in`` lists carry a batch of hashes or ids, checked
+    against every row of a user).
+    """
 
     path: tuple[str, ...]
     op: str
     operand: Any
+    strings: frozenset[str] | None = field(default=None, init=False, repr=False, compare=False)
+    null: bool = field(default=False, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.op == "$in" and isinstance(self.operand, (list, tuple)):
+            members = frozenset(o for o in self.operand if type(o) is str)
+            object.__setattr__(self, "strings", members)
+            object.__setattr__(self, "null", any(o is None for o in self.operand))
 
 
 Filter = tuple[Condition, ...]
@@ -146,7 +160,13 @@ def matches(value: Mapping[str, Any], conditions: Filter) -> bool:
             if json_equal(left, cond.operand):
                 return False
         elif op == "$in":
-            if not any(json_equal(left, o) for o in cond.operand):
+            if cond.strings is not None and left is None:  # json_equal(None, o): o is None
+                if not cond.null:
+                    return False
+            elif cond.strings is not None and type(left) is str:  # a str equals a str only
+                if left not in cond.strings:
+                    return False
+            elif not any(json_equal(left, o) for o in cond.operand):
                 return False
         elif not _compare(op, left, cond.operand):
             return False

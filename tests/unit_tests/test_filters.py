@@ -56,3 +56,20 @@ def test_json_equal_is_strict_about_types():
     assert not json_equal([True], [1])
     assert not json_equal("1", 1)
     assert not json_equal({"a": 1}, {"a": 1, "b": 2})
+
+
+def test_in_looks_strings_and_missing_values_up_with_json_equality():
+    """``$in`` (the fact API's) answers like comparing with every member, for every type."""
+    from langchain_ltm._filters import Condition
+
+    members = ["a", "b", 1, 2.0, True, None, {"k": 1}, [1, 2]]
+    values = ["a", "c", "", 1, 1.0, 2, 3, True, False, 0, None, {"k": 1}, [1, 2], [2, 1]]
+    for operand in (members, [m for m in members if m is not None], ["x"] * 3, []):
+        cond = Condition(("f",), "$in", operand)
+        for value in values:
+            expected = any(json_equal(value, o) for o in operand)
+            assert matches({"f": value}, (cond,)) is expected, (operand, value)
+        assert matches({}, (cond,)) is (None in operand)  # a missing field is None
+    big = Condition(("h",), "$in", [f"hash-{i}" for i in range(5000)])
+    assert matches({"h": "hash-4999"}, (big,)) and not matches({"h": "hash-5000"}, (big,))
+    assert Condition(("h",), "$in", ["x"]) == Condition(("h",), "$in", ["x"])
