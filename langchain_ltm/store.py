@@ -228,6 +228,7 @@ class LongTermMemoryStore(BaseStore):
         collection: str = "ltm_items",
         dims: int | None = None,
         namespace: tuple[str, ...] = ("memories",),
+        lock_timeout: float = 2.0,
         **kwargs: Any,
     ) -> LongTermMemoryStore:
         """A store on Qdrant: ``":memory:"``, a folder (embedded), or a server URL / client.
@@ -244,6 +245,8 @@ class LongTermMemoryStore(BaseStore):
             collection: Collection name.
             dims: Vector size (learned from ``embeddings`` when the collection is new).
             namespace: Namespace prefix of the fact API.
+            lock_timeout: Folder only: seconds to wait while another process (or another
+                store in this one) has the folder open, then ``BackendError``.
             **kwargs: Other ``LongTermMemoryStore`` options (``upsert_threshold``, ...).
 
         Example:
@@ -260,6 +263,7 @@ class LongTermMemoryStore(BaseStore):
             dims=dims,
             embeddings=embeddings,
             tenant_depth=len(namespace) + 1,
+            lock_timeout=lock_timeout,
         )
         return cls(backend, embeddings=embeddings, namespace=namespace, **kwargs)
 

@@ -24,7 +24,10 @@ only: points another writer adds to the collection are not seen until :meth:`rel
 
 **Locks**: :meth:`~QdrantBackend.lock` is the base class's no-op in both modes
 (``capabilities.cross_process_lock`` is ``False``). Embedded, that is exact: qdrant-client
-locks the folder to one process, whose callers serialize themselves. A Qdrant server has
+locks the folder to one process, whose callers serialize themselves. Opening a folder that
+another client holds waits up to ``lock_timeout`` seconds (2) for it, then raises a
+``BackendError`` saying what to do (``_qdrant_folder``), instead of qdrant-client's bare
+``RuntimeError``. A Qdrant server has
 no lock to take, so writers in several processes are not kept apart: their writes stay
 idempotent upserts, but two read-modify-write sequences on one user may interleave.
 """
@@ -55,6 +58,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra ins
     ) from exc
 
 from langchain_ltm.backends._index import NamespaceIndex
+from langchain_ltm.backends._qdrant_folder import DEFAULT_LOCK_TIMEOUT, open_folder
 from langchain_ltm.backends._qdrant_layout import BOOL_INDEXES, INTEGER_INDEXES, KEYWORD_INDEXES
 from langchain_ltm.backends._qdrant_plans import (
     Layout,
@@ -497,6 +501,7 @@ def qdrant_backend(
     api_key: str | None = None,
     prefer_grpc: bool = False,
     mirror: bool | None = None,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     **client_options: Any,
 ) -> QdrantBackend:
     """Open a :class:`QdrantBackend` from a client, a server URL, a folder or ``":memory:"``.
@@ -515,6 +520,9 @@ def qdrant_backend(
         api_key: Server API key (URL form only).
         prefer_grpc: Talk gRPC to the server (URL form only).
         mirror: See :class:`QdrantBackend`.
+        lock_timeout: Folder form only: seconds to wait while another client (another
+            process, or another store in this one) has the folder open, before raising a
+            ``BackendError`` that says what to do (see ``_qdrant_folder``).
         **client_options: More ``QdrantClient`` options for the URL form (``timeout``...).
 
     Example:
@@ -544,7 +552,7 @@ def qdrant_backend(
                 url=where, api_key=api_key, prefer_grpc=prefer_grpc, **client_options
             )
         else:
-            client = QdrantClient(path=where)
+            client = open_folder(where, lock_timeout)
         owned = True
     else:
         raise TypeError(
