@@ -3,10 +3,11 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# `make demo` needs only the offline embeddings, the default store's engine and
-# langchain's create_agent: its own venv, without the development toolchain. If `make test`
-# has already built .venv (which has all of it), the demo runs from there instead.
-DEMO_EXTRAS := local,qdrant,agents
+# `make demo` needs only the offline embeddings and langchain's create_agent (the default
+# store is SQLite, in Python's own sqlite3): its own venv, without the development
+# toolchain. If `make test` has already built .venv (which has all of it), the demo runs
+# from there instead.
+DEMO_EXTRAS := local,agents
 DEMO_VENV := $(if $(wildcard $(STAMP)),$(VENV),.venv-demo)
 DEMO_STAMP := $(if $(wildcard $(STAMP)),$(STAMP),$(DEMO_VENV)/.installed)
 # The demo's own store, so it never touches your real one (~/.local/share/langchain-ltm);

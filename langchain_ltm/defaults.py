@@ -6,21 +6,50 @@ URLs:
   to the current folder, ``sqlite:////abs/memory.db`` absolute, ``~`` expanded); no extra.
 - ``postgresql://user:pass@host/db``: Postgres with pgvector (extra ``[postgres]``).
 - ``http(s)://host:6333``: a Qdrant server (extra ``[qdrant]``).
-- ``qdrant:PATH`` or a plain path: Qdrant's embedded engine persisting under PATH.
-- nothing: the persistent embedded store in the user's data directory (``LTM_HOME`` or
+- ``qdrant:PATH`` or a plain path: Qdrant's embedded engine persisting under PATH (one
+  process at a time; extra ``[qdrant]``).
+- nothing: the default store, the SQLite file :func:`default_store_path`
+  (``memories.db`` in the user's data directory: ``LTM_HOME``, else
   ``$XDG_DATA_HOME/langchain-ltm``, default ``~/.local/share/langchain-ltm``).
+
+The default used to be an embedded Qdrant folder, ``qdrant/`` in the same directory. When
+that folder is there and the SQLite file is not, the default stays on the folder (the
+memories in it are not left behind) and :func:`open_store` warns with
+:class:`DefaultStoreWarning`, whose one line says how to move them:
+``ltm migrate --from <folder> --to sqlite:///<file>``. Once the file exists, it is the
+default; the folder is left as it was.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 from langchain_core.embeddings import Embeddings
 
+from langchain_ltm.errors import MissingDependencyError
 from langchain_ltm.store import LongTermMemoryStore
 
-__all__ = ["data_dir", "open_store"]
+__all__ = [
+    "DEFAULT_STORE_FILE",
+    "LEGACY_STORE_FOLDER",
+    "DefaultStoreWarning",
+    "data_dir",
+    "default_store_notice",
+    "default_store_path",
+    "legacy_store_folder",
+    "open_store",
+]
+
+DEFAULT_STORE_FILE = "memories.db"
+"""The default store's SQLite file, in :func:`data_dir`."""
+LEGACY_STORE_FOLDER = "qdrant"
+"""The embedded Qdrant folder in :func:`data_dir` that was the default before SQLite."""
+
+
+class DefaultStoreWarning(UserWarning):
+    """The default store is still the old embedded Qdrant folder: migrate it to SQLite."""
 
 
 def data_dir() -> Path:
@@ -31,10 +60,44 @@ def data_dir() -> Path:
     return Path(base) / "langchain-ltm"
 
 
+def default_store_path() -> Path:
+    """The default store's SQLite file: ``memories.db`` in :func:`data_dir`."""
+    return data_dir() / DEFAULT_STORE_FILE
+
+
+def legacy_store_folder() -> Path | None:
+    """The old default (an embedded Qdrant folder) when it is still the default store.
+
+    That is when ``qdrant/`` in :func:`data_dir` holds a store and ``memories.db`` does not
+    exist yet; ``None`` otherwise (a new user, or one who migrated).
+    """
+    folder = data_dir() / LEGACY_STORE_FOLDER
+    if default_store_path().exists() or not (folder / "meta.json").is_file():
+        return None
+    return folder
+
+
+def default_store_notice() -> str | None:
+    """One line for users whose default store is still the old Qdrant folder, else ``None``."""
+    folder = legacy_store_folder()
+    if folder is None:
+        return None
+    return (
+        f"your memories are in {folder} (embedded Qdrant, the default store before SQLite), "
+        f"so that folder is used; move them to the new default with: ltm migrate --from "
+        f"{folder} --to sqlite:///{default_store_path()}"
+    )
+
+
 def open_store(
     url: str | None = None, *, embeddings: Embeddings | None = None
 ) -> tuple[LongTermMemoryStore, str]:
     """A store for ``url`` and a one-line description of where it keeps its data.
+
+    ``url=None`` opens the default store: the SQLite file :func:`default_store_path`
+    (created with its folder, which only its owner may enter when new), or the old Qdrant
+    folder with a :class:`DefaultStoreWarning`
+    while that is where the user's memories are (see the module notes).
 
     Example:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -47,9 +110,7 @@ def open_store(
 
         embeddings = LocalMiniLMEmbeddings()
     if url is None:
-        path = data_dir() / "qdrant"
-        path.mkdir(parents=True, exist_ok=True)
-        return LongTermMemoryStore.from_qdrant(str(path), embeddings), f"embedded Qdrant at {path}"
+        return _open_default(embeddings)
     if url == "memory://":
         from langchain_core.vectorstores import InMemoryVectorStore
 
@@ -62,9 +123,7 @@ def open_store(
                 f"{url!r} is not a SQLite URL: use sqlite:///memory.db (relative to the current "
                 "folder) or sqlite:////home/me/memory.db (absolute)."
             )
-        path = Path(url.removeprefix("sqlite:///")).expanduser()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return LongTermMemoryStore.from_sqlite(path, embeddings), f"SQLite at {path}"
+        return _open_sqlite(sqlite_path(url), embeddings)
     if url.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
         return LongTermMemoryStore.from_postgres(url, embeddings), _redact(url)
     if url.startswith(("http://", "https://")):
@@ -72,6 +131,38 @@ def open_store(
     path = Path(url.removeprefix("qdrant:")).expanduser()
     path.mkdir(parents=True, exist_ok=True)
     return LongTermMemoryStore.from_qdrant(str(path), embeddings), f"embedded Qdrant at {path}"
+
+
+def sqlite_path(url: str) -> Path:
+    """The file of a ``sqlite:///PATH`` URL (``~`` expanded; relative to the current folder)."""
+    return Path(url.removeprefix("sqlite:///")).expanduser()
+
+
+def _open_sqlite(path: Path, embeddings: Embeddings) -> tuple[LongTermMemoryStore, str]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return LongTermMemoryStore.from_sqlite(path, embeddings), f"SQLite at {path}"
+
+
+def _open_default(embeddings: Embeddings) -> tuple[LongTermMemoryStore, str]:
+    folder = legacy_store_folder()
+    if folder is None:
+        home = data_dir()
+        if not home.exists():  # memories are personal: a new data folder is the user's only
+            home.parent.mkdir(parents=True, exist_ok=True)
+            home.mkdir(mode=0o700, exist_ok=True)
+        return _open_sqlite(default_store_path(), embeddings)
+    warnings.warn(str(default_store_notice()), DefaultStoreWarning, stacklevel=3)
+    try:
+        store = LongTermMemoryStore.from_qdrant(str(folder), embeddings)
+    except MissingDependencyError as exc:
+        raise MissingDependencyError(
+            f"Your memories are in {folder}, an embedded Qdrant folder (the default store "
+            'before SQLite), and reading it needs qdrant-client: pip install "langchain-ltm'
+            '[qdrant]", then move them to the new default with: ltm migrate --from '
+            f"{folder} --to sqlite:///{default_store_path()} (or move the folder away to start "
+            "an empty SQLite store)."
+        ) from exc
+    return store, f"embedded Qdrant at {folder} (the old default store)"
 
 
 def _redact(url: str) -> str:

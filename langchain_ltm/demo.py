@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import uuid
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -194,11 +195,17 @@ def _print_table(store: LongTermMemoryStore, users: list[str]) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of ``python -m langchain_ltm.demo``."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--store", default=None, help="store URL (default: the embedded one)")
+    parser.add_argument(
+        "--store", default=None, help="store URL (default: the SQLite file memories.db in LTM_HOME)"
+    )
     args = parser.parse_args(argv)
-    from langchain_ltm.defaults import open_store
+    from langchain_ltm.defaults import DefaultStoreWarning, open_store
 
-    store, where = open_store(args.store)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DefaultStoreWarning)
+        store, where = open_store(args.store)
+    for warning in caught:  # the old default (a Qdrant folder) is still in use
+        print(f"note: {warning.message}")
     with store:
         model, note = chat_model()
         print(note)

@@ -45,11 +45,23 @@ def classify(exc: Exception, where: str) -> tuple[int, str] | None:
             f"{where} failed: {type(exc).__name__}: {exc}. Check that it is "
             "running and reachable, or pass another --store."
         )
+    if _is_sqlite_error(exc):
+        message = str(exc).strip()
+        if "locked" in message.lower() or "busy" in message.lower():
+            return EXIT_ENGINE, (
+                f"{where} stayed locked by another process's write for longer than its busy "
+                f"timeout ({message}); nothing of this command was written. Retry it, or end "
+                "the process that keeps a write transaction open on the file (a sqlite3 shell "
+                "after BEGIN, a stuck job); readers never wait, one writer at a time does."
+            )
+        return EXIT_ENGINE, f"{where} failed: {type(exc).__name__}: {message}."
     if isinstance(exc, RuntimeError) and "already accessed" in str(exc):
         return EXIT_ENGINE, (
-            f"{where} is open in another process (an embedded folder store allows one "
-            "process at a time); close that process, or use a Qdrant server or "
-            "Postgres (--store URL) when several processes share memories."
+            f"{where} is open in another process (an embedded Qdrant folder allows one "
+            "process at a time); close that process and retry, or move the memories to a "
+            "store several processes share: ltm migrate --from FOLDER --to sqlite:///FILE "
+            "(SQLite, the default store: many processes on one machine), a Qdrant server "
+            "or Postgres (--store URL)."
         )
     if isinstance(exc, (FileExistsError, NotADirectoryError)):
         return EXIT_USAGE, (
@@ -59,6 +71,11 @@ def classify(exc: Exception, where: str) -> tuple[int, str] | None:
     if isinstance(exc, OSError):
         return EXIT_USAGE, f"cannot use {exc.filename or where}: {exc.strerror or exc}."
     return None
+
+
+def _is_sqlite_error(exc: Exception) -> bool:
+    """A ``sqlite3.Error`` (e.g. from a ``SqliteSaver``), recognized without importing sqlite3."""
+    return any(cls.__module__ == "sqlite3" for cls in type(exc).__mro__)
 
 
 def exit_status(code: object) -> int:

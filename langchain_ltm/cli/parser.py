@@ -16,9 +16,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BATCH_SIZE", "STORE_ENV", "USER_ENV", "Parser", "build_parser", "data_dir", "parse"]
+__all__ = [
+    "BATCH_SIZE",
+    "DEFAULT_STORE_FILE",
+    "STORE_ENV",
+    "USER_ENV",
+    "Parser",
+    "build_parser",
+    "data_dir",
+    "parse",
+]
 
 STORE_ENV = "LTM_STORE"
+DEFAULT_STORE_FILE = "memories.db"
+"""``langchain_ltm.defaults.DEFAULT_STORE_FILE``, for the help (a test checks)."""
 USER_ENV = "LTM_USER"
 BATCH_SIZE = 256
 MERGE_THRESHOLD = 0.80
@@ -41,14 +52,18 @@ environment:
   LTM_STORE  the store when there is no --store
   LTM_USER   the user when there is no --user (not for stats and migrate, where no --user
              means every user)
-  LTM_HOME   where the default store lives (default: {default})
+  LTM_HOME   the folder of the default store (default: {home})
 
 stores (--store, or $LTM_STORE):
+  (default)                      the SQLite file {default}
+  sqlite:///PATH                 a SQLite file (many processes on one machine; no extra
+                                 needed): sqlite:///memories.db is relative to the current
+                                 folder, sqlite:////home/me/memories.db absolute
   memory://                      in-process, forgotten when the command ends
   postgresql://user:pw@host/db   Postgres with pgvector (pip install "langchain-ltm[postgres]")
   http(s)://host:6333            a Qdrant server (pip install "langchain-ltm[qdrant]")
-  PATH                           embedded Qdrant in a folder (one process at a time)
-  (default)                      the persistent embedded store in {default}
+  PATH                           embedded Qdrant in a folder (one process at a time;
+                                 pip install "langchain-ltm[qdrant]")
 
 exit codes: 0 done (also a recall that finds nothing), 1 not found (forget of an unknown id),
   2 bad usage or input (or a fact the secret guard rejected), 3 storage engine failure
@@ -63,7 +78,7 @@ examples:
   ltm stats
   ltm export-user-data --user alice@example.com -o alice.json
   ltm forget-user --user alice@example.com --checkpointer postgresql://app@db/app --yes
-  ltm migrate --from ./memories --to postgresql://app@db/app"""
+  ltm migrate --from sqlite:///memories.db --to postgresql://app@db/app"""
 
 _IMPORT = (
     "Load a JSONL file into the user's facts: lines written by `ltm export` are restored "
@@ -100,11 +115,14 @@ and they are indexed with the target's default fields. The source is only read.
 Afterwards the target is counted: facts per user (by id), versions and other items. The
 exit code is 0 when the target has all of them, 3 (with the counts) when it does not.
 
-URLs are what --store takes: a folder (embedded Qdrant), postgresql://...,
-http(s)://host:6333 (a Qdrant server); memory:// holds nothing across commands.
+URLs are what --store takes: sqlite:///PATH (a SQLite file; the source must exist),
+a folder (embedded Qdrant), postgresql://..., http(s)://host:6333 (a Qdrant server);
+memory:// holds nothing across commands.
 
 examples:
-  ltm migrate --from ~/.local/share/langchain-ltm/qdrant --to postgresql://app@db/app
+  ltm migrate --from ~/.local/share/langchain-ltm/qdrant \\
+      --to sqlite:///$HOME/.local/share/langchain-ltm/memories.db   # the old default to the new
+  ltm migrate --from sqlite:///memories.db --to postgresql://app@db/app
   ltm migrate --from postgresql://app@db/app --to http://qdrant:6333 --user alice --yes"""
 
 
@@ -171,17 +189,18 @@ def build_parser() -> Parser:
     """
     from langchain_ltm import __version__
 
-    default = data_dir()
+    home = data_dir()
+    default = home / DEFAULT_STORE_FILE
     parser = Parser(
         prog="ltm",
         description="Remember, recall and manage users' long-term memories.",
-        epilog=_EPILOG.format(default=default),
+        epilog=_EPILOG.format(home=home, default=default),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"ltm {__version__}")
     store_help = (
-        "memory://, postgresql://..., http(s)://qdrant:6333 or a folder "
-        f"(default: ${STORE_ENV}, else the store in {default})"
+        "sqlite:///PATH, memory://, postgresql://..., http(s)://qdrant:6333 or a folder "
+        f"(embedded Qdrant); default: ${STORE_ENV}, else the SQLite file {default}"
     )
     _global_options(
         parser,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import functools
 import shlex
+import warnings
 from collections.abc import Callable
 from typing import IO, Any
 
@@ -16,7 +17,7 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_ltm.cli.exits import EXIT_NOT_FOUND, EXIT_USAGE, Failure
 from langchain_ltm.cli.io import Progress, dumps, is_terminal, table
-from langchain_ltm.defaults import _redact, data_dir, open_store
+from langchain_ltm.defaults import DefaultStoreWarning, _redact, default_store_path, open_store
 from langchain_ltm.store import LongTermMemoryStore
 
 __all__ = ["MANY", "MIN_PREFIX", "Session", "all_users", "default_embeddings"]
@@ -50,7 +51,7 @@ class Session:
         self.target = (
             f"the store at {_redact(self.url)}"
             if self.url
-            else f"the default store in {data_dir()}"
+            else f"the default store {default_store_path()}"
         )
         self.where = self.target
         self._store: LongTermMemoryStore | None = None
@@ -65,8 +66,25 @@ class Session:
     def store(self) -> LongTermMemoryStore:
         """The store of ``--store``, opened on first use."""
         if self._store is None:
-            self._store, self.where = open_store(self.url, embeddings=default_embeddings())
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", DefaultStoreWarning)
+                try:
+                    self._store, self.where = open_store(self.url, embeddings=default_embeddings())
+                finally:
+                    self._show(caught)
+            if self.url is None:
+                self.target = f"the default store ({self.where})"
         return self._store
+
+    def _show(self, caught: list[warnings.WarningMessage]) -> None:
+        """The warnings of opening a store: the old-default notice as one ``ltm: note:`` line."""
+        for warning in caught:
+            if issubclass(warning.category, DefaultStoreWarning):
+                print(f"ltm: note: {warning.message}", file=self.err)
+            else:
+                warnings.showwarning(
+                    warning.message, warning.category, warning.filename, warning.lineno
+                )
 
     def fact_id(self, given: str) -> str:
         """The id of the user's fact that ``given`` is, or is the unique beginning of.

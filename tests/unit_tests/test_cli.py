@@ -648,9 +648,15 @@ def test_store_from_the_environment(ltm, tmp_path, monkeypatch):
     assert as_json(ltm("list", "--user", "alice", "--json")[1]) == []  # --store wins
 
 
-def test_default_store_lives_in_the_data_dir(ltm, tmp_path):
-    code, _, _ = ltm("remember", "--user", "alice", "Owns a cat", store_url=None)
-    assert code == 0 and (tmp_path / "home" / "qdrant").is_dir()
+def test_default_store_is_sqlite_in_the_data_dir(ltm, tmp_path):
+    code, _, err = ltm("remember", "--user", "alice", "Owns a cat", store_url=None)
+    assert code == 0 and err == ""
+    assert (tmp_path / "home" / "memories.db").is_file()
+    assert not (tmp_path / "home" / "qdrant").exists()
+    with LongTermMemoryStore.from_sqlite(
+        tmp_path / "home" / "memories.db", cli_session.default_embeddings()
+    ) as store:
+        assert [f.content for f in store.list_all("alice")] == ["Owns a cat"]
 
 
 def test_engine_failures_exit_3(ltm, tmp_path, monkeypatch):
@@ -678,6 +684,22 @@ def test_engine_failures_exit_3(ltm, tmp_path, monkeypatch):
     monkeypatch.setattr(cli_session, "open_store", refused)
     code, _, err = ltm("list", "--user", "alice", store_url="http://qdrant:6333")
     assert code == 3 and "the store at http://qdrant:6333 failed" in err
+
+
+def test_lock_errors_say_what_to_do_for_sqlite_and_qdrant_folders():
+    import sqlite3
+
+    from langchain_ltm.cli.exits import EXIT_ENGINE, classify
+
+    code, message = classify(sqlite3.OperationalError("database is locked"), "the store at x.db")
+    assert code == EXIT_ENGINE and "busy timeout" in message and "Retry it" in message
+    assert "the store at x.db" in message and "write transaction open" in message
+    code, message = classify(sqlite3.DatabaseError("file is not a database"), "the store")
+    assert code == EXIT_ENGINE and "file is not a database" in message
+    raw = RuntimeError("Storage folder q is already accessed by another instance of Qdrant client.")
+    code, message = classify(raw, "the store at q")
+    assert code == EXIT_ENGINE and "open in another process" in message
+    assert "ltm migrate --from FOLDER --to sqlite:///FILE" in message
 
 
 def test_a_file_is_not_a_store(ltm, tmp_path):

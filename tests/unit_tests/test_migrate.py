@@ -236,3 +236,33 @@ def test_migrate_help_says_what_is_not_kept(capsys):
     assert "created_at" in out and "time of the copy" in out
     assert cli.main(["--help"]) == 0
     assert "migrate" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("relative", [False, True])
+def test_migrate_from_a_missing_sqlite_file_exits_2_and_creates_nothing(
+    tmp_path, monkeypatch, relative
+):
+    monkeypatch.chdir(tmp_path)
+    missing = tmp_path / "missing.db"
+    url = "sqlite:///missing.db" if relative else f"sqlite:///{missing}"
+    code, out, err = migrate("--from", url, "--to", str(tmp_path / "target"))
+    assert code == 2 and out == ""
+    assert f"--from {url}: there is no SQLite file at" in err and "Traceback" not in err
+    assert not missing.exists() and not (tmp_path / "target").exists()
+
+
+def test_migrate_between_a_folder_and_a_sqlite_file(source, tmp_path):
+    db = tmp_path / "memories.db"
+    code, out, err = migrate("--from", str(source), "--to", f"sqlite:///{db}", "--json")
+    assert code == 0, err
+    assert json.loads(out)["verified"] is True
+    code, out, err = migrate("--from", f"sqlite:///{db}", "--to", str(tmp_path / "back"), "--json")
+    assert code == 0, err
+    assert json.loads(out)["verified"] is True
+    with opened(source) as before, opened(tmp_path / "back") as after:
+        for user in ("alice", "bob"):
+            assert before.export_user(user) == after.export_user(user)
+    code, _, err = migrate(
+        "--from", f"sqlite:///{db}", "--to", f"sqlite:///{tmp_path}/./memories.db"
+    )
+    assert code == 2 and "the same store" in err

@@ -21,6 +21,7 @@ from langchain_ltm.cli.io import (
 )
 from langchain_ltm.cli.jsonl import ImportLine, read_import_jsonl
 from langchain_ltm.cli.session import Session, all_users
+from langchain_ltm.defaults import sqlite_path
 from langchain_ltm.guard import find_secret
 from langchain_ltm.store import LongTermMemoryStore
 
@@ -130,12 +131,20 @@ def cmd_migrate(session: Session) -> int:
             raise Failure(
                 EXIT_USAGE,
                 f"{flag} memory:// is a store inside one process: it starts empty and is gone "
-                "when ltm ends. Migrate between stores that persist (a folder, "
-                "postgresql://..., http(s)://...).",
+                "when ltm ends. Migrate between stores that persist (sqlite:///PATH, a "
+                "folder, postgresql://..., http(s)://...).",
             )
     if _identity(args.source) == _identity(args.target):
         raise Failure(EXIT_USAGE, "--from and --to are the same store; pass another --to.")
-    if "://" not in args.source and not Path(_identity(args.source)).is_dir():
+    if args.source.startswith("sqlite:"):  # opening a missing file would create an empty one
+        if _is_sqlite_url(args.source) and not sqlite_path(args.source).is_file():
+            raise Failure(
+                EXIT_USAGE,
+                f"--from {args.source}: there is no SQLite file at {sqlite_path(args.source)} "
+                "(sqlite:///name.db is relative to the current folder, sqlite:////abs/name.db "
+                "absolute).",
+            )
+    elif "://" not in args.source and not Path(_identity(args.source)).is_dir():
         raise Failure(EXIT_USAGE, f"--from {args.source}: there is no store folder there.")
     source, source_where = session.open(args.source, "source")
     target, target_where = session.open(args.target, "target")
@@ -173,9 +182,15 @@ def cmd_migrate(session: Session) -> int:
 
 
 def _identity(url: str) -> str:
+    if _is_sqlite_url(url):
+        return "sqlite:" + str(sqlite_path(url).resolve())
     if "://" in url:
         return url.rstrip("/")
     return str(Path(url.removeprefix("qdrant:")).expanduser().resolve())
+
+
+def _is_sqlite_url(url: str) -> bool:
+    return url.startswith("sqlite:///") and url != "sqlite:///"  # else open_store says why
 
 
 def _copy_facts(
