@@ -4,7 +4,8 @@ Pure modules (no I/O): :mod:`.text` (validation, normalized form, hash), :mod:`.
 (what the API returns), :mod:`.conflicts` (offline subject and value checks),
 :mod:`.decision` (duplicate / updated / created), :mod:`.versions` (the item layout),
 :mod:`.resolvers` (deciding the ambiguous cases). The generators that drive them against
-an engine: :mod:`.writes` and :mod:`.reads`.
+an engine: :mod:`.writes` and :mod:`.reads`; :mod:`.api` holds the fact methods
+``LongTermMemoryStore`` mixes in (one-liners over them).
 """
 
 from langchain_ltm.facts.decision import DecisionPolicy

@@ -1,0 +1,255 @@
+"""The per-user fact API as methods: one-liners over the generators of reads and writes.
+
+``LongTermMemoryStore`` mixes this in; a class using it provides ``_facts``, the
+:class:`~langchain_ltm.facts.context.FactContext` the logic runs against.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, overload
+
+from langchain_ltm._steps import run_async, run_sync
+from langchain_ltm.facts import reads, writes
+from langchain_ltm.facts.context import FactContext
+from langchain_ltm.facts.model import Fact, FactVersion, RecalledFact, RememberResult
+from langchain_ltm.facts.writes import ImportMode, ImportResult
+
+__all__ = ["FactAPI"]
+
+
+class FactAPI(ABC):
+    """Remember, recall, update, forget, list, export and import one user's facts.
+
+    Every method has an async twin (``a`` + name); both run the same logic.
+    """
+
+    @property
+    @abstractmethod
+    def _facts(self) -> FactContext:
+        """What the fact logic runs against."""
+
+    @overload
+    def remember(
+        self, user_id: str, facts: str, *, pinned: bool = ..., ttl: float | None = ...
+    ) -> RememberResult: ...
+    @overload
+    def remember(
+        self,
+        user_id: str,
+        facts: list[str] | tuple[str, ...],
+        *,
+        pinned: bool = ...,
+        ttl: float | None = ...,
+    ) -> list[RememberResult]: ...
+    def remember(
+        self,
+        user_id: str,
+        facts: str | Sequence[str],
+        *,
+        pinned: bool = False,
+        ttl: float | None = None,
+    ) -> RememberResult | list[RememberResult]:
+        """Store one fact or a batch (one embedding call), deduplicated per user.
+
+        Each fact is decided in order: ``duplicate`` (its normalized text is stored),
+        ``updated`` (a new version of a fact about the same subject; the old text is kept
+        in its history), ``created`` (a new fact; ``similar`` lists close facts that were
+        not merged because that was uncertain) or ``rejected`` (looks like a secret).
+
+        Args:
+            user_id: Whose fact it is (any non-empty string, e.g. an email address).
+            facts: One fact, or a list of facts decided in order.
+            pinned: Pin the facts: ``MemoryMiddleware`` shows pinned facts (a profile: name,
+                language, preferences) to the model on every call. A pinned fact stays
+                pinned across versions.
+            ttl: Minutes the facts live (``None``: for good), for facts that should not
+                outlive a situation ("reported a lost card this morning"). The fact and
+                its versions expire together; a new version keeps the TTL, counted from
+                that write. A duplicate writes nothing, so its TTL is unchanged.
+                ``ttl_config`` has no say here: ``default_ttl`` is for ``put``.
+
+        Returns:
+            A ``RememberResult`` per fact.
+        """
+        return run_sync(writes.remember(self._facts, user_id, facts, pinned=pinned, ttl=ttl))
+
+    @overload
+    async def aremember(
+        self, user_id: str, facts: str, *, pinned: bool = ..., ttl: float | None = ...
+    ) -> RememberResult: ...
+    @overload
+    async def aremember(
+        self,
+        user_id: str,
+        facts: list[str] | tuple[str, ...],
+        *,
+        pinned: bool = ...,
+        ttl: float | None = ...,
+    ) -> list[RememberResult]: ...
+    async def aremember(
+        self,
+        user_id: str,
+        facts: str | Sequence[str],
+        *,
+        pinned: bool = False,
+        ttl: float | None = None,
+    ) -> RememberResult | list[RememberResult]:
+        """Async twin of :meth:`remember`."""
+        return await run_async(writes.remember(self._facts, user_id, facts, pinned=pinned, ttl=ttl))
+
+    def pinned(self, user_id: str) -> list[Fact]:
+        """The user's pinned facts, oldest first (nothing is embedded)."""
+        return run_sync(reads.pinned(self._facts, user_id))
+
+    async def apinned(self, user_id: str) -> list[Fact]:
+        """Async twin of :meth:`pinned`."""
+        return await run_async(reads.pinned(self._facts, user_id))
+
+    def update_fact(self, user_id: str, fact_id: str, fact: str) -> RememberResult:
+        """Give one of the user's facts a new text (a new version; the old one is kept).
+
+        A fact remembered with a TTL keeps it, counted again from this update.
+
+        Returns ``updated``, ``duplicate`` (the text is already this fact's, or another
+        fact's: nothing written) or ``rejected`` (a secret).
+
+        Raises:
+            FactNotFoundError: The user has no fact with this id.
+        """
+        return run_sync(writes.update(self._facts, user_id, fact_id, fact))
+
+    async def aupdate_fact(self, user_id: str, fact_id: str, fact: str) -> RememberResult:
+        """Async twin of :meth:`update_fact`."""
+        return await run_async(writes.update(self._facts, user_id, fact_id, fact))
+
+    def recall(
+        self,
+        user_id: str,
+        queries: str | Sequence[str],
+        limit: int = 5,
+        *,
+        min_score: float | None = None,
+        include_history: bool = False,
+        as_of: datetime | None = None,
+    ) -> list[RecalledFact]:
+        """The user's facts most similar to any of the phrasings, each once, best first.
+
+        Args:
+            user_id: Whose facts to search; nobody else's are looked at.
+            queries: One phrasing or several (embedded in one call, merged by best score).
+            limit: How many facts to return.
+            min_score: Leave out facts scoring below this cosine similarity.
+            include_history: Also search earlier versions; a fact found through one is
+                returned with that text and ``superseded=True``.
+            as_of: Answer with the texts that were current at this (timezone-aware) moment.
+        """
+        return run_sync(
+            reads.recall(self._facts, user_id, queries, limit, min_score, include_history, as_of)
+        )
+
+    async def arecall(
+        self,
+        user_id: str,
+        queries: str | Sequence[str],
+        limit: int = 5,
+        *,
+        min_score: float | None = None,
+        include_history: bool = False,
+        as_of: datetime | None = None,
+    ) -> list[RecalledFact]:
+        """Async twin of :meth:`recall`."""
+        return await run_async(
+            reads.recall(self._facts, user_id, queries, limit, min_score, include_history, as_of)
+        )
+
+    def history(self, user_id: str, fact_id: str) -> list[FactVersion]:
+        """Every version of one fact, oldest first, the current one last (``[]``: no such fact)."""
+        return run_sync(reads.history(self._facts, user_id, fact_id))
+
+    async def ahistory(self, user_id: str, fact_id: str) -> list[FactVersion]:
+        """Async twin of :meth:`history`."""
+        return await run_async(reads.history(self._facts, user_id, fact_id))
+
+    def forget(self, user_id: str, fact_id: str) -> bool:
+        """Delete one of the user's facts and its versions; ``False`` if it has no such fact."""
+        return run_sync(reads.forget(self._facts, user_id, fact_id))
+
+    async def aforget(self, user_id: str, fact_id: str) -> bool:
+        """Async twin of :meth:`forget`."""
+        return await run_async(reads.forget(self._facts, user_id, fact_id))
+
+    def prune_history(self, user_id: str, fact_id: str | None = None, *, keep: int = 0) -> int:
+        """Delete earlier versions, keeping the ``keep`` newest of each fact; returns how many.
+
+        The only call that drops versions (besides ``forget`` and ``clear_user``).
+        """
+        return run_sync(reads.prune_history(self._facts, user_id, fact_id, keep))
+
+    async def aprune_history(
+        self, user_id: str, fact_id: str | None = None, *, keep: int = 0
+    ) -> int:
+        """Async twin of :meth:`prune_history`."""
+        return await run_async(reads.prune_history(self._facts, user_id, fact_id, keep))
+
+    def list_all(self, user_id: str) -> list[Fact]:
+        """All of the user's facts with their histories, oldest first."""
+        return run_sync(reads.list_all(self._facts, user_id))
+
+    async def alist_all(self, user_id: str) -> list[Fact]:
+        """Async twin of :meth:`list_all`."""
+        return await run_async(reads.list_all(self._facts, user_id))
+
+    def clear_user(self, user_id: str) -> int:
+        """Delete everything stored under the user's namespace; returns how many items."""
+        return run_sync(reads.clear_user(self._facts, user_id))
+
+    async def aclear_user(self, user_id: str) -> int:
+        """Async twin of :meth:`clear_user`."""
+        return await run_async(reads.clear_user(self._facts, user_id))
+
+    def export_user(self, user_id: str) -> list[dict[str, Any]]:
+        """Every fact of the user with every field and version, JSON-ready (lossless)."""
+        return [fact.to_dict() for fact in self.list_all(user_id)]
+
+    async def aexport_user(self, user_id: str) -> list[dict[str, Any]]:
+        """Async twin of :meth:`export_user`."""
+        return [fact.to_dict() for fact in await self.alist_all(user_id)]
+
+    def import_user(
+        self,
+        user_id: str,
+        records: Sequence[Mapping[str, Any] | str],
+        mode: ImportMode = "restore",
+        *,
+        dry_run: bool = False,
+    ) -> ImportResult:
+        """Load facts exported by :meth:`export_user` (or plain texts) for ``user_id``.
+
+        Args:
+            user_id: Whose facts they become.
+            records: Exported dicts (``id``, ``content``, ``history``, timestamps, ...) or
+                plain strings.
+            mode: ``"restore"`` writes them back exactly (same ids, timestamps, versions;
+                importing twice changes nothing); ``"merge"`` re-decides every text,
+                oldest version first, through :meth:`remember`.
+            dry_run: Decide and report, write nothing.
+
+        Raises:
+            InvalidFactError: A record is malformed (nothing is written; the message names
+                the record).
+        """
+        return run_sync(writes.import_user(self._facts, user_id, records, mode, dry_run))
+
+    async def aimport_user(
+        self,
+        user_id: str,
+        records: Sequence[Mapping[str, Any] | str],
+        mode: ImportMode = "restore",
+        *,
+        dry_run: bool = False,
+    ) -> ImportResult:
+        """Async twin of :meth:`import_user`."""
+        return await run_async(writes.import_user(self._facts, user_id, records, mode, dry_run))
