@@ -206,7 +206,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
             schema: Postgres schema (created if missing).
             dims: Vector size (read from the table, or learned at the first write).
             namespace: Namespace prefix of the fact API.
-            **kwargs: Other ``LongTermMemoryStore`` options (``merge_threshold``, ``resolver``, ...).
+            **kwargs: Other ``LongTermMemoryStore`` options (``merge_threshold``, ...).
 
         Example:
             >>> store = LongTermMemoryStore.from_postgres(  # doctest: +SKIP
@@ -245,7 +245,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
             namespace: Namespace prefix of the fact API.
             lock_timeout: Folder only: seconds to wait while another process (or another
                 store in this one) has the folder open, then ``BackendError``.
-            **kwargs: Other ``LongTermMemoryStore`` options (``merge_threshold``, ``resolver``, ...).
+            **kwargs: Other ``LongTermMemoryStore`` options (``merge_threshold``, ...).
 
         Example:
             >>> from langchain_core.embeddings import DeterministicFakeEmbedding
