@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -33,6 +31,7 @@ from langchain_ltm.backends.base import Record
 from langchain_ltm.backends.postgres import PostgresBackend
 from langchain_ltm.errors import DuplicateFactError
 from tests.fakes import KeywordEmbeddings
+from tests.processes import run_together
 
 NS = ("churn", "shared")
 KEYS = [f"k{n:02d}" for n in range(20)]
@@ -201,32 +200,14 @@ def test_processes_churning_shared_keys_never_deadlock(make_backend, pg_url):
     app = f"churn-{uuid.uuid4().hex[:8]}"
     before = server_deadlocks(pg_url)
     processes, threads, ops = 4, 3, 150
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", WORKER, pg_url, backend.tables.table, app]
-            + [str(number) for number in (100 * n, threads, ops)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for n in range(processes)
-    ]
-    try:
-        for proc in procs:  # every worker connected: start them together
-            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        for proc in procs:
-            assert proc.stdin is not None
-            proc.stdin.write("go\n")
-            proc.stdin.flush()
-        outputs = [proc.communicate(timeout=300) for proc in procs]
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-    for proc, (_, err) in zip(procs, outputs):
-        assert proc.returncode == 0, err
-    errors = [error for out, _ in outputs for error in json.loads(out)]
+    outputs = run_together(
+        [
+            [WORKER, pg_url, backend.tables.table, app, *(str(x) for x in (100 * n, threads, ops))]
+            for n in range(processes)
+        ],
+        timeout=300,
+    )
+    errors = [error for out in outputs for error in json.loads(out)]
     total = processes * threads * ops
     deadlocks = server_deadlocks(pg_url, app) - before
     print(f"{deadlocks} deadlocks in Postgres; " + report(errors, total))

@@ -9,8 +9,6 @@ hanging the suite.
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -26,6 +24,7 @@ from langchain_ltm import BackendError
 from langchain_ltm.backends import _pg_sql as sql
 from langchain_ltm.backends.base import Record
 from langchain_ltm.backends.postgres import PostgresBackend, postgres_backend
+from tests.processes import run_together
 
 NS = ("memories", "locks")
 DEADLINE = 20.0
@@ -206,31 +205,10 @@ def test_processes_incrementing_one_counter_under_the_lock_lose_nothing(make_bac
     backend = make_backend()
     put(backend, "counter", {"n": 0})
     workers, rounds = 6, 20
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", WORKER, pg_url, backend.tables.table, str(rounds)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(workers)
-    ]
-    try:
-        for proc in procs:  # every worker connected: start them together
-            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        for proc in procs:
-            assert proc.stdin is not None
-            proc.stdin.write("go\n")
-            proc.stdin.flush()
-        outputs = [proc.communicate(timeout=120) for proc in procs]
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-    for proc, (_, err) in zip(procs, outputs):
-        assert proc.returncode == 0, err
-    written = [[int(v) for v in out.split()] for out, _ in outputs]
+    outputs = run_together(
+        [[WORKER, pg_url, backend.tables.table, str(rounds)] for _ in range(workers)], timeout=120
+    )
+    written = [[int(v) for v in out.split()] for out in outputs]
     (item,) = backend.get([(NS, "counter")])
     assert item is not None and item.value["n"] == workers * rounds
     # every increment read the previous one: each value was written exactly once...

@@ -8,11 +8,9 @@ process with its own store on the same table; they start together on a signal.
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 from langchain_ltm import LongTermMemoryStore
 from tests.fakes import KeywordEmbeddings
+from tests.processes import run_together
 
 WORKER = """
 import sys
@@ -39,33 +37,10 @@ PARAPHRASES = [
 def test_processes_remembering_paraphrases_end_with_one_fact(make_backend, pg_url):
     backend = make_backend(dims=64)
     table = backend.tables.table
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", WORKER, pg_url, table, text],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for text in PARAPHRASES
-    ]
-    try:
-        for proc in procs:
-            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        for proc in procs:
-            assert proc.stdin is not None
-            proc.stdin.write("go\n")
-            proc.stdin.flush()
-        outputs = [proc.communicate(timeout=120) for proc in procs]
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-    for proc, (_, err) in zip(procs, outputs):
-        assert proc.returncode == 0, err
-    actions = sorted(out.split()[0] for out, _ in outputs)
+    outputs = run_together([[WORKER, pg_url, table, text] for text in PARAPHRASES], timeout=120)
+    actions = sorted(out.split()[0] for out in outputs)
     assert actions == ["created"] + ["updated"] * (len(PARAPHRASES) - 1)
-    assert len({out.split()[1] for out, _ in outputs}) == 1  # every process hit one fact
+    assert len({out.split()[1] for out in outputs}) == 1  # every process hit one fact
     store = LongTermMemoryStore(backend, embeddings=KeywordEmbeddings(dims=64))
     (fact,) = store.list_all("alice")
     # nothing a process said is lost: the other five texts are its earlier versions
