@@ -44,3 +44,14 @@ def test_ttl_example_runs_as_written(capsys):
         "['cart', 'draft', 'profile']",
         "1",
     ]
+
+
+def test_session_and_erase_examples_run_in_sequence(capsys):
+    scope: dict = {}
+    for heading in ("Memory without the model asking", "Session memory", "Erasing a user"):
+        exec(compile(python_block(heading), f"README {heading}", "exec"), scope)
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[-2] == "Your passport."
+    assert lines[-1] == "3 2 ('t1', 't2')"
+    assert scope["store"].list_all("alice") == []
+    assert [f["content"] for f in scope["data"]["facts"]] != []
