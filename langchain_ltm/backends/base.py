@@ -37,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from langchain_ltm._filters import Filter
+from langchain_ltm.errors import EmbeddingDimensionError
 
 Vectors = npt.NDArray[np.float32]
 ItemKey = tuple[tuple[str, ...], str]
@@ -270,3 +271,29 @@ def is_alive(item: StoredItem, at: datetime | None) -> bool:
 def expiry(now: datetime, ttl_minutes: float | None) -> datetime | None:
     """``now + ttl_minutes``, or ``None`` without a TTL: the one place engines compute it."""
     return None if ttl_minutes is None else now + timedelta(minutes=ttl_minutes)
+
+
+def dimension_error(stored: int, given: int, elsewhere: str) -> EmbeddingDimensionError:
+    """The error for embeddings whose size differs from the stored vectors'.
+
+    ``elsewhere`` names where new memories could go instead ("a new file (or table)").
+    """
+    return EmbeddingDimensionError(
+        f"The stored vectors have {stored} dimensions but the embeddings return {given}. "
+        "The embedding model changed: keep the original model, or store the new memories "
+        f"in {elsewhere} and re-remember them there."
+    )
+
+
+def check_scope(scope: Any) -> str:
+    """The scope of ``lock(scope)``, checked."""
+    if not isinstance(scope, str):
+        raise TypeError(f"lock() takes a str scope, got {type(scope).__name__}.")
+    return scope
+
+
+def check_token(token: Any, kind: type[Any]) -> Any:
+    """The token of ``unlock(token)``, checked to be the engine's own (``kind``)."""
+    if not isinstance(token, kind):
+        raise TypeError(f"unlock() takes the token lock() returned, got {token!r}.")
+    return token

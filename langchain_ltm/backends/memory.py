@@ -27,9 +27,9 @@ from langchain_ltm.backends.base import (
     SearchRequest,
     StoredItem,
     VectorBackend,
+    dimension_error,
     expiry,
 )
-from langchain_ltm.errors import EmbeddingDimensionError
 
 __all__ = ["MemoryBackend"]
 
@@ -140,9 +140,5 @@ class MemoryBackend(VectorBackend):
 def check_dims(stored: int | None, given: int) -> int:
     """``given`` if it matches the stored vector size, else a clear error."""
     if stored is not None and given != stored:
-        raise EmbeddingDimensionError(
-            f"The stored vectors have {stored} dimensions but the embeddings return {given}. "
-            "The embedding model changed: keep the original model, or store the new memories "
-            "in a new store (or namespace) and re-remember them there."
-        )
+        raise dimension_error(stored, given, "a new store (or namespace)")
     return given

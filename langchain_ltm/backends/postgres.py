@@ -86,6 +86,9 @@ from langchain_ltm.backends.base import (
     SearchRequest,
     StoredItem,
     VectorBackend,
+    check_scope,
+    check_token,
+    dimension_error,
 )
 
 if TYPE_CHECKING:
@@ -314,7 +317,7 @@ class PostgresBackend(VectorBackend):
             ... finally:
             ...     backend.unlock(token)
         """
-        return self._locks.lock(sql.advisory_lock(self.tables, _scope(scope)), scope)
+        return self._locks.lock(sql.advisory_lock(self.tables, check_scope(scope)), scope)
 
     def unlock(self, token: Any) -> None:
         """Release a lock :meth:`lock` returned (a second call does nothing).
@@ -322,15 +325,15 @@ class PostgresBackend(VectorBackend):
         Raises ``BackendError`` if the connection broke while the lock was held (Postgres
         released it then); the connection goes back to the pool, or is replaced, anyway.
         """
-        self._locks.unlock(_token(token))
+        self._locks.unlock(check_token(token, HeldLock))
 
     async def alock(self, scope: str) -> HeldLock:
         """Async twin of :meth:`lock`, on the running event loop's pool."""
-        return await self._locks.alock(sql.advisory_lock(self.tables, _scope(scope)), scope)
+        return await self._locks.alock(sql.advisory_lock(self.tables, check_scope(scope)), scope)
 
     async def aunlock(self, token: Any) -> None:
         """Async twin of :meth:`unlock`."""
-        await self._locks.aunlock(_token(token))
+        await self._locks.aunlock(check_token(token, HeldLock))
 
     # ---- checks (pure) ------------------------------------------------------------------
 
@@ -343,14 +346,14 @@ class PostgresBackend(VectorBackend):
         except ValueError as exc:
             raise EmbeddingDimensionError(f"{exc} Use one embedding model per store.") from exc
         if dims is not None and self.dims is not None and dims != self.dims:
-            raise _dims_error(self.dims, dims)
+            raise dimension_error(self.dims, dims, "a new table")
         # first vectors of a table created without dims: type the column in the same write
         return kept, gone, dims if self.dims is None else None
 
     def _check_query(self, request: SearchRequest) -> None:
         vectors = request.vectors
         if vectors is not None and self.dims is not None and vectors.shape[1] != self.dims:
-            raise _dims_error(self.dims, vectors.shape[1])
+            raise dimension_error(self.dims, vectors.shape[1], "a new table")
 
     def _require_dims(self, what: str) -> None:
         if self.dims is None:
@@ -358,26 +361,6 @@ class PostgresBackend(VectorBackend):
                 f"{what} needs the vector size: pass dims= to postgres_backend(), or write "
                 "some vectors first."
             )
-
-
-def _scope(scope: str) -> str:
-    if not isinstance(scope, str):
-        raise TypeError(f"lock() takes a str scope, got {type(scope).__name__}.")
-    return scope
-
-
-def _token(token: Any) -> HeldLock:
-    if not isinstance(token, HeldLock):
-        raise TypeError(f"unlock() takes the token lock() returned, got {token!r}.")
-    return token
-
-
-def _dims_error(stored: int, given: int) -> EmbeddingDimensionError:
-    return EmbeddingDimensionError(
-        f"The stored vectors have {stored} dimensions but the embeddings return {given}. "
-        "The embedding model changed: keep the original model, or store the new memories "
-        "in a new table and re-remember them there."
-    )
 
 
 def postgres_backend(

@@ -71,6 +71,9 @@ from langchain_ltm.backends.base import (
     SearchRequest,
     StoredItem,
     VectorBackend,
+    check_scope,
+    check_token,
+    dimension_error,
 )
 from langchain_ltm.errors import BackendError, EmbeddingDimensionError
 
@@ -260,7 +263,7 @@ class SqliteBackend(VectorBackend):
             raise self._translate(exc, "setup") from exc
         if stored is not None:
             if self.dims is not None and self.dims != stored:
-                raise _dims_error(stored, self.dims)
+                raise dimension_error(stored, self.dims, "a new file (or table)")
             self.dims = stored
 
     def close(self) -> None:
@@ -312,7 +315,7 @@ class SqliteBackend(VectorBackend):
         except ValueError as exc:
             raise EmbeddingDimensionError(f"{exc} Use one embedding model per store.") from exc
         if dims is not None and self.dims is not None and dims != self.dims:
-            raise _dims_error(self.dims, dims)
+            raise dimension_error(self.dims, dims, "a new file (or table)")
 
         def run(conn: sqlite3.Connection) -> int:
             if dims is not None and self.dims is None:  # first vectors seen by this backend
@@ -322,7 +325,7 @@ class SqliteBackend(VectorBackend):
                         f"INSERT INTO {self.tables.meta} (name, value) VALUES ('dims', ?)", (dims,)
                     )
                 elif stored != dims:
-                    raise _dims_error(stored, dims)
+                    raise dimension_error(stored, dims, "a new file (or table)")
             return sql.write(conn, self.tables, kept, gone)
 
         deleted = self._write("write", run)
@@ -357,19 +360,19 @@ class SqliteBackend(VectorBackend):
             ...     backend.unlock(token)
             Ellipsis
         """
-        return self._locks.lock(_scope(scope))
+        return self._locks.lock(check_scope(scope))
 
     def unlock(self, token: Any) -> None:
         """Release a lock :meth:`lock` or :meth:`alock` returned (a second call does nothing)."""
-        self._locks.unlock(_token(token))
+        self._locks.unlock(check_token(token, HeldLock))
 
     async def alock(self, scope: str) -> HeldLock:
         """Async twin of :meth:`lock`: waits without blocking the event loop or a thread."""
-        return await self._locks.alock(_scope(scope))
+        return await self._locks.alock(check_scope(scope))
 
     async def aunlock(self, token: Any) -> None:
         """Async twin of :meth:`unlock`."""
-        self._locks.unlock(_token(token))
+        self._locks.unlock(check_token(token, HeldLock))
 
     # ---- async twins: the sync methods on this backend's own threads --------------------
 
@@ -412,7 +415,7 @@ class SqliteBackend(VectorBackend):
         if self.dims is None:
             self.dims = sql.stored_dims(conn, self.tables)
         if self.dims is not None and given != self.dims:
-            raise _dims_error(self.dims, given)
+            raise dimension_error(self.dims, given, "a new file (or table)")
 
     def _translate(self, exc: sqlite3.Error, what: str) -> Exception:
         """A langchain-ltm error for a sqlite3 error, saying what to change."""
@@ -453,26 +456,6 @@ class SqliteBackend(VectorBackend):
 def _rollback(conn: sqlite3.Connection) -> None:
     with contextlib.suppress(sqlite3.Error):  # gone already: SQLite rolled it back
         conn.execute("ROLLBACK")
-
-
-def _scope(scope: str) -> str:
-    if not isinstance(scope, str):
-        raise TypeError(f"lock() takes a str scope, got {type(scope).__name__}.")
-    return scope
-
-
-def _token(token: Any) -> HeldLock:
-    if not isinstance(token, HeldLock):
-        raise TypeError(f"unlock() takes the token lock() returned, got {token!r}.")
-    return token
-
-
-def _dims_error(stored: int, given: int) -> EmbeddingDimensionError:
-    return EmbeddingDimensionError(
-        f"The stored vectors have {stored} dimensions but the embeddings return {given}. "
-        "The embedding model changed: keep the original model, or store the new memories "
-        "in a new file (or table) and re-remember them there."
-    )
 
 
 def sqlite_backend(
