@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import copy
-import json
-import uuid
 from collections.abc import Mapping
 from typing import Any
 
 from langgraph.store.base import Item, SearchItem
 
+from langchain_ltm._ids import fact_key, vector_id
 from langchain_ltm.backends.base import Hit, StoredItem
 
-_ID_NAMESPACE = uuid.UUID("5f1d3c8e-2b6a-4e0f-9a57-6c1b2d3e4f50")
-
+__all__ = [
+    "copy_value",
+    "fact_key",
+    "to_item",
+    "to_search_item",
+    "vector_id",
+]  # the ids live in _ids
 
 _ATOMIC = frozenset({str, int, float, bool, type(None)})
 
@@ -34,16 +38,6 @@ def copy_value(value: Any) -> Any:
     if isinstance(value, list):
         return [copy_value(v) for v in value]
     return copy.deepcopy(value)
-
-
-def vector_id(namespace: tuple[str, ...], key: str, path: str) -> str:
-    """Deterministic id of one embedded text: re-adding it is an upsert in any vectorstore."""
-    return str(uuid.uuid5(_ID_NAMESPACE, json.dumps([list(namespace), key, path])))
-
-
-def fact_key(label: str, content_hash: str) -> str:
-    """Deterministic key of a new fact: the same fact remembered twice gets the same key."""
-    return str(uuid.uuid5(_ID_NAMESPACE, f"fact\x00{label}\x00{content_hash}"))
 
 
 def to_item(stored: StoredItem) -> Item:

@@ -6,12 +6,15 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-from langchain_core.embeddings import Embeddings
 
 from langchain_ltm.backends.base import Vectors
 from langchain_ltm.errors import EmbeddingDimensionError
+
+if TYPE_CHECKING:  # any object with LangChain's embed methods will do; no import needed
+    from langchain_core.embeddings import Embeddings
 
 
 class Embedder:

@@ -23,11 +23,11 @@ from langgraph.store.base import (
     tokenize_path,
 )
 
+from langchain_ltm._clock import check_ttl
 from langchain_ltm._codec import copy_value
 from langchain_ltm._filters import Filter, compile_filter
 
 TokenizedField = tuple[str, Any]
-_MAX_TTL_MINUTES = 1e9  # ~1,900 years: beyond it a TTL is a typo (and overflows datetime)
 
 
 def tokenize_fields(fields: Iterable[str]) -> list[TokenizedField]:
@@ -123,18 +123,6 @@ def _plan_put(op: PutOp, default_fields: list[TokenizedField]) -> PlannedPut:
             texts.extend((f"{path}.{j}", text) for j, text in enumerate(found))
     # copied at planning time: later mutations of the caller's dict cannot reach the store
     return PlannedPut(op, copy_value(dict(op.value)), texts, ttl)
-
-
-def check_ttl(ttl: Any, what: str = "ttl") -> float | None:
-    """``None`` (no expiry) or a positive number of minutes, as a float."""
-    if ttl is None:
-        return None
-    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not 0 < ttl < _MAX_TTL_MINUTES:
-        raise ValueError(
-            f"{what} is a number of minutes > 0 (e.g. 0.5 or 60), or None for no expiry; "
-            f"got {ttl!r}."
-        )
-    return float(ttl)
 
 
 def as_labels(namespace: Any) -> tuple[str, ...]:

@@ -20,7 +20,7 @@ from typing import Any
 
 from langgraph.store.base import TTLConfig
 
-from langchain_ltm._ops import check_ttl
+from langchain_ltm._clock import check_ttl
 
 __all__ = ["DEFAULT_SWEEP_MINUTES", "SweeperTask", "SweeperThread", "check_ttl_config"]
 

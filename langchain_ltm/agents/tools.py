@@ -17,8 +17,8 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import InjectedToolArg, StructuredTool, ToolException
 from langgraph.prebuilt import ToolRuntime
 
+from langchain_ltm._clock import check_ttl
 from langchain_ltm._labels import validate_user_id
-from langchain_ltm._ops import check_ttl
 from langchain_ltm._steps import Logic, Step, call, run_async, run_sync
 from langchain_ltm.agents.config import LongTermMemoryConfig
 from langchain_ltm.errors import FactNotFoundError, InvalidFactError, MissingUserIdError

@@ -8,6 +8,8 @@ an engine: :mod:`.writes` and :mod:`.reads`; :mod:`.api` holds the fact methods
 ``LongTermMemoryStore`` mixes in (one-liners over them).
 """
 
+from typing import TYPE_CHECKING
+
 from langchain_ltm.facts.decision import DecisionPolicy
 from langchain_ltm.facts.model import (
     Fact,
@@ -17,15 +19,12 @@ from langchain_ltm.facts.model import (
     RememberResult,
     SimilarFact,
 )
-from langchain_ltm.facts.resolvers import (
-    Ambiguity,
-    ChatModelResolver,
-    Resolution,
-    Resolver,
-    Verdict,
-)
+from langchain_ltm.facts.resolution import Ambiguity, Resolution, Resolver, Verdict
 from langchain_ltm.facts.text import content_hash, normalize_fact, validate_text
 from langchain_ltm.facts.writes import ImportMode, ImportResult
+
+if TYPE_CHECKING:
+    from langchain_ltm.facts.resolvers import ChatModelResolver
 
 __all__ = [
     "Ambiguity",
@@ -46,3 +45,13 @@ __all__ = [
     "normalize_fact",
     "validate_text",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # ChatModelResolver brings langchain-core's messages and pydantic (~0.1 s): loaded on use,
+    # so the fact logic (and ``ltm``) runs without them.
+    if name == "ChatModelResolver":
+        from langchain_ltm.facts.resolvers import ChatModelResolver
+
+        return ChatModelResolver
+    raise AttributeError(f"module 'langchain_ltm.facts' has no attribute {name!r}")

@@ -9,7 +9,7 @@ from langchain_ltm._labels import encode_label
 from langchain_ltm.backends.base import VectorBackend
 from langchain_ltm.facts._locks import UserLocks
 from langchain_ltm.facts.decision import DecisionPolicy
-from langchain_ltm.facts.resolvers import Resolver
+from langchain_ltm.facts.resolution import Resolver
 from langchain_ltm.guard import SecretGuard
 
 __all__ = ["FactContext"]

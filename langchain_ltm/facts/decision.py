@@ -28,7 +28,7 @@ import numpy as np
 from langchain_ltm.backends.base import Hit, StoredItem, Vectors
 from langchain_ltm.facts.conflicts import different_subject, value_change
 from langchain_ltm.facts.model import RememberAction, SimilarFact
-from langchain_ltm.facts.resolvers import Ambiguity, Resolution
+from langchain_ltm.facts.resolution import Ambiguity, Resolution
 from langchain_ltm.facts.text import content_hash
 
 __all__ = ["DecisionPolicy", "decide_batch"]

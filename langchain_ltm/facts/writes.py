@@ -20,10 +20,10 @@ from datetime import datetime
 from typing import Any, Literal
 
 from langchain_ltm import _clock
-from langchain_ltm._codec import fact_key
+from langchain_ltm._clock import check_ttl
 from langchain_ltm._filters import Condition, Filter
+from langchain_ltm._ids import fact_key
 from langchain_ltm._labels import encode_label
-from langchain_ltm._ops import check_ttl
 from langchain_ltm._steps import Logic, Step, call
 from langchain_ltm.backends.base import ItemKey, Record, SearchRequest, StoredItem, is_alive
 from langchain_ltm.errors import DuplicateFactError, FactNotFoundError, InvalidFactError
@@ -32,7 +32,7 @@ from langchain_ltm.facts.context import FactContext
 from langchain_ltm.facts.decision import BatchDecision, FactState, decide_batch
 from langchain_ltm.facts.model import Fact, FactVersion, RememberResult
 from langchain_ltm.facts.reads import check_id, list_all, versions_of
-from langchain_ltm.facts.resolvers import check_resolutions
+from langchain_ltm.facts.resolution import check_resolutions
 from langchain_ltm.facts.text import content_hash, validate_text
 
 __all__ = ["ImportMode", "ImportResult", "import_user", "remember", "update"]
