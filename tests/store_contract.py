@@ -32,6 +32,7 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 from typing import Any, ClassVar
 
@@ -605,6 +606,37 @@ class BaseStoreContract:
             with pytest.raises(InvalidNamespaceError):
                 await api.batch([op])
         assert await api.list_namespaces() == []
+
+    # threads
+
+    async def test_calls_from_many_threads_at_once(self, api):
+        """Threads sharing one store (LangGraph runs sync nodes in a thread pool) all succeed.
+
+        Each thread writes, reads, lists and searches its own namespace while the others do
+        the same; in async mode each thread drives the async methods on its own event loop.
+        """
+        threads, rounds = 8, 12
+
+        async def work(t: int) -> list[str]:
+            ns = ("threads", f"t{t}")
+            for i in range(rounds):
+                await api.put(ns, f"k{i}", {"text": f"note {i} of thread {t}", "i": i})
+                got = await api.get(ns, f"k{i}")
+                assert got is not None and got.value["i"] == i
+                assert ns in await api.list_namespaces(prefix=("threads",))
+                assert f"k{i}" in keys(await api.search(ns, limit=rounds))
+                if i % 3 == 2:
+                    await api.delete(ns, f"k{i - 1}")
+            return keys(await api.search(ns, limit=rounds))
+
+        def run(t: int) -> list[str]:
+            return asyncio.run(work(t))
+
+        with ThreadPoolExecutor(threads) as pool:
+            found = list(pool.map(run, range(threads)))
+        expected = sorted(f"k{i}" for i in range(rounds) if i % 3 != 1)
+        assert found == [expected] * threads
+        assert len(await api.list_namespaces(prefix=("threads",))) == threads
 
     # validation through the methods
 

@@ -21,6 +21,8 @@ the mirror with exact scores (see ``_index``). Writes go to Qdrant first, which
 stays the system of record. The async twins call the sync methods (the engine runs in this
 process; a write to a folder blocks for its sqlite commit). Write through this backend
 only: points another writer adds to the collection are not seen until :meth:`reload`.
+Local mode is not thread-safe (a facet racing an upsert indexes past its arrays), so every
+request to an embedded client holds one lock per client; mirror reads need none.
 
 **Locks**: :meth:`~QdrantBackend.lock` is the base class's no-op in both modes
 (``capabilities.cross_process_lock`` is ``False``). Embedded, that is exact: qdrant-client
@@ -34,6 +36,7 @@ idempotent upserts, but two read-modify-write sequences on one user may interlea
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import weakref
@@ -109,6 +112,8 @@ class _Shared:
 
 
 _MIRRORS: weakref.WeakKeyDictionary[QdrantClient, dict[str, _Shared]] = weakref.WeakKeyDictionary()
+_LOCAL_LOCKS: weakref.WeakKeyDictionary[QdrantClient, threading.RLock] = weakref.WeakKeyDictionary()
+_LOCAL_LOCKS_GUARD = threading.Lock()
 
 
 class QdrantBackend(VectorBackend):
@@ -161,6 +166,10 @@ class QdrantBackend(VectorBackend):
         self.client = client
         self.collection = collection
         self.local = _is_local(client)
+        # local mode is not thread-safe: its requests take turns (a server needs no lock)
+        self._client_lock: contextlib.AbstractContextManager[Any] = (
+            _local_lock_for(client) if self.local else contextlib.nullcontext()
+        )
         self.layout = Layout(collection, vector_name, tenant_depth, server=not self.local)
         self.dims: int | None = None
         self._aclient = aclient
@@ -219,13 +228,14 @@ class QdrantBackend(VectorBackend):
         """Check an existing collection once; learn its vector size. True if it exists."""
         name, vector_name = self.collection, self.layout.vector_name
         try:
-            if not self.client.collection_exists(name):
-                self.dims = dims
-                if dims is not None:
-                    self._create(dims)
-                    return True
-                return False
-            info = self.client.get_collection(name)
+            with self._client_lock:
+                if not self.client.collection_exists(name):
+                    self.dims = dims
+                    if dims is not None:
+                        self._create(dims)
+                        return True
+                    return False
+                info = self.client.get_collection(name)
         except LTMError:
             raise
         except Exception as exc:
@@ -262,7 +272,8 @@ class QdrantBackend(VectorBackend):
     def _create(self, dims: int) -> None:
         vector = models.VectorParams(size=dims, distance=models.Distance.COSINE)
         name = self.layout.vector_name
-        self.client.create_collection(self.collection, {name: vector} if name else vector)
+        with self._client_lock:
+            self.client.create_collection(self.collection, {name: vector} if name else vector)
         if self.layout.server:
             self._ensure_indexes(set())
 
@@ -287,7 +298,8 @@ class QdrantBackend(VectorBackend):
 
     def _collection_exists(self) -> bool:
         try:
-            return bool(self.client.collection_exists(self.collection))
+            with self._client_lock:
+                return bool(self.client.collection_exists(self.collection))
         except Exception as exc:
             raise self._error("collection_exists", exc) from exc
 
@@ -321,7 +333,7 @@ class QdrantBackend(VectorBackend):
 
     def _load(self, shared: _Shared) -> None:
         if self._exists:
-            for item, vectors in drive_sync(plan_load(self.layout), self.client, self._error):
+            for item, vectors in self._sync(plan_load(self.layout)):
                 shared.mirror.put(item, vectors)
         shared.loaded = True
 
@@ -445,7 +457,8 @@ class QdrantBackend(VectorBackend):
     # plumbing
 
     def _sync(self, plan: Plan[T]) -> T:
-        return drive_sync(plan, self.client, self._error)
+        with self._client_lock:
+            return drive_sync(plan, self.client, self._error)
 
     async def _async(self, plan: Plan[T]) -> T:
         if self._aclient is None:
@@ -583,6 +596,11 @@ def qdrant_backend(
 def _is_local(client: QdrantClient) -> bool:
     options = client.init_options
     return bool(options.get("path")) or options.get("location") == ":memory:"
+
+
+def _local_lock_for(client: QdrantClient) -> threading.RLock:
+    with _LOCAL_LOCKS_GUARD:
+        return _LOCAL_LOCKS.setdefault(client, threading.RLock())
 
 
 def _shared_for(client: QdrantClient, collection: str) -> _Shared:
