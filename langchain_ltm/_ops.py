@@ -127,7 +127,12 @@ def _plan_put(op: PutOp, default_fields: list[TokenizedField]) -> PlannedPut:
 
 def as_labels(namespace: Any) -> tuple[str, ...]:
     """A valid namespace (any sequence of labels) as a tuple; InvalidNamespaceError if not."""
-    if isinstance(namespace, (str, bytes)) or not isinstance(namespace, Sequence):
+    if isinstance(namespace, str):  # LangGraph's stores read "docs" as ("d", "o", "c", "s")
+        raise InvalidNamespaceError(
+            f"Namespace must be a tuple (or list) of str, got the string {namespace!r}: "
+            f"write ({namespace!r},) for a single label."
+        )
+    if isinstance(namespace, bytes) or not isinstance(namespace, Sequence):
         raise InvalidNamespaceError(
             f"Namespace must be a tuple (or list) of str, got {namespace!r}."
         )

@@ -656,6 +656,25 @@ class BaseStoreContract:
                 await api.list_namespaces(suffix=ns)
         assert await api.list_namespaces() == []
 
+    async def test_a_string_is_not_a_namespace(self, api):
+        """``"docs"`` where a namespace or match path belongs raises, instead of finding nothing."""
+        await api.put(("docs",), "k", {"v": 1})
+        with pytest.raises(InvalidNamespaceError, match=r"\('docs',\)"):
+            await api.put("docs", "k2", {"v": 2})
+        suffix_op = ListNamespacesOp(match_conditions=(MatchCondition("suffix", "docs"),))
+        for call in (
+            lambda: api.get("docs", "k"),
+            lambda: api.delete("docs", "k"),
+            lambda: api.search("docs"),
+            lambda: api.list_namespaces(prefix="docs"),
+            lambda: api.list_namespaces(suffix="docs"),
+            lambda: api.batch([suffix_op]),
+        ):
+            with pytest.raises(InvalidNamespaceError):
+                await call()
+        assert await api.list_namespaces() == [("docs",)]
+        assert (await api.get(("docs",), "k")).value == {"v": 1}
+
     async def test_put_rejects_empty_and_reserved_namespaces(self, api):
         for ns in [(), ("langgraph",), ("langgraph", "x")]:
             with pytest.raises(InvalidNamespaceError):

@@ -62,6 +62,11 @@ class TestInMemoryStoreOracle(BaseStoreContract):
             "finds nothing, and get/put with a list raise TypeError (unhashable); "
             "PostgresStore accepts lists in search, list_namespaces and put"
         ),
+        "test_a_string_is_not_a_namespace": (
+            "InMemoryStore accepts put('docs', ...) and keys the item by the string (search "
+            "then reports the namespace ['d', 'o', 'c', 's'] and list_namespaces() raises "
+            "TypeError); PostgresStore reads 'docs' as the labels d, o, c, s"
+        ),
         **dict.fromkeys(
             [name for name in dir(BaseStoreContract) if name.startswith("test_ttl_")],
             _NO_TTL,
