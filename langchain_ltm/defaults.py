@@ -25,11 +25,15 @@ from __future__ import annotations
 import os
 import warnings
 from pathlib import Path
-
-from langchain_core.embeddings import Embeddings
+from typing import TYPE_CHECKING, Any
 
 from langchain_ltm.errors import MissingDependencyError
-from langchain_ltm.store import LongTermMemoryStore
+
+if TYPE_CHECKING:  # both load on use: open_facts on SQLite needs neither
+    from langchain_core.embeddings import Embeddings
+
+    from langchain_ltm.facts.standalone import FactStore
+    from langchain_ltm.store import LongTermMemoryStore
 
 __all__ = [
     "DEFAULT_STORE_FILE",
@@ -39,6 +43,7 @@ __all__ = [
     "default_store_notice",
     "default_store_path",
     "legacy_store_folder",
+    "open_facts",
     "open_store",
 ]
 
@@ -105,6 +110,8 @@ def open_store(
         >>> where
         'memory:// (in-process, not persisted)'
     """
+    from langchain_ltm.store import LongTermMemoryStore
+
     if embeddings is None:
         from langchain_ltm.embeddings import LocalMiniLMEmbeddings
 
@@ -118,12 +125,7 @@ def open_store(
             InMemoryVectorStore(embeddings)
         ), "memory:// (in-process, not persisted)"
     if url.startswith("sqlite:"):
-        if not url.startswith("sqlite:///") or url == "sqlite:///":
-            raise ValueError(
-                f"{url!r} is not a SQLite URL: use sqlite:///memory.db (relative to the current "
-                "folder) or sqlite:////home/me/memory.db (absolute)."
-            )
-        return _open_sqlite(sqlite_path(url), embeddings)
+        return _open_sqlite(sqlite_path(check_sqlite_url(url)), embeddings)
     if url.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
         return LongTermMemoryStore.from_postgres(url, embeddings), _redact(url)
     if url.startswith(("http://", "https://")):
@@ -133,23 +135,73 @@ def open_store(
     return LongTermMemoryStore.from_qdrant(str(path), embeddings), f"embedded Qdrant at {path}"
 
 
+def open_facts(
+    url: str | None = None, *, embeddings: Any = None
+) -> tuple[FactStore | LongTermMemoryStore, str]:
+    """The fact API of the store at ``url`` (as :func:`open_store` reads it), opened lightly.
+
+    On SQLite (a ``sqlite:///`` URL, or the default store) this is a
+    :class:`~langchain_ltm.facts.FactStore` with the offline encoder: no LangGraph or
+    LangChain import, so a process that only remembers or recalls starts sooner (what the
+    ``ltm`` fact commands use). Elsewhere it is :func:`open_store`'s ``LongTermMemoryStore``,
+    which has the same fact methods. ``embeddings``: any object with LangChain's embedding
+    methods (default: the offline MiniLM encoder).
+
+    Example:
+        >>> import os, tempfile
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> url = "sqlite:///" + os.path.join(tempfile.mkdtemp(), "memory.db")
+        >>> facts, where = open_facts(url, embeddings=DeterministicFakeEmbedding(size=8))
+        >>> type(facts).__name__, facts.remember("u1", "likes tea").action
+        ('FactStore', 'created')
+        >>> facts.close()
+    """
+    path = None
+    if url is None and legacy_store_folder() is None:
+        _make_data_dir()
+        path = default_store_path()
+    elif url is not None and url.startswith("sqlite:"):
+        path = sqlite_path(check_sqlite_url(url))
+    if path is None:
+        return open_store(url, embeddings=embeddings)
+    from langchain_ltm.facts.standalone import FactStore
+
+    if embeddings is None:
+        from langchain_ltm._minilm import MiniLMEncoder
+
+        embeddings = MiniLMEncoder()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return FactStore.from_sqlite(path, embeddings), f"SQLite at {path}"
+
+
+def check_sqlite_url(url: str) -> str:
+    """``url`` if it is a usable ``sqlite:///PATH`` URL, else ValueError saying how to write one."""
+    if not url.startswith("sqlite:///") or url == "sqlite:///":
+        raise ValueError(
+            f"{url!r} is not a SQLite URL: use sqlite:///memory.db (relative to the current "
+            "folder) or sqlite:////home/me/memory.db (absolute)."
+        )
+    return url
+
+
 def sqlite_path(url: str) -> Path:
     """The file of a ``sqlite:///PATH`` URL (``~`` expanded; relative to the current folder)."""
     return Path(url.removeprefix("sqlite:///")).expanduser()
 
 
 def _open_sqlite(path: Path, embeddings: Embeddings) -> tuple[LongTermMemoryStore, str]:
+    from langchain_ltm.store import LongTermMemoryStore
+
     path.parent.mkdir(parents=True, exist_ok=True)
     return LongTermMemoryStore.from_sqlite(path, embeddings), f"SQLite at {path}"
 
 
 def _open_default(embeddings: Embeddings) -> tuple[LongTermMemoryStore, str]:
+    from langchain_ltm.store import LongTermMemoryStore
+
     folder = legacy_store_folder()
     if folder is None:
-        home = data_dir()
-        if not home.exists():  # memories are personal: a new data folder is the user's only
-            home.parent.mkdir(parents=True, exist_ok=True)
-            home.mkdir(mode=0o700, exist_ok=True)
+        _make_data_dir()
         return _open_sqlite(default_store_path(), embeddings)
     warnings.warn(str(default_store_notice()), DefaultStoreWarning, stacklevel=3)
     try:
@@ -163,6 +215,13 @@ def _open_default(embeddings: Embeddings) -> tuple[LongTermMemoryStore, str]:
             "an empty SQLite store)."
         ) from exc
     return store, f"embedded Qdrant at {folder} (the old default store)"
+
+
+def _make_data_dir() -> None:
+    home = data_dir()
+    if not home.exists():  # memories are personal: a new data folder is the user's only
+        home.parent.mkdir(parents=True, exist_ok=True)
+        home.mkdir(mode=0o700, exist_ok=True)
 
 
 def _redact(url: str) -> str:

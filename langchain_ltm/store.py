@@ -35,9 +35,17 @@ from langchain_ltm.facts import reads
 from langchain_ltm.facts._locks import UserLocks
 from langchain_ltm.facts.api import FactAPI
 from langchain_ltm.facts.context import FactContext
-from langchain_ltm.facts.decision import DecisionPolicy
-from langchain_ltm.facts.resolvers import Resolver
-from langchain_ltm.guard import SecretGuard, find_secret
+from langchain_ltm.facts.options import (
+    DEFAULT_MERGE_THRESHOLD,
+    DEFAULT_REVIEW_THRESHOLD,
+    check_history_limit,
+    check_resolver,
+    decision_policy,
+    guard_for,
+    replace_policy,
+)
+from langchain_ltm.facts.resolution import Resolver
+from langchain_ltm.guard import SecretGuard
 
 __all__ = [
     "DEFAULT_MERGE_THRESHOLD",
@@ -45,12 +53,6 @@ __all__ = [
     "DEFAULT_UPSERT_THRESHOLD",
     "LongTermMemoryStore",
 ]
-
-DEFAULT_MERGE_THRESHOLD = 0.80
-"""Cosine similarity from which a fact about the same subject becomes a new version."""
-
-DEFAULT_REVIEW_THRESHOLD = 0.50
-"""Cosine similarity from which a fact is close enough to be ambiguous (see the README)."""
 
 DEFAULT_UPSERT_THRESHOLD = DEFAULT_MERGE_THRESHOLD
 """The 0.1 name of :data:`DEFAULT_MERGE_THRESHOLD`."""
@@ -136,22 +138,16 @@ class LongTermMemoryStore(FactAPI, BaseStore):
                 "No embeddings: pass a vectorstore built with embeddings, or embeddings=..."
             )
         check_namespace(tuple(namespace))
-        if history_limit is not None and (
-            not isinstance(history_limit, int)
-            or isinstance(history_limit, bool)
-            or history_limit < 0
-        ):
-            raise ValueError(f"history_limit must be None or an int >= 0, got {history_limit!r}.")
         self.embeddings = embeddings
         self.fields = list(fields or ["$"])
         self.namespace = tuple(namespace)
-        self.policy = _policy(merge_threshold, review_threshold, upsert_threshold)
-        self.resolver = _check_resolver(resolver)
-        self.history_limit = history_limit
+        self.policy = decision_policy(merge_threshold, review_threshold, upsert_threshold)
+        self.resolver = check_resolver(resolver)
+        self.history_limit = check_history_limit(history_limit)
         self.max_fact_chars = max_fact_chars
         self.max_queries = max_queries
         self.secret_guard = secret_guard
-        self._guard = _guard_for(secret_guard)
+        self._guard = guard_for(secret_guard)
         self._embedder = Embedder(embeddings)
         self._tokenized_fields = tokenize_fields(self.fields)
         self._locks = UserLocks()
@@ -330,20 +326,14 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         if namespace is not None:
             check_namespace(tuple(namespace))
             view.namespace = tuple(namespace)
-        merge = merge_threshold if merge_threshold is not None else upsert_threshold
-        if merge is not None or review_threshold is not None:
-            view.policy = _policy(
-                merge if merge is not None else self.policy.merge_threshold,
-                review_threshold
-                if review_threshold is not None
-                else min(self.policy.review_threshold, merge if merge is not None else 1.0),
-                None,
-            )
+        view.policy = replace_policy(
+            self.policy, merge_threshold, review_threshold, upsert_threshold
+        )
         if resolver is not None:
-            view.resolver = _check_resolver(resolver)
+            view.resolver = check_resolver(resolver)
         if secret_guard is not None:
             view.secret_guard = secret_guard
-            view._guard = _guard_for(secret_guard)
+            view._guard = guard_for(secret_guard)
         return view
 
     @property
@@ -577,28 +567,3 @@ def _optional(module: str, extra: str) -> Any:
             f"This engine needs optional packages ({exc.name} is missing): "
             f'pip install "langchain-ltm[{extra}]"'
         ) from exc
-
-
-def _guard_for(secret_guard: bool | SecretGuard) -> SecretGuard | None:
-    return find_secret if secret_guard is True else (secret_guard or None)
-
-
-def _policy(
-    merge: float | None, review: float | None, legacy_merge: float | None
-) -> DecisionPolicy:
-    if merge is not None and legacy_merge is not None and merge != legacy_merge:
-        raise ValueError("Pass merge_threshold or its old name upsert_threshold, not both.")
-    merge = merge if merge is not None else legacy_merge
-    merge = DEFAULT_MERGE_THRESHOLD if merge is None else merge
-    if review is None:
-        review = min(DEFAULT_REVIEW_THRESHOLD, merge) if isinstance(merge, (int, float)) else 0.0
-    return DecisionPolicy(merge_threshold=merge, review_threshold=review)
-
-
-def _check_resolver(resolver: Any) -> Resolver | None:
-    if resolver is not None and not isinstance(resolver, Resolver):
-        raise TypeError(
-            "resolver must have resolve(items) and aresolve(items) methods (the Resolver "
-            f"protocol), e.g. ChatModelResolver(model); got {type(resolver).__name__}."
-        )
-    return resolver

@@ -25,12 +25,14 @@ from langchain_ltm.facts.writes import ImportMode, ImportResult
 
 if TYPE_CHECKING:
     from langchain_ltm.facts.resolvers import ChatModelResolver
+    from langchain_ltm.facts.standalone import FactStore
 
 __all__ = [
     "Ambiguity",
     "ChatModelResolver",
     "DecisionPolicy",
     "Fact",
+    "FactStore",
     "FactVersion",
     "ImportMode",
     "ImportResult",
@@ -54,4 +56,8 @@ def __getattr__(name: str) -> object:
         from langchain_ltm.facts.resolvers import ChatModelResolver
 
         return ChatModelResolver
+    if name == "FactStore":  # the engines' modules import this package: load it on use
+        from langchain_ltm.facts.standalone import FactStore
+
+        return FactStore
     raise AttributeError(f"module 'langchain_ltm.facts' has no attribute {name!r}")

@@ -673,6 +673,7 @@ def test_engine_failures_exit_3(ltm, tmp_path, monkeypatch):
         raise BackendError("Postgres at db:5432 refused the connection; is it running?")
 
     monkeypatch.setattr(cli_session, "open_store", down)
+    monkeypatch.setattr(cli_session, "open_facts", down)  # what the fact commands open
     code, _, err = ltm("list", "--user", "alice")
     assert code == 3 and err == (
         "ltm: error: Postgres at db:5432 refused the connection; is it running?\n"
@@ -682,6 +683,7 @@ def test_engine_failures_exit_3(ltm, tmp_path, monkeypatch):
         raise ConnectionRefusedError(111, "Connection refused")
 
     monkeypatch.setattr(cli_session, "open_store", refused)
+    monkeypatch.setattr(cli_session, "open_facts", refused)
     code, _, err = ltm("list", "--user", "alice", store_url="http://qdrant:6333")
     assert code == 3 and "the store at http://qdrant:6333 failed" in err
 
@@ -711,15 +713,18 @@ def test_a_file_is_not_a_store(ltm, tmp_path):
 
 def test_store_is_closed_after_each_command(ltm, tmp_path, monkeypatch):
     closed = []
-    real_open = cli_session.open_store
 
-    def tracking(url, embeddings):
-        store, where = real_open(url, embeddings=embeddings)
-        real_close = store.close
-        monkeypatch.setattr(store, "close", lambda: (closed.append(url), real_close()))
-        return store, where
+    def tracking(real_open):
+        def opener(url, embeddings):
+            store, where = real_open(url, embeddings=embeddings)
+            real_close = store.close
+            monkeypatch.setattr(store, "close", lambda: (closed.append(url), real_close()))
+            return store, where
 
-    monkeypatch.setattr(cli_session, "open_store", tracking)
+        return opener
+
+    for name in ("open_store", "open_facts"):  # the full store, and the fact commands' one
+        monkeypatch.setattr(cli_session, name, tracking(getattr(cli_session, name)))
     ltm("remember", "--user", "alice", "Owns a cat")
     ltm("forget", "--user", "alice", "missing-id")  # exit 1 still closes
     ltm("remember", "--user", "alice", CARD)  # exit 2 after opening still closes

@@ -6,6 +6,7 @@ The reference vectors in tests/data/minilm_reference.json come from sentence-tra
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import re
@@ -24,7 +25,7 @@ import pytest
 from langchain_tests.integration_tests import EmbeddingsIntegrationTests
 from langchain_tests.unit_tests import EmbeddingsUnitTests
 
-from langchain_ltm import embeddings as embeddings_module
+from langchain_ltm import _minilm as embeddings_module  # the module holding the logic
 from langchain_ltm.embeddings import (
     MINILM_INT8_SHA256,
     MINILM_TOKENIZER_SHA256,
@@ -381,3 +382,25 @@ class TestLocalMiniLMStandardIntegration(EmbeddingsIntegrationTests):
     @property
     def embeddings_class(self) -> type[LocalMiniLMEmbeddings]:
         return LocalMiniLMEmbeddings
+
+
+def test_the_bare_encoder_gives_the_same_vectors_without_langchain(
+    emb: LocalMiniLMEmbeddings,
+) -> None:
+    from langchain_core.embeddings import Embeddings
+
+    from langchain_ltm._minilm import MiniLMEncoder
+
+    encoder = MiniLMEncoder()
+    texts = ["lives in Paris", "prefers answers in Spanish", "x" * 3000]
+    assert not isinstance(encoder, Embeddings) and isinstance(emb, MiniLMEncoder)
+    assert encoder.embed_documents(texts) == emb.embed_documents(texts)
+    assert encoder.embed_query("language?") == emb.embed_query("language?")
+
+    async def both() -> tuple[list[list[float]], list[float]]:
+        return await encoder.aembed_documents(texts), await encoder.aembed_query("language?")
+
+    documents, query = asyncio.run(both())
+    assert documents == emb.embed_documents(texts) and query == emb.embed_query("language?")
+    with pytest.raises(ValueError, match="batch_size must be a positive int"):
+        MiniLMEncoder(batch_size=0)

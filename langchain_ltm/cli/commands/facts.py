@@ -19,7 +19,7 @@ def _remember_batches(session: Session, texts: list[str]) -> list[RememberResult
     try:
         for start in range(0, len(texts), BATCH_SIZE):
             batch = texts[start : start + BATCH_SIZE]
-            results += session.store.remember(session.user, batch)
+            results += session.facts.remember(session.user, batch)
             progress.advance(len(batch))
     finally:
         progress.finish()
@@ -89,7 +89,7 @@ def _checked(session: Session, facts: list[tuple[str, str]]) -> list[str]:
     """
     for label, text in facts:  # cheap checks first: no need to wait for the store
         validate_text(text, label, sys.maxsize)
-    limit = session.store.max_fact_chars
+    limit = session.facts.max_fact_chars
     return [validate_text(text, label, limit) for label, text in facts]
 
 
@@ -98,7 +98,7 @@ def cmd_recall(session: Session) -> int:
     queries = [*(session.args.query or []), *session.args.queries]
     if not queries:
         raise Failure(EXIT_USAGE, 'recall needs a query: ltm recall --user U -q "what to find"')
-    facts = session.store.recall(session.user, queries, limit=session.args.limit)
+    facts = session.facts.recall(session.user, queries, limit=session.args.limit)
     headers, rows = fact_rows(facts, scored=True)
     human = table(headers, rows) if facts else f"No facts of user {session.user!r} match."
     session.emit([f.to_dict() for f in facts], human)
@@ -107,7 +107,7 @@ def cmd_recall(session: Session) -> int:
 
 def cmd_list(session: Session) -> int:
     """``ltm list``: every fact of the user, oldest first."""
-    facts = session.store.list_all(session.user)
+    facts = session.facts.list_all(session.user)
     headers, rows = fact_rows(facts, scored=False)
     human = table(headers, rows) if facts else f"No facts stored for user {session.user!r}."
     session.emit([f.to_dict() for f in facts], human)
@@ -120,7 +120,7 @@ def cmd_forget(session: Session) -> int:
     The id may be a unique prefix of one (the 8 characters the demo prints).
     """
     fact_id = session.fact_id(session.args.fact_id)
-    forgotten = session.store.forget(session.user, fact_id)
+    forgotten = session.facts.forget(session.user, fact_id)
     data = {"user_id": session.user, "id": fact_id, "forgotten": forgotten}
     session.emit(data, f"Forgot fact {fact_id} of user {session.user!r}." if forgotten else "")
     if not forgotten:  # deleted by another process since fact_id found it
@@ -140,7 +140,7 @@ def cmd_clear(session: Session) -> int:
             f"clear deletes every memory of user {session.user!r} and cannot be undone; "
             "add --yes to confirm (ltm export first to keep a copy).",
         )
-    store = session.store
+    store = session.facts
     count = session.counter(store.user_namespace(session.user))
     with session.progress("clear", "items", count).step():
         deleted = store.clear_user(session.user)

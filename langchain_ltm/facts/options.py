@@ -1,0 +1,89 @@
+"""The fact options every store checks the same way: thresholds, resolver, guard, history.
+
+``LongTermMemoryStore`` and :class:`~langchain_ltm.facts.standalone.FactStore` take the same
+keyword options; both pass them through these functions, so a value one refuses the other
+refuses with the same message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_ltm.facts.decision import DecisionPolicy
+from langchain_ltm.facts.resolution import Resolver
+from langchain_ltm.guard import SecretGuard, find_secret
+
+__all__ = [
+    "DEFAULT_MERGE_THRESHOLD",
+    "DEFAULT_REVIEW_THRESHOLD",
+    "check_history_limit",
+    "check_resolver",
+    "decision_policy",
+    "guard_for",
+    "replace_policy",
+]
+
+DEFAULT_MERGE_THRESHOLD = 0.80
+"""Cosine similarity from which a fact about the same subject becomes a new version."""
+
+DEFAULT_REVIEW_THRESHOLD = 0.50
+"""Cosine similarity from which a fact is close enough to be ambiguous (see the README)."""
+
+
+def decision_policy(
+    merge: float | None, review: float | None, legacy_merge: float | None = None
+) -> DecisionPolicy:
+    """The policy of ``merge_threshold``, ``review_threshold`` and the 0.1 ``upsert_threshold``."""
+    if merge is not None and legacy_merge is not None and merge != legacy_merge:
+        raise ValueError("Pass merge_threshold or its old name upsert_threshold, not both.")
+    merge = merge if merge is not None else legacy_merge
+    merge = DEFAULT_MERGE_THRESHOLD if merge is None else merge
+    if review is None:
+        review = min(DEFAULT_REVIEW_THRESHOLD, merge) if isinstance(merge, (int, float)) else 0.0
+    return DecisionPolicy(merge_threshold=merge, review_threshold=review)
+
+
+def replace_policy(
+    policy: DecisionPolicy,
+    merge: float | None,
+    review: float | None,
+    legacy_merge: float | None = None,
+) -> DecisionPolicy:
+    """``policy`` with the thresholds given replaced (``with_options``); the rest kept.
+
+    A new ``merge_threshold`` below the current review threshold lowers that too, unless
+    ``review_threshold`` is given.
+    """
+    merge = merge if merge is not None else legacy_merge
+    if merge is None and review is None:
+        return policy
+    return decision_policy(
+        merge if merge is not None else policy.merge_threshold,
+        review
+        if review is not None
+        else min(policy.review_threshold, merge if merge is not None else 1.0),
+    )
+
+
+def check_resolver(resolver: Any) -> Resolver | None:
+    """``resolver`` if it is ``None`` or has the :class:`Resolver` methods; else TypeError."""
+    if resolver is not None and not isinstance(resolver, Resolver):
+        raise TypeError(
+            "resolver must have resolve(items) and aresolve(items) methods (the Resolver "
+            f"protocol), e.g. ChatModelResolver(model); got {type(resolver).__name__}."
+        )
+    return resolver
+
+
+def guard_for(secret_guard: bool | SecretGuard) -> SecretGuard | None:
+    """The secret check of ``secret_guard`` (``True``: the built-in one; ``False``: none)."""
+    return find_secret if secret_guard is True else (secret_guard or None)
+
+
+def check_history_limit(history_limit: Any) -> int | None:
+    """``None`` (keep every version) or an int >= 0; else ValueError."""
+    if history_limit is not None and (
+        not isinstance(history_limit, int) or isinstance(history_limit, bool) or history_limit < 0
+    ):
+        raise ValueError(f"history_limit must be None or an int >= 0, got {history_limit!r}.")
+    return history_limit

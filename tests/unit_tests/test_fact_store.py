@@ -1,0 +1,154 @@
+"""FactStore: the fact API without LangGraph's BaseStore, on the SQLite engine.
+
+The engine suite (``tests/engine_facts.py``: every fact case, sync and async) runs on it as
+it runs on ``LongTermMemoryStore``; then what is its own: the same file shared with a
+``LongTermMemoryStore``, the same checks of bad options, and what it does not import.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+
+import pytest
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langgraph.store.base import InvalidNamespaceError
+
+from langchain_ltm import LongTermMemoryStore
+from langchain_ltm.defaults import open_facts
+from langchain_ltm.facts import FactStore
+from tests.engine_facts import *  # noqa: F403  (every engine runs these)
+
+
+@pytest.fixture
+def store(emb, tmp_path, request):
+    if request.node.originalname in _NEEDS_BASE_STORE:  # (a mark would reach every importer)
+        pytest.skip("reads through BaseStore methods")
+    with FactStore.from_sqlite(tmp_path / "facts.sqlite", emb, merge_threshold=0.8) as facts:
+        yield facts
+
+
+# These check what they check through get/put/search or the TTL sweeper (LangGraph's
+# BaseStore), which FactStore has not got; they pass on LongTermMemoryStore over the same
+# engine (test_sqlite_facts.py), and the fact logic they check is the one both classes run.
+_NEEDS_BASE_STORE = (
+    "test_a_fact_from_version_0_1_keeps_its_inline_history",
+    "test_a_fact_with_a_ttl_expires_with_its_versions",
+    "test_a_new_version_keeps_the_ttl_or_takes_the_one_given",
+    "test_cancelled_remember_leaves_the_store_usable",
+    "test_export_then_restore_is_exact_and_idempotent",
+    "test_facts_are_base_store_items",
+    "test_forget_removes_the_fact_and_its_versions",
+    "test_items_of_a_child_namespace_are_not_versions",
+    "test_reading_a_fact_through_the_base_store_refreshes_its_versions",
+    "test_similar_fact_updates_in_place",
+)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_one_file_two_classes_same_facts(tmp_path, emb, mode):
+    """A fact remembered through either class is found, updated and forgotten by the other."""
+    path = tmp_path / "shared.db"
+    with (
+        FactStore.from_sqlite(path, emb) as light,
+        LongTermMemoryStore.from_sqlite(path, emb) as full,
+    ):
+        if mode == "sync":
+            first = light.remember("alice", "My daughter is 7 years old")
+            second = full.remember("alice", "My daughter is 8 years old")
+            recalled = light.recall("alice", "how old is her daughter?")
+            history = light.history("alice", first.fact.id)
+        else:
+
+            async def run():
+                first = await light.aremember("alice", "My daughter is 7 years old")
+                second = await full.aremember("alice", "My daughter is 8 years old")
+                recalled = await light.arecall("alice", "how old is her daughter?")
+                return first, second, recalled, await light.ahistory("alice", first.fact.id)
+
+            first, second, recalled, history = asyncio.run(run())
+        assert (first.action, second.action) == ("created", "updated")
+        assert first.fact and second.fact and second.fact.id == first.fact.id
+        assert [f.content for f in recalled][:1] == ["My daughter is 8 years old"]
+        assert [v.content for v in history] == [
+            "My daughter is 7 years old",
+            "My daughter is 8 years old",
+        ]
+        assert full.list_all("alice") == light.list_all("alice")
+        assert light.forget("alice", first.fact.id) is True
+        assert full.list_all("alice") == []
+
+
+def test_bad_options_are_refused_as_the_store_refuses_them(tmp_path):
+    emb = DeterministicFakeEmbedding(size=8)
+    path = tmp_path / "bad.db"
+    cases = [
+        ({"history_limit": -1}, ValueError),
+        ({"merge_threshold": 1.5}, ValueError),
+        ({"review_threshold": 0.9, "merge_threshold": 0.8}, ValueError),
+        ({"resolver": object()}, TypeError),
+        ({"namespace": ("langgraph",)}, InvalidNamespaceError),
+        ({"namespace": ("a.b",)}, InvalidNamespaceError),
+        ({"namespace": ()}, InvalidNamespaceError),
+    ]
+    for options, error in cases:
+        with pytest.raises(error) as from_store:
+            LongTermMemoryStore.from_sqlite(path, emb, **options)
+        with pytest.raises(error) as from_facts:
+            FactStore.from_sqlite(path, emb, **options)
+        assert str(from_facts.value) == str(from_store.value), options
+    with pytest.raises(TypeError, match="for a LangChain vectorstore use LongTermMemoryStore"):
+        FactStore(object(), emb)  # type: ignore[arg-type]
+
+
+def test_with_options_is_a_view_on_the_same_engine(tmp_path):
+    emb = DeterministicFakeEmbedding(size=8)
+    with FactStore.from_sqlite(tmp_path / "v.db", emb) as facts:
+        team = facts.with_options(namespace=("team",), merge_threshold=0.95)
+        team.remember("u1", "likes tea")
+        assert [f.content for f in team.list_all("u1")] == ["likes tea"]
+        assert facts.list_all("u1") == []  # another namespace, the same file
+        assert team.user_id_of(team.user_namespace("u1")) == "u1"
+        assert facts.user_id_of(team.user_namespace("u1")) is None
+        thresholds = (team._facts.policy.merge_threshold, facts._facts.policy.merge_threshold)
+        assert thresholds == (0.95, 0.80)
+
+
+def test_open_facts_is_light_on_sqlite_only(tmp_path, monkeypatch):
+    emb = DeterministicFakeEmbedding(size=8)
+    monkeypatch.setenv("LTM_HOME", str(tmp_path / "home"))
+    facts, where = open_facts(None, embeddings=emb)  # the default store is SQLite
+    assert isinstance(facts, FactStore) and where == f"SQLite at {tmp_path}/home/memories.db"
+    facts.close()
+    facts, _ = open_facts(f"sqlite:///{tmp_path}/other.db", embeddings=emb)
+    assert isinstance(facts, FactStore)
+    facts.close()
+    full, _ = open_facts("memory://", embeddings=emb)
+    assert isinstance(full, LongTermMemoryStore)
+    with pytest.raises(ValueError, match=r"is not a SQLite URL: use sqlite:///memory\.db"):
+        open_facts("sqlite://relative.db", embeddings=emb)
+
+
+_IMPORTS = (
+    "import sys\n"
+    "from langchain_ltm.cli import main\n"
+    "code = main(sys.argv[1:])\n"
+    "heavy = sorted({m.split('.')[0] for m in sys.modules} & "
+    "{'langgraph', 'langchain_core', 'langchain', 'pydantic', 'requests'})\n"
+    "print('HEAVY', heavy, code)\n"
+)
+
+
+def test_a_fact_command_imports_neither_langgraph_nor_langchain(tmp_path):
+    """``ltm remember``, ``recall``, ``list``: fresh interpreters, real MiniLM, SQLite."""
+    url = f"sqlite:///{tmp_path}/m.db"
+    for args in (["remember", "Prefers answers in Spanish"], ["recall", "language?"], ["list"]):
+        out = subprocess.run(
+            [sys.executable, "-c", _IMPORTS, *args, "--user", "alice", "--store", url],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        assert out.splitlines()[-1] == "HEAVY [] 0", (args, out)
+        assert "Prefers answers in Spanish" in out
