@@ -17,6 +17,7 @@ from langchain_ltm.backends._qdrant_layout import head_id, translate
 from langchain_ltm.backends.qdrant import (
     IncompatibleCollectionError,
     QdrantBackend,
+    _local_lock_for,
     qdrant_backend,
 )
 from langchain_ltm.errors import BackendError
@@ -297,17 +298,23 @@ def test_translation_shapes():
 
 
 class _AsyncOverSync:
-    """An AsyncQdrantClient look-alike that runs the sync client's methods."""
+    """An AsyncQdrantClient look-alike that runs the sync client's methods.
+
+    A server takes concurrent requests; local mode behind it is not thread-safe, so the
+    calls take turns on the lock the backend's sync path holds for this client.
+    """
 
     def __init__(self, client: QdrantClient) -> None:
         self._client = client
+        self._lock = _local_lock_for(client)
 
     def __getattr__(self, name):
         method = getattr(self._client, name)
 
         async def call(**kwargs):
             await asyncio.sleep(0)
-            return method(**kwargs)
+            with self._lock:
+                return method(**kwargs)
 
         return call
 
