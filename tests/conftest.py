@@ -1,3 +1,12 @@
 import pytest
 
 pytest.register_assert_rewrite("tests.store_contract")
+
+
+@pytest.fixture(autouse=True)
+def _no_warm_encoder(monkeypatch):
+    """``ltm`` in tests embeds in its own process, never leaving an encoder behind.
+
+    tests/unit_tests/test_warm_encoder.py turns it on, with a runtime folder of its own.
+    """
+    monkeypatch.setenv("LTM_ENCODER_SERVER", "off")

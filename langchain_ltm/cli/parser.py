@@ -53,6 +53,8 @@ environment:
   LTM_USER   the user when there is no --user (not for stats and migrate, where no --user
              means every user)
   LTM_HOME   the folder of the default store (default: {home})
+  LTM_ENCODER_SERVER  auto (default): embed in a warm background process, started on
+             first use; off: every command loads the model itself (see: ltm encoder -h)
 
 stores (--store, or $LTM_STORE):
   (default)                      the SQLite file {default}
@@ -325,10 +327,34 @@ def build_parser() -> Parser:
         default=BATCH_SIZE,
         help=f"facts or items per write (default {BATCH_SIZE})",
     )
+    p = sub.add_parser(
+        "encoder",
+        help="The warm encoder process that embeds for ltm: status, start or stop.",
+        description=_ENCODER,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.commands["encoder"] = p
+    p.add_argument(
+        "action",
+        nargs="?",
+        default="status",
+        choices=("status", "start", "stop"),
+        help="status (default): is one running; start: start one and wait until it answers; "
+        "stop: ask it to exit",
+    )
+    _global_options(p, "not used", None)
     return parser
 
 
-_OPTIONAL_USER = frozenset({"stats", "migrate"})  # no --user: every user
+_ENCODER = """\
+The commands that embed (remember, recall, import) load the MiniLM model, which takes most of
+their time. The first one starts a background process that keeps it loaded and answers the
+next ones on a socket only you can reach (in $XDG_RUNTIME_DIR/langchain-ltm, else
+/tmp/langchain-ltm-<uid>); it exits after LTM_ENCODER_IDLE_MINUTES (default 10) without a
+request. The vectors are the same either way. LTM_ENCODER_SERVER=off: no background process.
+"""
+
+_OPTIONAL_USER = frozenset({"stats", "migrate", "encoder"})  # no --user: every user / none
 
 
 def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:

@@ -29,7 +29,7 @@ from langchain_ltm.defaults import (
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
-    from langchain_ltm._minilm import MiniLMEncoder
+    from langchain_ltm.cli.warm.client import WarmEncoder
     from langchain_ltm.facts.standalone import FactStore
     from langchain_ltm.store import LongTermMemoryStore
 
@@ -47,15 +47,17 @@ MIN_PREFIX = 4
 
 
 @functools.lru_cache(maxsize=1)
-def default_embeddings() -> MiniLMEncoder:
-    """The offline embeddings, loaded once per process (``main`` may run many times).
+def default_embeddings() -> WarmEncoder:
+    """The offline embeddings, made once per process (``main`` may run many times).
 
-    The bare encoder (LangChain's embedding methods without its base class): every store
-    takes it, and a fact command on SQLite then imports no langchain-core at all.
+    The packaged MiniLM, from the warm encoder process when one runs
+    (:mod:`langchain_ltm.cli.warm`; ``LTM_ENCODER_SERVER=off`` embeds in this process), with
+    LangChain's embedding methods but not its base class: every store takes it, and a fact
+    command on SQLite imports no langchain-core at all.
     """
-    from langchain_ltm._minilm import MiniLMEncoder
+    from langchain_ltm.cli.warm.client import WarmEncoder
 
-    return MiniLMEncoder()
+    return WarmEncoder()
 
 
 class Session:

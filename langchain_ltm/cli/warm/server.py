@@ -1,0 +1,171 @@
+"""The warm encoder: one background process per user that keeps MiniLM loaded for ``ltm``.
+
+Loading the ONNX model is most of what a fresh ``ltm recall`` waits for (~0.2 s of graph
+optimization, plus importing onnxruntime); this process pays it once, answers embedding
+requests on a private Unix socket (:mod:`.protocol`), and exits by itself after
+``--idle`` seconds without one. ``ltm`` starts it on first use (see :mod:`.client`);
+``ltm encoder stop`` stops it.
+
+Run by hand: ``python -m langchain_ltm.cli.warm.server --socket PATH --idle 600``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import os
+import socket
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from langchain_ltm.cli.warm.protocol import VERSION, ProtocolError, read_message, send_message
+
+__all__ = ["main", "serve"]
+
+_WORKERS = 4  # concurrent requests (the encoder's runs are thread-safe)
+_REQUEST_TIMEOUT = 30.0  # seconds a client may take to send its request
+
+
+class _Encoder(Protocol):
+    def encode(self, texts: list[str]) -> npt.NDArray[np.float32]: ...
+
+
+def lock_path(path: Path) -> Path:
+    """The file an encoder holds locked while it lives (one encoder per socket)."""
+    return path.with_name(path.name + ".lock")
+
+
+def serve(path: Path, idle_seconds: float, encoder: _Encoder | None = None) -> bool:
+    """Answer on ``path`` until idle for ``idle_seconds`` or asked to stop.
+
+    Returns ``False`` at once when another encoder holds the socket's lock.
+    """
+    with open(lock_path(path), "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        if encoder is None:
+            from langchain_ltm._minilm import MiniLMEncoder
+
+            encoder = MiniLMEncoder()
+        encoder.encode(["warm up"])  # load the model before anyone can connect
+        _Server(path, idle_seconds, encoder).run()
+        return True
+
+
+class _Server:
+    def __init__(self, path: Path, idle_seconds: float, encoder: _Encoder) -> None:
+        self.path = path
+        self.idle_seconds = idle_seconds
+        self.encoder = encoder
+        self.started = time.time()
+        self.last_used = time.monotonic()
+        self.served = 0
+        self.active = 0
+        self.stopping = threading.Event()
+        self.mutex = threading.Lock()
+
+    def run(self) -> None:
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        staging = self.path.with_name(f".{self.path.name}.{os.getpid()}")
+        with contextlib.suppress(FileNotFoundError):
+            staging.unlink()
+        listener.bind(str(staging))
+        os.chmod(staging, 0o600)
+        listener.listen(64)
+        os.replace(staging, self.path)  # clients see a socket only once it listens
+        mine = os.stat(self.path).st_ino
+        listener.settimeout(0.5)
+        try:
+            with ThreadPoolExecutor(_WORKERS, thread_name_prefix="ltm-encoder") as pool:
+                while not self.stopping.is_set() and not self._idle():
+                    try:
+                        conn, _ = listener.accept()
+                    except TimeoutError:
+                        continue
+                    with self.mutex:
+                        self.active += 1
+                    pool.submit(self._handle, conn)
+        finally:
+            listener.close()
+            with contextlib.suppress(OSError):
+                if os.stat(self.path).st_ino == mine:  # not a newer encoder's socket
+                    self.path.unlink()
+
+    def _idle(self) -> bool:
+        with self.mutex:
+            return self.active == 0 and time.monotonic() - self.last_used > self.idle_seconds
+
+    def _handle(self, conn: socket.socket) -> None:
+        try:
+            with conn:
+                conn.settimeout(_REQUEST_TIMEOUT)
+                self._answer(conn)
+        except (OSError, ProtocolError) as exc:  # a client gone or not speaking the protocol
+            print(f"ltm encoder: request dropped: {exc}", file=sys.stderr)
+        finally:
+            with self.mutex:
+                self.active -= 1
+                self.served += 1
+                self.last_used = time.monotonic()
+
+    def _answer(self, conn: socket.socket) -> None:
+        request = read_message(conn)
+        if request.get("v") != VERSION:
+            send_message(conn, {"ok": False, "error": f"protocol version {VERSION} only"})
+            return
+        op = request.get("op")
+        if op == "embed":
+            texts = request.get("texts")
+            if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+                send_message(conn, {"ok": False, "error": "texts must be a list of strings"})
+                return
+            try:
+                vectors = self.encoder.encode(texts).astype("<f4", copy=False)
+            except Exception as exc:  # the encoder's own errors go back to the client
+                send_message(conn, {"ok": False, "error": f"{type(exc).__name__}: {exc}"})
+                return
+            rows, dims = vectors.shape if vectors.ndim == 2 else (0, 0)
+            send_message(conn, {"ok": True, "rows": rows, "dims": dims}, vectors.tobytes())
+        elif op == "status":
+            send_message(conn, {"ok": True, **self._status()})
+        elif op == "stop":
+            self.stopping.set()
+            send_message(conn, {"ok": True, **self._status()})
+        else:
+            send_message(conn, {"ok": False, "error": f"unknown op {op!r}"})
+
+    def _status(self) -> dict[str, Any]:
+        with self.mutex:
+            idle = time.monotonic() - self.last_used
+            return {
+                "pid": os.getpid(),
+                "socket": str(self.path),
+                "started": self.started,
+                "served": self.served,
+                "idle_seconds": round(idle, 3),
+                "idle_limit_seconds": self.idle_seconds,
+            }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m langchain_ltm.cli.warm.server --socket PATH --idle SECONDS``."""
+    parser = argparse.ArgumentParser(prog="python -m langchain_ltm.cli.warm.server")
+    parser.add_argument("--socket", required=True, type=Path, help="where to listen")
+    parser.add_argument("--idle", type=float, default=600.0, help="seconds before exiting")
+    args = parser.parse_args(argv)
+    serve(args.socket, args.idle)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
