@@ -38,11 +38,17 @@ lint: $(STAMP)
 demo: $(DEMO_STAMP)
 	LTM_HOME="$(LTM_HOME)" $(DEMO_VENV)/bin/python -m langchain_ltm.demo
 
+# Every benchmark, one after another (each prints its tables; about an hour in all).
 bench: $(STAMP)
 	$(BIN)/python bench/store_search.py
+	$(BIN)/python bench/sqlite_search.py
 	$(BIN)/python bench/qdrant_search.py
 	$(BIN)/python bench/postgres_search.py
+	$(BIN)/python bench/async_burst.py
+	$(BIN)/python bench/middleware_overhead.py
+	$(BIN)/python bench/dedup_quality.py
 	$(BIN)/python bench/secret_guard.py
+	$(BIN)/python bench/cli_startup.py --postgres auto
 
 clean:
 	rm -rf $(VENV) .venv-demo .pytest_cache .mypy_cache .ruff_cache
