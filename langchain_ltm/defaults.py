@@ -131,6 +131,13 @@ def open_store(
     if url.startswith(("http://", "https://")):
         return LongTermMemoryStore.from_qdrant(url, embeddings), f"Qdrant server at {url}"
     path = Path(url.removeprefix("qdrant:")).expanduser()
+    try:  # before the folder is made: no empty folder left behind by a missing extra
+        import qdrant_client  # noqa: F401
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"{url!r} is an embedded Qdrant folder, which needs qdrant-client: pip install "
+            '"langchain-ltm[qdrant]" (or use a SQLite file: sqlite:///memories.db)'
+        ) from exc
     path.mkdir(parents=True, exist_ok=True)
     return LongTermMemoryStore.from_qdrant(str(path), embeddings), f"embedded Qdrant at {path}"
 

@@ -112,3 +112,18 @@ def test_twenty_concurrent_ltm_remember_processes_all_succeed(tmp_path):
             stored = sorted(f.content for f in store.list_all(user))
             assert stored == sorted([f"Works on project {i}", f"Owns {i} cats"]), user
         assert store.backend.count(("memories",)) == 40
+
+
+def test_a_folder_url_without_qdrant_says_so_and_makes_no_folder(tmp_path, monkeypatch):
+    import sys
+
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from langchain_ltm.defaults import open_store
+    from langchain_ltm.errors import MissingDependencyError
+
+    monkeypatch.setitem(sys.modules, "qdrant_client", None)  # as without the [qdrant] extra
+    folder = tmp_path / "memories"
+    with pytest.raises(MissingDependencyError, match=r'pip install "langchain-ltm\[qdrant\]"'):
+        open_store(str(folder), embeddings=DeterministicFakeEmbedding(size=8))
+    assert not folder.exists()
