@@ -6,6 +6,7 @@ it started.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import socket
@@ -35,10 +36,25 @@ def runtime(monkeypatch):
     folder = Path(tempfile.mkdtemp(prefix="ltm-rt-"))  # short: a socket path has 108 bytes
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(folder))
     monkeypatch.setenv("LTM_ENCODER_SERVER", "auto")
+    monkeypatch.setenv("LTM_ENCODER_IDLE_MINUTES", "0.5")  # a stray one exits soon anyway
     yield folder / "langchain-ltm"
-    WarmEncoder().stop()
-    _wait_for(lambda: not WarmEncoder().address.exists(), 10)
+    assert _wait_for(_none_left, 60), "an encoder outlived its test"
     shutil.rmtree(folder, ignore_errors=True)
+
+
+def _none_left() -> bool:
+    """Stop the encoder (also one still loading its model); True once none holds the lock."""
+    warm = WarmEncoder()
+    warm.stop()
+    if not lock_path(warm.address).exists():
+        return True
+    with open(lock_path(warm.address), "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        return True
 
 
 def _wait_for(condition, seconds: float) -> bool:

@@ -54,7 +54,7 @@ IDLE_ENV = "LTM_ENCODER_IDLE_MINUTES"
 """Minutes the warm encoder waits for a request before exiting (default 10)."""
 _MODES = ("auto", "off")
 _CONNECT_TIMEOUT = 0.5
-_REPLY_TIMEOUT = 300.0  # a 100,000-text import is one request
+_REPLY_SECONDS = (10.0, 0.05)  # wait for a reply: 10 s + 0.05 s per text (~20x the need)
 logger = logging.getLogger(__name__)
 
 
@@ -167,7 +167,7 @@ class WarmEncoder:
 
     def _remote(self, texts: Sequence[str]) -> list[list[float]]:
         with self._connect() as conn:
-            conn.settimeout(_REPLY_TIMEOUT)
+            conn.settimeout(_REPLY_SECONDS[0] + _REPLY_SECONDS[1] * len(texts))
             send_message(conn, {"v": VERSION, "op": "embed", "texts": list(texts)})
             header = _ok(read_message(conn))
             rows, dims = header.get("rows"), header.get("dims")
@@ -227,6 +227,7 @@ class WarmEncoder:
                 stderr=log,
                 start_new_session=True,  # not killed with this command's terminal
                 close_fds=True,
+                cwd="/",  # holds no folder of the user's open
             )
 
 
