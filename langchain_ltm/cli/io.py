@@ -171,18 +171,48 @@ class ImportReport:
     dry_run: bool
     rows: list[ImportRow] = dataclasses.field(default_factory=list)
 
-    def restored(self, batch: list[ImportLine], conflicts: Sequence[str]) -> None:
-        """Record a restored batch (a conflict: the user has the text as another fact)."""
+    def restored(
+        self, batch: list[ImportLine], conflicts: Sequence[str], expired: Sequence[str] = ()
+    ) -> None:
+        """Record a restored batch (a conflict: the user has the text as another fact).
+
+        ``expired``: the ids left out because their ``expires_at`` had passed.
+        """
         for line in batch:
             fact_id = str(line.record["id"])
-            action = "conflict" if fact_id in conflicts else "restored"
+            action = (
+                "expired"
+                if fact_id in expired
+                else "conflict"
+                if fact_id in conflicts
+                else "restored"
+            )
             self.rows.append(ImportRow(line.number, action, fact_id, line.record["content"]))
 
-    def merged(self, batch: list[ImportLine], results: Sequence[RememberResult]) -> None:
-        """Record a merged batch: one row per text (earlier versions first)."""
+    def merged(
+        self,
+        batch: list[ImportLine],
+        results: Sequence[RememberResult],
+        expired: Sequence[str] = (),
+    ) -> None:
+        """Record a merged batch: one row per text (earlier versions first).
+
+        A line whose ``expires_at`` had passed (its ``id`` in ``expired``) gets one
+        ``expired`` row and no results.
+        """
+        live = []
+        for line in batch:
+            if line.record.get("id") is not None and str(line.record["id"]) in expired:
+                self.rows.append(
+                    ImportRow(
+                        line.number, "expired", str(line.record["id"]), line.record["content"]
+                    )
+                )
+            else:
+                live.append(line)
         texts = [
             (line.number, text)
-            for line in batch
+            for line in live
             for text in [
                 *(v["content"] for v in line.record.get("history") or ()),
                 line.record["content"],
@@ -208,6 +238,7 @@ class ImportReport:
         data.update(
             restored=counts["restored"],
             conflicts=counts["conflict"],
+            expired=counts["expired"],
             **{a: counts[a] for a in ("created", "duplicate", "updated", "rejected")},
         )
         data["rejected_lines"] = [
@@ -226,6 +257,8 @@ class ImportReport:
         parts = []
         if counts["restored"] or counts["conflict"]:
             parts.append(f"{counts['restored']} restored, {counts['conflict']} conflicts")
+        if counts["expired"]:
+            parts.append(f"{counts['expired']} left out: expired (their expires_at had passed)")
         if any(counts[a] for a in ("created", "duplicate", "updated", "rejected")) or not parts:
             parts.append(
                 f"{counts['created']} created, {counts['duplicate']} duplicate, "

@@ -71,6 +71,8 @@ class Fact:
         valid_from: When the current text became the fact's text.
         metadata: Any other fields stored in the item's value (kept by export and import).
         pinned: Always shown to the model by ``MemoryMiddleware`` (a profile fact).
+        expires_at: When the fact (with its versions) expires (``remember(..., ttl=)``);
+            ``None``: never.
 
     Example:
         >>> from datetime import datetime, timezone
@@ -88,6 +90,7 @@ class Fact:
     valid_from: datetime | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     pinned: bool = False
+    expires_at: datetime | None = None
 
     @property
     def versions(self) -> tuple[FactVersion, ...]:
@@ -107,6 +110,7 @@ class Fact:
             "history": [version.to_dict() for version in self.history],
             "metadata": dict(self.metadata),
             "pinned": self.pinned,
+            "expires_at": self.expires_at.isoformat() if self.expires_at else None,
         }
 
 

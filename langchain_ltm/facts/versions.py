@@ -180,6 +180,7 @@ def fact_from_items(item: StoredItem, user_id: str, versions: Sequence[StoredIte
         valid_from=valid_from(item),
         metadata=metadata_of(item.value),
         pinned=item.value.get("pinned") is True,
+        expires_at=item.expires_at,
     )
 
 
@@ -207,6 +208,7 @@ def recalled(fact: Fact, score: float, version: StoredItem | None = None) -> Rec
         valid_from=superseded.valid_from if superseded else fact.valid_from,
         metadata=fact.metadata,
         pinned=fact.pinned,
+        expires_at=fact.expires_at,
         score=score,
         superseded=superseded is not None,
         valid_to=superseded.valid_to if superseded else None,

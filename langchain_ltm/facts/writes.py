@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from langchain_ltm import _clock
@@ -52,6 +52,8 @@ class ImportResult:
             the same text (restore into a store that has it; nothing was changed for them).
         results: One ``RememberResult`` per text re-decided (merge), oldest version first.
         dry_run: Nothing was written.
+        expired: Ids of records left out because their ``expires_at`` had passed (a fact
+            remembered with a TTL is not brought back by importing an old export).
 
     Example:
         >>> ImportResult("merge").counts()
@@ -63,6 +65,7 @@ class ImportResult:
     conflicts: tuple[str, ...] = ()
     results: tuple[RememberResult, ...] = ()
     dry_run: bool = False
+    expired: tuple[str, ...] = ()
 
     def counts(self) -> dict[str, int]:
         """How many texts got each action (merge)."""
@@ -196,7 +199,7 @@ def _store_facts(
     finally:
         yield from ctx.locks.release(ctx.backend, held)
     return [
-        _result(d, decision.touched, stored, histories, texts, user_id, now, pinned)
+        _result(d, decision.touched, stored, histories, texts, user_id, now, pinned, ttl)
         for d in decision.decisions
     ]
 
@@ -271,7 +274,7 @@ def _records(
     deletes: list[ItemKey] = []
     for state in decision.touched.values():
         base = state.base
-        lifetime = ttl if ttl is not None or base is None else base.ttl_minutes
+        lifetime = _lifetime(ttl, base)
         stored_versions = histories.get(state.key, []) if base else []
         number = max([int(v.value.get("version") or 0) for v in stored_versions], default=0)
         since = layout.valid_from(base) if base else now
@@ -373,14 +376,21 @@ def _embed_versions(ctx: FactContext, records: list[Record]) -> Logic[list[Recor
     ]
 
 
+def _lifetime(ttl: float | None, base: StoredItem | None) -> float | None:
+    """The TTL a write gives a fact: the one given, else the stored fact's (if any)."""
+    return ttl if ttl is not None or base is None else base.ttl_minutes
+
+
 def _fact_after(
     state: FactState,
     histories: Mapping[str, list[StoredItem]],
     user_id: str,
     now: datetime,
     pinned: bool = False,
+    ttl: float | None = None,
 ) -> Fact:
     base = state.base
+    lifetime = _lifetime(ttl, base)
     earlier: list[FactVersion] = []
     since = now
     if base is not None:
@@ -399,6 +409,7 @@ def _fact_after(
         valid_from=now if state.superseded or base is None else layout.valid_from(base),
         metadata=layout.metadata_of(base.value) if base else {},
         pinned=pinned or (base is not None and base.value.get("pinned") is True),
+        expires_at=now + timedelta(minutes=lifetime) if lifetime is not None else None,
     )
 
 
@@ -411,6 +422,7 @@ def _result(
     user_id: str,
     now: datetime,
     pinned: bool,
+    ttl: float | None,
 ) -> RememberResult:
     state = touched.get(decision.key)
     if state is None:
@@ -418,7 +430,7 @@ def _result(
         assert item is not None
         fact = layout.fact_from_items(item, user_id, histories.get(item.key, ()))
     else:
-        fact = _fact_after(state, histories, user_id, now, pinned)
+        fact = _fact_after(state, histories, user_id, now, pinned, ttl)
     return RememberResult(
         decision.action, fact, decision.previous, decision.similarity, decision.similar
     )
@@ -445,41 +457,64 @@ def import_user(
         _parse_record(ctx, record, line, user_id, mode == "restore")
         for line, record in enumerate(records, 1)
     ]
-    exact = [fact for fact, has_id in parsed if has_id and mode == "restore"]
-    loose = [fact for fact, has_id in parsed if not (has_id and mode == "restore")]
+    now = _clock.utcnow()
+    expired = tuple(f.id for f, _ in parsed if f.expires_at is not None and f.expires_at <= now)
+    live = [(f, has_id) for f, has_id in parsed if f.id not in expired]
+    if any(f.expires_at for f, _ in live) and not ctx.backend.capabilities.ttl:
+        raise InvalidFactError(
+            f"The records carry expires_at, and the {ctx.backend.capabilities.name} engine "
+            "does not support TTL; import them into an engine that does (or remove the field)."
+        )
+    exact = [fact for fact, has_id in live if has_id and mode == "restore"]
+    loose = [fact for fact, has_id in live if not (has_id and mode == "restore")]
     result = ImportResult(mode, dry_run=dry_run)
     if exact:
         result = yield from _restore(ctx, user_id, exact, dry_run)
     if loose:
-        merged = yield from _merge(ctx, user_id, loose, dry_run)
+        merged = yield from _merge(ctx, user_id, loose, dry_run, now)
         result = dataclasses.replace(result, results=tuple(merged))
-    return result
+    return dataclasses.replace(result, expired=expired)
 
 
 def _merge(
-    ctx: FactContext, user_id: str, facts: list[Fact], dry_run: bool
+    ctx: FactContext, user_id: str, facts: list[Fact], dry_run: bool, now: datetime
 ) -> Logic[list[RememberResult]]:
     """Re-decide every text, oldest version first.
 
     A text the user already has, current or earlier, is a duplicate: re-importing an export
-    never brings a replaced text back.
+    never brings a replaced text back. A record's texts keep what is left of its TTL (runs
+    of texts with the same one are remembered together, in order).
     """
-    texts = [v.content for fact in facts for v in fact.versions]
+    texts = [
+        (v.content, _minutes_until(fact.expires_at, now)) for fact in facts for v in fact.versions
+    ]
     stored: list[Fact] = yield from list_all(ctx, user_id)
     known = {content_hash(v.content): f for f in stored for v in f.versions}
-    fresh = [t for t in texts if content_hash(t) not in known]
+    fresh = [(t, ttl) for t, ttl in texts if content_hash(t) not in known]
     decided: list[RememberResult] = []
-    if fresh:
-        out = yield from remember(ctx, user_id, fresh, dry_run)
+    for start, end in _runs([ttl for _, ttl in fresh]):
+        batch = [t for t, _ in fresh[start:end]]
+        out = yield from remember(ctx, user_id, batch, dry_run, ttl=fresh[start][1])
         assert isinstance(out, list)
-        decided = out
+        decided += out
     answers = iter(decided)
     return [
         RememberResult("duplicate", known[content_hash(t)], similarity=1.0)
         if content_hash(t) in known
         else next(answers)
-        for t in texts
+        for t, _ in texts
     ]
+
+
+def _runs(values: Sequence[Any]) -> list[tuple[int, int]]:
+    """``(start, end)`` of each run of equal consecutive values."""
+    runs: list[tuple[int, int]] = []
+    for i, value in enumerate(values):
+        if runs and values[runs[-1][0]] == value:
+            runs[-1] = (runs[-1][0], i + 1)
+        else:
+            runs.append((i, i + 1))
+    return runs
 
 
 def _restore(
@@ -557,6 +592,7 @@ def _fact_records(
                 vectors=vectors[i : i + 1],
                 now=end,
                 created_at=version.valid_from,
+                ttl_minutes=_minutes_until(fact.expires_at, end),
             )
         )
     i = row[fact.content]
@@ -576,9 +612,17 @@ def _fact_records(
             vectors=vectors[i : i + 1],
             now=fact.updated_at,
             created_at=fact.created_at,
+            ttl_minutes=_minutes_until(fact.expires_at, fact.updated_at),
         )
     )
     return out
+
+
+def _minutes_until(expires_at: datetime | None, since: datetime) -> float | None:
+    """The TTL that, written at ``since``, expires at ``expires_at`` (versions: with the fact)."""
+    if expires_at is None:
+        return None
+    return max((expires_at - since).total_seconds() / 60, 1e-6)
 
 
 def _parse_record(
@@ -607,6 +651,12 @@ def _parse_record(
         created = _time(record, "created_at", now)
         updated = _time(record, "updated_at", created)
         since = _time(record, "valid_from", created)
+        expires = _time(record, "expires_at", now) if record.get("expires_at") else None
+        if expires is not None and expires <= updated:
+            raise InvalidFactError(
+                f"{where}: expires_at {expires.isoformat()} is not after updated_at "
+                f"{updated.isoformat()}."
+            )
         history = tuple(
             _version(ctx, v, where, created, updated, since) for v in record.get("history") or ()
         )
@@ -627,6 +677,7 @@ def _parse_record(
         valid_from=since,
         metadata=dict(metadata),
         pinned=record.get("pinned") is True,
+        expires_at=expires,
     )
     return fact, fact_id is not None
 

@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -239,6 +239,7 @@ def test_export_import_round_trip_into_another_user(ltm, tmp_path):
         "dry_run": False,
         "restored": 3,
         "conflicts": 0,
+        "expired": 0,
         "created": 0,
         "duplicate": 0,
         "updated": 0,
@@ -920,3 +921,29 @@ def test_export_user_data_prints_or_writes_one_json_document(ltm, tmp_path):
         "session_turns": 0,
         "threads": 0,
     }
+
+
+def test_import_leaves_out_what_expired_since_the_export(ltm, tmp_path, monkeypatch):
+    """An exported TTL fact restores with its expiry; once past it, import leaves it out."""
+    import langchain_ltm._clock as clock
+
+    url = f"sqlite:///{tmp_path}/alice.db"
+    assert ltm("remember", "--user", "alice", "Likes tea", store_url=url)[0] == 0
+    with opened(url) as store:
+        card = store.remember("alice", "Reported a lost card this morning", ttl=60).fact
+    path = tmp_path / "alice.jsonl"
+    assert ltm("export", "--user", "alice", "-o", str(path), store_url=url)[0] == 0
+    fresh = f"sqlite:///{tmp_path}/fresh.db"
+    code, out, _ = ltm("import", "--user", "alice", str(path), "--json", store_url=fresh)
+    assert code == 0 and (as_json(out)["restored"], as_json(out)["expired"]) == (2, 0)
+    later = card.updated_at + timedelta(minutes=61)
+    monkeypatch.setattr(clock, "utcnow", lambda: later)
+    late = f"sqlite:///{tmp_path}/late.db"
+    for extra in ([], ["--merge"]):
+        code, out, err = ltm("import", "--user", "alice", str(path), *extra, store_url=late)
+        assert (code, err) == (0, ""), err
+        assert "1 left out: expired" in out
+    code, out, _ = ltm("list", "--user", "alice", "--json", store_url=late)
+    assert [f["content"] for f in as_json(out)] == ["Likes tea"]
+    code, out, _ = ltm("list", "--user", "alice", "--json", store_url=fresh)
+    assert [f["content"] for f in as_json(out)] == ["Likes tea"]  # expired there too

@@ -438,6 +438,47 @@ async def test_a_fact_with_a_ttl_expires_with_its_versions(mem, store, clock):
     assert [f.content for f in await mem.list_all("u1")] == ["I like green tea"]
 
 
+async def test_a_ttl_travels_through_export_and_import(mem, clock):
+    """Exported with its expiry; restored or merged, it still expires then, not never."""
+    made = await mem.remember("u1", "Reported a lost card this morning", ttl=60)
+    await mem.update_fact("u1", made.fact.id, "Reported two lost cards this morning")
+    kept = await mem.remember("u1", "Prefers answers in Spanish")
+    assert made.fact.expires_at == made.fact.updated_at + timedelta(minutes=60)
+    assert kept.fact.expires_at is None
+    exported = await mem.export_user("u1")
+    expiring = next(r for r in exported if r["id"] == made.fact.id)
+    ends = datetime.fromisoformat(expiring["expires_at"])  # the update restarted the hour
+    assert ends == clock.now + timedelta(minutes=60)
+    assert next(r for r in exported if r["id"] == kept.fact.id)["expires_at"] is None
+
+    restored = await mem.import_user("u2", exported)  # restore: ids, versions, expiry
+    assert (restored.restored, restored.expired) == (2, ())
+    (fact,) = [f for f in await mem.list_all("u2") if f.id == made.fact.id]
+    assert abs((fact.expires_at - ends).total_seconds()) < 0.01
+    merged = await mem.import_user("u3", exported, mode="merge")  # re-decided: the rest of it
+    assert [r.action for r in merged.results] == ["created", "updated", "created"]
+    clock.advance(30)
+    assert sorted(f.content for f in await mem.list_all("u3")) == [
+        "Prefers answers in Spanish",
+        "Reported two lost cards this morning",
+    ]
+    clock.advance(31)  # past the hour: gone from every copy, with its versions
+    for user in ("u1", "u2", "u3"):
+        assert [f.content for f in await mem.list_all(user)] == ["Prefers answers in Spanish"]
+        found = await mem.recall(user, "lost card", include_history=True, min_score=-1)
+        assert [f.content for f in found] == ["Prefers answers in Spanish"]
+
+    late = await mem.import_user("u4", exported)  # an old export: the expired fact stays out
+    assert (late.restored, late.expired) == (1, (made.fact.id,))
+    assert [f.content for f in await mem.list_all("u4")] == ["Prefers answers in Spanish"]
+    late = await mem.import_user("u5", exported, mode="merge")
+    assert late.expired == (made.fact.id,) and len(late.results) == 1
+    bad = {**expiring, "expires_at": expiring["updated_at"]}
+    with pytest.raises(InvalidFactError, match=r"expires_at .* is not after updated_at"):
+        await mem.import_user("u6", [bad])
+    assert await mem.list_all("u6") == []
+
+
 async def test_an_expired_fact_can_be_remembered_again(mem, clock):
     first = await mem.remember("u1", "Reported a lost card this morning", ttl=1)
     clock.advance(2)

@@ -73,7 +73,7 @@ def cmd_import(session: Session) -> int:
             done = store.import_user(
                 session.user, [x.record for x in batch], "restore", dry_run=args.dry_run
             )
-            report.restored(batch, done.conflicts)
+            report.restored(batch, done.conflicts, done.expired)
             progress.advance(len(batch))
         # a dry run decides every merged line in one call, so lines see the ones before them
         size = len(merge) if args.dry_run else args.batch_size
@@ -81,7 +81,7 @@ def cmd_import(session: Session) -> int:
             done = store.import_user(
                 session.user, [x.record for x in batch], "merge", dry_run=args.dry_run
             )
-            report.merged(batch, done.results)
+            report.merged(batch, done.results, done.expired)
             progress.advance(len(batch))
     except BaseException:
         progress.finish()
@@ -210,6 +210,8 @@ def _copy_facts(
             batch = records[start : start + session.args.batch_size]
             done = target.import_user(user, batch, "restore")
             conflicts.setdefault(user, []).extend(done.conflicts)
+            for fact_id in done.expired:  # expired since the export: not expected there
+                facts[user].pop(fact_id, None)
             progress.advance(sum(1 + len(r["history"]) for r in batch))
     return facts, {user: ids for user, ids in conflicts.items() if ids}
 
