@@ -7,9 +7,10 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def python_block(heading: str) -> str:
+    """The first Python block after ``heading`` (a heading, or any text that starts a part)."""
     text = README.read_text()
-    section = text[text.index(f"## {heading}") :]
-    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    start = text.index(f"## {heading}") if not heading.startswith("**") else text.index(heading)
+    return re.search(r"```python\n(.*?)```", text[start:], re.S).group(1)
 
 
 def test_quickstart_runs_as_written(capsys):
@@ -55,3 +56,17 @@ def test_session_and_erase_examples_run_in_sequence(capsys):
     assert lines[-1] == "3 2 ('t1', 't2')"
     assert scope["store"].list_all("alice") == []
     assert [f["content"] for f in scope["data"]["facts"]] != []
+
+
+def test_fact_store_example_runs_as_written(capsys, tmp_path, monkeypatch):
+    from langchain_ltm import LongTermMemoryStore
+    from langchain_ltm.embeddings import LocalMiniLMEmbeddings
+
+    monkeypatch.chdir(tmp_path)
+    code = python_block("**Only the facts, quickly**")
+    exec(compile(code, "README FactStore example", "exec"), {})
+    assert capsys.readouterr().out.strip() == "['Prefers answers in Spanish']"
+    with LongTermMemoryStore.from_sqlite("memories.db", LocalMiniLMEmbeddings()) as store:
+        assert [f.content for f in store.list_all("alice@example.com")] == [
+            "Prefers answers in Spanish"
+        ]
