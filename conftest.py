@@ -1,6 +1,11 @@
 """Collection rules for the whole repo (doctests in the package, tests in tests/)."""
 
 import importlib.util
+import os
+
+# Nothing a test runs (doctests, notebooks' kernels, subprocesses) leaves a warm encoder
+# behind: tests/unit_tests/test_warm_encoder.py turns it on for itself.
+os.environ.setdefault("LTM_ENCODER_SERVER", "off")
 
 # CI also runs without the optional extras: skip collecting what cannot be imported.
 collect_ignore_glob = []

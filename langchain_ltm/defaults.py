@@ -47,6 +47,8 @@ __all__ = [
     "open_store",
 ]
 
+_POSTGRES_SCHEMES = ("postgresql://", "postgres://", "postgresql+psycopg://")
+
 DEFAULT_STORE_FILE = "memories.db"
 """The default store's SQLite file, in :func:`data_dir`."""
 LEGACY_STORE_FOLDER = "qdrant"
@@ -126,7 +128,7 @@ def open_store(
         ), "memory:// (in-process, not persisted)"
     if url.startswith("sqlite:"):
         return _open_sqlite(sqlite_path(check_sqlite_url(url)), embeddings)
-    if url.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
+    if url.startswith(_POSTGRES_SCHEMES):
         return LongTermMemoryStore.from_postgres(url, embeddings), _redact(url)
     if url.startswith(("http://", "https://")):
         return LongTermMemoryStore.from_qdrant(url, embeddings), f"Qdrant server at {url}"
@@ -147,12 +149,12 @@ def open_facts(
 ) -> tuple[FactStore | LongTermMemoryStore, str]:
     """The fact API of the store at ``url`` (as :func:`open_store` reads it), opened lightly.
 
-    On SQLite (a ``sqlite:///`` URL, or the default store) this is a
+    On SQLite (a ``sqlite:///`` URL, or the default store) and Postgres this is a
     :class:`~langchain_ltm.facts.FactStore` with the offline encoder: no LangGraph or
     LangChain import, so a process that only remembers or recalls starts sooner (what the
-    ``ltm`` fact commands use). Elsewhere it is :func:`open_store`'s ``LongTermMemoryStore``,
-    which has the same fact methods. ``embeddings``: any object with LangChain's embedding
-    methods (default: the offline MiniLM encoder).
+    ``ltm`` fact commands use). Elsewhere (memory, Qdrant) it is :func:`open_store`'s
+    ``LongTermMemoryStore``, which has the same fact methods. ``embeddings``: any object
+    with LangChain's embedding methods (default: the offline MiniLM encoder).
 
     Example:
         >>> import os, tempfile
@@ -169,7 +171,8 @@ def open_facts(
         path = default_store_path()
     elif url is not None and url.startswith("sqlite:"):
         path = sqlite_path(check_sqlite_url(url))
-    if path is None:
+    postgres = url is not None and url.startswith(_POSTGRES_SCHEMES)
+    if path is None and not postgres:
         return open_store(url, embeddings=embeddings)
     from langchain_ltm.facts.standalone import FactStore
 
@@ -177,6 +180,9 @@ def open_facts(
         from langchain_ltm._minilm import MiniLMEncoder
 
         embeddings = MiniLMEncoder()
+    if path is None:
+        assert url is not None
+        return FactStore.from_postgres(url, embeddings), _redact(url)
     path.parent.mkdir(parents=True, exist_ok=True)
     return FactStore.from_sqlite(path, embeddings), f"SQLite at {path}"
 

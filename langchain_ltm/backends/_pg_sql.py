@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 import numpy as np
 from psycopg.types.json import Jsonb
 
-from langchain_ltm._codec import vector_id
 from langchain_ltm._filters import RANGE_OPERATORS, Condition, Filter
+from langchain_ltm._ids import vector_id
 from langchain_ltm.backends.base import (
     Hit,
     ItemKey,

@@ -41,8 +41,8 @@ from typing import Any
 
 from qdrant_client import models
 
-from langchain_ltm._codec import vector_id
 from langchain_ltm._filters import Condition, Filter
+from langchain_ltm._ids import vector_id
 from langchain_ltm.backends.base import Record, StoredItem, expiry
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)

@@ -16,7 +16,7 @@ from datetime import datetime
 
 from langchain_core.vectorstores import InMemoryVectorStore
 
-from langchain_ltm._codec import vector_id
+from langchain_ltm._ids import vector_id
 from langchain_ltm.backends._index import NamespaceIndex
 from langchain_ltm.backends.base import (
     Capabilities,

@@ -101,12 +101,16 @@ def _import_record(obj: Any, line: str, where: str, max_chars: int) -> dict[str,
         raise InputError(f"{where}: {_LINE_HINT}; got {shown}")
     content = validate_text(text, f"{where}: fact", max_chars)
     if not isinstance(obj, dict) or "id" not in obj:
-        return {"content": content}
+        plain = {"content": content}
+        if isinstance(obj, dict) and obj.get("expires_at") is not None:  # left out once past
+            plain["expires_at"] = obj["expires_at"]
+            _check_time(plain, "expires_at", where)
+        return plain
     fact_id = obj["id"]
     if not isinstance(fact_id, str) or not fact_id.strip() or "@" in fact_id:
         raise InputError(f"{where}: id must be a non-empty string without '@', got {fact_id!r}.")
     record = {k: v for k, v in obj.items() if v is not None}  # fields we do not know pass on
-    for field in ("created_at", "updated_at", "valid_from"):
+    for field in ("created_at", "updated_at", "valid_from", "expires_at"):
         _check_time(record, field, where)
     history = obj.get("history") or []
     if not isinstance(history, list):

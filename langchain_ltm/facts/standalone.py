@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_ltm._embedder import Embedder
 from langchain_ltm._labels import decode_label, encode_label
 from langchain_ltm.backends.base import VectorBackend
+from langchain_ltm.errors import MissingDependencyError
 from langchain_ltm.facts._locks import UserLocks
 from langchain_ltm.facts.api import FactAPI
 from langchain_ltm.facts.context import FactContext
@@ -133,6 +134,40 @@ class FactStore(FactAPI):
         from langchain_ltm.backends.sqlite import sqlite_backend
 
         backend = sqlite_backend(path, table=table, dims=dims, busy_timeout=busy_timeout)
+        return cls(backend, embeddings, **options)
+
+    @classmethod
+    def from_postgres(
+        cls,
+        conn: Any,
+        embeddings: Embeddings,
+        *,
+        table: str = "ltm_items",
+        schema: str = "public",
+        dims: int | None = None,
+        **options: Any,
+    ) -> FactStore:
+        """Facts in Postgres with pgvector: the engine of ``LongTermMemoryStore.from_postgres``.
+
+        Needs ``pip install "langchain-ltm[postgres]"``.
+
+        Args:
+            conn: A ``postgresql://`` URL, a langchain-postgres ``PGEngine``, or a
+                ``psycopg_pool.ConnectionPool`` / ``AsyncConnectionPool``.
+            embeddings: Embeds facts and queries.
+            table: Items table (vectors go to ``{table}_vectors``).
+            schema: Postgres schema (created if missing).
+            dims: Vector size (read from the table, or learned at the first write).
+            **options: The other ``FactStore`` options (``namespace``, ``merge_threshold``...).
+        """
+        try:
+            from langchain_ltm.backends.postgres import postgres_backend
+        except ImportError as exc:
+            raise MissingDependencyError(
+                f"Postgres needs optional packages ({exc.name} is missing): "
+                'pip install "langchain-ltm[postgres]"'
+            ) from exc
+        backend = postgres_backend(conn, table=table, schema=schema, dims=dims)
         return cls(backend, embeddings, **options)
 
     @property

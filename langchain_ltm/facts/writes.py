@@ -458,9 +458,14 @@ def import_user(
         for line, record in enumerate(records, 1)
     ]
     now = _clock.utcnow()
-    expired = tuple(f.id for f, _ in parsed if f.expires_at is not None and f.expires_at <= now)
-    live = [(f, has_id) for f, has_id in parsed if f.id not in expired]
-    if any(f.expires_at for f, _ in live) and not ctx.backend.capabilities.ttl:
+    gone = [f.expires_at is not None and f.expires_at <= now for f, _ in parsed]
+    expired = tuple(f.id for (f, _), out in zip(parsed, gone, strict=True) if out)
+    live = [record for record, out in zip(parsed, gone, strict=True) if not out]
+    if (
+        mode == "restore"
+        and any(f.expires_at for f, _ in live)
+        and not ctx.backend.capabilities.ttl
+    ):
         raise InvalidFactError(
             f"The records carry expires_at, and the {ctx.backend.capabilities.name} engine "
             "does not support TTL; import them into an engine that does (or remove the field)."
@@ -471,50 +476,37 @@ def import_user(
     if exact:
         result = yield from _restore(ctx, user_id, exact, dry_run)
     if loose:
-        merged = yield from _merge(ctx, user_id, loose, dry_run, now)
+        merged = yield from _merge(ctx, user_id, loose, dry_run)
         result = dataclasses.replace(result, results=tuple(merged))
     return dataclasses.replace(result, expired=expired)
 
 
 def _merge(
-    ctx: FactContext, user_id: str, facts: list[Fact], dry_run: bool, now: datetime
+    ctx: FactContext, user_id: str, facts: list[Fact], dry_run: bool
 ) -> Logic[list[RememberResult]]:
-    """Re-decide every text, oldest version first.
+    """Re-decide every text, oldest version first, in one ``remember`` batch.
 
     A text the user already has, current or earlier, is a duplicate: re-importing an export
-    never brings a replaced text back. A record's texts keep what is left of its TTL (runs
-    of texts with the same one are remembered together, in order).
+    never brings a replaced text back. TTLs are not carried (the texts are remembered anew,
+    and may become versions of facts that have their own); records already expired were
+    left out before.
     """
-    texts = [
-        (v.content, _minutes_until(fact.expires_at, now)) for fact in facts for v in fact.versions
-    ]
+    texts = [v.content for fact in facts for v in fact.versions]
     stored: list[Fact] = yield from list_all(ctx, user_id)
     known = {content_hash(v.content): f for f in stored for v in f.versions}
-    fresh = [(t, ttl) for t, ttl in texts if content_hash(t) not in known]
+    fresh = [t for t in texts if content_hash(t) not in known]
     decided: list[RememberResult] = []
-    for start, end in _runs([ttl for _, ttl in fresh]):
-        batch = [t for t, _ in fresh[start:end]]
-        out = yield from remember(ctx, user_id, batch, dry_run, ttl=fresh[start][1])
+    if fresh:
+        out = yield from remember(ctx, user_id, fresh, dry_run)
         assert isinstance(out, list)
-        decided += out
+        decided = out
     answers = iter(decided)
     return [
         RememberResult("duplicate", known[content_hash(t)], similarity=1.0)
         if content_hash(t) in known
         else next(answers)
-        for t, _ in texts
+        for t in texts
     ]
-
-
-def _runs(values: Sequence[Any]) -> list[tuple[int, int]]:
-    """``(start, end)`` of each run of equal consecutive values."""
-    runs: list[tuple[int, int]] = []
-    for i, value in enumerate(values):
-        if runs and values[runs[-1][0]] == value:
-            runs[-1] = (runs[-1][0], i + 1)
-        else:
-            runs.append((i, i + 1))
-    return runs
 
 
 def _restore(
@@ -652,7 +644,7 @@ def _parse_record(
         updated = _time(record, "updated_at", created)
         since = _time(record, "valid_from", created)
         expires = _time(record, "expires_at", now) if record.get("expires_at") else None
-        if expires is not None and expires <= updated:
+        if expires is not None and record.get("updated_at") and expires <= updated:
             raise InvalidFactError(
                 f"{where}: expires_at {expires.isoformat()} is not after updated_at "
                 f"{updated.isoformat()}."

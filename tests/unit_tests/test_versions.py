@@ -439,7 +439,7 @@ async def test_a_fact_with_a_ttl_expires_with_its_versions(mem, store, clock):
 
 
 async def test_a_ttl_travels_through_export_and_import(mem, clock):
-    """Exported with its expiry; restored or merged, it still expires then, not never."""
+    """Exported with its expiry; restored, it still expires then; merged, it is new."""
     made = await mem.remember("u1", "Reported a lost card this morning", ttl=60)
     await mem.update_fact("u1", made.fact.id, "Reported two lost cards this morning")
     kept = await mem.remember("u1", "Prefers answers in Spanish")
@@ -455,15 +455,14 @@ async def test_a_ttl_travels_through_export_and_import(mem, clock):
     assert (restored.restored, restored.expired) == (2, ())
     (fact,) = [f for f in await mem.list_all("u2") if f.id == made.fact.id]
     assert abs((fact.expires_at - ends).total_seconds()) < 0.01
-    merged = await mem.import_user("u3", exported, mode="merge")  # re-decided: the rest of it
+    merged = await mem.import_user("u3", exported, mode="merge")  # re-decided, without TTLs
     assert [r.action for r in merged.results] == ["created", "updated", "created"]
-    clock.advance(30)
+    clock.advance(61)  # past the hour: gone from the store and the restored copy
     assert sorted(f.content for f in await mem.list_all("u3")) == [
         "Prefers answers in Spanish",
         "Reported two lost cards this morning",
     ]
-    clock.advance(31)  # past the hour: gone from every copy, with its versions
-    for user in ("u1", "u2", "u3"):
+    for user in ("u1", "u2"):
         assert [f.content for f in await mem.list_all(user)] == ["Prefers answers in Spanish"]
         found = await mem.recall(user, "lost card", include_history=True, min_score=-1)
         assert [f.content for f in found] == ["Prefers answers in Spanish"]
@@ -477,6 +476,29 @@ async def test_a_ttl_travels_through_export_and_import(mem, clock):
     with pytest.raises(InvalidFactError, match=r"expires_at .* is not after updated_at"):
         await mem.import_user("u6", [bad])
     assert await mem.list_all("u6") == []
+
+
+async def test_importing_a_ttl_never_shortens_or_drops_what_is_stored(mem, clock):
+    """A merge never gives a lasting fact an expiry; an expired line hides no live one."""
+    lasting = await mem.remember("u1", "My favourite colour is blue")
+    soon = (clock.now + timedelta(minutes=30)).isoformat()
+    change = {"content": "My favourite colour is green", "expires_at": soon}
+    merged = await mem.import_user("u1", [change], mode="merge")
+    assert [r.action for r in merged.results] == ["updated"]
+    clock.advance(31)
+    (fact,) = await mem.list_all("u1")  # still there, with both texts
+    assert (fact.id, fact.content, fact.expires_at) == (
+        lasting.fact.id,
+        "My favourite colour is green",
+        None,
+    )
+    past = (clock.now - timedelta(minutes=1)).isoformat()
+    lines = [{"content": "Likes tea", "expires_at": past}, {"content": "Likes tea"}]
+    for mode in ("merge", "restore"):  # id-less lines are merged either way
+        user = f"u2-{mode}"
+        done = await mem.import_user(user, lines, mode=mode)
+        assert len(done.expired) == 1 and [r.action for r in done.results] == ["created"]
+        assert [f.content for f in await mem.list_all(user)] == ["Likes tea"]
 
 
 async def test_an_expired_fact_can_be_remembered_again(mem, clock):
