@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import shlex
 import warnings
 from collections.abc import Callable
@@ -55,6 +56,10 @@ def default_embeddings() -> WarmEncoder:
     LangChain's embedding methods but not its base class: every store takes it, and a fact
     command on SQLite imports no langchain-core at all.
     """
+    if os.name != "posix":  # no Unix sockets or flock: each command loads the model
+        from langchain_ltm._minilm import MiniLMEncoder
+
+        return cast("WarmEncoder", MiniLMEncoder())  # the same methods
     from langchain_ltm.cli.warm.client import WarmEncoder
 
     return WarmEncoder()

@@ -6,7 +6,6 @@ it started.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import socket
@@ -20,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from langchain_ltm._minilm import MiniLMEncoder
+from langchain_ltm.cli.warm import protocol
 from langchain_ltm.cli.warm.client import WarmEncoder
-from langchain_ltm.cli.warm.server import lock_path
 
 TEXTS = ["Prefers answers in Spanish", "Lives in Lyon", "x" * 2000]
 
@@ -33,8 +32,9 @@ def local() -> MiniLMEncoder:
 
 @pytest.fixture
 def runtime(monkeypatch):
-    folder = Path(tempfile.mkdtemp(prefix="ltm-rt-"))  # short: a socket path has 108 bytes
+    folder = Path(tempfile.mkdtemp(prefix="ltm-rt-", dir="/tmp"))  # a socket path is short
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(folder))
+    monkeypatch.setattr(protocol, "_FALLBACK_BASE", folder)  # never the user's real one
     monkeypatch.setenv("LTM_ENCODER_SERVER", "auto")
     monkeypatch.setenv("LTM_ENCODER_IDLE_MINUTES", "0.5")  # a stray one exits soon anyway
     yield folder / "langchain-ltm"
@@ -46,15 +46,7 @@ def _none_left() -> bool:
     """Stop the encoder (also one still loading its model); True once none holds the lock."""
     warm = WarmEncoder()
     warm.stop()
-    if not lock_path(warm.address).exists():
-        return True
-    with open(lock_path(warm.address), "a") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        fcntl.flock(lock, fcntl.LOCK_UN)
-        return True
+    return not warm.files.lock.exists() or not warm._alive()
 
 
 def _wait_for(condition, seconds: float) -> bool:
@@ -126,7 +118,9 @@ def test_a_peer_that_is_not_the_encoder_is_not_believed(runtime, local):
     impostor = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     impostor.bind(str(warm.address))
     impostor.listen(8)
+    wrong_key = b'{"ok": true, "key": "someone-else", "rows": 1, "dims": 384}'
     replies = [
+        len(wrong_key).to_bytes(4, "big") + wrong_key + bytes(384 * 4),  # another encoder's
         b"\x00\x00\x00\x05hello",  # not JSON
         b'\x00\x00\x00\x1d{"ok": true, "rows": 9, "dims": 3}',  # wrong row count
         b"\xff\xff\xff\xff",  # absurd length
@@ -162,17 +156,42 @@ def test_a_folder_others_may_enter_is_not_used(runtime, local):
     os.chmod(runtime, 0o700)
 
 
+def _encoders(socket_path: Path) -> list[int]:
+    """Pids of the processes serving ``socket_path`` (read from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"langchain_ltm.cli.warm.server" in argv and os.fsencode(socket_path) in argv:
+                found.append(int(entry.name))
+    return found
+
+
 def test_it_exits_when_idle_and_one_at_a_time(runtime):
     warm = WarmEncoder(idle_minutes=1.5 / 60)  # 1.5 seconds
     pid = warm.start()["pid"]
-    other = subprocess.run(  # a second encoder on the same socket gives up at once
-        [sys.executable, "-m", "langchain_ltm.cli.warm.server", "--socket", str(warm.address)],
-        capture_output=True,
-        timeout=60,
-    )
+    assert warm.start()["pid"] == pid and _encoders(warm.address) == [pid]  # one, not three
+    second = [sys.executable, "-m", "langchain_ltm.cli.warm.server", "--socket"]
+    second += [str(warm.address), "--key", warm.key]
+    other = subprocess.run(second, capture_output=True, timeout=60)  # gives up at once
     assert other.returncode == 0 and warm.status()["pid"] == pid
     assert _wait_for(lambda: not warm.address.exists(), 30)  # idle: gone, socket removed
-    assert warm.status() is None and lock_path(warm.address).exists()
+    assert warm.status() is None and warm.files.lock.exists()
+    assert _wait_for(lambda: _encoders(warm.address) == [], 10)  # exited, not a zombie of ours
+
+
+def test_an_encoder_that_cannot_start_is_started_once_and_reported(runtime, monkeypatch):
+    warm = WarmEncoder()
+    monkeypatch.setattr("langchain_ltm.cli.warm.client._STARTUP_GRACE", 1.0)
+    monkeypatch.setattr(warm, "idle_minutes", "x")  # the server refuses its --idle and exits
+    with pytest.raises(protocol.EncoderUnavailable, match="invalid float value") as info:
+        warm.start(wait=20)
+    assert "did not start within" in str(info.value)
+    assert warm.files.log.read_text().count("usage:") == 1  # started once, not every 50 ms
+    assert _encoders(warm.address) == []
 
 
 def test_bad_settings_are_refused(monkeypatch):
@@ -197,7 +216,7 @@ def test_ltm_encoder_command_and_recall_through_it(runtime, tmp_path):
     assert remembered.returncode == 0, remembered.stderr
     warm = ltm("recall", "--user", "alice", "--store", url, "which language?").stdout
     status = ltm("encoder", "status", "--json")
-    assert '"served": 2' in status.stdout or '"served": 3' in status.stdout, status.stdout
+    assert '"embedded": 2' in status.stdout, status.stdout  # remember and recall
     env["LTM_ENCODER_SERVER"] = "off"
     cold = ltm("recall", "--user", "alice", "--store", url, "which language?").stdout
     assert warm == cold and "Prefers answers in Spanish" in warm

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_ltm.cli.exits import EXIT_NOT_FOUND, EXIT_OK
+from langchain_ltm.cli.exits import EXIT_ENGINE, EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, Failure
 from langchain_ltm.cli.session import Session, default_embeddings
+from langchain_ltm.cli.warm.client import MODE_ENV, EncoderUnavailable, WarmEncoder
 
 
 def cmd_encoder(session: Session) -> int:
@@ -14,23 +15,33 @@ def cmd_encoder(session: Session) -> int:
     ``status`` and ``stop`` exit 1 when none is running.
     """
     encoder = default_embeddings()
+    if not isinstance(encoder, WarmEncoder):
+        raise Failure(EXIT_USAGE, "the warm encoder needs a POSIX system (Linux, macOS)")
     action = session.args.action
+    if action == "start" and encoder.mode == "off":
+        print(f"ltm: note: {MODE_ENV}=off, so commands will not use it", file=session.err)
     if action == "start":
-        found: dict[str, Any] | None = encoder.start()
+        try:
+            found: dict[str, Any] | None = encoder.start()
+        except EncoderUnavailable as exc:
+            raise Failure(EXIT_ENGINE, str(exc)) from exc
     elif action == "stop":
         found = encoder.stop()
     else:
         found = encoder.status()
     if found is None:
+        why = encoder.unusable()
         session.emit(
-            {"running": False, "socket": str(encoder.address)},
-            f"No warm encoder is running (it would listen on {encoder.address}).",
+            {"running": False, "socket": str(encoder.address), "unusable": why},
+            f"No warm encoder is running (it would listen on {encoder.address})."
+            if why is None
+            else f"No warm encoder can run: {why}.",
         )
         return EXIT_NOT_FOUND
     verb = {"start": "Running", "stop": "Stopping", "status": "Running"}[action]
     session.emit(
         {"running": action != "stop", **found},
-        f"{verb}: pid {found['pid']}, {found['served']} requests served, idle "
+        f"{verb}: pid {found['pid']}, {found['embedded']} embedding requests served, idle "
         f"{found['idle_seconds']:.0f} s of {found['idle_limit_seconds']:.0f} s, "
         f"socket {found['socket']}",
     )

@@ -4,17 +4,17 @@ The first command that embeds finds no encoder, embeds in its own process as bef
 starts one in the background; the next commands (until it has been idle for
 ``LTM_ENCODER_IDLE_MINUTES``, default 10) get their vectors from it and never load
 onnxruntime. Anything wrong on the way (no encoder, a stale socket, a folder others may
-enter, a reply that is not the protocol) means: embed in this process. The vectors are the
-same either way: the socket's name carries the digests of the model, the tokenizer and the
-versions that compute them.
+enter, a peer of another user, a reply that is not the protocol or carries another key)
+means: embed in this process. The vectors are the same either way: the key names
+everything that computes them (:mod:`.protocol`).
 
-``LTM_ENCODER_SERVER=off`` turns it off (every command loads the model itself).
+``LTM_ENCODER_SERVER=off`` turns it off (every command loads the model itself). POSIX only:
+elsewhere :func:`~langchain_ltm.cli.session.default_embeddings` is the bare encoder.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
 import socket
@@ -35,18 +35,20 @@ from langchain_ltm._minilm import (
 )
 from langchain_ltm.cli.warm.protocol import (
     VERSION,
+    EncoderFiles,
+    EncoderUnavailable,
     ProtocolError,
     encoder_key,
+    files_of,
+    peer_is_me,
     private_dir,
     read_message,
     recv_exact,
     runtime_dir,
     send_message,
-    socket_path,
 )
-from langchain_ltm.cli.warm.server import lock_path
 
-__all__ = ["IDLE_ENV", "MODE_ENV", "WarmEncoder"]
+__all__ = ["IDLE_ENV", "MODE_ENV", "EncoderUnavailable", "WarmEncoder"]
 
 MODE_ENV = "LTM_ENCODER_SERVER"
 """``auto`` (default): use the warm encoder, starting it when missing; ``off``: never."""
@@ -55,11 +57,14 @@ IDLE_ENV = "LTM_ENCODER_IDLE_MINUTES"
 _MODES = ("auto", "off")
 _CONNECT_TIMEOUT = 0.5
 _REPLY_SECONDS = (10.0, 0.05)  # wait for a reply: 10 s + 0.05 s per text (~20x the need)
+_STARTUP_GRACE = 10.0  # seconds a new encoder may take to lock its files (python + imports)
+# Detach the encoder: fork, leave, exec in a new session; the command waits only for the
+# short-lived middle process, so no child of it is left running (or a zombie).
+_LAUNCH = (
+    "import os,sys\nif os.fork():os._exit(0)\nos.setsid()\n"
+    "os.execv(sys.executable,[sys.executable,*sys.argv[1:]])"
+)
 logger = logging.getLogger(__name__)
-
-
-class EncoderUnavailable(OSError):
-    """No warm encoder answers on the socket (none started, or it exited)."""
 
 
 class WarmEncoder:
@@ -84,6 +89,8 @@ class WarmEncoder:
         if self.mode not in _MODES:
             raise ValueError(f"{MODE_ENV} (mode) must be auto or off, got {self.mode!r}.")
         self.idle_minutes = _idle_minutes(idle_minutes)
+        self.key = _key()
+        self.files = EncoderFiles.of(self.key)
         self._local: MiniLMEncoder | None = None
         self._started = False
         self.served_remotely = 0  # requests the warm encoder answered (for tests and bench)
@@ -91,7 +98,7 @@ class WarmEncoder:
     @property
     def address(self) -> Path:
         """The socket of the encoder computing exactly this package's vectors."""
-        return socket_path(_key())
+        return self.files.socket
 
     # LangChain's embedding methods
 
@@ -113,6 +120,10 @@ class WarmEncoder:
 
     # the encoder process
 
+    def unusable(self) -> str | None:
+        """Why no encoder can be used here (``None``: one can)."""
+        return private_dir(runtime_dir())
+
     def status(self) -> dict[str, Any] | None:
         """The running encoder's pid, socket, requests served and idle time; ``None`` if none."""
         try:
@@ -131,19 +142,26 @@ class WarmEncoder:
         """Start an encoder (unless one runs) and wait until it answers; its status.
 
         Raises:
-            EncoderUnavailable: It did not answer within ``wait`` seconds (its log is
-                ``encoder-<key>.log`` beside the socket).
+            EncoderUnavailable: None can run here (the reason), or it did not answer within
+                ``wait`` seconds or exited (the end of its log is in the message).
         """
-        deadline = time.monotonic() + wait
+        reason = self.unusable()
+        if reason is not None:
+            raise EncoderUnavailable(f"no warm encoder can run: {reason}")
+        found = self.status()
+        if found is not None:
+            return found
+        launched = time.monotonic()
+        self._spawn()
         while True:
             found = self.status()
             if found is not None:
                 return found
-            self._spawn()
-            if time.monotonic() > deadline:
+            waited = time.monotonic() - launched
+            if waited > wait or (waited > _STARTUP_GRACE and not self._alive()):
                 raise EncoderUnavailable(
-                    f"the warm encoder did not start within {wait:g} s; see "
-                    f"{self.address.with_suffix('.log')}"
+                    f"the warm encoder did not start within {waited:.0f} s; the end of its "
+                    f"log ({self.files.log}):\n{_tail(self.files.log)}"
                 )
             time.sleep(0.05)
 
@@ -159,8 +177,8 @@ class WarmEncoder:
                 if not self._started:
                     self._started = True
                     self._spawn()
-            except (OSError, ProtocolError, ValueError) as exc:
-                logger.info("warm encoder failed (%s); embedding in this process", exc)
+            except OSError as exc:  # ProtocolError, a timeout, a folder that is not private
+                logger.info("warm encoder not used (%s); embedding in this process", exc)
         if self._local is None:
             self._local = MiniLMEncoder()
         return self._local.embed_documents(list(texts))
@@ -169,7 +187,7 @@ class WarmEncoder:
         with self._connect() as conn:
             conn.settimeout(_REPLY_SECONDS[0] + _REPLY_SECONDS[1] * len(texts))
             send_message(conn, {"v": VERSION, "op": "embed", "texts": list(texts)})
-            header = _ok(read_message(conn))
+            header = self._ok(_first_reply(conn))
             rows, dims = header.get("rows"), header.get("dims")
             if rows != len(texts) or not isinstance(dims, int) or dims <= 0:
                 raise ProtocolError(f"{rows}x{dims} vectors for {len(texts)} texts")
@@ -181,17 +199,27 @@ class WarmEncoder:
 
     def _ask(self, message: dict[str, Any]) -> dict[str, Any]:
         with self._connect() as conn:
-            conn.settimeout(_CONNECT_TIMEOUT * 4)
+            conn.settimeout(_REPLY_SECONDS[0])
             send_message(conn, message)
-            return _ok(read_message(conn))
+            return self._ok(_first_reply(conn))
+
+    def _ok(self, reply: dict[str, Any]) -> dict[str, Any]:
+        if reply.get("ok") is not True:
+            raise ProtocolError(f"the warm encoder refused: {reply.get('error', reply)!r}")
+        if reply.get("key") != self.key:
+            raise ProtocolError(f"an encoder with key {reply.get('key')!r}, not {self.key!r}")
+        return reply
 
     def _connect(self) -> socket.socket:
-        if not private_dir(runtime_dir()):
-            raise ProtocolError(f"{runtime_dir()} is not a private folder of this user")
+        reason = self.unusable()
+        if reason is not None:
+            raise ProtocolError(reason)
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         conn.settimeout(_CONNECT_TIMEOUT)
         try:
             conn.connect(str(self.address))
+            if not peer_is_me(conn):
+                raise ProtocolError(f"{self.address} is served by another user")
         except (FileNotFoundError, ConnectionRefusedError) as exc:
             conn.close()
             raise EncoderUnavailable(f"no warm encoder at {self.address}") from exc
@@ -200,41 +228,58 @@ class WarmEncoder:
             raise
         return conn
 
-    def _spawn(self) -> None:
-        """Start an encoder in the background unless one holds the socket's lock."""
-        path = self.address
-        if not private_dir(path.parent):
-            return
-        with open(lock_path(path), "a") as lock:
-            try:  # held by a living encoder (also while it loads the model)
+    def _alive(self) -> bool:
+        """Whether an encoder holds the lock (also while it loads the model)."""
+        import fcntl
+
+        with open(self.files.lock, "a") as lock:
+            try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                return
+                return True
             fcntl.flock(lock, fcntl.LOCK_UN)
-        with open(path.with_suffix(".log"), "ab") as log:
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "langchain_ltm.cli.warm.server",
-                    "--socket",
-                    str(path),
-                    "--idle",
-                    str(self.idle_minutes * 60),
-                ],
+            return False
+
+    def _spawn(self) -> None:
+        """Start an encoder in the background, unless one runs or none could work here."""
+        if self.unusable() is not None or self._alive():
+            return
+        try:
+            MiniLMEncoder()  # the extra and the model are there (it would only crash)
+        except Exception as exc:
+            logger.info("no warm encoder started: %s", exc)
+            return
+        package_root = str(Path(__file__).resolve().parents[3])
+        env = dict(os.environ)  # the encoder imports this very package, from anywhere
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+        server = ["-m", "langchain_ltm.cli.warm.server", "--socket", str(self.address)]
+        server += ["--key", self.key, "--idle", str(self.idle_minutes * 60)]
+        with open(self.files.log, "ab") as log:
+            subprocess.run(
+                [sys.executable, "-c", _LAUNCH, *server],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
-                start_new_session=True,  # not killed with this command's terminal
                 close_fds=True,
                 cwd="/",  # holds no folder of the user's open
+                env=env,
+                check=False,
+                timeout=30,
             )
 
 
-def _ok(reply: dict[str, Any]) -> dict[str, Any]:
-    if reply.get("ok") is not True:
-        raise ProtocolError(f"the warm encoder refused: {reply.get('error', reply)!r}")
-    return reply
+def _first_reply(conn: socket.socket) -> dict[str, Any]:
+    """The reply's header; a connection reset before it means no encoder is serving."""
+    try:
+        return read_message(conn)
+    except (ConnectionResetError, BrokenPipeError) as exc:  # it exited while we connected
+        raise EncoderUnavailable(f"the warm encoder went away: {exc}") from exc
+
+
+def _tail(path: Path, lines: int = 5) -> str:
+    with contextlib.suppress(OSError):
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    return "(no log)"
 
 
 def _idle_minutes(given: float | None) -> float:
@@ -247,11 +292,10 @@ def _idle_minutes(given: float | None) -> float:
 
 
 def _key() -> str:
-    from langchain_ltm import __version__
-
-    return encoder_key(
-        VERSION, __version__, MINILM_INT8_SHA256, MINILM_TOKENIZER_SHA256, _ort_version()
+    code = files_of(
+        "langchain_ltm._minilm", "langchain_ltm.cli.warm.protocol", "langchain_ltm.cli.warm.server"
     )
+    return encoder_key(VERSION, MINILM_INT8_SHA256, MINILM_TOKENIZER_SHA256, _ort_version(), code)
 
 
 def _ort_version() -> str:
@@ -262,6 +306,5 @@ def _ort_version() -> str:
     if spec is None or not spec.submodule_search_locations:
         return "none"
     root = Path(next(iter(spec.submodule_search_locations)))
-    for info in root.parent.glob("onnxruntime*.dist-info"):
-        return info.name
-    return str(root)
+    found = sorted(p.name for p in root.parent.glob("onnxruntime-*.dist-info"))
+    return found[-1] if found else str(root)

@@ -5,62 +5,124 @@ One request per connection, over a Unix socket in a folder only the user may ent
 - request: a 4-byte big-endian length, then that many bytes of JSON:
   ``{"v": 1, "op": "embed", "texts": [...]}``, ``{"v": 1, "op": "status"}`` or
   ``{"v": 1, "op": "stop"}``;
-- reply: a length-prefixed JSON header, ``{"ok": true, "rows": n, "dims": d}`` followed by
-  ``n * d`` little-endian float32 (embed), or ``{"ok": true, ...}`` (status, stop), or
-  ``{"ok": false, "error": "..."}``.
+- reply: a length-prefixed JSON header, ``{"ok": true, "key": k, "rows": n, "dims": d}``
+  followed by ``n * d`` little-endian float32 (embed), or ``{"ok": true, "key": k, ...}``
+  (status, stop), or ``{"ok": false, "error": "..."}``.
 
-The socket's name carries a digest of everything that decides the vectors (model and
-tokenizer digests, onnxruntime's and this package's versions), so a client only ever talks
-to an encoder computing what it would compute itself.
+The key (also the socket's name) is a digest of everything that decides the vectors: the
+model's and tokenizer's digests, onnxruntime's version, and the source of the encoder,
+this protocol and the server. A client believes only a reply carrying its own key, from a
+peer running as its own user.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import socket
 import stat
 import struct
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from langchain_ltm.errors import LTMError
+
 __all__ = [
     "VERSION",
+    "EncoderFiles",
+    "EncoderUnavailable",
     "ProtocolError",
+    "WarmEncoderError",
     "encoder_key",
+    "files_of",
+    "peer_is_me",
+    "private_dir",
     "read_message",
     "recv_exact",
     "runtime_dir",
     "send_message",
-    "socket_path",
 ]
 
 VERSION = 1
 _LENGTH = struct.Struct(">I")
 _MAX_HEADER = 64 * 1024 * 1024  # a request of 100,000 long texts fits; a corrupt length not
+_MAX_SOCKET_PATH = 100  # AF_UNIX allows 107 bytes (103 on macOS): keep a margin
+_FALLBACK_BASE = Path("/tmp")  # where the folder goes without a usable XDG_RUNTIME_DIR
 
 
-class ProtocolError(OSError):
+class WarmEncoderError(LTMError, OSError):
+    """The warm encoder could not be used (the command then embeds in its own process)."""
+
+
+class ProtocolError(WarmEncoderError):
     """The other side sent something that is not this protocol (or closed too early)."""
 
 
+class EncoderUnavailable(WarmEncoderError):
+    """No warm encoder answers on the socket (none started, or it exited)."""
+
+
 def runtime_dir() -> Path:
-    """Where the sockets live: ``$XDG_RUNTIME_DIR/langchain-ltm``, else a per-user /tmp folder."""
+    """The sockets' folder: ``$XDG_RUNTIME_DIR/langchain-ltm``, else ``/tmp/langchain-ltm-<uid>``.
+
+    ``XDG_RUNTIME_DIR`` is used only when it is the user's own private folder (``sudo -E``
+    can carry another user's) and short enough for a socket path.
+    """
     base = os.environ.get("XDG_RUNTIME_DIR")
-    if base:
-        return Path(base) / "langchain-ltm"
-    return Path("/tmp") / f"langchain-ltm-{os.getuid()}"
+    if base and _owned_and_private(Path(base)):
+        folder = Path(base) / "langchain-ltm"
+        if len(os.fsencode(folder)) + 30 <= _MAX_SOCKET_PATH:
+            return folder
+    return _FALLBACK_BASE / f"langchain-ltm-{os.getuid()}"
 
 
-def private_dir(folder: Path) -> bool:
-    """Create ``folder`` (0700) if missing; ``True`` when it is the user's own and private.
+@dataclass(frozen=True)
+class EncoderFiles:
+    """The socket of the encoder with one key, and its lock and log files beside it.
 
-    A folder another user made, or one others may enter, is not used: the client then
-    embeds in its own process.
+    The encoder holds the lock (``flock``) from its start to its exit: one encoder per key.
+    """
+
+    socket: Path
+
+    @classmethod
+    def of(cls, key: str) -> EncoderFiles:
+        """The files of the encoder with ``key``, in :func:`runtime_dir`."""
+        return cls(runtime_dir() / f"encoder-{key}.sock")
+
+    @property
+    def lock(self) -> Path:
+        """Held by the living encoder."""
+        return self.socket.with_suffix(".lock")
+
+    @property
+    def log(self) -> Path:
+        """What the encoder prints (errors only)."""
+        return self.socket.with_suffix(".log")
+
+
+def private_dir(folder: Path) -> str | None:
+    """Create ``folder`` (0700; its parent must exist); ``None`` when it is usable, else why not.
+
+    A folder another user made, one others may enter, or a symlink is not used: the client
+    then embeds in its own process.
     """
     try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        folder.mkdir(mode=0o700, exist_ok=True)
+    except OSError as exc:
+        return f"cannot create {folder}: {exc.strerror or exc}"
+    if not _owned_and_private(folder):
+        uid = os.getuid()
+        return f"{folder} is not a private folder of this user (mode 0700, owner uid {uid})"
+    return None
+
+
+def _owned_and_private(folder: Path) -> bool:
+    try:
         info = os.lstat(folder)
     except OSError:
         return False
@@ -76,9 +138,29 @@ def encoder_key(*parts: object) -> str:
     return hashlib.sha256("\x00".join(map(str, parts)).encode()).hexdigest()[:16]
 
 
-def socket_path(key: str) -> Path:
-    """The socket of the encoder with ``key``."""
-    return runtime_dir() / f"encoder-{key}.sock"
+@functools.lru_cache(maxsize=1)
+def files_of(*modules: str) -> str:
+    """A digest of the source files of ``modules`` (imported or not): the code in the key."""
+    import importlib.util
+
+    digest = hashlib.sha256()
+    for name in modules:
+        spec = importlib.util.find_spec(name)
+        origin = spec.origin if spec is not None else None
+        digest.update(Path(origin).read_bytes() if origin else name.encode())
+    return digest.hexdigest()[:16]
+
+
+def peer_is_me(conn: socket.socket) -> bool:
+    """Whether the other end runs as this user.
+
+    Linux asks the kernel (``SO_PEERCRED``); elsewhere the folder's permissions are the check.
+    """
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None or not sys.platform.startswith("linux"):
+        return True
+    _, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, option, 12))
+    return bool(uid == os.getuid())
 
 
 def send_message(conn: socket.socket, message: dict[str, Any], payload: bytes = b"") -> None:

@@ -6,7 +6,7 @@ requests on a private Unix socket (:mod:`.protocol`), and exits by itself after
 ``--idle`` seconds without one. ``ltm`` starts it on first use (see :mod:`.client`);
 ``ltm encoder stop`` stops it.
 
-Run by hand: ``python -m langchain_ltm.cli.warm.server --socket PATH --idle 600``.
+Run by hand: ``python -m langchain_ltm.cli.warm.server --socket PATH --key KEY --idle 600``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,14 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from langchain_ltm.cli.warm.protocol import VERSION, ProtocolError, read_message, send_message
+from langchain_ltm.cli.warm.protocol import (
+    VERSION,
+    EncoderFiles,
+    ProtocolError,
+    peer_is_me,
+    read_message,
+    send_message,
+)
 
 __all__ = ["main", "serve"]
 
@@ -38,17 +45,12 @@ class _Encoder(Protocol):
     def encode(self, texts: list[str]) -> npt.NDArray[np.float32]: ...
 
 
-def lock_path(path: Path) -> Path:
-    """The file an encoder holds locked while it lives (one encoder per socket)."""
-    return path.with_name(path.name + ".lock")
-
-
-def serve(path: Path, idle_seconds: float, encoder: _Encoder | None = None) -> bool:
-    """Answer on ``path`` until idle for ``idle_seconds`` or asked to stop.
+def serve(path: Path, key: str, idle_seconds: float, encoder: _Encoder | None = None) -> bool:
+    """Answer on ``path`` (as the encoder with ``key``) until idle or asked to stop.
 
     Returns ``False`` at once when another encoder holds the socket's lock.
     """
-    with open(lock_path(path), "a") as lock:
+    with open(EncoderFiles(path).lock, "a") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -58,25 +60,27 @@ def serve(path: Path, idle_seconds: float, encoder: _Encoder | None = None) -> b
 
             encoder = MiniLMEncoder()
         encoder.encode(["warm up"])  # load the model before anyone can connect
-        _Server(path, idle_seconds, encoder).run()
+        _Server(path, key, idle_seconds, encoder).run()
         return True
 
 
 class _Server:
-    def __init__(self, path: Path, idle_seconds: float, encoder: _Encoder) -> None:
+    def __init__(self, path: Path, key: str, idle_seconds: float, encoder: _Encoder) -> None:
         self.path = path
+        self.key = key
         self.idle_seconds = idle_seconds
         self.encoder = encoder
         self.started = time.time()
         self.last_used = time.monotonic()
         self.served = 0
+        self.embedded = 0  # embed requests answered
         self.active = 0
         self.stopping = threading.Event()
         self.mutex = threading.Lock()
 
     def run(self) -> None:
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        staging = self.path.with_name(f".{self.path.name}.{os.getpid()}")
+        staging = self.path.with_name(f".{os.getpid()}")  # not longer than the socket's name
         with contextlib.suppress(FileNotFoundError):
             staging.unlink()
         listener.bind(str(staging))
@@ -92,14 +96,25 @@ class _Server:
                         conn, _ = listener.accept()
                     except TimeoutError:
                         continue
-                    with self.mutex:
-                        self.active += 1
-                    pool.submit(self._handle, conn)
+                    self._start(pool, conn)
+                with contextlib.suppress(OSError):  # no new client finds this socket ...
+                    if os.stat(self.path).st_ino == mine:  # (unless a newer encoder's)
+                        self.path.unlink()
+                listener.setblocking(False)
+                while True:  # ... and the ones already waiting are answered
+                    try:
+                        conn, _ = listener.accept()
+                    except (BlockingIOError, OSError):
+                        break
+                    conn.setblocking(True)
+                    self._start(pool, conn)
         finally:
             listener.close()
-            with contextlib.suppress(OSError):
-                if os.stat(self.path).st_ino == mine:  # not a newer encoder's socket
-                    self.path.unlink()
+
+    def _start(self, pool: ThreadPoolExecutor, conn: socket.socket) -> None:
+        with self.mutex:
+            self.active += 1
+        pool.submit(self._handle, conn)
 
     def _idle(self) -> bool:
         with self.mutex:
@@ -109,6 +124,8 @@ class _Server:
         try:
             with conn:
                 conn.settimeout(_REQUEST_TIMEOUT)
+                if not peer_is_me(conn):
+                    raise ProtocolError("a client running as another user")
                 self._answer(conn)
         except (OSError, ProtocolError) as exc:  # a client gone or not speaking the protocol
             print(f"ltm encoder: request dropped: {exc}", file=sys.stderr)
@@ -135,7 +152,10 @@ class _Server:
                 send_message(conn, {"ok": False, "error": f"{type(exc).__name__}: {exc}"})
                 return
             rows, dims = vectors.shape if vectors.ndim == 2 else (0, 0)
-            send_message(conn, {"ok": True, "rows": rows, "dims": dims}, vectors.tobytes())
+            header = {"ok": True, "key": self.key, "rows": rows, "dims": dims}
+            send_message(conn, header, vectors.tobytes())
+            with self.mutex:
+                self.embedded += 1
         elif op == "status":
             send_message(conn, {"ok": True, **self._status()})
         elif op == "stop":
@@ -148,22 +168,25 @@ class _Server:
         with self.mutex:
             idle = time.monotonic() - self.last_used
             return {
+                "key": self.key,
                 "pid": os.getpid(),
                 "socket": str(self.path),
                 "started": self.started,
                 "served": self.served,
+                "embedded": self.embedded,
                 "idle_seconds": round(idle, 3),
                 "idle_limit_seconds": self.idle_seconds,
             }
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m langchain_ltm.cli.warm.server --socket PATH --idle SECONDS``."""
+    """``python -m langchain_ltm.cli.warm.server --socket PATH --key KEY --idle SECONDS``."""
     parser = argparse.ArgumentParser(prog="python -m langchain_ltm.cli.warm.server")
     parser.add_argument("--socket", required=True, type=Path, help="where to listen")
+    parser.add_argument("--key", required=True, help="the key clients check in every reply")
     parser.add_argument("--idle", type=float, default=600.0, help="seconds before exiting")
     args = parser.parse_args(argv)
-    serve(args.socket, args.idle)
+    serve(args.socket, args.key, args.idle)
     return 0
 
 
