@@ -169,6 +169,7 @@ def env(engine: Engine, n: int) -> dict[str, str]:
     dropped = ("LTM_STORE", "LTM_USER", "LTM_ENCODER_SERVER", "PYTHONDONTWRITEBYTECODE")
     out = {k: v for k, v in os.environ.items() if k not in dropped}
     out["LTM_HOME"] = str(engine.work / "home")  # never the real data directory
+    out["XDG_RUNTIME_DIR"] = str(engine.work / "run")  # nor the user's warm encoder
     out["LTM_ENCODER_SERVER"] = "auto" if engine.warm else "off"
     return out
 
@@ -452,6 +453,7 @@ def main() -> None:
                 for name in names
             ]
             if any(engine.warm for engine in engines):  # warm = already running
+                (work / "run").mkdir(mode=0o700)
                 subprocess.run([LTM, "encoder", "start"], check=True, env=env(engines[0], 0))
             if pg_url:
                 _postgres_databases(pg_url, args.sizes)
@@ -461,6 +463,8 @@ def main() -> None:
                 pair(engines, 1_000, args.runs)
                 twenty(engines, 1_000, args.bursts)
     finally:
+        environ = env(Engine("sqlite", work), 0)
+        subprocess.run([LTM, "encoder", "stop"], env=environ, capture_output=True, check=False)
         shutil.rmtree(work, ignore_errors=True)
 
 
