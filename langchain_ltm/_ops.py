@@ -162,6 +162,13 @@ def check_labels(namespace: Any) -> None:
             )
 
 
+def fact_prefix(namespace: Any) -> tuple[str, ...]:
+    """The fact API's namespace prefix: any sequence of labels but a string, checked."""
+    labels = as_labels(namespace)
+    check_namespace(labels)
+    return labels
+
+
 def check_namespace(namespace: Any) -> None:
     check_labels(namespace)
     if not namespace:

@@ -17,7 +17,7 @@ from langchain_ltm._coalesce import Coalescer
 from langchain_ltm._codec import to_item, to_search_item
 from langchain_ltm._embedder import Embedder
 from langchain_ltm._labels import decode_label, encode_label
-from langchain_ltm._ops import check_namespace, plan_batch, tokenize_fields
+from langchain_ltm._ops import fact_prefix, plan_batch, tokenize_fields
 from langchain_ltm._steps import Logic, call, run_async, run_sync
 from langchain_ltm._ttl import SweeperTask, SweeperThread, check_ttl_config, interval_minutes
 from langchain_ltm.backends import backend_for
@@ -137,10 +137,9 @@ class LongTermMemoryStore(FactAPI, BaseStore):
             raise ValueError(
                 "No embeddings: pass a vectorstore built with embeddings, or embeddings=..."
             )
-        check_namespace(tuple(namespace))
         self.embeddings = embeddings
         self.fields = list(fields or ["$"])
-        self.namespace = tuple(namespace)
+        self.namespace = fact_prefix(namespace)
         self.policy = decision_policy(merge_threshold, review_threshold, upsert_threshold)
         self.resolver = check_resolver(resolver)
         self.history_limit = check_history_limit(history_limit)
@@ -324,8 +323,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         """
         view = copy.copy(self)
         if namespace is not None:
-            check_namespace(tuple(namespace))
-            view.namespace = tuple(namespace)
+            view.namespace = fact_prefix(namespace)
         view.policy = replace_policy(
             self.policy, merge_threshold, review_threshold, upsert_threshold
         )

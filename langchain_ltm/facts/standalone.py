@@ -242,7 +242,6 @@ def _check_prefix(namespace: Any) -> tuple[str, ...]:
     """``namespace`` as a tuple, checked by the store's own rules (one place for them)."""
     if namespace == _DEFAULT_NAMESPACE:  # known good: no need to load the checks' module
         return _DEFAULT_NAMESPACE
-    from langchain_ltm._ops import check_namespace  # imports langgraph (its error types)
+    from langchain_ltm._ops import fact_prefix  # imports langgraph (its error types)
 
-    check_namespace(namespace)
-    return tuple(namespace)
+    return fact_prefix(namespace)

@@ -91,6 +91,7 @@ def test_bad_options_are_refused_as_the_store_refuses_them(tmp_path):
         ({"namespace": ("langgraph",)}, InvalidNamespaceError),
         ({"namespace": ("a.b",)}, InvalidNamespaceError),
         ({"namespace": ()}, InvalidNamespaceError),
+        ({"namespace": "team"}, InvalidNamespaceError),  # not the labels t, e, a, m
     ]
     for options, error in cases:
         with pytest.raises(error) as from_store:
@@ -100,6 +101,18 @@ def test_bad_options_are_refused_as_the_store_refuses_them(tmp_path):
         assert str(from_facts.value) == str(from_store.value), options
     with pytest.raises(TypeError, match="for a LangChain vectorstore use LongTermMemoryStore"):
         FactStore(object(), emb)  # type: ignore[arg-type]
+
+
+def test_a_list_namespace_is_the_same_prefix_in_both_classes(tmp_path):
+    emb = DeterministicFakeEmbedding(size=8)
+    path = tmp_path / "list.db"
+    with (
+        FactStore.from_sqlite(path, emb, namespace=["team", "a"]) as light,
+        LongTermMemoryStore.from_sqlite(path, emb, namespace=["team", "a"]) as full,
+    ):
+        assert light.namespace == full.namespace == ("team", "a")
+        light.remember("u1", "likes tea")
+        assert [f.content for f in full.list_all("u1")] == ["likes tea"]
 
 
 def test_with_options_is_a_view_on_the_same_engine(tmp_path):
