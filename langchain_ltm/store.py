@@ -16,7 +16,6 @@ from langchain_ltm import _clock
 from langchain_ltm._coalesce import Coalescer
 from langchain_ltm._codec import to_item, to_search_item
 from langchain_ltm._embedder import Embedder
-from langchain_ltm._labels import decode_label, encode_label
 from langchain_ltm._ops import fact_prefix, plan_batch, tokenize_fields
 from langchain_ltm._steps import Logic, call, run_async, run_sync
 from langchain_ltm._ttl import SweeperTask, SweeperThread, check_ttl_config, interval_minutes
@@ -527,17 +526,6 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         return keys
 
     # ---- facts -----------------------------------------------------------------------
-
-    def user_namespace(self, user_id: str) -> tuple[str, ...]:
-        """The BaseStore namespace holding ``user_id``'s facts."""
-        return (*self.namespace, encode_label(user_id))
-
-    def user_id_of(self, namespace: tuple[str, ...]) -> str | None:
-        """Invert :meth:`user_namespace` (``None`` for namespaces outside the facts API)."""
-        n = len(self.namespace)
-        if len(namespace) != n + 1 or tuple(namespace[:n]) != self.namespace:
-            return None
-        return decode_label(namespace[n])
 
     @property
     def _facts(self) -> FactContext:

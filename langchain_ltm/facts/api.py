@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, overload
 
+from langchain_ltm._labels import decode_label, encode_label
 from langchain_ltm._steps import run_async, run_sync
 from langchain_ltm.facts import reads, writes
 from langchain_ltm.facts.context import FactContext
@@ -26,10 +27,24 @@ class FactAPI(ABC):
     Every method has an async twin (``a`` + name); both run the same logic.
     """
 
+    namespace: tuple[str, ...]
+    """The prefix of every user's namespace (``("memories",)`` by default)."""
+
     @property
     @abstractmethod
     def _facts(self) -> FactContext:
         """What the fact logic runs against."""
+
+    def user_namespace(self, user_id: str) -> tuple[str, ...]:
+        """The BaseStore namespace holding ``user_id``'s facts."""
+        return (*self.namespace, encode_label(user_id))
+
+    def user_id_of(self, namespace: tuple[str, ...]) -> str | None:
+        """Invert :meth:`user_namespace` (``None`` for namespaces outside the facts API)."""
+        n = len(self.namespace)
+        if len(namespace) != n + 1 or tuple(namespace[:n]) != self.namespace:
+            return None
+        return decode_label(namespace[n])
 
     @overload
     def remember(

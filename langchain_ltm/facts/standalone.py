@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain_ltm._embedder import Embedder
-from langchain_ltm._labels import decode_label, encode_label
 from langchain_ltm.backends.base import VectorBackend
 from langchain_ltm.errors import MissingDependencyError
 from langchain_ltm.facts._locks import UserLocks
@@ -205,17 +204,6 @@ class FactStore(FactAPI):
             guard=guard_for(secret_guard) if secret_guard is not None else context.guard,
         )
         return view
-
-    def user_namespace(self, user_id: str) -> tuple[str, ...]:
-        """The namespace holding ``user_id``'s facts (as ``LongTermMemoryStore`` has it)."""
-        return (*self.namespace, encode_label(user_id))
-
-    def user_id_of(self, namespace: tuple[str, ...]) -> str | None:
-        """Invert :meth:`user_namespace` (``None`` for namespaces outside the facts API)."""
-        n = len(self.namespace)
-        if len(namespace) != n + 1 or tuple(namespace[:n]) != self.namespace:
-            return None
-        return decode_label(namespace[n])
 
     def close(self) -> None:
         """Release the engine's connections and file locks."""

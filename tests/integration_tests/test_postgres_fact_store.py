@@ -7,14 +7,12 @@ URL, and a fact command that imports neither LangGraph nor LangChain.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import uuid
 
 from langchain_ltm import LongTermMemoryStore
 from langchain_ltm.defaults import _redact, open_facts
 from langchain_ltm.facts import FactStore
-from tests.unit_tests.test_fact_store import _IMPORTS
+from tests.unit_tests.test_fact_store import commands_stay_light
 from tests.unit_tests.test_facts import emb  # noqa: F401  (fixture)
 
 
@@ -47,14 +45,6 @@ def test_a_fact_command_on_postgres_imports_neither_langgraph_nor_langchain(pg_u
     url = pg_url.replace("/postgres?", f"/{database}?", 1)
     assert url != pg_url
     try:
-        for args in (["remember", "Prefers answers in Spanish"], ["recall", "language?"]):
-            out = subprocess.run(
-                [sys.executable, "-c", _IMPORTS, *args, "--user", "alice", "--store", url],
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout
-            assert out.splitlines()[-1] == "HEAVY [] 0", (args, out)
-            assert "Prefers answers in Spanish" in out
+        commands_stay_light(url)
     finally:
         pg_conn.execute(f"DROP DATABASE {database} WITH (FORCE)")

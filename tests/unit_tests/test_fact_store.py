@@ -153,9 +153,9 @@ _IMPORTS = (
 )
 
 
-def test_a_fact_command_imports_neither_langgraph_nor_langchain(tmp_path):
-    """``ltm remember``, ``recall``, ``list``: fresh interpreters, real MiniLM, SQLite."""
-    url = f"sqlite:///{tmp_path}/m.db"
+def commands_stay_light(url: str) -> None:
+    """``ltm remember``, ``recall``, ``list`` on ``url`` in fresh interpreters, real MiniLM:
+    each finds the fact and imports no LangGraph, LangChain or pydantic."""
     for args in (["remember", "Prefers answers in Spanish"], ["recall", "language?"], ["list"]):
         out = subprocess.run(
             [sys.executable, "-c", _IMPORTS, *args, "--user", "alice", "--store", url],
@@ -165,3 +165,7 @@ def test_a_fact_command_imports_neither_langgraph_nor_langchain(tmp_path):
         ).stdout
         assert out.splitlines()[-1] == "HEAVY [] 0", (args, out)
         assert "Prefers answers in Spanish" in out
+
+
+def test_a_fact_command_imports_neither_langgraph_nor_langchain(tmp_path):
+    commands_stay_light(f"sqlite:///{tmp_path}/m.db")
