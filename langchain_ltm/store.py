@@ -422,18 +422,6 @@ class LongTermMemoryStore(FactAPI, BaseStore):
                 f"The {self.backend.capabilities.name} engine does not support TTL."
             )
 
-    def __enter__(self) -> LongTermMemoryStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> LongTermMemoryStore:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
     # ---- BaseStore -------------------------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from langchain_ltm._labels import decode_label, encode_label
 from langchain_ltm._steps import run_async, run_sync
@@ -17,6 +17,9 @@ from langchain_ltm.facts import reads, writes
 from langchain_ltm.facts.context import FactContext
 from langchain_ltm.facts.model import Fact, FactVersion, RecalledFact, RememberResult
 from langchain_ltm.facts.writes import ImportMode, ImportResult
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self from Python 3.11
 
 __all__ = ["FactAPI"]
 
@@ -34,6 +37,26 @@ class FactAPI(ABC):
     @abstractmethod
     def _facts(self) -> FactContext:
         """What the fact logic runs against."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the engine's connections and file locks."""
+
+    @abstractmethod
+    async def aclose(self) -> None:
+        """Async twin of :meth:`close`."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     def user_namespace(self, user_id: str) -> tuple[str, ...]:
         """The BaseStore namespace holding ``user_id``'s facts."""

@@ -213,18 +213,6 @@ class FactStore(FactAPI):
         """Async twin of :meth:`close`."""
         await self.backend.aclose()
 
-    def __enter__(self) -> FactStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> FactStore:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
 
 def _check_prefix(namespace: Any) -> tuple[str, ...]:
     """``namespace`` as a tuple, checked by the store's own rules (one place for them)."""
