@@ -37,7 +37,8 @@ from langchain_ltm.cli.warm.protocol import (
 
 __all__ = ["main", "serve"]
 
-_WORKERS = 4  # concurrent requests (the encoder's runs are thread-safe)
+_WORKERS = 16  # requests read at once: a status or stop is not stuck behind embeddings ...
+_EMBEDDERS = 4  # ... of which this many run the model at once (its runs are thread-safe)
 _REQUEST_TIMEOUT = 30.0  # seconds a client may take to send its request
 
 
@@ -77,6 +78,7 @@ class _Server:
         self.active = 0
         self.stopping = threading.Event()
         self.mutex = threading.Lock()
+        self.embedders = threading.BoundedSemaphore(_EMBEDDERS)
 
     def run(self) -> None:
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -147,7 +149,8 @@ class _Server:
                 send_message(conn, {"ok": False, "error": "texts must be a list of strings"})
                 return
             try:
-                vectors = self.encoder.encode(texts).astype("<f4", copy=False)
+                with self.embedders:
+                    vectors = self.encoder.encode(texts).astype("<f4", copy=False)
             except Exception as exc:  # the encoder's own errors go back to the client
                 send_message(conn, {"ok": False, "error": f"{type(exc).__name__}: {exc}"})
                 return
