@@ -40,7 +40,7 @@ def cmd_encoder(session: Session) -> int:
         return EXIT_NOT_FOUND
     verb = {"start": "Running", "stop": "Stopping", "status": "Running"}[action]
     session.emit(
-        {"running": action != "stop", **found},
+        {"running": action != "stop", **{k: v for k, v in found.items() if k != "ok"}},
         f"{verb}: pid {found['pid']}, {found['embedded']} embedding requests served, idle "
         f"{found['idle_seconds']:.0f} s of {found['idle_limit_seconds']:.0f} s, "
         f"socket {found['socket']}",
