@@ -3,14 +3,16 @@
 Pure modules (no I/O): :mod:`.text` (validation, normalized form, hash), :mod:`.model`
 (what the API returns), :mod:`.conflicts` (offline subject and value checks),
 :mod:`.decision` (duplicate / updated / created), :mod:`.versions` (the item layout),
-:mod:`.resolvers` (deciding the ambiguous cases). The generators that drive them against
-an engine: :mod:`.writes` and :mod:`.reads`; :mod:`.api` holds the fact methods
-``LongTermMemoryStore`` mixes in (one-liners over them).
+:mod:`.resolution` and :mod:`.resolvers` (deciding the ambiguous cases), :mod:`.options`.
+The generators that drive them against an engine: :mod:`.writes`, :mod:`.imports` and
+:mod:`.reads`; :mod:`.api` holds the fact methods ``LongTermMemoryStore`` and
+:mod:`.standalone`'s ``FactStore`` have (one-liners over them).
 """
 
 from typing import TYPE_CHECKING
 
 from langchain_ltm.facts.decision import DecisionPolicy
+from langchain_ltm.facts.imports import ImportMode, ImportResult
 from langchain_ltm.facts.model import (
     Fact,
     FactVersion,
@@ -21,7 +23,6 @@ from langchain_ltm.facts.model import (
 )
 from langchain_ltm.facts.resolution import Ambiguity, Resolution, Resolver, Verdict
 from langchain_ltm.facts.text import content_hash, normalize_fact, validate_text
-from langchain_ltm.facts.writes import ImportMode, ImportResult
 
 if TYPE_CHECKING:
     from langchain_ltm.facts.resolvers import ChatModelResolver

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any, overload
 
 from langchain_ltm._labels import decode_label, encode_label
 from langchain_ltm._steps import run_async, run_sync
-from langchain_ltm.facts import reads, writes
+from langchain_ltm.facts import imports, reads, writes
 from langchain_ltm.facts.context import FactContext
+from langchain_ltm.facts.imports import ImportMode, ImportResult
 from langchain_ltm.facts.model import Fact, FactVersion, RecalledFact, RememberResult
-from langchain_ltm.facts.writes import ImportMode, ImportResult
 
 if TYPE_CHECKING:
     from typing_extensions import Self  # typing.Self from Python 3.11
@@ -279,7 +279,7 @@ class FactAPI(ABC):
             InvalidFactError: A record is malformed (nothing is written; the message names
                 the record).
         """
-        return run_sync(writes.import_user(self._facts, user_id, records, mode, dry_run))
+        return run_sync(imports.import_user(self._facts, user_id, records, mode, dry_run))
 
     async def aimport_user(
         self,
@@ -290,4 +290,4 @@ class FactAPI(ABC):
         dry_run: bool = False,
     ) -> ImportResult:
         """Async twin of :meth:`import_user`."""
-        return await run_async(writes.import_user(self._facts, user_id, records, mode, dry_run))
+        return await run_async(imports.import_user(self._facts, user_id, records, mode, dry_run))

@@ -1,4 +1,6 @@
-"""Writing facts: remember, update, import (sans-I/O logic, see ``langchain_ltm._steps``).
+"""Writing facts: remember and update (sans-I/O logic, see ``langchain_ltm._steps``).
+
+Import (restore and merge) is :mod:`langchain_ltm.facts.imports`, on top of these.
 
 Each function yields backend, embedder and resolver calls and receives their results;
 ``LongTermMemoryStore`` runs it with its sync or its async shell. Nothing here calls back
@@ -15,9 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
 from langchain_ltm import _clock
 from langchain_ltm._clock import check_ttl
@@ -31,49 +32,11 @@ from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts.context import FactContext
 from langchain_ltm.facts.decision import BatchDecision, FactState, decide_batch
 from langchain_ltm.facts.model import Fact, FactVersion, RememberResult
-from langchain_ltm.facts.reads import check_id, list_all, versions_of
+from langchain_ltm.facts.reads import check_id, versions_of
 from langchain_ltm.facts.resolution import check_resolutions
 from langchain_ltm.facts.text import content_hash, validate_text
 
-__all__ = ["ImportMode", "ImportResult", "import_user", "remember", "update"]
-
-ImportMode = Literal["restore", "merge"]
-
-
-@dataclass(frozen=True)
-class ImportResult:
-    """What ``import_user`` did.
-
-    Attributes:
-        mode: ``restore`` (records written back as they were) or ``merge`` (each text
-            re-decided by ``remember``).
-        restored: Facts written back (restore).
-        conflicts: Ids of records not restored because another fact of the user already has
-            the same text (restore into a store that has it; nothing was changed for them).
-        results: One ``RememberResult`` per text re-decided (merge), oldest version first.
-        dry_run: Nothing was written.
-        expired: Ids of records left out because their ``expires_at`` had passed (a fact
-            remembered with a TTL is not brought back by importing an old export).
-
-    Example:
-        >>> ImportResult("merge").counts()
-        {}
-    """
-
-    mode: ImportMode
-    restored: int = 0
-    conflicts: tuple[str, ...] = ()
-    results: tuple[RememberResult, ...] = ()
-    dry_run: bool = False
-    expired: tuple[str, ...] = ()
-
-    def counts(self) -> dict[str, int]:
-        """How many texts got each action (merge)."""
-        out: dict[str, int] = {}
-        for result in self.results:
-            out[result.action] = out.get(result.action, 0) + 1
-        return out
-
+__all__ = ["remember", "update", "with_hashes"]
 
 # ---- remember / update --------------------------------------------------------------------
 
@@ -135,7 +98,7 @@ def _store_facts(
         (same_hash,) = yield call(
             ctx.backend,
             "search",
-            SearchRequest(namespace, None, _with_hashes(hashes), None, 0),
+            SearchRequest(namespace, None, with_hashes(hashes), None, 0),
         )
         exact_hits = [h for h in same_hash if is_alive(h.item, alive_at)]
         # an expired fact with one of these texts is gone: its row goes in this write
@@ -229,7 +192,7 @@ def update(ctx: FactContext, user_id: str, fact_id: str, text: str) -> Logic[Rem
         (same_text,) = yield call(
             ctx.backend,
             "search",
-            SearchRequest(namespace, None, _with_hashes([digest]), 1, 0, now),
+            SearchRequest(namespace, None, with_hashes([digest]), 1, 0, now),
         )
         histories = yield from versions_of(ctx, namespace, [item, *(h.item for h in same_text)])
         if same_text:  # already the text of this fact, or of another one: nothing to write
@@ -247,7 +210,8 @@ def update(ctx: FactContext, user_id: str, fact_id: str, text: str) -> Logic[Rem
     return RememberResult("updated", fact, previous=state.superseded[-1])
 
 
-def _with_hashes(hashes: Sequence[str]) -> Filter:
+def with_hashes(hashes: Sequence[str]) -> Filter:
+    """The current facts whose text has one of these hashes."""
     return (*layout.CURRENT_FACTS, Condition(("content_hash",), "$in", list(hashes)))
 
 
@@ -434,271 +398,3 @@ def _result(
     return RememberResult(
         decision.action, fact, decision.previous, decision.similarity, decision.similar
     )
-
-
-# ---- import ----------------------------------------------------------------------------
-
-
-def import_user(
-    ctx: FactContext,
-    user_id: str,
-    records: Sequence[Mapping[str, Any] | str],
-    mode: ImportMode,
-    dry_run: bool = False,
-) -> Logic[ImportResult]:
-    """The logic of ``LongTermMemoryStore.import_user``.
-
-    Restore writes back records that carry an ``id``; records without one (plain texts)
-    cannot be placed exactly, so they are merged, as in ``mode="merge"``.
-    """
-    if mode not in ("restore", "merge"):
-        raise ValueError(f'mode must be "restore" or "merge", got {mode!r}.')
-    parsed = [
-        _parse_record(ctx, record, line, user_id, mode == "restore")
-        for line, record in enumerate(records, 1)
-    ]
-    now = _clock.utcnow()
-    gone = [f.expires_at is not None and f.expires_at <= now for f, _ in parsed]
-    expired = tuple(f.id for (f, _), out in zip(parsed, gone, strict=True) if out)
-    live = [record for record, out in zip(parsed, gone, strict=True) if not out]
-    if (
-        mode == "restore"
-        and any(f.expires_at for f, _ in live)
-        and not ctx.backend.capabilities.ttl
-    ):
-        raise InvalidFactError(
-            f"The records carry expires_at, and the {ctx.backend.capabilities.name} engine "
-            "does not support TTL; import them into an engine that does (or remove the field)."
-        )
-    exact = [fact for fact, has_id in live if has_id and mode == "restore"]
-    loose = [fact for fact, has_id in live if not (has_id and mode == "restore")]
-    result = ImportResult(mode, dry_run=dry_run)
-    if exact:
-        result = yield from _restore(ctx, user_id, exact, dry_run)
-    if loose:
-        merged = yield from _merge(ctx, user_id, loose, dry_run)
-        result = dataclasses.replace(result, results=tuple(merged))
-    return dataclasses.replace(result, expired=expired)
-
-
-def _merge(
-    ctx: FactContext, user_id: str, facts: list[Fact], dry_run: bool
-) -> Logic[list[RememberResult]]:
-    """Re-decide every text, oldest version first, in one ``remember`` batch.
-
-    A text the user already has, current or earlier, is a duplicate: re-importing an export
-    never brings a replaced text back. TTLs are not carried (the texts are remembered anew,
-    and may become versions of facts that have their own); records already expired were
-    left out before.
-    """
-    texts = [v.content for fact in facts for v in fact.versions]
-    stored: list[Fact] = yield from list_all(ctx, user_id)
-    known = {content_hash(v.content): f for f in stored for v in f.versions}
-    fresh = [t for t in texts if content_hash(t) not in known]
-    decided: list[RememberResult] = []
-    if fresh:
-        out = yield from remember(ctx, user_id, fresh, dry_run)
-        assert isinstance(out, list)
-        decided = out
-    answers = iter(decided)
-    return [
-        RememberResult("duplicate", known[content_hash(t)], similarity=1.0)
-        if content_hash(t) in known
-        else next(answers)
-        for t in texts
-    ]
-
-
-def _restore(
-    ctx: FactContext, user_id: str, facts: list[Fact], dry_run: bool
-) -> Logic[ImportResult]:
-    label = encode_label(user_id)
-    namespace = (*ctx.namespace, label)
-    if not facts:
-        return ImportResult("restore", dry_run=dry_run)
-    seen: dict[str, str] = {}
-    for fact in facts:
-        digest = content_hash(fact.content)
-        if digest in seen and seen[digest] != fact.id:
-            raise InvalidFactError(
-                f"Facts {seen[digest]!r} and {fact.id!r} have the same text "
-                f"({fact.content!r}); a store keeps one current fact per text. Remove one, "
-                'or import with mode="merge".'
-            )
-        seen[digest] = fact.id
-    texts = list(dict.fromkeys(v.content for fact in facts for v in fact.versions))
-    vectors = yield call(ctx.embedder, "embed", texts, False)
-    row = {text: i for i, text in enumerate(texts)}
-    held = yield from ctx.locks.acquire(ctx.backend, label)
-    try:
-        (same_text,) = yield call(
-            ctx.backend, "search", SearchRequest(namespace, None, _with_hashes(list(seen)), None, 0)
-        )
-        owner = {str(h.item.value["content_hash"]): h.item.key for h in same_text}
-        conflicts = tuple(f.id for f in facts if owner.get(content_hash(f.content), f.id) != f.id)
-        restored = [f for f in facts if f.id not in conflicts]
-        (old_versions,) = yield call(
-            ctx.backend,
-            "search",
-            SearchRequest(
-                namespace,
-                None,
-                (Condition(("version_of",), "$in", [f.id for f in restored] or [""]),),
-                None,
-                0,
-            ),
-        )
-        records: list[Record] = []
-        for fact in restored:
-            records.extend(_fact_records(namespace, fact, vectors, row))
-        keep = {(r.namespace, r.key) for r in records}
-        stale = [
-            (h.item.namespace, h.item.key)
-            for h in old_versions
-            if (h.item.namespace, h.item.key) not in keep
-        ]
-        if records and not dry_run:
-            yield call(ctx.backend, "write", records, stale)
-    finally:
-        yield from ctx.locks.release(ctx.backend, held)
-    return ImportResult("restore", restored=len(restored), conflicts=conflicts, dry_run=dry_run)
-
-
-def _fact_records(
-    namespace: tuple[str, ...], fact: Fact, vectors: Any, row: Mapping[str, int]
-) -> list[Record]:
-    """A fact as it was exported: same id, timestamps, versions and other fields."""
-    out = []
-    for number, version in enumerate(fact.history, 1):
-        end = version.valid_to or fact.valid_from or fact.updated_at
-        i = row[version.content]
-        out.append(
-            Record(
-                namespace=namespace,
-                key=layout.version_key(fact.id, number),
-                value=layout.version_value(
-                    fact.id, number, version.content, version.valid_from, end
-                ),
-                texts=(version.content,),
-                paths=("content",),
-                vectors=vectors[i : i + 1],
-                now=end,
-                created_at=version.valid_from,
-                ttl_minutes=_minutes_until(fact.expires_at, end),
-            )
-        )
-    i = row[fact.content]
-    out.append(
-        Record(
-            namespace=namespace,
-            key=fact.id,
-            value=layout.fact_value(
-                fact.content,
-                fact.valid_from or fact.created_at,
-                len(fact.history),
-                fact.metadata,
-                fact.pinned,
-            ),
-            texts=(fact.content,),
-            paths=("content",),
-            vectors=vectors[i : i + 1],
-            now=fact.updated_at,
-            created_at=fact.created_at,
-            ttl_minutes=_minutes_until(fact.expires_at, fact.updated_at),
-        )
-    )
-    return out
-
-
-def _minutes_until(expires_at: datetime | None, since: datetime) -> float | None:
-    """The TTL that, written at ``since``, expires at ``expires_at`` (versions: with the fact)."""
-    if expires_at is None:
-        return None
-    return max((expires_at - since).total_seconds() / 60, 1e-6)
-
-
-def _parse_record(
-    ctx: FactContext, record: Any, line: int, user_id: str, check_secret: bool
-) -> tuple[Fact, bool]:
-    """One exported fact, checked, and whether it has an id.
-
-    Raises InvalidFactError naming the record and the field. Secrets fail a restore; a
-    merge rejects them per text.
-    """
-    where = f"record {line}"
-    if isinstance(record, str):
-        record = {"content": record}
-    if not isinstance(record, Mapping):
-        raise InvalidFactError(f"{where} must be an object with a 'content', got {record!r}.")
-    content = validate_text(record.get("content"), f"{where}: content", ctx.max_fact_chars)
-    if check_secret and ctx.guard is not None and (reason := ctx.guard(content)):
-        raise InvalidFactError(f"{where}: {reason}")
-    fact_id = record.get("id")
-    if fact_id is not None:
-        check_id(fact_id)
-        if "@" in fact_id:
-            raise InvalidFactError(f"{where}: id {fact_id!r} may not contain '@'.")
-    now = _clock.utcnow()
-    try:
-        created = _time(record, "created_at", now)
-        updated = _time(record, "updated_at", created)
-        since = _time(record, "valid_from", created)
-        expires = _time(record, "expires_at", now) if record.get("expires_at") else None
-        if expires is not None and record.get("updated_at") and expires <= updated:
-            raise InvalidFactError(
-                f"{where}: expires_at {expires.isoformat()} is not after updated_at "
-                f"{updated.isoformat()}."
-            )
-        history = tuple(
-            _version(ctx, v, where, created, updated, since) for v in record.get("history") or ()
-        )
-    except (TypeError, ValueError, AttributeError) as exc:
-        if isinstance(exc, InvalidFactError):
-            raise
-        raise InvalidFactError(f"{where}: {exc}") from exc
-    metadata = record.get("metadata") or {}
-    if not isinstance(metadata, Mapping):
-        raise InvalidFactError(f"{where}: metadata must be an object, got {metadata!r}.")
-    fact = Fact(
-        id=fact_id or fact_key(encode_label(user_id), content_hash(content)),
-        user_id=user_id,
-        content=content,
-        created_at=created,
-        updated_at=updated,
-        history=history,
-        valid_from=since,
-        metadata=dict(metadata),
-        pinned=record.get("pinned") is True,
-        expires_at=expires,
-    )
-    return fact, fact_id is not None
-
-
-def _version(
-    ctx: FactContext,
-    raw: Any,
-    where: str,
-    created: datetime,
-    updated: datetime,
-    since: datetime,
-) -> FactVersion:
-    """One exported version; a plain string is a 0.1 export's history entry (no dates)."""
-    if isinstance(raw, str):
-        text = validate_text(raw, f"{where}: history content", ctx.max_fact_chars)
-        return FactVersion(text, created, updated)
-    if not isinstance(raw, Mapping):
-        raise InvalidFactError(f"{where}: a history entry must be an object, got {raw!r}.")
-    return FactVersion(
-        validate_text(raw.get("content"), f"{where}: history content", ctx.max_fact_chars),
-        layout.parse_time(raw.get("valid_from"), created),
-        layout.parse_time(raw.get("valid_to"), since),
-    )
-
-
-def _time(record: Mapping[str, Any], name: str, default: datetime) -> datetime:
-    text = record.get(name)
-    if text is None:
-        return default
-    if not isinstance(text, str):
-        raise InvalidFactError(f"{name} must be an ISO 8601 string, got {text!r}.")
-    return layout.parse_time(text, default)
