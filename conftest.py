@@ -10,9 +10,9 @@ os.environ.setdefault("LTM_ENCODER_SERVER", "off")
 # CI also runs without the optional extras: skip collecting what cannot be imported.
 collect_ignore_glob = []
 if importlib.util.find_spec("qdrant_client") is None:
-    collect_ignore_glob += ["langchain_ltm/backends/*qdrant*.py", "tests/*/test_qdrant*.py"]
+    collect_ignore_glob += ["langchain_ltm/backends/qdrant/*.py", "tests/*/test_qdrant*.py"]
 if importlib.util.find_spec("psycopg") is None:
-    collect_ignore_glob += ["langchain_ltm/backends/*pg*.py", "langchain_ltm/backends/postgres.py"]
+    collect_ignore_glob += ["langchain_ltm/backends/postgres/*.py"]
 if importlib.util.find_spec("onnxruntime") is None:
     collect_ignore_glob += ["langchain_ltm/embeddings.py", "langchain_ltm/_minilm.py"]
     collect_ignore_glob += ["tests/unit_tests/test_embeddings.py"]

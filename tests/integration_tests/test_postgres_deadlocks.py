@@ -26,9 +26,9 @@ import psycopg
 from langgraph.store.base import PutOp
 
 from langchain_ltm import LongTermMemoryStore
-from langchain_ltm.backends import _pg_sql as sql
 from langchain_ltm.backends.base import Record
 from langchain_ltm.backends.postgres import PostgresBackend
+from langchain_ltm.backends.postgres import _sql as sql
 from langchain_ltm.errors import DuplicateFactError
 from tests.fakes import KeywordEmbeddings
 from tests.processes import run_together

@@ -21,9 +21,9 @@ import pytest
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from langchain_ltm import BackendError
-from langchain_ltm.backends import _pg_sql as sql
 from langchain_ltm.backends.base import Record
 from langchain_ltm.backends.postgres import PostgresBackend, postgres_backend
+from langchain_ltm.backends.postgres import _sql as sql
 from tests.processes import run_together
 
 NS = ("memories", "locks")

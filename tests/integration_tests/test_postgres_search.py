@@ -12,8 +12,8 @@ from langchain_ltm import LongTermMemoryStore
 from langchain_ltm._codec import vector_id
 from langchain_ltm._filters import compile_filter
 from langchain_ltm._labels import encode_label
-from langchain_ltm.backends import _pg_sql
 from langchain_ltm.backends.base import Record, SearchRequest
+from langchain_ltm.backends.postgres import _sql as _pg_sql
 from langchain_ltm.backends.postgres import postgres_backend
 from tests.fakes import KeywordEmbeddings
 

@@ -59,7 +59,8 @@ def test_a_legacy_folder_without_qdrant_installed_says_what_to_do(tmp_path, monk
     folder.mkdir(parents=True)
     (folder / "meta.json").write_text('{"collections": {}, "aliases": {}}')
     monkeypatch.setitem(sys.modules, "qdrant_client", None)  # import fails: not installed
-    monkeypatch.delitem(sys.modules, "langchain_ltm.backends.qdrant", raising=False)
+    for name in [m for m in sys.modules if m.startswith("langchain_ltm.backends.qdrant")]:
+        monkeypatch.delitem(sys.modules, name)  # the engine's package is imported anew
     with pytest.warns(DefaultStoreWarning), pytest.raises(MissingDependencyError) as raised:
         open_store(None, embeddings=KeywordEmbeddings(64))
     message = str(raised.value)

@@ -13,13 +13,13 @@ from qdrant_client import QdrantClient, models
 
 from langchain_ltm import EmbeddingDimensionError, LongTermMemoryStore
 from langchain_ltm._filters import compile_filter, matches
-from langchain_ltm.backends._qdrant_layout import head_id, translate
 from langchain_ltm.backends.qdrant import (
     IncompatibleCollectionError,
     QdrantBackend,
-    _local_lock_for,
     qdrant_backend,
 )
+from langchain_ltm.backends.qdrant._layout import head_id, translate
+from langchain_ltm.backends.qdrant.backend import _local_lock_for
 from langchain_ltm.errors import BackendError
 from tests.fakes import KeywordEmbeddings
 from tests.store_contract import BaseStoreContract

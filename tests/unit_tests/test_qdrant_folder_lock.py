@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from langchain_ltm import BackendError, LongTermMemoryStore, cli
-from langchain_ltm.backends._qdrant_folder import folder_in_use
 from langchain_ltm.backends.qdrant import qdrant_backend
+from langchain_ltm.backends.qdrant._folder import folder_in_use
 from tests.fakes import KeywordEmbeddings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -129,7 +129,7 @@ def test_ltm_on_a_held_folder_exits_3_with_the_message(holder, monkeypatch):
 
 def test_the_clients_own_lock_error_is_retried_then_translated(holder, monkeypatch):
     """The folder taken between the probe and the open: qdrant-client's RuntimeError."""
-    from langchain_ltm.backends import _qdrant_folder
+    from langchain_ltm.backends.qdrant import _folder as _qdrant_folder
 
     folder, _ = holder
     probes = []

@@ -21,10 +21,10 @@ from langgraph.store.base import PutOp
 from langchain_ltm import BackendError, EmbeddingDimensionError, LongTermMemoryStore
 from langchain_ltm._filters import Condition
 from langchain_ltm.backends import backend_for
-from langchain_ltm.backends._sqlite_lock import FileLocks
-from langchain_ltm.backends._sqlite_sql import namespace_of, ns_key, ns_range
 from langchain_ltm.backends.base import ListRequest, Record, SearchRequest
 from langchain_ltm.backends.sqlite import SchemaVersionError, SqliteBackend, sqlite_backend
+from langchain_ltm.backends.sqlite._lock import FileLocks
+from langchain_ltm.backends.sqlite._sql import namespace_of, ns_key, ns_range
 from langchain_ltm.defaults import open_store
 from tests.fakes import KeywordEmbeddings
 

@@ -39,7 +39,7 @@ Statements are prepared, and the connections of pools opened here keep their gen
 it. Broad prefixes (all users) are exact too, at the cost of scoring every vector in scope.
 
 Writes: a batch is one transaction of two statements: the batch's key locks
-(``_pg_sql.write_locks``), then one SQL statement of data-modifying CTEs (upsert items
+(``_sql.write_locks``), then one SQL statement of data-modifying CTEs (upsert items
 keeping ``created_at``, delete items, then drop the vectors the batch no longer writes and
 upsert the new ones), so it lands whole or not at all, vectors sent in pgvector's binary
 format. Ids are deterministic and timestamps come from the records, so writing the same
@@ -49,7 +49,7 @@ global order before its statement, which then sees every earlier write of those 
 locks only their rows, items before vectors (as the cascade and the TTL sweeper do).
 
 Locks: :meth:`~PostgresBackend.lock` takes a transaction-level advisory lock per table and
-scope (``_pg_lock``), which excludes every process on the database; Postgres drops it with
+scope (``_lock``), which excludes every process on the database; Postgres drops it with
 a holder's connection.
 """
 
@@ -68,9 +68,9 @@ from langchain_ltm.errors import (
 try:
     from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-    from langchain_ltm.backends import _pg_sql as sql
-    from langchain_ltm.backends._pg_conn import Connector, conninfo_from_engine
-    from langchain_ltm.backends._pg_lock import AdvisoryLocks, HeldLock
+    from langchain_ltm.backends.postgres import _sql as sql
+    from langchain_ltm.backends.postgres._conn import Connector, conninfo_from_engine
+    from langchain_ltm.backends.postgres._lock import AdvisoryLocks, HeldLock
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise MissingDependencyError(
         f"The Postgres engine needs psycopg 3 and psycopg-pool ({exc}). "

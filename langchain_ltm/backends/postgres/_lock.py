@@ -31,13 +31,13 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg_pool import PoolTimeout
 
-from langchain_ltm.backends._pg_conn import (
+from langchain_ltm.backends.postgres._conn import (
     Connector,
     rollback_or_close,
     rollback_or_close_sync,
     translate,
 )
-from langchain_ltm.backends._pg_sql import Statement
+from langchain_ltm.backends.postgres._sql import Statement
 from langchain_ltm.errors import BackendError
 
 __all__ = ["AdvisoryLocks", "HeldLock"]

@@ -5,7 +5,7 @@ result; ``drive_sync`` runs it on a ``QdrantClient``, ``drive_async`` on an
 ``AsyncQdrantClient`` (the two share method names and signatures).
 
 Scope and filters always travel as one ``models.Filter``; the exact contract predicate then
-re-checks each candidate (see ``_qdrant_layout.translate``). Paging follows the contract:
+re-checks each candidate (see ``_layout.translate``). Paging follows the contract:
 scored items first, by their best vector (max-pooling: an item's first point in score order
 is its best), then unscored items; limit/offset over that whole sequence. Because one item
 may have several points and the Python re-check may drop candidates, a ranked query asks for
@@ -25,7 +25,19 @@ from qdrant_client import models
 
 from langchain_ltm._filters import matches
 from langchain_ltm.backends._index import page, sort_unranked
-from langchain_ltm.backends._qdrant_layout import (
+from langchain_ltm.backends.base import (
+    Hit,
+    ItemKey,
+    ListRequest,
+    Record,
+    SearchRequest,
+    StoredItem,
+    Vectors,
+    expiry,
+    is_alive,
+    namespace_matches,
+)
+from langchain_ltm.backends.qdrant._layout import (
     HEADS,
     ITEM_FIELDS,
     UNINDEXED_HEADS,
@@ -41,18 +53,6 @@ from langchain_ltm.backends._qdrant_layout import (
     search_filter,
     stored_item,
     to_us,
-)
-from langchain_ltm.backends.base import (
-    Hit,
-    ItemKey,
-    ListRequest,
-    Record,
-    SearchRequest,
-    StoredItem,
-    Vectors,
-    expiry,
-    is_alive,
-    namespace_matches,
 )
 
 T = TypeVar("T")

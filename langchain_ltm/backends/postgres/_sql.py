@@ -1,7 +1,7 @@
 """The Postgres engine's SQL, built in one I/O-free place for the sync and async shells.
 
 Every operation is an *exchange*: a generator that yields :class:`Statement` objects and
-receives each statement's rows (a list of tuples). ``_pg_conn`` drives exchanges over a
+receives each statement's rows (a list of tuples). ``_conn`` drives exchanges over a
 psycopg connection, sync or async; nothing here touches a socket. See ``postgres.py`` for
 the schema and why it looks the way it does.
 """
@@ -620,7 +620,7 @@ def lock_key(t: Tables, scope: str) -> str:
 
 
 def advisory_lock(t: Tables, scope: str) -> Statement:
-    """Wait for and take ``scope``'s lock until the transaction ends (see ``_pg_lock``).
+    """Wait for and take ``scope``'s lock until the transaction ends (see ``_lock``).
 
     The key is ``hashtextextended('"schema"."table":' || scope, 0)``, so another tool can
     take the same lock; it never equals the keys of setup or of the vector column typing.

@@ -1,7 +1,7 @@
 """Connections for the Postgres engine: pools, pgvector adapters, errors, thin I/O shells.
 
 ``Connector.run`` (sync, over ``psycopg_pool.ConnectionPool``) and ``Connector.arun``
-(async, over ``AsyncConnectionPool``) drive the I/O-free exchanges of ``_pg_sql`` the same
+(async, over ``AsyncConnectionPool``) drive the I/O-free exchanges of ``_sql`` the same
 way; neither calls the other, and there is no background event loop.
 
 A call whose connection breaks (server restart, ``pg_terminate_backend``, network) is
@@ -10,7 +10,7 @@ reads are safe to repeat, and a write is one transaction, so it either committed
 not, and writing the same batch again leaves the same rows. A second failure raises
 ``BackendError``. So is a call that Postgres rolled back as a deadlock victim or for a
 serialization failure (SQLSTATE class 40): our writes cannot deadlock with each other
-(``_pg_sql.write_locks``), but a writer outside that discipline can, and so do two
+(``_sql.write_locks``), but a writer outside that discipline can, and so do two
 transactions swapping two facts' contents (each waits for the other in the ``UNIQUE
 (ns_path, content_hash)`` index, across keys); the retry then reports the duplicate.
 """
@@ -31,7 +31,7 @@ from psycopg.pq import TransactionStatus
 from psycopg.types import TypeInfo
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
-from langchain_ltm.backends._pg_sql import Exchange, Statement
+from langchain_ltm.backends.postgres._sql import Exchange, Statement
 from langchain_ltm.errors import BackendError, DuplicateFactError, EmbeddingDimensionError
 
 T = TypeVar("T")

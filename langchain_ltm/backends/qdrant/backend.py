@@ -2,7 +2,7 @@
 
 Items are stored in one collection as points laid out for ``langchain_qdrant``'s
 ``QdrantVectorStore`` (``page_content`` + ``metadata``), one point per embedded text, with
-our own payload fields next to them (see ``_qdrant_layout``). Point ids are deterministic
+our own payload fields next to them (see ``_layout``). Point ids are deterministic
 (``uuid5`` of namespace, key and index path), so writing an item twice, even from two
 processes at once, is an idempotent upsert.
 
@@ -28,7 +28,7 @@ request to an embedded client holds one lock per client; mirror reads need none.
 (``capabilities.cross_process_lock`` is ``False``). Embedded, that is exact: qdrant-client
 locks the folder to one process, whose callers serialize themselves. Opening a folder that
 another client holds waits up to ``lock_timeout`` seconds (2) for it, then raises a
-``BackendError`` saying what to do (``_qdrant_folder``), instead of qdrant-client's bare
+``BackendError`` saying what to do (``_folder``), instead of qdrant-client's bare
 ``RuntimeError``. A Qdrant server has
 no lock to take, so writers in several processes are not kept apart: their writes stay
 idempotent upserts, but two read-modify-write sequences on one user may interleave.
@@ -61,9 +61,19 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra ins
     ) from exc
 
 from langchain_ltm.backends._index import NamespaceIndex
-from langchain_ltm.backends._qdrant_folder import DEFAULT_LOCK_TIMEOUT, open_folder
-from langchain_ltm.backends._qdrant_layout import BOOL_INDEXES, INTEGER_INDEXES, KEYWORD_INDEXES
-from langchain_ltm.backends._qdrant_plans import (
+from langchain_ltm.backends.base import (
+    Capabilities,
+    Hit,
+    ItemKey,
+    ListRequest,
+    Record,
+    SearchRequest,
+    StoredItem,
+    VectorBackend,
+)
+from langchain_ltm.backends.qdrant._folder import DEFAULT_LOCK_TIMEOUT, open_folder
+from langchain_ltm.backends.qdrant._layout import BOOL_INDEXES, INTEGER_INDEXES, KEYWORD_INDEXES
+from langchain_ltm.backends.qdrant._plans import (
     Layout,
     Plan,
     Written,
@@ -77,16 +87,6 @@ from langchain_ltm.backends._qdrant_plans import (
     plan_sweep,
     plan_touch,
     plan_write,
-)
-from langchain_ltm.backends.base import (
-    Capabilities,
-    Hit,
-    ItemKey,
-    ListRequest,
-    Record,
-    SearchRequest,
-    StoredItem,
-    VectorBackend,
 )
 
 if TYPE_CHECKING:
@@ -535,7 +535,7 @@ def qdrant_backend(
         mirror: See :class:`QdrantBackend`.
         lock_timeout: Folder form only: seconds to wait while another client (another
             process, or another store in this one) has the folder open, before raising a
-            ``BackendError`` that says what to do (see ``_qdrant_folder``).
+            ``BackendError`` that says what to do (see ``_folder``).
         **client_options: More ``QdrantClient`` options for the URL form (``timeout``...).
 
     Example:

@@ -14,7 +14,8 @@ import numpy as np
 
 from langchain_ltm._filters import Condition, Filter, matches
 from langchain_ltm.backends._index import _top, page
-from langchain_ltm.backends._sqlite_sql import (
+from langchain_ltm.backends.base import Hit, SearchRequest, StoredItem
+from langchain_ltm.backends.sqlite._sql import (
     ITEM_COLUMNS,
     Decoder,
     Tables,
@@ -22,7 +23,6 @@ from langchain_ltm.backends._sqlite_sql import (
     chunks,
     scope_sql,
 )
-from langchain_ltm.backends.base import Hit, SearchRequest, StoredItem
 from langchain_ltm.errors import BackendError
 
 _JSON_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -3,7 +3,7 @@
 Schema (``table="ltm_items"``, created and migrated when the backend opens):
 
 ``ltm_items`` — one row per item: ``ns BLOB`` (the namespace, order-preserving: see
-    :func:`~langchain_ltm.backends._sqlite_sql.ns_key`), ``key``, ``value`` (JSON text),
+    :func:`~langchain_ltm.backends.sqlite._sql.ns_key`), ``key``, ``value`` (JSON text),
     ``content_hash`` (a fact's hash, indexed for exact dedup), ``created_at``,
     ``updated_at``, ``expires_at`` (integer microseconds since the epoch, UTC: exact and
     sortable), ``ttl_minutes``. The primary key ``(ns, key)`` is the index every scoped
@@ -33,7 +33,7 @@ all); writers wait for each other up to ``busy_timeout`` seconds, then get a
 ``BackendError`` saying what to do. Reads run in one snapshot each. Connections come from a
 small pool, one caller at a time per connection (``check_same_thread=False`` is safe so).
 
-Locks: :meth:`SqliteBackend.lock` is a per-scope ``flock`` (see ``_sqlite_lock``), not
+Locks: :meth:`SqliteBackend.lock` is a per-scope ``flock`` (see ``_lock``), not
 SQLite's write lock, which is database-wide: holding that for a whole decide-and-write
 (which can include a resolver's model call) would stop every other user's writes, and the
 checkpoints of a ``SqliteSaver`` sharing the file.
@@ -59,9 +59,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from langchain_ltm.backends import _sqlite_search as search_sql
-from langchain_ltm.backends import _sqlite_sql as sql
-from langchain_ltm.backends._sqlite_lock import CROSS_PROCESS, FileLocks, HeldLock
 from langchain_ltm.backends.base import (
     Capabilities,
     Hit,
@@ -75,6 +72,9 @@ from langchain_ltm.backends.base import (
     check_token,
     dimension_error,
 )
+from langchain_ltm.backends.sqlite import _search as search_sql
+from langchain_ltm.backends.sqlite import _sql as sql
+from langchain_ltm.backends.sqlite._lock import CROSS_PROCESS, FileLocks, HeldLock
 from langchain_ltm.errors import BackendError, EmbeddingDimensionError
 
 __all__ = ["SchemaVersionError", "SqliteBackend", "sqlite_backend"]
@@ -347,7 +347,7 @@ class SqliteBackend(VectorBackend):
         """Wait until this caller holds ``scope``'s lock on this file and table, in every process.
 
         A ``flock`` on one of 256 lock files next to the database (``{path}-locks/``); see
-        ``_sqlite_lock`` for what it excludes. It waits as long as it takes; a holder that
+        ``_lock`` for what it excludes. It waits as long as it takes; a holder that
         dies releases it. Not reentrant. Reads and writes do not take it.
 
         Example:

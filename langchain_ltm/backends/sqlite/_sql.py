@@ -1,4 +1,4 @@
-"""The SQLite engine's schema, encodings and statements, but search (``_sqlite_search``).
+"""The SQLite engine's schema, encodings and statements, but search (``_search``).
 
 See ``sqlite.py`` for the design.
 

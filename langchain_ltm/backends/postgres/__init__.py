@@ -1,0 +1,16 @@
+"""Postgres with pgvector (``pip install "langchain-ltm[postgres]"``).
+
+- :mod:`.backend`: ``PostgresBackend`` and :func:`postgres_backend` (URL, ``PGEngine`` or pool).
+- :mod:`._sql`: the statements (schema, reads, writes, key locks, TTL), as data.
+- :mod:`._conn`: running them on a pool, sync and async, with errors translated.
+- :mod:`._lock`: the cross-process per-user lock (transaction-level advisory locks).
+"""
+
+from langchain_ltm.backends.postgres.backend import (
+    DuplicateFactError,
+    PostgresBackend,
+    SchemaVersionError,
+    postgres_backend,
+)
+
+__all__ = ["DuplicateFactError", "PostgresBackend", "SchemaVersionError", "postgres_backend"]

@@ -1,0 +1,11 @@
+"""One SQLite file, Python's own ``sqlite3`` in WAL mode (no extra needed).
+
+- :mod:`.backend`: ``SqliteBackend`` and :func:`sqlite_backend`.
+- :mod:`._sql`: the tables, the order-preserving namespace key, reads and writes.
+- :mod:`._search`: exact per-user search (numpy over the user's key range) and filters.
+- :mod:`._lock`: the cross-process per-user lock (``flock`` stripes beside the file).
+"""
+
+from langchain_ltm.backends.sqlite.backend import SchemaVersionError, SqliteBackend, sqlite_backend
+
+__all__ = ["SchemaVersionError", "SqliteBackend", "sqlite_backend"]
