@@ -268,6 +268,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         table: str = "ltm_items",
         dims: int | None = None,
         busy_timeout: float = 10.0,
+        vector_cache_mb: float = 256.0,
         namespace: tuple[str, ...] = ("memories",),
         **kwargs: Any,
     ) -> LongTermMemoryStore:
@@ -285,6 +286,8 @@ class LongTermMemoryStore(FactAPI, BaseStore):
             table: Items table (also ``{table}_vectors``, ``_schema``, ``_meta``).
             dims: Vector size (read from the file, or learned at the first write).
             busy_timeout: Seconds a write waits for another process's write.
+            vector_cache_mb: Megabytes of searched users' vectors kept between searches
+                while the file is unchanged (0: none).
             namespace: Namespace prefix of the fact API.
             **kwargs: Other ``LongTermMemoryStore`` options (``merge_threshold``, ...).
 
@@ -298,7 +301,13 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         """
         from langchain_ltm.backends.sqlite import sqlite_backend
 
-        backend = sqlite_backend(path, table=table, dims=dims, busy_timeout=busy_timeout)
+        backend = sqlite_backend(
+            path,
+            table=table,
+            dims=dims,
+            busy_timeout=busy_timeout,
+            vector_cache_mb=vector_cache_mb,
+        )
         return cls(backend, embeddings=embeddings, namespace=namespace, **kwargs)
 
     def with_options(

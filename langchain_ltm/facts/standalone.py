@@ -118,6 +118,7 @@ class FactStore(FactAPI):
         table: str = "ltm_items",
         dims: int | None = None,
         busy_timeout: float = 10.0,
+        vector_cache_mb: float = 256.0,
         **options: Any,
     ) -> FactStore:
         """Facts in one SQLite file: the engine of ``LongTermMemoryStore.from_sqlite``.
@@ -128,11 +129,19 @@ class FactStore(FactAPI):
             table: Items table (also ``{table}_vectors``, ``_schema``, ``_meta``).
             dims: Vector size (read from the file, or learned at the first write).
             busy_timeout: Seconds a write waits for another process's write.
+            vector_cache_mb: Megabytes of searched users' vectors kept between searches
+                while the file is unchanged (0: none).
             **options: The other ``FactStore`` options (``namespace``, ``merge_threshold``...).
         """
         from langchain_ltm.backends.sqlite import sqlite_backend
 
-        backend = sqlite_backend(path, table=table, dims=dims, busy_timeout=busy_timeout)
+        backend = sqlite_backend(
+            path,
+            table=table,
+            dims=dims,
+            busy_timeout=busy_timeout,
+            vector_cache_mb=vector_cache_mb,
+        )
         return cls(backend, embeddings, **options)
 
     @classmethod

@@ -12,6 +12,7 @@ import sqlite3
 import threading
 import time
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -446,3 +447,71 @@ def test_an_old_sqlite_is_a_clear_error(path, monkeypatch):
     monkeypatch.setattr(sqlite3, "sqlite_version_info", (3, 22, 0))
     with pytest.raises(BackendError, match=r"needs SQLite 3\.24\.0 or newer"):
         sqlite_backend(path)
+
+
+def test_searched_vectors_are_cached_until_anyone_commits(path, backend, tmp_path):
+    """The scope cache serves repeated searches, and no commit (this backend's, another
+    connection's, another process's) leaves a search reading stale vectors."""
+    import subprocess
+    import sys
+
+    store = store_on(backend)
+    other = store_on(sqlite_backend(path))
+    store.remember("u1", "likes green tea")
+
+    def recall(text: str) -> list[str]:
+        return [f.content for f in store.recall("u1", text, min_score=-1)]
+
+    assert recall("tea") == ["likes green tea"]
+    hits = backend.scope_cache.hits
+    assert recall("tea") == ["likes green tea"] and backend.scope_cache.hits == hits + 1
+    other.remember("u1", "drinks black coffee")  # another connection commits
+    assert recall("coffee")[:1] == ["drinks black coffee"]
+    store.remember("u1", "owns a cat")  # this backend's own write
+    assert recall("cat")[:1] == ["owns a cat"]
+    script = (  # another process adds a fact and forgets the tea
+        "import sys\n"
+        "from langchain_ltm import LongTermMemoryStore\n"
+        "from langchain_ltm.backends.sqlite import sqlite_backend\n"
+        "from tests.fakes import KeywordEmbeddings\n"
+        "s = LongTermMemoryStore(sqlite_backend(sys.argv[1]), embeddings=KeywordEmbeddings())\n"
+        "s.remember('u1', 'plays the cello')\n"
+        "tea = [f for f in s.list_all('u1') if 'tea' in f.content][0]\n"
+        "assert s.forget('u1', tea.id)\n"
+    )
+    root = str(Path(__file__).resolve().parents[2])
+    subprocess.run([sys.executable, "-c", script, str(path)], check=True, cwd=root)
+    found = recall("cello tea")
+    assert found[:1] == ["plays the cello"] and "likes green tea" not in found
+    other.backend.close()
+
+
+def test_the_scope_cache_is_bounded_and_forgets_on_close(path, backend):
+    from langchain_ltm.backends.sqlite._cache import ScopeCache, ScopeVectors
+
+    cache = ScopeCache(max_bytes=100)
+    row = ScopeVectors(np.zeros(1, dtype=np.int64), np.array([40]), bytes(40))
+    assert cache.lookup(7, ("a",)) is None
+    for name in "abc":
+        cache.store(7, (name,), row)
+    assert cache.lookup(7, ("a",)) is None and cache.lookup(7, ("c",)) is row  # LRU, 100 bytes
+    cache.store(6, ("d",), row)  # read before the last commit seen: not kept
+    assert cache.lookup(7, ("d",)) is None
+    assert cache.lookup(8, ("c",)) is None and cache.lookup(8, ("b",)) is None  # new version
+    store = store_on(backend)
+    store.remember("u1", "likes tea")
+    store.recall("u1", "tea")
+    store.close()
+    assert backend.scope_cache._entries == {}
+
+
+def test_vector_cache_size_is_an_option(path):
+    with pytest.raises(ValueError, match="vector_cache_mb must be a number >= 0, got -1"):
+        sqlite_backend(path, vector_cache_mb=-1)
+    off = sqlite_backend(path, vector_cache_mb=0)
+    store = store_on(off)
+    store.remember("u1", "likes tea")
+    for _ in range(3):
+        assert [f.content for f in store.recall("u1", "tea")] == ["likes tea"]
+    assert off.scope_cache.hits == 0  # nothing kept
+    off.close()

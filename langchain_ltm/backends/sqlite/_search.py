@@ -15,6 +15,7 @@ import numpy as np
 from langchain_ltm._filters import Condition, Filter, matches
 from langchain_ltm.backends._index import _top, page
 from langchain_ltm.backends.base import Hit, SearchRequest, StoredItem
+from langchain_ltm.backends.sqlite._cache import ScopeCache, ScopeVectors
 from langchain_ltm.backends.sqlite._sql import (
     ITEM_COLUMNS,
     Decoder,
@@ -98,10 +99,16 @@ def _pushdown(cond: Condition, alias: str, params: list[Any]) -> str | None:
 # ---- search ----------------------------------------------------------------------------
 
 
-def search(conn: sqlite3.Connection, t: Tables, request: SearchRequest) -> list[list[Hit]]:
+def search(
+    conn: sqlite3.Connection,
+    t: Tables,
+    request: SearchRequest,
+    cache: tuple[ScopeCache, int] | None = None,
+) -> list[list[Hit]]:
+    """The hits of ``request`` (one list per query vector); ``cache``: vectors, file version."""
     if request.vectors is None:
         return [_unranked(conn, t, request, None)]
-    return _ranked(conn, t, request)
+    return _ranked(conn, t, request, cache)
 
 
 def _unranked(
@@ -149,6 +156,23 @@ def _unranked(
     return passed[offset:] if limit is None else passed[offset : offset + limit]
 
 
+def _cached_vectors(
+    conn: sqlite3.Connection,
+    t: Tables,
+    prefix: tuple[str, ...],
+    cache: tuple[ScopeCache, int] | None,
+) -> ScopeVectors:
+    """:func:`_vectors_in_scope`, from ``cache`` when the file is unchanged since it read them."""
+    if cache is None:
+        return ScopeVectors(*_vectors_in_scope(conn, t, prefix))
+    scopes, version = cache
+    found = scopes.lookup(version, prefix)
+    if found is None:
+        found = ScopeVectors(*_vectors_in_scope(conn, t, prefix))
+        scopes.store(version, prefix, found)
+    return found
+
+
 def _vectors_in_scope(
     conn: sqlite3.Connection, t: Tables, prefix: tuple[str, ...]
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], bytes]:
@@ -188,7 +212,12 @@ def _vectors_in_scope(
     )
 
 
-def _ranked(conn: sqlite3.Connection, t: Tables, request: SearchRequest) -> list[list[Hit]]:
+def _ranked(
+    conn: sqlite3.Connection,
+    t: Tables,
+    request: SearchRequest,
+    cache: tuple[ScopeCache, int] | None,
+) -> list[list[Hit]]:
     """Exact: every vector in scope is scored with numpy, items are read best-first.
 
     The vectors under the prefix come from the primary key's range (ties in score keep its
@@ -200,7 +229,7 @@ def _ranked(conn: sqlite3.Connection, t: Tables, request: SearchRequest) -> list
     assert request.vectors is not None
     queries = np.ascontiguousarray(request.vectors, dtype=np.float32)
     dims = queries.shape[1]
-    rowids, sizes, blob = _vectors_in_scope(conn, t, request.prefix)
+    rowids, sizes, blob = _cached_vectors(conn, t, request.prefix, cache)
     n = len(rowids)
     if n:
         if (sizes % (4 * dims)).any():

@@ -74,6 +74,7 @@ from langchain_ltm.backends.base import (
 )
 from langchain_ltm.backends.sqlite import _search as search_sql
 from langchain_ltm.backends.sqlite import _sql as sql
+from langchain_ltm.backends.sqlite._cache import ScopeCache
 from langchain_ltm.backends.sqlite._lock import CROSS_PROCESS, FileLocks, HeldLock
 from langchain_ltm.errors import BackendError, EmbeddingDimensionError
 
@@ -83,6 +84,7 @@ SchemaVersionError = sql.SchemaVersionError
 T = TypeVar("T")
 
 DEFAULT_BUSY_TIMEOUT = 10.0
+DEFAULT_VECTOR_CACHE_MB = 256.0  # 170,000 vectors of 384 floats
 _IDLE_CONNECTIONS = 4
 _OLDEST_SQLITE = (3, 24, 0)  # UPSERT; the JSON functions too (built in since 3.38)
 _WORKERS = 4
@@ -120,8 +122,11 @@ class SqliteBackend(VectorBackend):
         table: str = "ltm_items",
         dims: int | None = None,
         busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+        vector_cache_mb: float = DEFAULT_VECTOR_CACHE_MB,
     ) -> None:
         path = os.fspath(path)
+        if not isinstance(vector_cache_mb, (int, float)) or vector_cache_mb < 0:
+            raise ValueError(f"vector_cache_mb must be a number >= 0, got {vector_cache_mb!r}.")
         if path == ":memory:" or path.startswith("file:") or not path:
             raise ValueError(
                 f"sqlite_backend() needs a file path, got {path!r}: several connections and "
@@ -155,6 +160,11 @@ class SqliteBackend(VectorBackend):
         self._pid = os.getpid()
         self._inherited: list[sqlite3.Connection] = []
         self._executor: ThreadPoolExecutor | None = None
+        # the vectors of searched scopes, kept while the file is unchanged (0 MB: none)
+        self.scope_cache = ScopeCache(int(vector_cache_mb * 1024 * 1024))
+        self._watcher: sqlite3.Connection | None = None  # never writes: sees every commit
+        self._watcher_pid = 0
+        self._watch_lock = threading.Lock()
 
     # ---- connections --------------------------------------------------------------------
 
@@ -274,6 +284,11 @@ class SqliteBackend(VectorBackend):
             executor, self._executor = self._executor, None
         for conn in idle:
             conn.close()
+        with self._watch_lock:
+            watcher, self._watcher = self._watcher, None
+        if watcher is not None and self._watcher_pid == os.getpid():
+            watcher.close()
+        self.scope_cache.clear()
         if executor is not None:
             executor.shutdown(wait=False)
 
@@ -289,12 +304,31 @@ class SqliteBackend(VectorBackend):
         return self._read("get", lambda conn: sql.get_items(conn, self.tables, keys))
 
     def search(self, request: SearchRequest) -> list[list[Hit]]:  # noqa: D102
+        cache = None
+        if request.vectors is not None:  # read before the snapshot: never newer than it
+            cache = (self.scope_cache, self._data_version())
+
         def run(conn: sqlite3.Connection) -> list[list[Hit]]:
             if request.vectors is not None:
                 self._check_query(conn, request.vectors.shape[1])
-            return search_sql.search(conn, self.tables, request)
+            return search_sql.search(conn, self.tables, request, cache)
 
         return self._read("search", run)
+
+    def _data_version(self) -> int:
+        """SQLite's ``data_version`` on a connection that never writes.
+
+        It changes with every commit by any other connection: this process's pool, and
+        other processes.
+        """
+        try:
+            with self._watch_lock:
+                if self._watcher is None or self._watcher_pid != os.getpid():
+                    self._watcher, self._watcher_pid = self._connect(), os.getpid()
+                (version,) = self._watcher.execute("PRAGMA data_version").fetchone()
+                return int(version)
+        except sqlite3.Error as exc:
+            raise self._translate(exc, "search") from exc
 
     def list_namespaces(self, request: ListRequest) -> list[tuple[str, ...]]:  # noqa: D102
         return self._read(
@@ -464,6 +498,7 @@ def sqlite_backend(
     table: str = "ltm_items",
     dims: int | None = None,
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+    vector_cache_mb: float = DEFAULT_VECTOR_CACHE_MB,
 ) -> SqliteBackend:
     """A :class:`SqliteBackend` on the file ``path``, tables created or migrated.
 
@@ -474,6 +509,9 @@ def sqlite_backend(
         dims: Embedding size. ``None``: read from the file, or learnt at the first write.
         busy_timeout: Seconds a write waits for another process's write transaction
             before raising ``BackendError`` (readers never wait: WAL mode).
+        vector_cache_mb: Megabytes of searched users' vectors kept between searches while
+            nothing is committed to the file (any commit, by any process, empties it; 0:
+            none). A search otherwise re-reads every vector of the user from the file.
 
     Returns:
         The backend, ready for ``LongTermMemoryStore(backend, embeddings=...)``.
@@ -485,7 +523,9 @@ def sqlite_backend(
         (384, '"ltm_items_vectors"', 10.0)
         >>> backend.close()
     """
-    backend = SqliteBackend(path, table=table, dims=dims, busy_timeout=busy_timeout)
+    backend = SqliteBackend(
+        path, table=table, dims=dims, busy_timeout=busy_timeout, vector_cache_mb=vector_cache_mb
+    )
     try:
         backend.setup()
     except BaseException:
