@@ -324,6 +324,8 @@ class SqliteBackend(VectorBackend):
         try:
             with self._watch_lock:
                 if self._watcher is None or self._watcher_pid != os.getpid():
+                    # its numbers mean nothing to another connection's (a fork's, say)
+                    self.scope_cache.clear()
                     self._watcher, self._watcher_pid = self._connect(), os.getpid()
                 (version,) = self._watcher.execute("PRAGMA data_version").fetchone()
                 return int(version)
