@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import copy
-import importlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -19,7 +18,7 @@ from langchain_ltm._embedder import Embedder
 from langchain_ltm._ops import fact_prefix, plan_batch, tokenize_fields
 from langchain_ltm._steps import Logic, call, run_async, run_sync
 from langchain_ltm._ttl import SweeperTask, SweeperThread, check_ttl_config, interval_minutes
-from langchain_ltm.backends import backend_for
+from langchain_ltm.backends import backend_for, engine
 from langchain_ltm.backends.base import (
     ItemKey,
     ListRequest,
@@ -29,7 +28,6 @@ from langchain_ltm.backends.base import (
     VectorBackend,
     is_alive,
 )
-from langchain_ltm.errors import MissingDependencyError
 from langchain_ltm.facts import reads
 from langchain_ltm.facts._locks import UserLocks
 from langchain_ltm.facts.api import FactAPI
@@ -207,7 +205,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
             ...     "postgresql://app@localhost/app", embeddings
             ... )
         """
-        postgres = _optional("langchain_ltm.backends.postgres", "postgres")
+        postgres = engine("postgres", "postgres")
         backend = postgres.postgres_backend(conn, table=table, schema=schema, dims=dims)
         return cls(backend, embeddings=embeddings, namespace=namespace, **kwargs)
 
@@ -248,7 +246,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
             >>> store.remember("u1", "likes tea").action
             'created'
         """
-        qdrant = _optional("langchain_ltm.backends.qdrant", "qdrant")
+        qdrant = engine("qdrant", "qdrant")
         backend = qdrant.qdrant_backend(
             client_or_url_or_path,
             collection=collection,
@@ -538,15 +536,3 @@ class LongTermMemoryStore(FactAPI, BaseStore):
             max_queries=self.max_queries,
             history_limit=self.history_limit,
         )
-
-
-def _optional(module: str, extra: str) -> Any:
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        if isinstance(exc, MissingDependencyError):
-            raise
-        raise MissingDependencyError(
-            f"This engine needs optional packages ({exc.name} is missing): "
-            f'pip install "langchain-ltm[{extra}]"'
-        ) from exc

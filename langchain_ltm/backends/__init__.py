@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from langchain_ltm.backends.base import Capabilities, VectorBackend
-from langchain_ltm.errors import UnsupportedVectorStoreError
+from langchain_ltm.errors import MissingDependencyError, UnsupportedVectorStoreError
 
-__all__ = ["Capabilities", "VectorBackend", "backend_for"]
+__all__ = ["Capabilities", "VectorBackend", "backend_for", "engine"]
+
+
+def engine(name: str, extra: str) -> Any:
+    """The engine ``langchain_ltm.backends.<name>``; a missing extra says what to install."""
+    try:
+        return importlib.import_module(f"langchain_ltm.backends.{name}")
+    except ImportError as exc:
+        if isinstance(exc, MissingDependencyError):
+            raise
+        raise MissingDependencyError(
+            f"This engine needs optional packages ({exc.name} is missing): "
+            f'pip install "langchain-ltm[{extra}]"'
+        ) from exc
 
 
 def backend_for(vectorstore: Any) -> VectorBackend:

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_ltm._embedder import Embedder
 from langchain_ltm.backends.base import VectorBackend
-from langchain_ltm.errors import MissingDependencyError
 from langchain_ltm.facts._locks import UserLocks
 from langchain_ltm.facts.api import FactAPI
 from langchain_ltm.facts.context import FactContext
@@ -168,14 +167,11 @@ class FactStore(FactAPI):
             dims: Vector size (read from the table, or learned at the first write).
             **options: The other ``FactStore`` options (``namespace``, ``merge_threshold``...).
         """
-        try:
-            from langchain_ltm.backends.postgres import postgres_backend
-        except ImportError as exc:
-            raise MissingDependencyError(
-                f"Postgres needs optional packages ({exc.name} is missing): "
-                'pip install "langchain-ltm[postgres]"'
-            ) from exc
-        backend = postgres_backend(conn, table=table, schema=schema, dims=dims)
+        from langchain_ltm.backends import engine
+
+        backend = engine("postgres", "postgres").postgres_backend(
+            conn, table=table, schema=schema, dims=dims
+        )
         return cls(backend, embeddings, **options)
 
     @property

@@ -169,3 +169,17 @@ def commands_stay_light(url: str) -> None:
 
 def test_a_fact_command_imports_neither_langgraph_nor_langchain(tmp_path):
     commands_stay_light(f"sqlite:///{tmp_path}/m.db")
+
+
+def test_a_missing_engine_extra_says_what_to_install(monkeypatch):
+    """Both classes' Postgres factory, without psycopg: the same MissingDependencyError."""
+    from langchain_ltm.errors import MissingDependencyError
+
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as without the [postgres] extra
+    for name in [m for m in sys.modules if m.startswith("langchain_ltm.backends.postgres")]:
+        monkeypatch.delitem(sys.modules, name)
+    emb = DeterministicFakeEmbedding(size=8)
+    hint = r'pip install "langchain-ltm\[postgres\]"'
+    for factory in (FactStore.from_postgres, LongTermMemoryStore.from_postgres):
+        with pytest.raises(MissingDependencyError, match=hint):
+            factory("postgresql://nobody@localhost/none", emb)
