@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -17,10 +18,16 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
 
 from langchain_ltm import LongTermMemoryStore, MissingUserIdError
 from langchain_ltm.agents._registry import session_namespace
-from langchain_ltm.agents.session import CONTEXT_HEADER, SessionMemoryMiddleware
+from langchain_ltm.agents.session import (
+    CONTEXT_HEADER,
+    DEFAULT_SESSION_MIN_SCORE,
+    SessionMemoryMiddleware,
+)
+from langchain_ltm.embeddings import LocalMiniLMEmbeddings
 from tests.fakes import KeywordEmbeddings
 
 
@@ -287,7 +294,8 @@ def test_relevance_context_is_appended_to_the_system_prompt(store):
 
 
 def test_both_sends_the_window_and_relevant_turns_not_already_in_it(store):
-    agent, model = build(store, retrieval="both", limit=2, relevant_turns=2)
+    # no floor: the cat turn scores ~0 here, and this test is about which turns fill the slots
+    agent, model = build(store, retrieval="both", limit=2, relevant_turns=2, min_score=None)
     for text in ("I love hiking in the alps", "my cat is named tom", "pasta with alps cheese"):
         agent.invoke(say(text), run())
     agent.invoke(say("hiking in the alps again"), run())
@@ -300,6 +308,97 @@ def test_both_sends_the_window_and_relevant_turns_not_already_in_it(store):
     assert "I love hiking in the alps" in block
     assert "pasta" not in block  # already in the window, not repeated
     assert block.count("User:") == 2  # the window's turn left out, the next best brought in
+
+
+# ---- min_score: a floor on relevance, with the real offline embeddings -----------------------
+
+FILLER = "filler message number 0 about nothing"
+MARATHON = "I signed up for the Berlin marathon on September 29"
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    return LocalMiniLMEmbeddings()
+
+
+@pytest.fixture
+def real_store(minilm):
+    return LongTermMemoryStore(InMemoryVectorStore(minilm))
+
+
+async def ask(agent, text, config, mode):
+    if mode == "sync":
+        return agent.invoke(say(text), config)
+    return await agent.ainvoke(say(text), config)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_a_new_users_filler_turn_is_not_sent_as_relevant(real_store, mode):
+    agent, model = build(real_store, retrieval="relevance")
+    await ask(agent, FILLER, run(thread="A"), mode)
+    await ask(agent, "when is my marathon", run(thread="B"), mode)
+    assert [m.type for m in model.requests[-1]] == ["human"]  # nothing scored 0.2
+
+    await ask(agent, MARATHON, run(thread="C"), mode)
+    await ask(agent, "when is my marathon", run(thread="D"), mode)
+    block = context_of(model.requests[-1])
+    users = [line.split("User: ", 1)[1] for line in block.splitlines() if "User: " in line]
+    # relevant_turns=3, but the filler turn scores below 0.2: the marathon turn and the same
+    # question asked in thread B are sent
+    assert users == ["when is my marathon", MARATHON]
+    assert FILLER not in block
+
+
+def test_without_a_floor_every_relevant_turn_is_sent_as_before(real_store):
+    agent, model = build(real_store, retrieval="relevance", min_score=None)
+    for thread, text in (("A", FILLER), ("B", "ok thanks"), ("C", MARATHON)):
+        agent.invoke(say(text), run(thread=thread))
+    agent.invoke(say("when is my marathon"), run(thread="D"))
+    block = context_of(model.requests[-1])
+    assert block.count("User:") == 3  # relevant_turns=3, whatever they score
+    assert block.index(MARATHON) < block.index(FILLER)  # still most relevant first
+    assert "ok thanks" in block
+
+
+@pytest.mark.parametrize(("min_score", "sent"), [(None, 3), (0.2, 1)])
+def test_both_applies_the_floor_to_the_relevant_turns_not_to_the_window(
+    real_store, min_score, sent
+):
+    agent, model = build(real_store, retrieval="both", limit=2, min_score=min_score)
+    for text in (MARATHON, FILLER, "ok thanks"):
+        agent.invoke(say(text), run(thread="A"))
+    agent.invoke(say("hi"), run(thread="B"))
+    agent.invoke(say("when is my marathon"), run(thread="B"))
+    request = model.requests[-1]
+    assert shape(earlier(request)) == [("human", "hi"), ("ai", "sure: hi")]  # window unfiltered
+    block = context_of(request)
+    assert MARATHON in block
+    assert block.count("User:") == sent
+    assert (FILLER in block) is (min_score is None)
+
+
+def test_the_floor_keeps_a_turn_scoring_exactly_min_score(real_store):
+    query = "did I register for a race?"
+    indexer, _ = build(real_store, retrieval="relevance")
+    indexer.invoke(say(MARATHON), run("measured", thread="A"))
+    (hit,) = real_store.search(session_namespace("measured"), query=query, limit=5)
+    assert hit.score is not None
+    for user, floor, kept in (
+        ("at", hit.score, True),
+        ("above", math.nextafter(hit.score, 2.0), False),
+    ):
+        indexer.invoke(say(MARATHON), run(user, thread="A"))  # the same single turn, scored alike
+        agent, model = build(real_store, retrieval="relevance", min_score=floor)
+        agent.invoke(say(query), run(user, thread="B"))
+        assert (MARATHON in context_of(model.requests[-1])) is kept, (floor, hit.score)
+
+
+def test_turns_a_store_returns_without_a_score_are_not_filtered():
+    store = InMemoryStore()  # no embedding index: search returns items with score None
+    agent, model = build(store, retrieval="relevance")
+    agent.invoke(say(FILLER), run(thread="A"))
+    agent.invoke(say("when is my marathon"), run(thread="B"))
+    assert FILLER in context_of(model.requests[-1])
 
 
 # ---- (6): async -------------------------------------------------------------------------------
@@ -460,11 +559,26 @@ async def test_concurrent_async_runs_of_two_users_do_not_mix(store):
         ({"limit": 2.5}, "limit must be a positive int"),
         ({"relevant_turns": 0}, "relevant_turns must be a positive int"),
         ({"user_id_key": ""}, "user_id_key must be a non-empty str"),
+        *(
+            ({"min_score": bad}, r"min_score must be a cosine similarity in \[-1, 1\], or None")
+            for bad in (1.5, -1.01, float("nan"), float("inf"), True, "0.2", [0.2])
+        ),
     ],
 )
 def test_bad_options_are_refused(store, options, message):
     with pytest.raises(ValueError, match=message):
         SessionMemoryMiddleware(store, **options)
+
+
+@pytest.mark.parametrize("good", [-1, -1.0, 0, 0.2, 1, 1.0, None])
+def test_min_score_accepts_any_cosine_or_none(store, good):
+    middleware = SessionMemoryMiddleware(store, min_score=good)
+    assert middleware.min_score == good
+    assert middleware.min_score is None or isinstance(middleware.min_score, float)
+
+
+def test_min_score_defaults_to_the_measured_floor(store):
+    assert SessionMemoryMiddleware(store).min_score == DEFAULT_SESSION_MIN_SCORE == 0.2
 
 
 def test_no_limit(store):
