@@ -101,10 +101,15 @@ def _import_record(obj: Any, line: str, where: str, max_chars: int) -> dict[str,
         raise InputError(f"{where}: {_LINE_HINT}; got {shown}")
     content = validate_text(text, f"{where}: fact", max_chars)
     if not isinstance(obj, dict) or "id" not in obj:
-        plain = {"content": content}
-        if isinstance(obj, dict) and obj.get("expires_at") is not None:  # left out once past
-            plain["expires_at"] = obj["expires_at"]
-            _check_time(plain, "expires_at", where)
+        plain: dict[str, Any] = {"content": content}
+        if isinstance(obj, dict):
+            # expires_at: left out once past; valid_from: when it was said; metadata: kept
+            for field in ("expires_at", "valid_from"):
+                if obj.get(field) is not None:
+                    plain[field] = obj[field]
+                    _check_time(plain, field, where)
+            if obj.get("metadata") is not None:
+                plain["metadata"] = _metadata(obj["metadata"], where)
         return plain
     fact_id = obj["id"]
     if not isinstance(fact_id, str) or not fact_id.strip() or "@" in fact_id:
@@ -135,14 +140,21 @@ def _import_record(obj: Any, line: str, where: str, max_chars: int) -> dict[str,
         for field in ("valid_from", "valid_to"):
             _check_time(version, field, what)
     record["history"] = [
-        {k: v.get(k) for k in ("content", "valid_from", "valid_to")} for v in history
+        {
+            **{k: v.get(k) for k in ("content", "valid_from", "valid_to")},
+            "metadata": _metadata(v.get("metadata") or {}, f"{where}: history[{n}]"),
+        }
+        for n, v in enumerate(history, start=1)
     ]
-    metadata = obj.get("metadata") or {}
-    if not isinstance(metadata, dict):
-        raise InputError(f"{where}: metadata must be an object, got {metadata!r}.")
-    record["metadata"] = metadata
+    record["metadata"] = _metadata(obj.get("metadata") or {}, where)
     record["content"] = content
     return record
+
+
+def _metadata(metadata: Any, where: str) -> dict[str, Any]:
+    if not isinstance(metadata, dict):
+        raise InputError(f"{where}: metadata must be an object, got {metadata!r}.")
+    return metadata
 
 
 def _check_time(record: dict[str, Any], field: str, where: str) -> None:

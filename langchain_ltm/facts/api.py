@@ -71,7 +71,14 @@ class FactAPI(ABC):
 
     @overload
     def remember(
-        self, user_id: str, facts: str, *, pinned: bool = ..., ttl: float | None = ...
+        self,
+        user_id: str,
+        facts: str,
+        *,
+        pinned: bool = ...,
+        ttl: float | None = ...,
+        metadata: Mapping[str, Any] | None = ...,
+        observed_at: datetime | None = ...,
     ) -> RememberResult: ...
     @overload
     def remember(
@@ -81,6 +88,8 @@ class FactAPI(ABC):
         *,
         pinned: bool = ...,
         ttl: float | None = ...,
+        metadata: Mapping[str, Any] | None = ...,
+        observed_at: datetime | None = ...,
     ) -> list[RememberResult]: ...
     def remember(
         self,
@@ -89,6 +98,8 @@ class FactAPI(ABC):
         *,
         pinned: bool = False,
         ttl: float | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        observed_at: datetime | None = None,
     ) -> RememberResult | list[RememberResult]:
         """Store one fact or a batch (one embedding call), deduplicated per user.
 
@@ -107,16 +118,61 @@ class FactAPI(ABC):
                 outlive a situation ("reported a lost card this morning"). The fact and
                 its versions expire together; a new version keeps the TTL, counted from
                 that write. A duplicate writes nothing, so its TTL is unchanged.
-                ``ttl_config`` has no say here: ``default_ttl`` is for ``put``.
+                ``ttl_config`` has no say here: ``default_ttl`` is for ``put``. The TTL
+                counts from the write, never from ``observed_at``.
+            metadata: JSON fields stored with the facts (where they came from: a source,
+                a session, a speaker), returned in ``Fact.metadata`` and searchable with
+                ``recall(..., filter=)``. Each version keeps the metadata it was said with:
+                a new version gets the metadata of the text it replaces with these keys on
+                top. Keys of the fact layout (``content``, ``valid_from``, ``pinned``, ...)
+                and values that are not JSON raise ``InvalidFactError``. A duplicate writes
+                nothing, so its metadata is unchanged.
+            observed_at: When the facts were said (timezone-aware, not in the future), for
+                a backfill of old conversations: it becomes their ``valid_from`` (and a new
+                fact's ``created_at``), and the version a fact replaces ends there, so
+                ``history`` and ``recall(as_of=)`` follow what was said when. A fact said
+                before its stored current text (an out-of-order backfill) becomes an
+                earlier version and the current text stays current; the same text said at
+                the same moment again is a ``duplicate``. Default: now.
 
         Returns:
             A ``RememberResult`` per fact.
+
+        Example:
+            >>> from datetime import datetime, timezone
+            >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+            >>> from langchain_core.vectorstores import InMemoryVectorStore
+            >>> from langchain_ltm import LongTermMemoryStore
+            >>> emb = DeterministicFakeEmbedding(size=16)
+            >>> store = LongTermMemoryStore(InMemoryVectorStore(emb))
+            >>> said = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
+            >>> r = store.remember("u1", "Went to a support group", metadata={"session": 1},
+            ...                    observed_at=said)
+            >>> r.fact.valid_from.date().isoformat(), dict(r.fact.metadata)
+            ('2023-05-08', {'session': 1})
         """
-        return run_sync(writes.remember(self._facts, user_id, facts, pinned=pinned, ttl=ttl))
+        return run_sync(
+            writes.remember(
+                self._facts,
+                user_id,
+                facts,
+                pinned=pinned,
+                ttl=ttl,
+                metadata=metadata,
+                observed_at=observed_at,
+            )
+        )
 
     @overload
     async def aremember(
-        self, user_id: str, facts: str, *, pinned: bool = ..., ttl: float | None = ...
+        self,
+        user_id: str,
+        facts: str,
+        *,
+        pinned: bool = ...,
+        ttl: float | None = ...,
+        metadata: Mapping[str, Any] | None = ...,
+        observed_at: datetime | None = ...,
     ) -> RememberResult: ...
     @overload
     async def aremember(
@@ -126,6 +182,8 @@ class FactAPI(ABC):
         *,
         pinned: bool = ...,
         ttl: float | None = ...,
+        metadata: Mapping[str, Any] | None = ...,
+        observed_at: datetime | None = ...,
     ) -> list[RememberResult]: ...
     async def aremember(
         self,
@@ -134,9 +192,21 @@ class FactAPI(ABC):
         *,
         pinned: bool = False,
         ttl: float | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        observed_at: datetime | None = None,
     ) -> RememberResult | list[RememberResult]:
         """Async twin of :meth:`remember`."""
-        return await run_async(writes.remember(self._facts, user_id, facts, pinned=pinned, ttl=ttl))
+        return await run_async(
+            writes.remember(
+                self._facts,
+                user_id,
+                facts,
+                pinned=pinned,
+                ttl=ttl,
+                metadata=metadata,
+                observed_at=observed_at,
+            )
+        )
 
     def pinned(self, user_id: str) -> list[Fact]:
         """The user's pinned facts, oldest first (nothing is embedded)."""
@@ -172,6 +242,7 @@ class FactAPI(ABC):
         min_score: float | None = None,
         include_history: bool = False,
         as_of: datetime | None = None,
+        filter: Mapping[str, Any] | None = None,
     ) -> list[RecalledFact]:
         """The user's facts most similar to any of the phrasings, each once, best first.
 
@@ -183,9 +254,17 @@ class FactAPI(ABC):
             include_history: Also search earlier versions; a fact found through one is
                 returned with that text and ``superseded=True``.
             as_of: Answer with the texts that were current at this (timezone-aware) moment.
+            filter: Only facts whose metadata match, with BaseStore's filter operators
+                (``{"source": "chat", "session": {"$gte": 3}}``; ``$eq $ne $gt $gte $lt
+                $lte``). The engine applies it inside the user's scope before ranking, so
+                ``limit`` facts come back whenever that many match. Earlier versions
+                (``include_history``, ``as_of``) are matched on their own metadata. A bad
+                filter, or one on a key of the fact layout, raises ``InvalidFilterError``.
         """
         return run_sync(
-            reads.recall(self._facts, user_id, queries, limit, min_score, include_history, as_of)
+            reads.recall(
+                self._facts, user_id, queries, limit, min_score, include_history, as_of, filter
+            )
         )
 
     async def arecall(
@@ -197,10 +276,13 @@ class FactAPI(ABC):
         min_score: float | None = None,
         include_history: bool = False,
         as_of: datetime | None = None,
+        filter: Mapping[str, Any] | None = None,
     ) -> list[RecalledFact]:
         """Async twin of :meth:`recall`."""
         return await run_async(
-            reads.recall(self._facts, user_id, queries, limit, min_score, include_history, as_of)
+            reads.recall(
+                self._facts, user_id, queries, limit, min_score, include_history, as_of, filter
+            )
         )
 
     def history(self, user_id: str, fact_id: str) -> list[FactVersion]:

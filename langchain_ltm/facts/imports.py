@@ -3,7 +3,7 @@
 ``import_user`` is the logic of ``LongTermMemoryStore.import_user`` / ``FactStore.import_user``:
 records are checked first (a bad one raises before anything is written), records whose
 ``expires_at`` has passed are left out, then exported facts are restored with their ids,
-timestamps, versions and expiry, and the rest are merged.
+timestamps, versions (each with its metadata) and expiry, and the rest are merged.
 """
 
 from __future__ import annotations
@@ -24,9 +24,10 @@ from langchain_ltm.errors import InvalidFactError
 from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts.context import FactContext
 from langchain_ltm.facts.model import Fact, FactVersion, RememberResult
+from langchain_ltm.facts.provenance import check_metadata
 from langchain_ltm.facts.reads import check_id, list_all
 from langchain_ltm.facts.text import content_hash, validate_text
-from langchain_ltm.facts.writes import remember, with_hashes
+from langchain_ltm.facts.writes import remember_each, with_hashes
 
 __all__ = ["ImportMode", "ImportResult", "import_user"]
 
@@ -87,20 +88,20 @@ def import_user(
         for line, record in enumerate(records, 1)
     ]
     now = _clock.utcnow()
-    gone = [f.expires_at is not None and f.expires_at <= now for f, _ in parsed]
-    expired = tuple(f.id for (f, _), out in zip(parsed, gone, strict=True) if out)
+    gone = [f.expires_at is not None and f.expires_at <= now for f, _, _ in parsed]
+    expired = tuple(f.id for (f, _, _), out in zip(parsed, gone, strict=True) if out)
     live = [record for record, out in zip(parsed, gone, strict=True) if not out]
     if (
         mode == "restore"
-        and any(f.expires_at for f, _ in live)
+        and any(f.expires_at for f, _, _ in live)
         and not ctx.backend.capabilities.ttl
     ):
         raise InvalidFactError(
             f"The records carry expires_at, and the {ctx.backend.capabilities.name} engine "
             "does not support TTL; import them into an engine that does (or remove the field)."
         )
-    exact = [fact for fact, has_id in live if has_id and mode == "restore"]
-    loose = [fact for fact, has_id in live if not (has_id and mode == "restore")]
+    exact = [fact for fact, has_id, _ in live if has_id and mode == "restore"]
+    loose = [(fact, dated) for fact, has_id, dated in live if not (has_id and mode == "restore")]
     result = ImportResult(mode, dry_run=dry_run)
     if exact:
         result = yield from _restore(ctx, user_id, exact, dry_run)
@@ -111,22 +112,37 @@ def import_user(
 
 
 def _merge(
-    ctx: FactContext, user_id: str, facts: list[Fact], dry_run: bool
+    ctx: FactContext, user_id: str, facts: list[tuple[Fact, bool]], dry_run: bool
 ) -> Logic[list[RememberResult]]:
     """Re-decide every text, oldest version first, in one ``remember`` batch.
 
     A text the user already has, current or earlier, is a duplicate: re-importing an export
-    never brings a replaced text back. TTLs are not carried (the texts are remembered anew,
-    and may become versions of facts that have their own); records already expired were
-    left out before.
+    never brings a replaced text back. Each text keeps its metadata and, when the record
+    says when (``valid_from``/``created_at``; a time in the future counts as now), is
+    remembered as said then (``observed_at``). TTLs are not carried (the texts are
+    remembered anew, and may become versions of facts that have their own); records already
+    expired were left out before.
     """
-    texts = [v.content for fact in facts for v in fact.versions]
+    now = _clock.utcnow()
+    said = [
+        (v, min(v.valid_from, now) if dated else None)
+        for fact, dated in facts
+        for v in fact.versions
+    ]
+    texts = [v.content for v, _ in said]
     stored: list[Fact] = yield from list_all(ctx, user_id)
     known = {content_hash(v.content): f for f in stored for v in f.versions}
-    fresh = [t for t in texts if content_hash(t) not in known]
+    fresh = [(v, at) for v, at in said if content_hash(v.content) not in known]
     decided: list[RememberResult] = []
     if fresh:
-        out = yield from remember(ctx, user_id, fresh, dry_run)
+        out = yield from remember_each(
+            ctx,
+            user_id,
+            [v.content for v, _ in fresh],
+            [v.metadata for v, _ in fresh],
+            [at for _, at in fresh],
+            dry_run,
+        )
         assert isinstance(out, list)
         decided = out
     answers = iter(decided)
@@ -206,7 +222,7 @@ def _fact_records(
                 namespace=namespace,
                 key=layout.version_key(fact.id, number),
                 value=layout.version_value(
-                    fact.id, number, version.content, version.valid_from, end
+                    fact.id, number, version.content, version.valid_from, end, version.metadata
                 ),
                 texts=(version.content,),
                 paths=("content",),
@@ -248,8 +264,8 @@ def _minutes_until(expires_at: datetime | None, since: datetime) -> float | None
 
 def _parse_record(
     ctx: FactContext, record: Any, line: int, user_id: str, check_secret: bool
-) -> tuple[Fact, bool]:
-    """One exported fact, checked, and whether it has an id.
+) -> tuple[Fact, bool, bool]:
+    """One exported fact, checked; whether it has an id; whether it says when it was said.
 
     Raises InvalidFactError naming the record and the field. Secrets fail a restore; a
     merge rejects them per text.
@@ -285,9 +301,7 @@ def _parse_record(
         if isinstance(exc, InvalidFactError):
             raise
         raise InvalidFactError(f"{where}: {exc}") from exc
-    metadata = record.get("metadata") or {}
-    if not isinstance(metadata, Mapping):
-        raise InvalidFactError(f"{where}: metadata must be an object, got {metadata!r}.")
+    metadata = _metadata(record.get("metadata"), where)
     fact = Fact(
         id=fact_id or fact_key(encode_label(user_id), content_hash(content)),
         user_id=user_id,
@@ -296,11 +310,22 @@ def _parse_record(
         updated_at=updated,
         history=history,
         valid_from=since,
-        metadata=dict(metadata),
+        metadata=metadata,
         pinned=record.get("pinned") is True,
         expires_at=expires,
     )
-    return fact, fact_id is not None
+    dated = record.get("valid_from") is not None or record.get("created_at") is not None
+    return fact, fact_id is not None, dated
+
+
+def _metadata(raw: Any, where: str) -> dict[str, Any]:
+    """A record's (or a version's) metadata, checked like ``remember``'s."""
+    if raw is not None and not isinstance(raw, Mapping):
+        raise InvalidFactError(f"{where}: metadata must be an object, got {raw!r}.")
+    try:
+        return check_metadata(raw)
+    except InvalidFactError as exc:
+        raise InvalidFactError(f"{where}: {exc}") from exc
 
 
 def _version(
@@ -321,6 +346,7 @@ def _version(
         validate_text(raw.get("content"), f"{where}: history content", ctx.max_fact_chars),
         layout.parse_time(raw.get("valid_from"), created),
         layout.parse_time(raw.get("valid_to"), since),
+        _metadata(raw.get("metadata"), f"{where}: history"),
     )
 
 

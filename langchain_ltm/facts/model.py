@@ -25,8 +25,10 @@ class FactVersion:
 
     Attributes:
         content: The text of this version.
-        valid_from: When it became the fact's text.
+        valid_from: When it became the fact's text: when it was said
+            (``remember(..., observed_at=)``), else when it was remembered.
         valid_to: When a newer version replaced it (``None`` for the current version).
+        metadata: The metadata this text was remembered with (``remember(..., metadata=)``).
 
     Example:
         >>> from datetime import datetime, timezone
@@ -38,6 +40,7 @@ class FactVersion:
     content: str
     valid_from: datetime
     valid_to: datetime | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def is_current(self) -> bool:
@@ -54,6 +57,7 @@ class FactVersion:
             "content": self.content,
             "valid_from": self.valid_from.isoformat(),
             "valid_to": self.valid_to.isoformat() if self.valid_to else None,
+            "metadata": dict(self.metadata),
         }
 
 
@@ -65,11 +69,14 @@ class Fact:
         id: Stable id (the BaseStore key); the same across versions.
         user_id: The user the fact belongs to.
         content: The fact's current text.
-        created_at: When the fact was first remembered.
+        created_at: When the fact was first said (``remember(..., observed_at=)``), else
+            first remembered.
         updated_at: When it was last written.
         history: Every earlier version, oldest first (nothing is dropped unless pruned).
         valid_from: When the current text became the fact's text.
-        metadata: Any other fields stored in the item's value (kept by export and import).
+        metadata: Any other fields stored in the item's value: the current text's
+            ``remember(..., metadata=)`` (kept by export and import; each earlier version
+            keeps its own).
         pinned: Always shown to the model by ``MemoryMiddleware`` (a profile fact).
         expires_at: When the fact (with its versions) expires (``remember(..., ttl=)``);
             ``None``: never.
@@ -95,7 +102,7 @@ class Fact:
     @property
     def versions(self) -> tuple[FactVersion, ...]:
         """Every version including the current one, oldest first."""
-        current = FactVersion(self.content, self.valid_from or self.created_at, None)
+        current = FactVersion(self.content, self.valid_from or self.created_at, None, self.metadata)
         return (*self.history, current)
 
     def to_dict(self) -> dict[str, Any]:
@@ -154,8 +161,10 @@ class SimilarFact:
         id: The stored fact's id (pass it to ``update_fact`` to replace it).
         content: Its current text.
         score: Cosine similarity to the new fact.
-        reason: Why it was not merged: ``"uncertain"`` (similar, but not enough to be sure)
-            or ``"different_subject"`` (about another person or thing).
+        reason: Why it was not merged: ``"different_subject"`` (about another person or
+            thing), ``"loses_information"`` (the new text does not carry everything the
+            stored one says: a name, object, number, plan or event would be hidden), or
+            ``"uncertain"`` (it does, but the two are not similar enough to be sure).
 
     Example:
         >>> SimilarFact("f1", "My sister is allergic to peanuts", 0.86, "different_subject").id

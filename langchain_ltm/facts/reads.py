@@ -6,8 +6,9 @@ sweep deletes them; deletions (forget, clear, prune) take expired rows along.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from langchain_ltm import _clock
 from langchain_ltm._filters import Condition, Filter
@@ -17,6 +18,7 @@ from langchain_ltm.errors import InvalidFactError
 from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts.context import FactContext
 from langchain_ltm.facts.model import Fact, FactVersion, RecalledFact
+from langchain_ltm.facts.provenance import metadata_filter
 from langchain_ltm.facts.text import validate_text
 
 __all__ = [
@@ -38,8 +40,13 @@ def recall(
     min_score: float | None = None,
     include_history: bool = False,
     as_of: datetime | None = None,
+    filter: Mapping[str, Any] | None = None,
 ) -> Logic[list[RecalledFact]]:
-    """The logic of ``LongTermMemoryStore.recall``."""
+    """The logic of ``LongTermMemoryStore.recall``.
+
+    ``filter`` (metadata keys, BaseStore operators) joins every scope searched, so the
+    engine applies it before ranking and ``limit`` still fills.
+    """
     namespace = ctx.user_namespace(user_id)
     phrasings = _phrasings(ctx, queries)
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
@@ -50,7 +57,8 @@ def recall(
         raise ValueError(f"min_score is a cosine in [-1, 1], got {min_score!r}.")
     if as_of is not None and not isinstance(as_of, datetime):
         raise TypeError(f"as_of must be a datetime, got {type(as_of).__name__}.")
-    scopes = _scopes(include_history, as_of)
+    wanted_meta = metadata_filter(filter)
+    scopes = [(*scope, *wanted_meta) for scope in _scopes(include_history, as_of)]
     vectors = yield call(ctx.embedder, "embed", phrasings, True)
     # versions of one fact compete for its place: ask for more so `limit` facts remain
     wanted = limit if len(scopes) == 1 and not include_history else limit * 3

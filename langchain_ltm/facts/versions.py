@@ -8,7 +8,12 @@ A fact of user ``u`` is the item ``(*namespace, label(u)) / fact_id`` with the v
 Every earlier text is an item of its own in the same namespace, key ``{fact_id}@{n}``::
 
     {"content": "Lives in Paris", "version_of": fact_id, "version": 1,
-     "valid_from": "2025-...Z", "valid_to": "2026-...Z"}
+     "valid_from": "2025-...Z", "valid_to": "2026-...Z", ...its metadata...}
+
+"Any other fields" are the metadata of the text (``remember(..., metadata=)``), stored
+beside the layout's fields in the fact and in each version, so a ``recall`` filter on them
+runs inside the engine like a BaseStore filter; a version keeps the metadata its text was
+remembered with. Versions are numbered in the order of ``valid_from``.
 
 Version items are embedded like facts (so ``recall(include_history=True)`` and ``as_of``
 search them inside the engine) but carry no ``content_hash``: exact dedup, and the
@@ -31,6 +36,7 @@ from langchain_ltm.facts.text import content_hash
 __all__ = [
     "CURRENT_FACTS",
     "PINNED",
+    "RESERVED",
     "VERSIONS",
     "fact_from_items",
     "fact_value",
@@ -40,7 +46,7 @@ __all__ = [
     "version_value",
 ]
 
-_RESERVED = frozenset(
+RESERVED = frozenset(
     {
         "content",
         "content_hash",
@@ -50,8 +56,10 @@ _RESERVED = frozenset(
         "version_of",
         "version",
         "pinned",
+        "history",
     }
 )
+"""Fields of the fact layout: not metadata keys (``history`` is 0.1.0's inline history)."""
 _LEGACY_HISTORY = "history"  # 0.1.0 kept up to 5 earlier texts inline
 
 CURRENT_FACTS: Filter = (
@@ -98,36 +106,40 @@ def fact_value(
     content: str,
     valid_from: datetime,
     versions: int,
-    base: Mapping[str, Any] | None = None,
+    metadata: Mapping[str, Any] | None = None,
     pinned: bool = False,
 ) -> dict[str, Any]:
-    """The value of a fact item; fields of ``base`` outside the layout are kept.
-
-    A fact stays pinned once pinned (``base``); ``pinned=True`` pins it.
-    """
-    value = {k: v for k, v in (base or {}).items() if k not in _RESERVED and k != "history"}
+    """The value of a fact item: the layout's fields and ``metadata`` (its layout keys dropped)."""
+    value = metadata_of(metadata or {})
     value.update(
         content=content,
         content_hash=content_hash(content),
         valid_from=format_time(valid_from),
         versions=versions,
     )
-    if pinned or (base or {}).get("pinned") is True:
+    if pinned:
         value["pinned"] = True
     return value
 
 
 def version_value(
-    fact_id: str, number: int, content: str, valid_from: datetime, valid_to: datetime
+    fact_id: str,
+    number: int,
+    content: str,
+    valid_from: datetime,
+    valid_to: datetime,
+    metadata: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The value of the ``number``-th earlier version of ``fact_id``."""
-    return {
-        "content": content,
-        "version_of": fact_id,
-        "version": number,
-        "valid_from": format_time(valid_from),
-        "valid_to": format_time(valid_to),
-    }
+    value = metadata_of(metadata or {})
+    value.update(
+        content=content,
+        version_of=fact_id,
+        version=number,
+        valid_from=format_time(valid_from),
+        valid_to=format_time(valid_to),
+    )
+    return value
 
 
 def version_count(item: StoredItem) -> int:
@@ -160,6 +172,7 @@ def to_version(item: StoredItem) -> FactVersion:
         str(value["content"]),
         parse_time(value.get("valid_from"), item.created_at),
         parse_time(value.get("valid_to"), item.updated_at),
+        metadata_of(value),
     )
 
 
@@ -192,7 +205,7 @@ def history_of(item: StoredItem, versions: Sequence[StoredItem]) -> tuple[FactVe
 
 def metadata_of(value: Mapping[str, Any]) -> dict[str, Any]:
     """The value's fields outside the fact layout."""
-    return {k: v for k, v in value.items() if k not in _RESERVED and k != _LEGACY_HISTORY}
+    return {k: v for k, v in value.items() if k not in RESERVED}
 
 
 def recalled(fact: Fact, score: float, version: StoredItem | None = None) -> RecalledFact:
@@ -206,7 +219,7 @@ def recalled(fact: Fact, score: float, version: StoredItem | None = None) -> Rec
         updated_at=fact.updated_at,
         history=fact.history,
         valid_from=superseded.valid_from if superseded else fact.valid_from,
-        metadata=fact.metadata,
+        metadata=superseded.metadata if superseded else fact.metadata,
         pinned=fact.pinned,
         expires_at=fact.expires_at,
         score=score,

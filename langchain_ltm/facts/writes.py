@@ -2,6 +2,10 @@
 
 Import (restore and merge) is :mod:`langchain_ltm.facts.imports`, on top of these.
 
+``observed_at`` and ``metadata`` (checked by :mod:`~langchain_ltm.facts.provenance`) say
+when and where a text was said; :mod:`~langchain_ltm.facts.timeline` places it among the
+fact's versions by that moment, so a backfill of old conversations is stored as said.
+
 Each function yields backend, embedder and resolver calls and receives their results;
 ``LongTermMemoryStore`` runs it with its sync or its async shell. Nothing here calls back
 into the store. The decide-and-write of one user holds the user's lock
@@ -9,8 +13,8 @@ into the store. The decide-and-write of one user holds the user's lock
 
 TTL: a fact remembered with ``ttl`` (minutes) expires with every version it has; a new
 version of it (``update``, or ``remember`` merging into it) keeps the TTL, refreshed from
-the write, unless the ``remember`` call gives its own. Expired facts are gone for every
-read here at once, whatever the store's ``omit_expired``.
+the write (never from ``observed_at``), unless the ``remember`` call gives its own.
+Expired facts are gone for every read here at once, whatever the store's ``omit_expired``.
 """
 
 from __future__ import annotations
@@ -28,15 +32,18 @@ from langchain_ltm._labels import encode_label
 from langchain_ltm._steps import Logic, Step, call
 from langchain_ltm.backends.base import ItemKey, Record, SearchRequest, StoredItem, is_alive
 from langchain_ltm.errors import DuplicateFactError, FactNotFoundError, InvalidFactError
+from langchain_ltm.facts import timeline
 from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts.context import FactContext
 from langchain_ltm.facts.decision import BatchDecision, FactState, decide_batch
-from langchain_ltm.facts.model import Fact, FactVersion, RememberResult
+from langchain_ltm.facts.model import Fact, RememberResult
+from langchain_ltm.facts.provenance import check_metadata, check_observed_at
 from langchain_ltm.facts.reads import check_id, versions_of
 from langchain_ltm.facts.resolution import check_resolutions
 from langchain_ltm.facts.text import content_hash, validate_text
+from langchain_ltm.facts.timeline import Said, Timeline
 
-__all__ = ["remember", "update", "with_hashes"]
+__all__ = ["remember", "remember_each", "update", "with_hashes"]
 
 # ---- remember / update --------------------------------------------------------------------
 
@@ -48,8 +55,31 @@ def remember(
     dry_run: bool = False,
     pinned: bool = False,
     ttl: float | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    observed_at: datetime | None = None,
 ) -> Logic[RememberResult | list[RememberResult]]:
     """The logic of ``LongTermMemoryStore.remember``; ``dry_run`` decides without writing."""
+    meta = check_metadata(metadata)
+    when = check_observed_at(observed_at, _clock.utcnow())
+    count = 1 if isinstance(facts, str) else len(facts) if isinstance(facts, (list, tuple)) else 0
+    return (
+        yield from remember_each(
+            ctx, user_id, facts, [meta] * count, [when] * count, dry_run, pinned, ttl
+        )
+    )
+
+
+def remember_each(
+    ctx: FactContext,
+    user_id: str,
+    facts: str | Sequence[str],
+    metadata: Sequence[Mapping[str, Any]],
+    observed: Sequence[datetime | None],
+    dry_run: bool = False,
+    pinned: bool = False,
+    ttl: float | None = None,
+) -> Logic[RememberResult | list[RememberResult]]:
+    """:func:`remember` with each text's own (checked) metadata and moment (``None``: now)."""
     ttl = check_ttl(ttl)
     if ttl is not None and not ctx.backend.capabilities.ttl:
         raise NotImplementedError(
@@ -69,10 +99,11 @@ def remember(
             accepted.append(i)
     if accepted:
         batch = [texts[i] for i in accepted]
+        said = [(observed[i], metadata[i]) for i in accepted]
         try:
-            stored = yield from _store_facts(ctx, user_id, batch, dry_run, pinned, ttl)
+            stored = yield from _store_facts(ctx, user_id, batch, said, dry_run, pinned, ttl)
         except DuplicateFactError:  # another process stored one of them just now
-            stored = yield from _store_facts(ctx, user_id, batch, dry_run, pinned, ttl)
+            stored = yield from _store_facts(ctx, user_id, batch, said, dry_run, pinned, ttl)
         for i, result in zip(accepted, stored, strict=True):
             results[i] = result
     done = [r for r in results if r is not None]
@@ -83,6 +114,7 @@ def _store_facts(
     ctx: FactContext,
     user_id: str,
     texts: list[str],
+    said: list[tuple[datetime | None, Mapping[str, Any]]],
     dry_run: bool,
     pinned: bool,
     ttl: float | None = None,
@@ -146,7 +178,10 @@ def _store_facts(
             if d.action == "duplicate" and d.key not in decision.touched
         }
         histories = yield from versions_of(ctx, namespace, [*_bases(decision), *stored.values()])
-        records, deletes = _records(ctx, namespace, decision, vectors, histories, now, pinned, ttl)
+        chains = _chains(decision, texts, said, now)
+        records, deletes, lines = _records(
+            ctx, namespace, decision, vectors, histories, chains, now, pinned, ttl
+        )
         written = {(r.namespace, r.key) for r in records}
         deletes += [(i.namespace, i.key) for i in expired if (i.namespace, i.key) not in written]
         if pinned:  # pinning an already stored fact rewrites it, no new version
@@ -162,7 +197,7 @@ def _store_facts(
     finally:
         yield from ctx.locks.release(ctx.backend, held)
     return [
-        _result(d, decision.touched, stored, histories, texts, user_id, now, pinned, ttl)
+        _result(d, decision.touched, stored, histories, lines, user_id, now, pinned, ttl)
         for d in decision.decisions
     ]
 
@@ -201,12 +236,15 @@ def update(ctx: FactContext, user_id: str, fact_id: str, text: str) -> Logic[Rem
             return RememberResult("duplicate", fact, similarity=1.0)
         state = FactState(fact_id, text, 0, item, [str(item.value["content"])])
         decision = BatchDecision(decisions=[], touched={fact_id: state})
-        records, deletes = _records(ctx, namespace, decision, vectors, histories, now, False, None)
+        chains = {fact_id: [Said(text, 0, now, {})]}
+        records, deletes, lines = _records(
+            ctx, namespace, decision, vectors, histories, chains, now, False, None
+        )
         records = yield from _embed_versions(ctx, records)
         yield call(ctx.backend, "write", records, deletes)
     finally:
         yield from ctx.locks.release(ctx.backend, held)
-    fact = _fact_after(state, histories, user_id, now)
+    fact = _fact_after(state, lines[fact_id], histories, user_id, now)
     return RememberResult("updated", fact, previous=state.superseded[-1])
 
 
@@ -219,78 +257,110 @@ def _bases(decision: BatchDecision) -> list[StoredItem]:
     return [s.base for s in decision.touched.values() if s.base is not None]
 
 
+def _chains(
+    decision: BatchDecision,
+    texts: list[str],
+    said: list[tuple[datetime | None, Mapping[str, Any]]],
+    now: datetime,
+) -> dict[str, list[Said]]:
+    """Each touched fact's new texts in decision order, with their moments and metadata."""
+    rows: dict[str, int] = {}
+    for row, text in enumerate(texts):
+        rows.setdefault(text, row)
+    out: dict[str, list[Said]] = {}
+    for key, state in decision.touched.items():
+        chain = [*state.superseded[1 if state.base is not None else 0 :], state.content]
+        out[key] = []
+        for n, text in enumerate(chain):
+            row = state.row if n == len(chain) - 1 else rows[text]
+            at, meta = said[row]
+            out[key].append(Said(text, row, at or now, meta))
+    return out
+
+
 def _records(
     ctx: FactContext,
     namespace: tuple[str, ...],
     decision: BatchDecision,
     vectors: Any,
     histories: Mapping[str, list[StoredItem]],
+    chains: Mapping[str, list[Said]],
     now: datetime,
     pinned: bool,
     ttl: float | None,
-) -> tuple[list[Record], list[ItemKey]]:
-    """The writes of a decision: each touched fact, each text it superseded, pruning.
+) -> tuple[list[Record], list[ItemKey], dict[str, Timeline]]:
+    """The writes of a decision: each touched fact, its versions placed in time, pruning.
 
-    The fact and its new versions get ``ttl``, or (``None``) the stored fact's TTL; with a
-    TTL, its stored versions are rewritten with it too, so they expire with the fact.
+    The fact and its new versions get ``ttl``, or (``None``) the stored fact's TTL, counted
+    from this write (not from ``observed_at``); with a TTL, its stored versions are
+    rewritten with it too, so they expire with the fact.
     """
     records: list[Record] = []
     deletes: list[ItemKey] = []
+    lines: dict[str, Timeline] = {}
     for state in decision.touched.values():
         base = state.base
+        stored = histories.get(state.key, []) if base else []
+        line = timeline.place(base, stored, chains[state.key], ctx.history_limit)
+        lines[state.key] = line
+        if not line.changed:
+            continue
         lifetime = _lifetime(ttl, base)
-        stored_versions = histories.get(state.key, []) if base else []
-        number = max([int(v.value.get("version") or 0) for v in stored_versions], default=0)
-        since = layout.valid_from(base) if base else now
-        legacy = layout.legacy_history(base) if base else []
-        pending = [(v.content, v.valid_from, v.valid_to or now) for v in legacy]
-        for text in state.superseded:
-            pending.append((text, since, now))
-            since = now
-        for text, start, end in pending:
-            number += 1
-            key = layout.version_key(state.key, number)
+        written: set[str] = set()
+        for entry in line.writes:
+            assert entry.number is not None
+            assert entry.valid_to is not None
+            key = layout.version_key(state.key, entry.number)
+            written.add(key)
             records.append(
                 Record(
                     namespace=namespace,
                     key=key,
-                    value=layout.version_value(state.key, number, text, start, end),
-                    texts=(text,),
+                    value=layout.version_value(
+                        state.key,
+                        entry.number,
+                        entry.content,
+                        entry.valid_from,
+                        entry.valid_to,
+                        entry.metadata,
+                    ),
+                    texts=(entry.content,),
                     paths=("content",),
-                    vectors=None,  # filled below: a version keeps the vector of its text
+                    # a new text has its vector; a stored one keeps its text's (cached)
+                    vectors=vectors[entry.row : entry.row + 1] if entry.row >= 0 else None,
                     now=now,
                     ttl_minutes=lifetime,
                 )
             )
-        kept = number
-        if ctx.history_limit is not None and number > ctx.history_limit:
-            kept = ctx.history_limit
-            deletes.extend(
-                (namespace, layout.version_key(state.key, n))
-                for n in range(1, number - ctx.history_limit + 1)
-            )
+        gone = {layout.version_key(state.key, n) for n in line.deletes} - written
+        deletes.extend((namespace, key) for key in sorted(gone))
         if lifetime is not None:
-            pruned = set(deletes)
             records.extend(
-                _with_ttl(v, lifetime, now)
-                for v in stored_versions
-                if (v.namespace, v.key) not in pruned
+                _with_ttl(v, lifetime, now) for v in stored if v.key not in written | gone
             )
+        current = line.current
         records.append(
             Record(
                 namespace=base.namespace if base else namespace,
                 key=state.key,
                 value=layout.fact_value(
-                    state.content, since, kept, base.value if base else None, pinned
+                    current.content,
+                    current.valid_from,
+                    line.count,
+                    current.metadata,
+                    pinned or (base is not None and base.value.get("pinned") is True),
                 ),
-                texts=(state.content,),
+                texts=(current.content,),
                 paths=("content",),
-                vectors=vectors[state.row : state.row + 1],
+                vectors=vectors[current.row : current.row + 1] if current.row >= 0 else None,
                 now=now,
+                created_at=None
+                if base is not None and line.created_at == base.created_at
+                else line.created_at,
                 ttl_minutes=lifetime,
             )
         )
-    return records, deletes
+    return records, deletes, lines
 
 
 def _rewrite(item: StoredItem, vectors: Any, now: datetime) -> Record:
@@ -347,6 +417,7 @@ def _lifetime(ttl: float | None, base: StoredItem | None) -> float | None:
 
 def _fact_after(
     state: FactState,
+    line: Timeline,
     histories: Mapping[str, list[StoredItem]],
     user_id: str,
     now: datetime,
@@ -354,24 +425,18 @@ def _fact_after(
     ttl: float | None = None,
 ) -> Fact:
     base = state.base
+    if base is not None and not line.changed:  # every new text was already recorded
+        return layout.fact_from_items(base, user_id, histories.get(state.key, ()))
     lifetime = _lifetime(ttl, base)
-    earlier: list[FactVersion] = []
-    since = now
-    if base is not None:
-        earlier = list(layout.history_of(base, histories.get(state.key, [])))
-        since = layout.valid_from(base)
-    for text in state.superseded:
-        earlier.append(FactVersion(text, since, now))
-        since = now
     return Fact(
         id=state.key,
         user_id=user_id,
-        content=state.content,
-        created_at=base.created_at if base else now,
+        content=line.current.content,
+        created_at=line.created_at,
         updated_at=now,
-        history=tuple(earlier),
-        valid_from=now if state.superseded or base is None else layout.valid_from(base),
-        metadata=layout.metadata_of(base.value) if base else {},
+        history=line.history(),
+        valid_from=line.current.valid_from,
+        metadata=dict(line.current.metadata),
         pinned=pinned or (base is not None and base.value.get("pinned") is True),
         expires_at=now + timedelta(minutes=lifetime) if lifetime is not None else None,
     )
@@ -382,7 +447,7 @@ def _result(
     touched: Mapping[str, FactState],
     stored: Mapping[str, StoredItem],
     histories: Mapping[str, list[StoredItem]],
-    texts: list[str],
+    lines: Mapping[str, Timeline],
     user_id: str,
     now: datetime,
     pinned: bool,
@@ -394,7 +459,10 @@ def _result(
         assert item is not None
         fact = layout.fact_from_items(item, user_id, histories.get(item.key, ()))
     else:
-        fact = _fact_after(state, histories, user_id, now, pinned, ttl)
+        line = lines[decision.key]
+        fact = _fact_after(state, line, histories, user_id, now, pinned, ttl)
+        if decision.row in line.recorded:  # the same text said at the same moment
+            return RememberResult("duplicate", fact, similarity=1.0)
     return RememberResult(
         decision.action, fact, decision.previous, decision.similarity, decision.similar
     )

@@ -5,6 +5,8 @@ This is the table in the README's security section, run on the embedded engines.
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
+
 import pytest
 from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.store.base import InvalidNamespaceError, PutOp, SearchOp
@@ -117,6 +119,45 @@ def test_filters_limits_and_offsets(store):
     assert store.search(("memories",), limit=5, offset=10**9) == []
     with pytest.raises(ValueError, match="limit"):
         store.recall("keeper", "fact", limit=0)
+
+
+PROVENANCE_CASES = {
+    "metadata with a reserved key": (
+        {"metadata": {"valid_from": "x"}},
+        InvalidFactError,
+        "'valid_from' is a field of the stored fact",
+    ),
+    "metadata not JSON": ({"metadata": {"tags": {1, 2}}}, InvalidFactError, "not JSON"),
+    "metadata not a dict": ({"metadata": "chat"}, InvalidFactError, "must be a dict"),
+    "naive observed_at": (
+        {"observed_at": datetime(2023, 5, 8)},
+        ValueError,
+        "no time zone",
+    ),
+    "future observed_at": (
+        {"observed_at": datetime.now(timezone.utc) + timedelta(days=1)},
+        ValueError,
+        "in the future",
+    ),
+    "observed_at a string": ({"observed_at": "2023-05-08"}, TypeError, "must be a datetime"),
+}
+
+
+@pytest.mark.parametrize("case", PROVENANCE_CASES, ids=list(PROVENANCE_CASES))
+def test_bad_metadata_and_observed_at(store, case):
+    kwargs, error, message = PROVENANCE_CASES[case]
+    with pytest.raises(error, match=message):
+        store.remember("keeper", ["a good fact in the same batch", "another"], **kwargs)
+    assert len(store.list_all("keeper")) == 1
+
+
+def test_bad_recall_filters(store):
+    with pytest.raises(InvalidFilterError, match=r"\$regex"):
+        store.recall("keeper", "fact", filter={"source": {"$regex": ".*"}})
+    with pytest.raises(InvalidFilterError, match="'content' is a field of the stored fact"):
+        store.recall("keeper", "fact", filter={"content": "a fact that must survive"})
+    for text in SQLISH:  # stored and matched as plain text
+        assert store.recall("keeper", "fact", filter={text: text}) == []
 
 
 def test_ten_thousand_phrasings(store):

@@ -407,6 +407,7 @@ def test_import_restores_a_0_1_export(ltm, tmp_path):
             "content": "Lives in Paris",
             "valid_from": "2025-01-01T00:00:00+00:00",
             "valid_to": "2025-02-01T00:00:00+00:00",
+            "metadata": {},
         }
     ]
     assert fact["valid_from"] == "2025-02-01T00:00:00+00:00"

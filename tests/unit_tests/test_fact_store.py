@@ -41,6 +41,7 @@ _NEEDS_BASE_STORE = (
     "test_facts_are_base_store_items",
     "test_forget_removes_the_fact_and_its_versions",
     "test_items_of_a_child_namespace_are_not_versions",
+    "test_metadata_is_a_field_of_the_item",
     "test_reading_a_fact_through_the_base_store_refreshes_its_versions",
     "test_similar_fact_updates_in_place",
 )

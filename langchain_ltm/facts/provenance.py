@@ -1,0 +1,124 @@
+"""When and where a fact came from: ``remember``'s ``metadata`` and ``observed_at``, checked (pure).
+
+``metadata`` is stored beside the layout's fields of the fact (and of each version), so it
+must be JSON and must not use a layout key; ``observed_at`` is when the fact was said (a
+backfill of old conversations), so it must be timezone-aware and not in the future.
+``recall``'s ``filter`` is a BaseStore filter on those keys.
+
+Example:
+    >>> check_metadata({"source": "chat", "session": 3})
+    {'source': 'chat', 'session': 3}
+    >>> metadata_filter({"session": {"$gte": 2}})[0].op
+    '$gte'
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from langchain_ltm._filters import Filter, compile_filter
+from langchain_ltm.errors import InvalidFactError, InvalidFilterError
+from langchain_ltm.facts.versions import RESERVED
+
+__all__ = ["check_metadata", "check_observed_at", "metadata_filter"]
+
+_MAX_DEPTH = 32
+
+
+def check_metadata(metadata: object) -> dict[str, Any]:
+    """A JSON copy of ``metadata`` (``None``: ``{}``); raises InvalidFactError naming the key.
+
+    Keys are non-empty strings outside the fact layout (``content``, ``valid_from``, ...);
+    values are JSON: ``None``, booleans, numbers (finite), strings, lists and objects with
+    string keys (tuples become lists).
+    """
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise InvalidFactError(
+            f"metadata must be a dict of JSON values, got {type(metadata).__name__}."
+        )
+    out: dict[str, Any] = {}
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not key:
+            raise InvalidFactError(f"metadata keys must be non-empty strings, got {key!r}.")
+        if key in RESERVED:
+            raise InvalidFactError(
+                f"metadata key {key!r} is a field of the stored fact; rename it (the reserved "
+                f"keys are {', '.join(sorted(RESERVED))})."
+            )
+        out[key] = _json(value, key, 0)
+    return out
+
+
+def _json(value: Any, where: str, depth: int) -> Any:
+    if depth > _MAX_DEPTH:
+        raise InvalidFactError(f"metadata {where!r} nests deeper than {_MAX_DEPTH} levels.")
+    if value is None or isinstance(value, (bool, str, int)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidFactError(
+                f"metadata {where!r} is {value!r}, which JSON cannot hold; use a finite "
+                "number or None."
+            )
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_json(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidFactError(
+                    f"metadata {where!r} has the key {key!r}; JSON object keys are strings."
+                )
+            out[key] = _json(item, f"{where}.{key}", depth + 1)
+        return out
+    raise InvalidFactError(
+        f"metadata {where!r} is a {type(value).__name__}, which is not JSON; store it as a "
+        "string, number, bool, None, list or dict (a datetime as dt.isoformat())."
+    )
+
+
+def check_observed_at(observed_at: object, now: datetime) -> datetime | None:
+    """``observed_at`` checked: a timezone-aware datetime not after ``now`` (or ``None``).
+
+    Raises:
+        TypeError: It is not a datetime.
+        ValueError: It is naive, or in the future (a fact cannot have been said yet; a
+            future time would also place every later update before it).
+    """
+    if observed_at is None:
+        return None
+    if not isinstance(observed_at, datetime):
+        raise TypeError(f"observed_at must be a datetime, got {type(observed_at).__name__}.")
+    if observed_at.utcoffset() is None:
+        raise ValueError(
+            f"observed_at {observed_at!r} has no time zone; pass an aware datetime, e.g. "
+            "datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)."
+        )
+    if observed_at > now:
+        raise ValueError(
+            f"observed_at {observed_at.isoformat()} is in the future (now is "
+            f"{now.isoformat()}); it is when the fact was said: leave it out for now."
+        )
+    return observed_at
+
+
+def metadata_filter(raw: Mapping[str, Any] | None) -> Filter:
+    """``recall``'s filter compiled (BaseStore operators) on metadata keys only.
+
+    Raises:
+        InvalidFilterError: An unknown operator, a bad operand, or a key of the fact layout.
+    """
+    conditions = compile_filter(raw)
+    for cond in conditions:
+        if cond.path[0] in RESERVED:
+            raise InvalidFilterError(
+                f"filter key {cond.path[0]!r} is a field of the stored fact, not metadata; "
+                "filter on keys given to remember(..., metadata=) (for times use as_of)."
+            )
+    return conditions

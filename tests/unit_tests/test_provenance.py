@@ -1,0 +1,255 @@
+"""When and where a fact came from: ``remember(metadata=, observed_at=)``, ``recall(filter=)``.
+
+On the in-memory engine here; ``tests/engine_facts.py`` re-collects every case on SQLite,
+Qdrant, Postgres and ``FactStore``, sync and async (``mem``).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from langchain_core.vectorstores import InMemoryVectorStore
+
+from langchain_ltm import InvalidFactError, InvalidFilterError, LongTermMemoryStore
+from tests.unit_tests.test_facts import emb, mem  # noqa: F401  (fixtures)
+
+
+@pytest.fixture
+def store(emb):
+    return LongTermMemoryStore(InMemoryVectorStore(emb), upsert_threshold=0.8)
+
+
+def at(day: int, month: int = 5, year: int = 2023) -> datetime:
+    return datetime(year, month, day, 13, 56, tzinfo=timezone.utc)
+
+
+TEA, MORE, MOST = "I like green tea", "I like green tea a lot", "I like green tea a lot now"
+
+
+def spans(versions):
+    return [(v.content, v.valid_from, v.valid_to) for v in versions]
+
+
+async def test_observed_at_is_when_the_fact_was_said(mem):
+    before = datetime.now(timezone.utc)
+    made = await mem.remember("u1", TEA, observed_at=at(1))
+    assert made.action == "created"
+    assert (made.fact.created_at, made.fact.valid_from) == (at(1), at(1))
+    assert made.fact.updated_at >= before  # written now
+    moved = await mem.remember("u1", MORE, observed_at=at(20))
+    assert (moved.action, moved.fact.id, moved.previous) == ("updated", made.fact.id, TEA)
+    assert spans(await mem.history("u1", made.fact.id)) == [
+        (TEA, at(1), at(20)),
+        (MORE, at(20), None),
+    ]
+    (fact,) = await mem.list_all("u1")
+    assert (fact.created_at, fact.valid_from) == (at(1), at(20))
+    assert fact.to_dict()["valid_from"] == at(20).isoformat()
+    then = await mem.recall("u1", "green tea", as_of=at(10))
+    assert [(f.content, f.superseded, f.valid_to) for f in then] == [(TEA, True, at(20))]
+    later = await mem.recall("u1", "green tea", as_of=at(21))
+    assert [(f.content, f.superseded) for f in later] == [(MORE, False)]
+    assert await mem.recall("u1", "green tea", as_of=at(30, 4)) == []  # not said yet
+    now = await mem.remember("u1", MOST)  # without observed_at: said now, after both
+    assert now.action == "updated" and now.fact.valid_from >= before
+    assert [v.valid_to for v in now.fact.history] == [at(20), now.fact.valid_from]
+
+
+async def test_an_out_of_order_backfill_becomes_an_earlier_version(mem):
+    first = await mem.remember("u1", TEA, observed_at=at(1))
+    await mem.remember("u1", MORE, observed_at=at(20))
+    late = await mem.remember("u1", MOST, observed_at=at(10))  # said between the two
+    assert (late.action, late.fact.id) == ("updated", first.fact.id)
+    assert late.fact.content == MORE  # the text said last stays current
+    expected = [(TEA, at(1), at(10)), (MOST, at(10), at(20)), (MORE, at(20), None)]
+    assert spans(late.fact.versions) == expected
+    assert spans(await mem.history("u1", first.fact.id)) == expected
+    (exported,) = await mem.export_user("u1")
+    assert [v["content"] for v in exported["history"]] == [TEA, MOST]  # numbered in time
+    assert all(v.valid_to is None or v.valid_from <= v.valid_to for v in late.fact.versions)
+    then = await mem.recall("u1", "green tea", as_of=at(15))
+    assert [(f.content, f.superseded) for f in then] == [(MOST, True)]
+    current = await mem.recall("u1", "green tea")
+    assert [f.content for f in current] == [MORE]
+
+
+async def test_a_backfill_before_everything_moves_created_at(mem):
+    made = await mem.remember("u1", TEA, observed_at=at(20))
+    early = await mem.remember("u1", MORE, observed_at=at(1))
+    assert (early.action, early.fact.content) == ("updated", TEA)
+    assert spans(early.fact.versions) == [(MORE, at(1), at(20)), (TEA, at(20), None)]
+    (fact,) = await mem.list_all("u1")
+    assert (fact.id, fact.created_at, fact.valid_from) == (made.fact.id, at(1), at(20))
+
+
+async def test_a_backfill_run_twice_changes_nothing(mem):
+    for day, text in ((1, TEA), (20, MORE), (10, MOST)):
+        await mem.remember("u1", text, observed_at=at(day), metadata={"day": day})
+    exported = await mem.export_user("u1")
+    for day, text in ((1, TEA), (20, MORE), (10, MOST)):
+        again = await mem.remember("u1", text, observed_at=at(day), metadata={"day": day})
+        assert again.action == "duplicate", text
+    assert await mem.export_user("u1") == exported
+
+
+async def test_each_version_keeps_the_metadata_it_was_said_with(mem):
+    first = await mem.remember("u1", TEA, metadata={"session": 1, "speaker": "Caroline"})
+    assert dict(first.fact.metadata) == {"session": 1, "speaker": "Caroline"}
+    moved = await mem.remember("u1", MORE, metadata={"session": 2})
+    assert moved.action == "updated"
+    # the new text: the keys given on top of the ones of the text it replaces
+    assert dict(moved.fact.metadata) == {"session": 2, "speaker": "Caroline"}
+    assert [dict(v.metadata) for v in moved.fact.versions] == [
+        {"session": 1, "speaker": "Caroline"},
+        {"session": 2, "speaker": "Caroline"},
+    ]
+    (fact,) = await mem.list_all("u1")
+    assert fact.to_dict()["history"][0]["metadata"] == {"session": 1, "speaker": "Caroline"}
+    old = await mem.recall("u1", "green tea", include_history=True, filter={"session": 1})
+    assert [(f.content, f.superseded, dict(f.metadata)) for f in old] == [
+        (TEA, True, {"session": 1, "speaker": "Caroline"})
+    ]
+    dup = await mem.remember("u1", MORE, metadata={"session": 3})  # a duplicate writes nothing
+    assert dup.action == "duplicate" and dict(dup.fact.metadata)["session"] == 2
+
+
+def test_metadata_is_a_field_of_the_item(store):
+    made = store.remember("u1", TEA, metadata={"source": "chat", "tags": ("a", "b")})
+    item = store.get(store.user_namespace("u1"), made.fact.id)
+    assert item.value["source"] == "chat" and item.value["tags"] == ["a", "b"]
+    assert dict(made.fact.metadata) == {"source": "chat", "tags": ["a", "b"]}
+    hits = store.search(store.user_namespace("u1"), filter={"source": "chat"})
+    assert [h.key for h in hits] == [made.fact.id]
+
+
+DISTINCT = [
+    "apple",
+    "banana",
+    "cherry",
+    "date",
+    "elder",
+    "fig",
+    "grape",
+    "honeydew",
+    "kiwi",
+    "lemon",
+    "mango",
+    "nectarine",
+    "olive",
+    "papaya",
+    "quince",
+    "raspberry",
+    "strawberry",
+    "tangerine",
+    "ugli",
+    "vanilla",
+    "walnut",
+    "yam",
+    "zucchini",
+    "almond",
+    "basil",
+    "cumin",
+    "dill",
+    "fennel",
+    "ginger",
+    "hazelnut",
+]
+
+
+async def test_recall_filter_runs_in_the_engine_and_fills_the_limit(mem):
+    # facts that match the query do not match the filter, and the other way round: a
+    # filter applied after a global top-k would find nothing
+    near = [f"tea {DISTINCT[i]}" for i in range(12)]
+    far = [f"{DISTINCT[12 + 2 * i]} {DISTINCT[13 + 2 * i]}" for i in range(7)]
+    assert {r.action for r in await mem.remember("u1", near, metadata={"kind": "near"})} == {
+        "created"
+    }
+    for n, text in enumerate(far):
+        assert (await mem.remember("u1", text, metadata={"kind": "far", "n": n})).action == (
+            "created"
+        )
+    await mem.remember("u2", "tea for someone else", metadata={"kind": "far"})
+    found = await mem.recall("u1", "tea", limit=5, filter={"kind": "far"})
+    assert len(found) == 5 and {dict(f.metadata)["kind"] for f in found} == {"far"}
+    assert {f.user_id for f in found} == {"u1"}
+    few = await mem.recall("u1", "tea", limit=5, filter={"kind": "far", "n": {"$gte": 4}})
+    assert sorted(f.content for f in few) == sorted(far[4:])  # every match, 3 < limit
+    other = await mem.recall("u1", "tea", limit=20, filter={"kind": {"$ne": "far"}})
+    assert sorted(f.content for f in other) == sorted(near)
+    assert await mem.recall("u1", "tea", filter={"kind": "none"}) == []
+
+
+async def test_bad_filters_raise(mem):
+    await mem.remember("u1", TEA)
+    with pytest.raises(InvalidFilterError, match=r"\$regex"):
+        await mem.recall("u1", "tea", filter={"source": {"$regex": "c.*"}})
+    with pytest.raises(InvalidFilterError, match="'content' is a field of the stored fact"):
+        await mem.recall("u1", "tea", filter={"content": TEA})
+    with pytest.raises(InvalidFilterError, match="must be a dict"):
+        await mem.recall("u1", "tea", filter=["source"])
+
+
+BAD_METADATA = {
+    "reserved key": ({"content": "x"}, "'content' is a field of the stored fact"),
+    "reserved pinned": ({"pinned": True}, "'pinned'"),
+    "not a dict": (["source"], "must be a dict"),
+    "non-string key": ({1: "x"}, "non-empty strings"),
+    "a set": ({"tags": {"a"}}, "'tags' is a set, which is not JSON"),
+    "a datetime": ({"when": at(1)}, "isoformat"),
+    "NaN": ({"score": float("nan")}, "JSON cannot hold"),
+    "nested int key": ({"by": {1: "x"}}, "JSON object keys are strings"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_METADATA, ids=list(BAD_METADATA))
+async def test_bad_metadata_raises_and_stores_nothing(mem, case):
+    metadata, message = BAD_METADATA[case]
+    with pytest.raises(InvalidFactError, match=message):
+        await mem.remember("u1", TEA, metadata=metadata)
+    assert await mem.list_all("u1") == []
+
+
+async def test_bad_observed_at_raises_and_stores_nothing(mem):
+    with pytest.raises(ValueError, match="no time zone"):
+        await mem.remember("u1", TEA, observed_at=datetime(2023, 5, 8))
+    future = datetime.now(timezone.utc) + timedelta(days=1)
+    with pytest.raises(ValueError, match="in the future"):
+        await mem.remember("u1", TEA, observed_at=future)
+    with pytest.raises(TypeError, match="must be a datetime"):
+        await mem.remember("u1", TEA, observed_at="2023-05-08")
+    assert await mem.list_all("u1") == []
+
+
+async def test_a_ttl_counts_from_the_write_not_from_observed_at(mem):
+    before = datetime.now(timezone.utc)
+    made = await mem.remember("u1", TEA, observed_at=at(1, 5, 2020), ttl=60)
+    expires = made.fact.expires_at
+    assert before + timedelta(minutes=60) <= expires <= before + timedelta(minutes=61)
+    (fact,) = await mem.list_all("u1")
+    assert fact.valid_from == at(1, 5, 2020) and fact.expires_at == expires
+
+
+async def test_metadata_and_times_survive_export_and_import(mem, store):
+    await mem.remember("u1", TEA, metadata={"session": 1}, observed_at=at(1))
+    await mem.remember("u1", MORE, metadata={"session": 2}, observed_at=at(20))
+    await mem.remember("u1", "I have a cat named Tom", metadata={"session": 3})
+    exported = await mem.export_user("u1")
+    json.dumps(exported)  # JSON-ready
+    result = await mem.import_user("u2", exported)
+    assert result.restored == 2
+    assert _without_user(await mem.export_user("u2")) == _without_user(exported)
+    merged = await mem.import_user("u3", exported, "merge")
+    assert [r.action for r in merged.results] == ["created", "updated", "created"]
+    tea = next(f for f in await mem.list_all("u3") if f.content == MORE)
+    assert spans(tea.versions) == [(TEA, at(1), at(20)), (MORE, at(20), None)]
+    assert [dict(v.metadata) for v in tea.versions] == [{"session": 1}, {"session": 2}]
+    again = await mem.import_user("u3", exported, "merge")
+    assert {r.action for r in again.results} == {"duplicate"}
+    hit = await mem.recall("u2", "green tea", filter={"session": 2})
+    assert [f.content for f in hit] == [MORE]
+
+
+def _without_user(records):
+    return [{k: v for k, v in r.items() if k != "user_id"} for r in records]
