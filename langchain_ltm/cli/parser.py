@@ -13,6 +13,7 @@ import difflib
 import os
 import sys
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,8 @@ __all__ = [
     "Parser",
     "build_parser",
     "data_dir",
+    "meta_pair",
+    "moment",
     "parse",
 ]
 
@@ -73,7 +76,9 @@ exit codes: 0 done (also a recall that finds nothing), 1 not found (forget of an
 
 examples:
   ltm remember --user alice@example.com "Prefers answers in Spanish" "Works on payments"
+  ltm remember --user alice@example.com --at 2023-05-08T13:56Z --meta session=1 "Adopted a cat"
   ltm recall --user alice@example.com -q "language preference" -q "which language?"
+  ltm recall --user alice@example.com --meta session=1 "pets"
   ltm list --user alice@example.com --json
   ltm export --user alice@example.com -o alice.jsonl
   ltm import --user bob alice.jsonl
@@ -170,6 +175,26 @@ def _cosine(text: str) -> float:
     return value
 
 
+def meta_pair(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` of ``--meta`` (the value is a string; it may contain ``=``)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, e.g. source=chat, got {text!r}")
+    return key.strip(), value
+
+
+def moment(text: str) -> datetime:
+    """An ISO 8601 time for ``--at``; without a zone it is UTC (as in import files)."""
+    try:
+        value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        example = "2023-05-08T13:56:00+00:00 or 2023-05-08"
+        raise argparse.ArgumentTypeError(
+            f"expected an ISO 8601 time like {example}, got {text!r}"
+        ) from None
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
 def _global_options(p: argparse.ArgumentParser, user_help: str, store_help: str | None) -> None:
     """``--store``, ``--user``, ``--json`` on the main parser or a subcommand.
 
@@ -233,10 +258,33 @@ def build_parser() -> Parser:
     p.add_argument(
         "facts", nargs="+", metavar="FACT", help="a fact, or - to read one fact per stdin line"
     )
+    p.add_argument(
+        "--meta",
+        action="append",
+        type=meta_pair,
+        metavar="KEY=VALUE",
+        help="metadata stored with the facts, e.g. --meta source=chat (repeatable; the value "
+        "is a string); recall --meta finds them",
+    )
+    p.add_argument(
+        "--at",
+        type=moment,
+        metavar="TIME",
+        help="when the facts were said (ISO 8601, e.g. 2023-05-08T13:56:00+00:00; no zone: "
+        "UTC), for a backfill of old conversations: their versions and recall as of a time "
+        "follow it (default: now)",
+    )
     p = command("recall", "The user's facts most similar to the queries.")
     p.add_argument("-q", "--query", action="append", metavar="TEXT", help="a phrasing (repeatable)")
     p.add_argument("queries", nargs="*", metavar="QUERY", help="more phrasings")
     p.add_argument("--limit", type=_positive_int, default=5, help="most facts (default 5)")
+    p.add_argument(
+        "--meta",
+        action="append",
+        type=meta_pair,
+        metavar="KEY=VALUE",
+        help="only facts remembered with this metadata (repeatable: all must match)",
+    )
     command("list", "All of the user's facts, oldest first.")
     p = command("forget", "Delete one fact by id or id prefix (exit code 1 if there is none).")
     p.add_argument(

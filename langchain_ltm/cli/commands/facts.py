@@ -14,12 +14,15 @@ from langchain_ltm.facts import RememberResult, validate_text
 
 def _remember_batches(session: Session, texts: list[str]) -> list[RememberResult]:
     results: list[RememberResult] = []
+    metadata = dict(session.args.meta or [])
     progress = session.progress("remember", "facts", lambda: len(texts))
     progress.update(0)
     try:
         for start in range(0, len(texts), BATCH_SIZE):
             batch = texts[start : start + BATCH_SIZE]
-            results += session.facts.remember(session.user, batch)
+            results += session.facts.remember(
+                session.user, batch, metadata=metadata, observed_at=session.args.at
+            )
             progress.advance(len(batch))
     finally:
         progress.finish()
@@ -98,9 +101,11 @@ def cmd_recall(session: Session) -> int:
     queries = [*(session.args.query or []), *session.args.queries]
     if not queries:
         raise Failure(EXIT_USAGE, 'recall needs a query: ltm recall --user U -q "what to find"')
-    facts = session.facts.recall(session.user, queries, limit=session.args.limit)
+    wanted = dict(session.args.meta or []) or None
+    facts = session.facts.recall(session.user, queries, limit=session.args.limit, filter=wanted)
     headers, rows = fact_rows(facts, scored=True)
-    human = table(headers, rows) if facts else f"No facts of user {session.user!r} match."
+    having = " with " + ", ".join(f"{k}={v}" for k, v in wanted.items()) if wanted else ""
+    human = table(headers, rows) if facts else f"No facts of user {session.user!r}{having} match."
     session.emit([f.to_dict() for f in facts], human)
     return EXIT_OK
 

@@ -1,0 +1,74 @@
+"""``ltm remember --meta K=V --at TIME``, ``ltm recall --meta K=V``, and what import keeps."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+from tests.unit_tests.test_cli import as_json, ltm  # noqa: F401  (fixture)
+
+SAID = "2023-05-08T13:56:00+00:00"
+
+
+def test_remember_with_meta_and_at_then_recall_by_meta(ltm):
+    code, out, err = ltm(
+        "remember",
+        "--user",
+        "alice",
+        "--meta",
+        "source=chat",
+        "--meta",
+        "link=a=b",
+        "--at",
+        "2023-05-08T13:56Z",
+        "--json",
+        "Adopted a cat named Tom",
+    )
+    assert (code, err) == (0, "")
+    (record,) = as_json(out)
+    fact = record["fact"]
+    assert fact["metadata"] == {"source": "chat", "link": "a=b"}  # values are strings
+    assert (fact["valid_from"], fact["created_at"]) == (SAID, SAID)
+    ltm("remember", "--user", "alice", "--at", "2023-05-09", "Owns a dog named Rex")
+    code, out, _ = ltm("recall", "--user", "alice", "--meta", "source=chat", "pets", "--json")
+    assert code == 0 and [f["content"] for f in as_json(out)] == ["Adopted a cat named Tom"]
+    (dog,) = [
+        f for f in as_json(ltm("list", "--user", "alice", "--json")[1]) if "dog" in f["content"]
+    ]
+    assert dog["valid_from"] == "2023-05-09T00:00:00+00:00"  # a time without a zone is UTC
+    code, out, _ = ltm("recall", "--user", "alice", "--meta", "source=mail", "pets")
+    assert code == 0 and out.strip() == "No facts of user 'alice' with source=mail match."
+
+
+def test_bad_meta_and_at_exit_2_and_store_nothing(ltm):
+    future = (datetime.now(timezone.utc) + timedelta(days=2)).isoformat()
+    cases = [
+        (("remember", "--meta", "source", "A fact"), "expected KEY=VALUE"),
+        (("remember", "--meta", "=chat", "A fact"), "expected KEY=VALUE"),
+        (("remember", "--at", "yesterday", "A fact"), "ISO 8601"),
+        (("remember", "--at", future, "A fact"), "in the future"),
+        (("remember", "--meta", "content=x", "A fact"), "'content' is a field of the stored fact"),
+        (("recall", "--meta", "valid_from=x", "A fact"), "'valid_from' is a field of the stored"),
+        (("recall", "--meta", "nothing", "A fact"), "expected KEY=VALUE"),
+    ]
+    for args, message in cases:
+        code, _, err = ltm(args[0], "--user", "alice", *args[1:])
+        assert code == 2 and message in err, (args, err)
+    assert as_json(ltm("list", "--user", "alice", "--json")[1]) == []
+
+
+def test_import_keeps_metadata_and_when_a_plain_line_was_said(ltm, tmp_path):
+    path = tmp_path / "said.jsonl"
+    line = {"content": "Went to a support group", "metadata": {"session": 1}, "valid_from": SAID}
+    path.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    code, _, err = ltm("import", "--user", "alice", str(path))
+    assert (code, err) == (0, "")
+    (fact,) = as_json(ltm("list", "--user", "alice", "--json")[1])
+    assert (fact["metadata"], fact["valid_from"]) == ({"session": 1}, SAID)
+    exported = tmp_path / "alice.jsonl"
+    assert ltm("export", "--user", "alice", "-o", str(exported))[0] == 0
+    assert ltm("import", "--user", "bob", str(exported))[0] == 0
+    (copy,) = as_json(ltm("list", "--user", "bob", "--json")[1])
+    assert {k: v for k, v in copy.items() if k != "user_id"} == {
+        k: v for k, v in fact.items() if k != "user_id"
+    }
