@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timezone
 from typing import Any
 
 from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
@@ -46,12 +47,15 @@ class RecallOptions:
         min_score: Relevant facts scoring below this cosine similarity are left out.
         max_chars: Size budget of the whole block, in characters (pinned facts first).
         header: The block's first lines.
+        show_dates: Start each fact's line with the date its text was said or remembered
+            (``valid_from``, UTC, e.g. ``[2023-05-08]``), for questions about when.
     """
 
     limit: int = 5
     min_score: float = DEFAULT_MIN_SCORE
     max_chars: int = 2000
     header: str = DEFAULT_HEADER
+    show_dates: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.limit, int) or isinstance(self.limit, bool) or self.limit < 0:
@@ -60,6 +64,8 @@ class RecallOptions:
             raise ValueError(f"min_score is a cosine in [-1, 1], got {self.min_score!r}.")
         if not isinstance(self.max_chars, int) or self.max_chars < 100:
             raise ValueError(f"max_chars must be an int >= 100, got {self.max_chars!r}.")
+        if not isinstance(self.show_dates, bool):
+            raise TypeError(f"show_dates must be True or False, got {self.show_dates!r}.")
 
 
 def latest_user_text(messages: Sequence[Any]) -> str | None:
@@ -93,11 +99,11 @@ def render_block(
     lines: list[str] = []
     if pinned:
         lines.append("Profile:")
-        lines.extend(f"- {f.content}" for f in pinned)
+        lines.extend(_line(f, options.show_dates) for f in pinned)
     extra = [f for f in relevant if f.id not in seen]
     if extra:
         lines.append("Relevant to this message:")
-        lines.extend(f"- {f.content}" for f in extra)
+        lines.extend(_line(f, options.show_dates) for f in extra)
     if not lines:
         return None
     out = options.header
@@ -106,6 +112,14 @@ def render_block(
             break
         out += "\n" + line
     return out if out != options.header else None
+
+
+def _line(fact: Fact, show_dates: bool) -> str:
+    """``- text``, or ``- [2023-05-08] text`` with the date the text became the fact's."""
+    if not show_dates:
+        return f"- {fact.content}"
+    when = (fact.valid_from or fact.created_at).astimezone(timezone.utc).date().isoformat()
+    return f"- [{when}] {fact.content}"
 
 
 def with_memory(system: SystemMessage | None, block: str | None) -> SystemMessage | None:

@@ -29,11 +29,13 @@ def memory_pre_model_hook(
     max_chars: int = 2000,
     user_id_key: str = "user_id",
     header: str = DEFAULT_HEADER,
+    show_dates: bool = False,
 ) -> RunnableLambda[Any, dict[str, Any]]:
     """A ``pre_model_hook`` that shows the model the user's pinned and relevant facts.
 
     It returns ``llm_input_messages``, so the facts reach the model call only, never the
     thread's state. The user comes from the run (runtime context or ``configurable``).
+    The options are ``MemoryMiddleware``'s (``show_dates``: each fact's date in the block).
 
     Example:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -45,7 +47,7 @@ def memory_pre_model_hook(
         >>> "Prefers answers in Spanish" in out["llm_input_messages"][0].content
         True
     """
-    options = RecallOptions(recall_limit, min_score, max_chars, header)
+    options = RecallOptions(recall_limit, min_score, max_chars, header, show_dates)
 
     def logic(state: Any, config: RunnableConfig) -> Logic[dict[str, Any]]:
         user_id = resolve_user_id(config, _runtime(), user_id_key)

@@ -76,6 +76,9 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         debounce: Seconds a background extraction waits for more turns of its thread.
         config: Options of the memory tools (and ``user_id_key``).
         header: First lines of the memory block.
+        show_dates: Start each fact's line in the block with its date (``[2023-05-08]``:
+            when its text was said, ``remember(..., observed_at=)``, else remembered), for
+            questions about when something happened.
 
     Example:
         >>> from langchain.agents import create_agent
@@ -105,6 +108,7 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         debounce: float = 0.5,
         config: LongTermMemoryConfig | None = None,
         header: str = DEFAULT_HEADER,
+        show_dates: bool = False,
     ) -> None:
         super().__init__()
         if mode not in ("both", "recall", "tools"):
@@ -115,7 +119,7 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             raise ValueError(f"debounce must be a number of seconds >= 0, got {debounce!r}.")
         self.store = store
         self.mode: MemoryMode = mode
-        self.options = RecallOptions(recall_limit, min_score, max_chars, header)
+        self.options = RecallOptions(recall_limit, min_score, max_chars, header, show_dates)
         self.tool_config = config or LongTermMemoryConfig()
         self.extract_with = extract_with
         self.tools = [] if mode == "recall" else create_memory_tools(store, config=config)

@@ -386,3 +386,35 @@ def test_memory_tools_survive_a_forced_tool_choice(store):
     assert model.tool_choices[0] == "remember_fact"
     assert "remember_fact" in model.bound[0]
     assert any(f.content == "plays chess" for f in store.list_all("alice"))
+
+
+@pytest.mark.filterwarnings("ignore:create_react_agent has been moved")
+def test_show_dates_puts_each_facts_date_in_the_block(emb):
+    from datetime import datetime, timezone
+
+    store = LongTermMemoryStore(InMemoryVectorStore(emb))
+    said = datetime(2023, 5, 8, 23, 30, tzinfo=timezone.utc)
+    store.remember("alice", "Prefers answers in Spanish", pinned=True, observed_at=said)
+    store.remember("alice", "Went to a support group on Sunday", observed_at=said.replace(day=7))
+    question = {"messages": [("user", "when did I go to the support group")]}
+    dated, plain = RecordingModel(), RecordingModel()
+    agent_with(store, dated, mode="recall", show_dates=True).invoke(question, run("alice"))
+    agent_with(store, plain, mode="recall").invoke(question, run("alice"))
+    assert system_text(dated.requests[0]).splitlines()[-4:] == [
+        "Profile:",
+        "- [2023-05-08] Prefers answers in Spanish",
+        "Relevant to this message:",
+        "- [2023-05-07] Went to a support group on Sunday",
+    ]
+    assert system_text(plain.requests[0]).splitlines()[-4:] == [  # the default: no dates
+        "Profile:",
+        "- Prefers answers in Spanish",
+        "Relevant to this message:",
+        "- Went to a support group on Sunday",
+    ]
+    hooked = RecordingModel()
+    hook = memory_pre_model_hook(store, min_score=0.1, show_dates=True)
+    create_react_agent(hooked, tools=[], pre_model_hook=hook).invoke(question, run("alice"))
+    assert "- [2023-05-07] Went to a support group" in system_text(hooked.requests[0])
+    with pytest.raises(TypeError, match="show_dates"):
+        MemoryMiddleware(store, show_dates="yes")  # type: ignore[arg-type]
