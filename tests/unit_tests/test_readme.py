@@ -70,3 +70,10 @@ def test_fact_store_example_runs_as_written(capsys, tmp_path, monkeypatch):
         assert [f.content for f in store.list_all("alice@example.com")] == [
             "Prefers answers in Spanish"
         ]
+
+
+def test_when_and_where_example_runs_as_written(capsys):
+    code = python_block("When and where a fact came from")
+    exec(compile(code, "README when and where", "exec"), {})
+    expected = code.strip().splitlines()[-1].removeprefix("# ")
+    assert capsys.readouterr().out.strip().splitlines() == [expected]
