@@ -22,7 +22,9 @@ import re
 import unicodedata
 from functools import lru_cache
 
-__all__ = ["different_subject", "subjects", "value_change"]
+from langchain_ltm.facts.coverage import PAST_FORMS, value_change
+
+__all__ = ["ENTITY_WORDS", "different_subject", "subjects", "value_change"]
 
 _RELATIONS = {
     # people
@@ -62,6 +64,8 @@ _RELATIONS = {
 }  # fmt: skip
 
 _ENTITIES = frozenset(_RELATIONS.values())
+ENTITY_WORDS = frozenset(_RELATIONS) | _ENTITIES
+"""Words that name a person, pet or thing a fact can be about ("sister", "dog", "laptop")."""
 
 _POSSESSIVE = re.compile(
     r"\b(?:my|his|her|their|our|your|the user's|user's|the customer's)\s+", re.IGNORECASE
@@ -83,26 +87,6 @@ _NOT_NAMES = frozenset(
     "always never usually often sometimes every each no not".split()
 )
 _TOKEN = re.compile(r"[a-z][a-z'-]*")
-_WORD = re.compile(r"[a-z0-9]+(?:[.,:/][0-9]+)*")
-_NUMBER_WORDS = frozenset(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-    "fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty hundred thousand "
-    "once twice first second third fourth fifth none single couple dozen half".split()
-)
-_MONTHS = frozenset(
-    "january february march april may june july august september october november december "
-    "jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday "
-    "friday saturday sunday weekday weekend morning evening night".split()
-)
-_NEGATIONS = frozenset(
-    "not no never nor without stopped quit gave anymore longer dislikes hates "
-    "non nobody none".split()
-)
-_FILLER = frozenset(
-    "a an the to of in on at for and or is are am was were be been i me my user s now "
-    "currently actually really just still also has have had do does did from with "
-    "moved changed switched new instead than up going".split()
-)
 
 
 def _fold(text: str) -> str:
@@ -194,13 +178,23 @@ def subjects(text: str) -> frozenset[str]:
         tokens = _TOKEN.findall(rest.lower())
         possessive = rest.startswith("'s")
         follower = tokens[0] if tokens else ""
-        if name.lower() not in _NOT_NAMES and (possessive or follower in _VERBS):
+        if name.lower() not in _NOT_NAMES and (possessive or _verb_like(follower, name)):
             key = "name:" + name.lower()
             if possessive:
                 chain, _ = _chain(_phrase(_TOKEN.findall(rest[2:].lower()), 0))
                 key = f"{key}>{chain}" if chain else key
             found.add("*" + key)
     return frozenset(found)
+
+
+def _verb_like(follower: str, name: str) -> bool:
+    """Whether the word after a leading capitalized word reads as its verb ("Tom enjoys")."""
+    if follower in _VERBS or follower in PAST_FORMS:
+        return True
+    if len(follower) > 4 and follower.endswith("ed"):
+        return True  # "Joanna finished ..."
+    # "Nate supports ...", but not "Prefers answers ..." (a verb leading, its object after)
+    return len(follower) > 3 and follower.endswith("s") and not name.lower().endswith("s")
 
 
 def different_subject(a: str, b: str) -> bool:
@@ -227,49 +221,3 @@ def different_subject(a: str, b: str) -> bool:
         return True
     others_a, others_b = sa - entities_a, sb - entities_b
     return bool(others_a and others_b and not others_a & others_b)
-
-
-def _words(text: str) -> list[str]:
-    return _WORD.findall(_fold(text).lower())
-
-
-def _stem(word: str) -> str:
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
-
-
-def _is_value(word: str) -> bool:
-    return word[0].isdigit() or word in _NUMBER_WORDS or word in _MONTHS
-
-
-def value_change(a: str, b: str) -> bool:
-    """Whether ``b`` restates ``a`` with another number, date or polarity (an update).
-
-    The words that carry meaning, once numbers, dates, negations and fillers ("now",
-    "anymore") are set aside, must be the same in both; and the numbers, dates or
-    polarity must differ.
-
-    Example:
-        >>> value_change("Has one kid", "Has two kids now")
-        True
-        >>> value_change("Is vegetarian", "Is not vegetarian anymore")
-        True
-        >>> value_change("Is allergic to peanuts", "Is allergic to cats")
-        False
-    """
-    wa, wb = _words(a), _words(b)
-    core_a = {_stem(w) for w in wa if not _is_value(w) and w not in _NEGATIONS | _FILLER}
-    core_b = {_stem(w) for w in wb if not _is_value(w) and w not in _NEGATIONS | _FILLER}
-    if not core_a or not core_b:
-        return False
-    overlap = len(core_a & core_b) / len(core_a | core_b)
-    if overlap < 0.6:
-        return False
-    values_a = [w for w in wa if _is_value(w)]
-    values_b = [w for w in wb if _is_value(w)]
-    negated_a = any(w in _NEGATIONS for w in wa)
-    negated_b = any(w in _NEGATIONS for w in wb)
-    return values_a != values_b or negated_a != negated_b

@@ -3,9 +3,12 @@
 For each new fact, in order, as if each were remembered alone:
 
 1. Its normalized text is already a current fact: ``duplicate``.
-2. Its nearest fact about the same subject (:mod:`~langchain_ltm.facts.conflicts`) scores
-   at least ``merge_threshold``, or at least ``review_threshold`` and the two differ only
-   by a number, a date or a negation: ``updated`` (a new version; the old text is kept).
+2. Its nearest fact that it may replace scores at least ``merge_threshold``, or at least
+   ``review_threshold`` when the two differ only by a number, a date or a negation:
+   ``updated`` (a new version; the old text is kept). A fact may replace another only when
+   both are about the same subject (:mod:`~langchain_ltm.facts.conflicts`) and the new text
+   carries everything the old one said, or states the same attribute with a new value
+   (:mod:`~langchain_ltm.facts.coverage`): an update never hides information.
 3. Some fact scores at least ``review_threshold`` but (1) and (2) do not hold: the case is
    *ambiguous*. A resolver, if one is configured, is asked once for every ambiguous fact
    of the batch; its answer is applied by deciding the batch again. Without one the fact
@@ -26,12 +29,15 @@ from typing import Any
 import numpy as np
 
 from langchain_ltm.backends.base import Hit, StoredItem, Vectors
-from langchain_ltm.facts.conflicts import different_subject, value_change
+from langchain_ltm.facts.conflicts import ENTITY_WORDS, different_subject
+from langchain_ltm.facts.coverage import carries, slot_change, value_change
 from langchain_ltm.facts.model import RememberAction, SimilarFact
 from langchain_ltm.facts.resolution import Ambiguity, Resolution
 from langchain_ltm.facts.text import content_hash
 
 __all__ = ["DecisionPolicy", "decide_batch"]
+
+_BATCH_CANDIDATES = 16  # earlier facts of the same batch a new one is compared with
 
 
 @dataclass(frozen=True)
@@ -95,6 +101,7 @@ class BatchDecision:
     decisions: list[Decision]
     touched: dict[str, FactState] = field(default_factory=dict)
     ambiguous: dict[int, Ambiguity] = field(default_factory=dict)
+    rows: dict[int, str] = field(default_factory=dict)  # batch row -> the fact it is now
 
 
 @dataclass
@@ -139,7 +146,7 @@ def decide_batch(
         if digest in by_hash:
             out.decisions.append(Decision("duplicate", by_hash[digest], i, similarity=1.0))
             continue
-        candidates = _candidates(i, neighbours[i], out.touched, batch_sims, policy)
+        candidates = _candidates(i, neighbours[i], out, batch_sims, policy)
         resolution = (resolutions or {}).get(i)
         decision = (
             _apply(resolution, i, candidates)
@@ -156,12 +163,15 @@ def decide_batch(
                 key = str(uuid.uuid4())
             decision.key = key
             out.touched[key] = FactState(key=key, content=text, row=i, base=None)
+            out.rows[i] = key
         elif decision.action == "updated":
             state = _touch(out, decision.key, candidates)
             by_hash.pop(_hash_of(state), None)
             decision.previous = state.content
             state.superseded.append(state.content)
+            out.rows.pop(state.row, None)
             state.content, state.row = text, i
+            out.rows[i] = state.key
         by_hash.setdefault(digest, decision.key)
         out.decisions.append(decision)
     return out
@@ -170,23 +180,31 @@ def decide_batch(
 def _candidates(
     row: int,
     hits: Sequence[Hit],
-    touched: Mapping[str, FactState],
+    out: BatchDecision,
     batch_sims: np.ndarray[Any, Any],
     policy: DecisionPolicy,
 ) -> list[_Candidate]:
-    """Stored and earlier-in-batch facts scoring at least the review threshold, best first."""
+    """Stored and earlier-in-batch facts scoring at least the review threshold, best first.
+
+    Earlier rows of the batch are scored in one vectorized step and the closest
+    ``_BATCH_CANDIDATES`` kept, so a large batch of similar facts stays linear in Python.
+    """
     found = [
         _Candidate(hit.item.key, str(hit.item.value["content"]), hit.score, hit.item)
         for hit in hits
         if hit.score is not None
         and hit.score >= policy.review_threshold
-        and hit.item.key not in touched  # its text changed in this batch: compared below
+        and hit.item.key not in out.touched  # its text changed in this batch: compared below
     ]
-    for key, state in touched.items():
-        if state.row >= 0:
-            score = float(batch_sims[row, state.row])
-            if score >= policy.review_threshold:
-                found.append(_Candidate(key, state.content, score, None))
+    if out.rows:
+        earlier = np.fromiter(out.rows, dtype=np.int64, count=len(out.rows))
+        scores = batch_sims[row, earlier]
+        close = np.flatnonzero(scores >= policy.review_threshold)
+        if len(close) > _BATCH_CANDIDATES:
+            close = close[np.argpartition(-scores[close], _BATCH_CANDIDATES)[:_BATCH_CANDIDATES]]
+        for j in close:
+            key = out.rows[int(earlier[j])]
+            found.append(_Candidate(key, out.touched[key].content, float(scores[j]), None))
     found.sort(key=lambda c: c.score, reverse=True)
     return found
 
@@ -197,12 +215,23 @@ def _decide(
     """The offline decision; ``None`` when the case is ambiguous."""
     if not candidates:
         return Decision("created", "", row)
-    same_subject = [c for c in candidates if not different_subject(c.content, text)]
-    if same_subject:
-        best = same_subject[0]
-        if best.score >= policy.merge_threshold or value_change(best.content, text):
-            return Decision("updated", best.key, row, similarity=best.score)
+    for c in candidates:
+        if _replaces(c, text, policy):
+            return Decision("updated", c.key, row, similarity=c.score)
     return None
+
+
+def _replaces(candidate: _Candidate, text: str, policy: DecisionPolicy) -> bool:
+    """Whether ``text`` may become the candidate's new version (nothing it said is lost)."""
+    if different_subject(candidate.content, text):
+        return False
+    if candidate.score >= policy.merge_threshold and carries(candidate.content, text):
+        return True
+    return _changes_value(candidate.content, text)
+
+
+def _changes_value(stored: str, text: str) -> bool:
+    return value_change(stored, text) or slot_change(stored, text, ENTITY_WORDS)
 
 
 def _similar(
@@ -213,10 +242,18 @@ def _similar(
             c.key,
             c.content,
             c.score,
-            "different_subject" if different_subject(c.content, text) else "uncertain",
+            _reason(c.content, text),
         )
         for c in candidates[: policy.max_similar]
     )
+
+
+def _reason(stored: str, text: str) -> str:
+    if different_subject(stored, text):
+        return "different_subject"
+    if not carries(stored, text) and not _changes_value(stored, text):
+        return "loses_information"
+    return "uncertain"
 
 
 def _apply(resolution: Resolution, row: int, candidates: list[_Candidate]) -> Decision:

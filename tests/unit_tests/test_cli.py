@@ -131,7 +131,7 @@ def test_remember_lists_similar_facts_it_kept_apart(ltm):
     (record,) = as_json(out)
     assert (code, record["action"]) == (0, "created")
     (similar,) = record["similar"]
-    assert similar["content"] == "Likes black tea" and similar["reason"] == "uncertain"
+    assert similar["content"] == "Likes black tea" and similar["reason"] == "loses_information"
     assert 0 < similar["score"] < 1
     ltm("remember", "--user", "bob", "Likes black tea")
     code, out, _ = ltm("remember", "--user", "bob", "Enjoys drinking tea")
@@ -447,7 +447,7 @@ def test_import_merge_dry_run_threshold(ltm, tmp_path):
     path = tmp_path / "in.jsonl"
     path.write_text(
         _line(content="lives in paris.")
-        + _line(content="Enjoys drinking tea")
+        + _line(content="Likes black tea from Darjeeling and Assam with breakfast")
         + json.dumps("Owns a cat"),
         encoding="utf-8",
     )
@@ -457,7 +457,7 @@ def test_import_merge_dry_run_threshold(ltm, tmp_path):
     assert summary["dry_run"] is True
     assert [(r["line"], r["action"]) for r in summary["lines"]] == [
         (1, "duplicate"),
-        (2, "created"),  # similar (0.69), but below the default merge threshold
+        (2, "created"),  # carries the stored text (0.71), but below the merge threshold
         (3, "created"),
     ]
     assert [s["content"] for s in summary["lines"][1]["similar"]] == ["Likes black tea"]
@@ -472,7 +472,7 @@ def test_import_merge_dry_run_threshold(ltm, tmp_path):
     assert code == 0 and lines[0].startswith("Dry run, nothing written: importing 3 facts")
     assert "1 created, 1 duplicate, 1 updated, 0 rejected" in lines[0]
     assert lines[2].split()[:2] == ["LINE", "WOULD"]
-    row = next(line for line in lines if "Enjoys drinking tea" in line)
+    row = next(line for line in lines if "Darjeeling" in line)
     assert (
         row.split()[:3] == ["2", "updated", tea["id"]] and "new version of: Likes black tea" in row
     )
@@ -481,7 +481,7 @@ def test_import_merge_dry_run_threshold(ltm, tmp_path):
     code, out, _ = ltm(*args, "--json")
     assert code == 0 and as_json(out)["updated"] == 1 and "lines" not in as_json(out)
     after = {f["id"]: f for f in as_json(ltm("list", "--user", "alice", "--json")[1])}
-    assert after[tea["id"]]["content"] == "Enjoys drinking tea"
+    assert after[tea["id"]]["content"] == "Likes black tea from Darjeeling and Assam with breakfast"
     assert [v["content"] for v in after[tea["id"]]["history"]] == ["Likes black tea"]
     assert len(after) == 3
 

@@ -145,7 +145,9 @@ async def test_a_fact_updated_away_can_come_back_as_new(emb):
     paris = store.remember("u1", "I live in Paris")
     moved = store.remember("u1", "I live in Berlin")  # shares 3 of 4 words: ~0.75
     assert moved.action == "updated" and moved.fact.id == paris.fact.id
-    strict = LongTermMemoryStore(store.backend, embeddings=emb, upsert_threshold=0.99)
+    strict = LongTermMemoryStore(  # "lives in" is an attribute: strict on both thresholds
+        store.backend, embeddings=emb, upsert_threshold=0.99, review_threshold=0.99
+    )
     back = strict.remember("u1", "I live in Paris")
     assert back.action == "created" and back.fact.id != paris.fact.id  # key was taken
     assert len(strict.list_all("u1")) == 2

@@ -1,0 +1,336 @@
+"""Does a new fact carry what an old one said? Offline word checks (pure, no model).
+
+An update may only replace a text that the new text *carries*: every name, object, place,
+number and claim of the old one is still there, reworded or with more detail
+(:func:`carries`), or both state the same attribute of the same thing with a new value:
+another number, date or polarity (:func:`value_change`), or another value of a named
+attribute ("my favourite colour is blue" / "... is green", "lives in Paris" / "lives in
+Berlin": :func:`slot_change`). Cosine similarity cannot tell: "Melanie signed up for a pottery
+class" and "Melanie made a plate in pottery class" score 0.86 and are two events.
+
+Each fact is read into :class:`Words`:
+
+- *terms*: the words that carry content, stemmed ("inspired", "inspiring" -> "inspir"), with
+  names ("Caroline", "LGBTQ") and identifying numbers ("project 12", "room 104", "#5003",
+  "LH401") among them; function words, pronouns, auxiliaries and fillers are left out;
+- *values*: numbers that are a quantity or a date ("two kids", "rent 1200", "May 5", "2023"),
+  number words read as digits ("five" = "5");
+- *negated*: whether the fact says "not", "never", "no longer", ...;
+- *past*: whether it reports something that happened ("went", "signed up", "was given").
+
+Limits, stated plainly: the checks see words, not meaning. A synonym with another stem
+("kids" / "children", "pottery class" / "ceramics course") reads as missing, so a true
+restatement is kept as a second fact (listed as ``similar``), never merged wrongly. A word
+that is present with another role ("Y thanks X" after "X thanks Y") reads as carried; the
+subject check of :mod:`~langchain_ltm.facts.conflicts` catches the leading name.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+
+__all__ = ["Words", "carries", "missing", "read_words", "slot_change", "value_change"]
+
+_TOKEN = re.compile(r"#?[0-9]+(?:[.,:/][0-9]+)*[a-z]*|[A-Za-z][A-Za-z0-9'-]*")
+_SENTENCE_END = re.compile(r"[.!?;]\s")
+
+_STOP = frozenset(
+    """
+    a an the this that these those some any each every all both either neither such own
+    other another same certain
+    i me my mine we us our ours you your yours he him his she her hers they them their theirs
+    it its one's oneself himself herself themselves itself myself ourselves yourself
+    user user's
+    is are was were be been being am has have had having do does did doing done
+    will would can could shall should may might must ought
+    to of in on at for with from by about into onto over under after before during since
+    until while as than via per upon within without through throughout across along around
+    among between toward towards against beside besides near off out up down away
+    and or but so yet if because though although whereas whether then also too
+    who whom whose which what when where why how that there here
+    just really very quite rather pretty fairly still even ever again already
+    currently recently now lately nowadays today yesterday tonight
+    always often usually sometimes frequently occasionally sometime
+    lot lots much many more most less least few several plenty bit
+    thing things something anything everything nothing stuff way
+    well also actually especially particularly mainly mostly generally
+    s t d ll m re ve
+    """.split()
+)
+_NEGATIONS = frozenset("not no never nor none nobody nothing neither anymore longer".split())
+_NUMBER_WORDS = {
+    "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
+    "seven": "7", "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12",
+    "thirteen": "13", "fourteen": "14", "fifteen": "15", "sixteen": "16", "seventeen": "17",
+    "eighteen": "18", "nineteen": "19", "twenty": "20", "thirty": "30", "forty": "40",
+    "fifty": "50", "sixty": "60", "seventy": "70", "eighty": "80", "ninety": "90",
+    "hundred": "100", "thousand": "1000", "once": "1x", "twice": "2x", "single": "1",
+    "couple": "2", "dozen": "12", "half": "0.5",
+}  # fmt: skip
+_DATE_WORDS = frozenset(
+    "january february march april may june july august september october november december "
+    "jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday "
+    "friday saturday sunday weekday weekend morning afternoon evening night week month year "
+    "spring summer autumn fall winter".split()
+)
+# a number right after one of these names a thing ("room 104"), it is not a quantity
+_ID_NOUNS = frozenset(
+    "number no nr room flight order project ticket case issue bus route line gate seat "
+    "table suite building platform version chapter lot account invoice item model unit "
+    "apartment apt id exit highway station channel box locker level team group batch "
+    "episode season part phase step stage release sprint task ward bed car train".split()
+)
+_IRREGULAR = {
+    "went": "go", "gone": "go", "goes": "go", "made": "make", "took": "take", "taken": "take",
+    "got": "get", "gotten": "get", "gave": "give", "given": "give", "saw": "see", "seen": "see",
+    "found": "find", "felt": "feel", "met": "meet", "ran": "run", "wrote": "write",
+    "written": "write", "bought": "buy", "brought": "bring", "thought": "think", "told": "tell",
+    "said": "say", "began": "begin", "begun": "begin", "won": "win", "lost": "lose",
+    "left": "leave", "kept": "keep", "taught": "teach", "held": "hold", "built": "build",
+    "sang": "sing", "sung": "sing", "drew": "draw", "drawn": "draw", "ate": "eat",
+    "eaten": "eat", "drove": "drive", "driven": "drive", "flew": "fly", "flown": "fly",
+    "became": "become", "came": "come", "knew": "know", "known": "know", "grew": "grow",
+    "grown": "grow", "spent": "spend", "sent": "send", "led": "lead", "chose": "choose",
+    "chosen": "choose", "fell": "fall", "fallen": "fall", "children": "child",
+    "people": "person", "men": "man", "women": "woman", "feet": "foot", "teeth": "tooth",
+    "mice": "mouse", "geese": "goose", "paid": "pay", "sold": "sell", "heard": "hear",
+    "understood": "understand", "wore": "wear", "worn": "wear", "swam": "swim", "hung": "hang",
+    "caught": "catch", "fought": "fight", "sat": "sit", "stood": "stand", "threw": "throw",
+    "thrown": "throw", "broke": "break", "broken": "break", "woke": "wake", "rode": "ride",
+    "ridden": "ride", "dug": "dig", "lent": "lend", "meant": "mean", "slept": "sleep",
+}  # fmt: skip
+PAST_FORMS = frozenset(
+    w for w in _IRREGULAR if w not in {"goes", "children", "people", "men", "women", "feet",
+                                        "teeth", "mice", "geese"}
+)  # fmt: skip
+"""Irregular past forms ("went", "made"): a leading name before one is a subject."""
+_COPULAS = frozenset("is are am be been being was were become becomes seems feels".split())
+_VOWELS = frozenset("aeiouy")
+
+
+@dataclass(frozen=True)
+class Words:
+    """What :func:`read_words` finds in a fact (see the module docstring)."""
+
+    terms: frozenset[str]
+    names: frozenset[str]
+    values: frozenset[str]
+    negated: bool
+    past: bool
+
+
+def stem(word: str) -> str:
+    """A light English stem: "inspired", "inspiring", "inspire" -> "inspir".
+
+    Example:
+        >>> [stem(w) for w in ("adoption", "adopting", "kids", "went", "studies")]
+        ['adopt', 'adopt', 'kid', 'go', 'study']
+    """
+    word = word.lower().removesuffix("'s").strip("'-")
+    if word in _IRREGULAR:
+        return _IRREGULAR[word]
+    for suffix, repl, keep in (
+        ("ies", "y", 3), ("ied", "y", 3), ("ations", "", 4), ("ation", "", 4), ("ions", "", 4),
+        ("ion", "", 4), ("ments", "", 4), ("ment", "", 4), ("ness", "", 4), ("ingly", "", 4),
+        ("ing", "", 3), ("edly", "", 4), ("ed", "", 3), ("ly", "", 4), ("es", "", 4),
+        ("s", "", 3),
+    ):  # fmt: skip
+        if word.endswith(suffix) and len(word) - len(suffix) >= keep:
+            if suffix == "s" and word.endswith(("ss", "us", "is")):
+                continue
+            if suffix == "es" and not word.endswith(("sses", "xes", "ches", "shes", "zes")):
+                continue
+            word = word[: len(word) - len(suffix)] + repl
+            break
+    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in _VOWELS | {"l", "s"}:
+        word = word[:-1]  # planned -> plann -> plan
+    if len(word) > 3 and word.endswith("e"):
+        word = word[:-1]
+    return word
+
+
+def _fold(text: str) -> str:
+    text = unicodedata.normalize("NFKC", text).replace("\u2019", "'").replace("\u2018", "'")
+    return re.sub(r"n't\b", " not", text)
+
+
+def _is_number(token: str) -> bool:
+    return token.lstrip("#")[:1].isdigit()
+
+
+@lru_cache(maxsize=8192)
+def read_words(text: str) -> Words:
+    """Read a fact into terms, names, values, polarity and tense.
+
+    Example:
+        >>> w = read_words("Project 12 has two members since May 2023")
+        >>> sorted(w.terms), sorted(w.values)
+        (['member', 'project', 'project#12'], ['2', '2023', 'may'])
+        >>> read_words("Caroline doesn't eat meat anymore").negated
+        True
+    """
+    folded = _fold(text)
+    starts = {0} | {m.end() for m in _SENTENCE_END.finditer(folded)}
+    terms: set[str] = set()
+    names: set[str] = set()
+    values: set[str] = set()
+    negated = past = False
+    previous = ""
+    previous_raw = ""
+    for match in _TOKEN.finditer(folded):
+        raw = match.group()
+        lower = raw.lower().removesuffix("'s")
+        if _is_number(raw) or any(c.isdigit() for c in raw):
+            digits = lower.lstrip("#")
+            identifier = (
+                raw.startswith("#")
+                or not _is_number(raw)  # letters first: LH401, A4
+                or (digits.rstrip("0123456789.,:/") != "" and digits[-2:] not in _ORDINALS)
+                or previous in _ID_NOUNS
+                or (previous_raw[:1].isupper() and previous not in _DATE_WORDS)
+            )
+            if identifier:  # keyed by its noun: "project 12" is not "team 12"
+                noun = stem(previous) if previous.isalpha() and previous not in _STOP else ""
+                terms.add(f"{noun}#{digits.lstrip('#')}")
+            else:
+                values.add(digits.rstrip("stndrh") or digits)
+        elif lower in _NEGATIONS:
+            negated = True
+        elif lower in _NUMBER_WORDS:
+            values.add(_NUMBER_WORDS[lower])
+        elif lower in _DATE_WORDS:
+            values.add(lower)
+        elif lower not in _STOP:
+            term = stem(lower)
+            if term:
+                terms.add(term)
+                if raw[:1].isupper() and (match.start() not in starts or not lower.endswith("ing")):
+                    names.add(term)
+            if lower in PAST_FORMS or (
+                lower.endswith("ed") and len(lower) > 4 and previous not in _COPULAS
+            ):
+                past = True
+        previous, previous_raw = lower, raw
+    return Words(frozenset(terms), frozenset(names), frozenset(values), negated, past)
+
+
+_ORDINALS = frozenset({"st", "nd", "rd", "th"})
+
+
+def _has(term: str, pool: frozenset[str]) -> bool:
+    if term in pool:
+        return True
+    if len(term) < 5 or "#" in term:
+        return False
+    return any(len(p) >= 5 and (p.startswith(term) or term.startswith(p)) for p in pool)
+
+
+def missing(old: str, new: str) -> tuple[str, ...]:
+    """The terms of ``old`` that ``new`` does not carry (stems, names, ``#``identifiers).
+
+    Example:
+        >>> missing("Melanie signed up for a pottery class", "Melanie made a pottery plate")
+        ('class', 'sign')
+    """
+    pool = read_words(new).terms
+    return tuple(sorted(t for t in read_words(old).terms if not _has(t, pool)))
+
+
+def carries(old: str, new: str) -> bool:
+    """Whether ``new`` says everything ``old`` says: every term, value and the polarity.
+
+    Example:
+        >>> carries("I prefer answers in Spanish", "I prefer my answers in Spanish, please")
+        True
+        >>> carries("Caroline attended an LGBTQ support group", "Caroline gave a school talk")
+        False
+        >>> carries("Has two kids", "Has three kids")
+        False
+    """
+    a, b = read_words(old), read_words(new)
+    return a.negated == b.negated and a.values <= b.values and not missing(old, new)
+
+
+def _dates(values: frozenset[str]) -> frozenset[str]:
+    return frozenset(v for v in values if v in _DATE_WORDS or (len(v) == 4 and v.isdigit()))
+
+
+def _same_occasion(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Whether two reports of something that happened name the same dated occasion."""
+    return bool(_dates(a)) and _dates(a) == _dates(b)
+
+
+def value_change(old: str, new: str) -> bool:
+    """Whether ``new`` restates ``old`` with another number, date or polarity (an update).
+
+    Every term of ``old`` (identifying numbers included: "room 104" is not "room 105") is in
+    ``new``, the two share most of their terms (the same attribute), and a value or the
+    polarity differs. A report of something that happened is not updated by another
+    ("ran 5 km on Sunday" / "ran 10 km on Monday" are two runs; "ran 5 km" / "ran 10 km"
+    may be too) unless both name the same date ("reported a lost card this morning" /
+    "reported two lost cards this morning").
+
+    Example:
+        >>> value_change("Has one kid", "Has two kids now")
+        True
+        >>> value_change("Is vegetarian", "Is not vegetarian anymore")
+        True
+        >>> value_change("Project 12 has 5 members", "Project 13 has 6 members")
+        False
+        >>> value_change("Ran 5 km on Sunday", "Ran 10 km on Monday")
+        False
+        >>> value_change("Lost a card this morning", "Lost two cards this morning")
+        True
+    """
+    a, b = read_words(old), read_words(new)
+    if (a.values == b.values and a.negated == b.negated) or missing(old, new):
+        return False
+    if (a.past or b.past) and not _same_occasion(a.values, b.values):
+        return False
+    return bool(a.terms) and len(a.terms & b.terms) / len(a.terms | b.terms) >= 0.6
+
+
+# "<attribute> is <value>" and a few single-valued frames ("lives in <place>")
+_SLOTS = (
+    re.compile(r"^(?P<attr>.+?)\s+(?:is|are|am|was|were)\s+(?P<value>.+)$", re.IGNORECASE),
+    re.compile(
+        r"^(?P<attr>.*?\b(?:live|lives|living|work|works|working)\s+(?:in|at|for|as))\s+"
+        r"(?P<value>.+)$",
+        re.IGNORECASE,
+    ),
+)
+
+
+def slot_change(old: str, new: str, entities: frozenset[str] = frozenset()) -> bool:
+    """Whether both give a value to the same named attribute, and the values differ.
+
+    The attribute is what comes before "is" ("my favourite colour", "the office wifi
+    password"), or a single-valued frame ("lives in", "works at"). It must name something
+    besides its subject: "my sister is a nurse" / "my sister is allergic to cats" say two
+    things about one person, not one thing twice. ``entities`` are the words that only name
+    a subject (people, pets, things: see :mod:`~langchain_ltm.facts.conflicts`).
+
+    Example:
+        >>> slot_change("My favourite colour is blue", "My favourite colour is green now")
+        True
+        >>> slot_change("I live in Paris", "I live in Berlin")
+        True
+        >>> slot_change("Caroline is a counselor", "Caroline is an artist")
+        False
+    """
+    for pattern in _SLOTS:
+        a, b = pattern.match(_fold(old).strip()), pattern.match(_fold(new).strip())
+        if a is None or b is None:
+            continue
+        attr_a, attr_b = read_words(a.group("attr")), read_words(b.group("attr"))
+        if attr_a.terms != attr_b.terms or attr_a.negated != attr_b.negated:
+            continue
+        if not attr_a.terms - attr_a.names - entities:
+            continue  # "Caroline is ...", "my sister is ...": no attribute named
+        value_a, value_b = read_words(a.group("value")), read_words(b.group("value"))
+        if not (value_a.terms <= value_b.terms and value_a.values <= value_b.values):
+            return True  # a value replaced, not one made more precise ("Paris, France")
+    return False

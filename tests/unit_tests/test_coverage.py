@@ -1,0 +1,117 @@
+"""An update never hides information: the word checks and the decision built on them."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from langchain_core.vectorstores import InMemoryVectorStore
+
+from langchain_ltm import LongTermMemoryStore
+from langchain_ltm.embeddings import LocalMiniLMEmbeddings
+from langchain_ltm.facts.conflicts import ENTITY_WORDS, different_subject
+from langchain_ltm.facts.coverage import carries, missing, read_words, slot_change, value_change
+
+
+@pytest.fixture(scope="module")
+def minilm() -> LocalMiniLMEmbeddings:
+    return LocalMiniLMEmbeddings()
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I prefer answers in Spanish", "I prefer my answers in Spanish, please"),
+        ("Caroline is researching adoption agencies", "Caroline researched adoption agencies"),
+        ("Melanie has been married for 5 years", "Melanie has been married for five years"),
+        ("Likes black tea", "Likes black tea from Darjeeling with breakfast"),
+    ],
+)
+def test_a_restatement_with_more_detail_carries_the_old_text(old, new):
+    assert carries(old, new) and missing(old, new) == ()
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "lost"),
+    [
+        # LoCoMo-style events: related, and two facts
+        ("Melanie signed up for a pottery class", "Melanie made a plate in pottery class", "sign"),
+        ("Caroline attended an LGBTQ support group", "Caroline gave a talk at school", "lgbtq"),
+        ("Joanna is curious about dairy-free desserts", "Nate made coconut ice cream", "joanna"),
+        ("Room 104 is booked for Friday", "Room 105 is booked for Friday", "room#104"),
+        ("My flight LH401 leaves at 9", "My flight LH402 leaves at 9", "flight#lh401"),
+        ("Order #5003 has shipped", "Order #5004 has shipped", "order#5003"),
+        ("Project 2 uses engine 2 and team 35", "Project 35 uses engine 2 and team 8", "team#35"),
+    ],
+)
+def test_a_name_event_or_numbered_thing_missing_from_the_new_text_is_not_carried(old, new, lost):
+    assert not carries(old, new) and lost in missing(old, new)
+    assert not value_change(old, new)
+
+
+def test_changed_values_and_polarity_are_not_carried_but_are_value_changes():
+    assert not carries("Has two kids", "Has three kids")
+    assert value_change("Has two kids", "Has three kids now")
+    assert value_change("My rent is 1200 a month", "My rent is 1350 a month")
+    assert value_change("Is vegetarian", "Is not vegetarian anymore")
+    assert value_change("My flight LH401 leaves at 9", "My flight LH401 leaves at 10")
+    assert not value_change("Has two kids", "Has two kids")  # nothing changed
+
+
+def test_two_reports_of_things_that_happened_are_two_events():
+    assert not value_change("Ran 5 km on Sunday", "Ran 10 km on Monday")
+    assert not value_change("Melanie ran 5 miles", "Melanie ran 10 miles")
+    assert value_change("Lost a card this morning", "Lost two cards this morning")
+
+
+def test_numbers_that_name_things_are_terms_and_quantities_are_values():
+    words = read_words("Project 12 uses engine number 3 and has two members since May 2023")
+    assert {"project#12", "number#3"} <= words.terms
+    assert words.values == {"2", "may", "2023"}
+
+
+def test_a_slot_needs_a_named_attribute():
+    assert slot_change("My favourite colour is blue", "My favourite colour is green", ENTITY_WORDS)
+    assert slot_change("I live in Paris", "I live in Berlin", ENTITY_WORDS)
+    assert not slot_change("My sister is a nurse", "My sister is a pilot", ENTITY_WORDS)
+    assert not slot_change("Caroline is a counselor", "Caroline is an artist", ENTITY_WORDS)
+    assert not slot_change("I live in Paris", "I live in Paris, France", ENTITY_WORDS)
+
+
+def test_a_leading_name_with_any_verb_is_the_subject():
+    assert different_subject("Joanna finished a screenplay", "Nate finished a screenplay")
+    assert different_subject("Caroline thanks Melanie", "Melanie supports Caroline")
+    assert not different_subject("Joanna is a writer", "Joanna finished a screenplay")
+    assert not different_subject("Prefers answers in Spanish", "Prefers short answers")
+
+
+async def test_remember_keeps_a_related_event_apart_and_merges_a_restatement(minilm):
+    store = LongTermMemoryStore(InMemoryVectorStore(minilm))
+    first = await store.aremember("u", "Melanie signed up for a pottery class")
+    plate = await store.aremember("u", "Melanie made a plate in pottery class")
+    assert plate.action == "created"
+    assert [(s.id, s.reason) for s in plate.similar] == [(first.fact.id, "loses_information")]
+    again = await store.aremember("u", "Melanie signed up for a pottery class at the studio")
+    assert (again.action, again.fact.id) == ("updated", first.fact.id)
+    assert again.previous == "Melanie signed up for a pottery class"
+    assert len(await store.alist_all("u")) == 2
+
+
+def test_a_bulk_import_of_numbered_things_keeps_every_one(minilm):
+    """3,000 projects stay 3,000 facts; a value change of one of them is still an update."""
+    rng = random.Random(7)
+    lines = [
+        f"Project {i} uses database engine number {rng.randint(1, 9)} and owner team "
+        f"{rng.randint(1, 40)}"
+        for i in range(3000)
+    ]
+    store = LongTermMemoryStore(InMemoryVectorStore(minilm))
+    result = store.import_user("u", [{"content": line} for line in lines], mode="merge")
+    assert [r.action for r in result.results].count("created") == 3000
+    assert len(store.list_all("u")) == 3000
+    store.remember("u", "Project 12 has 5 members")
+    moved = store.remember("u", "Project 12 has 6 members")
+    assert (moved.action, moved.previous) == ("updated", "Project 12 has 5 members")
+    other = store.remember("u", "Project 13 has 6 members")
+    assert other.action == "created"
+    assert len(store.list_all("u")) == 3002
