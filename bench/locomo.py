@@ -41,19 +41,22 @@ from langgraph.store.memory import InMemoryStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import LookupEmbeddings  # noqa: E402
-from _locomo_data import HELD_OUT, TRAINING, Conversation, load  # noqa: E402
-from dedup_quality import outcome  # noqa: E402
+from _common import LookupEmbeddings
+from _locomo_data import HELD_OUT, TRAINING, Conversation, load
+from dedup_quality import outcome
 
-from langchain_ltm import (  # noqa: E402
+from langchain_ltm import (
     DEFAULT_MERGE_THRESHOLD,
     DEFAULT_REVIEW_THRESHOLD,
     LongTermMemoryStore,
 )
-from langchain_ltm.facts.decision import DecisionPolicy  # noqa: E402
+from langchain_ltm.facts.decision import DecisionPolicy
 
 HERE = Path(__file__).resolve().parent
-PAIRS = {"training": HERE / "data/locomo_pairs.jsonl", "held-out": HERE / "data/locomo_pairs_holdout.jsonl"}
+PAIRS = {
+    "training": HERE / "data/locomo_pairs.jsonl",
+    "held-out": HERE / "data/locomo_pairs_holdout.jsonl",
+}
 BANDS = ((0.70, 0.80), (0.80, 0.85), (0.85, 0.90), (0.90, 0.93), (0.93, 1.01))
 
 
@@ -69,7 +72,9 @@ def embed_all(convs: dict[str, Conversation], embeddings) -> LookupEmbeddings:
     return lookup
 
 
-def remember_all(convs: dict[str, Conversation], lookup: LookupEmbeddings, merge: float, review: float):
+def remember_all(
+    convs: dict[str, Conversation], lookup: LookupEmbeddings, merge: float, review: float
+):
     store = LongTermMemoryStore(
         InMemoryVectorStore(lookup), merge_threshold=merge, review_threshold=review
     )
@@ -99,15 +104,21 @@ def decision_table(part: str, actions: Counter[str], updates, labels: list[dict]
     checked = Counter(by_pair.get((cid, old, new), "unlabelled") for cid, old, new, _ in updates)
     total = sum(actions.values())
     print(f"\n### {part}: decisions, {total} observations remembered session by session\n")
-    print("| created | duplicate | updated | updated: labelled same/update | labelled different | not a labelled pair |")
+    print(
+        "| created | duplicate | updated | updated: labelled same/update "
+        "| labelled different | not a labelled pair |"
+    )
     print("|---|---|---|---|---|---|")
     print(
         f"| {actions['created']} | {actions['duplicate']} | {actions['updated']} | "
-        f"{checked['same'] + checked['update']} | {checked['different']} | {checked['unlabelled']} |"
+        f"{checked['same'] + checked['update']} | {checked['different']} "
+        f"| {checked['unlabelled']} |"
     )
 
 
-def pair_table(part: str, labels: list[dict], lookup: LookupEmbeddings, policy: DecisionPolicy) -> dict:
+def pair_table(
+    part: str, labels: list[dict], lookup: LookupEmbeddings, policy: DecisionPolicy
+) -> dict:
     vectors = {t: lookup.rows[t] for p in labels for t in (p["old"], p["new"])}
     rows = {band: Counter() for band in BANDS}
     for p in labels:
@@ -116,7 +127,10 @@ def pair_table(part: str, labels: list[dict], lookup: LookupEmbeddings, policy: 
         kind = "different" if p["label"] == "different" else "same"
         rows[band][(kind, merged)] += 1
     print(f"\n### {part}: merges on {len(labels)} labelled pairs, per cosine band\n")
-    print("| cosine | pairs | same/update | merged | different | merged (wrong) | precision | share of different merged |")
+    print(
+        "| cosine | pairs | same/update | merged | different | merged (wrong) | precision "
+        "| share of different merged |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     total = Counter()
     for band, c in [*rows.items(), ("all", None)]:
@@ -148,8 +162,14 @@ def recall_table(part: str, convs: dict[str, Conversation], store, plain) -> Non
                 continue
             asked += 1
             found = {
-                "plain": [set(i.value["dialog_ids"]) for i in plain.search(("plain", cid), query=q.question, limit=10)],
-                "ours": [set(f.metadata.get("dialog_ids", ())) for f in store.recall(cid, q.question, limit=10)],
+                "plain": [
+                    set(i.value["dialog_ids"])
+                    for i in plain.search(("plain", cid), query=q.question, limit=10)
+                ],
+                "ours": [
+                    set(f.metadata.get("dialog_ids", ()))
+                    for f in store.recall(cid, q.question, limit=10)
+                ],
                 "ours+history": [
                     set(f.metadata.get("dialog_ids", ()))
                     for f in store.recall(cid, q.question, limit=10, include_history=True)
@@ -183,7 +203,10 @@ def main() -> None:
     everything = load(args.data)
     lookup = embed_all(everything, LocalMiniLMEmbeddings())
     policy = DecisionPolicy(args.merge, args.review)
-    print(f"merge_threshold={args.merge} review_threshold={args.review}, offline all-MiniLM-L6-v2, no resolver")
+    print(
+        f"merge_threshold={args.merge} review_threshold={args.review}, "
+        "offline all-MiniLM-L6-v2, no resolver"
+    )
     parts = {"training": TRAINING, "held-out": HELD_OUT}
     for part, ids in parts.items():
         if args.part not in (part, "both"):

@@ -19,10 +19,9 @@ near-duplicate (listed as ``similar``), a false merge would hide a fact in the h
 from __future__ import annotations
 
 import re
-import unicodedata
 from functools import lru_cache
 
-from langchain_ltm.facts.coverage import PAST_FORMS, value_change
+from langchain_ltm.facts.coverage import PAST_FORMS, fold, value_change
 
 __all__ = ["ENTITY_WORDS", "different_subject", "subjects", "value_change"]
 
@@ -87,11 +86,6 @@ _NOT_NAMES = frozenset(
     "always never usually often sometimes every each no not".split()
 )
 _TOKEN = re.compile(r"[a-z][a-z'-]*")
-
-
-def _fold(text: str) -> str:
-    text = unicodedata.normalize("NFKC", text).replace("\u2019", "'")
-    return re.sub(r"n't\b", " not", text)
 
 
 def _canonical(word: str) -> str:
@@ -163,7 +157,7 @@ def subjects(text: str) -> frozenset[str]:
         >>> sorted(subjects("My son's friend's birthday is October 2"))
         ['*son>friend>birthday']
     """
-    folded = _fold(text)
+    folded = fold(text)
     found: set[str] = set()
     for match in _POSSESSIVE.finditer(folded):
         tokens = _TOKEN.findall(folded[match.end() :].lower())

@@ -32,7 +32,15 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
-__all__ = ["Words", "carries", "missing", "read_words", "slot_change", "value_change"]
+__all__ = [
+    "Words",
+    "carries",
+    "fold",
+    "missing",
+    "read_words",
+    "slot_change",
+    "value_change",
+]
 
 _TOKEN = re.compile(r"#?[0-9]+(?:[.,:/][0-9]+)*[a-z]*|[A-Za-z][A-Za-z0-9'-]*")
 _SENTENCE_END = re.compile(r"[.!?;]\s")
@@ -152,7 +160,8 @@ def stem(word: str) -> str:
     return word
 
 
-def _fold(text: str) -> str:
+def fold(text: str) -> str:
+    """NFKC, straight apostrophes, "n't" as " not": the form both word checks read."""
     text = unicodedata.normalize("NFKC", text).replace("\u2019", "'").replace("\u2018", "'")
     return re.sub(r"n't\b", " not", text)
 
@@ -172,7 +181,7 @@ def read_words(text: str) -> Words:
         >>> read_words("Caroline doesn't eat meat anymore").negated
         True
     """
-    folded = _fold(text)
+    folded = fold(text)
     starts = {0} | {m.end() for m in _SENTENCE_END.finditer(folded)}
     terms: set[str] = set()
     names: set[str] = set()
@@ -322,7 +331,7 @@ def slot_change(old: str, new: str, entities: frozenset[str] = frozenset()) -> b
         False
     """
     for pattern in _SLOTS:
-        a, b = pattern.match(_fold(old).strip()), pattern.match(_fold(new).strip())
+        a, b = pattern.match(fold(old).strip()), pattern.match(fold(new).strip())
         if a is None or b is None:
             continue
         attr_a, attr_b = read_words(a.group("attr")), read_words(b.group("attr"))
