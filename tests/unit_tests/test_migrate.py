@@ -266,3 +266,24 @@ def test_migrate_between_a_folder_and_a_sqlite_file(source, tmp_path):
         "--from", f"sqlite:///{db}", "--to", f"sqlite:///{tmp_path}/./memories.db"
     )
     assert code == 2 and "the same store" in err
+
+
+def test_migrate_carries_metadata_and_when_each_version_was_said(tmp_path):
+    from datetime import datetime, timezone
+
+    source, target = tmp_path / "said", tmp_path / "copy.db"
+    may = [datetime(2023, 5, day, 13, 56, tzinfo=timezone.utc) for day in (1, 8, 20)]
+    with opened(source) as store:
+        kid = store.remember("alice", "Has one kid", metadata={"session": 1}, observed_at=may[0])
+        store.update_fact("alice", kid.fact.id, "Has two kids")  # said now, after the others
+        store.remember("alice", "Has three kids", metadata={"session": 3}, observed_at=may[2])
+        store.remember("alice", "Plays the cello", metadata={"session": 2}, observed_at=may[1])
+    code, _, err = migrate("--from", source, "--to", f"sqlite:///{target}")
+    assert (code, err) == (0, "")
+    exports, _, _ = snapshot(source, ("alice",))
+    with opened(f"sqlite:///{target}") as copy:
+        assert copy.export_user("alice") == exports["alice"]
+        cello = copy.recall("alice", "music", filter={"session": 2})
+        assert [(f.content, f.valid_from) for f in cello] == [("Plays the cello", may[1])]
+        then = copy.recall("alice", "how many kids", as_of=may[1], filter={"session": 1})
+        assert [(f.content, f.superseded) for f in then] == [("Has one kid", True)]
