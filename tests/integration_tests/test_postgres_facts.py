@@ -40,7 +40,9 @@ def test_a_fact_updated_away_can_come_back_as_new(make_backend, emb):
     paris = store.remember("u1", "I live in Paris")
     moved = store.remember("u1", "I live in Berlin")
     assert moved.action == "updated" and moved.fact.id == paris.fact.id
-    strict = LongTermMemoryStore(backend, embeddings=emb, upsert_threshold=0.99)
+    strict = LongTermMemoryStore(  # "lives in" is an attribute: strict on both thresholds
+        backend, embeddings=emb, upsert_threshold=0.99, review_threshold=0.99
+    )
     back = strict.remember("u1", "I live in Paris")
     assert back.action == "created" and back.fact.id != paris.fact.id  # key was taken
     assert sorted(f.content for f in strict.list_all("u1")) == [
@@ -96,6 +98,7 @@ def test_unique_fact_hash_holds_across_processes(make_backend, emb):
             first if i == 0 else make_backend(table=first.tables.table),
             embeddings=emb,
             upsert_threshold=0.99,
+            review_threshold=0.99,  # "lives in" is an attribute: no value change either
         )
         for i in range(10)
     ]
