@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -51,7 +52,7 @@ from langchain_ltm import (
     DEFAULT_REVIEW_THRESHOLD,
     LongTermMemoryStore,
 )
-from langchain_ltm.facts.decision import DecisionPolicy
+from langchain_ltm.facts.decision import DecisionPolicy, _Candidate
 
 HERE = Path(__file__).resolve().parent
 PAIRS = {
@@ -193,6 +194,27 @@ def recall_table(part: str, convs: dict[str, Conversation], store, plain) -> Non
         print(f"| {label} | {h[5] / asked:.3f} | {h[10] / asked:.3f} | {h[10] / base:.3f} |")
 
 
+def word_check_cost(labels: list[dict]) -> None:
+    """Microseconds per candidate for the offline checks the decision runs, caches cold."""
+    from langchain_ltm.facts import conflicts, coverage
+    from langchain_ltm.facts.decision import _reason, _replaces
+
+    pairs = [(p["old"], p["new"]) for p in labels]
+    coverage.read_words.cache_clear()
+    conflicts.subjects.cache_clear()
+    policy = DecisionPolicy(DEFAULT_MERGE_THRESHOLD, DEFAULT_REVIEW_THRESHOLD)
+    t0 = time.perf_counter()
+    for old, new in pairs:
+        candidate = _Candidate(key="k", content=old, score=0.85, item=None)
+        _replaces(candidate, new, policy)
+        _reason(old, new)
+    spent = time.perf_counter() - t0
+    print(
+        f"\nword checks: {spent / len(pairs) * 1e6:.0f} us per candidate "
+        f"(replace check and reason, {len(pairs)} pairs, caches cold)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, required=True, help="locomo10.zip or its folder")
@@ -219,6 +241,7 @@ def main() -> None:
         decision_table(part, actions, updates, labels)
         if labels:
             pair_table(part, labels, lookup, policy)
+            word_check_cost(labels)
         recall_table(part, convs, store, plain)
 
 
