@@ -62,8 +62,9 @@ class LongTermMemoryStore(FactAPI, BaseStore):
     ``store=`` to a graph or an agent. On top it keeps *facts* per user in the namespace
     ``(*namespace, label(user_id))``, and never loses one: an exact duplicate (normalized
     text) is recognised, a new fact about the same subject that scores at least
-    ``merge_threshold`` (or differs only by a number, a date or a negation) becomes a new
-    *version* of the stored fact (every earlier text is kept and searchable), and anything
+    ``merge_threshold`` and carries everything the stored one says (or says the same words
+    with another number, date or negation) becomes a new *version* of the stored fact
+    (every earlier text is kept and searchable), and anything
     uncertain is either decided by a ``resolver`` or stored as a new fact with the close
     ones listed in ``RememberResult.similar``.
 
@@ -78,8 +79,8 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         embeddings: Overrides the vectorstore's embeddings (required with a bare backend).
         fields: LangGraph index paths embedded for ``put`` (default ``["$"]``: the whole value).
         namespace: Namespace prefix of the facts API.
-        merge_threshold: Cosine similarity from which a fact about the same subject is
-            a new version of a stored one.
+        merge_threshold: Cosine similarity from which a fact about the same subject that
+            carries everything a stored one says is its new version.
         review_threshold: Cosine similarity from which a fact is ambiguous: sent to the
             resolver, or created with the close facts listed in ``similar``.
         resolver: Decides the ambiguous cases of a batch in one call (e.g.

@@ -17,8 +17,8 @@ class LongTermMemoryConfig(BaseModel):
     Attributes:
         tools: Which tools to expose, in this order.
         namespace: Namespace prefix of the facts (default: the store's).
-        merge_threshold: Cosine similarity from which a fact about the same subject is a new
-            version of a stored one (default: the store's).
+        merge_threshold: Cosine similarity from which a fact about the same subject that
+            carries everything a stored one says is its new version (default: the store's).
         review_threshold: Cosine similarity from which a fact is ambiguous: resolved, or
             returned to the model as ``similar`` (default: the store's).
         resolver: Decides ambiguous facts (e.g. ``ChatModelResolver(model)``; default: the

@@ -38,6 +38,7 @@ __all__ = [
     "fold",
     "missing",
     "read_words",
+    "single_valued",
     "slot_change",
     "value_change",
 ]
@@ -89,7 +90,8 @@ _ID_NOUNS = frozenset(
     "number no nr room flight order project ticket case issue bus route line gate seat "
     "table suite building platform version chapter lot account invoice item model unit "
     "apartment apt id exit highway station channel box locker level team group batch "
-    "episode season part phase step stage release sprint task ward bed car train".split()
+    "episode season part phase step stage release sprint task ward bed car train client "
+    "customer patient store shop branch request pr school class floor user employee".split()
 )
 _IRREGULAR = {
     "went": "go", "gone": "go", "goes": "go", "made": "make", "took": "take", "taken": "take",
@@ -187,23 +189,19 @@ def read_words(text: str) -> Words:
     names: set[str] = set()
     values: set[str] = set()
     negated = past = False
-    previous = ""
-    previous_raw = ""
-    for match in _TOKEN.finditer(folded):
+    tokens = list(_TOKEN.finditer(folded))
+    for i, match in enumerate(tokens):
         raw = match.group()
         lower = raw.lower().removesuffix("'s")
-        if _is_number(raw) or any(c.isdigit() for c in raw):
+        previous_raw = tokens[i - 1].group() if i else ""
+        previous = previous_raw.lower().removesuffix("'s")
+        following = tokens[i + 1].group().lower() if i + 1 < len(tokens) else ""
+        if any(c.isdigit() for c in raw):
             digits = lower.lstrip("#")
-            identifier = (
-                raw.startswith("#")
-                or not _is_number(raw)  # letters first: LH401, A4
-                or (digits.rstrip("0123456789.,:/") != "" and digits[-2:] not in _ORDINALS)
-                or previous in _ID_NOUNS
-                or (previous_raw[:1].isupper() and previous not in _DATE_WORDS)
-            )
-            if identifier:  # keyed by its noun: "project 12" is not "team 12"
+            if _is_identifier(raw, digits, previous, previous_raw, following):
+                # keyed by its noun: "project 12" is not "team 12"
                 noun = stem(previous) if previous.isalpha() and previous not in _STOP else ""
-                terms.add(f"{noun}#{digits.lstrip('#')}")
+                terms.add(f"{noun}#{digits}")
             else:
                 values.add(digits.rstrip("stndrh") or digits)
         elif lower in _NEGATIONS:
@@ -222,11 +220,44 @@ def read_words(text: str) -> Words:
                 lower.endswith("ed") and len(lower) > 4 and previous not in _COPULAS
             ):
                 past = True
-        previous, previous_raw = lower, raw
     return Words(frozenset(terms), frozenset(names), frozenset(values), negated, past)
 
 
 _ORDINALS = frozenset({"st", "nd", "rd", "th"})
+_UNITS = frozenset(
+    "mg g kg lb lbs oz km m cm mm mi ft ml l h hr hrs min s am pm k x st nd rd th".split()
+)
+
+
+def _is_identifier(raw: str, digits: str, previous: str, previous_raw: str, nxt: str) -> bool:
+    """Whether a number names a thing ("room 104", "#5003", "LH401", "client 4411").
+
+    A number is a quantity or a date when it counts something ("5 members", "80 kg"), comes
+    after a function word ("is 34", "in 2023") or a month ("May 5"); it names a thing when
+    it is glued to letters that are not a unit, follows "#" or an identifying noun, or
+    follows a capitalized or any other word with no counted word after it.
+    """
+    if raw.startswith("#") or not _is_number(raw):
+        return True  # "#5003", "LH401", "A4"
+    suffix = digits.lstrip("0123456789.,:/")
+    if suffix:
+        return suffix not in _UNITS  # "3b" names, "20mg" and "6am" measure
+    if previous in _ID_NOUNS:
+        return True
+    counted = bool(nxt) and nxt not in _STOP and nxt not in _NEGATIONS and not nxt[0].isdigit()
+    if previous_raw[:1].isupper() and previous not in _DATE_WORDS and not counted:
+        return True  # "Project 12 has ...", but not "Has 2 kids"
+    plural = nxt.endswith("s") and not nxt.endswith(("ss", "us", "is"))
+    if previous == "the" and counted and not plural:
+        return True  # "the 42 bus", but not "the 3 kids"
+    return (
+        bool(previous)
+        and previous.isalpha()
+        and previous not in _STOP
+        and previous not in _DATE_WORDS
+        and previous not in _NUMBER_WORDS
+        and not counted
+    )
 
 
 def _has(term: str, pool: frozenset[str]) -> bool:
@@ -244,8 +275,15 @@ def missing(old: str, new: str) -> tuple[str, ...]:
         >>> missing("Melanie signed up for a pottery class", "Melanie made a pottery plate")
         ('class', 'sign')
     """
-    pool = read_words(new).terms
-    return tuple(sorted(t for t in read_words(old).terms if not _has(t, pool)))
+    stored, pool = read_words(old), read_words(new).terms
+    return tuple(
+        sorted(
+            t
+            for t in stored.terms
+            # a name is carried only as itself: "Julian" does not carry "Julia"
+            if not (t in pool if t in stored.names else _has(t, pool))
+        )
+    )
 
 
 def carries(old: str, new: str) -> bool:
@@ -275,9 +313,9 @@ def _same_occasion(a: frozenset[str], b: frozenset[str]) -> bool:
 def value_change(old: str, new: str) -> bool:
     """Whether ``new`` restates ``old`` with another number, date or polarity (an update).
 
-    Every term of ``old`` (identifying numbers included: "room 104" is not "room 105") is in
-    ``new``, the two share most of their terms (the same attribute), and a value or the
-    polarity differs. A report of something that happened is not updated by another
+    Both say the same terms (identifying numbers included: "room 104" is not "room 105";
+    a new term would be a new claim: "I like jazz" / "I don't like jazz festivals"), and a
+    value or the polarity differs. A report of something that happened is not updated by another
     ("ran 5 km on Sunday" / "ran 10 km on Monday" are two runs; "ran 5 km" / "ran 10 km"
     may be too) unless both name the same date ("reported a lost card this morning" /
     "reported two lost cards this morning").
@@ -295,22 +333,50 @@ def value_change(old: str, new: str) -> bool:
         True
     """
     a, b = read_words(old), read_words(new)
-    if (a.values == b.values and a.negated == b.negated) or missing(old, new):
+    if not a.terms or a.terms != b.terms or a.names != b.names:
         return False
-    if (a.past or b.past) and not _same_occasion(a.values, b.values):
-        return False
-    return bool(a.terms) and len(a.terms & b.terms) / len(a.terms | b.terms) >= 0.6
+    if (a.values == b.values) == (a.negated == b.negated):
+        return False  # nothing changed, or two things at once ("don't ... in the evening")
+    return not ((a.past or b.past) and not _same_occasion(a.values, b.values))
 
 
-# "<attribute> is <value>" and a few single-valued frames ("lives in <place>")
+# "<attribute> is <value>" (present tense: "my trip was ..." tells of a past event) and a
+# few single-valued frames ("lives in <place>"), their preposition part of the frame
 _SLOTS = (
-    re.compile(r"^(?P<attr>.+?)\s+(?:is|are|am|was|were)\s+(?P<value>.+)$", re.IGNORECASE),
+    re.compile(r"^(?P<attr>.+?)\s+(?P<frame>is|are|am)\s+(?P<value>.+)$", re.IGNORECASE),
     re.compile(
-        r"^(?P<attr>.*?\b(?:live|lives|living|work|works|working)\s+(?:in|at|for|as))\s+"
+        r"^(?P<attr>.*?\b(?:live|lives|living|work|works|working))\s+(?P<frame>in|at|for|as)\s+"
         r"(?P<value>.+)$",
         re.IGNORECASE,
     ),
 )
+
+
+# attributes that hold one value at a time: a new value replaces the old one
+_SINGLE_VALUED = frozenset(
+    stem(w)
+    for w in "favourite favorite preferred name age birthday address email phone job title "
+    "role rent salary hometown timezone nationality height weight size budget deadline "
+    "language".split()
+)
+
+
+def single_valued(old: str, new: str) -> bool:
+    """Whether the two name an attribute that holds one value at a time.
+
+    Such as "my rent is ...", "my favourite colour is ...", "lives in ...", "works at ...".
+
+    Example:
+        >>> single_valued("My favourite colour is blue", "My favourite colour is green")
+        True
+        >>> single_valued("My hobby is painting", "My hobby is hiking")
+        False
+    """
+    for pattern in _SLOTS:
+        a, b = pattern.match(fold(old).strip()), pattern.match(fold(new).strip())
+        if a is not None and b is not None:
+            return pattern is _SLOTS[1] or bool(read_words(a.group("attr")).terms & _SINGLE_VALUED)
+    return False
 
 
 def slot_change(old: str, new: str, entities: frozenset[str] = frozenset()) -> bool:
@@ -319,8 +385,12 @@ def slot_change(old: str, new: str, entities: frozenset[str] = frozenset()) -> b
     The attribute is what comes before "is" ("my favourite colour", "the office wifi
     password"), or a single-valued frame ("lives in", "works at"). It must name something
     besides its subject: "my sister is a nurse" / "my sister is allergic to cats" say two
-    things about one person, not one thing twice. ``entities`` are the words that only name
-    a subject (people, pets, things: see :mod:`~langchain_ltm.facts.conflicts`).
+    things about one person, not one thing twice. Each value must say something the other
+    does not: a value cut short or made more precise is not a change. Many attributes hold
+    several values ("my hobby is ..."), so the store asks ``merge_threshold`` for a slot
+    change unless the attribute holds one value at a time (:func:`single_valued`).
+    ``entities`` are the words that only name a subject (people, pets, things: see
+    :mod:`~langchain_ltm.facts.conflicts`).
 
     Example:
         >>> slot_change("My favourite colour is blue", "My favourite colour is green now")
@@ -335,11 +405,16 @@ def slot_change(old: str, new: str, entities: frozenset[str] = frozenset()) -> b
         if a is None or b is None:
             continue
         attr_a, attr_b = read_words(a.group("attr")), read_words(b.group("attr"))
+        if a.group("frame").lower() != b.group("frame").lower():
+            continue  # "works as a nurse" / "works at a hospital": two attributes
         if attr_a.terms != attr_b.terms or attr_a.negated != attr_b.negated:
             continue
         if not attr_a.terms - attr_a.names - entities:
             continue  # "Caroline is ...", "my sister is ...": no attribute named
         value_a, value_b = read_words(a.group("value")), read_words(b.group("value"))
-        if not (value_a.terms <= value_b.terms and value_a.values <= value_b.values):
-            return True  # a value replaced, not one made more precise ("Paris, France")
+        old_only = value_a.terms - value_b.terms or value_a.values - value_b.values
+        new_only = value_b.terms - value_a.terms or value_b.values - value_a.values
+        # a value replaced: neither made more precise ("Paris, France") nor cut short
+        # ("works at Google" after "works at Google on the search team")
+        return bool(old_only and new_only)
     return False

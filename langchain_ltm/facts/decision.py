@@ -4,8 +4,8 @@ For each new fact, in order, as if each were remembered alone:
 
 1. Its normalized text is already a current fact: ``duplicate``.
 2. Its nearest fact that it may replace scores at least ``merge_threshold``, or at least
-   ``review_threshold`` when the two differ only by a number, a date or a negation:
-   ``updated`` (a new version; the old text is kept). A fact may replace another only when
+   ``review_threshold`` when the two say the same words with another number, date or
+   polarity: ``updated`` (a new version; the old text is kept). A fact may replace another only when
    both are about the same subject (:mod:`~langchain_ltm.facts.conflicts`) and the new text
    carries everything the old one said, or states the same attribute with a new value
    (:mod:`~langchain_ltm.facts.coverage`): an update never hides information.
@@ -30,7 +30,7 @@ import numpy as np
 
 from langchain_ltm.backends.base import Hit, StoredItem, Vectors
 from langchain_ltm.facts.conflicts import ENTITY_WORDS, different_subject
-from langchain_ltm.facts.coverage import carries, slot_change, value_change
+from langchain_ltm.facts.coverage import carries, single_valued, slot_change, value_change
 from langchain_ltm.facts.model import RememberAction, SimilarFact
 from langchain_ltm.facts.resolution import Ambiguity, Resolution
 from langchain_ltm.facts.text import content_hash
@@ -223,11 +223,16 @@ def _decide(
 
 def _replaces(candidate: _Candidate, text: str, policy: DecisionPolicy) -> bool:
     """Whether ``text`` may become the candidate's new version (nothing it said is lost)."""
-    if different_subject(candidate.content, text):
+    stored = candidate.content
+    if different_subject(stored, text):
         return False
-    if candidate.score >= policy.merge_threshold and carries(candidate.content, text):
+    if value_change(stored, text):
         return True
-    return _changes_value(candidate.content, text)
+    if slot_change(stored, text, ENTITY_WORDS) and (
+        candidate.score >= policy.merge_threshold or single_valued(stored, text)
+    ):
+        return True
+    return candidate.score >= policy.merge_threshold and carries(stored, text)
 
 
 def _changes_value(stored: str, text: str) -> bool:
