@@ -29,6 +29,7 @@ from tests.unit_tests.test_facts import (
 from tests.unit_tests.test_provenance import (
     test_a_backfill_before_everything_moves_created_at,
     test_a_backfill_run_twice_changes_nothing,
+    test_a_new_text_keeps_only_the_metadata_it_was_given,
     test_a_ttl_counts_from_the_write_not_from_observed_at,
     test_an_out_of_order_backfill_becomes_an_earlier_version,
     test_bad_filters_raise,
@@ -39,6 +40,7 @@ from tests.unit_tests.test_provenance import (
     test_metadata_is_a_field_of_the_item,
     test_observed_at_is_when_the_fact_was_said,
     test_recall_filter_runs_in_the_engine_and_fills_the_limit,
+    test_the_last_of_a_b_a_in_one_batch_is_current,
 )
 from tests.unit_tests.test_versions import (
     clock,
@@ -87,6 +89,7 @@ __all__ = [
     "test_a_fact_from_version_0_1_keeps_its_inline_history",
     "test_a_fact_with_a_ttl_expires_with_its_versions",
     "test_a_failing_resolver_keeps_both_facts",
+    "test_a_new_text_keeps_only_the_metadata_it_was_given",
     "test_a_new_version_keeps_the_ttl_or_takes_the_one_given",
     "test_a_secret_in_a_merge_is_rejected_alone",
     "test_a_ttl_counts_from_the_write_not_from_observed_at",
@@ -136,6 +139,7 @@ __all__ = [
     "test_restoring_plain_texts_merges_them_and_overwrites_nothing",
     "test_similar_fact_updates_in_place",
     "test_the_ambiguous_band_creates_with_similar_and_nothing_merges",
+    "test_the_last_of_a_b_a_in_one_batch_is_current",
     "test_two_records_with_one_text_are_refused",
     "test_update_fact_of_someone_else_raises_and_changes_nothing",
     "test_update_to_the_text_of_another_fact_is_a_duplicate",

@@ -123,8 +123,8 @@ class FactAPI(ABC):
             metadata: JSON fields stored with the facts (where they came from: a source,
                 a session, a speaker), returned in ``Fact.metadata`` and searchable with
                 ``recall(..., filter=)``. Each version keeps the metadata it was said with:
-                a new version gets the metadata of the text it replaces with these keys on
-                top. Keys of the fact layout (``content``, ``valid_from``, ``pinned``, ...)
+                a new version stores only these keys (nothing is inherited from the text
+                it replaces). Keys of the fact layout (``content``, ``valid_from``, ``pinned``, ...)
                 and values that are not JSON raise ``InvalidFactError``. A duplicate writes
                 nothing, so its metadata is unchanged.
             observed_at: When the facts were said (timezone-aware, not in the future), for

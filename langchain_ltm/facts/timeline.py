@@ -10,12 +10,16 @@ before its moment:
 - Said earlier (an out-of-order backfill): it becomes an earlier version, valid until the
   next text's ``valid_from``; the text before it (if any) now ends at its moment. The
   current text stays current. Versions after it are renumbered so numbers follow time.
-- The same text said at the same moment is already recorded: nothing changes (re-running a
-  backfill is idempotent).
+- The same text said at the same moment as a *stored* text is already recorded: nothing
+  changes (re-running a backfill is idempotent). A text this write adds never counts: in
+  one batch "one kid", "two kids", "one kid" (said at one moment) ends on "one kid", the
+  last word.
 
-A new text's metadata is that of the text it follows, with the keys given on top, so a key
-the caller does not give is carried; the text it follows keeps its own. Nothing gets a
-negative interval: a text ends at the next one's start, never before its own.
+A new text stores only the metadata its caller gave (nothing is inherited from the text it
+follows, which keeps its own). Nothing gets a negative interval: a text ends at the next
+one's start, never before its own. ``history_limit`` prunes the oldest stored versions,
+never a text this write adds: a backfill older than everything kept stays (the history is
+then longer than the limit until the next write prunes it).
 """
 
 from __future__ import annotations
@@ -116,17 +120,19 @@ def place(
             )
         )
         created = base.created_at
-    out = Timeline([], line[-1] if line else _entry(said[0], {}), created or said[0].at)
+    out = Timeline([], line[-1] if line else _entry(said[0]), created or said[0].at)
     for new in said:
         digest = content_hash(new.content)
-        if any(e.valid_from == new.at and content_hash(e.content) == digest for e in line):
+        if any(
+            e.row < 0 and e.valid_from == new.at and content_hash(e.content) == digest for e in line
+        ):
             out.recorded.add(new.row)
             continue
         at = len(line)
         while at > 0 and line[at - 1].valid_from > new.at:
             at -= 1
         before = line[at - 1] if at else None
-        entry = _entry(new, before.metadata if before else {})
+        entry = _entry(new)
         if at < len(line):
             entry.valid_to = line[at].valid_from
         if before is not None and (before.valid_to is None or before.valid_to > new.at):
@@ -137,9 +143,10 @@ def place(
     out.current = line[-1]
     versions = line[:-1]
     if history_limit is not None and len(versions) > history_limit:
-        cut = len(versions) - history_limit
-        dropped, versions = versions[:cut], versions[cut:]
-        out.deletes += [e.number for e in dropped if e.number is not None]
+        # the oldest stored versions go; a text this write adds is never pruned by it
+        oldest = {id(e) for e in versions[: len(versions) - history_limit] if e.row < 0}
+        out.deletes += [e.number for e in versions if id(e) in oldest and e.number is not None]
+        versions = [e for e in versions if id(e) not in oldest]
     last = 0
     for entry in versions:
         if entry.number is None or entry.number <= last or entry.changed:
@@ -157,5 +164,5 @@ def place(
     return out
 
 
-def _entry(new: Said, before: Mapping[str, Any]) -> Entry:
-    return Entry(new.content, new.at, None, {**before, **new.metadata}, row=new.row, changed=True)
+def _entry(new: Said) -> Entry:
+    return Entry(new.content, new.at, None, dict(new.metadata), row=new.row, changed=True)

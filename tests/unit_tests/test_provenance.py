@@ -99,11 +99,11 @@ async def test_each_version_keeps_the_metadata_it_was_said_with(mem):
     assert dict(first.fact.metadata) == {"session": 1, "speaker": "Caroline"}
     moved = await mem.remember("u1", MORE, metadata={"session": 2})
     assert moved.action == "updated"
-    # the new text: the keys given on top of the ones of the text it replaces
-    assert dict(moved.fact.metadata) == {"session": 2, "speaker": "Caroline"}
+    # the new text: only the keys its caller gave (nothing inherited from the one it replaces)
+    assert dict(moved.fact.metadata) == {"session": 2}
     assert [dict(v.metadata) for v in moved.fact.versions] == [
         {"session": 1, "speaker": "Caroline"},
-        {"session": 2, "speaker": "Caroline"},
+        {"session": 2},
     ]
     (fact,) = await mem.list_all("u1")
     assert fact.to_dict()["history"][0]["metadata"] == {"session": 1, "speaker": "Caroline"}
@@ -253,3 +253,48 @@ async def test_metadata_and_times_survive_export_and_import(mem, store):
 
 def _without_user(records):
     return [{k: v for k, v in r.items() if k != "user_id"} for r in records]
+
+
+# ---- review of remember(metadata=, observed_at=): regressions ---------------------------
+
+ONE, TWO, THREE = "I have one kid", "I have two kids", "I have three kids"
+HONEY = "I like green tea with honey"
+
+
+async def test_the_last_of_a_b_a_in_one_batch_is_current(mem):
+    # all three said at one moment: the third is not 'already recorded' by the first
+    results = await mem.remember("u1", [ONE, TWO, ONE])
+    assert [r.action for r in results] == ["created", "updated", "updated"]
+    (fact,) = await mem.list_all("u1")
+    assert fact.content == ONE
+    assert [v.content for v in fact.history] == [ONE, TWO]
+    merged = await mem.import_user("u2", [ONE, TWO, ONE], "merge")  # an undated file
+    assert [r.action for r in merged.results] == ["created", "updated", "updated"]
+    assert [f.content for f in await mem.list_all("u2")] == [ONE]
+
+
+async def test_a_new_text_keeps_only_the_metadata_it_was_given(mem):
+    await mem.remember("u1", TEA, metadata={"source": "import", "private": True})
+    moved = await mem.remember("u1", MORE, metadata={"source": "chat"})
+    assert (moved.action, dict(moved.fact.metadata)) == ("updated", {"source": "chat"})
+    (fact,) = await mem.list_all("u1")
+    assert dict(fact.metadata) == {"source": "chat"}
+    assert await mem.recall("u1", "green tea", filter={"private": True}) == []
+    old = await mem.recall("u1", "green tea", include_history=True, filter={"private": True})
+    assert [(f.content, f.superseded) for f in old] == [(TEA, True)]
+    updated = await mem.update_fact("u1", fact.id, MOST)  # update_fact gives none
+    assert dict(updated.fact.metadata) == {}
+
+
+def test_history_limit_never_prunes_the_backfill_it_adds(emb):
+    store = LongTermMemoryStore(InMemoryVectorStore(emb), upsert_threshold=0.8, history_limit=1)
+    store.remember("u1", ONE, observed_at=at(1, 1, 2021))
+    store.remember("u1", TWO, observed_at=at(1, 1, 2022))
+    early = store.remember("u1", THREE, observed_at=at(1, 1, 2019))  # older than all kept
+    assert (early.action, early.fact.content) == ("updated", TWO)
+    assert [v.content for v in early.fact.history] == [THREE, ONE]
+    (fact,) = store.list_all("u1")
+    assert [v.content for v in fact.history] == [THREE, ONE]
+    store.remember("u1", "I have four kids")  # the next write prunes to the limit
+    (fact,) = store.list_all("u1")
+    assert [v.content for v in fact.history] == [TWO]
