@@ -4,6 +4,9 @@
 records are checked first (a bad one raises before anything is written), records whose
 ``expires_at`` has passed are left out, then exported facts are restored with their ids,
 timestamps, versions (each with its metadata) and expiry, and the rest are merged.
+
+A restore refuses times in the future (beyond a few minutes of clock skew): a current text
+valid from next year would stay current over every later write. A merge counts them as now.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from langchain_ltm import _clock
@@ -32,6 +35,9 @@ from langchain_ltm.facts.writes import remember_each, with_hashes
 __all__ = ["ImportMode", "ImportResult", "import_user"]
 
 ImportMode = Literal["restore", "merge"]
+
+CLOCK_SKEW = timedelta(minutes=5)
+"""How far in the future a restored time may lie (another machine's clock running ahead)."""
 
 
 @dataclass(frozen=True)
@@ -263,12 +269,13 @@ def _minutes_until(expires_at: datetime | None, since: datetime) -> float | None
 
 
 def _parse_record(
-    ctx: FactContext, record: Any, line: int, user_id: str, check_secret: bool
+    ctx: FactContext, record: Any, line: int, user_id: str, restore: bool
 ) -> tuple[Fact, bool, bool]:
     """One exported fact, checked; whether it has an id; whether it says when it was said.
 
-    Raises InvalidFactError naming the record and the field. Secrets fail a restore; a
-    merge rejects them per text.
+    Raises InvalidFactError naming the record and the field. Secrets and times later than
+    now (plus :data:`CLOCK_SKEW`) fail a restore; a merge rejects secrets per text and
+    counts future times as now.
     """
     where = f"record {line}"
     if isinstance(record, str):
@@ -276,7 +283,7 @@ def _parse_record(
     if not isinstance(record, Mapping):
         raise InvalidFactError(f"{where} must be an object with a 'content', got {record!r}.")
     content = validate_text(record.get("content"), f"{where}: content", ctx.max_fact_chars)
-    if check_secret and ctx.guard is not None and (reason := ctx.guard(content)):
+    if restore and ctx.guard is not None and (reason := ctx.guard(content)):
         raise InvalidFactError(f"{where}: {reason}")
     fact_id = record.get("id")
     if fact_id is not None:
@@ -297,6 +304,12 @@ def _parse_record(
         history = tuple(
             _version(ctx, v, where, created, updated, since) for v in record.get("history") or ()
         )
+        if restore:
+            _not_future(where, now, created_at=created, updated_at=updated, valid_from=since)
+            for n, v in enumerate(history):
+                _not_future(
+                    f"{where}: history[{n}]", now, valid_from=v.valid_from, valid_to=v.valid_to
+                )
     except (TypeError, ValueError, AttributeError) as exc:
         if isinstance(exc, InvalidFactError):
             raise
@@ -316,6 +329,18 @@ def _parse_record(
     )
     dated = record.get("valid_from") is not None or record.get("created_at") is not None
     return fact, fact_id is not None, dated
+
+
+def _not_future(where: str, now: datetime, **times: datetime | None) -> None:
+    """Raise InvalidFactError naming the first time later than ``now`` + :data:`CLOCK_SKEW`."""
+    for name, moment in times.items():
+        if moment is not None and moment > now + CLOCK_SKEW:
+            raise InvalidFactError(
+                f"{where}: {name} {moment.isoformat()} is in the future (now is "
+                f"{now.isoformat()}); a restored text would stay current over every later "
+                'write. Correct the time, or import with mode="merge" (future times count '
+                "as now)."
+            )
 
 
 def _metadata(raw: Any, where: str) -> dict[str, Any]:

@@ -35,7 +35,7 @@ from langchain_ltm.errors import DuplicateFactError, FactNotFoundError, InvalidF
 from langchain_ltm.facts import timeline
 from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts.context import FactContext
-from langchain_ltm.facts.decision import BatchDecision, FactState, decide_batch
+from langchain_ltm.facts.decision import BatchDecision, Decision, FactState, decide_batch
 from langchain_ltm.facts.model import Fact, RememberResult
 from langchain_ltm.facts.provenance import check_metadata, check_observed_at
 from langchain_ltm.facts.reads import check_id, versions_of
@@ -121,12 +121,20 @@ def _store_facts(
 ) -> Logic[list[RememberResult]]:
     label = encode_label(user_id)
     namespace = (*ctx.namespace, label)
-    vectors = yield call(ctx.embedder, "embed", texts, False)
-    digests = [content_hash(t) for t in texts]
-    hashes = list(dict.fromkeys(digests))
+    every_vector = yield call(ctx.embedder, "embed", texts, False)
+    every_digest = [content_hash(t) for t in texts]
+    every_said = said
     held = yield from ctx.locks.acquire(ctx.backend, label)
     try:
         alive_at = _clock.utcnow()
+        # a text some fact already had at the moment it is said again: a re-run backfill
+        recorded = yield from _said_before(ctx, namespace, every_digest, said, alive_at)
+        fresh = [i for i in range(len(texts)) if i not in recorded]
+        texts = [texts[i] for i in fresh]
+        digests = [every_digest[i] for i in fresh]
+        said = [every_said[i] for i in fresh]
+        vectors = every_vector[fresh]
+        hashes = list(dict.fromkeys(digests))
         (same_hash,) = yield call(
             ctx.backend,
             "search",
@@ -135,17 +143,23 @@ def _store_facts(
         exact_hits = [h for h in same_hash if is_alive(h.item, alive_at)]
         # an expired fact with one of these texts is gone: its row goes in this write
         expired = [h.item for h in same_hash if not is_alive(h.item, alive_at)]
-        neighbours = yield call(
-            ctx.backend,
-            "search",
-            SearchRequest(
-                namespace,
-                vectors,
-                layout.CURRENT_FACTS,
-                len(texts) + ctx.policy.max_similar,
-                0,
-                alive_at,
-            ),
+        neighbours = (
+            (
+                yield call(
+                    ctx.backend,
+                    "search",
+                    SearchRequest(
+                        namespace,
+                        vectors,
+                        layout.CURRENT_FACTS,
+                        len(texts) + ctx.policy.max_similar,
+                        0,
+                        alive_at,
+                    ),
+                )
+            )
+            if texts
+            else []
         )
         taken = yield call(ctx.backend, "get", [(namespace, fact_key(label, h)) for h in hashes])
         taken = [item for item in taken if item is not None and is_alive(item, alive_at)]
@@ -177,29 +191,38 @@ def _store_facts(
             for d in decision.decisions
             if d.action == "duplicate" and d.key not in decision.touched
         }
+        stored.update(
+            (item.key, item) for item in recorded.values() if item.key not in decision.touched
+        )
         histories = yield from versions_of(ctx, namespace, [*_bases(decision), *stored.values()])
-        chains = _chains(decision, texts, said, now)
+        chains = _chains(decision, said, now)
         records, deletes, lines = _records(
             ctx, namespace, decision, vectors, histories, chains, now, pinned, ttl
         )
         written = {(r.namespace, r.key) for r in records}
         deletes += [(i.namespace, i.key) for i in expired if (i.namespace, i.key) not in written]
         if pinned:  # pinning an already stored fact rewrites it, no new version
-            for d in decision.decisions:
-                item = stored.get(d.key)
+            dups = [(d.key, vectors[d.row : d.row + 1]) for d in decision.decisions]
+            for key, vector in [*dups, *((item.key, None) for item in recorded.values())]:
+                item = stored.get(key)
                 if item is not None and item.value.get("pinned") is not True:
                     item = dataclasses.replace(item, value={**item.value, "pinned": True})
-                    stored[d.key] = item
-                    records.append(_rewrite(item, vectors[d.row : d.row + 1], now))
+                    stored[key] = item
+                    records.append(_rewrite(item, vector, now))
         if (records or deletes) and not dry_run:
             records = yield from _embed_versions(ctx, records)
             yield call(ctx.backend, "write", records, deletes)
     finally:
         yield from ctx.locks.release(ctx.backend, held)
-    return [
-        _result(d, decision.touched, stored, histories, lines, user_id, now, pinned, ttl)
-        for d in decision.decisions
-    ]
+    out: list[RememberResult | None] = [None] * len(every_said)
+    for row, item in recorded.items():
+        again = Decision("duplicate", item.key, -1, similarity=1.0)
+        out[row] = _result(
+            again, decision.touched, stored, histories, lines, user_id, now, pinned, ttl
+        )
+    for row, d in zip(fresh, decision.decisions, strict=True):
+        out[row] = _result(d, decision.touched, stored, histories, lines, user_id, now, pinned, ttl)
+    return [r for r in out if r is not None]
 
 
 def update(ctx: FactContext, user_id: str, fact_id: str, text: str) -> Logic[RememberResult]:
@@ -236,7 +259,8 @@ def update(ctx: FactContext, user_id: str, fact_id: str, text: str) -> Logic[Rem
             return RememberResult("duplicate", fact, similarity=1.0)
         state = FactState(fact_id, text, 0, item, [str(item.value["content"])])
         decision = BatchDecision(decisions=[], touched={fact_id: state})
-        chains = {fact_id: [Said(text, 0, now, {})]}
+        # after the current text even if a writer's clock ran ahead: an update is current
+        chains = {fact_id: [Said(text, 0, max(now, layout.valid_from(item)), {})]}
         records, deletes, lines = _records(
             ctx, namespace, decision, vectors, histories, chains, now, False, None
         )
@@ -259,23 +283,83 @@ def _bases(decision: BatchDecision) -> list[StoredItem]:
 
 def _chains(
     decision: BatchDecision,
-    texts: list[str],
     said: list[tuple[datetime | None, Mapping[str, Any]]],
     now: datetime,
 ) -> dict[str, list[Said]]:
-    """Each touched fact's new texts in decision order, with their moments and metadata."""
-    rows: dict[str, int] = {}
-    for row, text in enumerate(texts):
-        rows.setdefault(text, row)
+    """Each touched fact's new texts in decision order, with their moments and metadata.
+
+    The rows come from the decisions (the row that created the fact, then each one that
+    updated it), so a text said twice keeps each saying's own moment and metadata. A row
+    without ``observed_at`` is said now, or at the stored current text's ``valid_from`` if
+    that is later (a writer's clock ahead of ours): it always becomes the current text.
+    """
+    rows: dict[str, list[int]] = {}
+    for d in decision.decisions:
+        if d.action in ("created", "updated") and d.key in decision.touched:
+            rows.setdefault(d.key, []).append(d.row)
     out: dict[str, list[Said]] = {}
     for key, state in decision.touched.items():
-        chain = [*state.superseded[1 if state.base is not None else 0 :], state.content]
+        chain = rows.get(key, [])
+        assert chain, key
+        assert chain[-1] == state.row, (key, chain, state.row)
+        floor = now if state.base is None else max(now, layout.valid_from(state.base))
+        texts = [*state.superseded[1 if state.base is not None else 0 :], state.content]
         out[key] = []
-        for n, text in enumerate(chain):
-            row = state.row if n == len(chain) - 1 else rows[text]
+        for row, text in zip(chain, texts, strict=True):
             at, meta = said[row]
-            out[key].append(Said(text, row, at or now, meta))
+            out[key].append(Said(text, row, at or floor, meta))
     return out
+
+
+def _said_before(
+    ctx: FactContext,
+    namespace: tuple[str, ...],
+    digests: Sequence[str],
+    said: Sequence[tuple[datetime | None, Mapping[str, Any]]],
+    alive_at: datetime,
+) -> Logic[dict[int, StoredItem]]:
+    """Rows whose exact text is an earlier version of a fact said at the row's moment.
+
+    Such a row is already recorded (a backfill run again): it is a ``duplicate`` of that
+    fact, whatever its current text is now. Only rows with ``observed_at`` can match.
+    """
+    moments = sorted({layout.format_time(at) for at, _ in said if at is not None})
+    if not moments:
+        return {}
+    (hits,) = yield call(
+        ctx.backend,
+        "search",
+        SearchRequest(
+            namespace,
+            None,
+            (*layout.VERSIONS, Condition(("valid_from",), "$in", moments)),
+            None,
+            0,
+            alive_at,
+        ),
+    )
+    owners = {
+        (content_hash(str(h.item.value["content"])), str(h.item.value["valid_from"])): str(
+            h.item.value["version_of"]
+        )
+        for h in hits
+        if h.item.namespace == namespace and "content" in h.item.value
+    }
+    wanted = {
+        row: owners[key]
+        for row, (digest, (at, _)) in enumerate(zip(digests, said, strict=True))
+        if at is not None and (key := (digest, layout.format_time(at))) in owners
+    }
+    if not wanted:
+        return {}
+    keys = sorted(set(wanted.values()))
+    facts = yield call(ctx.backend, "get", [(namespace, key) for key in keys])
+    alive = {
+        f.key: f
+        for f in facts
+        if f is not None and is_alive(f, alive_at) and not layout.is_version(f)
+    }
+    return {row: alive[key] for row, key in wanted.items() if key in alive}
 
 
 def _records(

@@ -273,6 +273,81 @@ async def test_the_last_of_a_b_a_in_one_batch_is_current(mem):
     assert [f.content for f in await mem.list_all("u2")] == [ONE]
 
 
+async def test_a_text_said_twice_in_a_merge_keeps_each_time_and_metadata(mem):
+    records = [
+        {"content": ONE, "valid_from": "2020-01-01T00:00:00Z", "metadata": {"s": 1}},
+        {"content": TWO, "valid_from": "2021-01-01T00:00:00Z"},
+        {"content": ONE, "valid_from": "2022-01-01T00:00:00Z", "metadata": {"s": 3}},
+        {"content": THREE, "valid_from": "2023-01-01T00:00:00Z"},
+    ]
+    merged = await mem.import_user("u1", records, "merge")
+    assert [r.action for r in merged.results] == ["created", "updated", "updated", "updated"]
+    (fact,) = await mem.list_all("u1")
+    year = [datetime(y, 1, 1, tzinfo=timezone.utc) for y in (2020, 2021, 2022, 2023)]
+    assert [(v.content, v.valid_from, v.valid_to, dict(v.metadata)) for v in fact.versions] == [
+        (ONE, year[0], year[1], {"s": 1}),
+        (TWO, year[1], year[2], {}),
+        (ONE, year[2], year[3], {"s": 3}),
+        (THREE, year[3], None, {}),
+    ]
+    then = await mem.recall("u1", "how many kids", as_of=datetime(2022, 6, 1, tzinfo=timezone.utc))
+    assert [(f.content, dict(f.metadata)) for f in then] == [(ONE, {"s": 3})]
+
+
+async def test_a_restore_refuses_times_in_the_future(mem):
+    far = {"id": "f1", "content": TWO, "valid_from": "2099-01-01T00:00:00Z"}
+    with pytest.raises(InvalidFactError, match=r"record 1: valid_from 2099-01-01.* future"):
+        await mem.import_user("u1", [far])
+    old = {"id": "f1", "content": TWO, "valid_from": "2020-01-01T00:00:00Z"}
+    bad = {**old, "history": [{"content": ONE, "valid_from": "2099-01-01T00:00:00Z"}]}
+    with pytest.raises(InvalidFactError, match=r"record 2: history\[0\]: valid_from"):
+        await mem.import_user("u1", [old, bad])
+    assert await mem.list_all("u1") == []
+    merged = await mem.import_user(
+        "u1", [{"content": TWO, "valid_from": far["valid_from"]}], "merge"
+    )
+    assert merged.results[0].fact.valid_from <= datetime.now(timezone.utc)  # merge: now
+
+
+async def test_a_writer_clock_ahead_never_keeps_a_later_write_from_being_current(mem):
+    # another writer's clock a little ahead (within the restore's allowance)
+    ahead = (datetime.now(timezone.utc) + timedelta(minutes=2)).isoformat()
+    for user in ("u1", "u2"):
+        record = {"id": "f1", "content": TWO, "valid_from": ahead}
+        assert (await mem.import_user(user, [record])).restored == 1
+    moved = await mem.update_fact("u1", "f1", THREE)
+    assert (moved.action, moved.fact.content) == ("updated", THREE)
+    assert [f.content for f in await mem.list_all("u1")] == [THREE]
+    assert [v.content for v in moved.fact.history] == [TWO]
+    again = await mem.remember("u2", ONE)  # without observed_at: after the current text
+    assert (again.action, again.fact.content) == ("updated", ONE)
+    assert [f.content for f in await mem.list_all("u2")] == [ONE]
+    assert [v.content for v in again.fact.history] == [TWO]
+
+
+async def test_a_backfill_run_again_is_a_duplicate_of_the_version_it_became(mem):
+    said = [(TEA, at(1)), (HONEY, at(20))]
+    first = [
+        await mem.remember("u1", t, observed_at=w, metadata={"n": i})
+        for i, (t, w) in enumerate(said)
+    ]
+    assert [r.action for r in first] == ["created", "updated"]
+    exported = await mem.export_user("u1")
+    # TEA is no longer current (and does not carry HONEY), but it is on record at at(1)
+    again = [
+        await mem.remember("u1", t, observed_at=w, metadata={"n": i})
+        for i, (t, w) in enumerate(said)
+    ]
+    assert [(r.action, r.fact.id) for r in again] == [("duplicate", first[0].fact.id)] * 2
+    assert again[0].fact.content == HONEY
+    assert await mem.export_user("u1") == exported
+    both = await mem.remember("u1", [TEA, HONEY], observed_at=at(1))  # only TEA was said then
+    assert [r.action for r in both] == ["duplicate", "duplicate"]
+    assert await mem.export_user("u1") == exported
+    moved = await mem.remember("u1", TEA, observed_at=at(25))  # said again later: a new version
+    assert moved.action != "duplicate"
+
+
 async def test_a_new_text_keeps_only_the_metadata_it_was_given(mem):
     await mem.remember("u1", TEA, metadata={"source": "import", "private": True})
     moved = await mem.remember("u1", MORE, metadata={"source": "chat"})
