@@ -28,9 +28,11 @@ from tests.unit_tests.test_facts import (
 )
 from tests.unit_tests.test_provenance import (
     test_a_backfill_before_everything_moves_created_at,
+    test_a_backfill_richer_than_the_current_text_is_a_fact_of_its_own,
     test_a_backfill_run_again_is_a_duplicate_of_the_version_it_became,
     test_a_backfill_run_twice_changes_nothing,
     test_a_new_text_keeps_only_the_metadata_it_was_given,
+    test_a_resolver_update_never_hides_a_richer_backfill,
     test_a_restore_refuses_times_in_the_future,
     test_a_text_said_twice_in_a_merge_keeps_each_time_and_metadata,
     test_a_ttl_counts_from_the_write_not_from_observed_at,
@@ -87,6 +89,7 @@ __all__ = [
     "emb",
     "mem",
     "test_a_backfill_before_everything_moves_created_at",
+    "test_a_backfill_richer_than_the_current_text_is_a_fact_of_its_own",
     "test_a_backfill_run_again_is_a_duplicate_of_the_version_it_became",
     "test_a_backfill_run_twice_changes_nothing",
     "test_a_bad_import_record_writes_nothing",
@@ -96,6 +99,7 @@ __all__ = [
     "test_a_failing_resolver_keeps_both_facts",
     "test_a_new_text_keeps_only_the_metadata_it_was_given",
     "test_a_new_version_keeps_the_ttl_or_takes_the_one_given",
+    "test_a_resolver_update_never_hides_a_richer_backfill",
     "test_a_restore_refuses_times_in_the_future",
     "test_a_secret_in_a_merge_is_rejected_alone",
     "test_a_text_said_twice_in_a_merge_keeps_each_time_and_metadata",

@@ -132,8 +132,10 @@ class FactAPI(ABC):
                 fact's ``created_at``), and the version a fact replaces ends there, so
                 ``history`` and ``recall(as_of=)`` follow what was said when. A fact said
                 before its stored current text (an out-of-order backfill) becomes an
-                earlier version and the current text stays current; a text the fact
-                already had at that moment (current or earlier) is a ``duplicate``.
+                earlier version and the current text stays current, if the current text
+                carries it or it is an older value (otherwise a fact of its own); a text
+                the fact already had at that moment (current or earlier) is a
+                ``duplicate``.
                 Default: now (or just after the current text, if another writer's clock
                 ran ahead), so the text becomes current.
 

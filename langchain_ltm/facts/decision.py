@@ -9,6 +9,10 @@ For each new fact, in order, as if each were remembered alone:
    both are about the same subject (:mod:`~langchain_ltm.facts.conflicts`) and the new text
    carries everything the old one said, or states the same attribute with a new value
    (:mod:`~langchain_ltm.facts.coverage`): an update never hides information.
+   A text said *before* the fact's current text (a backfill: ``moments``) becomes an
+   earlier version while the stored text stays current, so the direction flips: it may
+   join only if the stored text carries everything it says, or it states the same
+   attribute with another (older) value; otherwise it is a fact of its own.
 3. Some fact scores at least ``review_threshold`` but (1) and (2) do not hold: the case is
    *ambiguous*. A resolver, if one is configured, is asked once for every ambiguous fact
    of the batch; its answer is applied by deciding the batch again. Without one the fact
@@ -24,6 +28,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -34,6 +39,7 @@ from langchain_ltm.facts.coverage import carries, single_valued, slot_change, va
 from langchain_ltm.facts.model import RememberAction, SimilarFact
 from langchain_ltm.facts.resolution import Ambiguity, Resolution
 from langchain_ltm.facts.text import content_hash
+from langchain_ltm.facts.versions import valid_from
 
 __all__ = ["DecisionPolicy", "decide_batch"]
 
@@ -110,6 +116,7 @@ class _Candidate:
     content: str
     score: float
     item: StoredItem | None
+    said: datetime | None = None  # when its current text was said (None: now)
 
 
 def decide_batch(
@@ -122,6 +129,7 @@ def decide_batch(
     new_key: Callable[[str], str],
     policy: DecisionPolicy,
     resolutions: Mapping[int, Resolution] | None = None,
+    moments: Sequence[datetime | None] | None = None,
 ) -> BatchDecision:
     """Decide created / duplicate / updated for each text, in order.
 
@@ -135,6 +143,9 @@ def decide_batch(
         new_key: ``new_key(hash) -> str``, the deterministic key for a new fact.
         policy: The thresholds.
         resolutions: A resolver's answers by row, from an earlier pass of this batch.
+        moments: When each row was said (``observed_at``; ``None``: now). A row said
+            before a candidate's current text may only join it as an earlier version
+            the current text carries, or as an older value.
 
     Returns:
         The decisions; ``ambiguous`` holds the open cases (rows not in ``resolutions``).
@@ -142,16 +153,17 @@ def decide_batch(
     batch_sims = vectors @ vectors.T if len(texts) > 1 else np.ones((1, 1), dtype=np.float32)
     out = BatchDecision(decisions=[])
     by_hash: dict[str, str] = {h: item.key for h, item in exact.items()}
+    said = list(moments) if moments is not None else [None] * len(texts)
     for i, (text, digest) in enumerate(zip(texts, hashes, strict=True)):
         if digest in by_hash:
             out.decisions.append(Decision("duplicate", by_hash[digest], i, similarity=1.0))
             continue
-        candidates = _candidates(i, neighbours[i], out, batch_sims, policy)
+        candidates = _candidates(i, neighbours[i], out, batch_sims, policy, said)
         resolution = (resolutions or {}).get(i)
         decision = (
-            _apply(resolution, i, candidates)
+            _apply(resolution, text, i, candidates, policy, said[i])
             if resolution is not None
-            else _decide(text, i, candidates, policy)
+            else _decide(text, i, candidates, policy, said[i])
         )
         if decision is None:  # ambiguous, and no resolver answer for it
             similar = _similar(text, candidates, policy)
@@ -183,6 +195,7 @@ def _candidates(
     out: BatchDecision,
     batch_sims: np.ndarray[Any, Any],
     policy: DecisionPolicy,
+    said: Sequence[datetime | None],
 ) -> list[_Candidate]:
     """Stored and earlier-in-batch facts scoring at least the review threshold, best first.
 
@@ -190,7 +203,9 @@ def _candidates(
     ``_BATCH_CANDIDATES`` kept, so a large batch of similar facts stays linear in Python.
     """
     found = [
-        _Candidate(hit.item.key, str(hit.item.value["content"]), hit.score, hit.item)
+        _Candidate(
+            hit.item.key, str(hit.item.value["content"]), hit.score, hit.item, valid_from(hit.item)
+        )
         for hit in hits
         if hit.score is not None
         and hit.score >= policy.review_threshold
@@ -203,26 +218,47 @@ def _candidates(
         if len(close) > _BATCH_CANDIDATES:
             close = close[np.argpartition(-scores[close], _BATCH_CANDIDATES)[:_BATCH_CANDIDATES]]
         for j in close:
-            key = out.rows[int(earlier[j])]
-            found.append(_Candidate(key, out.touched[key].content, float(scores[j]), None))
+            at = int(earlier[j])
+            key = out.rows[at]
+            found.append(
+                _Candidate(key, out.touched[key].content, float(scores[j]), None, said[at])
+            )
     found.sort(key=lambda c: c.score, reverse=True)
     return found
 
 
 def _decide(
-    text: str, row: int, candidates: list[_Candidate], policy: DecisionPolicy
+    text: str,
+    row: int,
+    candidates: list[_Candidate],
+    policy: DecisionPolicy,
+    moment: datetime | None = None,
 ) -> Decision | None:
     """The offline decision; ``None`` when the case is ambiguous."""
     if not candidates:
         return Decision("created", "", row)
     for c in candidates:
-        if _replaces(c, text, policy):
+        if _replaces(c, text, policy, _before(moment, c.said)):
             return Decision("updated", c.key, row, similarity=c.score)
     return None
 
 
-def _replaces(candidate: _Candidate, text: str, policy: DecisionPolicy) -> bool:
-    """Whether ``text`` may become the candidate's new version (nothing it said is lost)."""
+def _before(moment: datetime | None, said: datetime | None) -> bool:
+    """Whether a row said at ``moment`` lands before a text said at ``said`` (a backfill)."""
+    if moment is None:  # said now: after every stored text (writes place it so)
+        return False
+    return said is None or moment < said
+
+
+def _replaces(
+    candidate: _Candidate, text: str, policy: DecisionPolicy, backfill: bool = False
+) -> bool:
+    """Whether ``text`` may join the candidate as a version (nothing it said is lost).
+
+    ``text`` normally becomes the current text, so it must carry the stored one; a
+    ``backfill`` becomes an earlier version and the stored text stays current, so the
+    stored text must carry it. A value change is a version either way.
+    """
     stored = candidate.content
     if different_subject(stored, text):
         return False
@@ -232,6 +268,8 @@ def _replaces(candidate: _Candidate, text: str, policy: DecisionPolicy) -> bool:
         candidate.score >= policy.merge_threshold or single_valued(stored, text)
     ):
         return True
+    if backfill:
+        return candidate.score >= policy.merge_threshold and carries(text, stored)
     return candidate.score >= policy.merge_threshold and carries(stored, text)
 
 
@@ -261,10 +299,27 @@ def _reason(stored: str, text: str) -> str:
     return "uncertain"
 
 
-def _apply(resolution: Resolution, row: int, candidates: list[_Candidate]) -> Decision:
-    """A resolver's answer; a candidate it names that is gone now means a new fact."""
+def _apply(
+    resolution: Resolution,
+    text: str,
+    row: int,
+    candidates: list[_Candidate],
+    policy: DecisionPolicy,
+    moment: datetime | None = None,
+) -> Decision:
+    """A resolver's answer; a candidate it names that is gone now means a new fact.
+
+    An ``update`` of a backfill the stored text does not carry is a new fact too: the
+    resolver judged the new text as the current one, but it would land in the history.
+    """
     match = next((c for c in candidates if c.key == resolution.fact_id), None)
     if resolution.verdict == "different" or match is None:
+        return Decision("created", "", row)
+    if (
+        resolution.verdict == "update"
+        and _before(moment, match.said)
+        and not _replaces(match, text, policy, backfill=True)
+    ):
         return Decision("created", "", row)
     if resolution.verdict == "same":
         return Decision("duplicate", match.key, row, similarity=match.score)

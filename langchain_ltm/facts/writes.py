@@ -176,6 +176,7 @@ def _store_facts(
                 new_key=lambda digest: fact_key(label, digest),
                 policy=ctx.policy,
                 resolutions=resolutions,
+                moments=[at for at, _ in said],
             )
 
         decision = decide(None)

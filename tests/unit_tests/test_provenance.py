@@ -12,8 +12,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from langchain_core.vectorstores import InMemoryVectorStore
 
-from langchain_ltm import InvalidFactError, InvalidFilterError, LongTermMemoryStore
+from langchain_ltm import InvalidFactError, InvalidFilterError, LongTermMemoryStore, Resolution
 from tests.unit_tests.test_facts import emb, mem  # noqa: F401  (fixtures)
+from tests.unit_tests.test_versions import ListResolver
 
 
 @pytest.fixture
@@ -373,3 +374,37 @@ def test_history_limit_never_prunes_the_backfill_it_adds(emb):
     store.remember("u1", "I have four kids")  # the next write prunes to the limit
     (fact,) = store.list_all("u1")
     assert [v.content for v in fact.history] == [TWO]
+
+
+async def test_a_backfill_richer_than_the_current_text_is_a_fact_of_its_own(mem):
+    await mem.remember("u1", TEA)
+    # said earlier, it would land in the history while the shorter text stays current
+    early = await mem.remember("u1", HONEY, observed_at=at(1))
+    assert (early.action, early.fact.content, early.fact.valid_from) == ("created", HONEY, at(1))
+    assert sorted(f.content for f in await mem.list_all("u1")) == sorted([TEA, HONEY])
+    assert [f.content for f in await mem.recall("u1", "green tea with honey", limit=1)] == [HONEY]
+    # the other way round it is an earlier version: the current text carries it
+    await mem.remember("u2", HONEY)
+    back = await mem.remember("u2", TEA, observed_at=at(1))
+    assert (back.action, back.fact.content) == ("updated", HONEY)
+    assert [v.content for v in back.fact.history] == [TEA]
+    # an older value of the same attribute is an earlier version too
+    await mem.remember("u3", TWO)
+    older = await mem.remember("u3", ONE, observed_at=at(1))
+    assert (older.action, older.fact.content) == ("updated", TWO)
+    assert spans(older.fact.history) == [(ONE, at(1), older.fact.valid_from)]
+    # in one batch: a merge whose second record was said before the first (undated: now)
+    records = [{"content": TEA}, {"content": HONEY, "valid_from": at(1).isoformat()}]
+    merged = await mem.import_user("u4", records, "merge")
+    assert [r.action for r in merged.results] == ["created", "created"]
+    assert sorted(f.content for f in await mem.list_all("u4")) == sorted([TEA, HONEY])
+
+
+async def test_a_resolver_update_never_hides_a_richer_backfill(store):
+    tea = store.remember("u1", TEA)
+    resolver = ListResolver(Resolution("update", tea.fact.id))
+    resolving = store.with_options(merge_threshold=0.95, review_threshold=0.3, resolver=resolver)
+    result = await resolving.aremember("u1", HONEY, observed_at=at(1))
+    assert resolver.asked == [[HONEY]]
+    assert (result.action, result.fact.content) == ("created", HONEY)
+    assert sorted(f.content for f in resolving.list_all("u1")) == sorted([TEA, HONEY])
