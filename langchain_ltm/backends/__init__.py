@@ -39,9 +39,16 @@ def backend_for(vectorstore: Any) -> VectorBackend:
         from langchain_ltm.backends.qdrant import QdrantBackend
 
         return QdrantBackend.from_vectorstore(vectorstore)
-    raise UnsupportedVectorStoreError(
-        f"No langchain-ltm backend for {type(vectorstore).__name__}. Supported: "
-        "langchain_core InMemoryVectorStore, langchain_qdrant QdrantVectorStore, SQLite "
-        "through LongTermMemoryStore.from_sqlite(path, embeddings), and Postgres through "
-        "LongTermMemoryStore.from_postgres(...)."
-    )
+    from langchain_core.vectorstores import VectorStore
+
+    if not isinstance(vectorstore, VectorStore):
+        raise UnsupportedVectorStoreError(
+            f"No langchain-ltm backend for {type(vectorstore).__name__}: pass a LangChain "
+            "VectorStore (InMemoryVectorStore, QdrantVectorStore, Chroma, FAISS, or one "
+            "registered with register_vectorstore), a VectorBackend, or use "
+            "LongTermMemoryStore.from_sqlite(path, embeddings) / from_postgres(...)."
+        )
+    # every other LangChain vectorstore: the generic engine, scope in the store's own filter
+    from langchain_ltm.backends.vectorstore import VectorStoreBackend
+
+    return VectorStoreBackend(vectorstore)
