@@ -28,6 +28,12 @@ def backend_for(vectorstore: Any) -> VectorBackend:
     """The backend adapter for a LangChain vectorstore (or the backend itself)."""
     if isinstance(vectorstore, VectorBackend):
         return vectorstore
+    from langchain_ltm.backends.vectorstore._families import registered
+
+    if registered(vectorstore) is not None:  # a registered family wins over the fast paths
+        from langchain_ltm.backends.vectorstore import VectorStoreBackend
+
+        return VectorStoreBackend(vectorstore)
     from langchain_core.vectorstores import InMemoryVectorStore
 
     if isinstance(vectorstore, InMemoryVectorStore):

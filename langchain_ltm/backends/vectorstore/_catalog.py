@@ -116,7 +116,9 @@ class Catalog(SqliteBackend):
                 (sql.ns_key(namespace), key),
             ).fetchone()
             if row is not None:
-                out.extend(doc_id(self.store_id, namespace, key, p, row[0]) for p in json.loads(row[1]))
+                out.extend(
+                    doc_id(self.store_id, namespace, key, p, row[0]) for p in json.loads(row[1])
+                )
         return out
 
     def commit(

@@ -109,10 +109,11 @@ class VectorStoreBackend(VectorBackend):
 
     Example:
         >>> import chromadb
+        >>> from chromadb.config import Settings
         >>> from langchain_chroma import Chroma
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
         >>> from langchain_ltm import LongTermMemoryStore
-        >>> client = chromadb.EphemeralClient()
+        >>> client = chromadb.EphemeralClient(Settings(anonymized_telemetry=False))
         >>> vs = Chroma("doctest", DeterministicFakeEmbedding(size=8), client=client)
         >>> store = LongTermMemoryStore(vs)
         >>> store.remember("alice", "Prefers answers in Spanish").action
@@ -187,7 +188,9 @@ class VectorStoreBackend(VectorBackend):
             if wanted is None or len(hits) < wanted:
                 if unscored is None:
                     rest = self.catalog.unvectored(request)
-                    unscored = sort_unranked([it for it in rest if matches(it.value, request.filter)])
+                    unscored = sort_unranked(
+                        [it for it in rest if matches(it.value, request.filter)]
+                    )
                 hits.extend(Hit(it, None) for it in unscored)
             out.append(page(hits, request))
         return out
@@ -202,12 +205,20 @@ class VectorStoreBackend(VectorBackend):
         if wanted == 0:
             return []
         where = self.scope_filter(request.prefix)
-        k = max(_FIRST_K, 2 * wanted) if wanted else max(_FIRST_K, self.catalog.vector_count(request.prefix))
+        k = (
+            max(_FIRST_K, 2 * wanted)
+            if wanted
+            else max(_FIRST_K, self.catalog.vector_count(request.prefix))
+        )
         items: dict[ItemKey, StoredItem | None] = {}
         while True:
             with self._vs_lock:
                 results = self._search(self.vectorstore, vector, k, where)
-                size = self.family.size(self.vectorstore) if self.family.post_filter and self.family.size else None
+                size = (
+                    self.family.size(self.vectorstore)
+                    if self.family.post_filter and self.family.size
+                    else None
+                )
             keys = [_item_key(doc.metadata) for doc, _ in results]
             unknown = list(dict.fromkeys(k_ for k_ in keys if k_ is not None and k_ not in items))
             items.update(zip(unknown, self.catalog.get(unknown), strict=True))
@@ -229,7 +240,9 @@ class VectorStoreBackend(VectorBackend):
                     hits.append(Hit(item, score))
             if wanted is not None and len(hits) >= wanted:
                 return hits[:wanted]
-            exhausted = (size is not None and k >= size) if self.family.post_filter else len(results) < k
+            exhausted = (
+                (size is not None and k >= size) if self.family.post_filter else len(results) < k
+            )
             if exhausted:
                 return hits
             k *= 4
@@ -298,7 +311,9 @@ class VectorStoreBackend(VectorBackend):
             delete_present(self.vectorstore, garbage)
             self.catalog.journal_clear(garbage)
         except Exception as exc:  # the write itself has landed: report, do not fail it
-            log.warning("langchain-ltm: %d replaced documents left for repair(): %s", len(garbage), exc)
+            log.warning(
+                "langchain-ltm: %d replaced documents left for repair(): %s", len(garbage), exc
+            )
 
     def touch(self, keys: Sequence[ItemKey], now: datetime) -> None:  # noqa: D102
         self.catalog.touch(keys, now)
