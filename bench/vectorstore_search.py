@@ -21,12 +21,25 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from langchain_ltm import LongTermMemoryStore  # noqa: E402
-from langchain_ltm.backends.vectorstore import vectorstore_backend  # noqa: E402
-from tests.fakes import KeywordEmbeddings  # noqa: E402
-from tests.vectorstores import chroma, faiss  # noqa: E402
+from langchain_ltm import LongTermMemoryStore
+from langchain_ltm.backends.vectorstore import vectorstore_backend
+from tests.fakes import KeywordEmbeddings
+from tests.vectorstores import chroma, faiss
 
-WORDS = "tea coffee lisbon dog cat piano spanish football python berlin garden rain".split()
+WORDS = [
+    "tea",
+    "coffee",
+    "lisbon",
+    "dog",
+    "cat",
+    "piano",
+    "spanish",
+    "football",
+    "python",
+    "berlin",
+    "garden",
+    "rain",
+]
 
 
 def ms(samples: list[float]) -> str:
