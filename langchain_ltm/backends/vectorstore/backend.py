@@ -108,12 +108,14 @@ class VectorStoreBackend(VectorBackend):
         grace_seconds: :meth:`repair` deletes ``adding`` documents older than this.
 
     Example:
-        >>> import chromadb
+        >>> import tempfile, chromadb
         >>> from chromadb.config import Settings
         >>> from langchain_chroma import Chroma
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
         >>> from langchain_ltm import LongTermMemoryStore
-        >>> client = chromadb.EphemeralClient(Settings(anonymized_telemetry=False))
+        >>> client = chromadb.PersistentClient(
+        ...     tempfile.mkdtemp(), settings=Settings(anonymized_telemetry=False)
+        ... )
         >>> vs = Chroma("doctest", DeterministicFakeEmbedding(size=8), client=client)
         >>> store = LongTermMemoryStore(vs)
         >>> store.remember("alice", "Prefers answers in Spanish").action
