@@ -28,6 +28,12 @@ def backend_for(vectorstore: Any) -> VectorBackend:
     """The backend adapter for a LangChain vectorstore (or the backend itself)."""
     if isinstance(vectorstore, VectorBackend):
         return vectorstore
+    from langchain_ltm.backends.vectorstore._families import registered
+
+    if registered(vectorstore) is not None:  # a registered family wins over the fast paths
+        from langchain_ltm.backends.vectorstore import VectorStoreBackend
+
+        return VectorStoreBackend(vectorstore)
     from langchain_core.vectorstores import InMemoryVectorStore
 
     if isinstance(vectorstore, InMemoryVectorStore):
@@ -39,9 +45,16 @@ def backend_for(vectorstore: Any) -> VectorBackend:
         from langchain_ltm.backends.qdrant import QdrantBackend
 
         return QdrantBackend.from_vectorstore(vectorstore)
-    raise UnsupportedVectorStoreError(
-        f"No langchain-ltm backend for {type(vectorstore).__name__}. Supported: "
-        "langchain_core InMemoryVectorStore, langchain_qdrant QdrantVectorStore, SQLite "
-        "through LongTermMemoryStore.from_sqlite(path, embeddings), and Postgres through "
-        "LongTermMemoryStore.from_postgres(...)."
-    )
+    from langchain_core.vectorstores import VectorStore
+
+    if not isinstance(vectorstore, VectorStore):
+        raise UnsupportedVectorStoreError(
+            f"No langchain-ltm backend for {type(vectorstore).__name__}: pass a LangChain "
+            "VectorStore (InMemoryVectorStore, QdrantVectorStore, Chroma, FAISS, or one "
+            "registered with register_vectorstore), a VectorBackend, or use "
+            "LongTermMemoryStore.from_sqlite(path, embeddings) / from_postgres(...)."
+        )
+    # every other LangChain vectorstore: the generic engine, scope in the store's own filter
+    from langchain_ltm.backends.vectorstore import VectorStoreBackend
+
+    return VectorStoreBackend(vectorstore)

@@ -1,0 +1,216 @@
+"""The catalog beside a user's vectorstore: a SQLite file holding every item, plus a journal.
+
+The catalog is our SQLite engine (items, timestamps, TTL, each item's vectors and paths)
+with two additions: a ``{table}_vsjournal`` table of the vectorstore documents that may
+exist without being current (``adding``: written to the vectorstore before the catalog
+commit that makes them current; ``garbage``: no longer current, to delete), and the
+store's random id in ``{table}_meta`` (every document carries it, so two catalogs sharing
+one collection never see each other's documents).
+
+A document is current when the catalog holds its item with ``updated_at`` equal to the
+document's ``ltm_at``: a stale or orphaned document is never shown, whatever state the
+vectorstore is in.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from langchain_ltm.backends.base import ItemKey, Record, SearchRequest, StoredItem
+from langchain_ltm.backends.sqlite import _sql as sql
+from langchain_ltm.backends.sqlite.backend import SqliteBackend
+from langchain_ltm.errors import EmbeddingDimensionError
+
+_ID_NAMESPACE = uuid.UUID("8a3e6f0c-4d21-4b7e-9c55-1e2f3a4b5c6d")
+ADDING, GARBAGE = "adding", "garbage"
+
+
+def doc_id(store_id: str, namespace: tuple[str, ...], key: str, path: str, at_us: int) -> str:
+    """The id of one embedded text of one version of an item (deterministic)."""
+    payload = json.dumps([store_id, list(namespace), key, path, at_us])
+    return str(uuid.uuid5(_ID_NAMESPACE, payload))
+
+
+class Catalog(SqliteBackend):
+    """Our SQLite engine plus the vectorstore journal and store id."""
+
+    store_id: str = ""
+
+    @property
+    def journal(self) -> str:
+        return self.tables.index("vsjournal")
+
+    def setup(self) -> None:
+        super().setup()
+
+        def run(conn: sqlite3.Connection) -> str:
+            conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {self.journal} (doc_id TEXT PRIMARY KEY, "
+                "state TEXT NOT NULL, since INTEGER NOT NULL)"
+            )
+            row = conn.execute(
+                f"SELECT value FROM {self.tables.meta} WHERE name = 'vectorstore_id'"
+            ).fetchone()
+            if row is not None:
+                return str(row[0])
+            new = uuid.uuid4().hex[:16]
+            conn.execute(
+                f"INSERT INTO {self.tables.meta} (name, value) VALUES ('vectorstore_id', ?)",
+                (new,),
+            )
+            return new
+
+        self.store_id = self._write("setup", run)
+
+    # ---- journal ------------------------------------------------------------------------
+
+    def journal_add(self, ids: Sequence[str], state: str) -> None:
+        if not ids:
+            return
+        now = int(time.time())
+        self._write(
+            "write",
+            lambda conn: conn.executemany(
+                f"INSERT OR REPLACE INTO {self.journal} (doc_id, state, since) VALUES (?, ?, ?)",
+                [(i, state, now) for i in ids],
+            ),
+        )
+
+    def journal_clear(self, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        self._write(
+            "write",
+            lambda conn: conn.executemany(
+                f"DELETE FROM {self.journal} WHERE doc_id = ?", [(i,) for i in ids]
+            ),
+        )
+
+    def journal_pending(self, grace_seconds: float) -> list[str]:
+        """Garbage, and ``adding`` rows older than ``grace_seconds`` (a writer that died)."""
+        cutoff = int(time.time() - grace_seconds)
+        rows = self._read(
+            "repair",
+            lambda conn: conn.execute(
+                f"SELECT doc_id FROM {self.journal} WHERE state = ? OR since <= ?",
+                (GARBAGE, cutoff),
+            ).fetchall(),
+        )
+        return [r[0] for r in rows]
+
+    # ---- writes that keep the journal in the same transaction ---------------------------
+
+    def _docs_of(self, conn: sqlite3.Connection, keys: Sequence[ItemKey]) -> list[str]:
+        out: list[str] = []
+        for namespace, key in keys:
+            row = conn.execute(
+                f"SELECT i.updated_at, v.paths FROM {self.tables.items} i "
+                f"JOIN {self.tables.vectors} v ON v.ns = i.ns AND v.key = i.key "
+                "WHERE i.ns = ? AND i.key = ?",
+                (sql.ns_key(namespace), key),
+            ).fetchone()
+            if row is not None:
+                out.extend(
+                    doc_id(self.store_id, namespace, key, p, row[0]) for p in json.loads(row[1])
+                )
+        return out
+
+    def commit(
+        self, kept: Sequence[Record], gone: Sequence[ItemKey], new_ids: Sequence[str]
+    ) -> tuple[int, list[str]]:
+        """Write the batch; in the same transaction, the replaced documents become garbage.
+
+        Returns how many of ``gone`` existed, and the ids of the documents to delete.
+        """
+        dims = sql.batch_dims(kept)
+
+        def run(conn: sqlite3.Connection) -> tuple[int, list[str]]:
+            if dims is not None:
+                stored = sql.stored_dims(conn, self.tables)
+                if stored is None:
+                    conn.execute(
+                        f"INSERT INTO {self.tables.meta} (name, value) VALUES ('dims', ?)",
+                        (dims,),
+                    )
+                elif stored != dims:
+                    raise EmbeddingDimensionError(
+                        f"The stored vectors have {stored} dimensions but the embeddings "
+                        f"return {dims}: keep the original embedding model."
+                    )
+            touched = [(r.namespace, r.key) for r in kept] + list(gone)
+            fresh = set(new_ids)
+            garbage = [i for i in self._docs_of(conn, touched) if i not in fresh]
+            now = int(time.time())
+            conn.executemany(
+                f"INSERT OR REPLACE INTO {self.journal} (doc_id, state, since) VALUES (?, ?, ?)",
+                [(i, GARBAGE, now) for i in garbage],
+            )
+            conn.executemany(
+                f"DELETE FROM {self.journal} WHERE doc_id = ?", [(i,) for i in new_ids]
+            )
+            return sql.write(conn, self.tables, kept, gone), garbage
+
+        deleted, garbage = self._write("write", run)
+        if dims is not None:
+            self.dims = dims
+        return deleted, garbage
+
+    def sweep_docs(self, now: datetime) -> tuple[int, list[str]]:
+        """Delete expired items; their documents become garbage in the same transaction."""
+        at = sql.to_us(now)
+
+        def run(conn: sqlite3.Connection) -> tuple[int, list[str]]:
+            rows = conn.execute(
+                f"SELECT ns, key FROM {self.tables.items} WHERE expires_at <= ?", (at,)
+            ).fetchall()
+            keys = [(sql.namespace_of(ns), key) for ns, key in rows]
+            garbage = self._docs_of(conn, keys)
+            stamp = int(time.time())
+            conn.executemany(
+                f"INSERT OR REPLACE INTO {self.journal} (doc_id, state, since) VALUES (?, ?, ?)",
+                [(i, GARBAGE, stamp) for i in garbage],
+            )
+            return sql.sweep(conn, self.tables, now), garbage
+
+        return self._write("sweep", run)
+
+    # ---- reads --------------------------------------------------------------------------
+
+    def unvectored(self, request: SearchRequest) -> list[StoredItem]:
+        """Items in scope with no vectors, alive at ``request.alive_at`` (not filtered)."""
+        params: list[Any] = []
+        scope = sql.scope_sql(request.prefix, "i", params)
+        alive = sql.alive_sql(request.alive_at, "i", params)
+
+        def run(conn: sqlite3.Connection) -> list[StoredItem]:
+            decoder = sql.Decoder()
+            rows = conn.execute(
+                f"SELECT {sql.ITEM_COLUMNS} FROM {self.tables.items} i "
+                f"LEFT JOIN {self.tables.vectors} v ON v.ns = i.ns AND v.key = i.key "
+                f"WHERE {scope} AND {alive} AND v.ns IS NULL",
+                params,
+            )
+            return [decoder.item(row) for row in rows]
+
+        return self._read("search", run)
+
+    def vector_count(self, prefix: tuple[str, ...]) -> int:
+        """How many documents the items under ``prefix`` have in the vectorstore."""
+        params: list[Any] = []
+        scope = sql.scope_sql(prefix, "v", params)
+
+        def run(conn: sqlite3.Connection) -> int:
+            total = 0
+            for (paths,) in conn.execute(
+                f"SELECT paths FROM {self.tables.vectors} v WHERE {scope}", params
+            ):
+                total += len(json.loads(paths))
+            return total
+
+        return self._read("search", run)

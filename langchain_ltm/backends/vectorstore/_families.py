@@ -1,0 +1,382 @@
+"""Store families: how one kind of LangChain vectorstore is written to, filtered and scored.
+
+A :class:`StoreFamily` is the whole per-engine part of the generic backend: the filter
+dialect (equalities on our metadata keys -> the engine's own filter object), the engine's
+distance convention (converted to cosine), whether the engine filters after its ANN (then
+the backend passes ``fetch_k`` and widens it), and the add/search calls when the
+vectorstore's standard methods do not take precomputed vectors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.vectorstores import VectorStore
+
+from langchain_ltm.errors import UnsupportedVectorStoreError
+
+__all__ = [
+    "DISTANCES",
+    "Scored",
+    "StoreFamily",
+    "family_for",
+    "register_vectorstore",
+]
+
+Scored = list[tuple[Document, float]]
+FilterBuilder = Callable[[Mapping[str, str]], Any]
+AddFn = Callable[[Any, list[str], list[str], list[list[float]], list[dict[str, Any]]], None]
+SearchFn = Callable[[Any, list[float], int, Any], Scored]
+
+
+def _from_cosine_distance(d: float) -> float:
+    return 1.0 - d
+
+
+def _from_squared_l2(d: float) -> float:  # unit vectors: |a-b|^2 = 2 - 2 cos
+    return 1.0 - d / 2.0
+
+
+def _from_l2(d: float) -> float:
+    return 1.0 - d * d / 2.0
+
+
+def _from_similarity(d: float) -> float:
+    return d
+
+
+# what the engine returns -> cosine similarity, for unit-length vectors (ours always are)
+DISTANCES: dict[str, Callable[[float], float]] = {
+    "cosine": _from_cosine_distance,  # cosine distance, 1 - cos
+    "l2": _from_squared_l2,  # squared Euclidean distance (hnswlib, FAISS IndexFlatL2)
+    "euclidean": _from_l2,  # plain Euclidean distance
+    "ip": _from_similarity,  # inner product (= cosine on unit vectors)
+    "similarity": _from_similarity,  # already a cosine similarity
+}
+
+
+@dataclass(frozen=True)
+class StoreFamily:
+    """How the generic backend talks to one kind of vectorstore.
+
+    Args:
+        name: Shown in ``capabilities.name`` (``"vectorstore:<name>"``) and errors.
+        filter_builder: ``{"metadata_key": "value", ...}`` (equalities, all to hold) ->
+            the filter object the store's search takes as ``filter=``.
+        distance: What the store's search returns as the score: a key of ``DISTANCES``
+            (``"cosine"``, ``"l2"``, ``"euclidean"``, ``"ip"``, ``"similarity"``), or a
+            function of the vectorstore returning one (read from its configuration).
+        post_filter: The store applies ``filter`` after its ANN over ``fetch_k``
+            candidates (FAISS does): the backend passes ``fetch_k`` and widens it.
+        add: ``add(vs, ids, texts, vectors, metadatas)``, an upsert with precomputed
+            vectors; default: delete the ids already present, then ``add_embeddings``.
+        search: ``search(vs, vector, k, filter) -> [(Document, score)]``; default:
+            ``similarity_search_with_score_by_vector(vector, k=k, filter=filter)``.
+        size: Number of documents in the store (bounds the widening for post-filtering
+            stores); default: unknown.
+
+    Example:
+        >>> fam = StoreFamily("mine", filter_builder=lambda eq: dict(eq), distance="cosine")
+        >>> fam.cosine(None, 0.25)
+        0.75
+    """
+
+    name: str
+    filter_builder: FilterBuilder
+    distance: str | Callable[[Any], str] = "cosine"
+    post_filter: bool = False
+    add: AddFn | None = None
+    search: SearchFn | None = None
+    size: Callable[[Any], int | None] | None = None
+
+    def __post_init__(self) -> None:
+        if self.post_filter and self.size is None:
+            raise ValueError(
+                "post_filter=True needs size=: the backend widens fetch_k up to the number of "
+                "documents in the store, so it must know that number."
+            )
+        if isinstance(self.distance, str) and self.distance not in DISTANCES:
+            raise ValueError(
+                f"distance={self.distance!r} is not one of {sorted(DISTANCES)}: say what the "
+                "store's search returns as its score."
+            )
+
+    def converter(self, vectorstore: Any) -> Callable[[float], float]:
+        """The score -> cosine function for ``vectorstore``."""
+        kind = self.distance if isinstance(self.distance, str) else self.distance(vectorstore)
+        if kind not in DISTANCES:
+            raise UnsupportedVectorStoreError(
+                f"{type(vectorstore).__name__} scores with {kind!r}, which langchain-ltm cannot "
+                f"turn into a cosine similarity; supported: {sorted(DISTANCES)}."
+            )
+        return DISTANCES[kind]
+
+    def cosine(self, vectorstore: Any, score: float) -> float:
+        """One engine score as a cosine similarity."""
+        return self.converter(vectorstore)(float(score))
+
+    def required(self) -> list[str]:
+        """The vectorstore methods this family calls."""
+        needed = ["get_by_ids", "delete"]
+        if self.add is None:
+            needed.append("add_embeddings")
+        if self.search is None:
+            needed.append("similarity_search_with_score_by_vector")
+        return needed
+
+
+_REGISTRY: dict[str, StoreFamily] = {}
+
+
+def _qualname(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def register_vectorstore(
+    cls: type | str,
+    filter_builder: FilterBuilder | StoreFamily,
+    *,
+    distance: str | Callable[[Any], str] = "cosine",
+    post_filter: bool = False,
+    add: AddFn | None = None,
+    search: SearchFn | None = None,
+    size: Callable[[Any], int | None] | None = None,
+) -> StoreFamily:
+    """Teach langchain-ltm a vectorstore class: its filter dialect and distance convention.
+
+    The class (or its dotted name, so the package need not be imported) and its subclasses
+    then work in ``LongTermMemoryStore(vs)``. Every per-user search sends
+    ``filter_builder({"ltm_store": ..., "ltm_n0": "memories", "ltm_n1": "<user>"})`` to
+    the store's search, so the scope is decided inside the engine.
+
+    Args:
+        cls: The vectorstore class, or ``"module.QualName"``.
+        filter_builder: Equalities on metadata keys -> the store's ``filter=`` object (or
+            a ready :class:`StoreFamily`; the other arguments are then ignored).
+        distance: See :class:`StoreFamily`.
+        post_filter: See :class:`StoreFamily`.
+        add: See :class:`StoreFamily`.
+        search: See :class:`StoreFamily`.
+        size: See :class:`StoreFamily`.
+
+    Returns:
+        The registered family.
+
+    Example:
+        >>> from langchain_core.vectorstores import InMemoryVectorStore
+        >>> class MyStore(InMemoryVectorStore): ...
+        >>> fam = register_vectorstore(MyStore, lambda eq: dict(eq), distance="similarity")
+        >>> fam.name
+        'MyStore'
+    """
+    if isinstance(filter_builder, StoreFamily):
+        family = filter_builder
+    else:
+        name = cls.rsplit(".", 1)[-1] if isinstance(cls, str) else cls.__name__
+        family = StoreFamily(
+            name,
+            filter_builder=filter_builder,
+            distance=distance,
+            post_filter=post_filter,
+            add=add,
+            search=search,
+            size=size,
+        )
+    _REGISTRY[cls if isinstance(cls, str) else _qualname(cls)] = family
+    return family
+
+
+def registered(vectorstore: Any) -> StoreFamily | None:
+    """The family registered for ``vectorstore``'s class or its nearest base class."""
+    _load_builtins()
+    for cls in type(vectorstore).__mro__:
+        family = _REGISTRY.get(_qualname(cls))
+        if family is not None:
+            return family
+    return None
+
+
+def family_for(vectorstore: Any, filter_builder: FilterBuilder | None = None) -> StoreFamily:
+    """The family for ``vectorstore``, checked to have every method it needs.
+
+    Raises:
+        UnsupportedVectorStoreError: The store is not a LangChain ``VectorStore``, lacks a
+            method (named in the message), or has no filter dialect.
+    """
+    if not isinstance(vectorstore, VectorStore):
+        raise UnsupportedVectorStoreError(
+            f"{type(vectorstore).__name__} is not a LangChain VectorStore (nor a "
+            "langchain_ltm VectorBackend): pass a langchain_core.vectorstores.VectorStore."
+        )
+    family = registered(vectorstore)
+    if filter_builder is not None:
+        base = family or StoreFamily(type(vectorstore).__name__, filter_builder)
+        family = StoreFamily(
+            base.name, filter_builder, base.distance, base.post_filter, base.add, base.search,
+            base.size,
+        )  # fmt: skip
+    if family is None:
+        raise UnsupportedVectorStoreError(
+            f"langchain-ltm has no filter dialect for {type(vectorstore).__name__}, so it "
+            "cannot scope a user's search inside the store. Register one in a few lines: "
+            "register_vectorstore(MyStore, lambda eq: <the store's filter for the "
+            'equalities eq>, distance="cosine" | "l2" | "ip"), or pass '
+            "vectorstore_backend(vs, filter_builder=...). See the README, 'Your own "
+            "vectorstore'."
+        )
+    missing = [m for m in family.required() if not _implements(vectorstore, m)]
+    if missing:
+        raise UnsupportedVectorStoreError(
+            f"{type(vectorstore).__name__} lacks {', '.join(missing)}, which langchain-ltm "
+            "needs to keep memories in it (add with ids and precomputed vectors, get_by_ids, "
+            "delete(ids), a search by vector with a metadata filter). Register the missing "
+            "calls with register_vectorstore(..., add=..., search=...), or use another engine "
+            "(LongTermMemoryStore.from_sqlite(path, embeddings))."
+        )
+    return family
+
+
+def _implements(vectorstore: Any, method: str) -> bool:
+    fn = getattr(type(vectorstore), method, None)
+    if fn is None:
+        return False
+    base = getattr(VectorStore, method, None)
+    return base is None or fn is not base
+
+
+# ---- the default calls --------------------------------------------------------------
+
+
+def present(vectorstore: Any, ids: Sequence[str]) -> list[str]:
+    """The ids among ``ids`` the store holds."""
+    if not ids:
+        return []
+    wanted = set(ids)
+    return [d.id for d in vectorstore.get_by_ids(list(ids)) if d.id in wanted]
+
+
+def delete_present(vectorstore: Any, ids: Sequence[str]) -> None:
+    """Delete the ids the store holds (some stores refuse unknown ids: FAISS does)."""
+    found = present(vectorstore, ids)
+    if found:
+        vectorstore.delete(found)
+
+
+def default_add(
+    vectorstore: Any,
+    ids: list[str],
+    texts: list[str],
+    vectors: list[list[float]],
+    metadatas: list[dict[str, Any]],
+) -> None:
+    """Upsert through ``add_embeddings``: the vectors are handed over, never re-embedded."""
+    delete_present(vectorstore, ids)
+    vectorstore.add_embeddings(list(zip(texts, vectors, strict=True)), metadatas=metadatas, ids=ids)
+
+
+def default_search(vectorstore: Any, vector: list[float], k: int, where: Any) -> Scored:
+    """``similarity_search_with_score_by_vector`` with the scope filter."""
+    return list(vectorstore.similarity_search_with_score_by_vector(vector, k=k, filter=where))
+
+
+# ---- built-in families --------------------------------------------------------------
+
+
+def _chroma_where(eq: Mapping[str, str]) -> Any:
+    clauses = [{k: {"$eq": v}} for k, v in eq.items()]
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+def _chroma_space(vectorstore: Any) -> str:
+    collection = vectorstore._collection
+    space = None
+    config = getattr(collection, "configuration", None) or {}
+    for index in ("hnsw", "spann"):
+        part = config.get(index) if hasattr(config, "get") else None
+        if part and part.get("space"):
+            space = part["space"]
+            break
+    if space is None:
+        space = (collection.metadata or {}).get("hnsw:space", "l2")
+    # Chroma's "ip" distance is 1 - dot, the cosine distance on unit vectors
+    return {"l2": "l2", "cosine": "cosine", "ip": "cosine"}.get(str(space), str(space))
+
+
+def _chroma_add(
+    vectorstore: Any,
+    ids: list[str],
+    texts: list[str],
+    vectors: list[list[float]],
+    metadatas: list[dict[str, Any]],
+) -> None:
+    vectorstore._collection.upsert(
+        ids=ids, embeddings=vectors, metadatas=metadatas, documents=texts
+    )
+
+
+def _chroma_search(vectorstore: Any, vector: list[float], k: int, where: Any) -> Scored:
+    # langchain-chroma's "relevance_scores" method returns the raw distances
+    return list(
+        vectorstore.similarity_search_by_vector_with_relevance_scores(vector, k=k, filter=where)
+    )
+
+
+def _chroma_size(vectorstore: Any) -> int | None:
+    return int(vectorstore._collection.count())
+
+
+def _faiss_where(eq: Mapping[str, str]) -> Any:
+    return dict(eq)
+
+
+def _faiss_distance(vectorstore: Any) -> str:
+    import faiss
+
+    return "ip" if vectorstore.index.metric_type == faiss.METRIC_INNER_PRODUCT else "l2"
+
+
+def _faiss_search(vectorstore: Any, vector: list[float], k: int, where: Any) -> Scored:
+    # FAISS filters the fetch_k nearest of the whole index: the backend widens k
+    return list(
+        vectorstore.similarity_search_with_score_by_vector(vector, k=k, filter=where, fetch_k=k)
+    )
+
+
+def _faiss_size(vectorstore: Any) -> int | None:
+    return int(vectorstore.index.ntotal)
+
+
+_BUILTINS_LOADED = False
+
+
+def _load_builtins() -> None:
+    global _BUILTINS_LOADED
+    if _BUILTINS_LOADED:
+        return
+    _BUILTINS_LOADED = True
+    for name in ("langchain_chroma.vectorstores.Chroma",):
+        _REGISTRY.setdefault(
+            name,
+            StoreFamily(
+                "chroma",
+                filter_builder=_chroma_where,
+                distance=_chroma_space,
+                add=_chroma_add,
+                search=_chroma_search,
+                size=_chroma_size,
+            ),
+        )
+    _REGISTRY.setdefault(
+        "langchain_community.vectorstores.faiss.FAISS",
+        StoreFamily(
+            "faiss",
+            filter_builder=_faiss_where,
+            distance=_faiss_distance,
+            post_filter=True,
+            search=_faiss_search,
+            size=_faiss_size,
+        ),
+    )

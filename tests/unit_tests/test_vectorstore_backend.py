@@ -1,0 +1,255 @@
+"""The generic engine's own promises, on Chroma and FAISS in process.
+
+Cosine scores whatever the engine's distance; the scope sent in the engine's own filter; a
+search that never under-fills; nothing half-visible after a crash, and repair(); clear
+errors for stores that lack what is needed; a dialect added in a few lines.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
+
+from langchain_ltm import LongTermMemoryStore, UnsupportedVectorStoreError
+from langchain_ltm.backends import backend_for
+from langchain_ltm.backends.vectorstore import (
+    VectorStoreBackend,
+    register_vectorstore,
+    vectorstore_backend,
+)
+from tests.fakes import KeywordEmbeddings
+from tests.vectorstores import chroma, faiss
+
+DIMS = 64
+
+
+def _stores(tmp_path, emb):
+    return {
+        "chroma-l2": chroma(emb),
+        "chroma-cosine": chroma(emb, space="cosine"),
+        "chroma-ip": chroma(emb, space="ip"),
+        "faiss-l2": faiss(emb, tmp_path / "l2"),
+        "faiss-ip": faiss(emb, tmp_path / "ip", inner_product=True),
+    }
+
+
+@pytest.mark.parametrize(
+    "kind", ["chroma-l2", "chroma-cosine", "chroma-ip", "faiss-l2", "faiss-ip"]
+)
+def test_scores_are_cosine_similarities(kind, tmp_path):
+    emb = KeywordEmbeddings(DIMS)
+    vs = _stores(tmp_path, emb)[kind]
+    backend = vectorstore_backend(vs, catalog=tmp_path / "c.db")
+    store = LongTermMemoryStore(backend, embeddings=emb, fields=["text"])
+    texts = ["green tea with honey", "black coffee", "tea and coffee together"]
+    for i, text in enumerate(texts):
+        store.put(("docs", "u1"), str(i), {"text": text})
+    query = "green tea"
+    hits = store.search(("docs", "u1"), query=query, limit=3)
+    q = np.array(emb.embed_query(query))
+    for hit in hits:
+        v = np.array(emb.embed_documents([hit.value["text"]])[0])
+        expected = float(q @ v / np.linalg.norm(q) / np.linalg.norm(v))
+        assert hit.score == pytest.approx(expected, abs=1e-5)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    store.close()
+
+
+@pytest.mark.parametrize("kind", ["chroma", "faiss"])
+def test_a_user_search_never_under_fills(kind, tmp_path):
+    """Many other users' documents nearer the query than any of u1's: u1 still gets k."""
+    emb = KeywordEmbeddings(DIMS)
+    vs = chroma(emb) if kind == "chroma" else faiss(emb, tmp_path / "f")
+    backend = vectorstore_backend(vs, catalog=tmp_path / "c.db")
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    for u in range(40):
+        for i in range(10):
+            store.put(("docs", f"other{u}"), str(i), {"text": f"tea tea tea {i}"})
+    for i in range(12):
+        store.put(("docs", "u1"), str(i), {"text": f"coffee note {i}"})
+    hits = store.search(("docs", "u1"), query="tea", limit=10)
+    assert len(hits) == 10
+    assert {tuple(h.namespace) for h in hits} == {("docs", "u1")}
+    # a value filter checked on the catalog: still filled from the scope
+    hits = store.search(("docs", "u1"), query="tea", limit=3, filter={"text": "coffee note 7"})
+    assert [h.key for h in hits] == ["7"]
+    store.close()
+
+
+def test_the_scope_is_in_the_engines_filter(tmp_path):
+    emb = KeywordEmbeddings(DIMS)
+    backend = vectorstore_backend(chroma(emb), catalog=tmp_path / "c.db")
+    where = backend.scope_filter(("memories", "alice"))
+    sid = backend.catalog.store_id
+    assert where == {
+        "$and": [
+            {"ltm_store": {"$eq": sid}},
+            {"ltm_n0": {"$eq": "memories"}},
+            {"ltm_n1": {"$eq": "alice"}},
+        ]
+    }
+    assert backend.scope_filter(()) == {"ltm_store": {"$eq": sid}}
+    fb = vectorstore_backend(faiss(emb, tmp_path / "f"), catalog=tmp_path / "d.db")
+    assert fb.scope_filter(("m",)) == {"ltm_store": fb.catalog.store_id, "ltm_n0": "m"}
+    backend.close()
+    fb.close()
+
+
+@pytest.mark.parametrize("kind", ["chroma", "faiss"])
+def test_vectors_are_handed_over_and_other_documents_untouched(kind, tmp_path):
+    emb = KeywordEmbeddings(DIMS)
+    vs = chroma(emb) if kind == "chroma" else faiss(emb, tmp_path / "f")
+    if kind == "chroma":
+        vs.add_texts(["someone else's document"], metadatas=[{"owner": "them"}], ids=["theirs"])
+    before = emb.texts_embedded
+    store = LongTermMemoryStore(vs)
+    store.remember("alice", ["likes tea", "lives in Lisbon", "has a dog"])
+    assert emb.texts_embedded - before == 3  # one batch, embedded once, by us
+    assert emb.document_calls >= 1
+    store.clear_user("alice")
+    assert store.list_all("alice") == []
+    if kind == "chroma":
+        assert [d.id for d in vs.get_by_ids(["theirs"])] == ["theirs"]
+        assert vs._collection.count() == 1
+    else:
+        assert vs.index.ntotal == 1  # the unrelated document only
+    store.close()
+
+
+class _Crash(RuntimeError):
+    pass
+
+
+@pytest.mark.parametrize("kind", ["chroma", "faiss"])
+def test_a_crash_before_the_catalog_commit_leaves_the_old_version(kind, tmp_path, monkeypatch):
+    emb = KeywordEmbeddings(DIMS)
+    vs = chroma(emb) if kind == "chroma" else faiss(emb, tmp_path / "f")
+    catalog = tmp_path / "c.db"
+    backend = vectorstore_backend(vs, catalog=catalog)
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    store.put(("docs", "u1"), "a", {"text": "green tea"})
+    docs_before = _count(vs, kind)
+
+    def crash(*args, **kwargs):
+        raise _Crash("killed between the vectorstore add and the catalog commit")
+
+    monkeypatch.setattr(backend.catalog, "commit", crash)
+    monkeypatch.setattr("langchain_ltm.backends.vectorstore.backend.delete_present", crash)
+    with pytest.raises(_Crash):
+        store.put(("docs", "u1"), "a", {"text": "black coffee"})
+    monkeypatch.undo()
+    # the new documents were written, but nothing shows them: the old version is whole
+    assert _count(vs, kind) == docs_before + 1
+    assert store.get(("docs", "u1"), "a").value == {"text": "green tea"}
+    hits = store.search(("docs", "u1"), query="coffee", limit=5)
+    assert [(h.key, h.value) for h in hits] == [("a", {"text": "green tea"})]
+    backend.close()
+    # re-opening repairs: the orphan goes once its writer is surely gone
+    again = VectorStoreBackend(vs, catalog=catalog, grace_seconds=0)
+    assert _count(vs, kind) == docs_before
+    store = LongTermMemoryStore(again, embeddings=emb)
+    assert store.search(("docs", "u1"), query="tea", limit=5)[0].value == {"text": "green tea"}
+    store.close()
+
+
+@pytest.mark.parametrize("kind", ["chroma", "faiss"])
+def test_a_crash_after_the_commit_shows_the_new_version_only(kind, tmp_path, monkeypatch):
+    emb = KeywordEmbeddings(DIMS)
+    vs = chroma(emb) if kind == "chroma" else faiss(emb, tmp_path / "f")
+    catalog = tmp_path / "c.db"
+    backend = vectorstore_backend(vs, catalog=catalog)
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    store.put(("docs", "u1"), "a", {"text": "green tea"})
+    docs_before = _count(vs, kind)
+
+    def fail(*args, **kwargs):
+        raise _Crash("the vectorstore went away before the old documents were deleted")
+
+    monkeypatch.setattr("langchain_ltm.backends.vectorstore.backend.delete_present", fail)
+    store.put(("docs", "u1"), "a", {"text": "black coffee"})  # landed: not an error
+    monkeypatch.undo()
+    assert _count(vs, kind) == docs_before + 1  # the old document is still there...
+    hits = store.search(("docs", "u1"), query="tea", limit=5)
+    assert [(h.key, h.value) for h in hits] == [("a", {"text": "black coffee"})]  # ...unseen
+    assert backend.repair() == 1
+    assert _count(vs, kind) == docs_before
+    store.close()
+
+
+def _count(vs, kind):
+    return vs._collection.count() if kind == "chroma" else vs.index.ntotal
+
+
+class _Bare(VectorStore):
+    """A vectorstore with only the abstract methods: no get_by_ids, delete, search by vector."""
+
+    def add_texts(self, texts, metadatas=None, **kwargs):
+        return []
+
+    def similarity_search(self, query, k=4, **kwargs):
+        return []
+
+    @classmethod
+    def from_texts(cls, texts, embedding, metadatas=None, **kwargs):
+        return cls()
+
+
+def test_a_store_without_a_dialect_says_how_to_add_one():
+    with pytest.raises(UnsupportedVectorStoreError, match="register_vectorstore"):
+        LongTermMemoryStore(_Bare(), embeddings=KeywordEmbeddings(DIMS))
+    with pytest.raises(UnsupportedVectorStoreError, match="pass a LangChain VectorStore"):
+        backend_for(object())
+
+
+def test_a_store_lacking_methods_names_them():
+    with pytest.raises(UnsupportedVectorStoreError) as err:
+        vectorstore_backend(_Bare(), filter_builder=dict)
+    message = str(err.value)
+    for method in (
+        "get_by_ids",
+        "delete",
+        "add_embeddings",
+        "similarity_search_with_score_by_vector",
+    ):
+        assert method in message
+
+
+class _Mine(InMemoryVectorStore):
+    """A user's store, taught to langchain-ltm in a few lines (the README's example)."""
+
+    def add_embeddings(self, text_embeddings, metadatas=None, ids=None):
+        for (text, vector), meta, id_ in zip(text_embeddings, metadatas, ids, strict=True):
+            self.store[id_] = {"id": id_, "vector": vector, "text": text, "metadata": meta}
+        return ids
+
+    def similarity_search_with_score_by_vector(self, embedding, k=4, filter=None):
+        keep = lambda doc: all(doc.metadata.get(k_) == v for k_, v in filter.items())  # noqa: E731
+        return [
+            (doc, score)
+            for doc, score, _ in self._similarity_search_with_score_by_vector(
+                embedding, k, filter=keep
+            )
+        ]
+
+
+def test_register_vectorstore_in_a_few_lines(tmp_path):
+    register_vectorstore(_Mine, filter_builder=dict, distance="similarity")
+    emb = KeywordEmbeddings(DIMS)
+    vs = _Mine(emb)
+    store = LongTermMemoryStore(vs)
+    assert isinstance(store.backend, VectorStoreBackend)
+    assert store.backend.capabilities.name == "vectorstore:_Mine"
+    store.remember("alice", "likes green tea")
+    store.remember("bob", "likes green tea a lot")
+    assert [f.content for f in store.recall("alice", "tea")] == ["likes green tea"]
+    assert store.recall("alice", "tea")[0].score == pytest.approx(0.8, abs=0.2)
+    store.close()
+
+
+def test_the_fast_paths_are_unchanged():
+    from langchain_ltm.backends.memory import MemoryBackend
+
+    emb: Embeddings = KeywordEmbeddings(DIMS)
+    assert isinstance(backend_for(InMemoryVectorStore(emb)), MemoryBackend)
