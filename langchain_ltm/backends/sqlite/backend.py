@@ -59,6 +59,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from langchain_ltm.backends._threaded import ThreadedAsync
 from langchain_ltm.backends.base import (
     Capabilities,
     Hit,
@@ -67,7 +68,6 @@ from langchain_ltm.backends.base import (
     Record,
     SearchRequest,
     StoredItem,
-    VectorBackend,
     check_scope,
     check_token,
     dimension_error,
@@ -90,7 +90,7 @@ _OLDEST_SQLITE = (3, 24, 0)  # UPSERT; the JSON functions too (built in since 3.
 _WORKERS = 4
 
 
-class SqliteBackend(VectorBackend):
+class SqliteBackend(ThreadedAsync):
     """Items and vectors in one SQLite file; see the module docstring for the design.
 
     Build it with :func:`sqlite_backend` (or ``LongTermMemoryStore.from_sqlite``).
@@ -423,27 +423,6 @@ class SqliteBackend(VectorBackend):
             executor = self._executor
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(executor, functools.partial(fn, *args))
-
-    async def aget(self, keys: Sequence[ItemKey]) -> list[StoredItem | None]:  # noqa: D102
-        return await self._off_loop(self.get, keys)
-
-    async def asearch(self, request: SearchRequest) -> list[list[Hit]]:  # noqa: D102
-        return await self._off_loop(self.search, request)
-
-    async def alist_namespaces(self, request: ListRequest) -> list[tuple[str, ...]]:  # noqa: D102
-        return await self._off_loop(self.list_namespaces, request)
-
-    async def acount(self, prefix: tuple[str, ...]) -> int:  # noqa: D102
-        return await self._off_loop(self.count, prefix)
-
-    async def awrite(self, upserts: Sequence[Record], deletes: Sequence[ItemKey]) -> int:  # noqa: D102
-        return await self._off_loop(self.write, upserts, deletes)
-
-    async def atouch(self, keys: Sequence[ItemKey], now: datetime) -> None:  # noqa: D102
-        await self._off_loop(self.touch, keys, now)
-
-    async def asweep(self, now: datetime) -> int:  # noqa: D102
-        return await self._off_loop(self.sweep, now)
 
     # ---- checks and errors --------------------------------------------------------------
 

@@ -57,6 +57,7 @@ from typing import Any, TypeVar
 
 from langchain_ltm._filters import matches
 from langchain_ltm.backends._index import page, sort_unranked
+from langchain_ltm.backends._threaded import ThreadedAsync
 from langchain_ltm.backends.base import (
     Capabilities,
     Hit,
@@ -65,7 +66,6 @@ from langchain_ltm.backends.base import (
     Record,
     SearchRequest,
     StoredItem,
-    VectorBackend,
     dimension_error,
     is_alive,
 )
@@ -90,7 +90,7 @@ _FIRST_K = 16
 _WORKERS = 4
 
 
-class VectorStoreBackend(VectorBackend):
+class VectorStoreBackend(ThreadedAsync):
     """Memories in a LangChain vectorstore, items in a SQLite catalog beside it.
 
     Build it with :func:`vectorstore_backend`; ``LongTermMemoryStore(vs)`` builds one with a
@@ -386,27 +386,6 @@ class VectorStoreBackend(VectorBackend):
             executor = self._executor
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(executor, functools.partial(fn, *args))
-
-    async def aget(self, keys: Sequence[ItemKey]) -> list[StoredItem | None]:  # noqa: D102
-        return await self._off_loop(self.get, keys)
-
-    async def asearch(self, request: SearchRequest) -> list[list[Hit]]:  # noqa: D102
-        return await self._off_loop(self.search, request)
-
-    async def alist_namespaces(self, request: ListRequest) -> list[tuple[str, ...]]:  # noqa: D102
-        return await self._off_loop(self.list_namespaces, request)
-
-    async def acount(self, prefix: tuple[str, ...]) -> int:  # noqa: D102
-        return await self._off_loop(self.count, prefix)
-
-    async def awrite(self, upserts: Sequence[Record], deletes: Sequence[ItemKey]) -> int:  # noqa: D102
-        return await self._off_loop(self.write, upserts, deletes)
-
-    async def atouch(self, keys: Sequence[ItemKey], now: datetime) -> None:  # noqa: D102
-        await self._off_loop(self.touch, keys, now)
-
-    async def asweep(self, now: datetime) -> int:  # noqa: D102
-        return await self._off_loop(self.sweep, now)
 
 
 def _item_key(metadata: Mapping[str, Any]) -> ItemKey | None:
