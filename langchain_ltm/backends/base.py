@@ -285,6 +285,24 @@ def dimension_error(stored: int, given: int, elsewhere: str) -> EmbeddingDimensi
     )
 
 
+def batch_dims(upserts: Sequence[Record], known: int | None, elsewhere: str) -> int | None:
+    """The one vector size of a batch (``None`` without vectors), checked.
+
+    Raises ``EmbeddingDimensionError`` when the batch mixes sizes, or when its size differs
+    from ``known`` (the engine's stored size; ``elsewhere`` as in :func:`dimension_error`).
+    """
+    sizes = {r.vectors.shape[1] for r in upserts if r.vectors is not None and len(r.vectors)}
+    if len(sizes) > 1:
+        raise EmbeddingDimensionError(
+            f"One batch holds vectors of several sizes: {sorted(sizes)}. "
+            "Use one embedding model per store."
+        )
+    dims = sizes.pop() if sizes else None
+    if dims is not None and known is not None and dims != known:
+        raise dimension_error(known, dims, elsewhere)
+    return dims
+
+
 def check_scope(scope: Any) -> str:
     """The scope of ``lock(scope)``, checked."""
     if not isinstance(scope, str):

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -372,11 +373,19 @@ def single_valued(old: str, new: str) -> bool:
         >>> single_valued("My hobby is painting", "My hobby is hiking")
         False
     """
+    for pattern, a, _ in _slot_matches(old, new):
+        return pattern is _SLOTS[1] or bool(read_words(a.group("attr")).terms & _SINGLE_VALUED)
+    return False
+
+
+def _slot_matches(
+    old: str, new: str
+) -> Iterator[tuple[re.Pattern[str], re.Match[str], re.Match[str]]]:
+    """Each slot pattern both texts match, with both matches."""
     for pattern in _SLOTS:
         a, b = pattern.match(fold(old).strip()), pattern.match(fold(new).strip())
         if a is not None and b is not None:
-            return pattern is _SLOTS[1] or bool(read_words(a.group("attr")).terms & _SINGLE_VALUED)
-    return False
+            yield pattern, a, b
 
 
 def slot_change(old: str, new: str, entities: frozenset[str] = frozenset()) -> bool:
@@ -400,10 +409,7 @@ def slot_change(old: str, new: str, entities: frozenset[str] = frozenset()) -> b
         >>> slot_change("Caroline is a counselor", "Caroline is an artist")
         False
     """
-    for pattern in _SLOTS:
-        a, b = pattern.match(fold(old).strip()), pattern.match(fold(new).strip())
-        if a is None or b is None:
-            continue
+    for _, a, b in _slot_matches(old, new):
         attr_a, attr_b = read_words(a.group("attr")), read_words(b.group("attr"))
         if a.group("frame").lower() != b.group("frame").lower():
             continue  # "works as a nurse" / "works at a hospital": two attributes

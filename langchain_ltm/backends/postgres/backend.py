@@ -61,7 +61,6 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_ltm.errors import (
     DuplicateFactError,
-    EmbeddingDimensionError,
     MissingDependencyError,
 )
 
@@ -86,6 +85,7 @@ from langchain_ltm.backends.base import (
     SearchRequest,
     StoredItem,
     VectorBackend,
+    batch_dims,
     check_scope,
     check_token,
     dimension_error,
@@ -341,12 +341,7 @@ class PostgresBackend(VectorBackend):
         self, upserts: Sequence[Record], deletes: Sequence[ItemKey]
     ) -> tuple[list[Record], list[ItemKey], int | None]:
         kept, gone = sql.normalize_batch(upserts, deletes)
-        try:
-            dims = sql.batch_dims(kept)
-        except ValueError as exc:
-            raise EmbeddingDimensionError(f"{exc} Use one embedding model per store.") from exc
-        if dims is not None and self.dims is not None and dims != self.dims:
-            raise dimension_error(self.dims, dims, "a new table")
+        dims = batch_dims(kept, self.dims, "a new table")
         # first vectors of a table created without dims: type the column in the same write
         return kept, gone, dims if self.dims is None else None
 

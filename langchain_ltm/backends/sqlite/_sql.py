@@ -288,14 +288,6 @@ def normalize_batch(
     return [r for k, r in last.items() if k not in gone], list(gone)
 
 
-def batch_dims(upserts: Sequence[Record]) -> int | None:
-    """The one vector size of the batch (``None`` without vectors); ValueError if mixed."""
-    sizes = {r.vectors.shape[1] for r in upserts if r.vectors is not None and len(r.vectors)}
-    if len(sizes) > 1:
-        raise ValueError(f"One batch holds vectors of several sizes: {sorted(sizes)}.")
-    return sizes.pop() if sizes else None
-
-
 def _upsert_sql(t: Tables) -> str:
     return (
         f"INSERT INTO {t.items} (ns, key, value, content_hash, created_at, updated_at, "

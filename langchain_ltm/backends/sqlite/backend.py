@@ -68,6 +68,7 @@ from langchain_ltm.backends.base import (
     Record,
     SearchRequest,
     StoredItem,
+    batch_dims,
     check_scope,
     check_token,
     dimension_error,
@@ -76,7 +77,7 @@ from langchain_ltm.backends.sqlite import _search as search_sql
 from langchain_ltm.backends.sqlite import _sql as sql
 from langchain_ltm.backends.sqlite._cache import ScopeCache
 from langchain_ltm.backends.sqlite._lock import CROSS_PROCESS, FileLocks, HeldLock
-from langchain_ltm.errors import BackendError, EmbeddingDimensionError
+from langchain_ltm.errors import BackendError
 
 __all__ = ["SchemaVersionError", "SqliteBackend", "sqlite_backend"]
 
@@ -346,12 +347,7 @@ class SqliteBackend(ThreadedAsync):
         kept, gone = sql.normalize_batch(upserts, deletes)
         if not kept and not gone:
             return 0
-        try:
-            dims = sql.batch_dims(kept)
-        except ValueError as exc:
-            raise EmbeddingDimensionError(f"{exc} Use one embedding model per store.") from exc
-        if dims is not None and self.dims is not None and dims != self.dims:
-            raise dimension_error(self.dims, dims, "a new file (or table)")
+        dims = batch_dims(kept, self.dims, "a new file (or table)")
 
         def run(conn: sqlite3.Connection) -> int:
             if dims is not None and self.dims is None:  # first vectors seen by this backend

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from langchain_ltm.backends.base import ItemKey, Record, SearchRequest, StoredItem
+from langchain_ltm.backends.base import ItemKey, Record, SearchRequest, StoredItem, batch_dims
 from langchain_ltm.backends.sqlite import _sql as sql
 from langchain_ltm.backends.sqlite.backend import SqliteBackend
 from langchain_ltm.errors import EmbeddingDimensionError
@@ -128,7 +128,7 @@ class Catalog(SqliteBackend):
 
         Returns how many of ``gone`` existed, and the ids of the documents to delete.
         """
-        dims = sql.batch_dims(kept)
+        dims = batch_dims(kept, None, "a new catalog")
 
         def run(conn: sqlite3.Connection) -> tuple[int, list[str]]:
             if dims is not None:

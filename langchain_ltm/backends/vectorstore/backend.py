@@ -66,6 +66,7 @@ from langchain_ltm.backends.base import (
     Record,
     SearchRequest,
     StoredItem,
+    batch_dims,
     dimension_error,
     is_alive,
 )
@@ -78,7 +79,6 @@ from langchain_ltm.backends.vectorstore._families import (
     delete_present,
     family_for,
 )
-from langchain_ltm.errors import EmbeddingDimensionError
 
 __all__ = ["VectorStoreBackend", "vectorstore_backend"]
 
@@ -255,12 +255,7 @@ class VectorStoreBackend(ThreadedAsync):
         kept, gone = sql.normalize_batch(upserts, deletes)
         if not kept and not gone:
             return 0
-        try:
-            dims = sql.batch_dims(kept)
-        except ValueError as exc:
-            raise EmbeddingDimensionError(f"{exc} Use one embedding model per store.") from exc
-        if dims is not None and self.catalog.dims is not None and dims != self.catalog.dims:
-            raise dimension_error(self.catalog.dims, dims, "a new catalog")
+        batch_dims(kept, self.catalog.dims, "a new catalog")  # checked before any I/O
         ids, texts, vectors, metadatas = self._documents(kept)
         with self._vs_lock:
             self.catalog.journal_add(ids, ADDING)
