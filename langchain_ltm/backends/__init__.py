@@ -28,7 +28,7 @@ def backend_for(vectorstore: Any) -> VectorBackend:
     """The backend adapter for a LangChain vectorstore (or the backend itself)."""
     if isinstance(vectorstore, VectorBackend):
         return vectorstore
-    from langchain_ltm.backends.vectorstore._families import registered
+    from langchain_ltm.backends.vectorstore.family import registered
 
     if registered(vectorstore) is not None:  # a registered family wins over the fast paths
         from langchain_ltm.backends.vectorstore import VectorStoreBackend

@@ -8,13 +8,13 @@ vector with a metadata filter works after :func:`register_vectorstore`.
 
 from __future__ import annotations
 
-from langchain_ltm.backends.vectorstore._families import (
+from langchain_ltm.backends.vectorstore.backend import VectorStoreBackend, vectorstore_backend
+from langchain_ltm.backends.vectorstore.family import (
     DISTANCES,
     StoreFamily,
     family_for,
     register_vectorstore,
 )
-from langchain_ltm.backends.vectorstore.backend import VectorStoreBackend, vectorstore_backend
 
 __all__ = [
     "DISTANCES",

@@ -72,7 +72,7 @@ from langchain_ltm.backends.base import (
 )
 from langchain_ltm.backends.sqlite import _sql as sql
 from langchain_ltm.backends.vectorstore._catalog import ADDING, Catalog, doc_id
-from langchain_ltm.backends.vectorstore._families import (
+from langchain_ltm.backends.vectorstore.family import (
     StoreFamily,
     default_add,
     default_search,

@@ -282,101 +282,16 @@ def default_search(vectorstore: Any, vector: list[float], k: int, where: Any) ->
     return list(vectorstore.similarity_search_with_score_by_vector(vector, k=k, filter=where))
 
 
-# ---- built-in families --------------------------------------------------------------
-
-
-def _chroma_where(eq: Mapping[str, str]) -> Any:
-    clauses = [{k: {"$eq": v}} for k, v in eq.items()]
-    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
-
-
-def _chroma_space(vectorstore: Any) -> str:
-    collection = vectorstore._collection
-    space = None
-    config = getattr(collection, "configuration", None) or {}
-    for index in ("hnsw", "spann"):
-        part = config.get(index) if hasattr(config, "get") else None
-        if part and part.get("space"):
-            space = part["space"]
-            break
-    if space is None:
-        space = (collection.metadata or {}).get("hnsw:space", "l2")
-    # Chroma's "ip" distance is 1 - dot, the cosine distance on unit vectors
-    return {"l2": "l2", "cosine": "cosine", "ip": "cosine"}.get(str(space), str(space))
-
-
-def _chroma_add(
-    vectorstore: Any,
-    ids: list[str],
-    texts: list[str],
-    vectors: list[list[float]],
-    metadatas: list[dict[str, Any]],
-) -> None:
-    vectorstore._collection.upsert(
-        ids=ids, embeddings=vectors, metadatas=metadatas, documents=texts
-    )
-
-
-def _chroma_search(vectorstore: Any, vector: list[float], k: int, where: Any) -> Scored:
-    # langchain-chroma's "relevance_scores" method returns the raw distances
-    return list(
-        vectorstore.similarity_search_by_vector_with_relevance_scores(vector, k=k, filter=where)
-    )
-
-
-def _chroma_size(vectorstore: Any) -> int | None:
-    return int(vectorstore._collection.count())
-
-
-def _faiss_where(eq: Mapping[str, str]) -> Any:
-    return dict(eq)
-
-
-def _faiss_distance(vectorstore: Any) -> str:
-    import faiss
-
-    return "ip" if vectorstore.index.metric_type == faiss.METRIC_INNER_PRODUCT else "l2"
-
-
-def _faiss_search(vectorstore: Any, vector: list[float], k: int, where: Any) -> Scored:
-    # FAISS filters the fetch_k nearest of the whole index: the backend widens k
-    return list(
-        vectorstore.similarity_search_with_score_by_vector(vector, k=k, filter=where, fetch_k=k)
-    )
-
-
-def _faiss_size(vectorstore: Any) -> int | None:
-    return int(vectorstore.index.ntotal)
-
-
 _BUILTINS_LOADED = False
 
 
 def _load_builtins() -> None:
+    """Register the families under ``dialects/`` by dotted class name (nothing imported)."""
     global _BUILTINS_LOADED
     if _BUILTINS_LOADED:
         return
     _BUILTINS_LOADED = True
-    for name in ("langchain_chroma.vectorstores.Chroma",):
-        _REGISTRY.setdefault(
-            name,
-            StoreFamily(
-                "chroma",
-                filter_builder=_chroma_where,
-                distance=_chroma_space,
-                add=_chroma_add,
-                search=_chroma_search,
-                size=_chroma_size,
-            ),
-        )
-    _REGISTRY.setdefault(
-        "langchain_community.vectorstores.faiss.FAISS",
-        StoreFamily(
-            "faiss",
-            filter_builder=_faiss_where,
-            distance=_faiss_distance,
-            post_filter=True,
-            search=_faiss_search,
-            size=_faiss_size,
-        ),
-    )
+    from langchain_ltm.backends.vectorstore.dialects import builtin_families
+
+    for qualname, family in builtin_families().items():
+        _REGISTRY.setdefault(qualname, family)

@@ -1,0 +1,66 @@
+"""Chroma (``langchain-chroma``), in process or against a ``chroma run`` server.
+
+Filter: ``{"k": {"$eq": v}}``, several joined with ``$and``. Distance: the collection's
+``space`` (``l2`` by default; ``ip`` is ``1 - dot``, the cosine distance on unit vectors).
+Vectors go straight to the collection's ``upsert``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_ltm.backends.vectorstore.family import Scored, StoreFamily
+
+__all__ = ["FAMILY"]
+
+
+def where(eq: Mapping[str, str]) -> Any:
+    """Chroma's ``where`` for equalities on metadata keys."""
+    clauses = [{k: {"$eq": v}} for k, v in eq.items()]
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+def space(vectorstore: Any) -> str:
+    """The collection's distance, as a key of ``DISTANCES``."""
+    collection = vectorstore._collection
+    found = None
+    config = getattr(collection, "configuration", None) or {}
+    for index in ("hnsw", "spann"):
+        part = config.get(index) if hasattr(config, "get") else None
+        if part and part.get("space"):
+            found = part["space"]
+            break
+    if found is None:
+        found = (collection.metadata or {}).get("hnsw:space", "l2")
+    return {"l2": "l2", "cosine": "cosine", "ip": "cosine"}.get(str(found), str(found))
+
+
+def add(
+    vectorstore: Any,
+    ids: list[str],
+    texts: list[str],
+    vectors: list[list[float]],
+    metadatas: list[dict[str, Any]],
+) -> None:
+    """An upsert with the vectors given."""
+    vectorstore._collection.upsert(
+        ids=ids, embeddings=vectors, metadatas=metadatas, documents=texts
+    )
+
+
+def search(vectorstore: Any, vector: list[float], k: int, filter_: Any) -> Scored:
+    """The ``k`` nearest in scope (langchain-chroma's "relevance" call returns distances)."""
+    return list(
+        vectorstore.similarity_search_by_vector_with_relevance_scores(vector, k=k, filter=filter_)
+    )
+
+
+def size(vectorstore: Any) -> int | None:
+    """Documents in the collection."""
+    return int(vectorstore._collection.count())
+
+
+FAMILY = StoreFamily(
+    "chroma", filter_builder=where, distance=space, add=add, search=search, size=size
+)
