@@ -309,6 +309,9 @@ def _apply(
 ) -> Decision:
     """A resolver's answer; a candidate it names that is gone now means a new fact.
 
+    ``same`` and ``update`` both write the new text as the fact's newest version, the stored
+    text kept in its history: a resolver saying "same" never drops the user's wording.
+
     An ``update`` of a backfill the stored text does not carry is a new fact too: the
     resolver judged the new text as the current one, but it would land in the history.
     """
@@ -321,8 +324,8 @@ def _apply(
         and not _replaces(match, text, policy, backfill=True)
     ):
         return Decision("created", "", row)
-    if resolution.verdict == "same":
-        return Decision("duplicate", match.key, row, similarity=match.score)
+    # "same" is a rewording: kept as the newest version, so no wording the user gave is
+    # dropped on a model's word (an exact repeat never reaches a resolver: it is a duplicate)
     return Decision("updated", match.key, row, similarity=match.score)
 
 

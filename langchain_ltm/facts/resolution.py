@@ -81,10 +81,11 @@ class Resolution:
     """A resolver's answer for one :class:`Ambiguity`.
 
     Attributes:
-        verdict: ``"same"`` (the new fact says what the stored fact ``fact_id`` already says:
-            nothing new to store), ``"update"`` (the new fact is a new version of ``fact_id``:
-            it replaces the text, the old text stays in the fact's history) or ``"different"``
-            (a separate fact: both are kept).
+        verdict: ``"same"`` (the new fact says what the stored fact ``fact_id`` already says,
+            reworded), ``"update"`` (it says more, or a new value of the same attribute):
+            both make the new text the newest version of ``fact_id``, the old text kept in
+            its history (a rewording is never dropped on a model's word); or
+            ``"different"`` (a separate fact: both are kept).
         fact_id: For ``same`` and ``update``, the id of the candidate it matches; ``None``
             for ``different``.
 

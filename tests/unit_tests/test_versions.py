@@ -118,7 +118,7 @@ async def test_the_ambiguous_band_creates_with_similar_and_nothing_merges(store)
 
 @pytest.mark.parametrize(
     ("answer", "action"),
-    [("update", "updated"), ("same", "duplicate"), ("different", "created")],
+    [("update", "updated"), ("same", "updated"), ("different", "created")],
 )
 async def test_resolver_answer_decides_the_ambiguous_case(store, answer, action):
     tea = store.remember("u1", "I like green tea")
@@ -133,8 +133,6 @@ async def test_resolver_answer_decides_the_ambiguous_case(store, answer, action)
         assert [(f.content, [v.content for v in f.history]) for f in facts] == [
             ("I like green tea a lot", ["I like green tea"])
         ]
-    elif action == "duplicate":
-        assert [f.content for f in facts] == ["I like green tea"]
     else:
         assert len(facts) == 2
 
