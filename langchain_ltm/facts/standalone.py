@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +55,7 @@ class FactStore(FactAPI):
         max_fact_chars: Longest accepted fact or recall query.
         max_queries: Most phrasings accepted by one ``recall``.
         secret_guard: See ``LongTermMemoryStore``.
+        restatements: See ``LongTermMemoryStore``.
 
     Example:
         >>> import os, tempfile
@@ -83,6 +85,7 @@ class FactStore(FactAPI):
         max_fact_chars: int = 2000,
         max_queries: int = 32,
         secret_guard: bool | SecretGuard = True,
+        restatements: Callable[[str, str, float], bool] | None = None,
     ) -> None:
         if not isinstance(backend, VectorBackend):
             raise TypeError(
@@ -99,7 +102,7 @@ class FactStore(FactAPI):
             backend=backend,
             embedder=Embedder(embeddings),
             namespace=self.namespace,
-            policy=decision_policy(merge_threshold, review_threshold),
+            policy=decision_policy(merge_threshold, review_threshold, None, restatements),
             resolver=check_resolver(resolver),
             guard=guard_for(secret_guard),
             locks=UserLocks(),
