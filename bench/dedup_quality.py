@@ -174,7 +174,7 @@ def main() -> None:
     parser.add_argument(
         "--restatements",
         action="store_true",
-        help="with the opt-in TokenRestatements() check (runs the offline MiniLM model)",
+        help="with the candidate TokenRestatements() check (bench/_restatement.py)",
     )
     args = parser.parse_args()
     pairs = load_pairs(args.data)
@@ -187,7 +187,7 @@ def main() -> None:
         print()
     check = None
     if args.restatements:
-        from langchain_ltm.restatement import TokenRestatements
+        from _restatement import TokenRestatements
 
         check = TokenRestatements()
         print(f"restatements={check!r}")

@@ -27,10 +27,10 @@ It prints, per part:
    shows). Ours current-only and with history, beside plain vector memory on the same
    embeddings (LangGraph's ``InMemoryStore``: every observation kept, no decision).
 
-``--restatements`` runs all of it with the opt-in ``TokenRestatements`` check (restatements
-in other words, by contextual token coverage) at its defaults; ``--curve`` prints, for the
-training pairs only, what that check merges at other settings (the held-out pairs are only
-ever measured at the defaults).
+``--restatements`` runs all of it with a candidate check that is not shipped,
+``bench/_restatement.py``'s ``TokenRestatements`` (restatements in other words, by contextual
+token coverage), at its defaults; ``--curve`` prints, for the training pairs only, what that
+check merges at other settings (the held-out pairs were measured once, at the defaults).
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import LookupEmbeddings
 from _locomo_data import HELD_OUT, TRAINING, Conversation, load
+from _restatement import TokenRestatements
 from dedup_quality import outcome
 
 from langchain_ltm import (
@@ -58,7 +59,6 @@ from langchain_ltm import (
     LongTermMemoryStore,
 )
 from langchain_ltm.facts.decision import DecisionPolicy, _Candidate
-from langchain_ltm.restatement import TokenRestatements
 
 HERE = Path(__file__).resolve().parent
 PAIRS = {
@@ -82,12 +82,8 @@ def embed_all(convs: dict[str, Conversation], embeddings) -> LookupEmbeddings:
 
 
 def remember_all(convs: dict[str, Conversation], lookup: LookupEmbeddings, policy: DecisionPolicy):
-    store = LongTermMemoryStore(
-        InMemoryVectorStore(lookup),
-        merge_threshold=policy.merge_threshold,
-        review_threshold=policy.review_threshold,
-        restatements=policy.restatements,
-    )
+    store = LongTermMemoryStore(InMemoryVectorStore(lookup))
+    store.policy = policy  # with a candidate check (--restatements) if one is given
     plain = InMemoryStore(index={"dims": 384, "embed": lookup, "fields": ["content"]})
     actions: Counter[str] = Counter()
     updates: list[tuple[str, str, str, float]] = []
@@ -287,7 +283,7 @@ def main() -> None:
     parser.add_argument("--review", type=float, default=DEFAULT_REVIEW_THRESHOLD)
     parser.add_argument("--part", choices=("training", "held-out", "both"), default="both")
     parser.add_argument(
-        "--restatements", action="store_true", help="with TokenRestatements() (opt-in check)"
+        "--restatements", action="store_true", help="with the candidate TokenRestatements() check"
     )
     parser.add_argument(
         "--curve", action="store_true", help="TokenRestatements settings on training pairs"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import copy
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
@@ -93,10 +93,6 @@ class LongTermMemoryStore(FactAPI, BaseStore):
             passwords (action ``rejected``); ``False`` stores anything; or pass your own
             ``guard(text) -> reason | None``.
         upsert_threshold: The 0.1 name of ``merge_threshold``.
-        restatements: An optional check that a new text restates a stored one in other
-            words, ``restatements(old, new, score) -> bool``, asked when the word check
-            would keep both (e.g. ``TokenRestatements()``, opt-in: it runs the offline
-            model on both texts). ``None`` (default): the word check alone.
         ttl: LangGraph's ``TTLConfig``: ``default_ttl`` (minutes, for ``put`` without
             ``ttl=``), ``refresh_on_read`` (default ``True``), ``sweep_interval_minutes``
             (starts a sweeper thread now; ``close()`` stops it) and ``omit_expired``
@@ -132,7 +128,6 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         secret_guard: bool | SecretGuard = True,
         upsert_threshold: float | None = None,
         ttl: TTLConfig | None = None,
-        restatements: Callable[[str, str, float], bool] | None = None,
     ) -> None:
         self.backend: VectorBackend = backend_for(vectorstore)
         embeddings = embeddings or getattr(vectorstore, "embeddings", None)
@@ -143,9 +138,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         self.embeddings = embeddings
         self.fields = list(fields or ["$"])
         self.namespace = fact_prefix(namespace)
-        self.policy = decision_policy(
-            merge_threshold, review_threshold, upsert_threshold, restatements
-        )
+        self.policy = decision_policy(merge_threshold, review_threshold, upsert_threshold)
         self.resolver = check_resolver(resolver)
         self.history_limit = check_history_limit(history_limit)
         self.max_fact_chars = max_fact_chars

@@ -42,7 +42,6 @@ __all__ = [
     "single_valued",
     "slot_change",
     "value_change",
-    "word_spans",
 ]
 
 _TOKEN = re.compile(r"#?[0-9]+(?:[.,:/][0-9]+)*[a-z]*|[A-Za-z][A-Za-z0-9'-]*")
@@ -223,28 +222,6 @@ def read_words(text: str) -> Words:
             ):
                 past = True
     return Words(frozenset(terms), frozenset(names), frozenset(values), negated, past)
-
-
-def word_spans(text: str) -> Iterator[tuple[str, int, int]]:
-    """Each content word of ``text`` as its stem and its character span (names included).
-
-    The words :func:`read_words` counts as terms, numbers aside, with where they are in
-    ``text`` itself (not folded), for checks that look at the words in place.
-
-    Example:
-        >>> [w for w, _, _ in word_spans("Joanna expresses her gratitude")]
-        ['joanna', 'express', 'gratitud']
-    """
-    for match in _TOKEN.finditer(text):
-        raw = match.group()
-        lower = raw.lower().removesuffix("'s")
-        if any(c.isdigit() for c in raw) or lower in _STOP or lower in _NEGATIONS:
-            continue
-        if lower in _NUMBER_WORDS or lower in _DATE_WORDS:
-            continue
-        term = stem(lower)
-        if term:
-            yield term, match.start(), match.end()
 
 
 _ORDINALS = frozenset({"st", "nd", "rd", "th"})

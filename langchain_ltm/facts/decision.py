@@ -55,11 +55,13 @@ class DecisionPolicy:
         review_threshold: From here a fact is close enough to be ambiguous (or, differing
             only by a number, date or negation, a new version).
         max_similar: Most close facts listed in ``similar`` or shown to a resolver.
-        restatements: An optional extra check, ``restatements(old, new, score) -> bool``,
-            asked only when the word check would not let ``new`` replace ``old`` (the
-            subjects already agree): whether ``new`` restates ``old`` in other words,
-            such as :class:`~langchain_ltm.restatement.TokenRestatements`. ``None``
-            (default): the word check alone.
+        restatements: An extra check, ``restatements(old, new, score) -> bool``, asked
+            only when the word check would not let ``new`` replace ``old`` (the subjects
+            already agree): whether ``new`` restates ``old`` in other words. ``None``
+            (default, and what the stores use): the word check alone. A seam for
+            measuring candidate checks (``bench/locomo.py --restatements``); none ships,
+            since none measured so far merges restatements without merging some
+            different facts too (see the README).
 
     Example:
         >>> DecisionPolicy(merge_threshold=0.8, review_threshold=0.5).max_similar
@@ -78,8 +80,8 @@ class DecisionPolicy:
                 raise ValueError(f"{name} is a cosine in [-1, 1], got {value!r}.")
         if self.restatements is not None and not callable(self.restatements):
             raise TypeError(
-                "restatements must be a callable (old, new, score) -> bool such as "
-                f"TokenRestatements(), got {type(self.restatements).__name__}."
+                "restatements must be None or a callable (old, new, score) -> bool, "
+                f"got {type(self.restatements).__name__}."
             )
         if self.review_threshold > self.merge_threshold:
             raise ValueError(

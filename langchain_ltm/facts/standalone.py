@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +54,6 @@ class FactStore(FactAPI):
         max_fact_chars: Longest accepted fact or recall query.
         max_queries: Most phrasings accepted by one ``recall``.
         secret_guard: See ``LongTermMemoryStore``.
-        restatements: See ``LongTermMemoryStore``.
 
     Example:
         >>> import os, tempfile
@@ -85,7 +83,6 @@ class FactStore(FactAPI):
         max_fact_chars: int = 2000,
         max_queries: int = 32,
         secret_guard: bool | SecretGuard = True,
-        restatements: Callable[[str, str, float], bool] | None = None,
     ) -> None:
         if not isinstance(backend, VectorBackend):
             raise TypeError(
@@ -102,7 +99,7 @@ class FactStore(FactAPI):
             backend=backend,
             embedder=Embedder(embeddings),
             namespace=self.namespace,
-            policy=decision_policy(merge_threshold, review_threshold, None, restatements),
+            policy=decision_policy(merge_threshold, review_threshold),
             resolver=check_resolver(resolver),
             guard=guard_for(secret_guard),
             locks=UserLocks(),

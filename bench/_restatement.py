@@ -1,21 +1,21 @@
-"""Restatements in other words, recognised by contextual token coverage (opt-in, offline).
+"""A candidate check for restatements in other words, by contextual token coverage (bench only).
 
-The default write decision lets a new text replace a stored one only when it carries every
-content word of it (:func:`langchain_ltm.facts.coverage.carries`), so a restatement in other
-words ("Joanna appreciates Nate's support and expresses her gratitude" / "Joanna is grateful
-for Nate's support and encouragement") is kept as a second fact. :class:`TokenRestatements`
-adds one more way to merge, asked only when the word check fails: each content word of the
-stored text that the new text lacks must be *covered* by a token of the new text whose
-contextual embedding (all-MiniLM-L6-v2's last layer, the model
-:class:`~langchain_ltm.embeddings.LocalMiniLMEmbeddings` runs) is close, while names,
-numbers, dates and polarity must still match exactly, the subjects must agree (checked
-before) and the two texts must score at least ``min_similarity``.
+The write decision lets a new text replace a stored one only when it carries every content
+word of it (``langchain_ltm.facts.coverage.carries``), so a restatement in other words
+("Joanna appreciates Nate's support and expresses her gratitude" / "Joanna is grateful for
+Nate's support and encouragement") is kept as a second fact. :class:`TokenRestatements` is
+one more way to merge, plugged into ``DecisionPolicy(restatements=...)`` and asked only when
+the word check fails: each content word of the stored text that the new text lacks must be
+*covered* by a token of the new text whose contextual embedding (all-MiniLM-L6-v2's last
+layer) is close, while names, numbers, dates and polarity must still match exactly, the
+subjects must agree (checked before) and the two texts must score at least
+``min_similarity``.
 
-Measured on LoCoMo's training pairs (``bench/locomo.py --restatements``): it raises the
-merged ``same``/``update`` pairs from 7 to 12 of 74 with no ``different`` pair merged; most
-restatements there still differ in too many words to be told from a different fact this
-way (the README has the curve). It runs the model on both texts of a candidate (a few
-milliseconds each, cached by text), which is why it is not the default.
+It is measured here, not shipped: on LoCoMo's training pairs it merges 12 of 74
+``same``/``update`` pairs instead of 7 with no ``different`` one, but on the held-out pairs
+it merged one ``different`` pair for two right ones, and it runs the model on both texts of
+a candidate (milliseconds, not microseconds). ``bench/locomo.py --restatements`` and
+``bench/dedup_quality.py --restatements`` use it; the README has the figures.
 """
 
 from __future__ import annotations
@@ -23,13 +23,22 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from langchain_ltm._minilm import MiniLMEncoder
-from langchain_ltm.facts.coverage import missing, read_words, word_spans
+from langchain_ltm.facts.coverage import (
+    _DATE_WORDS,
+    _NEGATIONS,
+    _NUMBER_WORDS,
+    _STOP,
+    _TOKEN,
+    missing,
+    read_words,
+    stem,
+)
 
 __all__ = ["TokenRestatements"]
 
@@ -51,8 +60,8 @@ class TokenRestatements:
             missing word of the old one (the mean over the word's word pieces).
         cache_size: Texts whose token states are kept in memory.
 
-    Example:
-        >>> from langchain_ltm.restatement import TokenRestatements
+    Example (from ``bench/``):
+        >>> from _restatement import TokenRestatements
         >>> check = TokenRestatements()
         >>> check("Audrey enjoys exploring nature with her dogs.",
         ...       "Audrey enjoys hiking and exploring nature with her pets.", 0.88)
@@ -131,6 +140,28 @@ class TokenRestatements:
                 while len(self._cache) > self.cache_size:
                     self._cache.popitem(last=False)
         return states
+
+
+def word_spans(text: str) -> Iterator[tuple[str, int, int]]:
+    """Each content word of ``text`` as its stem and its character span (names included).
+
+    The words :func:`read_words` counts as terms, numbers aside, with where they are in
+    ``text`` itself (not folded), for checks that look at the words in place.
+
+    Example:
+        >>> [w for w, _, _ in word_spans("Joanna expresses her gratitude")]
+        ['joanna', 'express', 'gratitud']
+    """
+    for match in _TOKEN.finditer(text):
+        raw = match.group()
+        lower = raw.lower().removesuffix("'s")
+        if any(c.isdigit() for c in raw) or lower in _STOP or lower in _NEGATIONS:
+            continue
+        if lower in _NUMBER_WORDS or lower in _DATE_WORDS:
+            continue
+        term = stem(lower)
+        if term:
+            yield term, match.start(), match.end()
 
 
 def token_states(encoder: MiniLMEncoder, texts: Sequence[str]) -> list[_States]:
