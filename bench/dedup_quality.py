@@ -171,15 +171,27 @@ def main() -> None:
     parser.add_argument("--review", type=float, default=DEFAULT_REVIEW_THRESHOLD)
     parser.add_argument("--sweep", action="store_true", help="also print a threshold sweep")
     parser.add_argument("--errors", action="store_true", help="list the pairs decided wrongly")
+    parser.add_argument(
+        "--restatements",
+        action="store_true",
+        help="with the candidate TokenRestatements() check (bench/_restatement.py)",
+    )
     args = parser.parse_args()
     pairs = load_pairs(args.data)
-    vectors = embed_pairs(pairs, make_embeddings(args.embeddings))
+    embeddings = make_embeddings(args.embeddings)
+    vectors = embed_pairs(pairs, embeddings)
     print(f"{len(pairs)} labelled pairs from {args.data.name}")
     print()
     if args.sweep:
         sweep(pairs, vectors)
         print()
-    policy = DecisionPolicy(args.merge, args.review)
+    check = None
+    if args.restatements:
+        from _restatement import TokenRestatements
+
+        check = TokenRestatements()
+        print(f"restatements={check!r}")
+    policy = DecisionPolicy(args.merge, args.review, restatements=check)
     category_table(pairs, vectors, policy)
     if args.errors:
         print_errors(pairs, vectors, policy)

@@ -26,6 +26,11 @@ It prints, per part:
    ids stored with the text that is returned: a merged fact counts only for the text it
    shows). Ours current-only and with history, beside plain vector memory on the same
    embeddings (LangGraph's ``InMemoryStore``: every observation kept, no decision).
+
+``--restatements`` runs all of it with a candidate check that is not shipped,
+``bench/_restatement.py``'s ``TokenRestatements`` (restatements in other words, by contextual
+token coverage), at its defaults; ``--curve`` prints, for the training pairs only, what that
+check merges at other settings (the held-out pairs were measured once, at the defaults).
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import LookupEmbeddings
 from _locomo_data import HELD_OUT, TRAINING, Conversation, load
+from _restatement import TokenRestatements
 from dedup_quality import outcome
 
 from langchain_ltm import (
@@ -75,12 +81,9 @@ def embed_all(convs: dict[str, Conversation], embeddings) -> LookupEmbeddings:
     return lookup
 
 
-def remember_all(
-    convs: dict[str, Conversation], lookup: LookupEmbeddings, merge: float, review: float
-):
-    store = LongTermMemoryStore(
-        InMemoryVectorStore(lookup), merge_threshold=merge, review_threshold=review
-    )
+def remember_all(convs: dict[str, Conversation], lookup: LookupEmbeddings, policy: DecisionPolicy):
+    store = LongTermMemoryStore(InMemoryVectorStore(lookup))
+    store.policy = policy  # with a candidate check (--restatements) if one is given
     plain = InMemoryStore(index={"dims": 384, "embed": lookup, "fields": ["content"]})
     actions: Counter[str] = Counter()
     updates: list[tuple[str, str, str, float]] = []
@@ -194,7 +197,7 @@ def recall_table(part: str, convs: dict[str, Conversation], store, plain) -> Non
         print(f"| {label} | {h[5] / asked:.3f} | {h[10] / asked:.3f} | {h[10] / base:.3f} |")
 
 
-def word_check_cost(labels: list[dict]) -> None:
+def word_check_cost(labels: list[dict], policy: DecisionPolicy) -> None:
     """Microseconds per candidate for the offline checks the decision runs, caches cold."""
     from langchain_ltm.facts import conflicts, coverage
     from langchain_ltm.facts.decision import _reason, _replaces
@@ -202,17 +205,75 @@ def word_check_cost(labels: list[dict]) -> None:
     pairs = [(p["old"], p["new"]) for p in labels]
     coverage.read_words.cache_clear()
     conflicts.subjects.cache_clear()
-    policy = DecisionPolicy(DEFAULT_MERGE_THRESHOLD, DEFAULT_REVIEW_THRESHOLD)
+    check = policy.restatements
+    if isinstance(check, TokenRestatements):
+        check._cache.clear()
     t0 = time.perf_counter()
     for old, new in pairs:
         candidate = _Candidate(key="k", content=old, score=0.85, item=None)
         _replaces(candidate, new, policy)
         _reason(old, new)
     spent = time.perf_counter() - t0
+    what = "word checks" if check is None else "word checks and TokenRestatements"
     print(
-        f"\nword checks: {spent / len(pairs) * 1e6:.0f} us per candidate "
-        f"(replace check and reason, {len(pairs)} pairs, caches cold)"
+        f"\n{what}: {spent / len(pairs) * 1e6:.0f} us per candidate "
+        f"(replace check and reason, {len(pairs)} pairs at cosine 0.85, caches cold)"
     )
+    if isinstance(check, TokenRestatements):
+        texts = sorted(check._cache)
+        check._cache.clear()
+        t0 = time.perf_counter()
+        for text in texts:
+            check._states(text)
+        each = (time.perf_counter() - t0) / max(1, len(texts))
+        print(
+            f"of which token states: {len(texts)} texts run through the model, "
+            f"{each * 1e3:.1f} ms each"
+        )
+
+
+CURVE = (
+    (0.80, (0.45, 0.5, 0.55, 0.6, 0.65)),
+    (0.85, (0.45, 0.5, 0.55, 0.6, 0.65)),
+    (0.90, (0.45, 0.5, 0.55, 0.6, 0.65)),
+)
+
+
+def restatement_curve(labels: list[dict], lookup: LookupEmbeddings, check: TokenRestatements):
+    """Training pairs only: what TokenRestatements merges at other settings."""
+    vectors = {t: lookup.rows[t] for p in labels for t in (p["old"], p["new"])}
+    kinds = Counter("different" if p["label"] == "different" else "same" for p in labels)
+    policy = DecisionPolicy(DEFAULT_MERGE_THRESHOLD, DEFAULT_REVIEW_THRESHOLD)
+    print(f"\n### training: TokenRestatements settings, {len(labels)} labelled pairs\n")
+    print(
+        "| min_similarity | min_token_similarity | same/update merged | different merged "
+        "| precision |"
+    )
+    print("|---|---|---|---|---|")
+    rows = [("word checks alone", "", policy)]
+    for similarity, tokens in CURVE:
+        for token in tokens:
+            tuned = TokenRestatements(
+                check.encoder, min_similarity=similarity, min_token_similarity=token
+            )
+            tuned._cache = check._cache  # the token states do not depend on the settings
+            rows.append((f"{similarity:.2f}", f"{token:.2f}", policy_with(policy, tuned)))
+    for similarity, token, p in rows:
+        merged = Counter(
+            ("different" if x["label"] == "different" else "same")
+            for x in labels
+            if outcome(x["old"], x["new"], vectors, p) == "merged"
+        )
+        both = merged["same"] + merged["different"]
+        print(
+            f"| {similarity} | {token} | {merged['same']} ({merged['same'] / kinds['same']:.0%}) "
+            f"| {merged['different']} ({merged['different'] / kinds['different']:.1%}) "
+            f"| {merged['same'] / both if both else float('nan'):.2f} |"
+        )
+
+
+def policy_with(policy: DecisionPolicy, check: TokenRestatements | None) -> DecisionPolicy:
+    return DecisionPolicy(policy.merge_threshold, policy.review_threshold, restatements=check)
 
 
 def main() -> None:
@@ -221,15 +282,25 @@ def main() -> None:
     parser.add_argument("--merge", type=float, default=DEFAULT_MERGE_THRESHOLD)
     parser.add_argument("--review", type=float, default=DEFAULT_REVIEW_THRESHOLD)
     parser.add_argument("--part", choices=("training", "held-out", "both"), default="both")
+    parser.add_argument(
+        "--restatements", action="store_true", help="with the candidate TokenRestatements() check"
+    )
+    parser.add_argument(
+        "--curve", action="store_true", help="TokenRestatements settings on training pairs"
+    )
     args = parser.parse_args()
     from langchain_ltm.embeddings import LocalMiniLMEmbeddings
 
     everything = load(args.data)
-    lookup = embed_all(everything, LocalMiniLMEmbeddings())
-    policy = DecisionPolicy(args.merge, args.review)
+    encoder = LocalMiniLMEmbeddings()
+    lookup = embed_all(everything, encoder)
+    check = TokenRestatements(encoder) if args.restatements or args.curve else None
+    policy = policy_with(
+        DecisionPolicy(args.merge, args.review), check if args.restatements else None
+    )
     print(
         f"merge_threshold={args.merge} review_threshold={args.review}, "
-        "offline all-MiniLM-L6-v2, no resolver"
+        f"offline all-MiniLM-L6-v2, no resolver, restatements={policy.restatements!r}"
     )
     parts = {"training": TRAINING, "held-out": HELD_OUT}
     for part, ids in parts.items():
@@ -237,11 +308,13 @@ def main() -> None:
             continue
         convs = {cid: everything[cid] for cid in ids if cid in everything}
         labels = load_labels(part)
-        store, plain, actions, updates = remember_all(convs, lookup, args.merge, args.review)
+        store, plain, actions, updates = remember_all(convs, lookup, policy)
         decision_table(part, actions, updates, labels)
         if labels:
             pair_table(part, labels, lookup, policy)
-            word_check_cost(labels)
+            word_check_cost(labels, policy)
+            if args.curve and part == "training" and check is not None:
+                restatement_curve(labels, lookup, check)
         recall_table(part, convs, store, plain)
 
 

@@ -55,6 +55,13 @@ class DecisionPolicy:
         review_threshold: From here a fact is close enough to be ambiguous (or, differing
             only by a number, date or negation, a new version).
         max_similar: Most close facts listed in ``similar`` or shown to a resolver.
+        restatements: An extra check, ``restatements(old, new, score) -> bool``, asked
+            only when the word check would not let ``new`` replace ``old`` (the subjects
+            already agree): whether ``new`` restates ``old`` in other words. ``None``
+            (default, and what the stores use): the word check alone. A seam for
+            measuring candidate checks (``bench/locomo.py --restatements``); none ships,
+            since none measured so far merges restatements without merging some
+            different facts too (see the README).
 
     Example:
         >>> DecisionPolicy(merge_threshold=0.8, review_threshold=0.5).max_similar
@@ -64,12 +71,18 @@ class DecisionPolicy:
     merge_threshold: float
     review_threshold: float
     max_similar: int = 3
+    restatements: Callable[[str, str, float], bool] | None = None
 
     def __post_init__(self) -> None:
         for name in ("merge_threshold", "review_threshold"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not -1.0 <= value <= 1.0:
                 raise ValueError(f"{name} is a cosine in [-1, 1], got {value!r}.")
+        if self.restatements is not None and not callable(self.restatements):
+            raise TypeError(
+                "restatements must be None or a callable (old, new, score) -> bool, "
+                f"got {type(self.restatements).__name__}."
+            )
         if self.review_threshold > self.merge_threshold:
             raise ValueError(
                 f"review_threshold ({self.review_threshold}) must not exceed merge_threshold "
@@ -268,9 +281,11 @@ def _replaces(
         candidate.score >= policy.merge_threshold or single_valued(stored, text)
     ):
         return True
-    if backfill:
-        return candidate.score >= policy.merge_threshold and carries(text, stored)
-    return candidate.score >= policy.merge_threshold and carries(stored, text)
+    # a backfill lands in the history, so the stored (current) text must carry it
+    old, new = (text, stored) if backfill else (stored, text)
+    if candidate.score >= policy.merge_threshold and carries(old, new):
+        return True
+    return policy.restatements is not None and bool(policy.restatements(old, new, candidate.score))
 
 
 def _changes_value(stored: str, text: str) -> bool:

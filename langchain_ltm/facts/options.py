@@ -7,6 +7,7 @@ refuses with the same message.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from langchain_ltm.facts.decision import DecisionPolicy
@@ -31,7 +32,10 @@ DEFAULT_REVIEW_THRESHOLD = 0.50
 
 
 def decision_policy(
-    merge: float | None, review: float | None, legacy_merge: float | None = None
+    merge: float | None,
+    review: float | None,
+    legacy_merge: float | None = None,
+    restatements: Callable[[str, str, float], bool] | None = None,
 ) -> DecisionPolicy:
     """The policy of ``merge_threshold``, ``review_threshold`` and the 0.1 ``upsert_threshold``."""
     if merge is not None and legacy_merge is not None and merge != legacy_merge:
@@ -40,7 +44,7 @@ def decision_policy(
     merge = DEFAULT_MERGE_THRESHOLD if merge is None else merge
     if review is None:
         review = min(DEFAULT_REVIEW_THRESHOLD, merge) if isinstance(merge, (int, float)) else 0.0
-    return DecisionPolicy(merge_threshold=merge, review_threshold=review)
+    return DecisionPolicy(merge_threshold=merge, review_threshold=review, restatements=restatements)
 
 
 def replace_policy(
@@ -62,6 +66,7 @@ def replace_policy(
         review
         if review is not None
         else min(policy.review_threshold, merge if merge is not None else 1.0),
+        restatements=policy.restatements,
     )
 
 
