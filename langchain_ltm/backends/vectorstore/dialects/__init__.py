@@ -14,9 +14,10 @@ __all__ = ["builtin_families"]
 
 def builtin_families() -> dict[str, StoreFamily]:
     """``{"module.QualName": family}`` for every vectorstore supported out of the box."""
-    from langchain_ltm.backends.vectorstore.dialects import chroma, faiss
+    from langchain_ltm.backends.vectorstore.dialects import chroma, faiss, pgvector
 
     return {
         "langchain_chroma.vectorstores.Chroma": chroma.FAMILY,
         "langchain_community.vectorstores.faiss.FAISS": faiss.FAMILY,
+        "langchain_postgres.v2.vectorstores.PGVectorStore": pgvector.FAMILY,
     }
