@@ -48,6 +48,22 @@ def _from_similarity(d: float) -> float:
     return d
 
 
+def _from_negative_ip(d: float) -> float:  # pgvector's <#>, Weaviate's "dot" distance
+    return -d
+
+
+def _from_shifted_cosine(s: float) -> float:  # (1 + cos) / 2: Elasticsearch, Atlas
+    return 2.0 * s - 1.0
+
+
+def _from_inverse_squared_l2(s: float) -> float:  # 1 / (1 + d^2): Elasticsearch l2_norm
+    return 1.0 - (1.0 / s - 1.0) / 2.0 if s > 0 else -1.0
+
+
+def _from_inverse_l2(s: float) -> float:  # 1 / (1 + d): Atlas euclidean
+    return 1.0 - (1.0 / s - 1.0) ** 2 / 2.0 if s > 0 else -1.0
+
+
 # what the engine returns -> cosine similarity, for unit-length vectors (ours always are)
 DISTANCES: dict[str, Callable[[float], float]] = {
     "cosine": _from_cosine_distance,  # cosine distance, 1 - cos
@@ -55,6 +71,10 @@ DISTANCES: dict[str, Callable[[float], float]] = {
     "euclidean": _from_l2,  # plain Euclidean distance
     "ip": _from_similarity,  # inner product (= cosine on unit vectors)
     "similarity": _from_similarity,  # already a cosine similarity
+    "negative_ip": _from_negative_ip,  # minus the inner product
+    "shifted_cosine": _from_shifted_cosine,  # (1 + cos) / 2, in [0, 1]
+    "inverse_squared_l2": _from_inverse_squared_l2,  # 1 / (1 + squared Euclidean distance)
+    "inverse_l2": _from_inverse_l2,  # 1 / (1 + Euclidean distance)
 }
 
 
@@ -67,8 +87,10 @@ class StoreFamily:
         filter_builder: ``{"metadata_key": "value", ...}`` (equalities, all to hold) ->
             the filter object the store's search takes as ``filter=``.
         distance: What the store's search returns as the score: a key of ``DISTANCES``
-            (``"cosine"``, ``"l2"``, ``"euclidean"``, ``"ip"``, ``"similarity"``), or a
-            function of the vectorstore returning one (read from its configuration).
+            (``"cosine"``, ``"l2"``, ``"euclidean"``, ``"ip"``, ``"similarity"``,
+            ``"negative_ip"``, ``"shifted_cosine"``, ``"inverse_squared_l2"``,
+            ``"inverse_l2"``), or a function of the vectorstore returning one (read from
+            its configuration).
         post_filter: The store applies ``filter`` after its ANN over ``fetch_k``
             candidates (FAISS does): the backend passes ``fetch_k`` and widens it.
         add: ``add(vs, ids, texts, vectors, metadatas)``, an upsert with precomputed
