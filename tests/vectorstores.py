@@ -103,11 +103,34 @@ def pgvector(
     )
 
 
+def pgvector_legacy(embeddings: Any, url: str | None = None, *, strategy: str = "COSINE") -> Any:
+    """The older ``langchain_postgres.PGVector`` on a fresh collection (its shared tables)."""
+    from langchain_postgres import PGVector
+    from langchain_postgres.vectorstores import DistanceStrategy
+    from sqlalchemy import create_engine
+
+    url = url or SERVICES.get("postgres")
+    if url is None:
+        raise RuntimeError("no Postgres: use the pg_services fixture (integration tests only)")
+    key = f"legacy:{url}"
+    if key not in _PG_ENGINES:  # one pool for the session, not one per store
+        _PG_ENGINES[key] = create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
+    return PGVector(
+        embeddings,
+        connection=_PG_ENGINES[key],
+        collection_name=f"ltm-{uuid.uuid4().hex[:12]}",
+        distance_strategy=DistanceStrategy[strategy],
+        use_jsonb=True,
+    )
+
+
 def make_vectorstore(kind: str, embeddings: Any, tmp_path: Path) -> Any:
     if kind == "chroma":
         return chroma(embeddings)
     if kind == "pgvector":
         return pgvector(embeddings)
+    if kind == "pgvector-legacy":
+        return pgvector_legacy(embeddings)
     folder = tmp_path / f"faiss{next(_names)}"
     return faiss(embeddings, folder)
 
@@ -118,6 +141,14 @@ def count_documents(vs: Any) -> int:
         return int(vs._collection.count())
     if isinstance(vs, FAISS):
         return int(vs.index.ntotal)
+    if hasattr(vs, "collection_name"):  # the older PGVector: its collection's rows
+        with vs._make_sync_session() as session:
+            collection = vs.get_collection(session)
+            return int(
+                session.query(vs.EmbeddingStore)
+                .filter(vs.EmbeddingStore.collection_id == collection.uuid)
+                .count()
+            )
     return len(vs.get(include=[])["ids"])  # PGVectorStore
 
 

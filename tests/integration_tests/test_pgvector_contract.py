@@ -1,4 +1,4 @@
-"""The BaseStore contract on the generic engine over PGVectorStore, live on Postgres."""
+"""The BaseStore contract on the generic engine over PGVectorStore (and the older PGVector)."""
 
 from __future__ import annotations
 
@@ -11,3 +11,8 @@ from tests.vectorstores import pg_services  # noqa: F401  (fixture)
 @pytest.mark.usefixtures("pg_services")
 class TestPGVectorStoreContract(_Contract):
     kind = "pgvector"
+
+
+@pytest.mark.usefixtures("pg_services")
+class TestPGVectorLegacyContract(_Contract):
+    kind = "pgvector-legacy"

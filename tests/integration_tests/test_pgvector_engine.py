@@ -1,5 +1,7 @@
 """The generic engine's own promises on PGVectorStore (langchain-postgres), live on Postgres.
 
+The older ``PGVector`` class runs the scores, crash, under-fill and isolation cases too.
+
 Its own table layout (``init_vectorstore_table``), JSON metadata or real metadata columns;
 cosine scores for each of its distance strategies; the scope inside its SQL ``WHERE``; a
 search that never under-fills, also on an HNSW index with :class:`IterativeScan`; crash
@@ -18,16 +20,33 @@ from tests.fakes import KeywordEmbeddings
 from tests.isolation import run_isolation, summary
 from tests.unit_tests import test_vectorstore_backend as unit
 from tests.unit_tests.test_isolation import N_USERS, VECTORSTORE_STEPS
-from tests.vectorstores import count_documents, pg_engine, pg_services, pgvector  # noqa: F401
+from tests.vectorstores import (  # noqa: F401  (pg_services: fixture)
+    count_documents,
+    pg_engine,
+    pg_services,
+    pgvector,
+    pgvector_legacy,
+)
 
 DIMS = 64
 pytestmark = pytest.mark.usefixtures("pg_services")
 
 
-@pytest.mark.parametrize("strategy", ["COSINE_DISTANCE", "EUCLIDEAN", "INNER_PRODUCT"])
-def test_scores_are_cosine_similarities(strategy, tmp_path):
+@pytest.mark.parametrize(
+    ("make", "strategy"),
+    [
+        (pgvector, "COSINE_DISTANCE"),
+        (pgvector, "EUCLIDEAN"),
+        (pgvector, "INNER_PRODUCT"),
+        (pgvector_legacy, "COSINE"),
+        (pgvector_legacy, "EUCLIDEAN"),
+        (pgvector_legacy, "MAX_INNER_PRODUCT"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else v.__name__,
+)
+def test_scores_are_cosine_similarities(make, strategy, tmp_path):
     emb = KeywordEmbeddings(DIMS)
-    backend = vectorstore_backend(pgvector(emb, strategy=strategy), catalog=tmp_path / "c.db")
+    backend = vectorstore_backend(make(emb, strategy=strategy), catalog=tmp_path / "c.db")
     store = LongTermMemoryStore(backend, embeddings=emb, fields=["text"])
     for i, text in enumerate(["green tea with honey", "black coffee", "tea and coffee together"]):
         store.put(("docs", "u1"), str(i), {"text": text})
@@ -146,14 +165,37 @@ def test_vectors_are_handed_over_and_other_rows_untouched(tmp_path):
     store.close()
 
 
-def test_crash_before_the_catalog_commit(tmp_path, monkeypatch):
-    unit.test_a_crash_before_the_catalog_commit_leaves_the_old_version(
-        "pgvector", tmp_path, monkeypatch
+KINDS = ["pgvector", "pgvector-legacy"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_crash_before_the_catalog_commit(kind, tmp_path, monkeypatch):
+    unit.test_a_crash_before_the_catalog_commit_leaves_the_old_version(kind, tmp_path, monkeypatch)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_crash_after_the_catalog_commit(kind, tmp_path, monkeypatch):
+    unit.test_a_crash_after_the_commit_shows_the_new_version_only(kind, tmp_path, monkeypatch)
+
+
+def test_the_older_pgvector_scopes_in_its_sql_and_never_under_fills(tmp_path):
+    emb = KeywordEmbeddings(DIMS)
+    vs = pgvector_legacy(emb)
+    backend = vectorstore_backend(vs, catalog=tmp_path / "c.db")
+    assert backend.capabilities.name == "vectorstore:pgvector-legacy"
+    clause = vs._create_filter_clause(backend.scope_filter(("docs", "u1")))
+    compiled = clause.compile()
+    assert str(compiled).count("jsonb_path_match(langchain_pg_embedding.cmetadata") == 3
+    assert "$.ltm_n1 == $value" in compiled.params.values()
+    assert {"value": "u1"} in compiled.params.values()
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    store.batch(
+        [_put(("docs", f"o{u}"), str(i), f"tea tea {i}") for u in range(30) for i in range(10)]
     )
-
-
-def test_crash_after_the_catalog_commit(tmp_path, monkeypatch):
-    unit.test_a_crash_after_the_commit_shows_the_new_version_only("pgvector", tmp_path, monkeypatch)
+    store.batch([_put(("docs", "u1"), str(i), f"coffee note {i}") for i in range(12)])
+    hits = store.search(("docs", "u1"), query="tea", limit=10)
+    assert len(hits) == 10 and {h.namespace for h in hits} == {("docs", "u1")}
+    store.close()
 
 
 def test_layouts_that_would_lose_metadata_or_scores_are_refused(tmp_path):
@@ -176,13 +218,14 @@ def test_iterative_scan_rejects_bad_settings():
         IterativeScan(ef_search=0)
 
 
-def test_no_leaks_and_nothing_lost(tmp_path, capsys):
+@pytest.mark.parametrize("kind", KINDS)
+def test_no_leaks_and_nothing_lost(kind, tmp_path, capsys):
     from tests.vectorstores import open_store
 
-    store = open_store("pgvector", KeywordEmbeddings(64), tmp_path, upsert_threshold=0.999)
+    store = open_store(kind, KeywordEmbeddings(64), tmp_path, upsert_threshold=0.999)
     report = run_isolation(store, n_users=N_USERS, steps=VECTORSTORE_STEPS, seed=29)
     with capsys.disabled():
-        print("\nisolation", summary(report, "pgvector", N_USERS))
+        print("\nisolation", summary(report, kind, N_USERS))
     assert report.operations >= N_USERS * VECTORSTORE_STEPS * 0.9
     assert report.leaks == []
     assert report.missing == []

@@ -28,6 +28,7 @@ def builtin_families() -> dict[str, StoreFamily]:
         "langchain_chroma.vectorstores.Chroma": chroma.FAMILY,
         "langchain_community.vectorstores.faiss.FAISS": faiss.FAMILY,
         "langchain_postgres.v2.vectorstores.PGVectorStore": pgvector.FAMILY,
+        "langchain_postgres.vectorstores.PGVector": pgvector.LEGACY_FAMILY,
         # filter dialects only: no server for these runs in the tests
         "langchain_pinecone.vectorstores.PineconeVectorStore": pinecone.FAMILY,
         "langchain_weaviate.vectorstores.WeaviateVectorStore": weaviate.FAMILY,

@@ -1,4 +1,4 @@
-"""PGVectorStore (``langchain-postgres``), on its own table layout.
+"""PGVectorStore (``langchain-postgres``), on its own table layout; and the older ``PGVector``.
 
 Filter: ``{"k": {"$eq": v}}``, several joined with ``$and``. PGVectorStore turns it into
 SQL (``langchain_metadata->>'k' = :v``, or ``"k" = :v`` for a key declared in
@@ -16,6 +16,12 @@ upserts (``ON CONFLICT DO UPDATE``) row by row.
 
 Speed: ``metadata_columns=["ltm_store", "ltm_n0", "ltm_n1"]`` (TEXT) turns the scope into
 plain columns that a B-tree index serves, instead of JSON lookups.
+
+The older ``langchain_postgres.PGVector`` (one ``langchain_pg_embedding`` table for every
+collection, JSONB metadata) takes the same filter, which it runs as ``jsonb_path_match``
+in the ``WHERE`` of its ranked query, beside its collection's id. Its scores: cosine
+distance, Euclidean distance, or for ``MAX_INNER_PRODUCT`` pgvector's ``<#>``, minus the
+inner product.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from typing import Any
 from langchain_ltm.backends.vectorstore.family import StoreFamily
 from langchain_ltm.errors import UnsupportedVectorStoreError
 
-__all__ = ["FAMILY", "IterativeScan"]
+__all__ = ["FAMILY", "LEGACY_FAMILY", "IterativeScan"]
 
 # the metadata keys a document must give back for the backend to map it to its item
 _NEEDED = ("ltm_store", "ltm_ns", "ltm_key", "ltm_path", "ltm_at")
@@ -73,6 +79,16 @@ def distance(vectorstore: Any) -> str:
     return _DISTANCES.get(name, name)
 
 
+_LEGACY_DISTANCES = {"cosine": "cosine", "l2": "euclidean", "inner": "negative_ip"}
+
+
+def legacy_distance(vectorstore: Any) -> str:
+    """The score convention of an older ``PGVector``, from its distance strategy."""
+    strategy = getattr(vectorstore, "_distance_strategy", "cosine")
+    name = str(getattr(strategy, "value", strategy))
+    return _LEGACY_DISTANCES.get(name, name)
+
+
 def add(
     vectorstore: Any,
     ids: list[str],
@@ -80,7 +96,7 @@ def add(
     vectors: list[list[float]],
     metadatas: list[dict[str, Any]],
 ) -> None:
-    """PGVectorStore's own upsert, the vectors given."""
+    """The store's own upsert (``ON CONFLICT DO UPDATE``), the vectors given."""
     vectorstore.add_embeddings(texts, vectors, metadatas=metadatas, ids=ids)
 
 
@@ -124,3 +140,6 @@ class IterativeScan:
 
 
 FAMILY = StoreFamily("pgvector", filter_builder=where, distance=distance, add=add)
+LEGACY_FAMILY = StoreFamily(
+    "pgvector-legacy", filter_builder=where, distance=legacy_distance, add=add
+)
