@@ -114,9 +114,56 @@ def test_pinecone_score_follows_its_metric(metric, kind):
     assert registered(vs).distance(vs) == kind
 
 
-def test_pinecone_without_get_by_ids_is_refused_by_name():
-    with pytest.raises(UnsupportedVectorStoreError, match="get_by_ids"):
-        LongTermMemoryStore(_pinecone())
+def test_pinecone_reads_documents_back_with_fetch(monkeypatch):
+    from pinecone.core.openapi.db_data.models import FetchResponse, Vector
+
+    vs = _pinecone()
+    asked = []
+
+    def fetch_vectors(ids, **kwargs):
+        asked.append((ids, kwargs.get("namespace")))
+        found = Vector(id="id1", values=VECTOR, metadata={"text": "likes tea", "ltm_n1": "a"})
+        return FetchResponse(vectors={"id1": found}, namespace="ns")
+
+    monkeypatch.setattr(vs.index._vector_api, "fetch_vectors", fetch_vectors)
+    family = family_for(vs)  # no get_by_ids needed: the family reads through fetch
+    (doc,) = family.documents(vs, ["id1", "gone"])
+    assert asked == [(["id1", "gone"], "ns")]
+    assert (doc.id, doc.page_content, doc.metadata) == ("id1", "likes tea", {"ltm_n1": "a"})
+
+
+def test_pinecone_through_our_engine_sends_each_user_scope(monkeypatch, tmp_path):
+    from pinecone.core.openapi.db_data.models import QueryResponse, UpsertResponse
+
+    vs = _pinecone()
+    upserts, queries = [], []
+
+    def upsert_vectors(request, **kwargs):
+        upserts.append(request)
+        return UpsertResponse(upserted_count=len(request.vectors))
+
+    def query_vectors(request, **kwargs):
+        queries.append(request)
+        return QueryResponse(matches=[], namespace="ns")
+
+    monkeypatch.setattr(vs.index._vector_api, "upsert_vectors", upsert_vectors)
+    monkeypatch.setattr(vs.index._vector_api, "query_vectors", query_vectors)
+    emb = KeywordEmbeddings(DIMS)
+    backend = VectorStoreBackend(vs, catalog=tmp_path / "c.db")
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    assert store.remember("alice", "likes green tea").action == "created"
+    (written,) = upserts[-1].vectors
+    assert written.values == pytest.approx(emb.embed_documents(["likes green tea"])[0])
+    assert written.metadata["ltm_n1"] == "alice" and written.metadata["text"] == "likes green tea"
+    assert store.recall("bob", "tea") == []  # nothing comes back from the recorder
+    assert queries[-1].filter == {
+        "$and": [
+            {"ltm_store": {"$eq": backend.catalog.store_id}},
+            {"ltm_n0": {"$eq": "memories"}},
+            {"ltm_n1": {"$eq": "bob"}},
+        ]
+    }
+    store.close()
 
 
 # ---- Elasticsearch ------------------------------------------------------------------
@@ -179,12 +226,27 @@ def test_elasticsearch_score_follows_its_similarity(distance, kind):
     assert registered(vs).distance(vs) == kind
 
 
-def test_elasticsearch_hybrid_and_missing_get_by_ids_are_refused():
+def test_elasticsearch_hybrid_is_refused():
     vs = _elasticsearch(hybrid=True)
     with pytest.raises(UnsupportedVectorStoreError, match="hybrid"):
         registered(vs).converter(vs)
-    with pytest.raises(UnsupportedVectorStoreError, match="get_by_ids"):
-        family_for(_elasticsearch())
+
+
+def test_elasticsearch_reads_documents_back_with_mget(monkeypatch):
+    vs = _elasticsearch()
+    asked = []
+
+    def mget(index, ids, **kwargs):
+        asked.append((index, ids))
+        return {"docs": [
+            {"_id": "a", "found": True, "_source": {"text": "likes tea", "metadata": {"k": 1}}},
+            {"_id": "b", "found": False},
+        ]}  # fmt: skip
+
+    monkeypatch.setattr(vs._store.client, "mget", mget)
+    (doc,) = family_for(vs).documents(vs, ["a", "b"])
+    assert asked == [("memories", ["a", "b"])]
+    assert (doc.id, doc.page_content, doc.metadata) == ("a", "likes tea", {"k": 1})
 
 
 # ---- MongoDB Atlas ------------------------------------------------------------------
@@ -318,3 +380,41 @@ def test_each_cloud_family_is_registered_under_its_class():
         package = pytest.importorskip(module)
         cls = getattr(package, name)
         assert families[f"{cls.__module__}.{cls.__qualname__}"].name in module
+
+
+# ---- a store without get_by_ids, taught its read call -------------------------------
+
+
+def test_register_vectorstore_with_a_get_call_for_a_store_without_get_by_ids(tmp_path):
+    from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
+
+    from langchain_ltm.backends.vectorstore import register_vectorstore, vectorstore_backend
+    from tests.unit_tests.test_vectorstore_backend import _Mine
+
+    class _NoGet(_Mine):
+        get_by_ids = VectorStore.get_by_ids  # what Pinecone, Weaviate, Elasticsearch lack
+
+    emb = KeywordEmbeddings(DIMS)
+    register_vectorstore(_NoGet, dict, distance="similarity")
+    with pytest.raises(UnsupportedVectorStoreError, match="get_by_ids"):
+        LongTermMemoryStore(_NoGet(emb))
+    reads = []
+
+    def get(vs, ids):
+        reads.append(list(ids))
+        return InMemoryVectorStore.get_by_ids(vs, ids)
+
+    register_vectorstore(_NoGet, dict, distance="similarity", get=get)
+    vs = _NoGet(emb)
+    backend = vectorstore_backend(vs, catalog=tmp_path / "c.db")
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    store.remember("alice", "likes green tea")
+    fact = store.remember("alice", "works at the bakery").fact
+    store.forget("alice", fact.id)
+    assert [f.content for f in store.list_all("alice")] == ["likes green tea"]
+    assert reads  # the documents were looked up through get=, not get_by_ids
+    backend.catalog.journal_add(["00000000-0000-4000-8000-00000000000f"], "adding")
+    assert backend.repair(grace_seconds=0) == 0 and reads[-1] == [
+        "00000000-0000-4000-8000-00000000000f"
+    ]
+    store.close()

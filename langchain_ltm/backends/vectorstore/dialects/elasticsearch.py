@@ -9,10 +9,9 @@ mapping that declares ``metadata.ltm_store``, ``metadata.ltm_n0``, ... as ``keyw
 
 Score: the ``_score`` of a kNN hit: ``(1 + cos) / 2`` for ``cosine`` and ``dot_product``,
 ``1 / (1 + d^2)`` for ``l2_norm``; read from the strategy's ``distance``. Vectors go to
-``add_embeddings``; ``num_candidates`` grows with ``k`` (Elasticsearch needs it >= ``k``).
-
-``ElasticsearchStore`` has no ``get_by_ids``: until it does, ``LongTermMemoryStore(vs)``
-says so (the engine reads its documents back by id when repairing).
+``add_embeddings`` (a bulk index by id: an upsert); ``num_candidates`` grows with ``k``
+(Elasticsearch needs it >= ``k``). ``ElasticsearchStore`` has no ``get_by_ids``: documents
+are read back by id (to repair after a crash) with the client's ``mget``.
 """
 
 from __future__ import annotations
@@ -63,6 +62,23 @@ def _document(hit: dict[str, Any], content_field: str) -> Document:
     )
 
 
+def add(
+    vectorstore: Any,
+    ids: list[str],
+    texts: list[str],
+    vectors: list[list[float]],
+    metadatas: list[dict[str, Any]],
+) -> None:
+    """``add_embeddings`` with our vectors (indexing by id replaces a document)."""
+    vectorstore.add_embeddings(list(zip(texts, vectors, strict=True)), metadatas, ids)
+
+
+def get(vectorstore: Any, ids: list[str]) -> list[Document]:
+    """The documents among ``ids`` in the store's index (the client's ``mget``)."""
+    reply = vectorstore._store.client.mget(index=vectorstore._store.index, ids=ids)
+    return [_document(doc, vectorstore.query_field) for doc in reply["docs"] if doc.get("found")]
+
+
 def search(vectorstore: Any, vector: list[float], k: int, filter_: Any) -> Scored:
     """The ``k`` nearest in scope, the scope in the ``knn`` filter."""
     hits = vectorstore._store.search(
@@ -75,4 +91,6 @@ def search(vectorstore: Any, vector: list[float], k: int, filter_: Any) -> Score
     return [(_document(hit, vectorstore.query_field), float(hit["_score"])) for hit in hits]
 
 
-FAMILY = StoreFamily("elasticsearch", filter_builder=where_for(), distance=distance, search=search)
+FAMILY = StoreFamily(
+    "elasticsearch", filter_builder=where_for(), distance=distance, add=add, search=search, get=get
+)

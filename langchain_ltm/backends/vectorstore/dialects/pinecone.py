@@ -11,14 +11,16 @@ Score: ``cosine`` indexes return the cosine similarity, ``dotproduct`` the dot p
 the store's ``distance_strategy``. Vectors go to the index's ``upsert`` with the text in
 the store's ``text_key`` metadata field, in the store's namespace.
 
-``PineconeVectorStore`` has no ``get_by_ids``: until it does, ``LongTermMemoryStore(vs)``
-says so (the engine reads its documents back by id when repairing).
+``PineconeVectorStore`` has no ``get_by_ids``: documents are read back by id (to repair
+after a crash) with the index's ``fetch``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+from langchain_core.documents import Document
 
 from langchain_ltm.backends.vectorstore.family import Scored, StoreFamily
 
@@ -73,4 +75,17 @@ def search(vectorstore: Any, vector: list[float], k: int, filter_: Any) -> Score
     return list(vectorstore.similarity_search_by_vector_with_score(vector, k=k, filter=filter_))
 
 
-FAMILY = StoreFamily("pinecone", filter_builder=where, distance=distance, add=add, search=search)
+def get(vectorstore: Any, ids: list[str]) -> list[Document]:
+    """The documents among ``ids`` in the store's namespace (the index's ``fetch``)."""
+    found = vectorstore.index.fetch(ids=ids, namespace=vectorstore._namespace).vectors
+    docs = []
+    for id_, record in found.items():
+        metadata = dict(record.metadata or {})
+        text = str(metadata.pop(vectorstore._text_key, ""))
+        docs.append(Document(page_content=text, metadata=metadata, id=id_))
+    return docs
+
+
+FAMILY = StoreFamily(
+    "pinecone", filter_builder=where, distance=distance, add=add, search=search, get=get
+)

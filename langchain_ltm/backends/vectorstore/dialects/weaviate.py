@@ -12,8 +12,8 @@ follows the collection's metric: ``cosine`` (the default, ``1 - cos``), ``dot``
 (``-dot``) or ``l2-squared``; read once from the collection's configuration. Objects are
 written with our UUIDs and vectors through ``data.insert_many``.
 
-``WeaviateVectorStore`` has no ``get_by_ids``: until it does, ``LongTermMemoryStore(vs)``
-says so (the engine reads its documents back by id when repairing).
+``WeaviateVectorStore`` has no ``get_by_ids``: objects are read back by id (to repair
+after a crash) with ``query.fetch_objects`` and an id filter.
 """
 
 from __future__ import annotations
@@ -74,6 +74,22 @@ def add(
     )
 
 
+def _document(obj: Any, text_key: str) -> Document:
+    props = dict(obj.properties)
+    text = str(props.pop(text_key, ""))
+    return Document(page_content=text, metadata=props, id=str(obj.uuid))
+
+
+def get(vectorstore: Any, ids: list[str]) -> list[Document]:
+    """The objects among ``ids`` in the collection."""
+    from weaviate.classes.query import Filter
+
+    result = vectorstore._collection.query.fetch_objects(
+        filters=Filter.by_id().contains_any(ids), limit=len(ids)
+    )
+    return [_document(obj, vectorstore._text_key) for obj in result.objects]
+
+
 def search(vectorstore: Any, vector: list[float], k: int, filter_: Any) -> Scored:
     """``near_vector`` in scope, with Weaviate's distance as the score."""
     from weaviate.classes.query import MetadataQuery
@@ -81,14 +97,9 @@ def search(vectorstore: Any, vector: list[float], k: int, filter_: Any) -> Score
     result = vectorstore._collection.query.near_vector(
         near_vector=vector, limit=k, filters=filter_, return_metadata=MetadataQuery(distance=True)
     )
-    out: Scored = []
-    for obj in result.objects:
-        props = dict(obj.properties)
-        text = str(props.pop(vectorstore._text_key, ""))
-        out.append(
-            (Document(page_content=text, metadata=props, id=str(obj.uuid)), obj.metadata.distance)
-        )
-    return out
+    return [(_document(o, vectorstore._text_key), o.metadata.distance) for o in result.objects]
 
 
-FAMILY = StoreFamily("weaviate", filter_builder=where, distance=distance, add=add, search=search)
+FAMILY = StoreFamily(
+    "weaviate", filter_builder=where, distance=distance, add=add, search=search, get=get
+)
