@@ -1,8 +1,9 @@
-"""Chroma and FAISS vectorstores for the generic engine's tests, each fresh per call.
+"""Vectorstores for the generic engine's tests, each fresh per call.
 
 Chroma runs in process (an ephemeral client, telemetry off: nothing leaves the machine);
-FAISS is created, saved to disk and loaded back before use. Neither ever embeds: the
-store hands every vector over.
+FAISS is created, saved to disk and loaded back before use; PGVectorStore gets a table of
+its own on the integration tests' Postgres (``SERVICES["postgres"]``, set by the
+``pg_services`` fixture). None ever embeds: the store hands every vector over.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import chromadb
+import pytest
 from chromadb.config import Settings
 from langchain_chroma import Chroma
 from langchain_community.vectorstores import FAISS
@@ -22,6 +24,8 @@ from langchain_ltm.backends.vectorstore import vectorstore_backend
 
 _names = itertools.count()
 SETTINGS = Settings(anonymized_telemetry=False, allow_reset=True)
+SERVICES: dict[str, str] = {}  # URLs of the servers the integration fixtures started
+_PG_ENGINES: dict[str, Any] = {}
 
 
 def chroma(embeddings: Any, space: str | None = None, client: Any = None) -> Chroma:
@@ -53,18 +57,112 @@ def faiss(embeddings: Any, folder: Path, *, inner_product: bool = False) -> FAIS
     )
 
 
+def pg_engine(url: str | None = None) -> Any:
+    """The session's ``PGEngine`` for ``url`` (default: the fixtures' Postgres)."""
+    from langchain_postgres import PGEngine
+
+    url = url or SERVICES.get("postgres")
+    if url is None:
+        raise RuntimeError("no Postgres: use the pg_services fixture (integration tests only)")
+    if url not in _PG_ENGINES:
+        _PG_ENGINES[url] = PGEngine.from_connection_string(
+            url.replace("postgresql://", "postgresql+psycopg://", 1)
+        )
+    return _PG_ENGINES[url]
+
+
+def pgvector(
+    embeddings: Any,
+    url: str | None = None,
+    *,
+    strategy: str = "COSINE_DISTANCE",
+    metadata_columns: bool = False,
+    **options: Any,
+) -> Any:
+    """A PGVectorStore on a fresh table of its own layout (``init_vectorstore_table``).
+
+    ``metadata_columns=True`` declares the scope keys as TEXT columns; ``strategy`` is a
+    ``DistanceStrategy`` name. One ``PGEngine`` per server, shared by the session.
+    """
+    from langchain_postgres import Column, PGVectorStore
+    from langchain_postgres.v2.indexes import DistanceStrategy
+
+    engine = pg_engine(url)
+    table = f"vs_{uuid.uuid4().hex[:12]}"
+    columns = ["ltm_store", "ltm_n0", "ltm_n1"] if metadata_columns else []
+    engine.init_vectorstore_table(
+        table, embeddings.dims, metadata_columns=[Column(c, "TEXT") for c in columns]
+    )
+    return PGVectorStore.create_sync(
+        engine,
+        embeddings,
+        table,
+        metadata_columns=columns,
+        distance_strategy=DistanceStrategy[strategy],
+        **options,
+    )
+
+
+def pgvector_legacy(embeddings: Any, url: str | None = None, *, strategy: str = "COSINE") -> Any:
+    """The older ``langchain_postgres.PGVector`` on a fresh collection (its shared tables)."""
+    from langchain_postgres import PGVector
+    from langchain_postgres.vectorstores import DistanceStrategy
+    from sqlalchemy import create_engine
+
+    url = url or SERVICES.get("postgres")
+    if url is None:
+        raise RuntimeError("no Postgres: use the pg_services fixture (integration tests only)")
+    key = f"legacy:{url}"
+    if key not in _PG_ENGINES:  # one pool for the session, not one per store
+        _PG_ENGINES[key] = create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
+    return PGVector(
+        embeddings,
+        connection=_PG_ENGINES[key],
+        collection_name=f"ltm-{uuid.uuid4().hex[:12]}",
+        distance_strategy=DistanceStrategy[strategy],
+        use_jsonb=True,
+    )
+
+
 def make_vectorstore(kind: str, embeddings: Any, tmp_path: Path) -> Any:
     if kind == "chroma":
         return chroma(embeddings)
+    if kind == "pgvector":
+        return pgvector(embeddings)
+    if kind == "pgvector-legacy":
+        return pgvector_legacy(embeddings)
     folder = tmp_path / f"faiss{next(_names)}"
     return faiss(embeddings, folder)
 
 
+def count_documents(vs: Any) -> int:
+    """Documents in the store, ours and anyone else's."""
+    if isinstance(vs, Chroma):
+        return int(vs._collection.count())
+    if isinstance(vs, FAISS):
+        return int(vs.index.ntotal)
+    if hasattr(vs, "collection_name"):  # the older PGVector: its collection's rows
+        with vs._make_sync_session() as session:
+            collection = vs.get_collection(session)
+            return int(
+                session.query(vs.EmbeddingStore)
+                .filter(vs.EmbeddingStore.collection_id == collection.uuid)
+                .count()
+            )
+    return len(vs.get(include=[])["ids"])  # PGVectorStore
+
+
 def open_store(kind: str, embeddings: Any, tmp_path: Path, **kwargs: Any) -> LongTermMemoryStore:
-    """A store on ``kind`` ("chroma" or "faiss") with its catalog in ``tmp_path``."""
+    """A store on ``kind`` (``"chroma"``, ``"faiss"``, ``"pgvector"``), catalog in ``tmp_path``."""
     vs = make_vectorstore(kind, embeddings, tmp_path)
     backend = vectorstore_backend(vs, catalog=tmp_path / f"catalog{next(_names)}.sqlite")
     return LongTermMemoryStore(backend, embeddings=embeddings, **kwargs)
 
 
 KINDS = ["chroma", "faiss"]
+
+
+@pytest.fixture
+def pg_services(pg_url: str) -> None:
+    """Make the session's Postgres the one ``pgvector()`` and ``open_store("pgvector")`` use."""
+    SERVICES["postgres"] = pg_url

@@ -20,7 +20,7 @@ from langchain_ltm.backends.vectorstore import (
     vectorstore_backend,
 )
 from tests.fakes import KeywordEmbeddings
-from tests.vectorstores import chroma, faiss
+from tests.vectorstores import chroma, count_documents, faiss, make_vectorstore
 
 DIMS = 64
 
@@ -61,7 +61,7 @@ def test_scores_are_cosine_similarities(kind, tmp_path):
 def test_a_user_search_never_under_fills(kind, tmp_path):
     """Many other users' documents nearer the query than any of u1's: u1 still gets k."""
     emb = KeywordEmbeddings(DIMS)
-    vs = chroma(emb) if kind == "chroma" else faiss(emb, tmp_path / "f")
+    vs = make_vectorstore(kind, emb, tmp_path)
     backend = vectorstore_backend(vs, catalog=tmp_path / "c.db")
     store = LongTermMemoryStore(backend, embeddings=emb)
     for u in range(40):
@@ -100,7 +100,7 @@ def test_the_scope_is_in_the_engines_filter(tmp_path):
 @pytest.mark.parametrize("kind", ["chroma", "faiss"])
 def test_vectors_are_handed_over_and_other_documents_untouched(kind, tmp_path):
     emb = KeywordEmbeddings(DIMS)
-    vs = chroma(emb) if kind == "chroma" else faiss(emb, tmp_path / "f")
+    vs = make_vectorstore(kind, emb, tmp_path)
     if kind == "chroma":
         vs.add_texts(["someone else's document"], metadatas=[{"owner": "them"}], ids=["theirs"])
     before = emb.texts_embedded
@@ -125,12 +125,12 @@ class _Crash(RuntimeError):
 @pytest.mark.parametrize("kind", ["chroma", "faiss"])
 def test_a_crash_before_the_catalog_commit_leaves_the_old_version(kind, tmp_path, monkeypatch):
     emb = KeywordEmbeddings(DIMS)
-    vs = chroma(emb) if kind == "chroma" else faiss(emb, tmp_path / "f")
+    vs = make_vectorstore(kind, emb, tmp_path)
     catalog = tmp_path / "c.db"
     backend = vectorstore_backend(vs, catalog=catalog)
     store = LongTermMemoryStore(backend, embeddings=emb)
     store.put(("docs", "u1"), "a", {"text": "green tea"})
-    docs_before = _count(vs, kind)
+    docs_before = count_documents(vs)
 
     def crash(*args, **kwargs):
         raise _Crash("killed between the vectorstore add and the catalog commit")
@@ -141,14 +141,14 @@ def test_a_crash_before_the_catalog_commit_leaves_the_old_version(kind, tmp_path
         store.put(("docs", "u1"), "a", {"text": "black coffee"})
     monkeypatch.undo()
     # the new documents were written, but nothing shows them: the old version is whole
-    assert _count(vs, kind) == docs_before + 1
+    assert count_documents(vs) == docs_before + 1
     assert store.get(("docs", "u1"), "a").value == {"text": "green tea"}
     hits = store.search(("docs", "u1"), query="coffee", limit=5)
     assert [(h.key, h.value) for h in hits] == [("a", {"text": "green tea"})]
     backend.close()
     # re-opening repairs: the orphan goes once its writer is surely gone
     again = VectorStoreBackend(vs, catalog=catalog, grace_seconds=0)
-    assert _count(vs, kind) == docs_before
+    assert count_documents(vs) == docs_before
     store = LongTermMemoryStore(again, embeddings=emb)
     assert store.search(("docs", "u1"), query="tea", limit=5)[0].value == {"text": "green tea"}
     store.close()
@@ -157,12 +157,12 @@ def test_a_crash_before_the_catalog_commit_leaves_the_old_version(kind, tmp_path
 @pytest.mark.parametrize("kind", ["chroma", "faiss"])
 def test_a_crash_after_the_commit_shows_the_new_version_only(kind, tmp_path, monkeypatch):
     emb = KeywordEmbeddings(DIMS)
-    vs = chroma(emb) if kind == "chroma" else faiss(emb, tmp_path / "f")
+    vs = make_vectorstore(kind, emb, tmp_path)
     catalog = tmp_path / "c.db"
     backend = vectorstore_backend(vs, catalog=catalog)
     store = LongTermMemoryStore(backend, embeddings=emb)
     store.put(("docs", "u1"), "a", {"text": "green tea"})
-    docs_before = _count(vs, kind)
+    docs_before = count_documents(vs)
 
     def fail(*args, **kwargs):
         raise _Crash("the vectorstore went away before the old documents were deleted")
@@ -170,16 +170,12 @@ def test_a_crash_after_the_commit_shows_the_new_version_only(kind, tmp_path, mon
     monkeypatch.setattr("langchain_ltm.backends.vectorstore.backend.delete_present", fail)
     store.put(("docs", "u1"), "a", {"text": "black coffee"})  # landed: not an error
     monkeypatch.undo()
-    assert _count(vs, kind) == docs_before + 1  # the old document is still there...
+    assert count_documents(vs) == docs_before + 1  # the old document is still there...
     hits = store.search(("docs", "u1"), query="tea", limit=5)
     assert [(h.key, h.value) for h in hits] == [("a", {"text": "black coffee"})]  # ...unseen
     assert backend.repair() == 1
-    assert _count(vs, kind) == docs_before
+    assert count_documents(vs) == docs_before
     store.close()
-
-
-def _count(vs, kind):
-    return vs._collection.count() if kind == "chroma" else vs.index.ntotal
 
 
 class _Bare(VectorStore):

@@ -138,7 +138,7 @@ class VectorStoreBackend(ThreadedAsync):
         self.vectorstore = vectorstore
         self.family = family or family_for(vectorstore, filter_builder)
         self._to_cosine = self.family.converter(vectorstore)  # learnt once
-        self._add = self.family.add or default_add
+        self._add = self.family.add or functools.partial(default_add, family=self.family)
         self._search = self.family.search or default_search
         self._tmp: str | None = None
         if catalog is None:
@@ -265,7 +265,7 @@ class VectorStoreBackend(ThreadedAsync):
                 deleted, garbage = self.catalog.commit(kept, gone, ids)
             except BaseException:
                 with contextlib.suppress(Exception):  # repair() retries what this leaves
-                    delete_present(self.vectorstore, ids)
+                    delete_present(self.vectorstore, ids, self.family)
                     self.catalog.journal_clear(ids)
                 raise
             self._collect(garbage)
@@ -305,7 +305,7 @@ class VectorStoreBackend(ThreadedAsync):
         if not garbage:
             return
         try:
-            delete_present(self.vectorstore, garbage)
+            delete_present(self.vectorstore, garbage, self.family)
             self.catalog.journal_clear(garbage)
         except Exception as exc:  # the write itself has landed: report, do not fail it
             log.warning(
@@ -333,7 +333,7 @@ class VectorStoreBackend(ThreadedAsync):
         if not pending:
             return 0
         with self._vs_lock:
-            docs = self.vectorstore.get_by_ids(pending)
+            docs = self.family.documents(self.vectorstore, pending)
             keys = [_item_key(d.metadata) for d in docs]
             known = [k for k in dict.fromkeys(keys) if k is not None]
             current = dict(zip(known, self.catalog.get(known), strict=True))

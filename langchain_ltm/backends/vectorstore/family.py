@@ -10,7 +10,7 @@ vectorstore's standard methods do not take precomputed vectors.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from langchain_core.documents import Document
@@ -30,6 +30,7 @@ Scored = list[tuple[Document, float]]
 FilterBuilder = Callable[[Mapping[str, str]], Any]
 AddFn = Callable[[Any, list[str], list[str], list[list[float]], list[dict[str, Any]]], None]
 SearchFn = Callable[[Any, list[float], int, Any], Scored]
+GetFn = Callable[[Any, list[str]], list[Document]]
 
 
 def _from_cosine_distance(d: float) -> float:
@@ -48,6 +49,22 @@ def _from_similarity(d: float) -> float:
     return d
 
 
+def _from_negative_ip(d: float) -> float:  # pgvector's <#>, Weaviate's "dot" distance
+    return -d
+
+
+def _from_shifted_cosine(s: float) -> float:  # (1 + cos) / 2: Elasticsearch, Atlas
+    return 2.0 * s - 1.0
+
+
+def _from_inverse_squared_l2(s: float) -> float:  # 1 / (1 + d^2): Elasticsearch l2_norm
+    return 1.0 - (1.0 / s - 1.0) / 2.0 if s > 0 else -1.0
+
+
+def _from_inverse_l2(s: float) -> float:  # 1 / (1 + d): Atlas euclidean
+    return 1.0 - (1.0 / s - 1.0) ** 2 / 2.0 if s > 0 else -1.0
+
+
 # what the engine returns -> cosine similarity, for unit-length vectors (ours always are)
 DISTANCES: dict[str, Callable[[float], float]] = {
     "cosine": _from_cosine_distance,  # cosine distance, 1 - cos
@@ -55,6 +72,10 @@ DISTANCES: dict[str, Callable[[float], float]] = {
     "euclidean": _from_l2,  # plain Euclidean distance
     "ip": _from_similarity,  # inner product (= cosine on unit vectors)
     "similarity": _from_similarity,  # already a cosine similarity
+    "negative_ip": _from_negative_ip,  # minus the inner product
+    "shifted_cosine": _from_shifted_cosine,  # (1 + cos) / 2, in [0, 1]
+    "inverse_squared_l2": _from_inverse_squared_l2,  # 1 / (1 + squared Euclidean distance)
+    "inverse_l2": _from_inverse_l2,  # 1 / (1 + Euclidean distance)
 }
 
 
@@ -67,8 +88,10 @@ class StoreFamily:
         filter_builder: ``{"metadata_key": "value", ...}`` (equalities, all to hold) ->
             the filter object the store's search takes as ``filter=``.
         distance: What the store's search returns as the score: a key of ``DISTANCES``
-            (``"cosine"``, ``"l2"``, ``"euclidean"``, ``"ip"``, ``"similarity"``), or a
-            function of the vectorstore returning one (read from its configuration).
+            (``"cosine"``, ``"l2"``, ``"euclidean"``, ``"ip"``, ``"similarity"``,
+            ``"negative_ip"``, ``"shifted_cosine"``, ``"inverse_squared_l2"``,
+            ``"inverse_l2"``), or a function of the vectorstore returning one (read from
+            its configuration).
         post_filter: The store applies ``filter`` after its ANN over ``fetch_k``
             candidates (FAISS does): the backend passes ``fetch_k`` and widens it.
         add: ``add(vs, ids, texts, vectors, metadatas)``, an upsert with precomputed
@@ -77,6 +100,8 @@ class StoreFamily:
             ``similarity_search_with_score_by_vector(vector, k=k, filter=filter)``.
         size: Number of documents in the store (bounds the widening for post-filtering
             stores); default: unknown.
+        get: ``get(vs, ids) -> [Document]``, the documents among ``ids`` the store holds
+            (each with its ``id`` and metadata); default: ``vs.get_by_ids(ids)``.
 
     Example:
         >>> fam = StoreFamily("mine", filter_builder=lambda eq: dict(eq), distance="cosine")
@@ -91,6 +116,7 @@ class StoreFamily:
     add: AddFn | None = None
     search: SearchFn | None = None
     size: Callable[[Any], int | None] | None = None
+    get: GetFn | None = None
 
     def __post_init__(self) -> None:
         if self.post_filter and self.size is None:
@@ -118,9 +144,17 @@ class StoreFamily:
         """One engine score as a cosine similarity."""
         return self.converter(vectorstore)(float(score))
 
+    def documents(self, vectorstore: Any, ids: Sequence[str]) -> list[Document]:
+        """The documents among ``ids`` that ``vectorstore`` holds."""
+        if not ids:
+            return []
+        if self.get is not None:
+            return list(self.get(vectorstore, list(ids)))
+        return list(vectorstore.get_by_ids(list(ids)))
+
     def required(self) -> list[str]:
         """The vectorstore methods this family calls."""
-        needed = ["get_by_ids", "delete"]
+        needed = ["delete"] if self.get is not None else ["get_by_ids", "delete"]
         if self.add is None:
             needed.append("add_embeddings")
         if self.search is None:
@@ -144,6 +178,7 @@ def register_vectorstore(
     add: AddFn | None = None,
     search: SearchFn | None = None,
     size: Callable[[Any], int | None] | None = None,
+    get: GetFn | None = None,
 ) -> StoreFamily:
     """Teach langchain-ltm a vectorstore class: its filter dialect and distance convention.
 
@@ -161,6 +196,7 @@ def register_vectorstore(
         add: See :class:`StoreFamily`.
         search: See :class:`StoreFamily`.
         size: See :class:`StoreFamily`.
+        get: See :class:`StoreFamily`.
 
     Returns:
         The registered family.
@@ -184,6 +220,7 @@ def register_vectorstore(
             add=add,
             search=search,
             size=size,
+            get=get,
         )
     _REGISTRY[cls if isinstance(cls, str) else _qualname(cls)] = family
     return family
@@ -214,10 +251,7 @@ def family_for(vectorstore: Any, filter_builder: FilterBuilder | None = None) ->
     family = registered(vectorstore)
     if filter_builder is not None:
         base = family or StoreFamily(type(vectorstore).__name__, filter_builder)
-        family = StoreFamily(
-            base.name, filter_builder, base.distance, base.post_filter, base.add, base.search,
-            base.size,
-        )  # fmt: skip
+        family = replace(base, filter_builder=filter_builder)
     if family is None:
         raise UnsupportedVectorStoreError(
             f"langchain-ltm has no filter dialect for {type(vectorstore).__name__}, so it "
@@ -233,7 +267,8 @@ def family_for(vectorstore: Any, filter_builder: FilterBuilder | None = None) ->
             f"{type(vectorstore).__name__} lacks {', '.join(missing)}, which langchain-ltm "
             "needs to keep memories in it (add with ids and precomputed vectors, get_by_ids, "
             "delete(ids), a search by vector with a metadata filter). Register the missing "
-            "calls with register_vectorstore(..., add=..., search=...), or use another engine "
+            "calls with register_vectorstore(..., add=..., search=..., get=...), or use another "
+            "engine "
             "(LongTermMemoryStore.from_sqlite(path, embeddings))."
         )
     return family
@@ -250,17 +285,18 @@ def _implements(vectorstore: Any, method: str) -> bool:
 # ---- the default calls --------------------------------------------------------------
 
 
-def present(vectorstore: Any, ids: Sequence[str]) -> list[str]:
-    """The ids among ``ids`` the store holds."""
+def present(vectorstore: Any, ids: Sequence[str], family: StoreFamily | None = None) -> list[str]:
+    """The ids among ``ids`` the store holds (read through ``family.get`` if it has one)."""
     if not ids:
         return []
     wanted = set(ids)
-    return [d.id for d in vectorstore.get_by_ids(list(ids)) if d.id in wanted]
+    docs = family.documents(vectorstore, ids) if family else vectorstore.get_by_ids(list(ids))
+    return [d.id for d in docs if d.id in wanted]
 
 
-def delete_present(vectorstore: Any, ids: Sequence[str]) -> None:
+def delete_present(vectorstore: Any, ids: Sequence[str], family: StoreFamily | None = None) -> None:
     """Delete the ids the store holds (some stores refuse unknown ids: FAISS does)."""
-    found = present(vectorstore, ids)
+    found = present(vectorstore, ids, family)
     if found:
         vectorstore.delete(found)
 
@@ -271,9 +307,10 @@ def default_add(
     texts: list[str],
     vectors: list[list[float]],
     metadatas: list[dict[str, Any]],
+    family: StoreFamily | None = None,
 ) -> None:
     """Upsert through ``add_embeddings``: the vectors are handed over, never re-embedded."""
-    delete_present(vectorstore, ids)
+    delete_present(vectorstore, ids, family)
     vectorstore.add_embeddings(list(zip(texts, vectors, strict=True)), metadatas=metadatas, ids=ids)
 
 

@@ -14,9 +14,24 @@ __all__ = ["builtin_families"]
 
 def builtin_families() -> dict[str, StoreFamily]:
     """``{"module.QualName": family}`` for every vectorstore supported out of the box."""
-    from langchain_ltm.backends.vectorstore.dialects import chroma, faiss
+    from langchain_ltm.backends.vectorstore.dialects import (
+        chroma,
+        elasticsearch,
+        faiss,
+        mongodb,
+        pgvector,
+        pinecone,
+        weaviate,
+    )
 
     return {
         "langchain_chroma.vectorstores.Chroma": chroma.FAMILY,
         "langchain_community.vectorstores.faiss.FAISS": faiss.FAMILY,
+        "langchain_postgres.v2.vectorstores.PGVectorStore": pgvector.FAMILY,
+        "langchain_postgres.vectorstores.PGVector": pgvector.LEGACY_FAMILY,
+        # filter dialects only: no server for these runs in the tests
+        "langchain_pinecone.vectorstores.PineconeVectorStore": pinecone.FAMILY,
+        "langchain_weaviate.vectorstores.WeaviateVectorStore": weaviate.FAMILY,
+        "langchain_elasticsearch.vectorstores.ElasticsearchStore": elasticsearch.FAMILY,
+        "langchain_mongodb.vectorstores.MongoDBAtlasVectorSearch": mongodb.FAMILY,
     }

@@ -1,0 +1,238 @@
+"""The generic engine's own promises on PGVectorStore (langchain-postgres), live on Postgres.
+
+The older ``PGVector`` class runs the scores, crash, under-fill and isolation cases too.
+
+Its own table layout (``init_vectorstore_table``), JSON metadata or real metadata columns;
+cosine scores for each of its distance strategies; the scope inside its SQL ``WHERE``; a
+search that never under-fills, also on an HNSW index with :class:`IterativeScan`; crash
+and repair (the unit cases, run here on PGVectorStore); the isolation fuzz.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from langchain_ltm import LongTermMemoryStore, UnsupportedVectorStoreError
+from langchain_ltm.backends.vectorstore import VectorStoreBackend, vectorstore_backend
+from langchain_ltm.backends.vectorstore.dialects.pgvector import IterativeScan
+from tests.fakes import KeywordEmbeddings
+from tests.isolation import run_isolation, summary
+from tests.unit_tests import test_vectorstore_backend as unit
+from tests.unit_tests.test_isolation import N_USERS, VECTORSTORE_STEPS
+from tests.vectorstores import (  # noqa: F401  (pg_services: fixture)
+    count_documents,
+    pg_engine,
+    pg_services,
+    pgvector,
+    pgvector_legacy,
+)
+
+DIMS = 64
+pytestmark = pytest.mark.usefixtures("pg_services")
+
+
+@pytest.mark.parametrize(
+    ("make", "strategy"),
+    [
+        (pgvector, "COSINE_DISTANCE"),
+        (pgvector, "EUCLIDEAN"),
+        (pgvector, "INNER_PRODUCT"),
+        (pgvector_legacy, "COSINE"),
+        (pgvector_legacy, "EUCLIDEAN"),
+        (pgvector_legacy, "MAX_INNER_PRODUCT"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else v.__name__,
+)
+def test_scores_are_cosine_similarities(make, strategy, tmp_path):
+    emb = KeywordEmbeddings(DIMS)
+    backend = vectorstore_backend(make(emb, strategy=strategy), catalog=tmp_path / "c.db")
+    store = LongTermMemoryStore(backend, embeddings=emb, fields=["text"])
+    for i, text in enumerate(["green tea with honey", "black coffee", "tea and coffee together"]):
+        store.put(("docs", "u1"), str(i), {"text": text})
+    hits = store.search(("docs", "u1"), query="green tea", limit=3)
+    assert len(hits) == 3
+    q = np.array(emb.embed_query("green tea"))
+    for hit in hits:
+        v = np.array(emb.embed_documents([hit.value["text"]])[0])
+        expected = float(q @ v / np.linalg.norm(q) / np.linalg.norm(v))
+        assert hit.score == pytest.approx(expected, abs=1e-5)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    store.close()
+
+
+def test_the_scope_is_in_the_stores_sql(tmp_path):
+    emb = KeywordEmbeddings(DIMS)
+    backend = vectorstore_backend(pgvector(emb), catalog=tmp_path / "c.db")
+    sid = backend.catalog.store_id
+    assert backend.capabilities.name == "vectorstore:pgvector"
+    assert backend.scope_filter(("memories", "alice")) == {
+        "$and": [
+            {"ltm_store": {"$eq": sid}},
+            {"ltm_n0": {"$eq": "memories"}},
+            {"ltm_n1": {"$eq": "alice"}},
+        ]
+    }
+    # what PGVectorStore makes of it: one WHERE on the JSON metadata, in the ranked query
+    inner = backend.vectorstore._PGVectorStore__vs
+    clause, params = inner._create_filter_clause(backend.scope_filter(("memories", "alice")))
+    assert "langchain_metadata->>'ltm_n1'" in clause
+    assert sorted(params.values()) == sorted([sid, "memories", "alice"])
+    backend.close()
+
+
+@pytest.mark.parametrize("columns", [False, True], ids=["json-metadata", "metadata-columns"])
+def test_a_user_search_never_under_fills(columns, tmp_path):
+    """Many other users' documents nearer the query than any of u1's: u1 still gets k."""
+    emb = KeywordEmbeddings(DIMS)
+    vs = pgvector(emb, metadata_columns=columns)
+    store = LongTermMemoryStore(vectorstore_backend(vs, catalog=tmp_path / "c.db"), embeddings=emb)
+    store.batch(
+        [
+            _put(("docs", f"other{u}"), str(i), f"tea tea tea {i}")
+            for u in range(40)
+            for i in range(10)
+        ]
+    )
+    for i in range(12):
+        store.put(("docs", "u1"), str(i), {"text": f"coffee note {i}"})
+    hits = store.search(("docs", "u1"), query="tea", limit=10)
+    assert len(hits) == 10
+    assert {tuple(h.namespace) for h in hits} == {("docs", "u1")}
+    hits = store.search(("docs", "u1"), query="tea", limit=3, filter={"text": "coffee note 7"})
+    assert [h.key for h in hits] == ["7"]
+    if columns:  # the scope went to the real columns, not into the JSON
+        row = vs.get(where={"ltm_n1": {"$eq": "u1"}}, include=["metadatas"])
+        assert len(row["ids"]) == 12
+    store.close()
+
+
+class _IndexOnly(IterativeScan):
+    """The iterative scan, with the planner kept off a sequential scan of the small table."""
+
+    def to_parameter(self):
+        return [*super().to_parameter(), "enable_seqscan = off"]
+
+
+class _PlainIndex:
+    def to_parameter(self):
+        return ["hnsw.ef_search = 10", "enable_seqscan = off"]
+
+
+def test_an_hnsw_index_with_iterative_scan_never_under_fills(tmp_path):
+    """pgvector filters what its HNSW scan yields: IterativeScan keeps scanning until k pass."""
+    from langchain_postgres import PGVectorStore
+    from langchain_postgres.v2.indexes import HNSWIndex
+
+    emb = KeywordEmbeddings(DIMS)
+    vs = pgvector(emb, index_query_options=_IndexOnly(ef_search=10))
+    store = LongTermMemoryStore(vectorstore_backend(vs, catalog=tmp_path / "c.db"), embeddings=emb)
+    store.batch(
+        [_put(("docs", f"o{u}"), str(i), f"tea tea {u} {i}") for u in range(30) for i in range(10)]
+    )
+    store.batch([_put(("docs", "u1"), str(i), f"coffee note {i}") for i in range(12)])
+    vs.apply_vector_index(HNSWIndex())
+    hits = store.search(("docs", "u1"), query="tea", limit=10)
+    assert len(hits) == 10 and {h.namespace for h in hits} == {("docs", "u1")}
+    # the same table and index without the iterative scan: pgvector returns too few
+    table = vs._PGVectorStore__vs.table_name
+    plain = PGVectorStore.create_sync(
+        pg_engine(),
+        emb,
+        table,
+        index_query_options=_PlainIndex(),  # type: ignore[arg-type]
+    )
+    where = store.backend.scope_filter(("docs", "u1"))
+    short = plain.similarity_search_with_score_by_vector(emb.embed_query("tea"), k=10, filter=where)
+    assert len(short) < 10
+    store.close()
+
+
+def test_vectors_are_handed_over_and_other_rows_untouched(tmp_path):
+    emb = KeywordEmbeddings(DIMS)
+    vs = pgvector(emb)
+    theirs = "00000000-0000-4000-8000-000000000001"
+    vs.add_embeddings(["someone else's row"], [[1.0] + [0.0] * (DIMS - 1)], ids=[theirs])
+    before = emb.texts_embedded
+    store = LongTermMemoryStore(vs)
+    store.remember("alice", ["likes tea", "lives in Lisbon", "has a dog"])
+    assert emb.texts_embedded - before == 3  # one batch, embedded once, by us
+    assert count_documents(vs) == 4
+    store.clear_user("alice")
+    assert store.list_all("alice") == []
+    assert [d.id for d in vs.get_by_ids([theirs])] == [theirs]
+    assert count_documents(vs) == 1
+    store.close()
+
+
+KINDS = ["pgvector", "pgvector-legacy"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_crash_before_the_catalog_commit(kind, tmp_path, monkeypatch):
+    unit.test_a_crash_before_the_catalog_commit_leaves_the_old_version(kind, tmp_path, monkeypatch)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_crash_after_the_catalog_commit(kind, tmp_path, monkeypatch):
+    unit.test_a_crash_after_the_commit_shows_the_new_version_only(kind, tmp_path, monkeypatch)
+
+
+def test_the_older_pgvector_scopes_in_its_sql_and_never_under_fills(tmp_path):
+    emb = KeywordEmbeddings(DIMS)
+    vs = pgvector_legacy(emb)
+    backend = vectorstore_backend(vs, catalog=tmp_path / "c.db")
+    assert backend.capabilities.name == "vectorstore:pgvector-legacy"
+    clause = vs._create_filter_clause(backend.scope_filter(("docs", "u1")))
+    compiled = clause.compile()
+    assert str(compiled).count("jsonb_path_match(langchain_pg_embedding.cmetadata") == 3
+    assert "$.ltm_n1 == $value" in compiled.params.values()
+    assert {"value": "u1"} in compiled.params.values()
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    store.batch(
+        [_put(("docs", f"o{u}"), str(i), f"tea tea {i}") for u in range(30) for i in range(10)]
+    )
+    store.batch([_put(("docs", "u1"), str(i), f"coffee note {i}") for i in range(12)])
+    hits = store.search(("docs", "u1"), query="tea", limit=10)
+    assert len(hits) == 10 and {h.namespace for h in hits} == {("docs", "u1")}
+    store.close()
+
+
+def test_layouts_that_would_lose_metadata_or_scores_are_refused(tmp_path):
+    from langchain_postgres.v2.hybrid_search_config import HybridSearchConfig
+
+    emb = KeywordEmbeddings(DIMS)
+    no_json = pgvector(emb, metadata_json_column=None)
+    with pytest.raises(UnsupportedVectorStoreError, match="metadata_json_column"):
+        VectorStoreBackend(no_json, catalog=tmp_path / "a.db")
+    hybrid = pgvector(emb, hybrid_search_config=HybridSearchConfig())
+    with pytest.raises(UnsupportedVectorStoreError, match="hybrid_search_config"):
+        VectorStoreBackend(hybrid, catalog=tmp_path / "b.db")
+    assert not list(tmp_path.glob("*.db-journal"))
+
+
+def test_iterative_scan_rejects_bad_settings():
+    with pytest.raises(ValueError, match="strict_order"):
+        IterativeScan(order="fast")
+    with pytest.raises(ValueError, match="positive"):
+        IterativeScan(ef_search=0)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_no_leaks_and_nothing_lost(kind, tmp_path, capsys):
+    from tests.vectorstores import open_store
+
+    store = open_store(kind, KeywordEmbeddings(64), tmp_path, upsert_threshold=0.999)
+    report = run_isolation(store, n_users=N_USERS, steps=VECTORSTORE_STEPS, seed=29)
+    with capsys.disabled():
+        print("\nisolation", summary(report, kind, N_USERS))
+    assert report.operations >= N_USERS * VECTORSTORE_STEPS * 0.9
+    assert report.leaks == []
+    assert report.missing == []
+    store.close()
+
+
+def _put(namespace, key, text):
+    from langgraph.store.base import PutOp
+
+    return PutOp(namespace, key, {"text": text})

@@ -1,0 +1,420 @@
+"""The cloud stores' dialects, checked against what each integration package emits.
+
+Pinecone, Weaviate, Elasticsearch and MongoDB Atlas cannot run here. Each store object is
+built offline from its own package (no connection is opened: sockets are blocked in unit
+tests), our scope filter goes through the package's own search call or query builder, and
+the test asserts on the request the package would send: the scope inside the engine's
+filter, never applied afterwards. A package that is not installed skips its tests.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from langchain_ltm import LongTermMemoryStore, UnsupportedVectorStoreError
+from langchain_ltm.backends.vectorstore import DISTANCES, VectorStoreBackend
+from langchain_ltm.backends.vectorstore.family import family_for, registered
+from tests.fakes import KeywordEmbeddings
+
+DIMS = 8
+SCOPE = {"ltm_store": "s1", "ltm_n0": "memories", "ltm_n1": "alice"}
+VECTOR = [1.0] + [0.0] * (DIMS - 1)
+
+
+def _cos_to(kind: str, cos: float) -> float:
+    """What an engine of each convention reports for two unit vectors at cosine ``cos``."""
+    d2 = 2.0 - 2.0 * cos  # squared Euclidean distance
+    return {
+        "cosine": 1.0 - cos,
+        "l2": d2,
+        "euclidean": math.sqrt(d2),
+        "ip": cos,
+        "similarity": cos,
+        "negative_ip": -cos,
+        "shifted_cosine": (1.0 + cos) / 2.0,  # Elasticsearch and Atlas, as they document
+        "inverse_squared_l2": 1.0 / (1.0 + d2),  # Elasticsearch l2_norm
+        "inverse_l2": 1.0 / (1.0 + math.sqrt(d2)),  # Atlas euclidean
+    }[kind]
+
+
+@pytest.mark.parametrize("kind", sorted(DISTANCES))
+@pytest.mark.parametrize("cos", [1.0, 0.8, 0.1, -0.5])
+def test_every_convention_turns_back_into_the_cosine(kind, cos):
+    assert DISTANCES[kind](_cos_to(kind, cos)) == pytest.approx(cos, abs=1e-9)
+
+
+# ---- Pinecone -----------------------------------------------------------------------
+
+
+def _pinecone(metric: str = "COSINE"):
+    pytest.importorskip("langchain_pinecone")
+    from langchain_pinecone import PineconeVectorStore
+    from langchain_pinecone._utilities import DistanceStrategy
+    from pinecone import Pinecone
+
+    index = Pinecone(api_key="offline").Index(host="https://offline.invalid")
+    return PineconeVectorStore(
+        index=index,
+        embedding=KeywordEmbeddings(DIMS),
+        text_key="text",
+        namespace="ns",
+        distance_strategy=DistanceStrategy[metric],
+    )
+
+
+def test_pinecone_sends_the_scope_as_its_metadata_filter(monkeypatch):
+    from pinecone.core.openapi.db_data.models import QueryResponse
+
+    from langchain_ltm.backends.vectorstore.dialects import pinecone as dialect
+
+    vs = _pinecone()
+    sent = []
+
+    def query_vectors(request, **kwargs):
+        sent.append(request)
+        return QueryResponse(matches=[], namespace="ns")
+
+    monkeypatch.setattr(vs.index._vector_api, "query_vectors", query_vectors)
+    where = registered(vs).filter_builder(SCOPE)
+    assert dialect.search(vs, VECTOR, 7, where) == []
+    (request,) = sent
+    assert request.filter == {
+        "$and": [
+            {"ltm_store": {"$eq": "s1"}},
+            {"ltm_n0": {"$eq": "memories"}},
+            {"ltm_n1": {"$eq": "alice"}},
+        ]
+    }
+    assert request.top_k == 7 and request.vector == VECTOR and request.namespace == "ns"
+    assert dialect.where({"ltm_store": "s1"}) == {"ltm_store": {"$eq": "s1"}}
+
+
+def test_pinecone_upserts_our_vectors_with_the_text_in_its_text_key(monkeypatch):
+    vs = _pinecone()
+    sent = []
+    monkeypatch.setattr(
+        vs.index._vector_api, "upsert_vectors", lambda request, **kw: sent.append(request)
+    )
+    registered(vs).add(vs, ["id1"], ["likes tea"], [VECTOR], [{"ltm_n1": "alice"}])
+    (request,) = sent
+    (vector,) = request.vectors
+    assert vector.id == "id1" and vector.values == VECTOR
+    assert vector.metadata == {"ltm_n1": "alice", "text": "likes tea"}
+    assert request.namespace == "ns"
+
+
+@pytest.mark.parametrize(
+    ("metric", "kind"),
+    [("COSINE", "similarity"), ("MAX_INNER_PRODUCT", "ip"), ("EUCLIDEAN_DISTANCE", "l2")],
+)
+def test_pinecone_score_follows_its_metric(metric, kind):
+    vs = _pinecone(metric)
+    assert registered(vs).distance(vs) == kind
+
+
+def test_pinecone_reads_documents_back_with_fetch(monkeypatch):
+    from pinecone.core.openapi.db_data.models import FetchResponse, Vector
+
+    vs = _pinecone()
+    asked = []
+
+    def fetch_vectors(ids, **kwargs):
+        asked.append((ids, kwargs.get("namespace")))
+        found = Vector(id="id1", values=VECTOR, metadata={"text": "likes tea", "ltm_n1": "a"})
+        return FetchResponse(vectors={"id1": found}, namespace="ns")
+
+    monkeypatch.setattr(vs.index._vector_api, "fetch_vectors", fetch_vectors)
+    family = family_for(vs)  # no get_by_ids needed: the family reads through fetch
+    (doc,) = family.documents(vs, ["id1", "gone"])
+    assert asked == [(["id1", "gone"], "ns")]
+    assert (doc.id, doc.page_content, doc.metadata) == ("id1", "likes tea", {"ltm_n1": "a"})
+
+
+def test_pinecone_through_our_engine_sends_each_user_scope(monkeypatch, tmp_path):
+    from pinecone.core.openapi.db_data.models import QueryResponse, UpsertResponse
+
+    vs = _pinecone()
+    upserts, queries = [], []
+
+    def upsert_vectors(request, **kwargs):
+        upserts.append(request)
+        return UpsertResponse(upserted_count=len(request.vectors))
+
+    def query_vectors(request, **kwargs):
+        queries.append(request)
+        return QueryResponse(matches=[], namespace="ns")
+
+    monkeypatch.setattr(vs.index._vector_api, "upsert_vectors", upsert_vectors)
+    monkeypatch.setattr(vs.index._vector_api, "query_vectors", query_vectors)
+    emb = KeywordEmbeddings(DIMS)
+    backend = VectorStoreBackend(vs, catalog=tmp_path / "c.db")
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    assert store.remember("alice", "likes green tea").action == "created"
+    (written,) = upserts[-1].vectors
+    assert written.values == pytest.approx(emb.embed_documents(["likes green tea"])[0])
+    assert written.metadata["ltm_n1"] == "alice" and written.metadata["text"] == "likes green tea"
+    assert store.recall("bob", "tea") == []  # nothing comes back from the recorder
+    assert queries[-1].filter == {
+        "$and": [
+            {"ltm_store": {"$eq": backend.catalog.store_id}},
+            {"ltm_n0": {"$eq": "memories"}},
+            {"ltm_n1": {"$eq": "bob"}},
+        ]
+    }
+    store.close()
+
+
+# ---- Elasticsearch ------------------------------------------------------------------
+
+
+def _elasticsearch(distance: str = "COSINE", **strategy):
+    pytest.importorskip("langchain_elasticsearch")
+    from elasticsearch import Elasticsearch
+    from langchain_elasticsearch import DenseVectorStrategy, ElasticsearchStore
+    from langchain_elasticsearch._utilities import DistanceStrategy
+
+    return ElasticsearchStore(
+        "memories",
+        embedding=KeywordEmbeddings(DIMS),
+        client=Elasticsearch("http://offline.invalid:9200"),
+        strategy=DenseVectorStrategy(distance=DistanceStrategy[distance], **strategy),
+    )
+
+
+def test_elasticsearch_puts_the_scope_inside_the_knn_filter(monkeypatch):
+    vs = _elasticsearch()
+    sent = []
+
+    def search(**body):
+        sent.append(body)
+        return {"hits": {"hits": [{"_id": "d1", "_score": 0.9, "_source": {
+            "text": "likes tea", "metadata": {"ltm_n1": "alice"}}}]}}  # fmt: skip
+
+    monkeypatch.setattr(vs._store.client, "search", search)
+    family = registered(vs)
+    hits = family.search(vs, VECTOR, 80, family.filter_builder(SCOPE))
+    (body,) = sent
+    knn = body["knn"]
+    assert knn["filter"] == [
+        {"term": {"metadata.ltm_store.keyword": "s1"}},
+        {"term": {"metadata.ltm_n0.keyword": "memories"}},
+        {"term": {"metadata.ltm_n1.keyword": "alice"}},
+    ]  # in the kNN section: applied during the approximate search, not after it
+    assert "query" not in body and "post_filter" not in body
+    assert knn["k"] == 80 and knn["num_candidates"] >= 80 and knn["query_vector"] == VECTOR
+    assert [(d.id, d.page_content, s) for d, s in hits] == [("d1", "likes tea", 0.9)]
+
+
+def test_elasticsearch_with_an_explicit_keyword_mapping():
+    from langchain_ltm.backends.vectorstore.dialects.elasticsearch import where_for
+
+    assert where_for("")({"ltm_n1": "alice"}) == [{"term": {"metadata.ltm_n1": "alice"}}]
+
+
+@pytest.mark.parametrize(
+    ("distance", "kind"),
+    [
+        ("COSINE", "shifted_cosine"),
+        ("DOT_PRODUCT", "shifted_cosine"),
+        ("EUCLIDEAN_DISTANCE", "inverse_squared_l2"),
+    ],
+)
+def test_elasticsearch_score_follows_its_similarity(distance, kind):
+    vs = _elasticsearch(distance)
+    assert registered(vs).distance(vs) == kind
+
+
+def test_elasticsearch_hybrid_is_refused():
+    vs = _elasticsearch(hybrid=True)
+    with pytest.raises(UnsupportedVectorStoreError, match="hybrid"):
+        registered(vs).converter(vs)
+
+
+def test_elasticsearch_reads_documents_back_with_mget(monkeypatch):
+    vs = _elasticsearch()
+    asked = []
+
+    def mget(index, ids, **kwargs):
+        asked.append((index, ids))
+        return {"docs": [
+            {"_id": "a", "found": True, "_source": {"text": "likes tea", "metadata": {"k": 1}}},
+            {"_id": "b", "found": False},
+        ]}  # fmt: skip
+
+    monkeypatch.setattr(vs._store.client, "mget", mget)
+    (doc,) = family_for(vs).documents(vs, ["a", "b"])
+    assert asked == [("memories", ["a", "b"])]
+    assert (doc.id, doc.page_content, doc.metadata) == ("a", "likes tea", {"k": 1})
+
+
+# ---- MongoDB Atlas ------------------------------------------------------------------
+
+
+class _Recorder:
+    """Stands in for the collection's I/O calls: records what the package sends."""
+
+    def __init__(self, collection, monkeypatch):
+        self.pipelines: list[list[dict]] = []
+        self.writes: list[list] = []
+        monkeypatch.setattr(collection, "aggregate", self.aggregate, raising=False)
+        monkeypatch.setattr(collection, "bulk_write", self.bulk_write, raising=False)
+
+    def aggregate(self, pipeline, *args, **kwargs):
+        self.pipelines.append(pipeline)
+        return iter([])
+
+    def bulk_write(self, ops, *args, **kwargs):
+        self.writes.append(list(ops))
+
+
+def _mongodb(similarity: str = "cosine"):
+    pytest.importorskip("langchain_mongodb")
+    from langchain_mongodb import MongoDBAtlasVectorSearch
+    from pymongo import MongoClient
+
+    client = MongoClient("mongodb://offline.invalid:27017", connect=False)
+    return MongoDBAtlasVectorSearch(
+        client["db"]["memories"],
+        KeywordEmbeddings(DIMS),
+        index_name="vector_index",
+        relevance_score_fn=similarity,
+    )
+
+
+def test_mongodb_scope_is_the_vector_search_stage_filter_through_our_engine(monkeypatch, tmp_path):
+    vs = _mongodb()
+    rec = _Recorder(vs.collection, monkeypatch)
+    backend = VectorStoreBackend(vs, catalog=tmp_path / "c.db")
+    store = LongTermMemoryStore(backend, embeddings=KeywordEmbeddings(DIMS))
+    store.remember("alice", "likes green tea")
+    (ops,) = rec.writes
+    (op,) = ops
+    doc = op._doc
+    assert doc["text"] == "likes green tea" and len(doc["embedding"]) == DIMS
+    assert doc["ltm_n1"] == "alice" and doc["_id"] == op._filter["_id"]
+    assert store.recall("alice", "tea") == []  # the recorder returns no rows
+    stage = rec.pipelines[-1][0]["$vectorSearch"]
+    sid = backend.catalog.store_id
+    assert stage["filter"] == {
+        "$and": [
+            {"ltm_store": {"$eq": sid}},
+            {"ltm_n0": {"$eq": "memories"}},
+            {"ltm_n1": {"$eq": "alice"}},
+        ]
+    }
+    assert stage["path"] == "embedding" and stage["index"] == "vector_index"
+    assert stage["numCandidates"] >= stage["limit"]
+    store.close()
+
+
+def test_mongodb_index_declares_the_scope_keys_as_filter_fields():
+    pytest.importorskip("langchain_mongodb")
+    from pymongo_search_utils.index import vector_search_index_definition  # what it calls
+
+    from langchain_ltm.backends.vectorstore.dialects.mongodb import FILTER_FIELDS
+
+    definition = vector_search_index_definition(
+        path="embedding", dimensions=DIMS, similarity="cosine", filters=FILTER_FIELDS
+    )
+    filters = [f["path"] for f in definition["fields"] if f["type"] == "filter"]
+    assert filters == ["ltm_store", "ltm_n0", "ltm_n1"]
+    (vector,) = [f for f in definition["fields"] if f["type"] == "vector"]
+    assert (vector["path"], vector["numDimensions"]) == ("embedding", DIMS)
+
+
+@pytest.mark.parametrize(
+    ("similarity", "kind"),
+    [("cosine", "shifted_cosine"), ("dotProduct", "shifted_cosine"), ("euclidean", "inverse_l2")],
+)
+def test_mongodb_score_follows_its_similarity(similarity, kind):
+    vs = _mongodb(similarity)
+    assert registered(vs).distance(vs) == kind
+
+
+# ---- Weaviate -----------------------------------------------------------------------
+
+
+def test_weaviate_filter_is_a_v4_filter_the_client_sends_as_one_and():
+    pytest.importorskip("langchain_weaviate")
+    from weaviate.collections.filters import _FilterToGRPC
+    from weaviate.proto.v1 import base_pb2
+
+    from langchain_ltm.backends.vectorstore.dialects import weaviate as dialect
+
+    grpc = _FilterToGRPC.convert(dialect.where(SCOPE))
+    assert grpc.operator == base_pb2.Filters.OPERATOR_AND
+    assert [(f.target.property, f.value_text, f.operator) for f in grpc.filters] == [
+        ("ltm_store", "s1", base_pb2.Filters.OPERATOR_EQUAL),
+        ("ltm_n0", "memories", base_pb2.Filters.OPERATOR_EQUAL),
+        ("ltm_n1", "alice", base_pb2.Filters.OPERATOR_EQUAL),
+    ]
+    one = _FilterToGRPC.convert(dialect.where({"ltm_store": "s1"}))
+    assert (one.target.property, one.value_text) == ("ltm_store", "s1")
+
+
+def test_weaviate_distance_follows_the_collection_metric():
+    pytest.importorskip("langchain_weaviate")
+    from weaviate.classes.config import VectorDistances
+
+    from langchain_ltm.backends.vectorstore.dialects.weaviate import metric_distance
+
+    assert metric_distance(VectorDistances.COSINE) == "cosine"
+    assert metric_distance(VectorDistances.DOT) == "negative_ip"
+    assert metric_distance(VectorDistances.L2_SQUARED) == "l2"
+    assert metric_distance(VectorDistances.HAMMING) not in DISTANCES  # refused, by name
+
+
+def test_each_cloud_family_is_registered_under_its_class():
+    from langchain_ltm.backends.vectorstore.dialects import builtin_families
+
+    names = {
+        "langchain_pinecone": "PineconeVectorStore",
+        "langchain_weaviate": "WeaviateVectorStore",
+        "langchain_elasticsearch": "ElasticsearchStore",
+        "langchain_mongodb": "MongoDBAtlasVectorSearch",
+    }
+    families = builtin_families()
+    for module, name in names.items():
+        package = pytest.importorskip(module)
+        cls = getattr(package, name)
+        assert families[f"{cls.__module__}.{cls.__qualname__}"].name in module
+
+
+# ---- a store without get_by_ids, taught its read call -------------------------------
+
+
+def test_register_vectorstore_with_a_get_call_for_a_store_without_get_by_ids(tmp_path):
+    from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
+
+    from langchain_ltm.backends.vectorstore import register_vectorstore, vectorstore_backend
+    from tests.unit_tests.test_vectorstore_backend import _Mine
+
+    class _NoGet(_Mine):
+        get_by_ids = VectorStore.get_by_ids  # what Pinecone, Weaviate, Elasticsearch lack
+
+    emb = KeywordEmbeddings(DIMS)
+    register_vectorstore(_NoGet, dict, distance="similarity")
+    with pytest.raises(UnsupportedVectorStoreError, match="get_by_ids"):
+        LongTermMemoryStore(_NoGet(emb))
+    reads = []
+
+    def get(vs, ids):
+        reads.append(list(ids))
+        return InMemoryVectorStore.get_by_ids(vs, ids)
+
+    register_vectorstore(_NoGet, dict, distance="similarity", get=get)
+    vs = _NoGet(emb)
+    backend = vectorstore_backend(vs, catalog=tmp_path / "c.db")
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    store.remember("alice", "likes green tea")
+    fact = store.remember("alice", "works at the bakery").fact
+    store.forget("alice", fact.id)
+    assert [f.content for f in store.list_all("alice")] == ["likes green tea"]
+    assert reads  # the documents were looked up through get=, not get_by_ids
+    backend.catalog.journal_add(["00000000-0000-4000-8000-00000000000f"], "adding")
+    assert backend.repair(grace_seconds=0) == 0 and reads[-1] == [
+        "00000000-0000-4000-8000-00000000000f"
+    ]
+    store.close()
