@@ -9,7 +9,8 @@ vectorstore's standard methods do not take precomputed vectors.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import dataclasses
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,10 @@ Scored = list[tuple[Document, float]]
 FilterBuilder = Callable[[Mapping[str, str]], Any]
 AddFn = Callable[[Any, list[str], list[str], list[list[float]], list[dict[str, Any]]], None]
 SearchFn = Callable[[Any, list[float], int, Any], Scored]
+AAddFn = Callable[
+    [Any, list[str], list[str], list[list[float]], list[dict[str, Any]]], Awaitable[None]
+]
+ASearchFn = Callable[[Any, list[float], int, Any], Awaitable[Scored]]
 
 
 def _from_cosine_distance(d: float) -> float:
@@ -77,6 +82,15 @@ class StoreFamily:
             ``similarity_search_with_score_by_vector(vector, k=k, filter=filter)``.
         size: Number of documents in the store (bounds the widening for post-filtering
             stores); default: unknown.
+        aadd: The async twin of ``add`` (a coroutine function, same arguments); default:
+            the store's own ``aadd_embeddings`` when its class defines one and ``add`` is
+            the default, else ``add`` on the backend's threads.
+        asearch: The async twin of ``search``; default: the store's own
+            ``asimilarity_search_with_score_by_vector`` when its class defines one and
+            ``search`` is the default, else ``search`` on the backend's threads.
+        native_async: ``False``: never use the store's coroutines (for stores whose async
+            methods only wrap the sync ones in an executor, or are not thread-safe), the
+            async calls then run the sync ones on the backend's threads.
 
     Example:
         >>> fam = StoreFamily("mine", filter_builder=lambda eq: dict(eq), distance="cosine")
@@ -91,6 +105,9 @@ class StoreFamily:
     add: AddFn | None = None
     search: SearchFn | None = None
     size: Callable[[Any], int | None] | None = None
+    aadd: AAddFn | None = None
+    asearch: ASearchFn | None = None
+    native_async: bool = True
 
     def __post_init__(self) -> None:
         if self.post_filter and self.size is None:
@@ -118,6 +135,28 @@ class StoreFamily:
         """One engine score as a cosine similarity."""
         return self.converter(vectorstore)(float(score))
 
+    def async_calls(self, vectorstore: Any) -> tuple[AAddFn | None, ASearchFn | None]:
+        """The native coroutines for add and search on ``vectorstore`` (``None``: none).
+
+        A family's own ``aadd``/``asearch`` win; otherwise the store's standard async
+        methods are used where its class defines them itself (LangChain's ``VectorStore``
+        has no ``aadd_embeddings`` nor ``asimilarity_search_with_score_by_vector``, so a
+        class that has one wrote it) and the family keeps the standard sync call.
+        """
+        if not self.native_async:
+            return None, None
+        aadd = self.aadd
+        if aadd is None and self.add is None and defines(vectorstore, "aadd_embeddings"):
+            aadd = default_aadd
+        asearch = self.asearch
+        if (
+            asearch is None
+            and self.search is None
+            and defines(vectorstore, "asimilarity_search_with_score_by_vector")
+        ):
+            asearch = default_asearch
+        return aadd, asearch
+
     def required(self) -> list[str]:
         """The vectorstore methods this family calls."""
         needed = ["get_by_ids", "delete"]
@@ -144,6 +183,9 @@ def register_vectorstore(
     add: AddFn | None = None,
     search: SearchFn | None = None,
     size: Callable[[Any], int | None] | None = None,
+    aadd: AAddFn | None = None,
+    asearch: ASearchFn | None = None,
+    native_async: bool = True,
 ) -> StoreFamily:
     """Teach langchain-ltm a vectorstore class: its filter dialect and distance convention.
 
@@ -161,6 +203,9 @@ def register_vectorstore(
         add: See :class:`StoreFamily`.
         search: See :class:`StoreFamily`.
         size: See :class:`StoreFamily`.
+        aadd: See :class:`StoreFamily`.
+        asearch: See :class:`StoreFamily`.
+        native_async: See :class:`StoreFamily`.
 
     Returns:
         The registered family.
@@ -184,6 +229,9 @@ def register_vectorstore(
             add=add,
             search=search,
             size=size,
+            aadd=aadd,
+            asearch=asearch,
+            native_async=native_async,
         )
     _REGISTRY[cls if isinstance(cls, str) else _qualname(cls)] = family
     return family
@@ -214,10 +262,7 @@ def family_for(vectorstore: Any, filter_builder: FilterBuilder | None = None) ->
     family = registered(vectorstore)
     if filter_builder is not None:
         base = family or StoreFamily(type(vectorstore).__name__, filter_builder)
-        family = StoreFamily(
-            base.name, filter_builder, base.distance, base.post_filter, base.add, base.search,
-            base.size,
-        )  # fmt: skip
+        family = dataclasses.replace(base, filter_builder=filter_builder)
     if family is None:
         raise UnsupportedVectorStoreError(
             f"langchain-ltm has no filter dialect for {type(vectorstore).__name__}, so it "
@@ -245,6 +290,12 @@ def _implements(vectorstore: Any, method: str) -> bool:
         return False
     base = getattr(VectorStore, method, None)
     return base is None or fn is not base
+
+
+def defines(vectorstore: Any, method: str) -> bool:
+    """The store's class (not LangChain's base) defines ``method``."""
+    fn = getattr(type(vectorstore), method, None)
+    return fn is not None and fn is not getattr(VectorStore, method, None)
 
 
 # ---- the default calls --------------------------------------------------------------
@@ -280,6 +331,37 @@ def default_add(
 def default_search(vectorstore: Any, vector: list[float], k: int, where: Any) -> Scored:
     """``similarity_search_with_score_by_vector`` with the scope filter."""
     return list(vectorstore.similarity_search_with_score_by_vector(vector, k=k, filter=where))
+
+
+async def adelete_present(vectorstore: Any, ids: Sequence[str]) -> None:
+    """Async twin of :func:`delete_present` (the store's ``aget_by_ids`` and ``adelete``)."""
+    if not ids:
+        return
+    wanted = set(ids)
+    found = [d.id for d in await vectorstore.aget_by_ids(list(ids)) if d.id in wanted]
+    if found:
+        await vectorstore.adelete(found)
+
+
+async def default_aadd(
+    vectorstore: Any,
+    ids: list[str],
+    texts: list[str],
+    vectors: list[list[float]],
+    metadatas: list[dict[str, Any]],
+) -> None:
+    """Async twin of :func:`default_add`, through the store's own ``aadd_embeddings``."""
+    await adelete_present(vectorstore, ids)
+    await vectorstore.aadd_embeddings(
+        list(zip(texts, vectors, strict=True)), metadatas=metadatas, ids=ids
+    )
+
+
+async def default_asearch(vectorstore: Any, vector: list[float], k: int, where: Any) -> Scored:
+    """The store's own ``asimilarity_search_with_score_by_vector`` with the scope filter."""
+    return list(
+        await vectorstore.asimilarity_search_with_score_by_vector(vector, k=k, filter=where)
+    )
 
 
 _BUILTINS_LOADED = False
