@@ -25,6 +25,7 @@ from langchain_ltm.backends.vectorstore import StoreFamily, VectorStoreBackend, 
 from langchain_ltm.backends.vectorstore._catalog import ADDING, Catalog
 from langchain_ltm.backends.vectorstore.dialects import chroma as chroma_dialect
 from tests.fakes import KeywordEmbeddings
+from tests.store_contract import BaseStoreContract
 from tests.vectorstores import chroma, faiss
 
 DIMS = 64
@@ -474,3 +475,27 @@ def test_journal_rows_are_adding_then_cleared(tmp_path):
     assert backend.repair(grace_seconds=0) == 0  # not in the store: nothing to delete
     assert backend.catalog.journal_pending(grace_seconds=-1) == []
     backend.close()
+
+
+class TestNativeAsyncContract(BaseStoreContract):
+    """The whole BaseStore contract, sync and async, on a store with native coroutines."""
+
+    @pytest.fixture
+    def store_factory(self, tmp_path):
+        opened: list[LongTermMemoryStore] = []
+        names = iter(range(1000))
+
+        def make(fields=None, ttl=None) -> LongTermMemoryStore:
+            options = {} if ttl is None else {"ttl": ttl}
+            emb = KeywordEmbeddings(DIMS)
+            backend = vectorstore_backend(
+                _Recording(emb), catalog=tmp_path / f"n{next(names)}.db", family=_RECORDING
+            )
+            assert backend.capabilities.extra["native_async"] == {"add": True, "search": True}
+            store = LongTermMemoryStore(backend, embeddings=emb, fields=fields, **options)
+            opened.append(store)
+            return store
+
+        yield make
+        for store in opened:
+            store.close()
