@@ -21,7 +21,12 @@ from langgraph.store.base import PutOp
 
 from langchain_ltm import LongTermMemoryStore
 from langchain_ltm.backends.base import SearchRequest
-from langchain_ltm.backends.vectorstore import StoreFamily, VectorStoreBackend, vectorstore_backend
+from langchain_ltm.backends.vectorstore import (
+    StoreFamily,
+    VectorStoreBackend,
+    register_vectorstore,
+    vectorstore_backend,
+)
 from langchain_ltm.backends.vectorstore._catalog import ADDING, Catalog
 from langchain_ltm.backends.vectorstore.dialects import chroma as chroma_dialect
 from tests.fakes import KeywordEmbeddings
@@ -499,3 +504,26 @@ class TestNativeAsyncContract(BaseStoreContract):
         yield make
         for store in opened:
             store.close()
+
+
+def test_a_filter_builder_override_keeps_the_familys_other_calls(tmp_path):
+    async def asearch(vs, vector, k, where):  # pragma: no cover - never awaited here
+        return []
+
+    family = dataclasses.replace(_RECORDING, asearch=asearch, native_async=True)
+    register_vectorstore(_Registered, family)
+    backend = vectorstore_backend(
+        _Registered(KeywordEmbeddings(DIMS)),
+        catalog=tmp_path / "c.db",
+        filter_builder=lambda eq: {"all": dict(eq)},
+    )
+    assert backend.family.asearch is asearch
+    assert backend.family.distance == "similarity"
+    assert backend.scope_filter(("m",)) == {
+        "all": {"ltm_store": backend.catalog.store_id, "ltm_n0": "m"}
+    }
+    backend.close()
+
+
+class _Registered(_Recording):
+    pass

@@ -3,8 +3,9 @@
 A :class:`StoreFamily` is the whole per-engine part of the generic backend: the filter
 dialect (equalities on our metadata keys -> the engine's own filter object), the engine's
 distance convention (converted to cosine), whether the engine filters after its ANN (then
-the backend passes ``fetch_k`` and widens it), and the add/search calls when the
-vectorstore's standard methods do not take precomputed vectors.
+the backend passes ``fetch_k`` and widens it), the add/search calls when the
+vectorstore's standard methods do not take precomputed vectors, and their async twins
+(:meth:`StoreFamily.async_calls`: the family's own, or the store's native coroutines).
 """
 
 from __future__ import annotations
@@ -272,7 +273,7 @@ def family_for(vectorstore: Any, filter_builder: FilterBuilder | None = None) ->
             "vectorstore_backend(vs, filter_builder=...). See the README, 'Your own "
             "vectorstore'."
         )
-    missing = [m for m in family.required() if not _implements(vectorstore, m)]
+    missing = [m for m in family.required() if not defines(vectorstore, m)]
     if missing:
         raise UnsupportedVectorStoreError(
             f"{type(vectorstore).__name__} lacks {', '.join(missing)}, which langchain-ltm "
@@ -284,16 +285,8 @@ def family_for(vectorstore: Any, filter_builder: FilterBuilder | None = None) ->
     return family
 
 
-def _implements(vectorstore: Any, method: str) -> bool:
-    fn = getattr(type(vectorstore), method, None)
-    if fn is None:
-        return False
-    base = getattr(VectorStore, method, None)
-    return base is None or fn is not base
-
-
 def defines(vectorstore: Any, method: str) -> bool:
-    """The store's class (not LangChain's base) defines ``method``."""
+    """The store's class defines ``method`` itself (not as LangChain's base default)."""
     fn = getattr(type(vectorstore), method, None)
     return fn is not None and fn is not getattr(VectorStore, method, None)
 
