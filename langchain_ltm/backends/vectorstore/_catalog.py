@@ -10,25 +10,85 @@ one collection never see each other's documents).
 A document is current when the catalog holds its item with ``updated_at`` equal to the
 document's ``ltm_at``: a stale or orphaned document is never shown, whatever state the
 vectorstore is in.
+
+Journal-only transactions (:meth:`Catalog.journal_add`, :meth:`Catalog.journal_clear`)
+commit without an ``fsync`` (``synchronous = NORMAL`` for that transaction): they are in
+the WAL, so a killed process loses none of them, and the next item commit's ``fsync``
+makes them durable too (the WAL is one file, synced whole, replayed in order). Only an OS
+crash or power loss in between can forget an ``adding`` row, and what that leaks is a
+document no search shows (its item was never committed), which the full
+:meth:`~langchain_ltm.backends.vectorstore.VectorStoreBackend.repair` does not see either.
+Item commits keep SQLite's full ``fsync``.
+
+``{table}_meta`` also records ``vectorstore_fields = 1`` in catalogs created since the
+documents carry the values' short string fields (``ltm_v_<field>``), which is what lets a
+search push a value filter into the vectorstore (:func:`value_metadata`); older catalogs
+keep filtering values in Python only.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple, TypeVar
+
+import numpy as np
 
 from langchain_ltm.backends.base import ItemKey, Record, SearchRequest, StoredItem, batch_dims
 from langchain_ltm.backends.sqlite import _sql as sql
 from langchain_ltm.backends.sqlite.backend import SqliteBackend
 from langchain_ltm.errors import EmbeddingDimensionError
 
+T = TypeVar("T")
 _ID_NAMESPACE = uuid.UUID("8a3e6f0c-4d21-4b7e-9c55-1e2f3a4b5c6d")
 ADDING, GARBAGE = "adding", "garbage"
+VALUE_PREFIX = "ltm_v_"
+MAX_VALUE_CHARS = 64  # longer strings are not copied into metadata (nor pushed down)
+_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+_PAGE = 500
+
+
+def value_metadata(value: Mapping[str, Any]) -> dict[str, str]:
+    """The metadata a document carries for its item's value: short top-level strings.
+
+    Every top-level field whose name is an identifier (``[A-Za-z_][A-Za-z0-9_]*``, up to
+    64 characters) and whose value is a string of at most :data:`MAX_VALUE_CHARS`
+    characters, as ``ltm_v_<field>``. The rule depends on the field and the string only,
+    so a filter ``{field: string}`` the rule covers (:func:`pushable`) is met by exactly
+    the documents whose item has that string there.
+    """
+    return {
+        VALUE_PREFIX + k: v
+        for k, v in value.items()
+        if type(v) is str and len(v) <= MAX_VALUE_CHARS and _FIELD.fullmatch(k)
+    }
+
+
+def pushable(path: tuple[str, ...], op: str, operand: Any) -> bool:
+    """A filter condition :func:`value_metadata` lets the vectorstore decide exactly."""
+    return (
+        op == "$eq"
+        and len(path) == 1
+        and type(operand) is str
+        and len(operand) <= MAX_VALUE_CHARS
+        and _FIELD.fullmatch(path[0]) is not None
+    )
+
+
+class StoredDocs(NamedTuple):
+    """One catalog item's documents: what re-adding them to the vectorstore needs."""
+
+    namespace: tuple[str, ...]
+    key: str
+    value: dict[str, Any]
+    at_us: int
+    paths: list[str]
+    vectors: np.ndarray  # (len(paths), dims) float32
 
 
 def doc_id(store_id: str, namespace: tuple[str, ...], key: str, path: str, at_us: int) -> str:
@@ -41,6 +101,7 @@ class Catalog(SqliteBackend):
     """Our SQLite engine plus the vectorstore journal and store id."""
 
     store_id: str = ""
+    value_fields: bool = False  # documents carry ltm_v_<field> (see value_metadata)
 
     @property
     def journal(self) -> str:
@@ -49,24 +110,54 @@ class Catalog(SqliteBackend):
     def setup(self) -> None:
         super().setup()
 
-        def run(conn: sqlite3.Connection) -> str:
+        def run(conn: sqlite3.Connection) -> tuple[str, bool]:
             conn.execute(
                 f"CREATE TABLE IF NOT EXISTS {self.journal} (doc_id TEXT PRIMARY KEY, "
                 "state TEXT NOT NULL, since INTEGER NOT NULL)"
             )
-            row = conn.execute(
-                f"SELECT value FROM {self.tables.meta} WHERE name = 'vectorstore_id'"
-            ).fetchone()
-            if row is not None:
-                return str(row[0])
-            new = uuid.uuid4().hex[:16]
-            conn.execute(
-                f"INSERT INTO {self.tables.meta} (name, value) VALUES ('vectorstore_id', ?)",
-                (new,),
+            meta = dict(
+                conn.execute(
+                    f"SELECT name, value FROM {self.tables.meta} "
+                    "WHERE name IN ('vectorstore_id', 'vectorstore_fields')"
+                ).fetchall()
             )
-            return new
+            if "vectorstore_id" not in meta:  # a new catalog: its documents carry values
+                meta["vectorstore_id"] = uuid.uuid4().hex[:16]
+                conn.execute(
+                    f"INSERT INTO {self.tables.meta} (name, value) VALUES ('vectorstore_id', ?)",
+                    (meta["vectorstore_id"],),
+                )
+                if conn.execute(f"SELECT 1 FROM {self.tables.items} LIMIT 1").fetchone() is None:
+                    meta["vectorstore_fields"] = 1
+                    conn.execute(
+                        f"INSERT INTO {self.tables.meta} (name, value) "
+                        "VALUES ('vectorstore_fields', 1)"
+                    )
+            return str(meta["vectorstore_id"]), str(meta.get("vectorstore_fields")) == "1"
 
-        self.store_id = self._write("setup", run)
+        self.store_id, self.value_fields = self._write("setup", run)
+
+    def _write_unsynced(self, what: str, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """``fn(conn)`` in one write transaction committed without an ``fsync``.
+
+        For journal rows only (see the module docstring): the next synced commit makes
+        them durable; a killed process loses none of them.
+        """
+        try:
+            with self._connection() as conn:
+                (level,) = conn.execute("PRAGMA synchronous").fetchone()
+                conn.execute("PRAGMA synchronous = NORMAL")
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                    result = fn(conn)
+                    conn.execute("COMMIT")
+                finally:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    conn.execute(f"PRAGMA synchronous = {int(level)}")
+                return result
+        except sqlite3.Error as exc:
+            raise self._translate(exc, what) from exc
 
     # ---- journal ------------------------------------------------------------------------
 
@@ -74,7 +165,7 @@ class Catalog(SqliteBackend):
         if not ids:
             return
         now = int(time.time())
-        self._write(
+        self._write_unsynced(
             "write",
             lambda conn: conn.executemany(
                 f"INSERT OR REPLACE INTO {self.journal} (doc_id, state, since) VALUES (?, ?, ?)",
@@ -85,7 +176,7 @@ class Catalog(SqliteBackend):
     def journal_clear(self, ids: Sequence[str]) -> None:
         if not ids:
             return
-        self._write(
+        self._write_unsynced(
             "write",
             lambda conn: conn.executemany(
                 f"DELETE FROM {self.journal} WHERE doc_id = ?", [(i,) for i in ids]
@@ -100,6 +191,16 @@ class Catalog(SqliteBackend):
             lambda conn: conn.execute(
                 f"SELECT doc_id FROM {self.journal} WHERE state = ? OR since <= ?",
                 (GARBAGE, cutoff),
+            ).fetchall(),
+        )
+        return [r[0] for r in rows]
+
+    def journal_ids(self, state: str) -> list[str]:
+        """Every journaled document id in ``state``, whatever its age."""
+        rows = self._read(
+            "repair",
+            lambda conn: conn.execute(
+                f"SELECT doc_id FROM {self.journal} WHERE state = ?", (state,)
             ).fetchall(),
         )
         return [r[0] for r in rows]
@@ -214,3 +315,38 @@ class Catalog(SqliteBackend):
             return total
 
         return self._read("search", run)
+
+    def stored_docs(self) -> Iterator[list[StoredDocs]]:
+        """Every item with vectors, in pages of 500, each page read in one snapshot."""
+        after: tuple[bytes, str] | None = None
+        while True:
+            params: list[Any] = []
+            where = ""
+            if after is not None:
+                where, params = "WHERE (i.ns, i.key) > (?, ?)", list(after)
+
+            def run(
+                conn: sqlite3.Connection, where: str = where, params: list[Any] = params
+            ) -> list[tuple[Any, ...]]:
+                return conn.execute(
+                    f"SELECT i.ns, i.key, i.value, i.updated_at, v.paths, v.embeddings "
+                    f"FROM {self.tables.items} i JOIN {self.tables.vectors} v "
+                    f"ON v.ns = i.ns AND v.key = i.key {where} "
+                    f"ORDER BY i.ns, i.key LIMIT {_PAGE}",
+                    params,
+                ).fetchall()
+
+            rows = self._read("repair", run)
+            if not rows:
+                return
+            page = []
+            for ns, key, value, at, paths, blob in rows:
+                names = json.loads(paths)
+                vectors = np.frombuffer(blob, dtype="<f4").reshape(len(names), -1)
+                page.append(
+                    StoredDocs(sql.namespace_of(ns), key, json.loads(value), at, names, vectors)
+                )
+            yield page
+            if len(rows) < _PAGE:
+                return
+            after = (rows[-1][0], rows[-1][1])

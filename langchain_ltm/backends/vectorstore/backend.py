@@ -5,9 +5,10 @@ Where things live:
 - **The vectorstore** holds one document per embedded text: our vector (handed over,
   never re-embedded), the text as ``page_content``, and metadata ``ltm_store`` (the
   catalog's random id), ``ltm_n0``, ``ltm_n1``, ... (the namespace's labels, one key
-  each), ``ltm_ns`` (the namespace as JSON), ``ltm_key``, ``ltm_path`` and ``ltm_at`` (the
-  item version's ``updated_at`` in microseconds). Documents of other applications in the
-  same collection are never touched nor returned.
+  each), ``ltm_ns`` (the namespace as JSON), ``ltm_key``, ``ltm_path``, ``ltm_at`` (the
+  item version's ``updated_at`` in microseconds) and ``ltm_v_<field>`` for each short
+  top-level string of the value (:func:`~._catalog.value_metadata`). Documents of other
+  applications in the same collection are never touched nor returned.
 - **The catalog** (:mod:`._catalog`, our SQLite engine in one file) holds every item:
   value, timestamps, TTL, each item's vectors and paths. ``get``, ``list_namespaces``,
   ``count``, TTL and unranked search are the SQLite engine's; locks are its per-scope
@@ -15,33 +16,73 @@ Where things live:
 
 A ranked search sends the scope (``ltm_store`` and the prefix's labels, as equalities) to
 the vectorstore's own filter through the store's :class:`StoreFamily` dialect, so the
-engine only ever ranks the user's documents. Each returned document is checked against
-the catalog (the item exists, ``ltm_at`` is its current version, it is alive and passes
-``filter``); when fewer than ``offset + limit`` pass and the engine may hold more, ``k``
+engine only ever ranks the user's documents; conditions ``{field: "short string"}`` of
+``filter`` go into the same filter as ``ltm_v_<field>`` equalities. Each returned
+document is checked against the catalog (the item exists, ``ltm_at`` is its current
+version, it is alive and passes the whole ``filter``: the Python check stays the
+guarantee); when fewer than ``offset + limit`` pass and the engine may hold more, ``k``
 grows fourfold and the search runs again (post-filtering engines such as FAISS get the
-same ``fetch_k``), so a search never under-fills. Scores are converted from the engine's
-distance to cosine similarity (:data:`DISTANCES`).
+same ``fetch_k``). When the engine runs out first, the catalog's exact scoped search
+checks the answer and replaces it if it finds more (an HNSW index searched under a
+restrictive filter can return fewer documents than it holds: Chroma's does), so a search
+never under-fills. Scores are converted from the engine's distance to cosine similarity
+(:data:`DISTANCES`).
 
 A write is three steps: (1) the new documents' ids are journaled ``adding`` and the
-documents upserted into the vectorstore; (2) one catalog transaction writes the items and
-journals the replaced documents as ``garbage`` (the moment the new version becomes
-visible: until then every reader sees the old one, whose documents are still current);
-(3) the garbage is deleted from the vectorstore and its journal rows cleared. A crash
-between any two steps leaves orphan documents that no search shows (their ``ltm_at`` is
-not current); :meth:`VectorStoreBackend.repair`, run when the backend opens, deletes them.
+documents upserted into the vectorstore (one add for the whole batch); (2) one catalog
+transaction writes the items and journals the replaced documents as ``garbage`` (the
+moment the new version becomes visible: until then every reader sees the old one, whose
+documents are still current); (3) the garbage is deleted from the vectorstore and its
+journal rows cleared. Only (2) waits for an ``fsync``: the journal transactions of (1) and
+(3) are in the WAL without one, which a killed process cannot lose, and (2)'s ``fsync``
+makes (1) durable before anything shows. A crash between any two steps leaves orphan
+documents that no search shows (their ``ltm_at`` is not current); opening the backend
+runs :meth:`VectorStoreBackend.repair` on the journal, which deletes them.
+``repair()`` called by hand also puts back the documents the store lost (deleted behind
+our back, a restored backup, an unsaved FAISS index) from the vectors the catalog keeps,
+and deletes documents of ours that are neither current nor journaled.
 
-Guarantees: the catalog is safe for many processes (SQLite WAL); whether several
-processes may write the vectorstore is the vectorstore's own property (a Chroma server:
-yes; FAISS, an in-process index saved with ``save_local``: no, one writer process).
-``capabilities.multi_process`` is ``False``. What FAISS has not saved is lost with the
-process, while the catalog has it: the catalog keeps every vector, so the index can be
-rebuilt from it.
+Async: where the store has its own coroutines (a family's ``aadd``/``asearch``, or a class
+that defines ``aadd_embeddings`` / ``asimilarity_search_with_score_by_vector``, and
+``aget_by_ids``/``adelete`` for deletions), ``asearch`` and ``awrite`` await them for the
+vectorstore's part and run the catalog's part on the catalog's threads; the logic is one
+sans-I/O generator per operation (:mod:`langchain_ltm._steps`) for both shells. Without
+them, the whole sync call runs on this backend's threads, under the same lock as sync
+callers (FAISS is not thread-safe). Chroma (``langchain-chroma``) and FAISS
+(``langchain-community``) have none: Chroma's async methods are LangChain's executor
+defaults, FAISS's wrap the sync ones in the default executor.
+
+Cross-process guarantees, per engine:
+
+- **What the catalog serialises**, for every engine: item writes (each batch is one SQLite
+  ``BEGIN IMMEDIATE`` transaction, all or nothing, any number of processes on one
+  machine), the journal, and the per-user decide-and-write of ``remember`` (the catalog's
+  per-scope ``flock``, :meth:`VectorStoreBackend.lock`): two processes never both decide
+  for one user.
+- **What it cannot**: the vectorstore itself. The catalog's lock does not make a
+  single-writer store safe for two writer processes, nor does it cover processes on other
+  machines (``flock`` is local; the catalog file must be on a local disk). Documents of
+  one write may reach the store while another process's write of the same item lands;
+  whichever commits last in the catalog is current, and the other's documents are garbage
+  or orphans that no search shows and ``repair()`` removes.
+- **Chroma in process** (``chromadb.PersistentClient``): one process per persist
+  directory (Chroma's own rule), so one writer process; threads are fine. **A Chroma
+  server** (``chroma run``, ``HttpClient``): many processes may write it; with the catalog
+  on one machine's disk, the guarantees above hold for all processes on that machine.
+- **FAISS**: one process (an in-memory index that process saves with ``save_local``); what
+  was not saved is lost from the index but not from the catalog: ``repair()`` after
+  loading an older save puts it back.
+- **Other registered stores**: the catalog's part as above; the store's part is the
+  store's own (a database such as Postgres takes concurrent writers).
+
+``capabilities.multi_process`` is ``False`` (it depends on the store);
+``capabilities.cross_process_lock`` is the catalog's.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import dataclasses
 import functools
 import json
 import logging
@@ -55,7 +96,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
+from langgraph.store.base.embed import get_text_at_path, tokenize_path
+
 from langchain_ltm._filters import matches
+from langchain_ltm._steps import Logic, Step, run_async, run_sync
 from langchain_ltm.backends._index import page, sort_unranked
 from langchain_ltm.backends._threaded import ThreadedAsync
 from langchain_ltm.backends.base import (
@@ -71,13 +116,25 @@ from langchain_ltm.backends.base import (
     is_alive,
 )
 from langchain_ltm.backends.sqlite import _sql as sql
-from langchain_ltm.backends.vectorstore._catalog import ADDING, Catalog, doc_id
+from langchain_ltm.backends.vectorstore._catalog import (
+    ADDING,
+    VALUE_PREFIX,
+    Catalog,
+    StoredDocs,
+    doc_id,
+    pushable,
+    value_metadata,
+)
 from langchain_ltm.backends.vectorstore.family import (
+    Scored,
     StoreFamily,
+    adelete_present,
     default_add,
     default_search,
+    defines,
     delete_present,
     family_for,
+    present,
 )
 
 __all__ = ["VectorStoreBackend", "vectorstore_backend"]
@@ -88,6 +145,7 @@ log = logging.getLogger(__name__)
 DEFAULT_GRACE_SECONDS = 900.0  # an `adding` row older than this belongs to a dead writer
 _FIRST_K = 16
 _WORKERS = 4
+Documents = tuple[list[str], list[str], list[list[float]], list[dict[str, Any]]]
 
 
 class VectorStoreBackend(ThreadedAsync):
@@ -140,6 +198,13 @@ class VectorStoreBackend(ThreadedAsync):
         self._to_cosine = self.family.converter(vectorstore)  # learnt once
         self._add = self.family.add or functools.partial(default_add, family=self.family)
         self._search = self.family.search or default_search
+        self._aadd, self._asearch = self.family.async_calls(vectorstore)
+        self._native_drop = (  # a family reading through its own get= keeps the sync path
+            self.family.native_async
+            and self.family.get is None
+            and defines(vectorstore, "aget_by_ids")
+            and defines(vectorstore, "adelete")
+        )
         self._tmp: str | None = None
         if catalog is None:
             self._tmp = tempfile.mkdtemp(prefix="ltm-catalog-")
@@ -158,12 +223,21 @@ class VectorStoreBackend(ThreadedAsync):
             persistent=catalog is not None,
             cross_process_lock=self.catalog.capabilities.cross_process_lock,
             ttl=True,
-            extra={"catalog": path, "post_filter": self.family.post_filter},
+            extra={
+                "catalog": path,
+                "post_filter": self.family.post_filter,
+                "native_async": {
+                    "add": self._aadd is not None,
+                    "search": self._asearch is not None,
+                },
+                "value_filter_pushdown": self.catalog.value_fields,
+            },
         )
         self._vs_lock = threading.RLock()  # stores like FAISS are not thread-safe
         self._guard = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
-        self.repair()
+        self._warned_short = False
+        self.repair(full=False)
 
     # ---- reads --------------------------------------------------------------------------
 
@@ -177,8 +251,42 @@ class VectorStoreBackend(ThreadedAsync):
         return self.catalog.list_namespaces(request)
 
     def search(self, request: SearchRequest) -> list[list[Hit]]:  # noqa: D102
+        return run_sync(self._search_logic(request))
+
+    async def asearch(self, request: SearchRequest) -> list[list[Hit]]:
+        """Async twin of :meth:`search`: the store's own coroutine where it has one."""
+        if self._asearch is None or request.vectors is None:
+            return await self._off_loop(self.search, request)
+        return await run_async(self._search_logic(request))
+
+    def scope_filter(self, prefix: tuple[str, ...]) -> Any:
+        """The engine filter a search under ``prefix`` sends (the store's own dialect)."""
+        return self.family.filter_builder(self._scope(prefix))
+
+    def search_filter(self, request: SearchRequest) -> Any:
+        """The engine filter a ranked search sends: the scope and the pushable value filter.
+
+        Conditions ``{field: "a short string"}`` on top-level fields are added as
+        equalities on ``ltm_v_<field>`` when the catalog's documents carry those fields
+        (see :func:`~._catalog.value_metadata`); every other condition, and these too, is
+        checked again on the catalog's items.
+        """
+        eq = self._scope(request.prefix)
+        if self.catalog.value_fields:
+            for c in request.filter:
+                if pushable(c.path, c.op, c.operand):
+                    eq.setdefault(VALUE_PREFIX + c.path[0], c.operand)
+        return self.family.filter_builder(eq)
+
+    def _scope(self, prefix: tuple[str, ...]) -> dict[str, str]:
+        eq = {"ltm_store": self.catalog.store_id}
+        eq.update({f"ltm_n{i}": label for i, label in enumerate(prefix)})
+        return eq
+
+    def _search_logic(self, request: SearchRequest) -> Logic[list[list[Hit]]]:
+        """One search, sans I/O: the sync and async shells perform its steps."""
         if request.vectors is None:
-            return self.catalog.search(request)
+            return (yield self._cat("search", request))  # type: ignore[no-any-return]
         dims = self.catalog.dims
         if dims is not None and request.vectors.shape[1] != dims:
             raise dimension_error(dims, request.vectors.shape[1], "a new catalog")
@@ -186,10 +294,10 @@ class VectorStoreBackend(ThreadedAsync):
         unscored: list[StoredItem] | None = None
         out: list[list[Hit]] = []
         for row in request.vectors:
-            hits = self._ranked([float(x) for x in row], request, wanted)
+            hits = yield from self._ranked([float(x) for x in row], request, wanted)
             if wanted is None or len(hits) < wanted:
                 if unscored is None:
-                    rest = self.catalog.unvectored(request)
+                    rest = yield self._cat("unvectored", request)
                     unscored = sort_unranked(
                         [it for it in rest if matches(it.value, request.filter)]
                     )
@@ -197,33 +305,24 @@ class VectorStoreBackend(ThreadedAsync):
             out.append(page(hits, request))
         return out
 
-    def scope_filter(self, prefix: tuple[str, ...]) -> Any:
-        """The engine filter a search under ``prefix`` sends (the store's own dialect)."""
-        eq = {"ltm_store": self.catalog.store_id}
-        eq.update({f"ltm_n{i}": label for i, label in enumerate(prefix)})
-        return self.family.filter_builder(eq)
-
-    def _ranked(self, vector: list[float], request: SearchRequest, wanted: int | None) -> list[Hit]:
+    def _ranked(
+        self, vector: list[float], request: SearchRequest, wanted: int | None
+    ) -> Logic[list[Hit]]:
         if wanted == 0:
             return []
-        where = self.scope_filter(request.prefix)
-        k = (
-            max(_FIRST_K, 2 * wanted)
-            if wanted
-            else max(_FIRST_K, self.catalog.vector_count(request.prefix))
-        )
+        where = self.search_filter(request)
+        if wanted:
+            k = max(_FIRST_K, 2 * wanted)
+        else:
+            k = max(_FIRST_K, (yield self._cat("vector_count", request.prefix)))
         items: dict[ItemKey, StoredItem | None] = {}
         while True:
-            with self._vs_lock:
-                results = self._search(self.vectorstore, vector, k, where)
-                size = (
-                    self.family.size(self.vectorstore)
-                    if self.family.post_filter and self.family.size
-                    else None
-                )
+            results, size = yield Step(self._vs_search, self._avs_search, (vector, k, where))
             keys = [_item_key(doc.metadata) for doc, _ in results]
             unknown = list(dict.fromkeys(k_ for k_ in keys if k_ is not None and k_ not in items))
-            items.update(zip(unknown, self.catalog.get(unknown), strict=True))
+            if unknown:
+                found = yield self._cat("get", unknown)
+                items.update(zip(unknown, found, strict=True))
             scored = sorted(
                 ((self._to_cosine(float(score)), i) for i, (_, score) in enumerate(results)),
                 key=lambda pair: -pair[0],
@@ -246,8 +345,39 @@ class VectorStoreBackend(ThreadedAsync):
                 (size is not None and k >= size) if self.family.post_filter else len(results) < k
             )
             if exhausted:
-                return hits
+                return (yield from self._checked(hits, vector, request, wanted))
             k *= 4
+
+    def _checked(
+        self, hits: list[Hit], vector: list[float], request: SearchRequest, wanted: int | None
+    ) -> Logic[list[Hit]]:
+        """The engine ran out before ``wanted``: the catalog's exact search has the last word.
+
+        An engine may return fewer documents than it holds in scope: an HNSW graph searched
+        with a restrictive filter can (Chroma's, after a write, when many documents share
+        one vector). The catalog holds every vector, so its exact scoped search (the SQLite
+        engine's) says whether more items match; if so, its answer is returned. This costs
+        one scoped catalog search per under-filled search (a scope with fewer matches than
+        asked for), never one per full one.
+        """
+        exact_request = dataclasses.replace(
+            request, vectors=np.asarray([vector], dtype=np.float32), limit=wanted, offset=0
+        )
+        (exact,) = yield self._cat("search", exact_request)
+        ranked = [h for h in exact if h.score is not None]
+        if len(ranked) <= len(hits):
+            return hits
+        if not self._warned_short:
+            self._warned_short = True
+            log.warning(
+                "langchain-ltm: %s returned fewer documents in scope than it holds (%d of at "
+                "least %d); answered from the catalog's exact search. Seen with HNSW indexes "
+                "searched under a restrictive filter.",
+                type(self.vectorstore).__name__,
+                len(hits),
+                len(ranked),
+            )
+        return ranked
 
     # ---- writes -------------------------------------------------------------------------
 
@@ -256,57 +386,83 @@ class VectorStoreBackend(ThreadedAsync):
         if not kept and not gone:
             return 0
         batch_dims(kept, self.catalog.dims, "a new catalog")  # checked before any I/O
-        ids, texts, vectors, metadatas = self._documents(kept)
         with self._vs_lock:
-            self.catalog.journal_add(ids, ADDING)
-            if ids:
-                self._add(self.vectorstore, ids, texts, vectors, metadatas)
-            try:
-                deleted, garbage = self.catalog.commit(kept, gone, ids)
-            except BaseException:
-                with contextlib.suppress(Exception):  # repair() retries what this leaves
-                    delete_present(self.vectorstore, ids, self.family)
-                    self.catalog.journal_clear(ids)
-                raise
-            self._collect(garbage)
-        return deleted
+            return run_sync(self._write_logic(kept, gone))
 
-    def _documents(
-        self, records: Sequence[Record]
-    ) -> tuple[list[str], list[str], list[list[float]], list[dict[str, Any]]]:
-        ids: list[str] = []
-        texts: list[str] = []
-        vectors: list[list[float]] = []
-        metadatas: list[dict[str, Any]] = []
-        store_id = self.catalog.store_id
+    async def awrite(self, upserts: Sequence[Record], deletes: Sequence[ItemKey]) -> int:
+        """Async twin of :meth:`write`: the store's own coroutines where it has them."""
+        if self._aadd is None:
+            return await self._off_loop(self.write, upserts, deletes)
+        kept, gone = sql.normalize_batch(upserts, deletes)
+        if not kept and not gone:
+            return 0
+        batch_dims(kept, self.catalog.dims, "a new catalog")
+        return await run_async(self._write_logic(kept, gone))
+
+    def _write_logic(self, kept: Sequence[Record], gone: Sequence[ItemKey]) -> Logic[int]:
+        """One write, sans I/O: journal, add, commit (the moment it shows), collect."""
+        ids, texts, vectors, metadatas = self._documents(kept)
+        if ids:
+            yield self._cat("journal_add", ids, ADDING)
+            yield Step(self._vs_add, self._avs_add, (ids, texts, vectors, metadatas))
+        try:
+            deleted, garbage = yield self._cat("commit", kept, gone, ids)
+        except BaseException:
+            try:  # repair() retries what this leaves
+                yield Step(self._vs_drop, self._avs_drop, (ids,))
+                yield self._cat("journal_clear", ids)
+            except Exception:  # the original error is the one to report
+                pass
+            raise
+        yield from self._collect(garbage)
+        return deleted  # type: ignore[no-any-return]
+
+    def _documents(self, records: Sequence[Record]) -> Documents:
+        docs: Documents = ([], [], [], [])
         for r in records:
             if r.vectors is None or not len(r.vectors):
                 continue
-            at = sql.to_us(r.now)
-            labels = {f"ltm_n{i}": label for i, label in enumerate(r.namespace)}
-            for text, path, vector in zip(r.texts, r.paths, r.vectors, strict=True):
-                ids.append(doc_id(store_id, r.namespace, r.key, path, at))
-                texts.append(text)
-                vectors.append(vector.tolist())
-                metadatas.append(
-                    {
-                        "ltm_store": store_id,
-                        **labels,
-                        "ltm_ns": json.dumps(list(r.namespace)),
-                        "ltm_key": r.key,
-                        "ltm_path": path,
-                        "ltm_at": at,
-                    }
-                )
-        return ids, texts, vectors, metadatas
+            self._append_docs(
+                docs, r.namespace, r.key, r.value, sql.to_us(r.now), r.paths, r.texts, r.vectors
+            )
+        return docs
 
-    def _collect(self, garbage: Sequence[str]) -> None:
+    def _append_docs(
+        self,
+        docs: Documents,
+        namespace: tuple[str, ...],
+        key: str,
+        value: Mapping[str, Any],
+        at: int,
+        paths: Sequence[str],
+        texts: Sequence[str],
+        vectors: Any,
+    ) -> None:
+        ids, out_texts, out_vectors, metadatas = docs
+        store_id = self.catalog.store_id
+        common: dict[str, Any] = value_metadata(value) if self.catalog.value_fields else {}
+        common.update(
+            {
+                "ltm_store": store_id,
+                **{f"ltm_n{i}": label for i, label in enumerate(namespace)},
+                "ltm_ns": json.dumps(list(namespace)),
+                "ltm_key": key,
+                "ltm_at": at,
+            }
+        )
+        for text, path, vector in zip(texts, paths, vectors, strict=True):
+            ids.append(doc_id(store_id, namespace, key, path, at))
+            out_texts.append(text)
+            out_vectors.append(vector.tolist())
+            metadatas.append({**common, "ltm_path": path})
+
+    def _collect(self, garbage: Sequence[str]) -> Logic[None]:
         """Delete replaced documents; on failure they stay journaled for :meth:`repair`."""
         if not garbage:
             return
         try:
-            delete_present(self.vectorstore, garbage, self.family)
-            self.catalog.journal_clear(garbage)
+            yield Step(self._vs_drop, self._avs_drop, (garbage,))
+            yield self._cat("journal_clear", garbage)
         except Exception as exc:  # the write itself has landed: report, do not fail it
             log.warning(
                 "langchain-ltm: %d replaced documents left for repair(): %s", len(garbage), exc
@@ -318,17 +474,121 @@ class VectorStoreBackend(ThreadedAsync):
     def sweep(self, now: datetime) -> int:  # noqa: D102
         with self._vs_lock:
             count, garbage = self.catalog.sweep_docs(now)
-            self._collect(garbage)
+            run_sync(self._collect(garbage))
         return count
 
-    def repair(self, grace_seconds: float | None = None) -> int:
-        """Delete the documents a crashed or failed write left behind; return how many.
+    # ---- the vectorstore's part of each step: sync under the lock, async native ----------
+
+    def _cat(self, method: str, *args: Any) -> Step:
+        """A catalog call (the async twin on the catalog's own threads)."""
+        fn = getattr(self.catalog, method)
+        return Step(fn, functools.partial(self.catalog._off_loop, fn), args)
+
+    def _vs_search(self, vector: list[float], k: int, where: Any) -> tuple[Scored, int | None]:
+        with self._vs_lock:
+            results = self._search(self.vectorstore, vector, k, where)
+            return results, self._size()
+
+    async def _avs_search(
+        self, vector: list[float], k: int, where: Any
+    ) -> tuple[Scored, int | None]:
+        if self._asearch is None:
+            return await self._off_loop(self._vs_search, vector, k, where)
+        results = await self._asearch(self.vectorstore, vector, k, where)
+        size = await self._off_loop(self._size) if self.family.post_filter else None
+        return results, size
+
+    def _size(self) -> int | None:
+        if self.family.post_filter and self.family.size:
+            return self.family.size(self.vectorstore)
+        return None
+
+    def _vs_add(
+        self, ids: list[str], texts: list[str], vectors: list[list[float]], metas: list[Any]
+    ) -> None:
+        with self._vs_lock:
+            self._add(self.vectorstore, ids, texts, vectors, metas)
+
+    async def _avs_add(
+        self, ids: list[str], texts: list[str], vectors: list[list[float]], metas: list[Any]
+    ) -> None:
+        if self._aadd is None:
+            await self._off_loop(self._vs_add, ids, texts, vectors, metas)
+        else:
+            await self._aadd(self.vectorstore, ids, texts, vectors, metas)
+
+    def _vs_drop(self, ids: Sequence[str]) -> None:
+        with self._vs_lock:
+            delete_present(self.vectorstore, ids, self.family)
+
+    async def _avs_drop(self, ids: Sequence[str]) -> None:
+        if self._native_drop:
+            await adelete_present(self.vectorstore, ids)
+        else:
+            await self._off_loop(self._vs_drop, ids)
+
+    # ---- repair -------------------------------------------------------------------------
+
+    def repair(self, grace_seconds: float | None = None, *, full: bool = True) -> int:
+        """Bring the vectorstore back in line with the catalog; return documents fixed.
 
         Journaled garbage goes at once; ``adding`` documents once older than
         ``grace_seconds`` (default: the backend's), so a write in flight in another
-        process keeps its own. A document that turns out to be current is kept.
+        process keeps its own. A document that turns out to be current is kept. Opening
+        the backend runs this much (``full=False``).
+
+        ``full=True`` (the default when called) also makes the store hold exactly the
+        current documents, whatever happened to it behind the catalog's back (documents
+        deleted by someone, a store restored from an older backup, a FAISS index saved
+        before the last writes): every catalog item's documents the store lacks are put
+        back with the vectors the catalog keeps (nothing is embedded again), 500 items at
+        a time; then one search scoped to this catalog's documents, widened until it has
+        them all, finds the ones that are not current and not journaled ``adding`` (a
+        write in flight), and deletes them. It reads the whole catalog: a maintenance
+        call, not one for every request.
         """
         grace = self.grace_seconds if grace_seconds is None else grace_seconds
+        fixed = self._repair_journal(grace)
+        if full:
+            for docs in self.catalog.stored_docs():
+                fixed += self._restore(docs)
+            fixed += self._drop_strays()
+        return fixed
+
+    def _drop_strays(self) -> int:
+        """Delete this catalog's documents that are neither current nor being added."""
+        dims = self.catalog.dims
+        if dims is None:
+            return 0
+        probe = [1.0] + [0.0] * (dims - 1)
+        where = self.scope_filter(())
+        k = max(_FIRST_K, 2 * self.catalog.vector_count(()))
+        while True:
+            results, size = self._vs_search(probe, k, where)
+            done = (size is not None and k >= size) if self.family.post_filter else len(results) < k
+            if done:
+                break
+            k *= 4
+        # read after the search: a writer journals `adding` before its add, and clears the
+        # rows in the commit that makes them current, which the catalog read below sees
+        adding = set(self.catalog.journal_ids(ADDING))
+        docs = [
+            (doc, _item_key(doc.metadata))
+            for doc, _ in results
+            if doc.id is not None and doc.id not in adding
+        ]
+        keys = list(dict.fromkeys(key for _, key in docs if key is not None))
+        current = dict(zip(keys, self.catalog.get(keys), strict=True))
+        strays: list[str] = []
+        for doc, key in docs:
+            item = current.get(key) if key is not None else None
+            if item is None or doc.metadata.get("ltm_at") != sql.to_us(item.updated_at):
+                strays.append(str(doc.id))
+        if strays:
+            self._vs_drop(strays)
+        return len(strays)
+
+    def _repair_journal(self, grace: float) -> int:
         pending = self.catalog.journal_pending(grace)
         if not pending:
             return 0
@@ -346,6 +606,36 @@ class VectorStoreBackend(ThreadedAsync):
                 self.vectorstore.delete(doomed)
             self.catalog.journal_clear(pending)
         return len(doomed)
+
+    def _restore(self, page_: list[StoredDocs]) -> int:
+        """Re-add the documents of ``page_`` the store lacks; return how many stay."""
+        docs: Documents = ([], [], [], [])
+        for s in page_:
+            texts = [_text_at(s.value, p) for p in s.paths]
+            self._append_docs(docs, s.namespace, s.key, s.value, s.at_us, s.paths, texts, s.vectors)
+        with self._vs_lock:
+            have = set(present(self.vectorstore, docs[0], self.family))
+        keep = [i for i, id_ in enumerate(docs[0]) if id_ not in have]
+        if not keep:
+            return 0
+        ids = [docs[0][i] for i in keep]
+        texts = [docs[1][i] for i in keep]
+        vectors = [docs[2][i] for i in keep]
+        metas = [docs[3][i] for i in keep]
+        # journaled like a write: a crash, or the item replaced meanwhile, leaves no orphan
+        self.catalog.journal_add(ids, ADDING)
+        self._vs_add(ids, texts, vectors, metas)
+        keys = list(dict.fromkeys((tuple(json.loads(m["ltm_ns"])), m["ltm_key"]) for m in metas))
+        now = dict(zip(keys, self.catalog.get(keys), strict=True))
+        stale = []
+        for id_, meta in zip(ids, metas, strict=True):
+            item = now.get((tuple(json.loads(meta["ltm_ns"])), meta["ltm_key"]))
+            if item is None or sql.to_us(item.updated_at) != meta["ltm_at"]:
+                stale.append(id_)
+        if stale:
+            self._vs_drop(stale)
+        self.catalog.journal_clear(ids)
+        return len(ids) - len(stale)
 
     # ---- locks and lifecycle ------------------------------------------------------------
 
@@ -381,6 +671,19 @@ class VectorStoreBackend(ThreadedAsync):
             executor = self._executor
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(executor, functools.partial(fn, *args))
+
+
+def _text_at(value: Mapping[str, Any], path: str) -> str:
+    """The text a document of ``value`` at ``path`` embedded (``path.j``: the j-th of many)."""
+    found = get_text_at_path(value, tokenize_path(path))
+    if len(found) == 1:
+        return found[0]
+    head, _, tail = path.rpartition(".")
+    if head and tail.isdigit():
+        many = get_text_at_path(value, tokenize_path(head))
+        if int(tail) < len(many):
+            return many[int(tail)]
+    return sql.dump_value(value)  # never read back by us: the catalog holds the value
 
 
 def _item_key(metadata: Mapping[str, Any]) -> ItemKey | None:

@@ -3,14 +3,16 @@
 A :class:`StoreFamily` is the whole per-engine part of the generic backend: the filter
 dialect (equalities on our metadata keys -> the engine's own filter object), the engine's
 distance convention (converted to cosine), whether the engine filters after its ANN (then
-the backend passes ``fetch_k`` and widens it), and the add/search calls when the
-vectorstore's standard methods do not take precomputed vectors.
+the backend passes ``fetch_k`` and widens it), the add/search calls when the
+vectorstore's standard methods do not take precomputed vectors, and their async twins
+(:meth:`StoreFamily.async_calls`: the family's own, or the store's native coroutines).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+import dataclasses
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.documents import Document
@@ -31,6 +33,11 @@ FilterBuilder = Callable[[Mapping[str, str]], Any]
 AddFn = Callable[[Any, list[str], list[str], list[list[float]], list[dict[str, Any]]], None]
 SearchFn = Callable[[Any, list[float], int, Any], Scored]
 GetFn = Callable[[Any, list[str]], list[Document]]
+
+AAddFn = Callable[
+    [Any, list[str], list[str], list[list[float]], list[dict[str, Any]]], Awaitable[None]
+]
+ASearchFn = Callable[[Any, list[float], int, Any], Awaitable[Scored]]
 
 
 def _from_cosine_distance(d: float) -> float:
@@ -103,6 +110,16 @@ class StoreFamily:
         get: ``get(vs, ids) -> [Document]``, the documents among ``ids`` the store holds
             (each with its ``id`` and metadata); default: ``vs.get_by_ids(ids)``.
 
+        aadd: The async twin of ``add`` (a coroutine function, same arguments); default:
+            the store's own ``aadd_embeddings`` when its class defines one and ``add`` is
+            the default, else ``add`` on the backend's threads.
+        asearch: The async twin of ``search``; default: the store's own
+            ``asimilarity_search_with_score_by_vector`` when its class defines one and
+            ``search`` is the default, else ``search`` on the backend's threads.
+        native_async: ``False``: never use the store's coroutines (for stores whose async
+            methods only wrap the sync ones in an executor, or are not thread-safe), the
+            async calls then run the sync ones on the backend's threads.
+
     Example:
         >>> fam = StoreFamily("mine", filter_builder=lambda eq: dict(eq), distance="cosine")
         >>> fam.cosine(None, 0.25)
@@ -117,6 +134,10 @@ class StoreFamily:
     search: SearchFn | None = None
     size: Callable[[Any], int | None] | None = None
     get: GetFn | None = None
+
+    aadd: AAddFn | None = None
+    asearch: ASearchFn | None = None
+    native_async: bool = True
 
     def __post_init__(self) -> None:
         if self.post_filter and self.size is None:
@@ -152,6 +173,33 @@ class StoreFamily:
             return list(self.get(vectorstore, list(ids)))
         return list(vectorstore.get_by_ids(list(ids)))
 
+    def async_calls(self, vectorstore: Any) -> tuple[AAddFn | None, ASearchFn | None]:
+        """The native coroutines for add and search on ``vectorstore`` (``None``: none).
+
+        A family's own ``aadd``/``asearch`` win; otherwise the store's standard async
+        methods are used where its class defines them itself (LangChain's ``VectorStore``
+        has no ``aadd_embeddings`` nor ``asimilarity_search_with_score_by_vector``, so a
+        class that has one wrote it) and the family keeps the standard sync call.
+        """
+        if not self.native_async:
+            return None, None
+        aadd = self.aadd
+        if (
+            aadd is None
+            and self.add is None
+            and self.get is None  # the default add reads through aget_by_ids
+            and defines(vectorstore, "aadd_embeddings")
+        ):
+            aadd = default_aadd
+        asearch = self.asearch
+        if (
+            asearch is None
+            and self.search is None
+            and defines(vectorstore, "asimilarity_search_with_score_by_vector")
+        ):
+            asearch = default_asearch
+        return aadd, asearch
+
     def required(self) -> list[str]:
         """The vectorstore methods this family calls."""
         needed = ["delete"] if self.get is not None else ["get_by_ids", "delete"]
@@ -179,6 +227,9 @@ def register_vectorstore(
     search: SearchFn | None = None,
     size: Callable[[Any], int | None] | None = None,
     get: GetFn | None = None,
+    aadd: AAddFn | None = None,
+    asearch: ASearchFn | None = None,
+    native_async: bool = True,
 ) -> StoreFamily:
     """Teach langchain-ltm a vectorstore class: its filter dialect and distance convention.
 
@@ -197,6 +248,10 @@ def register_vectorstore(
         search: See :class:`StoreFamily`.
         size: See :class:`StoreFamily`.
         get: See :class:`StoreFamily`.
+
+        aadd: See :class:`StoreFamily`.
+        asearch: See :class:`StoreFamily`.
+        native_async: See :class:`StoreFamily`.
 
     Returns:
         The registered family.
@@ -221,6 +276,9 @@ def register_vectorstore(
             search=search,
             size=size,
             get=get,
+            aadd=aadd,
+            asearch=asearch,
+            native_async=native_async,
         )
     _REGISTRY[cls if isinstance(cls, str) else _qualname(cls)] = family
     return family
@@ -251,7 +309,7 @@ def family_for(vectorstore: Any, filter_builder: FilterBuilder | None = None) ->
     family = registered(vectorstore)
     if filter_builder is not None:
         base = family or StoreFamily(type(vectorstore).__name__, filter_builder)
-        family = replace(base, filter_builder=filter_builder)
+        family = dataclasses.replace(base, filter_builder=filter_builder)
     if family is None:
         raise UnsupportedVectorStoreError(
             f"langchain-ltm has no filter dialect for {type(vectorstore).__name__}, so it "
@@ -261,7 +319,7 @@ def family_for(vectorstore: Any, filter_builder: FilterBuilder | None = None) ->
             "vectorstore_backend(vs, filter_builder=...). See the README, 'Your own "
             "vectorstore'."
         )
-    missing = [m for m in family.required() if not _implements(vectorstore, m)]
+    missing = [m for m in family.required() if not defines(vectorstore, m)]
     if missing:
         raise UnsupportedVectorStoreError(
             f"{type(vectorstore).__name__} lacks {', '.join(missing)}, which langchain-ltm "
@@ -274,12 +332,10 @@ def family_for(vectorstore: Any, filter_builder: FilterBuilder | None = None) ->
     return family
 
 
-def _implements(vectorstore: Any, method: str) -> bool:
+def defines(vectorstore: Any, method: str) -> bool:
+    """The store's class defines ``method`` itself (not as LangChain's base default)."""
     fn = getattr(type(vectorstore), method, None)
-    if fn is None:
-        return False
-    base = getattr(VectorStore, method, None)
-    return base is None or fn is not base
+    return fn is not None and fn is not getattr(VectorStore, method, None)
 
 
 # ---- the default calls --------------------------------------------------------------
@@ -317,6 +373,37 @@ def default_add(
 def default_search(vectorstore: Any, vector: list[float], k: int, where: Any) -> Scored:
     """``similarity_search_with_score_by_vector`` with the scope filter."""
     return list(vectorstore.similarity_search_with_score_by_vector(vector, k=k, filter=where))
+
+
+async def adelete_present(vectorstore: Any, ids: Sequence[str]) -> None:
+    """Async twin of :func:`delete_present` (the store's ``aget_by_ids`` and ``adelete``)."""
+    if not ids:
+        return
+    wanted = set(ids)
+    found = [d.id for d in await vectorstore.aget_by_ids(list(ids)) if d.id in wanted]
+    if found:
+        await vectorstore.adelete(found)
+
+
+async def default_aadd(
+    vectorstore: Any,
+    ids: list[str],
+    texts: list[str],
+    vectors: list[list[float]],
+    metadatas: list[dict[str, Any]],
+) -> None:
+    """Async twin of :func:`default_add`, through the store's own ``aadd_embeddings``."""
+    await adelete_present(vectorstore, ids)
+    await vectorstore.aadd_embeddings(
+        list(zip(texts, vectors, strict=True)), metadatas=metadatas, ids=ids
+    )
+
+
+async def default_asearch(vectorstore: Any, vector: list[float], k: int, where: Any) -> Scored:
+    """The store's own ``asimilarity_search_with_score_by_vector`` with the scope filter."""
+    return list(
+        await vectorstore.asimilarity_search_with_score_by_vector(vector, k=k, filter=where)
+    )
 
 
 _BUILTINS_LOADED = False

@@ -100,6 +100,17 @@ def add(
     vectorstore.add_embeddings(texts, vectors, metadatas=metadatas, ids=ids)
 
 
+async def aadd(
+    vectorstore: Any,
+    ids: list[str],
+    texts: list[str],
+    vectors: list[list[float]],
+    metadatas: list[dict[str, Any]],
+) -> None:
+    """The async twin of :func:`add`: PGVectorStore's own coroutine, no thread hop."""
+    await vectorstore.aadd_embeddings(texts, vectors, metadatas=metadatas, ids=ids)
+
+
 @dataclass
 class IterativeScan:
     """Query options for an HNSW-indexed table: the index scan goes on until ``k`` rows pass.
@@ -139,7 +150,14 @@ class IterativeScan:
         return ", ".join(self.to_parameter())
 
 
-FAMILY = StoreFamily("pgvector", filter_builder=where, distance=distance, add=add)
+# PGVectorStore's async methods are its own (its sync ones block on a loop thread of its
+# engine); the older PGVector has coroutines only when built with async_mode=True, so its
+# async calls run the sync ones on the backend's threads
+FAMILY = StoreFamily("pgvector", filter_builder=where, distance=distance, add=add, aadd=aadd)
 LEGACY_FAMILY = StoreFamily(
-    "pgvector-legacy", filter_builder=where, distance=legacy_distance, add=add
+    "pgvector-legacy",
+    filter_builder=where,
+    distance=legacy_distance,
+    add=add,
+    native_async=False,
 )
