@@ -93,9 +93,15 @@ class Embedder:
                 f"The embeddings returned {len(raw)} vectors for {len(missing)} texts."
             )
         try:
-            # float64 first: numpy converts Python floats to float64 ~5x faster than to float32
-            wide = np.array(raw, dtype=np.float64)
-        except ValueError as exc:
+            first = raw[0] if len(raw) == 1 else None
+            if type(first) is list:
+                # one query (a search): fromiter reads a list of floats ~2x faster than
+                # np.array (12.7 -> 5.3 us CPU for 384 floats, numpy 2.4)
+                wide = np.fromiter(first, dtype=np.float64, count=len(first))[np.newaxis]
+            else:
+                # float64 first: numpy converts Python floats to float64 faster than float32
+                wide = np.array(raw, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
             raise EmbeddingDimensionError(
                 "The embeddings returned vectors of unequal sizes."
             ) from exc
@@ -108,7 +114,8 @@ class Embedder:
             )
         self.dims = int(wide.shape[1])
         if len(wide) == 1:  # one query (a search): a scalar norm, no temporary arrays
-            norm = math.sqrt(float(np.dot(wide[0], wide[0])))
+            row = wide[0]
+            norm = math.sqrt(float(row.dot(row)))
             if norm:
                 wide /= norm
         else:

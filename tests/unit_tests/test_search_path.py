@@ -20,6 +20,7 @@ from langchain_ltm._codec import SEARCH_ITEM_SLOTS, to_search_item
 from langchain_ltm._embedder import Embedder
 from langchain_ltm._ops import plan_batch, tokenize_fields
 from langchain_ltm.backends.base import Hit, StoredItem
+from langchain_ltm.errors import EmbeddingDimensionError
 from tests.fakes import KeywordEmbeddings
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=timezone.utc)
@@ -78,6 +79,12 @@ def test_one_query_of_another_size_is_refused():
     embedder.embed(["a"], True)
     with pytest.raises(ValueError, match="3-dimensional vectors after 2-dimensional"):
         embedder.embed(["b"], True)
+
+
+@pytest.mark.parametrize("bad", [[[1.0, 2.0], [3.0]], [[1.0, 2.0]], [1.0, "x"]])
+def test_one_malformed_query_vector_is_an_embedding_error(bad):
+    with pytest.raises(EmbeddingDimensionError, match="unequal sizes"):
+        Embedder(_Fixed({"q": bad})).embed(["q"], True)
 
 
 def test_a_valid_tuple_namespace_is_kept_and_a_bad_one_still_refused():
