@@ -38,8 +38,9 @@ class _Block:
     """The items of one namespace and their stacked vectors.
 
     The stacked matrix is kept up to date in place for the common writes (a new or changed
-    single-vector item: an append or a row overwrite, amortized O(d)); anything else (a
-    deletion, an item with several vectors) drops it and the next search restacks.
+    single-vector item: an append or a row overwrite, amortized O(d)), from a new block's
+    first vector on; anything else (a deletion, an item with several vectors) drops it and
+    the next search restacks.
     """
 
     __slots__ = (

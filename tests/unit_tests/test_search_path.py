@@ -134,3 +134,18 @@ class _Fixed:
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return [list(self.vectors[t]) for t in texts]
+
+
+def test_a_block_whose_vectors_all_went_is_stacked_again():
+    """A new block is stacked from its first vector; dropping every vector and adding one
+    back (an item re-written without, then with, an index) still scores what is stored."""
+    store = LongTermMemoryStore(InMemoryVectorStore(KeywordEmbeddings(32)), fields=["text"])
+    ns = ("memories", "u1")
+    store.put(ns, "a", {"text": "green tea"})
+    assert [it.key for it in store.search(ns, query="green tea")] == ["a"]
+    store.put(ns, "a", {"text": "green tea"}, index=False)  # no vectors left in the block
+    assert [(it.key, it.score) for it in store.search(ns, query="green tea")] == [("a", None)]
+    store.put(ns, "b", {"text": "black coffee"})  # the first vector again
+    store.put(ns, "a", {"text": "green tea"})
+    found = store.search(ns, query="green tea")
+    assert [it.key for it in found] == ["a", "b"] and found[0].score > found[1].score
