@@ -19,21 +19,35 @@ precomputed vectors). ``open+1st`` is a new backend on the same file (fresh conn
 OS page cache warm) answering one search: what a short-lived process like ``ltm recall``
 pays beyond its imports.
 
+Beside them, in the same loop and on the same vectors:
+
+- numpy floor: the user's rows pre-stacked as one float32 matrix, ``M @ q`` plus
+  ``argpartition`` top-5: the physical floor of an exact per-user search
+- LangGraph ``SqliteStore`` (``langgraph-checkpoint-sqlite``) with vector search
+  (``index={"dims", "embed", "text_fields"}``, sqlite-vec), fed the same PutOps. It needs a
+  ``sqlite3`` that can load extensions; a Python built without it (pyenv's default) uses
+  ``pysqlite3`` (``pip install pysqlite3-binary``) if installed, else the column says why
+  not. It answers the first ``--lg-queries`` queries only (it scans the whole table).
+
 Usage:
     python bench/sqlite_search.py                     # 10k and 100k facts; 100 users and 1
     python bench/sqlite_search.py --facts 10000 --users 10 --queries 200
+    python bench/sqlite_search.py --facts 10000 --users 100 --lg-queries 0  # no SqliteStore
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sqlite3
 import sys
 import tempfile
 import time
+from types import ModuleType
+from typing import Any
 
 import numpy as np
-from _common import LookupEmbeddings, clock, make_layout, unit_rows
+from _common import DIMS, LookupEmbeddings, clock, make_layout, unit_rows
 from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.store.base import PutOp
 
@@ -44,7 +58,36 @@ K = 5
 BATCH = 1_000
 
 
-def run(facts: int, users: int, queries: int, seed: int = 0) -> dict[str, object]:
+def sqlite_with_extensions() -> tuple[ModuleType | None, str]:
+    """A ``sqlite3`` module that can load sqlite-vec (what SqliteStore needs), or why not."""
+    try:
+        import sqlite_vec  # noqa: F401
+        from langgraph.store.sqlite import SqliteStore  # noqa: F401
+    except ImportError as exc:
+        return None, f"not installed ({exc.name}): pip install langgraph-checkpoint-sqlite"
+    if hasattr(sqlite3.Connection, "enable_load_extension"):
+        return sqlite3, "stdlib sqlite3"
+    try:
+        import pysqlite3  # type: ignore[import-not-found]
+    except ImportError:
+        return None, (
+            "this Python's sqlite3 cannot load extensions (sqlite-vec); "
+            "pip install pysqlite3-binary"
+        )
+    return pysqlite3, "pysqlite3 (this Python's sqlite3 cannot load extensions)"
+
+
+def langgraph_sqlite(module: ModuleType, path: str, emb: LookupEmbeddings) -> Any:
+    from langgraph.store.sqlite import SqliteStore
+
+    conn = module.connect(path, check_same_thread=False, isolation_level=None)
+    # SqliteStore reads "text_fields" (not "fields", which it ignores)
+    store = SqliteStore(conn, index={"dims": DIMS, "embed": emb, "text_fields": ["content"]})
+    store.setup()
+    return store
+
+
+def run(facts: int, users: int, queries: int, lg_queries: int, seed: int = 0) -> dict[str, object]:
     rng = np.random.default_rng(seed)
     vecs = unit_rows(rng, facts)
     layout = make_layout(vecs, users, queries, rng, k=K)
@@ -57,15 +100,20 @@ def run(facts: int, users: int, queries: int, seed: int = 0) -> dict[str, object
     path = os.path.join(folder, "bench.sqlite")
     memory = LongTermMemoryStore(InMemoryVectorStore(emb), fields=["content"])
     sqlite = LongTermMemoryStore(sqlite_backend(path), embeddings=emb, fields=["content"])
+    module, _ = sqlite_with_extensions()
+    lg = None
+    if module is not None and lg_queries > 0:
+        lg = langgraph_sqlite(module, os.path.join(folder, "langgraph.sqlite"), emb)
     ingest = {}
-    for name, store in (("memory", memory), ("sqlite", sqlite)):
+    writers: list[tuple[str, Any]] = [("memory", memory), ("sqlite", sqlite)]
+    if lg is not None:
+        writers.append(("langgraph", lg))
+    for name, store in writers:
         t0 = time.perf_counter()
         for start in range(0, facts, BATCH):
             store.batch(
                 [
-                    PutOp(
-                        store.user_namespace(f"u{layout.owner[i]}"), f"k{i}", {"content": texts[i]}
-                    )
+                    PutOp(("memories", f"u{layout.owner[i]}"), f"k{i}", {"content": texts[i]})
                     for i in range(start, min(start + BATCH, facts))
                 ]
             )
@@ -76,16 +124,35 @@ def run(facts: int, users: int, queries: int, seed: int = 0) -> dict[str, object
         sqlite_backend(path, vector_cache_mb=0), embeddings=emb, fields=["content"]
     )
     stores = (("memory", memory), ("sqlite", sqlite), ("uncached", uncached))
+    assert memory.user_namespace("u0") == ("memories", "u0"), "all stores share namespaces"
     for _, store in stores:
-        store.search(store.user_namespace("u0"), query="warm", limit=K)
-    times: dict[str, list[float]] = {name: [] for name, _ in stores}
-    hits = {name: 0 for name, _ in stores}
+        store.search(("memories", "u0"), query="warm", limit=K)
+    if lg is not None:
+        lg.search(("memories", "u0"), query="warm", limit=K)
+    mats = [np.ascontiguousarray(vecs[rows]) for rows in layout.rows]
+
+    def np_scan(j: int) -> set[int]:
+        user = layout.query_user[j]
+        s = mats[user] @ layout.query_vecs[j]
+        part = np.argpartition(-s, K - 1)[:K] if len(s) > K else np.arange(len(s))
+        return set(layout.rows[user][part[np.argsort(-s[part])]].tolist())
+
+    names = [name for name, _ in stores] + ["numpy", "langgraph"]
+    times: dict[str, list[float]] = {name: [] for name in names}
+    hits = {name: 0 for name in names}
     for j in range(queries):
-        ns_user = f"u{layout.query_user[j]}"
-        for name, store in stores:
+        ns_user = ("memories", f"u{layout.query_user[j]}")
+        t0 = clock()
+        found_rows = np_scan(j)
+        times["numpy"].append((clock() - t0) / 1e6)
+        hits["numpy"] += len(found_rows & layout.truth[j])
+        timed: list[tuple[str, Any]] = list(stores)
+        if lg is not None and j < lg_queries:
+            timed.append(("langgraph", lg))
+        for name, store in timed:
             spent = emb.spent_ns
             t0 = clock()
-            found = store.search(store.user_namespace(ns_user), query=qtexts[j], limit=K)
+            found = store.search(ns_user, query=qtexts[j], limit=K)
             elapsed = clock() - t0 - (emb.spent_ns - spent)
             times[name].append(elapsed / 1e6)
             hits[name] += len({int(item.key[1:]) for item in found} & layout.truth[j])
@@ -98,47 +165,78 @@ def run(facts: int, users: int, queries: int, seed: int = 0) -> dict[str, object
     again.close()
     sqlite.close()
     uncached.close()
-    size = sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder) if "." in f)
+    if lg is not None:
+        lg.conn.close()
+    size = sum(
+        os.path.getsize(os.path.join(folder, f))
+        for f in os.listdir(folder)
+        if f.startswith("bench.sqlite")
+    )
     return {
         "facts": facts,
         "users": users,
         "per_user": facts // users,
-        "memory": np.percentile(times["memory"], [50, 95]),
-        "sqlite": np.percentile(times["sqlite"], [50, 95]),
-        "uncached": np.percentile(times["uncached"], [50, 95]),
-        "recall": tuple(hits[name] / (K * queries) for name in ("memory", "sqlite", "uncached")),
+        **{name: np.percentile(times[name], [50, 95]) if times[name] else None for name in names},
+        "recall": {
+            name: hits[name] / (K * len(times[name])) if times[name] else None for name in names
+        },
+        "lg_queries": len(times["langgraph"]),
         "ingest": ingest,
         "cold_ms": cold * 1e3,
         "file_mb": size / 1e6,
     }
 
 
+def _cell(p: Any) -> str:
+    return "n/a" if p is None else f"{p[0]:.2f} / {p[1]:.2f}"
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--facts", type=int, nargs="*", default=[10_000, 100_000])
     parser.add_argument("--users", type=int, nargs="*", default=[100, 1])
     parser.add_argument("--queries", type=int, default=200)
-    args = parser.parse_args()
-    print(f"python {sys.version.split()[0]}, numpy {np.__version__}, {os.cpu_count()} cores")
-    print(
-        "| facts | users | facts/user | memory p50 / p95 ms | sqlite p50 / p95 ms | "
-        "sqlite, no cache p50 / p95 ms | recall@5 mem / sqlite / no cache | "
-        "ingest mem / sqlite s | sqlite open+1st ms | file MB |"
+    parser.add_argument(
+        "--lg-queries", type=int, default=50, help="queries for LangGraph's SqliteStore (0: off)"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    args = parser.parse_args()
+    load = "/".join(f"{x:.1f}" for x in os.getloadavg())
+    print(
+        f"python {sys.version.split()[0]}, numpy {np.__version__}, {os.cpu_count()} cores, "
+        f"load avg {load}; LangGraph SqliteStore: {sqlite_with_extensions()[1]}"
+    )
+    print(
+        "| facts | users | facts/user | numpy floor p50 / p95 ms | memory p50 / p95 ms | "
+        "sqlite p50 / p95 ms | sqlite, no cache p50 / p95 ms | LangGraph SqliteStore p50 / "
+        "p95 ms (queries) | sqlite vs floor | SqliteStore vs sqlite | recall@5 mem / sqlite / "
+        "no cache / SqliteStore | ingest mem / sqlite / SqliteStore s | sqlite open+1st ms "
+        "| file MB |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for facts in args.facts:
         for users in args.users:
             queries = args.queries if facts // users < 50_000 else max(20, args.queries // 5)
-            r = run(facts, users, queries)
-            m, s, u, rc, ing = r["memory"], r["sqlite"], r["uncached"], r["recall"], r["ingest"]
+            r: dict[str, Any] = run(facts, users, queries, min(args.lg_queries, queries))
+            rc, ing = r["recall"], r["ingest"]
+            s50, lg = r["sqlite"][0], r["langgraph"]
+            lg_cell = "n/a" if lg is None else f"{_cell(lg)} ({r['lg_queries']})"
+            recalls = " / ".join(
+                "n/a" if rc[n] is None else f"{rc[n]:.2f}"
+                for n in ("memory", "sqlite", "uncached", "langgraph")
+            )
+            ingests = " / ".join(
+                f"{ing[n]:.1f}" if n in ing else "n/a" for n in ("memory", "sqlite", "langgraph")
+            )
             print(
-                f"| {facts:,} | {users} | {r['per_user']:,} | {m[0]:.2f} / {m[1]:.2f} | "
-                f"{s[0]:.2f} / {s[1]:.2f} | {u[0]:.2f} / {u[1]:.2f} | "
-                f"{rc[0]:.2f} / {rc[1]:.2f} / {rc[2]:.2f} | "
-                f"{ing['memory']:.1f} / {ing['sqlite']:.1f} | {r['cold_ms']:.1f} | "
-                f"{r['file_mb']:.0f} |",
+                f"| {facts:,} | {users} | {r['per_user']:,} | {_cell(r['numpy'])} | "
+                f"{_cell(r['memory'])} | {_cell(r['sqlite'])} | {_cell(r['uncached'])} | "
+                f"{lg_cell} | {s50 / r['numpy'][0]:.1f}x | "
+                f"{'n/a' if lg is None else f'{lg[0] / s50:.1f}x slower'} | {recalls} | "
+                f"{ingests} | {r['cold_ms']:.1f} | {r['file_mb']:.0f} |",
                 flush=True,
             )
+    if sqlite_with_extensions()[0] is None:
+        print(f"\nLangGraph SqliteStore not measured: {sqlite_with_extensions()[1]}")
 
 
 if __name__ == "__main__":

@@ -23,8 +23,8 @@ Fairness rules:
   hits them alike; InMemoryStore answers only the first ``--lg-queries`` queries (it is slow).
   The numpy scan and ours then run again, each alone in a tight loop (no other work between
   queries, so code and data stay hot; ours on new query texts, so its embedding cache still
-  misses): the "within 3x" target compares those two. Targets are judged at p50; p95 ratios
-  and the interleaved ratio are printed alongside.
+  misses): the "within 3x" target (and issue 19's "within 5x") compares those two.
+  Targets are judged at p50; p95 ratios and the interleaved ratio are printed alongside.
 - Each store's ingest starts with the earlier objects frozen (``gc.freeze``), so it pays the
   garbage collector for its own objects only, not for the data set or the other store.
 
@@ -63,6 +63,7 @@ NP_WARMUP = 200
 # targets from the issue, judged at p50 (p95 ratios are printed alongside)
 TARGET_VS_LANGGRAPH = 10.0  # ours at least this many times faster than InMemoryStore
 TARGET_VS_NUMPY = 3.0  # ours at most this many times slower than the numpy scan
+TARGET_VS_NUMPY_19 = 5.0  # issue 19, at 100 facts a user: within 5x of the numpy floor
 
 
 def uid(u: int) -> str:
@@ -294,6 +295,9 @@ def run_config(
         f"{_ok(t50 / n50 <= TARGET_VS_NUMPY)} [{users:,} users] ours within "
         f"{TARGET_VS_NUMPY:g}x of the numpy scan (both in a tight loop): {t50 / n50:,.2f}x at "
         f"p50 ({t95 / n95:,.2f}x at p95; interleaved: {o50 / i50:,.2f}x at p50)",
+        f"{_ok(t50 / n50 <= TARGET_VS_NUMPY_19)} [{users:,} users] ours within "
+        f"{TARGET_VS_NUMPY_19:g}x of the numpy scan (issue 19, both in a tight loop): "
+        f"{t50 / n50:,.2f}x at p50",
         f"{_ok(ours_m.recall == 1.0)} [{users:,} users] ours recall@5 = 1.0: "
         f"{ours_m.recall:.4f} (InMemoryStore {lg_m.recall:.4f}, numpy {tight.recall:.4f})",
     ]

@@ -50,13 +50,32 @@ def to_item(stored: StoredItem) -> Item:
     )
 
 
+_new_search_item = SearchItem.__new__
+SEARCH_ITEM_SLOTS = ("namespace", "key", "value", "created_at", "updated_at", "score")
+"""Every slot of LangGraph's ``SearchItem`` (a test checks this against the class)."""
+
+
 def to_search_item(hit: Hit) -> SearchItem:
+    """A ``SearchItem`` of ``hit``, value copied, built without ``Item.__init__``.
+
+    ``Item.__init__`` only converts ISO strings to datetimes and the namespace to a tuple.
+    A stored item holds datetimes (the namespace is made a tuple here), and the
+    constructor's call chain was a fifth of the Python calls of a search returning five
+    items. The result equals ``SearchItem(namespace, key, value, created_at, updated_at,
+    score)``.
+    """
     item = hit.item
-    return SearchItem(
-        namespace=item.namespace,
-        key=item.key,
-        value=copy_value(item.value),
-        created_at=item.created_at,
-        updated_at=item.updated_at,
-        score=hit.score,
+    out = _new_search_item(SearchItem)
+    namespace = item.namespace
+    out.namespace = namespace if type(namespace) is tuple else tuple(namespace)
+    out.key = item.key
+    value = item.value
+    out.value = (  # copy_value's dict branch, inlined: one call less per item
+        {k: v if type(v) in _ATOMIC else copy_value(v) for k, v in value.items()}
+        if type(value) is dict
+        else copy_value(value)
     )
+    out.created_at = item.created_at
+    out.updated_at = item.updated_at
+    out.score = hit.score
+    return out

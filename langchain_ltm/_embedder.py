@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -37,20 +38,20 @@ class Embedder:
         missing, rows = self._lookup(texts, query)
         if missing:
             if query and len(missing) == 1:
-                raw = [self.embeddings.embed_query(missing[0])]
+                raw = [self.embeddings.embed_query(next(iter(missing)))]
             else:
                 raw = self.embeddings.embed_documents(list(missing))
-            self._store(missing, raw, query, rows)
+            self._store(missing, raw, rows)
         return self._stack(texts, rows)
 
     async def aembed(self, texts: Sequence[str], query: bool) -> Vectors:
         missing, rows = self._lookup(texts, query)
         if missing:
             if query and len(missing) == 1:
-                raw = [await self.embeddings.aembed_query(missing[0])]
+                raw = [await self.embeddings.aembed_query(next(iter(missing)))]
             else:
                 raw = await self.embeddings.aembed_documents(list(missing))
-            self._store(missing, raw, query, rows)
+            self._store(missing, raw, rows)
         return self._stack(texts, rows)
 
     # pure helpers shared by both shells
@@ -61,33 +62,46 @@ class Embedder:
             text.encode("utf-8", "surrogatepass"), digest_size=16
         ).digest()
 
-    def _lookup(self, texts: Sequence[str], query: bool) -> tuple[list[str], dict[str, Vectors]]:
+    def _lookup(
+        self, texts: Sequence[str], query: bool
+    ) -> tuple[dict[str, tuple[bool, bytes]], dict[str, Vectors]]:
+        """The cached rows of ``texts``, and the cache keys of the others (in order)."""
         rows: dict[str, Vectors] = {}
-        missing: dict[str, None] = {}  # ordered set: `in` on a list made batches O(n^2)
+        missing: dict[str, tuple[bool, bytes]] = {}  # ordered, and each text hashed once
+        cache = self._cache
+        key = self._key
         with self._lock:
             for text in texts:
                 if text in rows or text in missing:
                     continue
-                hit = self._cache.get(self._key(text, query))
+                text_key = key(text, query)
+                hit = cache.get(text_key)
                 if hit is None:
-                    missing[text] = None
+                    missing[text] = text_key
                 else:
                     rows[text] = hit
-        return list(missing), rows
+        return missing, rows
 
     def _store(
         self,
-        texts: list[str],
+        missing: dict[str, tuple[bool, bytes]],
         raw: Sequence[Sequence[float]],
-        query: bool,
         rows: dict[str, Vectors],
     ) -> None:
-        if len(raw) != len(texts):
-            raise ValueError(f"The embeddings returned {len(raw)} vectors for {len(texts)} texts.")
+        if len(raw) != len(missing):
+            raise ValueError(
+                f"The embeddings returned {len(raw)} vectors for {len(missing)} texts."
+            )
         try:
-            # float64 first: numpy converts Python floats to float64 ~5x faster than to float32
-            wide = np.array(raw, dtype=np.float64)
-        except ValueError as exc:
+            first = raw[0] if len(raw) == 1 else None
+            if type(first) is list:
+                # one query (a search): fromiter reads a list of floats ~2x faster than
+                # np.array (12.7 -> 5.3 us CPU for 384 floats, numpy 2.4)
+                wide = np.fromiter(first, dtype=np.float64, count=len(first))[np.newaxis]
+            else:
+                # float64 first: numpy converts Python floats to float64 faster than float32
+                wide = np.array(raw, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
             raise EmbeddingDimensionError(
                 "The embeddings returned vectors of unequal sizes."
             ) from exc
@@ -99,17 +113,24 @@ class Embedder:
                 f"{self.dims}-dimensional ones; use one embedding model per store."
             )
         self.dims = int(wide.shape[1])
-        norms = np.sqrt(np.einsum("ij,ij->i", wide, wide))
-        norms[norms == 0] = 1
-        wide /= norms[:, np.newaxis]
+        if len(wide) == 1:  # one query (a search): a scalar norm, no temporary arrays
+            row = wide[0]
+            norm = math.sqrt(float(row.dot(row)))
+            if norm:
+                wide /= norm
+        else:
+            norms = np.sqrt(np.einsum("ij,ij->i", wide, wide))
+            norms[norms == 0] = 1
+            wide /= norms[:, np.newaxis]
         matrix = wide.astype(np.float32)
         matrix.flags.writeable = False  # the cached rows are views of it
+        cache = self._cache
         with self._lock:
-            for text, row in zip(texts, matrix, strict=True):
+            for (text, text_key), row in zip(missing.items(), matrix, strict=True):
                 rows[text] = row
-                self._cache[self._key(text, query)] = row
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
+                cache[text_key] = row
+            while len(cache) > self.cache_size:
+                cache.popitem(last=False)
 
     def _stack(self, texts: Sequence[str], rows: dict[str, Vectors]) -> Vectors:
         if not texts:

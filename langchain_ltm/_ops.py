@@ -68,11 +68,15 @@ def plan_batch(ops: Iterable[Op], default_fields: list[TokenizedField]) -> Batch
     plan = BatchPlan(size=len(ops))
     for i, op in enumerate(ops):
         if isinstance(op, GetOp):
-            op = op._replace(namespace=as_labels(op.namespace))
+            labels = as_labels(op.namespace)
+            if labels is not op.namespace:  # a list given: the plan holds a tuple
+                op = op._replace(namespace=labels)
             _check_key(op.key)
             plan.gets.append((i, op))
         elif isinstance(op, SearchOp):
-            op = op._replace(namespace_prefix=as_labels(op.namespace_prefix))
+            labels = as_labels(op.namespace_prefix)
+            if labels is not op.namespace_prefix:
+                op = op._replace(namespace_prefix=labels)
             _check_window(op.limit, op.offset)
             if op.query is not None and not isinstance(op.query, str):
                 raise TypeError(f"query must be a str or None, got {type(op.query).__name__}.")
@@ -89,7 +93,9 @@ def plan_batch(ops: Iterable[Op], default_fields: list[TokenizedField]) -> Batch
                 raise ValueError(f"max_depth must be a positive int, got {op.max_depth!r}.")
             plan.lists.append((i, op))
         elif isinstance(op, PutOp):
-            op = op._replace(namespace=as_labels(op.namespace))
+            labels = as_labels(op.namespace)
+            if labels is not op.namespace:
+                op = op._replace(namespace=labels)
             plan.puts[(op.namespace, op.key)] = _plan_put(op, default_fields)
         else:
             raise ValueError(f"Unknown operation type: {type(op).__name__}.")
@@ -127,6 +133,9 @@ def _plan_put(op: PutOp, default_fields: list[TokenizedField]) -> PlannedPut:
 
 def as_labels(namespace: Any) -> tuple[str, ...]:
     """A valid namespace (any sequence of labels) as a tuple; InvalidNamespaceError if not."""
+    if type(namespace) is tuple:  # the usual case, without the abstract Sequence check
+        check_labels(namespace)
+        return namespace
     if isinstance(namespace, str):  # LangGraph's stores read "docs" as ("d", "o", "c", "s")
         raise InvalidNamespaceError(
             f"Namespace must be a tuple (or list) of str, got the string {namespace!r}: "
@@ -183,6 +192,8 @@ def _check_key(key: Any) -> None:
 
 
 def _check_window(limit: Any, offset: Any) -> None:
+    if type(limit) is int and type(offset) is int and limit >= 0 and offset >= 0:
+        return  # the usual case, without four isinstance calls
     for name, value in (("limit", limit), ("offset", offset)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise ValueError(f"{name} must be an int >= 0, got {value!r}.")

@@ -465,7 +465,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
             vectors = None
             if op.query and query_vectors is not None:
                 row = query_row[op.query]
-                vectors = query_vectors[row : row + 1]
+                vectors = query_vectors if len(queries) == 1 else query_vectors[row : row + 1]
             request = SearchRequest(
                 op.namespace_prefix, vectors, conditions, op.limit, op.offset, alive_at
             )

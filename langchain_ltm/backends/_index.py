@@ -38,13 +38,15 @@ class _Block:
     """The items of one namespace and their stacked vectors.
 
     The stacked matrix is kept up to date in place for the common writes (a new or changed
-    single-vector item: an append or a row overwrite, amortized O(d)); anything else (a
-    deletion, an item with several vectors) drops it and the next search restacks.
+    single-vector item: an append or a row overwrite, amortized O(d)), from a new block's
+    first vector on; anything else (a deletion, an item with several vectors) drops it and
+    the next search restacks.
     """
 
     __slots__ = (
         "_buffer",
         "_count",
+        "_live",
         "_row_of",
         "_rows",
         "_single",
@@ -62,20 +64,28 @@ class _Block:
         self.expiring: dict[str, datetime] = {}  # key -> expires_at, items with a TTL only
         self._buffer: Vectors | None = None  # rows [0, _count) are live
         self._count = 0
+        self._live: Vectors | None = None  # the view _buffer[:_count], None when stale
         self._rows: list[str] = []
         self._row_of: dict[str, int] = {}
         self._starts: np.ndarray[Any, np.dtype[np.intp]] | None = None
         self._single = True
 
     def set_vectors(self, key: str, vectors: Vectors) -> None:
+        fresh = not self.vectors
         self.vectors[key] = vectors
         if self._buffer is None:
-            return
+            if not fresh or len(vectors) != 1:
+                return  # stacked by the next search
+            # a new block: keep it stacked from its first vector on, so a user's first
+            # search costs what the next ones do (stacking 100 vectors took ~200 us)
+            self._buffer = np.empty((8, vectors.shape[1]), np.float32)
+            self._count, self._rows, self._row_of, self._single = 0, [], {}, True
         if not self._single or len(vectors) != 1:
-            self._buffer = None
+            self._buffer = self._live = None
             return
         row = self._row_of.get(key)
         if row is None:
+            self._live = None  # one more row
             if self._count == len(self._buffer):
                 grown = np.empty((max(8, 2 * self._count), self._buffer.shape[1]), np.float32)
                 grown[: self._count] = self._buffer[: self._count]
@@ -105,14 +115,17 @@ class _Block:
 
     def drop_vectors(self, key: str) -> None:
         if self.vectors.pop(key, None) is not None:
-            self._buffer = None
+            self._buffer = self._live = None
 
     def scores(self, queries: Vectors) -> tuple[list[str], np.ndarray[Any, Any]]:
         """Keys of indexed items and their best score per query, shape ``(items, q)``."""
-        if self._buffer is None:
-            self._stack(queries.shape[1])
-        assert self._buffer is not None
-        raw = self._buffer[: self._count] @ queries.T
+        live = self._live
+        if live is None:
+            if self._buffer is None:
+                self._stack(queries.shape[1])
+            assert self._buffer is not None
+            live = self._live = self._buffer[: self._count]
+        raw = live @ queries.T
         if self._single or not self._rows:
             return self._rows, raw
         assert self._starts is not None
@@ -164,7 +177,16 @@ class NamespaceIndex:
         return found[request.offset : request.offset + request.limit]
 
     def search(self, request: SearchRequest) -> list[list[Hit]]:
-        blocks = [self._blocks[ns] for ns in self._under.get(request.prefix, ())]
+        under = self._under.get(request.prefix, ())
+        if request.vectors is not None and len(under) == 1 and not request.filter:
+            # one namespace, no filter: a user's facts, the hot path (checked first, cheaply)
+            block = self._blocks[next(iter(under))]
+            alive_at = request.alive_at
+            if len(block.vectors) == len(block.items) and not (
+                block.expiring and block.has_expired(alive_at)
+            ):
+                return self._ranked_block(block, request)
+        blocks = [self._blocks[ns] for ns in under]
         if request.vectors is None:
             return [self._unranked(blocks, request)]
         return self._ranked(blocks, request)
@@ -177,12 +199,8 @@ class NamespaceIndex:
         assert request.vectors is not None
         queries = request.vectors
         alive_at = request.alive_at
-        if alive_at is not None and not any(b.has_expired(alive_at) for b in blocks):
+        if alive_at is not None and not any(b.expiring and b.has_expired(alive_at) for b in blocks):
             alive_at = None  # nothing in scope has expired: no per-item check needed
-        if len(blocks) == 1 and not request.filter and alive_at is None:
-            block = blocks[0]
-            if len(block.vectors) == len(block.items):  # one user's facts: the hot path
-                return self._ranked_block(block, request)
         # keys and their blocks' item dicts, as flat lists built by C-level copies: items are
         # looked up (and filtered) in score order, only as far as the page needs
         keys: list[str] = []
@@ -230,10 +248,13 @@ class NamespaceIndex:
         items = block.items
         wanted = None if request.limit is None else request.offset + request.limit
         out = []
-        for column in range(scores.shape[1]):
-            column_scores = scores[:, column]
-            order = _top(column_scores, wanted)[request.offset :].tolist()
-            out.append([Hit(items[keys[i]], float(column_scores[i])) for i in order])
+        for column_scores in scores.T:  # one row of scores per query
+            order = _top(column_scores, wanted)
+            if request.offset:
+                order = order[request.offset :]
+            # two C-level conversions instead of a numpy scalar per hit
+            picked = zip(order.tolist(), column_scores[order].tolist(), strict=True)
+            out.append([Hit(items[keys[i]], score) for i, score in picked])
         return out
 
     # writes
@@ -324,7 +345,7 @@ _SORT_ALL_BELOW = 2048
 def _top(scores: np.ndarray[Any, Any], wanted: int | None) -> np.ndarray[Any, Any]:
     """Indices of the best ``wanted`` scores, best first, ties in insertion order."""
     if len(scores) <= _SORT_ALL_BELOW:  # a stable sort of a few thousand beats partitioning
-        return np.argsort(-scores, kind="stable")[:wanted]
+        return (-scores).argsort(kind="stable")[:wanted]
     if wanted is not None and 0 < wanted < len(scores):
         kth = scores[np.argpartition(-scores, wanted - 1)[wanted - 1]]
         # every row tied with the k-th best, in row order: argpartition alone picks
