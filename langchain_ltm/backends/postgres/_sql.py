@@ -280,6 +280,11 @@ def _ranked(t: Tables, request: SearchRequest) -> Exchange[list[list[Hit]]]:
     their items, which apply the filter, until ``offset + limit`` items pass. A rare filter
     under a broad prefix therefore still fills ``limit``. Items without vectors follow the
     scored ones; they are read only when some query has fewer scored items than wanted.
+
+    The plan is pinned by its shape, not by settings: rows are ordered by an aggregate
+    (each item's best score), which no index can produce, so no ANN index (HNSW or IVFFlat,
+    any operator class) can replace the btree range, in the custom or the generic plan
+    (``tests/integration_tests/test_postgres_plan.py`` reads both under every such index).
     """
     assert request.vectors is not None
     queries = request.vectors
