@@ -183,6 +183,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         schema: str = "public",
         dims: int | None = None,
         namespace: tuple[str, ...] = ("memories",),
+        vector_type: str | None = None,
         **kwargs: Any,
     ) -> LongTermMemoryStore:
         """A store on Postgres with pgvector; creates or migrates its tables.
@@ -199,6 +200,9 @@ class LongTermMemoryStore(FactAPI, BaseStore):
             schema: Postgres schema (created if missing).
             dims: Vector size (read from the table, or learned at the first write).
             namespace: Namespace prefix of the fact API.
+            vector_type: ``"halfvec"`` stores embeddings as float16 (half the vectors
+                table and index, search still exact over the stored values); ``"vector"``
+                (float32) or ``None`` (an existing table's type) otherwise.
             **kwargs: Other ``LongTermMemoryStore`` options (``merge_threshold``, ...).
 
         Example:
@@ -207,7 +211,9 @@ class LongTermMemoryStore(FactAPI, BaseStore):
             ... )
         """
         postgres = engine("postgres", "postgres")
-        backend = postgres.postgres_backend(conn, table=table, schema=schema, dims=dims)
+        backend = postgres.postgres_backend(
+            conn, table=table, schema=schema, dims=dims, vector_type=vector_type
+        )
         return cls(backend, embeddings=embeddings, namespace=namespace, **kwargs)
 
     @classmethod

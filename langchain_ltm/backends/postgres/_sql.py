@@ -280,6 +280,14 @@ def _ranked(t: Tables, request: SearchRequest) -> Exchange[list[list[Hit]]]:
     their items, which apply the filter, until ``offset + limit`` items pass. A rare filter
     under a broad prefix therefore still fills ``limit``. Items without vectors follow the
     scored ones; they are read only when some query has fewer scored items than wanted.
+
+    Stored values are scored in float32 (``embedding::vector``: a no-op for ``vector``
+    columns, the exact widening of ``halfvec`` ones), so search stays exact over what is
+    stored whatever the column type. The plan is pinned by its shape, not by settings:
+    rows are ordered by an aggregate (each item's best score), which no index can produce,
+    so no ANN index (HNSW or IVFFlat, any operator class) can replace the btree range, in
+    the custom or the generic plan
+    (``tests/integration_tests/test_postgres_plan.py`` reads both under every such index).
     """
     assert request.vectors is not None
     queries = request.vectors
@@ -310,7 +318,7 @@ WITH ranked AS MATERIALIZED (
         SELECT b.score, b.ns_path, b.key, i.value, i.created_at, i.updated_at,
             i.expires_at, i.ttl_minutes
         FROM (
-            SELECT v.ns_path, v.key, max(-(v.embedding <#> q.vec)) AS score
+            SELECT v.ns_path, v.key, max(-(v.embedding::vector <#> q.vec)) AS score
             FROM {t.vectors} v WHERE {vscope}
             GROUP BY v.ns_path, v.key ORDER BY 3 DESC, 1, 2
         ) b
@@ -374,7 +382,8 @@ def write(
     key first takes that key's locks, in one global order, and only then runs its
     statement, whose snapshot therefore sees every earlier write of its keys; the statement
     touches only rows of its own keys, items before vectors. ``type_column`` (first write of
-    a store created without ``dims``) types the embedding column as ``vector(n)`` first,
+    a store created without ``dims``) types the embedding column as ``vector(n)`` (or
+    ``halfvec(n)``, the column's own type) first,
     after the key locks (so no writer holding them waits for the column's table lock).
     """
     keys = [(ns_path(r.namespace), r.key) for r in upserts]
@@ -389,7 +398,8 @@ def write(
         rows = yield Statement(_TYPMOD, (t.vectors,))
         if rows and rows[0][0] == -1:
             yield Statement(
-                f"ALTER TABLE {t.vectors} ALTER COLUMN embedding TYPE vector({int(type_column)})"
+                f"ALTER TABLE {t.vectors} ALTER COLUMN embedding "
+                f"TYPE {column_type(str(rows[0][1]), type_column)}"
             )
     params: list[Any] = []
     ctes: list[str] = []
@@ -622,14 +632,35 @@ def advisory_lock(t: Tables, scope: str) -> Statement:
 
 # ---- schema ----------------------------------------------------------------------------
 
+# the embedding column's size (-1: untyped) and type name (vector, halfvec)
 _TYPMOD = (
-    "SELECT atttypmod FROM pg_attribute "
-    "WHERE attrelid = to_regclass(%s) AND attname = 'embedding' AND NOT attisdropped"
+    "SELECT a.atttypmod, ty.typname FROM pg_attribute a JOIN pg_type ty ON ty.oid = a.atttypid "
+    "WHERE a.attrelid = to_regclass(%s) AND a.attname = 'embedding' AND NOT a.attisdropped"
 )
 
 
-def _migrations(t: Tables, dims: int | None) -> list[tuple[int, str, list[str]]]:
-    vector_type = "vector" if dims is None else f"vector({int(dims)})"
+VECTOR_TYPES = ("vector", "halfvec")
+
+
+def check_vector_type(vector_type: str | None) -> str | None:
+    """``vector_type`` if it is one we store (``None``: the table's, or ``vector``)."""
+    if vector_type is not None and vector_type not in VECTOR_TYPES:
+        raise ValueError(
+            f"vector_type must be 'vector' (float32) or 'halfvec' (float16, half the size), "
+            f"got {vector_type!r}."
+        )
+    return vector_type
+
+
+def column_type(vector_type: str, dims: int | None) -> str:
+    """The SQL type of the embedding column: ``vector``, ``halfvec(384)``, ..."""
+    return vector_type if dims is None else f"{vector_type}({int(dims)})"
+
+
+def _migrations(
+    t: Tables, dims: int | None, kind: str = "vector"
+) -> list[tuple[int, str, list[str]]]:
+    vector_type = column_type(kind, dims)
     return [
         (
             1,
@@ -676,8 +707,14 @@ def _migrations(t: Tables, dims: int | None) -> list[tuple[int, str, list[str]]]
     ]
 
 
-def setup(t: Tables, dims: int | None) -> Exchange[int | None]:
-    """Create or migrate the schema (idempotent, serialized); return the vectors' size."""
+def setup(
+    t: Tables, dims: int | None, vector_type: str | None = None
+) -> Exchange[tuple[int | None, str]]:
+    """Create or migrate the schema (idempotent, serialized); the vectors' size and type.
+
+    A new table gets ``vector_type`` (``None``: ``vector``); an existing one keeps its own,
+    and asking for the other raises ``ValueError`` naming the migration.
+    """
     yield Statement("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (_SETUP_LOCK,))
     yield Statement("CREATE EXTENSION IF NOT EXISTS vector")
     yield Statement(f'CREATE SCHEMA IF NOT EXISTS "{t.schema}"')
@@ -692,7 +729,7 @@ def setup(t: Tables, dims: int | None) -> Exchange[int | None]:
             f"Table {t.items} has schema version {current}, newer than this langchain-ltm "
             f"understands ({SCHEMA_VERSION}). Upgrade langchain-ltm."
         )
-    for version, description, statements in _migrations(t, dims):
+    for version, description, statements in _migrations(t, dims, vector_type or "vector"):
         if version <= current:
             continue
         for sql in statements:
@@ -702,17 +739,29 @@ def setup(t: Tables, dims: int | None) -> Exchange[int | None]:
             (version, description),
         )
     rows = yield Statement(_TYPMOD, (t.vectors,))
-    stored = int(rows[0][0]) if rows and rows[0][0] != -1 else None
+    kind = str(rows[0][1])
+    if vector_type is not None and kind != vector_type:
+        raise ValueError(
+            f"Table {t.vectors} stores its embeddings as {kind}, not {vector_type}: open it "
+            f"with vector_type={kind!r} (or None), or convert it first with "
+            f"PostgresBackend.migrate_vector_type({vector_type!r})."
+        )
+    stored = int(rows[0][0]) if rows[0][0] != -1 else None
     if dims is not None and stored is None:
-        yield Statement(f"ALTER TABLE {t.vectors} ALTER COLUMN embedding TYPE vector({int(dims)})")
+        yield Statement(
+            f"ALTER TABLE {t.vectors} ALTER COLUMN embedding TYPE {column_type(kind, dims)}"
+        )
         stored = dims
-    return stored
+    return stored, kind
 
 
 def create_hnsw_index(t: Tables, m: int, ef_construction: int) -> Exchange[None]:
+    """An HNSW index (cosine) with the operator class of the column's type."""
+    rows = yield Statement(_TYPMOD, (t.vectors,))
+    vector_type = str(rows[0][1])
     yield Statement(
         f"CREATE INDEX IF NOT EXISTS {t.index('vectors_hnsw')} ON {t.vectors} "
-        f"USING hnsw (embedding vector_cosine_ops) "
+        f"USING hnsw (embedding {vector_type}_cosine_ops) "
         f"WITH (m = {int(m)}, ef_construction = {int(ef_construction)})"
     )
 

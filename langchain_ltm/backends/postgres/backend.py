@@ -70,6 +70,7 @@ try:
     from langchain_ltm.backends.postgres import _sql as sql
     from langchain_ltm.backends.postgres._conn import Connector, conninfo_from_engine
     from langchain_ltm.backends.postgres._lock import AdvisoryLocks, HeldLock
+    from langchain_ltm.backends.postgres._vector_type import migrate_vector_type
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise MissingDependencyError(
         f"The Postgres engine needs psycopg 3 and psycopg-pool ({exc}). "
@@ -112,6 +113,9 @@ class PostgresBackend(VectorBackend):
         schema: Postgres schema of the tables.
         dims: Size of the embeddings; ``None`` learns it from the table or the first write.
         engine: A ``PGEngine`` to reuse in :meth:`as_vectorstore`.
+        vector_type: ``"vector"`` (float32) or ``"halfvec"`` (float16: half the vectors
+            table and HNSW index; search stays exact over the stored values) for a new
+            table; ``None`` keeps an existing table's type (``vector`` for a new one).
 
     Example:
         >>> backend = postgres_backend("postgresql://localhost/app", setup=False)  # no I/O yet
@@ -142,12 +146,14 @@ class PostgresBackend(VectorBackend):
         schema: str = "public",
         dims: int | None = None,
         engine: PGEngine | None = None,
+        vector_type: str | None = None,
     ) -> None:
         if dims is not None and (not isinstance(dims, int) or not 1 <= dims <= 16000):
             raise ValueError(f"dims must be an int from 1 to 16000, got {dims!r}.")
         self.tables = sql.Tables(schema, table)
         self.connector = connector
         self.dims = dims
+        self.vector_type = sql.check_vector_type(vector_type)
         self._engine = engine
         self._locks = AdvisoryLocks(connector)
 
@@ -160,20 +166,57 @@ class PostgresBackend(VectorBackend):
 
     def setup(self) -> None:
         """Create or migrate the tables; safe to call again and from several processes."""
-        self.dims = self.connector.run(
-            lambda: sql.setup(self.tables, self.dims), "setup", transaction=True, vectors=False
+        self.dims, self.vector_type = self.connector.run(
+            lambda: sql.setup(self.tables, self.dims, self.vector_type),
+            "setup",
+            transaction=True,
+            vectors=False,
         )
 
     async def asetup(self) -> None:
         """Async twin of :meth:`setup`."""
-        self.dims = await self.connector.arun(
-            lambda: sql.setup(self.tables, self.dims), "setup", transaction=True, vectors=False
+        self.dims, self.vector_type = await self.connector.arun(
+            lambda: sql.setup(self.tables, self.dims, self.vector_type),
+            "setup",
+            transaction=True,
+            vectors=False,
+        )
+
+    def migrate_vector_type(self, vector_type: str) -> None:
+        """Convert the stored embeddings to ``"halfvec"`` (float16) or back to ``"vector"``.
+
+        One transaction that rewrites the vectors table (writers wait for it) and rebuilds
+        the HNSW index of :meth:`create_hnsw_index`, if there is one, with the new operator
+        class. To ``halfvec``, every component is rounded to the nearest float16; back to
+        ``vector`` is exact. Other ANN indexes on the column stop it before any change.
+
+        Example:
+            >>> backend = postgres_backend("postgresql://localhost/app")  # doctest: +SKIP
+            >>> backend.migrate_vector_type("halfvec")  # doctest: +SKIP
+            >>> backend.vector_type  # doctest: +SKIP
+            'halfvec'
+        """
+        self.dims, self.vector_type = self.connector.run(
+            lambda: migrate_vector_type(self.tables, vector_type),
+            "migrate_vector_type",
+            transaction=True,
+            vectors=False,
+        )
+
+    async def amigrate_vector_type(self, vector_type: str) -> None:
+        """Async twin of :meth:`migrate_vector_type`."""
+        self.dims, self.vector_type = await self.connector.arun(
+            lambda: migrate_vector_type(self.tables, vector_type),
+            "migrate_vector_type",
+            transaction=True,
+            vectors=False,
         )
 
     def create_hnsw_index(self, m: int = 16, ef_construction: int = 64) -> None:
         """Add an HNSW index (cosine) for PGVectorStore's global similarity search.
 
-        Searches of this backend stay exact and do not use it; it costs write speed.
+        Searches of this backend stay exact and do not use it; it costs write speed. On a
+        ``halfvec`` column it uses ``halfvec_cosine_ops``.
         """
         self._require_dims("an HNSW index")
         self.connector.run(
@@ -369,6 +412,7 @@ def postgres_backend(
     max_size: int = 10,
     timeout: float = 10.0,
     connect_kwargs: dict[str, Any] | None = None,
+    vector_type: str | None = None,
 ) -> PostgresBackend:
     """A :class:`PostgresBackend` over a URL, a ``PGEngine`` or a psycopg pool.
 
@@ -388,6 +432,11 @@ def postgres_backend(
         max_size: Most connections per pool.
         timeout: Seconds to wait for a connection before raising ``BackendError``.
         connect_kwargs: Extra ``psycopg.connect`` arguments for pools opened here.
+        vector_type: ``"halfvec"`` stores embeddings as float16 (half the vectors table
+            and index; search stays exact over the stored values); ``"vector"`` as
+            float32. ``None``: an existing table's type, ``vector`` for a new one. A type
+            other than the table's raises ``ValueError``: convert it with
+            :meth:`PostgresBackend.migrate_vector_type`.
 
     Returns:
         The backend, ready for ``LongTermMemoryStore(backend, embeddings=...)``.
@@ -428,7 +477,9 @@ def postgres_backend(
         max_size=max_size,
         timeout=timeout,
     )
-    backend = PostgresBackend(connector, table=table, schema=schema, dims=dims, engine=engine)
+    backend = PostgresBackend(
+        connector, table=table, schema=schema, dims=dims, engine=engine, vector_type=vector_type
+    )
     if setup:
         backend.setup()
     return backend
