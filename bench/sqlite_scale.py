@@ -191,7 +191,7 @@ def search_round(
     cold = LongTermMemoryStore.from_sqlite(path, emb, vector_cache_mb=0)
     warm = LongTermMemoryStore.from_sqlite(path, emb)
     raw = sqlite3.connect(path, isolation_level=None)
-    raw.execute("PRAGMA mmap_size = 268435456")
+    raw.execute("PRAGMA mmap_size = 2147418112")  # as the engine maps it
     recall_hits = 0
     try:
         for j in which:
