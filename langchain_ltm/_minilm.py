@@ -6,10 +6,7 @@ What :mod:`langchain_ltm.embeddings` documents and exports; here without LangCha
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import hashlib
-import importlib.resources
 import importlib.util
 import os
 import threading
@@ -268,6 +265,9 @@ class MiniLMEncoder:
 
 async def in_executor(fn: Callable[[_T], _R], arg: _T) -> _R:
     """``fn(arg)`` in the loop's default executor, in a copy of the caller's context."""
+    import asyncio  # here: a sync process (an `ltm` command) never imports asyncio
+    import contextvars
+
     context = contextvars.copy_context()
     return await asyncio.get_running_loop().run_in_executor(None, context.run, fn, arg)
 
@@ -344,6 +344,8 @@ def _packaged_files() -> tuple[Path, Path]:
             f"{model} is missing: the installed model package is not the pinned one. "
             f"Reinstall the local embeddings extra: {_INSTALL_HINT}"
         )
+    import importlib.resources  # here: a warm `ltm` command never locates the files
+
     tokenizer = Path(str(importlib.resources.files(_DATA_PACKAGE) / _TOKENIZER_FILE))
     if not tokenizer.is_file():
         raise ModelFileError(

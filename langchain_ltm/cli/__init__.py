@@ -5,8 +5,9 @@
 ``export-user-data``, each with ``--user`` (default ``$LTM_USER``) and ``--store URL``
 (``sqlite:///PATH``, ``memory://``, ``postgresql://...``, ``http(s)://host:6333`` for a
 Qdrant server, or a folder for embedded Qdrant; default: ``$LTM_STORE``, else the SQLite
-file ``memories.db`` in the user's data directory), before or after the subcommand, and
-``ltm migrate --from URL --to URL`` to copy a store into another engine. A fact id can be
+file ``memories.db`` in the user's data directory), before or after the subcommand,
+``ltm migrate --from URL --to URL`` to copy a store into another engine, and ``ltm compact``
+to give a SQLite file's free pages back to the disk. A fact id can be
 given by a unique prefix. Tables for people, ``--json`` for scripts, progress bars on a
 terminal. Exit codes: 0 done, 1 the thing asked for is not there, 2 bad usage or input,
 3 the storage engine failed (or a migration's copy is incomplete).

@@ -376,6 +376,14 @@ def build_parser() -> Parser:
         help=f"facts or items per write (default {BATCH_SIZE})",
     )
     p = sub.add_parser(
+        "compact",
+        help="Give the space of deleted memories back to the disk (a SQLite store).",
+        description=_COMPACT,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.commands["compact"] = p
+    _global_options(p, "not used (the whole file is compacted)", store_help)
+    p = sub.add_parser(
         "encoder",
         help="The warm encoder process that embeds for ltm: status, start or stop.",
         description=_ENCODER,
@@ -402,7 +410,20 @@ next ones on a socket only you can reach (in $XDG_RUNTIME_DIR/langchain-ltm, els
 request. The vectors are the same either way. LTM_ENCODER_SERVER=off: no background process.
 """
 
-_OPTIONAL_USER = frozenset({"stats", "migrate", "encoder"})  # no --user: every user / none
+_COMPACT = """\
+Shrink a SQLite store's file: deleted facts (clear, forget-user, expired ones) leave free
+pages that SQLite reuses but never gives back. This rewrites the file without them (SQLite's
+VACUUM) and prints the size before and after. It needs the file to itself: if another
+process has it open (an agent, another ltm command), it changes nothing and exits 3; stop
+that, then run it again. It needs free disk space about the size of the file.
+
+examples:
+  ltm compact
+  ltm compact --store sqlite:///memories.db --json
+"""
+
+# no --user: every user / none
+_OPTIONAL_USER = frozenset({"stats", "migrate", "encoder", "compact"})
 
 
 def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:

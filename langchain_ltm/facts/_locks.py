@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import zlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_ltm._steps import Logic, Step, call
 from langchain_ltm.backends.base import VectorBackend
+
+if TYPE_CHECKING:  # asyncio is imported when an async call needs it (not by `ltm` commands)
+    import asyncio
 
 _STRIPES = 64
 
@@ -51,6 +53,8 @@ class UserLocks:
 
 def _acquire_off_loop(lock: threading.Lock) -> Callable[[], Any]:
     async def acquire() -> bool:
+        import asyncio
+
         # A worker thread waits for the lock, so the event loop keeps serving the holder.
         # If this task is cancelled while waiting, the worker still gets the lock later:
         # release it then, or the user's stripe would stay locked forever.

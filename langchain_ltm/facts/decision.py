@@ -25,7 +25,6 @@ one vectorized search, and the batch is compared with itself with one matrix pro
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -185,6 +184,8 @@ def decide_batch(
         if decision.action == "created":
             key = new_key(digest)
             if key in taken_keys or key in out.touched:
+                import uuid  # here: a read-only command never imports it
+
                 key = str(uuid.uuid4())
             decision.key = key
             out.touched[key] = FactState(key=key, content=text, row=i, base=None)

@@ -12,7 +12,6 @@ No LangChain imports here: the fact logic needs these types without a chat model
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, get_args, runtime_checkable
@@ -28,7 +27,14 @@ __all__ = [
     "check_resolutions",
 ]
 
-logger = logging.getLogger("langchain_ltm.facts.resolvers")  # one logger for resolver notes
+_LOGGER = "langchain_ltm.facts.resolvers"  # one logger for resolver notes
+
+
+def _warn(message: str, *args: object) -> None:
+    """A warning on the resolvers' logger (logging imported only when there is one)."""
+    import logging
+
+    logging.getLogger(_LOGGER).warning(message, *args)
 
 
 Verdict = Literal["same", "update", "different"]
@@ -167,7 +173,7 @@ def check_resolutions(items: Sequence[Ambiguity], resolutions: object) -> list[R
         [Resolution(verdict='different', fact_id=None)]
     """
     if isinstance(resolutions, (str, bytes)) or not isinstance(resolutions, Sequence):
-        logger.warning(
+        _warn(
             "resolver returned %s instead of a list of Resolution; keeping all %d facts "
             "as different",
             type(resolutions).__name__,
@@ -175,7 +181,7 @@ def check_resolutions(items: Sequence[Ambiguity], resolutions: object) -> list[R
         )
         return [DIFFERENT] * len(items)
     if len(resolutions) != len(items):
-        logger.warning(
+        _warn(
             "resolver returned %d answers for %d items; the answers cannot be aligned, so "
             "every item is kept as a different fact",
             len(resolutions),
@@ -205,7 +211,7 @@ def _check_one(index: int, item: Ambiguity, answer: object) -> Resolution:
         )
     else:
         return answer
-    logger.warning(
+    _warn(
         "resolver answer for item %d (%r) ignored: %s; keeping it as a different fact",
         index,
         item.new_fact,

@@ -10,12 +10,14 @@ The types a resolver is given and answers (:class:`Ambiguity`, :class:`Resolutio
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from langchain_ltm.facts.resolution import _LOGGER as _RESOLVERS_LOGGER
 from langchain_ltm.facts.resolution import (
     DIFFERENT,
     Ambiguity,
@@ -23,8 +25,9 @@ from langchain_ltm.facts.resolution import (
     Resolver,
     Verdict,
     check_resolutions,
-    logger,
 )
+
+logger = logging.getLogger(_RESOLVERS_LOGGER)  # the resolvers' notes, with check_resolutions's
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel, LanguageModelInput

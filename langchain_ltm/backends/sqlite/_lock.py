@@ -19,7 +19,6 @@ engine says so (``cross_process_lock=False``).
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import os
 import threading
@@ -97,6 +96,8 @@ class FileLocks:
 
     async def alock(self, scope: str) -> HeldLock:
         """Async twin of :meth:`lock`: polls without blocking the loop; cancel-safe."""
+        import asyncio  # here: a sync process (an `ltm` command) never imports asyncio
+
         path, fd, local = self._open(scope)
         delay = 0.0005
         try:

@@ -3,6 +3,7 @@
 - :mod:`~langchain_ltm.cli.commands.facts`: remember, recall, list, forget, clear.
 - :mod:`~langchain_ltm.cli.commands.transfer`: export, import, migrate.
 - :mod:`~langchain_ltm.cli.commands.users`: forget-user, export-user-data, stats.
+- :mod:`~langchain_ltm.cli.commands.maintenance`: compact (a SQLite file's free space).
 - :mod:`~langchain_ltm.cli.commands.encoder`: encoder (the warm encoder process).
 
 A topic module is imported only when one of its commands runs: parsing (and ``ltm
@@ -30,6 +31,7 @@ TOPICS: dict[str, str] = {
     "forget-user": "users",
     "export-user-data": "users",
     "stats": "users",
+    "compact": "maintenance",
     "encoder": "encoder",
 }
 """Each command, in the order of ``ltm --help``, with the module that runs it."""

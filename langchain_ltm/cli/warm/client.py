@@ -15,10 +15,8 @@ elsewhere :func:`~langchain_ltm.cli.session.default_embeddings` is the bare enco
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import socket
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -64,7 +62,13 @@ _LAUNCH = (
     "import os,sys\nif os.fork():os._exit(0)\nos.setsid()\n"
     "os.execv(sys.executable,[sys.executable,*sys.argv[1:]])"
 )
-logger = logging.getLogger(__name__)
+
+
+def _note(message: str, *args: object) -> None:
+    """An info line on this module's logger (logging imported only when there is one)."""
+    import logging
+
+    logging.getLogger(__name__).info(message, *args)
 
 
 class WarmEncoder:
@@ -178,7 +182,7 @@ class WarmEncoder:
                     self._started = True
                     self._spawn()
             except OSError as exc:  # ProtocolError, a timeout, a folder that is not private
-                logger.info("warm encoder not used (%s); embedding in this process", exc)
+                _note("warm encoder not used (%s); embedding in this process", exc)
         if self._local is None:
             self._local = MiniLMEncoder()
         return self._local.embed_documents(list(texts))
@@ -247,8 +251,10 @@ class WarmEncoder:
         try:
             MiniLMEncoder()  # the extra and the model are there (it would only crash)
         except Exception as exc:
-            logger.info("no warm encoder started: %s", exc)
+            _note("no warm encoder started: %s", exc)
             return
+        import subprocess  # here: a command that finds the encoder never spawns one
+
         package_root = str(Path(__file__).resolve().parents[3])
         env = dict(os.environ)  # the encoder imports this very package, from anywhere
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
