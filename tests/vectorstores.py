@@ -1,15 +1,19 @@
 """Vectorstores for the generic engine's tests, each fresh per call.
 
-Chroma runs in process (an ephemeral client, telemetry off: nothing leaves the machine);
-FAISS is created, saved to disk and loaded back before use; PGVectorStore gets a table of
-its own on the integration tests' Postgres (``SERVICES["postgres"]``, set by the
-``pg_services`` fixture). None ever embeds: the store hands every vector over.
+Chroma runs in process (an ephemeral client, telemetry off: nothing leaves the machine), or
+against a real ``chroma run`` server (``chroma-server``: the integration tests' session
+fixture, tests/chroma_server.py); FAISS is created, saved to disk and loaded back before
+use; Milvus Lite keeps one ``.db`` file per test folder (a fresh collection per store);
+PGVectorStore gets a table of its own on the integration tests' Postgres
+(``SERVICES["postgres"]``, set by the ``pg_services`` fixture). None ever embeds: the store
+hands every vector over.
 """
 
 from __future__ import annotations
 
 import itertools
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +25,8 @@ from langchain_community.vectorstores import FAISS
 
 from langchain_ltm import LongTermMemoryStore
 from langchain_ltm.backends.vectorstore import vectorstore_backend
+from tests.fakes import KeywordEmbeddings
+from tests.store_contract import BaseStoreContract
 
 _names = itertools.count()
 SETTINGS = Settings(anonymized_telemetry=False, allow_reset=True)
@@ -54,6 +60,49 @@ def faiss(embeddings: Any, folder: Path, *, inner_product: bool = False) -> FAIS
     vs.save_local(str(folder))
     return FAISS.load_local(
         str(folder), embeddings, allow_dangerous_deserialization=True, distance_strategy=strategy
+    )
+
+
+def milvus(embeddings: Any, path: Path, metric: str = "COSINE", **kwargs: Any) -> Any:
+    """A fresh collection in the Milvus Lite file ``path`` (``metric``: L2, IP or COSINE)."""
+    from langchain_milvus import Milvus
+
+    options = {"auto_id": False, "enable_dynamic_field": True, **kwargs}
+    vs = Milvus(
+        embeddings,
+        collection_name=f"ltm_{uuid.uuid4().hex[:12]}",
+        connection_args={"uri": str(path)},
+        index_params={"metric_type": metric, "index_type": "FLAT", "params": {}},
+        **options,
+    )
+    _MILVUS_OPEN.append((vs, str(path)))
+    return vs
+
+
+_MILVUS_OPEN: list[tuple[Any, str]] = []
+
+
+def release_milvus() -> None:
+    """Close the Milvus stores a test opened and stop their in-process Milvus Lite servers."""
+    from milvus_lite.server_manager import server_manager_instance
+
+    opened, _MILVUS_OPEN[:] = list(_MILVUS_OPEN), []
+    for vs, _ in opened:
+        vs.client.close()
+    for path in dict.fromkeys(path for _, path in opened):
+        server_manager_instance.release_server(path)
+
+
+# the session's Chroma server for "chroma-server": {"host", "port"}, set by its fixture
+CHROMA_SERVER: dict[str, Any] = {}
+
+
+def chroma_http_client() -> Any:
+    """A client of the session's ``chroma run`` server."""
+    if not CHROMA_SERVER:
+        raise RuntimeError("'chroma-server' needs the chroma_server fixture (integration tests)")
+    return chromadb.HttpClient(
+        host=CHROMA_SERVER["host"], port=CHROMA_SERVER["port"], settings=SETTINGS
     )
 
 
@@ -127,6 +176,10 @@ def pgvector_legacy(embeddings: Any, url: str | None = None, *, strategy: str = 
 def make_vectorstore(kind: str, embeddings: Any, tmp_path: Path) -> Any:
     if kind == "chroma":
         return chroma(embeddings)
+    if kind == "chroma-server":
+        return chroma(embeddings, client=chroma_http_client())
+    if kind == "milvus":
+        return milvus(embeddings, tmp_path / "milvus.db")
     if kind == "pgvector":
         return pgvector(embeddings)
     if kind == "pgvector-legacy":
@@ -141,6 +194,11 @@ def count_documents(vs: Any) -> int:
         return int(vs._collection.count())
     if isinstance(vs, FAISS):
         return int(vs.index.ntotal)
+    if type(vs).__name__ == "Milvus":
+        if vs.col is None:
+            return 0
+        rows = vs.client.query(vs.collection_name, filter="", output_fields=["count(*)"])
+        return int(rows[0]["count(*)"])
     if hasattr(vs, "collection_name"):  # the older PGVector: its collection's rows
         with vs._make_sync_session() as session:
             collection = vs.get_collection(session)
@@ -153,16 +211,39 @@ def count_documents(vs: Any) -> int:
 
 
 def open_store(kind: str, embeddings: Any, tmp_path: Path, **kwargs: Any) -> LongTermMemoryStore:
-    """A store on ``kind`` (``"chroma"``, ``"faiss"``, ``"pgvector"``), catalog in ``tmp_path``."""
+    """A store on ``kind`` (see ``make_vectorstore``), its catalog in ``tmp_path``."""
     vs = make_vectorstore(kind, embeddings, tmp_path)
     backend = vectorstore_backend(vs, catalog=tmp_path / f"catalog{next(_names)}.sqlite")
     return LongTermMemoryStore(backend, embeddings=embeddings, **kwargs)
 
 
-KINDS = ["chroma", "faiss"]
+KINDS = ["chroma", "faiss", "milvus"]  # in process: the unit tests run these
+SERVER_KINDS = ["chroma-server"]  # a live server: the integration tests run these
 
 
 @pytest.fixture
 def pg_services(pg_url: str) -> None:
     """Make the session's Postgres the one ``pgvector()`` and ``open_store("pgvector")`` use."""
     SERVICES["postgres"] = pg_url
+
+
+class VectorStoreContract(BaseStoreContract):
+    """The BaseStore contract on the generic engine over ``kind`` (set by each subclass)."""
+
+    kind = ""
+
+    @pytest.fixture
+    def store_factory(self, tmp_path: Path) -> Iterator[Callable[..., LongTermMemoryStore]]:
+        opened: list[LongTermMemoryStore] = []
+
+        def make(fields: list[str] | None = None, ttl: Any = None) -> LongTermMemoryStore:
+            options = {} if ttl is None else {"ttl": ttl}
+            store = open_store(
+                self.kind, KeywordEmbeddings(dims=64), tmp_path, fields=fields, **options
+            )
+            opened.append(store)
+            return store
+
+        yield make
+        for store in opened:
+            store.close()

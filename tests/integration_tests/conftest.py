@@ -95,3 +95,37 @@ def make_backend(pg_url: str) -> Iterator[Callable[..., PostgresBackend]]:
             backend.drop()
         finally:
             backend.close()
+
+
+@pytest.fixture(scope="session")
+def chroma_server() -> Iterator[dict[str, Any]]:
+    """A real ``chroma run`` server (chromadb wheel) on a free localhost port, for the session.
+
+    Set ``LTM_CHROMA_URL`` (``http://host:port``) to use another server instead. A server
+    that cannot start fails the tests: it never skips them.
+    """
+    from urllib.parse import urlsplit
+
+    from tests import vectorstores
+    from tests.chroma_server import ChromaServer
+
+    external = os.environ.get("LTM_CHROMA_URL")
+    server = None
+    if external:
+        parts = urlsplit(external)
+        where = {"host": parts.hostname or "localhost", "port": parts.port or 8000}
+    else:
+        server = ChromaServer(tempfile.mkdtemp(prefix="ltm-chroma-"))
+        try:
+            server.start()
+        except Exception as exc:  # report why the server did not start
+            pytest.fail(f"Could not start a Chroma server with `chroma run`: {exc}")
+        where = {"host": server.host, "port": server.port}
+    vectorstores.CHROMA_SERVER.update(where)
+    try:
+        yield where
+    finally:
+        vectorstores.CHROMA_SERVER.clear()
+        if server is not None:
+            server.stop()
+            shutil.rmtree(server.folder, ignore_errors=True)

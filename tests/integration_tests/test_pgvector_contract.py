@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit_tests.test_vectorstore_contract import _Contract
-from tests.vectorstores import pg_services  # noqa: F401  (fixture)
+from tests.vectorstores import VectorStoreContract, pg_services  # noqa: F401  (fixture)
 
 
 @pytest.mark.usefixtures("pg_services")
-class TestPGVectorStoreContract(_Contract):
+class TestPGVectorStoreContract(VectorStoreContract):
     kind = "pgvector"
 
 
 @pytest.mark.usefixtures("pg_services")
-class TestPGVectorLegacyContract(_Contract):
+class TestPGVectorLegacyContract(VectorStoreContract):
     kind = "pgvector-legacy"

@@ -1,4 +1,4 @@
-"""The generic engine's own promises, on Chroma and FAISS in process.
+"""The generic engine's own promises, on Chroma, FAISS and Milvus Lite in process.
 
 Cosine scores whatever the engine's distance; the scope sent in the engine's own filter; a
 search that never under-fills; nothing half-visible after a crash, and repair(); clear
@@ -20,27 +20,26 @@ from langchain_ltm.backends.vectorstore import (
     vectorstore_backend,
 )
 from tests.fakes import KeywordEmbeddings
-from tests.vectorstores import chroma, count_documents, faiss, make_vectorstore
+from tests.vectorstores import KINDS, chroma, count_documents, faiss, make_vectorstore, milvus
 
 DIMS = 64
 
+_STORES = {
+    "chroma-l2": lambda emb, tmp: chroma(emb),
+    "chroma-cosine": lambda emb, tmp: chroma(emb, space="cosine"),
+    "chroma-ip": lambda emb, tmp: chroma(emb, space="ip"),
+    "faiss-l2": lambda emb, tmp: faiss(emb, tmp / "l2"),
+    "faiss-ip": lambda emb, tmp: faiss(emb, tmp / "ip", inner_product=True),
+    "milvus-l2": lambda emb, tmp: milvus(emb, tmp / "m.db", metric="L2"),
+    "milvus-ip": lambda emb, tmp: milvus(emb, tmp / "m.db", metric="IP"),
+    "milvus-cosine": lambda emb, tmp: milvus(emb, tmp / "m.db", metric="COSINE"),
+}
 
-def _stores(tmp_path, emb):
-    return {
-        "chroma-l2": chroma(emb),
-        "chroma-cosine": chroma(emb, space="cosine"),
-        "chroma-ip": chroma(emb, space="ip"),
-        "faiss-l2": faiss(emb, tmp_path / "l2"),
-        "faiss-ip": faiss(emb, tmp_path / "ip", inner_product=True),
-    }
 
-
-@pytest.mark.parametrize(
-    "kind", ["chroma-l2", "chroma-cosine", "chroma-ip", "faiss-l2", "faiss-ip"]
-)
+@pytest.mark.parametrize("kind", list(_STORES))
 def test_scores_are_cosine_similarities(kind, tmp_path):
     emb = KeywordEmbeddings(DIMS)
-    vs = _stores(tmp_path, emb)[kind]
+    vs = _STORES[kind](emb, tmp_path)
     backend = vectorstore_backend(vs, catalog=tmp_path / "c.db")
     store = LongTermMemoryStore(backend, embeddings=emb, fields=["text"])
     texts = ["green tea with honey", "black coffee", "tea and coffee together"]
@@ -57,7 +56,7 @@ def test_scores_are_cosine_similarities(kind, tmp_path):
     store.close()
 
 
-@pytest.mark.parametrize("kind", ["chroma", "faiss"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_user_search_never_under_fills(kind, tmp_path):
     """Many other users' documents nearer the query than any of u1's: u1 still gets k."""
     emb = KeywordEmbeddings(DIMS)
@@ -97,12 +96,15 @@ def test_the_scope_is_in_the_engines_filter(tmp_path):
     fb.close()
 
 
-@pytest.mark.parametrize("kind", ["chroma", "faiss"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_vectors_are_handed_over_and_other_documents_untouched(kind, tmp_path):
     emb = KeywordEmbeddings(DIMS)
     vs = make_vectorstore(kind, emb, tmp_path)
     if kind == "chroma":
         vs.add_texts(["someone else's document"], metadatas=[{"owner": "them"}], ids=["theirs"])
+    if kind == "milvus":
+        unrelated = [1.0] + [0.0] * (DIMS - 1)
+        vs.add_embeddings(["someone else's"], [unrelated], [{"owner": "them"}], ids=["theirs"])
     before = emb.texts_embedded
     store = LongTermMemoryStore(vs)
     store.remember("alice", ["likes tea", "lives in Lisbon", "has a dog"])
@@ -112,9 +114,7 @@ def test_vectors_are_handed_over_and_other_documents_untouched(kind, tmp_path):
     assert store.list_all("alice") == []
     if kind == "chroma":
         assert [d.id for d in vs.get_by_ids(["theirs"])] == ["theirs"]
-        assert vs._collection.count() == 1
-    else:
-        assert vs.index.ntotal == 1  # the unrelated document only
+    assert count_documents(vs) == 1  # the unrelated document only
     store.close()
 
 
@@ -122,7 +122,7 @@ class _Crash(RuntimeError):
     pass
 
 
-@pytest.mark.parametrize("kind", ["chroma", "faiss"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_crash_before_the_catalog_commit_leaves_the_old_version(kind, tmp_path, monkeypatch):
     emb = KeywordEmbeddings(DIMS)
     vs = make_vectorstore(kind, emb, tmp_path)
@@ -154,7 +154,7 @@ def test_a_crash_before_the_catalog_commit_leaves_the_old_version(kind, tmp_path
     store.close()
 
 
-@pytest.mark.parametrize("kind", ["chroma", "faiss"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_crash_after_the_commit_shows_the_new_version_only(kind, tmp_path, monkeypatch):
     emb = KeywordEmbeddings(DIMS)
     vs = make_vectorstore(kind, emb, tmp_path)
@@ -249,3 +249,75 @@ def test_the_fast_paths_are_unchanged():
 
     emb: Embeddings = KeywordEmbeddings(DIMS)
     assert isinstance(backend_for(InMemoryVectorStore(emb)), MemoryBackend)
+
+
+# ---- Milvus: the filter is an expression string -----------------------------------------
+
+_AWKWARD_USERS = [
+    'o"brien',
+    "back\\slash",
+    'both\\" or ltm_n0 != "',  # an injection attempt: stays one literal
+    "end\\",
+    "new\nline\r\n",
+    "tab\tbell\x07",
+    "it's",
+    "\u0430lice 😀",
+]
+
+
+def test_milvus_scope_is_one_escaped_expression(tmp_path):
+    emb = KeywordEmbeddings(DIMS)
+    backend = vectorstore_backend(milvus(emb, tmp_path / "m.db"), catalog=tmp_path / "c.db")
+    sid = backend.catalog.store_id
+    assert backend.scope_filter(("memories", 'o"b\\n')) == (
+        f'ltm_store == "{sid}" and ltm_n0 == "memories" and ltm_n1 == "o\\"b\\\\n"'
+    )
+    assert backend.scope_filter(()) == f'ltm_store == "{sid}"'
+    assert backend.scope_filter(("a\nb\r",)) == f'ltm_store == "{sid}" and ltm_n0 == "a\\nb\\r"'
+    backend.close()
+
+
+def test_milvus_users_with_quotes_and_backslashes_stay_apart(tmp_path):
+    emb = KeywordEmbeddings(DIMS)
+    vs = milvus(emb, tmp_path / "m.db")
+    store = LongTermMemoryStore(vectorstore_backend(vs, catalog=tmp_path / "c.db"), embeddings=emb)
+    plain = ["obrien", "back", "both", "end", "new", "tab", "its", "alice"]
+    for user in _AWKWARD_USERS + plain:
+        store.remember(user, f"likes green tea, says {user!r}")
+    for user in _AWKWARD_USERS + plain:
+        facts = store.recall(user, "green tea", limit=20)
+        assert [f.content for f in facts] == [f"likes green tea, says {user!r}"], user
+        assert store.search(("memories", user), query="tea", limit=20)[0].score is not None
+    store.clear_user('both\\" or ltm_n0 != "')
+    assert store.recall('both\\" or ltm_n0 != "', "green tea") == []
+    assert len(store.recall("obrien", "green tea")) == 1
+    store.close()
+
+
+@pytest.mark.parametrize(
+    ("options", "fix"),
+    [({"auto_id": True}, "auto_id=False"), ({"enable_dynamic_field": False}, "dynamic_field=True")],
+)
+def test_a_milvus_that_cannot_hold_memories_says_what_to_change(options, fix, tmp_path):
+    emb = KeywordEmbeddings(DIMS)
+    vs = milvus(emb, tmp_path / "m.db", **options)
+    with pytest.raises(UnsupportedVectorStoreError, match=fix):
+        LongTermMemoryStore(vs)
+    assert vs.col is None  # nothing was written
+
+
+def test_a_dialect_that_lets_other_users_through_still_never_leaks(tmp_path):
+    # a broken filter builder: the engine gets no scope at all and ranks every document
+    emb = KeywordEmbeddings(DIMS)
+    backend = vectorstore_backend(
+        chroma(emb), catalog=tmp_path / "c.db", filter_builder=lambda eq: None
+    )
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    store.remember("bob", "bob drinks green tea every morning")
+    store.remember("alice", "alice walks her dog")
+    hits = store.search(("memories", "alice"), query="green tea every morning", limit=5)
+    assert [h.namespace for h in hits] == [("memories", "alice")]
+    assert [f.content for f in store.recall("alice", "green tea every morning")] == [
+        "alice walks her dog"
+    ]
+    store.close()

@@ -1,38 +1,21 @@
-"""The BaseStore contract on the generic engine over Chroma and FAISS: none is excused."""
+"""The BaseStore contract on the generic engine over Chroma, FAISS and Milvus Lite.
+
+None is excused. The same suite runs on a real Chroma server in
+tests/integration_tests/test_vectorstore_servers.py.
+"""
 
 from __future__ import annotations
 
-import pytest
-
-from langchain_ltm import LongTermMemoryStore
-from tests.fakes import KeywordEmbeddings
-from tests.store_contract import BaseStoreContract
-from tests.vectorstores import open_store
+from tests.vectorstores import VectorStoreContract
 
 
-class _Contract(BaseStoreContract):
-    kind = ""
-
-    @pytest.fixture
-    def store_factory(self, tmp_path):
-        opened: list[LongTermMemoryStore] = []
-
-        def make(fields: list[str] | None = None, ttl=None) -> LongTermMemoryStore:
-            options = {} if ttl is None else {"ttl": ttl}
-            store = open_store(
-                self.kind, KeywordEmbeddings(dims=64), tmp_path, fields=fields, **options
-            )
-            opened.append(store)
-            return store
-
-        yield make
-        for store in opened:
-            store.close()
-
-
-class TestChromaContract(_Contract):
+class TestChromaContract(VectorStoreContract):
     kind = "chroma"
 
 
-class TestFaissContract(_Contract):
+class TestFaissContract(VectorStoreContract):
     kind = "faiss"
+
+
+class TestMilvusContract(VectorStoreContract):
+    kind = "milvus"

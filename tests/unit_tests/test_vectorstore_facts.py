@@ -1,4 +1,4 @@
-"""The per-user fact API on the generic engine, over Chroma and over FAISS."""
+"""The per-user fact API on the generic engine, over Chroma, FAISS and Milvus Lite."""
 
 from __future__ import annotations
 

@@ -199,9 +199,10 @@ class VectorStoreBackend(ThreadedAsync):
         self._add = self.family.add or functools.partial(default_add, family=self.family)
         self._search = self.family.search or default_search
         self._aadd, self._asearch = self.family.async_calls(vectorstore)
-        self._native_drop = (  # a family reading through its own get= keeps the sync path
+        self._native_drop = (  # a family with its own get= / delete= keeps the sync path
             self.family.native_async
             and self.family.get is None
+            and self.family.delete is None
             and defines(vectorstore, "aget_by_ids")
             and defines(vectorstore, "adelete")
         )
@@ -332,8 +333,8 @@ class VectorStoreBackend(ThreadedAsync):
             for score, i in scored:
                 key = keys[i]
                 item = items.get(key) if key is not None else None
-                if item is None or key in taken:
-                    continue
+                if item is None or key in taken or key[0][: len(request.prefix)] != request.prefix:  # type: ignore[index]
+                    continue  # not ours, seen, or outside the scope (a dialect that let it through)
                 if results[i][0].metadata.get("ltm_at") != sql.to_us(item.updated_at):
                     continue  # a stale or orphaned document: not the current version
                 taken.add(key)  # type: ignore[arg-type]
@@ -603,7 +604,7 @@ class VectorStoreBackend(ThreadedAsync):
                 if item is None or doc.metadata.get("ltm_at") != sql.to_us(item.updated_at):
                     doomed.append(doc.id)
             if doomed:
-                self.vectorstore.delete(doomed)
+                self.family.remove(self.vectorstore, doomed)
             self.catalog.journal_clear(pending)
         return len(doomed)
 

@@ -33,6 +33,7 @@ FilterBuilder = Callable[[Mapping[str, str]], Any]
 AddFn = Callable[[Any, list[str], list[str], list[list[float]], list[dict[str, Any]]], None]
 SearchFn = Callable[[Any, list[float], int, Any], Scored]
 GetFn = Callable[[Any, list[str]], list[Document]]
+DeleteFn = Callable[[Any, list[str]], None]
 
 AAddFn = Callable[
     [Any, list[str], list[str], list[list[float]], list[dict[str, Any]]], Awaitable[None]
@@ -109,6 +110,8 @@ class StoreFamily:
             stores); default: unknown.
         get: ``get(vs, ids) -> [Document]``, the documents among ``ids`` the store holds
             (each with its ``id`` and metadata); default: ``vs.get_by_ids(ids)``.
+        delete: ``delete(vs, ids)``, raising when it fails; default: ``vs.delete(ids)``
+            (for stores whose ``delete`` logs a failure instead of raising, as Milvus's).
 
         aadd: The async twin of ``add`` (a coroutine function, same arguments); default:
             the store's own ``aadd_embeddings`` when its class defines one and ``add`` is
@@ -134,6 +137,7 @@ class StoreFamily:
     search: SearchFn | None = None
     size: Callable[[Any], int | None] | None = None
     get: GetFn | None = None
+    delete: DeleteFn | None = None
 
     aadd: AAddFn | None = None
     asearch: ASearchFn | None = None
@@ -187,7 +191,8 @@ class StoreFamily:
         if (
             aadd is None
             and self.add is None
-            and self.get is None  # the default add reads through aget_by_ids
+            and self.get is None  # the default add reads through aget_by_ids, adelete
+            and self.delete is None
             and defines(vectorstore, "aadd_embeddings")
         ):
             aadd = default_aadd
@@ -200,9 +205,21 @@ class StoreFamily:
             asearch = default_asearch
         return aadd, asearch
 
+    def remove(self, vectorstore: Any, ids: Sequence[str | None]) -> None:
+        """Delete ``ids`` from ``vectorstore`` (through ``family.delete`` if it has one)."""
+        wanted = [i for i in ids if i is not None]
+        if not wanted:
+            return
+        if self.delete is not None:
+            self.delete(vectorstore, wanted)
+        else:
+            vectorstore.delete(wanted)
+
     def required(self) -> list[str]:
         """The vectorstore methods this family calls."""
-        needed = ["delete"] if self.get is not None else ["get_by_ids", "delete"]
+        needed = [] if self.get is not None else ["get_by_ids"]
+        if self.delete is None:
+            needed.append("delete")
         if self.add is None:
             needed.append("add_embeddings")
         if self.search is None:
@@ -230,6 +247,7 @@ def register_vectorstore(
     aadd: AAddFn | None = None,
     asearch: ASearchFn | None = None,
     native_async: bool = True,
+    delete: DeleteFn | None = None,
 ) -> StoreFamily:
     """Teach langchain-ltm a vectorstore class: its filter dialect and distance convention.
 
@@ -248,7 +266,7 @@ def register_vectorstore(
         search: See :class:`StoreFamily`.
         size: See :class:`StoreFamily`.
         get: See :class:`StoreFamily`.
-
+        delete: See :class:`StoreFamily`.
         aadd: See :class:`StoreFamily`.
         asearch: See :class:`StoreFamily`.
         native_async: See :class:`StoreFamily`.
@@ -279,6 +297,7 @@ def register_vectorstore(
             aadd=aadd,
             asearch=asearch,
             native_async=native_async,
+            delete=delete,
         )
     _REGISTRY[cls if isinstance(cls, str) else _qualname(cls)] = family
     return family
@@ -353,7 +372,9 @@ def present(vectorstore: Any, ids: Sequence[str], family: StoreFamily | None = N
 def delete_present(vectorstore: Any, ids: Sequence[str], family: StoreFamily | None = None) -> None:
     """Delete the ids the store holds (some stores refuse unknown ids: FAISS does)."""
     found = present(vectorstore, ids, family)
-    if found:
+    if found and family is not None:
+        family.remove(vectorstore, found)
+    elif found:
         vectorstore.delete(found)
 
 

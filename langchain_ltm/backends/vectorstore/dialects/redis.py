@@ -1,0 +1,140 @@
+"""Redis with vector search (``langchain-redis``, RediSearch): a filter dialect, not run here.
+
+Filter: redisvl ``Tag`` equalities joined with ``&``, which langchain-redis puts in front of
+its KNN clause: ``(@ltm_store:{...} @ltm_n0:{...})=>[KNN k @embedding $vector ...]``. Tag
+fields split on a separator and fold case, so ``"a,b"`` would be indexed as the tags ``a``
+and ``b`` and ``Alice`` would match ``alice``: every scoped value is therefore written and
+queried as the hex of its UTF-8 bytes (``[0-9a-f]`` only: nothing to escape, nothing to
+split, nothing to fold). The exact metadata travels in ``_metadata_json``, which
+langchain-redis reads back as the document's metadata. RediSearch runs the filter before
+the KNN (a hybrid query), so the family is not ``post_filter``.
+
+Distance: ``config.distance_metric``: ``COSINE`` and ``IP`` return ``1 - cos`` and
+``1 - dot`` (the cosine distance on our unit vectors), ``L2`` the squared Euclidean one.
+
+The store's index needs our fields: create it with
+``RedisConfig(..., metadata_schema=metadata_schema(depth))`` (``depth``: the deepest
+namespace searched; ``("memories", user)`` is 2). langchain-redis's ``add_texts`` always
+embeds, so documents are written through the store's redisvl index with our vectors.
+
+Example:
+    >>> print(where({"ltm_store": "s1", "ltm_n1": "Alice"}))
+    (@ltm_store:{7331} @ltm_n1:{416c696365})
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_ltm.backends.vectorstore.family import Scored, StoreFamily
+from langchain_ltm.errors import UnsupportedVectorStoreError
+
+__all__ = ["FAMILY", "metadata_schema", "tag_value", "where"]
+
+_SCOPED = re.compile(r"ltm_store|ltm_n\d+")
+_FIELD = re.compile(r"@(ltm_n\d+|ltm_store):")
+
+
+def tag_value(value: str) -> str:
+    """A scoped value as a Redis tag: the hex of its UTF-8 bytes (``"Alice"`` -> ``416c...``)."""
+    return value.encode("utf-8", "surrogatepass").hex()
+
+
+def where(eq: Mapping[str, str]) -> Any:
+    """The redisvl filter expression for equalities on metadata keys (all to hold)."""
+    from redisvl.query.filter import FilterExpression, Tag  # type: ignore[import-untyped]
+
+    expr: FilterExpression | None = None
+    for key, value in eq.items():
+        clause = Tag(key) == tag_value(str(value))
+        expr = clause if expr is None else expr & clause
+    return expr
+
+
+def metadata_schema(depth: int = 4) -> list[dict[str, Any]]:
+    """The index fields langchain-ltm needs, for ``RedisConfig(metadata_schema=...)``.
+
+    Args:
+        depth: How many namespace levels a search may be scoped to (``ltm_n0`` ...).
+
+    Example:
+        >>> [f["name"] for f in metadata_schema(2)]
+        ['ltm_store', 'ltm_n0', 'ltm_n1', '_metadata_json']
+    """
+    if depth < 1:
+        raise ValueError(f"depth={depth}: a namespace has at least one level")
+    tags = ["ltm_store", *(f"ltm_n{i}" for i in range(depth))]
+    return [*({"name": n, "type": "tag"} for n in tags), {"name": "_metadata_json", "type": "text"}]
+
+
+def _fields(vectorstore: Any) -> set[str]:
+    return {field.name for field in vectorstore._index.schema.fields.values()}
+
+
+def distance(vectorstore: Any) -> str:
+    """The index's metric as a key of ``DISTANCES``; checks the index has our fields."""
+    missing = {"ltm_store", "ltm_n0", "_metadata_json"} - _fields(vectorstore)
+    if missing:
+        raise UnsupportedVectorStoreError(
+            f"This RedisVectorStore's index lacks {sorted(missing)}, which langchain-ltm "
+            "filters on and reads back: create it with RedisConfig(..., metadata_schema="
+            "langchain_ltm.backends.vectorstore.dialects.redis.metadata_schema(depth=4))."
+        )
+    if getattr(vectorstore, "ttl", None):
+        raise UnsupportedVectorStoreError(
+            "This RedisVectorStore has ttl set: Redis would expire memories the catalog still "
+            "holds. Create it without ttl and give LongTermMemoryStore(..., ttl=...) instead."
+        )
+    metric = str(vectorstore.config.distance_metric).upper()
+    return {"COSINE": "cosine", "IP": "cosine", "L2": "l2"}.get(metric, metric)
+
+
+def add(
+    vectorstore: Any,
+    ids: list[str],
+    texts: list[str],
+    vectors: list[list[float]],
+    metadatas: list[dict[str, Any]],
+) -> None:
+    """Write the documents with our vectors through the store's redisvl index."""
+    from redisvl.redis.utils import array_to_buffer  # type: ignore[import-untyped]
+
+    config = vectorstore.config
+    fields = _fields(vectorstore)
+    records = []
+    for text, vector, meta in zip(texts, vectors, metadatas, strict=True):
+        record: dict[str, Any] = {
+            config.content_field: text,
+            config.embedding_field: (
+                vector
+                if config.storage_type == "json"
+                else array_to_buffer(vector, dtype=config.vector_datatype)
+            ),
+            "_metadata_json": json.dumps(meta),
+        }
+        if "_index_name" in fields:
+            record["_index_name"] = config.index_name
+        for key, value in meta.items():
+            if _SCOPED.fullmatch(key):
+                record[key] = tag_value(str(value))
+        records.append(record)
+    prefix = f"{config.key_prefix}:" if config.key_prefix else ""
+    vectorstore._index.load(records, keys=[prefix + i for i in ids])
+
+
+def search(vectorstore: Any, vector: list[float], k: int, filter_: Any) -> Scored:
+    """The ``k`` nearest in scope; a scope deeper than the index's fields is a clear error."""
+    unknown = set(_FIELD.findall(str(filter_))) - _fields(vectorstore)
+    if unknown:
+        raise UnsupportedVectorStoreError(
+            f"This RedisVectorStore's index has no {sorted(unknown)} field, so it cannot scope "
+            "a search that deep: create it with metadata_schema=metadata_schema(depth=...) "
+            "deep enough for your namespaces."
+        )
+    return list(vectorstore.similarity_search_with_score_by_vector(vector, k=k, filter=filter_))
+
+
+FAMILY = StoreFamily("redis", filter_builder=where, distance=distance, add=add, search=search)

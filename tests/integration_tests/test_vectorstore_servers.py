@@ -1,0 +1,168 @@
+"""The generic engine on a real Chroma server (``chroma run``, client and server over HTTP).
+
+The unit suites' cases, re-collected here on ``chroma-server``: the engine fact cases, the
+BaseStore contract and the isolation fuzz. Then two OS processes writing at once through
+one catalog file and one server: nothing lost, nothing duplicated, users kept apart.
+"""
+
+from __future__ import annotations
+
+import json
+
+import chromadb
+import pytest
+from langchain_chroma import Chroma
+
+from langchain_ltm import LongTermMemoryStore
+from langchain_ltm.backends.vectorstore import vectorstore_backend
+from tests.engine_facts import *  # noqa: F403  (every engine runs these)
+from tests.fakes import KeywordEmbeddings
+from tests.isolation import run_isolation, summary
+from tests.processes import run_together
+from tests.vectorstores import (
+    CHROMA_SERVER,
+    SERVER_KINDS,
+    SETTINGS,
+    VectorStoreContract,
+    open_store,
+)
+
+pytestmark = pytest.mark.usefixtures("chroma_server")
+
+
+@pytest.fixture(params=SERVER_KINDS)
+def store(request, emb, tmp_path):
+    store = open_store(request.param, emb, tmp_path, upsert_threshold=0.8)
+    yield store
+    store.close()
+
+
+class TestChromaServerContract(VectorStoreContract):
+    kind = "chroma-server"
+
+
+def test_no_leaks_and_nothing_lost_on_a_chroma_server(tmp_path, capsys):
+    store = open_store("chroma-server", KeywordEmbeddings(64), tmp_path, upsert_threshold=0.999)
+    report = run_isolation(store, n_users=50, steps=40, seed=29)
+    with capsys.disabled():
+        print("\nisolation", summary(report, "chroma-server", 50))
+    assert report.operations >= 50 * 40 * 0.9
+    assert report.leaks == []
+    assert report.missing == []
+    store.close()
+
+
+WORKER = """
+import json, sys
+import chromadb
+from chromadb.config import Settings
+from langchain_chroma import Chroma
+from langchain_ltm import LongTermMemoryStore
+from langchain_ltm.backends.vectorstore import vectorstore_backend
+from tests.fakes import KeywordEmbeddings
+
+host, port, collection, catalog, me, texts, notes = sys.argv[1:8]
+emb = KeywordEmbeddings(dims=64)
+client = chromadb.HttpClient(host=host, port=int(port),
+                             settings=Settings(anonymized_telemetry=False))
+vs = Chroma(collection, emb, client=client)
+store = LongTermMemoryStore(vectorstore_backend(vs, catalog=catalog), embeddings=emb,
+                            merge_threshold=0.6)
+store.list_all("warm-up")  # connected before the start signal
+print("ready", flush=True)
+sys.stdin.readline()
+out = {"shared": [], "own": []}
+for i, (text, mine) in enumerate(zip(json.loads(texts), json.loads(notes))):
+    r = store.remember("alice", text)  # the same user from both processes
+    out["shared"].append([r.action, r.fact.id])
+    r = store.remember(me, mine)
+    out["own"].append([r.action, r.fact.id])
+    store.put(("docs", "shared"), f"{me}-{i}", {"text": f"{me} document {i}"})
+print(json.dumps(out), flush=True)
+store.close()
+"""
+
+
+def note(user: str, i: int) -> str:
+    """A user's i-th note: words of its own only, so no two notes are similar."""
+    tag = user.replace("-", "")
+    return f"n{i}{tag} k{i}{tag} v{i}{tag}"
+
+
+# every pair shares 5 of 6 words (cosine ~0.83 with KeywordEmbeddings): one fact, updated
+PARAPHRASES = [f"I have {n} cats at home" for n in range(1, 9)]
+
+
+def test_two_processes_writing_at_once_lose_and_duplicate_nothing(chroma_server, tmp_path):
+    collection = "ltm-two-processes"
+    catalog = str(tmp_path / "catalog.sqlite")
+    users = ["worker-a", "worker-b"]
+    halves = [PARAPHRASES[0::2], PARAPHRASES[1::2]]
+    argv = [
+        [WORKER, chroma_server["host"], str(chroma_server["port"]), collection, catalog, me,
+         json.dumps(texts), json.dumps([note(me, i) for i in range(len(texts))])]
+        for me, texts in zip(users, halves, strict=True)
+    ]  # fmt: skip
+    outputs = [json.loads(out.strip().splitlines()[-1]) for out in run_together(argv)]
+
+    emb = KeywordEmbeddings(dims=64)
+    client = chromadb.HttpClient(
+        host=chroma_server["host"], port=chroma_server["port"], settings=SETTINGS
+    )
+    vs = Chroma(collection, emb, client=client)
+    backend = vectorstore_backend(vs, catalog=catalog)
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    # the shared user: both processes' paraphrases became one fact, none lost
+    actions = sorted(a for out in outputs for a, _ in out["shared"])
+    assert actions == ["created"] + ["updated"] * (len(PARAPHRASES) - 1)
+    assert len({fid for out in outputs for _, fid in out["shared"]}) == 1
+    (fact,) = store.list_all("alice")
+    assert sorted([fact.content, *(v.content for v in fact.history)]) == sorted(PARAPHRASES)
+    # each process's own user: every note there once, nothing of the other process's
+    for me, out in zip(users, outputs, strict=True):
+        assert [a for a, _ in out["own"]] == ["created"] * len(out["own"])
+        facts = store.list_all(me)
+        notes = [note(me, i) for i in range(len(out["own"]))]
+        assert sorted(f.content for f in facts) == sorted(notes)
+        hits = store.recall(me, notes[-1], limit=50)
+        assert hits[0].content == notes[-1]
+        assert {h.id for h in hits} <= {f.id for f in facts}
+    # the shared namespace holds both processes' documents, once each
+    items = store.search(("docs", "shared"), limit=100)
+    expected = {
+        f"{me}-{i}" for me, half in zip(users, halves, strict=True) for i in range(len(half))
+    }
+    assert sorted(it.key for it in items) == sorted(expected)
+    ranked = store.search(("docs", "shared"), query="document", limit=100)
+    assert sorted(h.key for h in ranked) == sorted(expected)
+    # the server holds exactly the current documents: no orphan, no duplicate
+    assert backend.repair(grace_seconds=0) == 0
+    assert vs._collection.count() == backend.catalog.vector_count(())
+    store.close()
+    client.delete_collection(collection)
+
+
+def test_two_catalogs_on_one_server_collection_keep_apart(tmp_path):
+    """What two machines get (a catalog each): separate stores that never touch each other."""
+    emb = KeywordEmbeddings(dims=64)
+    client = chromadb.HttpClient(
+        host=CHROMA_SERVER["host"], port=CHROMA_SERVER["port"], settings=SETTINGS
+    )
+    stores = []
+    for name in ("machine-a", "machine-b"):
+        vs = Chroma("ltm-two-catalogs", emb, client=client)
+        backend = vectorstore_backend(vs, catalog=tmp_path / f"{name}.sqlite")
+        stores.append(LongTermMemoryStore(backend, embeddings=emb))
+    a, b = stores
+    a.remember("alice", "likes green tea")
+    b.remember("alice", "likes black coffee")
+    assert [f.content for f in a.recall("alice", "likes")] == ["likes green tea"]
+    assert [f.content for f in b.recall("alice", "likes")] == ["likes black coffee"]
+    b.clear_user("alice")
+    assert [f.content for f in a.recall("alice", "likes")] == ["likes green tea"]
+    assert a.backend.repair(grace_seconds=0) == 0
+    assert b.backend.repair(grace_seconds=0) == 0
+    assert Chroma("ltm-two-catalogs", emb, client=client)._collection.count() == 1
+    for store in stores:
+        store.close()
+    client.delete_collection("ltm-two-catalogs")

