@@ -97,6 +97,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
+from langchain_core.documents import Document
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 from langchain_ltm._filters import matches
@@ -333,8 +334,8 @@ class VectorStoreBackend(ThreadedAsync):
             for score, i in scored:
                 key = keys[i]
                 item = items.get(key) if key is not None else None
-                if item is None or key in taken or key[0][: len(request.prefix)] != request.prefix:  # type: ignore[index]
-                    continue  # not ours, seen, or outside the scope (a dialect that let it through)
+                if item is None or key in taken or not self._in_scope(results[i][0], request):
+                    continue  # unknown, seen, or outside the scope (a dialect that let it through)
                 if results[i][0].metadata.get("ltm_at") != sql.to_us(item.updated_at):
                     continue  # a stale or orphaned document: not the current version
                 taken.add(key)  # type: ignore[arg-type]
@@ -348,6 +349,18 @@ class VectorStoreBackend(ThreadedAsync):
             if exhausted:
                 return (yield from self._checked(hits, vector, request, wanted))
             k *= 4
+
+    def _in_scope(self, doc: Document, request: SearchRequest) -> bool:
+        """The document is this catalog's and lies under the requested prefix.
+
+        Isolation never rests on a dialect alone: a tokenizing or case-folding filter
+        (Weaviate's ``word`` tokenization, Redis tags) can match more than the exact value.
+        """
+        meta = doc.metadata
+        if meta.get("ltm_store") != self.catalog.store_id:
+            return False
+        key = _item_key(meta)
+        return key is not None and key[0][: len(request.prefix)] == tuple(request.prefix)
 
     def _checked(
         self, hits: list[Hit], vector: list[float], request: SearchRequest, wanted: int | None
@@ -573,10 +586,13 @@ class VectorStoreBackend(ThreadedAsync):
         # read after the search: a writer journals `adding` before its add, and clears the
         # rows in the commit that makes them current, which the catalog read below sees
         adding = set(self.catalog.journal_ids(ADDING))
-        docs = [
+        store_id = self.catalog.store_id
+        docs = [  # only this catalog's documents, whatever the store's filter let through
             (doc, _item_key(doc.metadata))
             for doc, _ in results
-            if doc.id is not None and doc.id not in adding
+            if doc.id is not None
+            and doc.id not in adding
+            and doc.metadata.get("ltm_store") == store_id
         ]
         keys = list(dict.fromkeys(key for _, key in docs if key is not None))
         current = dict(zip(keys, self.catalog.get(keys), strict=True))
