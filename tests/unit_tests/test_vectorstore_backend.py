@@ -321,3 +321,42 @@ def test_a_dialect_that_lets_other_users_through_still_never_leaks(tmp_path):
         "alice walks her dog"
     ]
     store.close()
+
+
+def test_a_capped_store_is_never_asked_for_more_than_it_takes(tmp_path):
+    # Pinecone, Atlas and Elasticsearch refuse a k above their caps: the backend stops
+    # widening there and answers a still-short search from the catalog's exact search
+    import dataclasses
+
+    from langgraph.store.base import PutOp
+
+    from langchain_ltm.backends.vectorstore.family import registered
+
+    emb = KeywordEmbeddings(DIMS)
+    vs = chroma(emb)
+    asked: list[int] = []
+    base = registered(vs)
+    assert base is not None and base.search is not None
+    inner = base.search
+
+    def search(store, vector, k, where):
+        asked.append(k)
+        return inner(store, vector, k, where)
+
+    family = dataclasses.replace(base, search=search, max_k=20, value_filters=False)
+    backend = VectorStoreBackend(vs, catalog=tmp_path / "c.db", family=family)
+    store = LongTermMemoryStore(backend, embeddings=emb, fields=["text"])
+    store.batch(
+        [
+            PutOp(
+                ("docs", "u1"),
+                str(i),
+                {"text": f"tea note {i}", "kind": "rare" if i % 20 == 0 else "common"},
+            )
+            for i in range(200)
+        ]
+    )
+    hits = store.search(("docs", "u1"), query="tea note", limit=8, filter={"kind": "rare"})
+    assert len(hits) == 8 and all(h.value["kind"] == "rare" for h in hits)
+    assert asked and max(asked) <= 20
+    store.close()

@@ -14,6 +14,8 @@ import math
 import pytest
 
 from langchain_ltm import LongTermMemoryStore, UnsupportedVectorStoreError
+from langchain_ltm._filters import compile_filter
+from langchain_ltm.backends.base import SearchRequest
 from langchain_ltm.backends.vectorstore import DISTANCES, VectorStoreBackend
 from langchain_ltm.backends.vectorstore.family import family_for, registered
 from tests.fakes import KeywordEmbeddings
@@ -92,17 +94,28 @@ def test_pinecone_sends_the_scope_as_its_metadata_filter(monkeypatch):
 
 
 def test_pinecone_upserts_our_vectors_with_the_text_in_its_text_key(monkeypatch):
+    from pinecone.core.openapi.db_data.models import UpsertResponse
+
     vs = _pinecone()
     sent = []
-    monkeypatch.setattr(
-        vs.index._vector_api, "upsert_vectors", lambda request, **kw: sent.append(request)
-    )
+
+    def upsert_vectors(request, **kwargs):
+        sent.append(request)
+        return UpsertResponse(upserted_count=len(request.vectors))
+
+    monkeypatch.setattr(vs.index._vector_api, "upsert_vectors", upsert_vectors)
     registered(vs).add(vs, ["id1"], ["likes tea"], [VECTOR], [{"ltm_n1": "alice"}])
     (request,) = sent
     (vector,) = request.vectors
     assert vector.id == "id1" and vector.values == VECTOR
     assert vector.metadata == {"ltm_n1": "alice", "text": "likes tea"}
     assert request.namespace == "ns"
+    # a large write goes out in requests of at most 100 records (Pinecone's limit is 1,000)
+    sent.clear()
+    ids = [f"id{i}" for i in range(250)]
+    registered(vs).add(vs, ids, ["t"] * 250, [VECTOR] * 250, [{"ltm_n1": "alice"}] * 250)
+    assert [len(r.vectors) for r in sent] == [100, 100, 50]
+    assert [v.id for r in sent for v in r.vectors] == ids
 
 
 @pytest.mark.parametrize(
@@ -423,3 +436,15 @@ def test_register_vectorstore_with_a_get_call_for_a_store_without_get_by_ids(tmp
     backend.repair(grace_seconds=0)  # the full repair checks presence through get= too
     assert reads and all(isinstance(ids, list) for ids in reads)
     store.close()
+
+
+def test_stores_that_declare_filter_fields_keep_value_filters_on_the_catalog(tmp_path):
+    # Atlas: a $vectorSearch filter on an undeclared field is a query error, so nothing
+    # but the scope may go to the store, and documents carry no ltm_v_ keys
+    vs = _mongodb()
+    backend = VectorStoreBackend(vs, catalog=tmp_path / "c.db")
+    assert backend.capabilities.extra["value_filter_pushdown"] is False
+    request = SearchRequest(("memories", "alice"), None, compile_filter({"kind": "pref"}), 3)
+    stage_filter = backend.search_filter(request)
+    assert "ltm_v_kind" not in str(stage_filter)
+    backend.close()

@@ -281,11 +281,11 @@ def test_a_catalog_from_before_value_metadata_filters_in_python_only(tmp_path):
     assert not any(k.startswith("ltm_v_") for k in vs._collection.get()["metadatas"][0])
     hits = store.search(("docs", "u1"), query="tea", limit=3, filter={"kind": "rare"})
     assert [h.key for h in hits] == ["a"]
-    old.catalog.value_fields = True  # what pushing down would do to such documents:
+    old._value_fields = True  # what pushing down would do to such documents:
     request = SearchRequest(("docs", "u1"), None, _compiled({"kind": "rare"}), 3)
     results, _ = old._vs_search(emb.embed_query("tea"), 16, old.search_filter(request))
     assert results == []  # the engine finds none of them
-    old.catalog.value_fields = False
+    old._value_fields = False
     store.close()
 
 

@@ -208,6 +208,7 @@ class VectorStoreBackend(ThreadedAsync):
             and defines(vectorstore, "adelete")
         )
         self._tmp: str | None = None
+        self._value_fields = False  # set once the catalog is open
         if catalog is None:
             self._tmp = tempfile.mkdtemp(prefix="ltm-catalog-")
             path = str(Path(self._tmp) / "catalog.sqlite")
@@ -219,6 +220,8 @@ class VectorStoreBackend(ThreadedAsync):
         except BaseException:
             self.close()
             raise
+        # value filters in the engine: a catalog whose documents carry them, a store that can
+        self._value_fields = bool(self.catalog.value_fields) and self.family.value_filters
         self.grace_seconds = float(grace_seconds)
         self.capabilities = Capabilities(
             name=f"vectorstore:{self.family.name}",
@@ -232,7 +235,7 @@ class VectorStoreBackend(ThreadedAsync):
                     "add": self._aadd is not None,
                     "search": self._asearch is not None,
                 },
-                "value_filter_pushdown": self.catalog.value_fields,
+                "value_filter_pushdown": self._value_fields,
             },
         )
         self._vs_lock = threading.RLock()  # stores like FAISS are not thread-safe
@@ -274,7 +277,7 @@ class VectorStoreBackend(ThreadedAsync):
         checked again on the catalog's items.
         """
         eq = self._scope(request.prefix)
-        if self.catalog.value_fields:
+        if self._value_fields:
             for c in request.filter:
                 if pushable(c.path, c.op, c.operand):
                     eq.setdefault(VALUE_PREFIX + c.path[0], c.operand)
@@ -317,6 +320,9 @@ class VectorStoreBackend(ThreadedAsync):
             k = max(_FIRST_K, 2 * wanted)
         else:
             k = max(_FIRST_K, (yield self._cat("vector_count", request.prefix)))
+        cap = self.family.max_k
+        if cap is not None:
+            k = min(k, cap)
         items: dict[ItemKey, StoredItem | None] = {}
         while True:
             results, size = yield Step(self._vs_search, self._avs_search, (vector, k, where))
@@ -346,9 +352,9 @@ class VectorStoreBackend(ThreadedAsync):
             exhausted = (
                 (size is not None and k >= size) if self.family.post_filter else len(results) < k
             )
-            if exhausted:
+            if exhausted or (cap is not None and k >= cap):  # the store can give no more
                 return (yield from self._checked(hits, vector, request, wanted))
-            k *= 4
+            k = k * 4 if cap is None else min(k * 4, cap)
 
     def _in_scope(self, doc: Document, request: SearchRequest) -> bool:
         """The document is this catalog's and lies under the requested prefix.
@@ -454,7 +460,7 @@ class VectorStoreBackend(ThreadedAsync):
     ) -> None:
         ids, out_texts, out_vectors, metadatas = docs
         store_id = self.catalog.store_id
-        common: dict[str, Any] = value_metadata(value) if self.catalog.value_fields else {}
+        common: dict[str, Any] = value_metadata(value) if self._value_fields else {}
         common.update(
             {
                 "ltm_store": store_id,
@@ -576,13 +582,15 @@ class VectorStoreBackend(ThreadedAsync):
             return 0
         probe = [1.0] + [0.0] * (dims - 1)
         where = self.scope_filter(())
+        cap = self.family.max_k
         k = max(_FIRST_K, 2 * self.catalog.vector_count(()))
+        k = k if cap is None else min(k, cap)
         while True:
             results, size = self._vs_search(probe, k, where)
             done = (size is not None and k >= size) if self.family.post_filter else len(results) < k
-            if done:
+            if done or (cap is not None and k >= cap):  # a capped store: the strays it shows
                 break
-            k *= 4
+            k = k * 4 if cap is None else min(k * 4, cap)
         # read after the search: a writer journals `adding` before its add, and clears the
         # rows in the commit that makes them current, which the catalog read below sees
         adding = set(self.catalog.journal_ids(ADDING))

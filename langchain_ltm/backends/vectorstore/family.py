@@ -122,6 +122,12 @@ class StoreFamily:
         native_async: ``False``: never use the store's coroutines (for stores whose async
             methods only wrap the sync ones in an executor, or are not thread-safe), the
             async calls then run the sync ones on the backend's threads.
+        max_k: The largest ``k`` the store's search accepts (Pinecone's ``top_k``, Atlas's
+            and Elasticsearch's candidate caps); the backend never widens past it and, when
+            the store's answer is still short, takes the catalog's exact scoped search.
+        value_filters: ``False``: documents carry no ``ltm_v_<field>`` metadata and value
+            filters are checked on the catalog only (stores that must declare every filter
+            field in an index, or count mapped fields against a limit).
 
     Example:
         >>> fam = StoreFamily("mine", filter_builder=lambda eq: dict(eq), distance="cosine")
@@ -142,6 +148,8 @@ class StoreFamily:
     aadd: AAddFn | None = None
     asearch: ASearchFn | None = None
     native_async: bool = True
+    max_k: int | None = None
+    value_filters: bool = True
 
     def __post_init__(self) -> None:
         if self.post_filter and self.size is None:
@@ -191,9 +199,11 @@ class StoreFamily:
         if (
             aadd is None
             and self.add is None
-            and self.get is None  # the default add reads through aget_by_ids, adelete
+            and self.get is None  # the default add deletes through aget_by_ids, adelete
             and self.delete is None
             and defines(vectorstore, "aadd_embeddings")
+            and defines(vectorstore, "aget_by_ids")
+            and defines(vectorstore, "adelete")
         ):
             aadd = default_aadd
         asearch = self.asearch
@@ -237,17 +247,7 @@ def _qualname(cls: type) -> str:
 def register_vectorstore(
     cls: type | str,
     filter_builder: FilterBuilder | StoreFamily,
-    *,
-    distance: str | Callable[[Any], str] = "cosine",
-    post_filter: bool = False,
-    add: AddFn | None = None,
-    search: SearchFn | None = None,
-    size: Callable[[Any], int | None] | None = None,
-    get: GetFn | None = None,
-    aadd: AAddFn | None = None,
-    asearch: ASearchFn | None = None,
-    native_async: bool = True,
-    delete: DeleteFn | None = None,
+    **options: Any,
 ) -> StoreFamily:
     """Teach langchain-ltm a vectorstore class: its filter dialect and distance convention.
 
@@ -260,16 +260,9 @@ def register_vectorstore(
         cls: The vectorstore class, or ``"module.QualName"``.
         filter_builder: Equalities on metadata keys -> the store's ``filter=`` object (or
             a ready :class:`StoreFamily`; the other arguments are then ignored).
-        distance: See :class:`StoreFamily`.
-        post_filter: See :class:`StoreFamily`.
-        add: See :class:`StoreFamily`.
-        search: See :class:`StoreFamily`.
-        size: See :class:`StoreFamily`.
-        get: See :class:`StoreFamily`.
-        delete: See :class:`StoreFamily`.
-        aadd: See :class:`StoreFamily`.
-        asearch: See :class:`StoreFamily`.
-        native_async: See :class:`StoreFamily`.
+        **options: The other fields of :class:`StoreFamily` (``distance=``, ``post_filter=``,
+            ``add=``, ``search=``, ``size=``, ``get=``, ``delete=``, ``aadd=``, ``asearch=``,
+            ``native_async=``, ``max_k=``, ``value_filters=``), as keywords.
 
     Returns:
         The registered family.
@@ -285,20 +278,7 @@ def register_vectorstore(
         family = filter_builder
     else:
         name = cls.rsplit(".", 1)[-1] if isinstance(cls, str) else cls.__name__
-        family = StoreFamily(
-            name,
-            filter_builder=filter_builder,
-            distance=distance,
-            post_filter=post_filter,
-            add=add,
-            search=search,
-            size=size,
-            get=get,
-            aadd=aadd,
-            asearch=asearch,
-            native_async=native_async,
-            delete=delete,
-        )
+        family = StoreFamily(name, filter_builder, **options)
     _REGISTRY[cls if isinstance(cls, str) else _qualname(cls)] = family
     return family
 

@@ -91,6 +91,15 @@ def search(vectorstore: Any, vector: list[float], k: int, filter_: Any) -> Score
     return [(_document(hit, vectorstore.query_field), float(hit["_score"])) for hit in hits]
 
 
+# kNN's num_candidates (2 k here) is capped at 10,000; every filter field is a mapped field
+# (the index's limit is 1,000), so value filters stay on the catalog
 FAMILY = StoreFamily(
-    "elasticsearch", filter_builder=where_for(), distance=distance, add=add, search=search, get=get
+    "elasticsearch",
+    filter_builder=where_for(),
+    distance=distance,
+    add=add,
+    search=search,
+    get=get,
+    max_k=5000,
+    value_filters=False,
 )

@@ -80,4 +80,14 @@ def search(vectorstore: Any, vector: list[float], k: int, filter_: Any) -> Score
     return list(vectorstore._similarity_search_with_score(vector, k=k, pre_filter=filter_))
 
 
-FAMILY = StoreFamily("mongodb", filter_builder=where, distance=distance, add=add, search=search)
+# numCandidates is 10 k and Atlas caps it at 10,000; a filter field must be declared in the
+# vector index, so value filters stay on the catalog
+FAMILY = StoreFamily(
+    "mongodb",
+    filter_builder=where,
+    distance=distance,
+    add=add,
+    search=search,
+    max_k=1000,
+    value_filters=False,
+)

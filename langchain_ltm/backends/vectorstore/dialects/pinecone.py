@@ -64,9 +64,11 @@ def add(
     metadatas: list[dict[str, Any]],
 ) -> None:
     """An upsert with the vectors given (Pinecone's upsert overwrites by id)."""
-    vectorstore.index.upsert(
+    vectorstore.index.upsert(  # one request takes at most 1,000 records and 2 MB
         vectors=records(vectorstore._text_key, ids, texts, vectors, metadatas),
         namespace=vectorstore._namespace,
+        batch_size=100,
+        show_progress=False,
     )
 
 
@@ -77,7 +79,10 @@ def search(vectorstore: Any, vector: list[float], k: int, filter_: Any) -> Score
 
 def get(vectorstore: Any, ids: list[str]) -> list[Document]:
     """The documents among ``ids`` in the store's namespace (the index's ``fetch``)."""
-    found = vectorstore.index.fetch(ids=ids, namespace=vectorstore._namespace).vectors
+    found: dict[str, Any] = {}
+    for start in range(0, len(ids), 100):  # fetch takes ids in the URL: keep requests short
+        chunk = ids[start : start + 100]
+        found.update(vectorstore.index.fetch(ids=chunk, namespace=vectorstore._namespace).vectors)
     docs = []
     for id_, record in found.items():
         metadata = dict(record.metadata or {})
@@ -86,6 +91,15 @@ def get(vectorstore: Any, ids: list[str]) -> list[Document]:
     return docs
 
 
+# top_k is capped at 1,000 with metadata (always included); pod indexes with selective
+# metadata indexing filter only on declared fields, so value filters stay on the catalog
 FAMILY = StoreFamily(
-    "pinecone", filter_builder=where, distance=distance, add=add, search=search, get=get
+    "pinecone",
+    filter_builder=where,
+    distance=distance,
+    add=add,
+    search=search,
+    get=get,
+    max_k=1000,
+    value_filters=False,
 )

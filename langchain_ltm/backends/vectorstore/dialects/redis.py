@@ -137,4 +137,7 @@ def search(vectorstore: Any, vector: list[float], k: int, filter_: Any) -> Score
     return list(vectorstore.similarity_search_with_score_by_vector(vector, k=k, filter=filter_))
 
 
-FAMILY = StoreFamily("redis", filter_builder=where, distance=distance, add=add, search=search)
+# a tag filter needs the field in the index schema: value filters stay on the catalog
+FAMILY = StoreFamily(
+    "redis", filter_builder=where, distance=distance, add=add, search=search, value_filters=False
+)

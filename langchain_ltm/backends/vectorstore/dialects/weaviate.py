@@ -3,8 +3,11 @@
 Filter: a v4 ``Filter`` object, ``Filter.by_property(k).equal(v)`` for each key, joined
 with ``Filter.all_of``. Weaviate turns the filter into an allow-list before its HNSW search
 (pre-filtering), so ``k`` in-scope objects come back when they exist. Our metadata keys
-become object properties (``ltm_store``, ``ltm_n0``, ... are text properties; auto-schema
-creates them, or declare them with ``index_filterable=True``).
+become object properties (``ltm_store``, ``ltm_n0``, ... are text properties). Declare
+them with ``tokenization=Tokenization.FIELD`` and ``index_filterable=True``: auto-schema's
+default ``word`` tokenization lowercases and splits values, so ``equal("bob")`` would also
+match ``"Bob Smith"``. The backend never returns a hit outside the requested scope (each
+hit's own namespace is checked), but a loose filter costs wider searches.
 
 Score: the search here is ``near_vector`` with ``distance`` returned, not the store's
 ``similarity_search`` (a hybrid query whose fused score is not a distance). The distance
@@ -66,12 +69,19 @@ def add(
 
     data = vectorstore._collection.data
     data.delete_many(where=Filter.by_id().contains_any(ids))
-    data.insert_many(
+    result = data.insert_many(
         [
             DataObject(properties={**m, vectorstore._text_key: t}, uuid=i, vector=v)
             for i, t, v, m in zip(ids, texts, vectors, metadatas, strict=True)
         ]
     )
+    if getattr(result, "has_errors", False):  # a partial batch raises nothing by itself
+        first = next(iter(result.errors.values()))
+        raise RuntimeError(
+            f"Weaviate refused {len(result.errors)} of {len(ids)} objects "
+            f"({getattr(first, 'message', first)}); nothing was committed, repair() removes "
+            "the objects that did land."
+        )
 
 
 def _document(obj: Any, text_key: str) -> Document:
@@ -100,6 +110,13 @@ def search(vectorstore: Any, vector: list[float], k: int, filter_: Any) -> Score
     return [(_document(o, vectorstore._text_key), o.metadata.distance) for o in result.objects]
 
 
+# every value field would become a schema property: value filters stay on the catalog
 FAMILY = StoreFamily(
-    "weaviate", filter_builder=where, distance=distance, add=add, search=search, get=get
+    "weaviate",
+    filter_builder=where,
+    distance=distance,
+    add=add,
+    search=search,
+    get=get,
+    value_filters=False,
 )
