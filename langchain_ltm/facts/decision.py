@@ -325,8 +325,9 @@ def _apply(
 ) -> Decision:
     """A resolver's answer; a candidate it names that is gone now means a new fact.
 
-    ``same`` and ``update`` both write the new text as the fact's newest version, the stored
-    text kept in its history: a resolver saying "same" never drops the user's wording.
+    ``same`` and ``update`` both write the new text as a version of the fact (the newest; a
+    backfill said before the stored text lands in its history): a resolver saying "same"
+    never drops the user's wording.
 
     An ``update`` of a backfill the stored text does not carry is a new fact too: the
     resolver judged the new text as the current one, but it would land in the history.
