@@ -360,3 +360,21 @@ def test_a_capped_store_is_never_asked_for_more_than_it_takes(tmp_path):
     assert len(hits) == 8 and all(h.value["kind"] == "rare" for h in hits)
     assert asked and max(asked) <= 20
     store.close()
+
+
+def test_a_ready_family_is_checked_against_the_store_too(tmp_path):
+    class NoSearch(VectorStore):  # no get_by_ids, no search by vector
+        def add_texts(self, texts, metadatas=None, **kwargs):
+            return []
+
+        def similarity_search(self, query, k=4, **kwargs):
+            return []
+
+        @classmethod
+        def from_texts(cls, texts, embedding, metadatas=None, **kwargs):
+            return cls()
+
+    from langchain_ltm.backends.vectorstore import StoreFamily
+
+    with pytest.raises(UnsupportedVectorStoreError, match="lacks get_by_ids"):
+        VectorStoreBackend(NoSearch(), catalog=tmp_path / "c.db", family=StoreFamily("x", dict))

@@ -195,7 +195,7 @@ class VectorStoreBackend(ThreadedAsync):
         grace_seconds: float = DEFAULT_GRACE_SECONDS,
     ) -> None:
         self.vectorstore = vectorstore
-        self.family = family or family_for(vectorstore, filter_builder)
+        self.family = family_for(vectorstore, filter_builder, family)
         self._to_cosine = self.family.converter(vectorstore)  # learnt once
         self._add = self.family.add or functools.partial(default_add, family=self.family)
         self._search = self.family.search or default_search

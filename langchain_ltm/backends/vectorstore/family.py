@@ -293,8 +293,18 @@ def registered(vectorstore: Any) -> StoreFamily | None:
     return None
 
 
-def family_for(vectorstore: Any, filter_builder: FilterBuilder | None = None) -> StoreFamily:
+def family_for(
+    vectorstore: Any,
+    filter_builder: FilterBuilder | None = None,
+    family: StoreFamily | None = None,
+) -> StoreFamily:
     """The family for ``vectorstore``, checked to have every method it needs.
+
+    Args:
+        vectorstore: The LangChain vectorstore.
+        filter_builder: Overrides the registered family's filter dialect.
+        family: A ready family (overrides registration and ``filter_builder``); it is
+            checked against the store all the same.
 
     Raises:
         UnsupportedVectorStoreError: The store is not a LangChain ``VectorStore``, lacks a
@@ -305,7 +315,10 @@ def family_for(vectorstore: Any, filter_builder: FilterBuilder | None = None) ->
             f"{type(vectorstore).__name__} is not a LangChain VectorStore (nor a "
             "langchain_ltm VectorBackend): pass a langchain_core.vectorstores.VectorStore."
         )
-    family = registered(vectorstore)
+    if family is None:
+        family = registered(vectorstore)
+    elif filter_builder is not None:
+        filter_builder = None  # a ready family wins
     if filter_builder is not None:
         base = family or StoreFamily(type(vectorstore).__name__, filter_builder)
         family = dataclasses.replace(base, filter_builder=filter_builder)
