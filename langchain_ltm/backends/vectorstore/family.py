@@ -344,6 +344,19 @@ def family_for(
     return family
 
 
+def eq_and(eq: Mapping[str, str]) -> Any:
+    """The MongoDB-style filter most stores share: ``{"k": {"$eq": v}}``, joined with ``$and``.
+
+    Chroma, PGVectorStore, Pinecone and Atlas's ``$vectorSearch`` all take it.
+
+    Example:
+        >>> eq_and({"ltm_store": "s1", "ltm_n1": "alice"})
+        {'$and': [{'ltm_store': {'$eq': 's1'}}, {'ltm_n1': {'$eq': 'alice'}}]}
+    """
+    clauses = [{k: {"$eq": v}} for k, v in eq.items()]
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
 def defines(vectorstore: Any, method: str) -> bool:
     """The store's class defines ``method`` itself (not as LangChain's base default)."""
     fn = getattr(type(vectorstore), method, None)

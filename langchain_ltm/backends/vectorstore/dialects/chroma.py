@@ -7,18 +7,15 @@ Vectors go straight to the collection's ``upsert``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from langchain_ltm.backends.vectorstore.family import Scored, StoreFamily
+from langchain_ltm.backends.vectorstore.family import Scored, StoreFamily, eq_and
 
 __all__ = ["FAMILY"]
 
 
-def where(eq: Mapping[str, str]) -> Any:
-    """Chroma's ``where`` for equalities on metadata keys."""
-    clauses = [{k: {"$eq": v}} for k, v in eq.items()]
-    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+# Chroma's ``where``: equalities as ``{"k": {"$eq": v}}`` joined with ``$and``
+where = eq_and
 
 
 def space(vectorstore: Any) -> str:

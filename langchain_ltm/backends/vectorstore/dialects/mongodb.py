@@ -17,10 +17,9 @@ are written with ``ReplaceOne(..., upsert=True)``: our metadata as top-level fie
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from langchain_ltm.backends.vectorstore.family import Scored, StoreFamily
+from langchain_ltm.backends.vectorstore.family import Scored, StoreFamily, eq_and
 
 __all__ = ["FAMILY", "FILTER_FIELDS"]
 
@@ -28,10 +27,8 @@ FILTER_FIELDS = ["ltm_store", "ltm_n0", "ltm_n1"]  # the index's filter fields f
 _DISTANCES = {"cosine": "shifted_cosine", "dotProduct": "shifted_cosine", "euclidean": "inverse_l2"}
 
 
-def where(eq: Mapping[str, str]) -> Any:
-    """The ``$vectorSearch`` pre-filter for equalities on metadata keys."""
-    clauses = [{k: {"$eq": v}} for k, v in eq.items()]
-    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+# The ``$vectorSearch`` pre-filter: equalities as ``{"k": {"$eq": v}}`` joined with ``$and``
+where = eq_and
 
 
 def distance(vectorstore: Any) -> str:

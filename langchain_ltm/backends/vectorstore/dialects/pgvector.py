@@ -26,11 +26,10 @@ inner product.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_ltm.backends.vectorstore.family import StoreFamily
+from langchain_ltm.backends.vectorstore.family import StoreFamily, eq_and
 from langchain_ltm.errors import UnsupportedVectorStoreError
 
 __all__ = ["FAMILY", "LEGACY_FAMILY", "IterativeScan"]
@@ -40,10 +39,8 @@ _NEEDED = ("ltm_store", "ltm_ns", "ltm_key", "ltm_path", "ltm_at")
 _DISTANCES = {"COSINE_DISTANCE": "cosine", "EUCLIDEAN": "euclidean", "INNER_PRODUCT": "ip"}
 
 
-def where(eq: Mapping[str, str]) -> Any:
-    """PGVectorStore's filter for equalities on metadata keys."""
-    clauses = [{k: {"$eq": v}} for k, v in eq.items()]
-    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+# PGVectorStore's filter: equalities as ``{"k": {"$eq": v}}`` joined with ``$and``
+where = eq_and
 
 
 def _inner(vectorstore: Any) -> Any:

@@ -17,22 +17,19 @@ after a crash) with the index's ``fetch``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.documents import Document
 
-from langchain_ltm.backends.vectorstore.family import Scored, StoreFamily
+from langchain_ltm.backends.vectorstore.family import Scored, StoreFamily, eq_and
 
 __all__ = ["FAMILY"]
 
 _DISTANCES = {"COSINE": "similarity", "MAX_INNER_PRODUCT": "ip", "EUCLIDEAN_DISTANCE": "l2"}
 
 
-def where(eq: Mapping[str, str]) -> Any:
-    """Pinecone's metadata filter for equalities on metadata keys."""
-    clauses = [{k: {"$eq": v}} for k, v in eq.items()]
-    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+# Pinecone's metadata filter: equalities as ``{"k": {"$eq": v}}`` joined with ``$and``
+where = eq_and
 
 
 def distance(vectorstore: Any) -> str:
