@@ -1,6 +1,7 @@
 """Per-user search through the generic engine beside the bare vectorstore, same filter and k.
 
-Chroma (in process, ephemeral client) and FAISS (in memory): ``users`` users with
+Chroma (in process, ephemeral client), FAISS (in memory), Milvus Lite (a ``.db`` file) and a
+real Chroma server (``chroma run`` on localhost, started here): ``users`` users with
 ``per_user`` items each, one vector per item (KeywordEmbeddings, no model download).
 "bare" is the store's own search by vector with our scope filter and k=10: what a caller
 would pay without us; "ours" is ``store.search(ns, query=..., limit=10)`` minus the query
@@ -8,6 +9,7 @@ embedding (the query vectors are embedded once up front and cached by the store'
 embedder). Also the ingest rate (``put`` of one item at a time).
 
     python bench/vectorstore_search.py [--users 50] [--per-user 100] [--queries 300]
+        [--stores chroma,faiss,milvus,chroma-server]
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from langchain_ltm import LongTermMemoryStore
 from langchain_ltm.backends.vectorstore import vectorstore_backend
+from tests import vectorstores
+from tests.chroma_server import ChromaServer
 from tests.fakes import KeywordEmbeddings
-from tests.vectorstores import chroma, faiss
+from tests.vectorstores import make_vectorstore
 
 WORDS = [
     "tea",
@@ -51,7 +55,7 @@ def ms(samples: list[float]) -> str:
 def run(kind: str, users: int, per_user: int, queries: int) -> None:
     emb = KeywordEmbeddings(64)
     tmp = Path(tempfile.mkdtemp())
-    vs = chroma(emb) if kind == "chroma" else faiss(emb, tmp / "f")
+    vs = make_vectorstore(kind, emb, tmp)
     backend = vectorstore_backend(vs, catalog=tmp / "catalog.sqlite")
     store = LongTermMemoryStore(backend, embeddings=emb, fields=["text"])
     start = time.perf_counter()
@@ -89,14 +93,24 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=50)
     parser.add_argument("--per-user", type=int, default=100)
     parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--stores", default="chroma,faiss")
     args = parser.parse_args()
+    stores = args.stores.split(",")
     print(
         "| store | users x items | bare search p50 / p95 ms | bare hits of 10 | "
         "ours p50 / p95 ms | ours hits of 10 | ingest |"
     )
     print("|---|---|---|---|---|---|---|")
-    for kind in ("chroma", "faiss"):
-        run(kind, args.users, args.per_user, args.queries)
+    server = None
+    if "chroma-server" in stores:
+        server = ChromaServer(tempfile.mkdtemp(prefix="ltm-bench-chroma-")).start()
+        vectorstores.CHROMA_SERVER.update(host=server.host, port=server.port)
+    try:
+        for kind in stores:
+            run(kind, args.users, args.per_user, args.queries)
+    finally:
+        if server is not None:
+            server.stop()
 
 
 if __name__ == "__main__":
