@@ -128,7 +128,13 @@ def _chroma_server(url: str, embeddings: Embeddings) -> tuple[LongTermMemoryStor
     default = data_dir() / "chroma" / f"{parts.hostname}_{port}_{collection}.sqlite"
     catalog = Path(query["catalog"][0]).expanduser() if "catalog" in query else default
     chromadb = _chromadb(url)
-    client = chromadb.HttpClient(host=parts.hostname, port=port, settings=_chroma_settings())
+    try:  # the client connects at once; chromadb says ValueError when nobody answers
+        client = chromadb.HttpClient(host=parts.hostname, port=port, settings=_chroma_settings())
+    except Exception as exc:
+        raise BackendError(
+            f"the Chroma server at {parts.hostname}:{port} did not answer ({exc}); start it "
+            f"(chroma run --port {port}) or check the host and port of --store {url}"
+        ) from exc
     where = f"Chroma server at {parts.hostname}:{port}, collection {collection} (catalog {catalog})"
     return _generic(_chroma(collection, embeddings, client), catalog, embeddings), where
 
