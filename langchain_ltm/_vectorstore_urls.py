@@ -5,7 +5,8 @@
   machine, in ``chroma/HOST_PORT_COLLECTION.sqlite`` under the data directory, or where
   ``?catalog=PATH`` says: every process using the memories must use that same file.
 - ``chroma:PATH``: a persistent Chroma folder (``chromadb.PersistentClient``), collection
-  ``langchain_ltm`` (or ``?collection=NAME``); the catalog is ``PATH/ltm-catalog.sqlite``.
+  ``langchain_ltm``; the catalog is ``PATH/ltm-catalog.sqlite``. ``?collection=NAME`` uses
+  another collection, with its own catalog ``PATH/ltm-catalog-NAME.sqlite``.
 - ``faiss:PATH``: a FAISS folder as ``FAISS.save_local`` writes it (``index.faiss``,
   ``index.pkl``), created when missing; the catalog is ``PATH/ltm-catalog.sqlite``. The
   index is saved back after every write. Loading ``index.pkl`` unpickles it: only open
@@ -39,7 +40,13 @@ if TYPE_CHECKING:
 
     from langchain_ltm.store import LongTermMemoryStore
 
-__all__ = ["CATALOG_FILE", "is_vectorstore_url", "open_vectorstore_url", "store_folder"]
+__all__ = [
+    "CATALOG_FILE",
+    "folder_catalog",
+    "is_vectorstore_url",
+    "open_vectorstore_url",
+    "store_folder",
+]
 
 CATALOG_FILE = "ltm-catalog.sqlite"
 """The catalog's file name inside a ``chroma:PATH`` or ``faiss:PATH`` folder."""
@@ -63,6 +70,21 @@ def store_folder(url: str) -> Path | None:
         return None
     path = url.partition(":")[2].partition("?")[0]
     return Path(path).expanduser() if path else None
+
+
+def folder_catalog(url: str) -> Path | None:
+    """The catalog file of a ``chroma:PATH`` or ``faiss:PATH`` URL, else None.
+
+    ``PATH/ltm-catalog.sqlite``; a Chroma folder's other collections each have their own
+    (``PATH/ltm-catalog-NAME.sqlite``), so two collections never share one catalog.
+    """
+    folder = store_folder(url)
+    if folder is None:
+        return None
+    collection = parse_qs(url.partition("?")[2]).get("collection", [CHROMA_COLLECTION])[0]
+    if url.startswith("faiss:") or collection == CHROMA_COLLECTION:
+        return folder / CATALOG_FILE
+    return folder / f"ltm-catalog-{collection}.sqlite"
 
 
 def open_vectorstore_url(url: str, embeddings: Embeddings) -> tuple[LongTermMemoryStore, str]:
@@ -152,7 +174,8 @@ def _chroma_folder(url: str, embeddings: Embeddings) -> tuple[LongTermMemoryStor
     chromadb = _chromadb(url)
     _make_folder(folder)
     client = chromadb.PersistentClient(str(folder), settings=_chroma_settings())
-    catalog = folder / CATALOG_FILE
+    catalog = folder_catalog(url)
+    assert catalog is not None
     where = f"Chroma folder {folder}, collection {collection} (catalog {catalog})"
     return _generic(_chroma(collection, embeddings, client), catalog, embeddings), where
 

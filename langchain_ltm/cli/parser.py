@@ -72,15 +72,17 @@ stores (--store, or $LTM_STORE):
   chroma://HOST:PORT/COLLECTION  a Chroma server (pip install "langchain-ltm[chroma]");
                                  the catalog of items stays on this machine, in
                                  {home}/chroma/ (or ?catalog=PATH)
-  chroma:PATH                    a Chroma folder, collection langchain_ltm (or
-                                 ?collection=NAME); the catalog is PATH/ltm-catalog.sqlite
+  chroma:PATH                    a Chroma folder, collection langchain_ltm, the catalog
+                                 PATH/ltm-catalog.sqlite (?collection=NAME: that collection,
+                                 the catalog PATH/ltm-catalog-NAME.sqlite)
   faiss:PATH                     a FAISS folder (save_local's; created if missing, saved
                                  after each write; pip install "langchain-ltm[faiss]");
                                  the catalog is PATH/ltm-catalog.sqlite
-  module:factory                 factory(embeddings) (or factory()) in an importable module
-                                 (or module.py in the current folder), returning a LangChain
-                                 VectorStore (catalog: {home}/catalogs/module.factory.sqlite)
-                                 or a LongTermMemoryStore
+  module:factory                 factory(embeddings) (or factory()) from an importable
+                                 module (or module.py in the current folder), returning a
+                                 LongTermMemoryStore or a LangChain VectorStore, whose catalog
+                                 is then {home}/catalogs/module.factory.sqlite
+                                 (a Qdrant folder named like a:b: write qdrant:a:b)
 
 exit codes: 0 done (also a recall that finds nothing), 1 not found (forget of an unknown id),
   2 bad usage or input (or a fact the secret guard rejected), 3 storage engine failure

@@ -229,10 +229,25 @@ def test_migrate_from_a_folder_without_a_store_exits_2(tmp_path):
     (tmp_path / "empty").mkdir()
     code, _, err = ltm("migrate", "--from", f"faiss:{tmp_path / 'empty'}", "--to", "sqlite:///x.db")
     assert code == 2 and "holds no langchain-ltm store" in err
-    code, _, err = ltm(
-        "migrate", "--from", f"chroma:{tmp_path}/c", "--to", f"chroma:{tmp_path}/./c?collection=x"
-    )
+    assert ltm("--store", f"chroma:{tmp_path}/c", "remember", "--user", "a", "Likes tea")[0] == 0
+    same = f"chroma:{tmp_path}/./c?collection=langchain_ltm"
+    code, _, err = ltm("migrate", "--from", f"chroma:{tmp_path}/c", "--to", same)
     assert code == 2 and "the same store" in err
+    code, _, err = ltm("migrate", "--from", f"chroma:{tmp_path}/c?collection=x", "--to", same)
+    assert code == 2 and "no ltm-catalog-x.sqlite there" in err
+
+
+def test_two_collections_of_one_chroma_folder_keep_apart(tmp_path):
+    mine, theirs = f"chroma:{tmp_path}/c", f"chroma:{tmp_path}/c?collection=team"
+    assert ltm("--store", mine, "remember", "--user", "a", "Likes tea")[0] == 0
+    assert ltm("--store", theirs, "remember", "--user", "a", "Works on payments")[0] == 0
+    for url, fact in ((mine, "Likes tea"), (theirs, "Works on payments")):
+        code, out, _ = ltm("--store", url, "recall", "--user", "a", "--json", fact)
+        assert code == 0 and [f["content"] for f in json.loads(out)] == [fact]
+    assert {p.name for p in (tmp_path / "c").glob("ltm-catalog*.sqlite")} == {
+        "ltm-catalog.sqlite",
+        "ltm-catalog-team.sqlite",
+    }
 
 
 def test_help_lists_the_vectorstore_urls(capsys):

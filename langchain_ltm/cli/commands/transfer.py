@@ -12,7 +12,7 @@ from typing import Any
 from langgraph.store.base import PutOp, SearchItem
 
 from langchain_ltm._clock import utcnow
-from langchain_ltm._vectorstore_urls import CATALOG_FILE, is_vectorstore_url, store_folder
+from langchain_ltm._vectorstore_urls import folder_catalog, is_vectorstore_url
 from langchain_ltm.backends.base import StoredItem
 from langchain_ltm.cli.exits import EXIT_ENGINE, EXIT_OK, EXIT_USAGE, Failure
 from langchain_ltm.cli.io import (
@@ -149,12 +149,12 @@ def cmd_migrate(session: Session) -> int:
                 "absolute).",
             )
     elif is_vectorstore_url(args.source):
-        folder = store_folder(args.source)  # chroma:PATH, faiss:PATH (else a server, a factory)
-        if folder is not None and not (folder / CATALOG_FILE).is_file():
+        catalog = folder_catalog(args.source)  # chroma:PATH, faiss:PATH (not a server, a factory)
+        if catalog is not None and not catalog.is_file():
             raise Failure(
                 EXIT_USAGE,
-                f"--from {args.source}: {folder} holds no langchain-ltm store (no "
-                f"{CATALOG_FILE} there).",
+                f"--from {args.source}: {catalog.parent} holds no langchain-ltm store of "
+                f"that URL (no {catalog.name} there).",
             )
     elif "://" not in args.source and not Path(_identity(args.source)).is_dir():
         raise Failure(EXIT_USAGE, f"--from {args.source}: there is no store folder there.")
@@ -196,9 +196,9 @@ def cmd_migrate(session: Session) -> int:
 def _identity(url: str) -> str:
     if _is_sqlite_url(url):
         return "sqlite:" + str(sqlite_path(url).resolve())
-    folder = store_folder(url)
-    if folder is not None:  # chroma:PATH, faiss:PATH (the options ignored: one catalog)
-        return str(folder.resolve())
+    catalog = folder_catalog(url)
+    if catalog is not None:  # chroma:PATH, faiss:PATH: one store per catalog file
+        return str(catalog.resolve())
     if is_vectorstore_url(url):
         return url
     if "://" in url:
