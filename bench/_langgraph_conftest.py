@@ -25,9 +25,11 @@ import contextlib
 import itertools
 import os
 import shutil
+import sqlite3
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -47,12 +49,7 @@ NOT_APPLICABLE = {
     "test_namespace_match_pattern": "tests PostgresStore's private SQL helper",
     "test_nonnull_migrations": "tests PostgresStore's migrations",
     "test_abatch_uses_single_pool_checkout": "tests PostgresStore's pool checkouts",
-    "test_omit_expired_filters_read_paths": "backdates rows with PostgresStore's SQL",
-    "test_omit_expired_disabled_preserves_expired_rows": "backdates rows with PostgresStore's SQL",
-    "test_omit_expired_refresh_ttl_only_refreshes_live_rows": (
-        "backdates rows with PostgresStore's SQL"
-    ),
-    "test_omit_expired_search_pagination": "backdates rows with PostgresStore's SQL",
+    "test_omit_expired_search_pagination": "its body backdates rows with PostgresStore's SQL",
 }
 
 _names = itertools.count()
@@ -170,6 +167,65 @@ def store(request: pytest.FixtureRequest) -> Iterator[SuiteStore]:
         yield s
     finally:
         s.close()
+
+
+def _catalog(store: SuiteStore) -> tuple[str, str]:
+    """The SQLite file and table holding ``store``'s items (SQLite layout engines only)."""
+    from langchain_ltm.backends.sqlite import _sql
+
+    extra = store.backend.capabilities.extra
+    path = extra.get("catalog") or extra.get("path")
+    if not path:
+        pytest.skip(f"backdating a row needs the SQLite layout, not the {ENGINE} engine")
+    return str(path), _sql.Tables("ltm_items").items
+
+
+def expire_now(store: SuiteStore, ns: tuple[str, ...], key: str) -> None:
+    """Their ``_expire_now``: the row expired a minute ago, still there (unswept)."""
+    from langchain_ltm._clock import utcnow
+    from langchain_ltm.backends.sqlite import _sql
+
+    path, items = _catalog(store)
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute(
+            f"UPDATE {items} SET expires_at = ? WHERE ns = ? AND key = ?",
+            (_sql.to_us(utcnow() - timedelta(minutes=1)), _sql.ns_key(ns), key),
+        )
+
+
+def row_exists(store: SuiteStore, ns: tuple[str, ...], key: str) -> bool:
+    """Their ``_row_exists``: the row is stored, expired or not."""
+    return stored_expires_at(store, ns, key, missing=True) is not False
+
+
+def stored_expires_at(
+    store: SuiteStore, ns: tuple[str, ...], key: str, *, missing: bool = False
+) -> Any:
+    """Their ``_stored_expires_at``: the row's ``expires_at`` as stored (microseconds)."""
+    from langchain_ltm.backends.sqlite import _sql
+
+    path, items = _catalog(store)
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        row = conn.execute(
+            f"SELECT expires_at FROM {items} WHERE ns = ? AND key = ?", (_sql.ns_key(ns), key)
+        ).fetchone()
+    if row is None:
+        if missing:
+            return False
+        raise AssertionError(f"no row {ns}/{key}")
+    return row[0]
+
+
+async def aexpire_now(store: SuiteStore, ns: tuple[str, ...], key: str) -> None:
+    expire_now(store, ns, key)
+
+
+async def arow_exists(store: SuiteStore, ns: tuple[str, ...], key: str) -> bool:
+    return row_exists(store, ns, key)
+
+
+async def astored_expires_at(store: SuiteStore, ns: tuple[str, ...], key: str) -> Any:
+    return stored_expires_at(store, ns, key)
 
 
 def _vector_params(module: Any) -> list[tuple[str, str, bool]]:
