@@ -246,7 +246,7 @@ def _factory(url: str, embeddings: Embeddings) -> tuple[LongTermMemoryStore, str
         raise ValueError(
             f"--store {url}: cannot import module {module_name!r} ({exc}); module:factory "
             "names an importable module (a file module.py in the current folder, or an "
-            "installed package) and a function in it"
+            f"installed package) and a function in it (a Qdrant folder: qdrant:{url})"
         ) from exc
     finally:
         if added:
