@@ -41,6 +41,7 @@ from langchain_ltm import LongTermMemoryStore
 ENGINE = os.environ.get("LTM_SUITE_ENGINE", "memory")
 DEFAULT_URI = "ltm://not-a-database"  # their helpers split it; nothing connects to it
 VECTOR_TYPES = ["vector", "halfvec"]
+MAP_ASYNC_SWEEPER = os.environ.get("LTM_SUITE_ASYNC_SWEEPER") == "1"
 NO_INDEX_DIMS = 64  # a store built without ``index=`` still embeds (fields ["$"])
 
 NOT_APPLICABLE = {
@@ -161,12 +162,32 @@ def fake_embeddings() -> CharacterEmbeddings:
 def store(request: pytest.FixtureRequest) -> Iterator[SuiteStore]:
     """Their ``store`` fixture: the TTL config of their file, sweeper running."""
     minutes = getattr(request.module, "TTL_MINUTES", 6 / 60)
-    ttl = {"default_ttl": minutes, "refresh_on_read": True, "sweep_interval_minutes": minutes / 2}
-    s = SuiteStore(ttl=ttl)  # sweep_interval_minutes starts our sweeper
+    ttl: dict[str, Any] = {"default_ttl": minutes, "refresh_on_read": True}
+    mapped = MAP_ASYNC_SWEEPER and request.module.__name__.endswith("test_async_store")
+    if not mapped:
+        ttl["sweep_interval_minutes"] = minutes / 2  # starts our sweeper thread
+    s = SuiteStore(ttl=ttl)
+    if mapped:  # their bodies await store.stop_ttl_sweeper(): ours is astop_ttl_sweeper()
+        s.__class__ = AsyncSweeperNames
     try:
         yield s
     finally:
+        s.__class__ = SuiteStore
         s.close()
+
+
+class AsyncSweeperNames(SuiteStore):
+    """``start_ttl_sweeper``/``stop_ttl_sweeper`` as coroutines, as ``AsyncPostgresStore``'s.
+
+    Only with ``LTM_SUITE_ASYNC_SWEEPER=1`` (``--map-async-sweeper``), only during the test
+    body: they are our ``astart_ttl_sweeper()``/``astop_ttl_sweeper()``.
+    """
+
+    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> Any:  # type: ignore[override]
+        return self.astart_ttl_sweeper(sweep_interval_minutes)
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> Any:  # type: ignore[override]
+        return self.astop_ttl_sweeper(timeout)
 
 
 def _catalog(store: SuiteStore) -> tuple[str, str]:

@@ -64,10 +64,11 @@ SUITES = (
     Suite(
         "checkpoint-postgres/test_async_store",
         "libs/checkpoint-postgres/tests/test_async_store.py",
-        drop=("store", "vector_store", "_create_vector_store", "_create_pool_store"),
+        drop=("store", "vector_store", "_create_vector_store", "_create_pool_store", *_AROWS),
         imports={
             "AsyncPostgresStore": "SuiteStore",
             "_create_vector_store": "acreate_vector_store",
+            **_AROWS,
         },
     ),
 )
@@ -166,7 +167,7 @@ class Outcome:
 
 
 def run_suite(
-    langgraph: Path, suite: Suite, engine: str, extra: list[str], verbose: bool
+    langgraph: Path, suite: Suite, engine: str, extra: list[str], verbose: bool, mapped: bool
 ) -> Outcome | None:
     source = read_theirs(langgraph, suite.path)
     if source is None:
@@ -187,6 +188,7 @@ def run_suite(
         env = {
             **os.environ,
             "LTM_SUITE_ENGINE": engine,
+            "LTM_SUITE_ASYNC_SWEEPER": "1" if mapped else "0",
             "PYTHONPATH": os.pathsep.join([tmp, str(ROOT), os.environ.get("PYTHONPATH", "")]),
         }
         cmd = [
@@ -240,6 +242,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine", action="append", choices=ENGINES, help="repeatable")
     parser.add_argument("--suite", action="append", help="run only suites with this in the name")
     parser.add_argument("-k", help="pytest -k expression")
+    parser.add_argument(
+        "--map-async-sweeper",
+        action="store_true",
+        help="in the async file, await store.start/stop_ttl_sweeper() call our "
+        "astart/astop_ttl_sweeper() (the one documented name difference), to check the rest",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="show pytest's output")
     args = parser.parse_args(argv)
     extra = ["-k", args.k] if args.k else []
@@ -247,7 +255,14 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[tuple[str, str, Outcome | None]] = []
     for engine in args.engine or ["memory"]:
         for suite in suites:
-            outcome = run_suite(args.langgraph.expanduser(), suite, engine, extra, args.verbose)
+            outcome = run_suite(
+                args.langgraph.expanduser(),
+                suite,
+                engine,
+                extra,
+                args.verbose,
+                args.map_async_sweeper,
+            )
             rows.append((engine, suite.name, outcome))
             print(f"  ran {suite.name} on {engine}", file=sys.stderr, flush=True)
     print("| engine | suite | passed | failed | skipped |\n|---|---|---|---|---|")
