@@ -28,7 +28,6 @@ import os
 import re
 import sys
 import tempfile
-import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
@@ -205,23 +204,41 @@ def _faiss_folder(url: str, embeddings: Embeddings) -> tuple[LongTermMemoryStore
             f"{url!r} is a FAISS folder, which needs faiss-cpu and langchain-community: "
             'pip install "langchain-ltm[faiss]"'
         ) from exc
-    with warnings.catch_warnings():  # FAISS warns of embeddings not of LangChain's base class
-        warnings.filterwarnings("ignore", message=".*embedding_function.*")
-        if (folder / "index.faiss").is_file():
-            vs = FAISS.load_local(str(folder), embeddings, allow_dangerous_deserialization=True)
-        else:
-            if folder.exists() and not folder.is_dir():
-                raise ValueError(f"{url!r}: {folder} is a file; faiss:PATH takes a folder")
-            dims = len(embeddings.embed_query("dimensions"))  # a new index: its size, once
-            vs = FAISS(embeddings, faiss.IndexFlatL2(dims), InMemoryDocstore(), {})
-            _make_folder(folder)
-            _save_faiss(vs, folder)
+    langchain_embeddings = _as_langchain(embeddings)  # FAISS logs a warning for others
+    if (folder / "index.faiss").is_file():
+        vs = FAISS.load_local(
+            str(folder), langchain_embeddings, allow_dangerous_deserialization=True
+        )
+    else:
+        if folder.exists() and not folder.is_dir():
+            raise ValueError(f"{url!r}: {folder} is a file; faiss:PATH takes a folder")
+        dims = len(embeddings.embed_query("dimensions"))  # a new index: its size, once
+        vs = FAISS(langchain_embeddings, faiss.IndexFlatL2(dims), InMemoryDocstore(), {})
+        _make_folder(folder)
+        _save_faiss(vs, folder)
     from langchain_ltm.backends.vectorstore.saved import SavedFaissBackend
     from langchain_ltm.store import LongTermMemoryStore
 
     backend = SavedFaissBackend(vs, folder, catalog=folder / CATALOG_FILE, save=_save_faiss)
     where = f"FAISS folder {folder} (catalog {folder / CATALOG_FILE})"
     return LongTermMemoryStore(backend, embeddings=embeddings), where
+
+
+def _as_langchain(embeddings: Any) -> Any:
+    """``embeddings`` as a LangChain ``Embeddings`` (the CLI's encoder has only its methods)."""
+    from langchain_core.embeddings import Embeddings
+
+    if isinstance(embeddings, Embeddings):
+        return embeddings
+
+    class _Delegate(Embeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return list(embeddings.embed_documents(texts))
+
+        def embed_query(self, text: str) -> list[float]:
+            return list(embeddings.embed_query(text))
+
+    return _Delegate()
 
 
 def _save_faiss(vs: Any, folder: Path) -> None:

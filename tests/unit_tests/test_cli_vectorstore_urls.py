@@ -8,6 +8,7 @@ itself runs in the integration tests of the engine).
 import contextlib
 import io
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -104,9 +105,24 @@ def test_round_trip_sqlite_chroma_faiss_sqlite_loses_nothing(tmp_path):
     }
 
 
+class _Messages(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage()[:120])
+
+
 def test_faiss_folder_keeps_its_vectors_across_commands(tmp_path):
     url = f"faiss:{tmp_path / 'f'}"
-    assert ltm("--store", url, "remember", "--user", "bob", "Lives in Lisbon")[0] == 0
+    faiss_log, seen = logging.getLogger("langchain_community.vectorstores.faiss"), _Messages()
+    faiss_log.addHandler(seen)
+    try:
+        assert ltm("--store", url, "remember", "--user", "bob", "Lives in Lisbon")[0] == 0
+    finally:
+        faiss_log.removeHandler(seen)
+    assert seen.messages == []  # FAISS is handed LangChain Embeddings: it warns of nothing
     assert ltm("--store", url, "remember", "--user", "bob", "Plays the cello")[0] == 0
     code, out, _ = ltm("--store", url, "recall", "--user", "bob", "--json", "music instrument")
     assert code == 0
@@ -268,3 +284,49 @@ def test_chromadb_and_faiss_load_only_for_their_urls(tmp_path):
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
     )
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_warning_while_the_store_opens_is_shown_once(tmp_path):
+    """It was re-shown inside catch_warnings, recorded again, and so on until memory ran out.
+
+    Run in a child process with a 30 s timeout and a 3 GB address-space limit, so the old
+    loop fails the test instead of exhausting the machine.
+    """
+    (tmp_path / "warns.py").write_text(
+        textwrap.dedent("""
+        import warnings
+        from langchain_core.embeddings import DeterministicFakeEmbedding
+        from langchain_core.vectorstores import InMemoryVectorStore
+
+        def store():
+            warnings.warn("this vector database is old", UserWarning)
+            return InMemoryVectorStore(DeterministicFakeEmbedding(size=8))
+        """)
+    )
+    code = "from langchain_ltm import cli; raise SystemExit(cli.main(sys.argv[1:]))"
+
+    def limit():
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import sys; {code}",
+            "--store",
+            "warns:store",
+            "list",
+            "--user",
+            "a",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "LTM_HOME": str(tmp_path / "home"), "LTM_ENCODER_SERVER": "off"},
+        timeout=30,
+        preexec_fn=limit,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stderr.count("UserWarning: this vector database is old") == 1
