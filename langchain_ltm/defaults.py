@@ -8,6 +8,10 @@ URLs:
 - ``http(s)://host:6333``: a Qdrant server (extra ``[qdrant]``).
 - ``qdrant:PATH`` or a plain path: Qdrant's embedded engine persisting under PATH (one
   process at a time; extra ``[qdrant]``).
+- ``chroma://HOST:PORT/COLLECTION``, ``chroma:PATH``, ``faiss:PATH``, ``module:factory``:
+  the generic vectorstore engine on a Chroma server, a Chroma or FAISS folder, or the
+  LangChain vectorstore a function of yours returns (extras ``[chroma]``, ``[faiss]``); see
+  :mod:`langchain_ltm._vectorstore_urls` for where each keeps its catalog.
 - nothing: the default store, the SQLite file :func:`default_store_path`
   (``memories.db`` in the user's data directory: ``LTM_HOME``, else
   ``$XDG_DATA_HOME/langchain-ltm``, default ``~/.local/share/langchain-ltm``).
@@ -130,6 +134,10 @@ def open_store(
         return _open_sqlite(sqlite_path(check_sqlite_url(url)), embeddings)
     if url.startswith(_POSTGRES_SCHEMES):
         return LongTermMemoryStore.from_postgres(url, embeddings), _redact(url)
+    from langchain_ltm._vectorstore_urls import is_vectorstore_url, open_vectorstore_url
+
+    if is_vectorstore_url(url):  # chromadb, faiss and the module load only now
+        return open_vectorstore_url(url, embeddings)
     if url.startswith(("http://", "https://")):
         return LongTermMemoryStore.from_qdrant(url, embeddings), f"Qdrant server at {url}"
     path = Path(url.removeprefix("qdrant:")).expanduser()

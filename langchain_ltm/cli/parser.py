@@ -69,6 +69,20 @@ stores (--store, or $LTM_STORE):
   http(s)://host:6333            a Qdrant server (pip install "langchain-ltm[qdrant]")
   PATH                           embedded Qdrant in a folder (one process at a time;
                                  pip install "langchain-ltm[qdrant]")
+  chroma://HOST:PORT/COLLECTION  a Chroma server (pip install "langchain-ltm[chroma]");
+                                 the catalog of items stays on this machine, in
+                                 {home}/chroma/ (or ?catalog=PATH)
+  chroma:PATH                    a Chroma folder, collection langchain_ltm, the catalog
+                                 PATH/ltm-catalog.sqlite (?collection=NAME: that collection,
+                                 the catalog PATH/ltm-catalog-NAME.sqlite)
+  faiss:PATH                     a FAISS folder (save_local's; created if missing, saved
+                                 after each write; pip install "langchain-ltm[faiss]");
+                                 the catalog is PATH/ltm-catalog.sqlite
+  module:factory                 factory(embeddings) (or factory()) from an importable
+                                 module (or module.py in the current folder), returning a
+                                 LongTermMemoryStore or a LangChain VectorStore, whose catalog
+                                 is then {home}/catalogs/module.factory.sqlite
+                                 (a Qdrant folder named like a:b: write qdrant:a:b)
 
 exit codes: 0 done (also a recall that finds nothing), 1 not found (forget of an unknown id),
   2 bad usage or input (or a fact the secret guard rejected), 3 storage engine failure
@@ -117,20 +131,23 @@ Every user's facts are copied with all their versions, exactly as `ltm export` a
 version, metadata). Every other BaseStore item (anything not a fact, e.g. what an agent
 stored with store.put) is copied with the same namespace, key and value; BaseStore put
 cannot set timestamps, so their created_at and updated_at become the time of the copy,
-and they are indexed with the target's default fields. The source is only read.
+and they are indexed with the target's default fields; an item with a TTL expires in the
+copy when it does in the source. The source is only read (no TTL is refreshed).
 
 Afterwards the target is counted: facts per user (by id), versions and other items. The
 exit code is 0 when the target has all of them, 3 (with the counts) when it does not.
 
 URLs are what --store takes: sqlite:///PATH (a SQLite file; the source must exist),
-a folder (embedded Qdrant), postgresql://..., http(s)://host:6333 (a Qdrant server);
-memory:// holds nothing across commands.
+a folder (embedded Qdrant), postgresql://..., http(s)://host:6333 (a Qdrant server),
+chroma://HOST:PORT/COLLECTION, chroma:PATH, faiss:PATH (a source folder must hold a store)
+or module:factory (see ltm --help); memory:// holds nothing across commands.
 
 examples:
   ltm migrate --from ~/.local/share/langchain-ltm/qdrant \\
       --to sqlite:///$HOME/.local/share/langchain-ltm/memories.db   # the old default to the new
   ltm migrate --from sqlite:///memories.db --to postgresql://app@db/app
-  ltm migrate --from postgresql://app@db/app --to http://qdrant:6333 --user alice --yes"""
+  ltm migrate --from postgresql://app@db/app --to http://qdrant:6333 --user alice --yes
+  ltm migrate --from sqlite:///memories.db --to chroma://localhost:8000/memories"""
 
 
 class Parser(argparse.ArgumentParser):
@@ -226,8 +243,10 @@ def build_parser() -> Parser:
     )
     parser.add_argument("--version", action="version", version=f"ltm {__version__}")
     store_help = (
-        "sqlite:///PATH, memory://, postgresql://..., http(s)://qdrant:6333 or a folder "
-        f"(embedded Qdrant); default: ${STORE_ENV}, else the SQLite file {default}"
+        "sqlite:///PATH, memory://, postgresql://..., http(s)://qdrant:6333, a folder "
+        "(embedded Qdrant), chroma://HOST:PORT/COLLECTION, chroma:PATH, faiss:PATH or "
+        f"module:factory (see stores below); default: ${STORE_ENV}, else the SQLite file "
+        f"{default}"
     )
     _global_options(
         parser,

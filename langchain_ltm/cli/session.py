@@ -109,12 +109,13 @@ class Session:
         return self._facts
 
     def _open(self, opener: Callable[..., tuple[_Opened, str]]) -> _Opened:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", DefaultStoreWarning)
-            try:
+        caught: list[warnings.WarningMessage] = []
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", DefaultStoreWarning)
                 opened, self.where = opener(self.url, embeddings=default_embeddings())
-            finally:
-                self._show(caught)
+        finally:  # outside catch_warnings: re-shown there, a warning was recorded again, and
+            self._show(caught)  # _show looped over its own growing list until memory ran out
         if self.url is None:
             self.target = f"the default store ({self.where})"
         return opened

@@ -287,3 +287,23 @@ def test_migrate_carries_metadata_and_when_each_version_was_said(tmp_path):
         assert [(f.content, f.valid_from) for f in cello] == [("Plays the cello", may[1])]
         then = copy.recall("alice", "how many kids", as_of=may[1], filter={"session": 1})
         assert [(f.content, f.superseded) for f in then] == [("Has one kid", True)]
+
+
+def test_migrate_reads_without_refreshing_ttls_and_keeps_them(tmp_path):
+    source, target = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'b.db'}"
+    with opened(source) as store:
+        card = store.remember("alice", "Reported a lost card this morning", ttl=600).fact
+        store.put(NOTES, "code", {"text": "the door code changes tonight"}, ttl=120)
+        (note,) = store.backend.get([(NOTES, "code")])
+    code, _, err = migrate("--from", source, "--to", target)
+    assert (code, err) == (0, "")
+    for url in (source, target):
+        with opened(url) as store:
+            (fact,) = store.list_all("alice")
+            (copied,) = store.backend.get([(NOTES, "code")])
+        assert fact.expires_at == card.expires_at  # a read is no refresh, the copy the same
+        assert copied is not None and copied.expires_at is not None
+        if url == source:
+            assert copied.expires_at == note.expires_at
+        else:  # put() counts a TTL from the copy's moment: the same expiry, to the millisecond
+            assert abs((copied.expires_at - note.expires_at).total_seconds()) < 1

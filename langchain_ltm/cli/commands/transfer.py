@@ -5,11 +5,15 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from langgraph.store.base import PutOp, SearchItem
 
+from langchain_ltm._clock import utcnow
+from langchain_ltm._vectorstore_urls import folder_catalog, is_vectorstore_url
+from langchain_ltm.backends.base import StoredItem
 from langchain_ltm.cli.exits import EXIT_ENGINE, EXIT_OK, EXIT_USAGE, Failure
 from langchain_ltm.cli.io import (
     ImportReport,
@@ -144,6 +148,14 @@ def cmd_migrate(session: Session) -> int:
                 "(sqlite:///name.db is relative to the current folder, sqlite:////abs/name.db "
                 "absolute).",
             )
+    elif is_vectorstore_url(args.source):
+        catalog = folder_catalog(args.source)  # chroma:PATH, faiss:PATH (not a server, a factory)
+        if catalog is not None and not catalog.is_file():
+            raise Failure(
+                EXIT_USAGE,
+                f"--from {args.source}: {catalog.parent} holds no langchain-ltm store of "
+                f"that URL (no {catalog.name} there).",
+            )
     elif "://" not in args.source and not Path(_identity(args.source)).is_dir():
         raise Failure(EXIT_USAGE, f"--from {args.source}: there is no store folder there.")
     source, source_where = session.open(args.source, "source")
@@ -184,6 +196,11 @@ def cmd_migrate(session: Session) -> int:
 def _identity(url: str) -> str:
     if _is_sqlite_url(url):
         return "sqlite:" + str(sqlite_path(url).resolve())
+    catalog = folder_catalog(url)
+    if catalog is not None:  # chroma:PATH, faiss:PATH: one store per catalog file
+        return str(catalog.resolve())
+    if is_vectorstore_url(url):
+        return url
     if "://" in url:
         return url.rstrip("/")
     return str(Path(url.removeprefix("qdrant:")).expanduser().resolve())
@@ -227,10 +244,25 @@ def _copy_items(
     """Put every item that is not a fact or a version in the target; their value digests."""
     copied: dict[tuple[tuple[str, ...], str], str] = {}
     for page in _other_items(source, scope, facts, batch_size):
-        target.batch([PutOp(item.namespace, item.key, item.value) for item in page])
+        stored = source.backend.get([(item.namespace, item.key) for item in page])
+        now = utcnow()
+        ttls = [_minutes_left(it, now) if target.supports_ttl else None for it in stored]
+        target.batch(
+            [
+                PutOp(item.namespace, item.key, item.value, ttl=ttl)
+                for item, ttl in zip(page, ttls, strict=True)
+            ]
+        )
         copied.update(((item.namespace, item.key), _digest(item.value)) for item in page)
         progress.advance(len(page))
     return copied
+
+
+def _minutes_left(item: StoredItem | None, now: datetime) -> float | None:
+    """The TTL that makes the copy expire when the source item does (None: never)."""
+    if item is None or item.expires_at is None:
+        return None
+    return max((item.expires_at - now).total_seconds() / 60, 1e-6)
 
 
 def _other_items(
@@ -242,7 +274,8 @@ def _other_items(
     """Pages of the items under ``scope`` that ``export_user`` does not carry."""
     offset = 0
     while True:
-        page = store.search(scope, limit=size, offset=offset)
+        # refresh_ttl=False: reading must not move any TTL (the source is only read)
+        page = store.search(scope, limit=size, offset=offset, refresh_ttl=False)
         offset += len(page)
         kept = [item for item in page if not _is_fact(store, item, facts)]
         if kept:

@@ -1,0 +1,340 @@
+"""Store URLs of the generic vectorstore engine (``ltm --store`` and :func:`open_store`).
+
+- ``chroma://HOST:PORT/COLLECTION``: a Chroma server (``chroma run``) over HTTP. The
+  catalog (the SQLite file holding the items; the vectors are in Chroma) is kept on this
+  machine, in ``chroma/HOST_PORT_COLLECTION.sqlite`` under the data directory, or where
+  ``?catalog=PATH`` says: every process using the memories must use that same file.
+- ``chroma:PATH``: a persistent Chroma folder (``chromadb.PersistentClient``), collection
+  ``langchain_ltm``; the catalog is ``PATH/ltm-catalog.sqlite``. ``?collection=NAME`` uses
+  another collection, with its own catalog ``PATH/ltm-catalog-NAME.sqlite``.
+- ``faiss:PATH``: a FAISS folder as ``FAISS.save_local`` writes it (``index.faiss``,
+  ``index.pkl``), created when missing; the catalog is ``PATH/ltm-catalog.sqlite``. The
+  index is saved back after every write. Loading ``index.pkl`` unpickles it: only open
+  folders you wrote yourself.
+- ``module:factory``: ``factory`` in the importable ``module`` (the current folder is
+  searched too), called with the embeddings when it takes an argument, else without. It
+  returns a LangChain ``VectorStore`` (its catalog is ``catalogs/module.factory.sqlite``
+  under the data directory) or a ready :class:`~langchain_ltm.LongTermMemoryStore`.
+
+chromadb, langchain-chroma and faiss are imported only when such a URL is opened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+import os
+import re
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlsplit
+
+from langchain_ltm.errors import BackendError, MissingDependencyError, UnsupportedVectorStoreError
+
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
+
+    from langchain_ltm.store import LongTermMemoryStore
+
+__all__ = [
+    "CATALOG_FILE",
+    "folder_catalog",
+    "is_vectorstore_url",
+    "open_vectorstore_url",
+    "store_folder",
+]
+
+CATALOG_FILE = "ltm-catalog.sqlite"
+"""The catalog's file name inside a ``chroma:PATH`` or ``faiss:PATH`` folder."""
+CHROMA_COLLECTION = "langchain_ltm"
+"""The collection ``chroma:PATH`` uses when the URL names none."""
+
+_FACTORY = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
+_OTHER_SCHEMES = ("sqlite", "qdrant", "memory", "postgresql", "postgres", "http", "https")
+
+
+def is_vectorstore_url(url: str) -> bool:
+    """Whether ``url`` is one of this module's URLs (``chroma``, ``faiss``, ``module:factory``)."""
+    if url.startswith(("chroma:", "faiss:")):
+        return True
+    return bool(_FACTORY.match(url)) and url.partition(":")[0] not in _OTHER_SCHEMES
+
+
+def store_folder(url: str) -> Path | None:
+    """The folder of a ``chroma:PATH`` or ``faiss:PATH`` URL (``~`` expanded), else None."""
+    if url.startswith("chroma://") or not url.startswith(("chroma:", "faiss:")):
+        return None
+    path = url.partition(":")[2].partition("?")[0]
+    return Path(path).expanduser() if path else None
+
+
+def folder_catalog(url: str) -> Path | None:
+    """The catalog file of a ``chroma:PATH`` or ``faiss:PATH`` URL, else None.
+
+    ``PATH/ltm-catalog.sqlite``; a Chroma folder's other collections each have their own
+    (``PATH/ltm-catalog-NAME.sqlite``), so two collections never share one catalog.
+    """
+    folder = store_folder(url)
+    if folder is None:
+        return None
+    collection = parse_qs(url.partition("?")[2]).get("collection", [CHROMA_COLLECTION])[0]
+    if url.startswith("faiss:") or collection == CHROMA_COLLECTION:
+        return folder / CATALOG_FILE
+    return folder / f"ltm-catalog-{collection}.sqlite"
+
+
+def open_vectorstore_url(url: str, embeddings: Embeddings) -> tuple[LongTermMemoryStore, str]:
+    """The store of a ``chroma://``, ``chroma:``, ``faiss:`` or ``module:factory`` URL.
+
+    Raises:
+        ValueError: The URL is malformed (the message shows how to write it).
+        MissingDependencyError: The engine's extra is not installed.
+        UnsupportedVectorStoreError: A factory returned something else than a LangChain
+            ``VectorStore`` or a ``LongTermMemoryStore``.
+    """
+    if url.startswith("chroma://"):
+        return _chroma_server(url, embeddings)
+    if url.startswith("chroma:"):
+        return _chroma_folder(url, embeddings)
+    if url.startswith("faiss:"):
+        return _faiss_folder(url, embeddings)
+    if is_vectorstore_url(url):
+        return _factory(url, embeddings)
+    raise ValueError(f"{url!r} is not a chroma://, chroma:, faiss: or module:factory URL")
+
+
+# ---- Chroma -------------------------------------------------------------------------------
+
+
+def _chromadb(url: str) -> Any:
+    try:
+        import chromadb
+        import langchain_chroma  # noqa: F401
+    except ModuleNotFoundError as exc:  # another ImportError is chromadb's own: shown as is
+        raise MissingDependencyError(
+            f"{url!r} is a Chroma store, which needs chromadb and langchain-chroma: "
+            'pip install "langchain-ltm[chroma]"'
+        ) from exc
+    return chromadb
+
+
+def _chroma_settings() -> Any:
+    from chromadb.config import Settings
+
+    return Settings(anonymized_telemetry=False)  # nothing leaves the machine
+
+
+def _chroma_server(url: str, embeddings: Embeddings) -> tuple[LongTermMemoryStore, str]:
+    usage = (
+        f"{url!r} is not a Chroma server URL: write chroma://HOST:PORT/COLLECTION, e.g. "
+        "chroma://localhost:8000/memories (optionally ?catalog=/path/to/catalog.sqlite)"
+    )
+    parts = urlsplit(url)
+    collection = parts.path.strip("/")
+    try:
+        port = parts.port or 8000
+    except ValueError:
+        raise ValueError(usage) from None
+    if not parts.hostname or not collection or "/" in collection:
+        raise ValueError(usage)
+    query = parse_qs(parts.query)
+    unknown = set(query) - {"catalog"}
+    if unknown:
+        raise ValueError(f"{usage}; unknown option {sorted(unknown)[0]!r}")
+    from langchain_ltm.defaults import data_dir
+
+    default = data_dir() / "chroma" / f"{parts.hostname}_{port}_{collection}.sqlite"
+    catalog = Path(query["catalog"][0]).expanduser() if "catalog" in query else default
+    chromadb = _chromadb(url)
+    try:  # the client connects at once; chromadb says ValueError when nobody answers
+        client = chromadb.HttpClient(host=parts.hostname, port=port, settings=_chroma_settings())
+    except Exception as exc:
+        raise BackendError(
+            f"the Chroma server at {parts.hostname}:{port} did not answer ({exc}); start it "
+            f"(chroma run --port {port}) or check the host and port of --store {url}"
+        ) from exc
+    where = f"Chroma server at {parts.hostname}:{port}, collection {collection} (catalog {catalog})"
+    return _generic(_chroma(collection, embeddings, client), catalog, embeddings), where
+
+
+def _chroma_folder(url: str, embeddings: Embeddings) -> tuple[LongTermMemoryStore, str]:
+    folder = store_folder(url)
+    _, _, options = url.partition("?")
+    query = parse_qs(options)
+    if folder is None or set(query) - {"collection"}:
+        raise ValueError(
+            f"{url!r} is not a Chroma folder URL: write chroma:PATH (a folder, created if "
+            "missing), optionally chroma:PATH?collection=NAME"
+        )
+    collection = query.get("collection", [CHROMA_COLLECTION])[0]
+    chromadb = _chromadb(url)
+    _make_folder(folder)
+    client = chromadb.PersistentClient(str(folder), settings=_chroma_settings())
+    catalog = folder_catalog(url)
+    assert catalog is not None
+    where = f"Chroma folder {folder}, collection {collection} (catalog {catalog})"
+    return _generic(_chroma(collection, embeddings, client), catalog, embeddings), where
+
+
+def _chroma(collection: str, embeddings: Embeddings, client: Any) -> Any:
+    from langchain_chroma import Chroma
+
+    return Chroma(collection, embeddings, client=client)
+
+
+# ---- FAISS --------------------------------------------------------------------------------
+
+
+def _faiss_folder(url: str, embeddings: Embeddings) -> tuple[LongTermMemoryStore, str]:
+    folder = store_folder(url)
+    if folder is None or "?" in url:
+        raise ValueError(
+            f"{url!r} is not a FAISS folder URL: write faiss:PATH (a folder that "
+            "FAISS.save_local wrote, or a new one)"
+        )
+    try:
+        import faiss
+        from langchain_community.docstore.in_memory import InMemoryDocstore
+        from langchain_community.vectorstores import FAISS
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"{url!r} is a FAISS folder, which needs faiss-cpu and langchain-community: "
+            'pip install "langchain-ltm[faiss]"'
+        ) from exc
+    langchain_embeddings = _as_langchain(embeddings)  # FAISS logs a warning for others
+    if (folder / "index.faiss").is_file():
+        vs = FAISS.load_local(
+            str(folder), langchain_embeddings, allow_dangerous_deserialization=True
+        )
+    else:
+        if folder.exists() and not folder.is_dir():
+            raise ValueError(f"{url!r}: {folder} is a file; faiss:PATH takes a folder")
+        dims = len(embeddings.embed_query("dimensions"))  # a new index: its size, once
+        vs = FAISS(langchain_embeddings, faiss.IndexFlatL2(dims), InMemoryDocstore(), {})
+        _make_folder(folder)
+        _save_faiss(vs, folder)
+    from langchain_ltm.backends.vectorstore.saved import SavedFaissBackend
+    from langchain_ltm.store import LongTermMemoryStore
+
+    backend = SavedFaissBackend(vs, folder, catalog=folder / CATALOG_FILE, save=_save_faiss)
+    where = f"FAISS folder {folder} (catalog {folder / CATALOG_FILE})"
+    return LongTermMemoryStore(backend, embeddings=embeddings), where
+
+
+def _as_langchain(embeddings: Any) -> Any:
+    """``embeddings`` as a LangChain ``Embeddings`` (the CLI's encoder has only its methods)."""
+    from langchain_core.embeddings import Embeddings
+
+    if isinstance(embeddings, Embeddings):
+        return embeddings
+
+    class _Delegate(Embeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return list(embeddings.embed_documents(texts))
+
+        def embed_query(self, text: str) -> list[float]:
+            return list(embeddings.embed_query(text))
+
+    return _Delegate()
+
+
+def _save_faiss(vs: Any, folder: Path) -> None:
+    """``save_local`` into a temporary folder, then each file moved over the old one."""
+    with tempfile.TemporaryDirectory(dir=folder, prefix=".saving-") as tmp:
+        vs.save_local(tmp)
+        for name in ("index.faiss", "index.pkl"):
+            os.replace(Path(tmp) / name, folder / name)
+
+
+# ---- module:factory -----------------------------------------------------------------------
+
+
+def _factory(url: str, embeddings: Embeddings) -> tuple[LongTermMemoryStore, str]:
+    module_name, _, name = url.partition(":")
+    added = os.getcwd() not in sys.path
+    if added:  # the console script does not search the current folder; python -m does
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(
+            f"--store {url}: cannot import module {module_name!r} ({exc}); module:factory "
+            "names an importable module (a file module.py in the current folder, or an "
+            f"installed package) and a function in it (a Qdrant folder: qdrant:{url})"
+        ) from exc
+    finally:
+        if added:
+            with contextlib.suppress(ValueError):
+                sys.path.remove(os.getcwd())
+    factory = getattr(module, name, None)
+    if not callable(factory):
+        raise ValueError(
+            f"--store {url}: module {module_name!r} has no function {name!r} "
+            f"({'it is not callable' if hasattr(module, name) else 'no such name'}); "
+            "module:factory calls it to get the vectorstore"
+        )
+    try:
+        made = factory(embeddings) if _takes_argument(factory) else factory()
+    except Exception as exc:
+        raise BackendError(f"--store {url}: {name}() raised {type(exc).__name__}: {exc}") from exc
+    from langchain_core.vectorstores import VectorStore
+
+    from langchain_ltm.store import LongTermMemoryStore
+
+    if isinstance(made, LongTermMemoryStore):
+        return made, f"{url} (a LongTermMemoryStore on {made.backend.capabilities.name})"
+    if not isinstance(made, VectorStore):
+        raise UnsupportedVectorStoreError(
+            f"--store {url}: {module_name}.{name}() returned {type(made).__name__}, not a "
+            "LangChain VectorStore nor a LongTermMemoryStore; return one of those (e.g. "
+            "Chroma(...), FAISS.load_local(...), or LongTermMemoryStore.from_sqlite(...))"
+        )
+    if _fast_path(made):  # InMemoryVectorStore, Qdrant: the dedicated engines, no catalog
+        return LongTermMemoryStore(made, embeddings=embeddings), f"{url} ({type(made).__name__})"
+    from langchain_ltm.defaults import data_dir
+
+    catalog = data_dir() / "catalogs" / f"{module_name}.{name}.sqlite"
+    where = f"{url} ({type(made).__name__}, catalog {catalog})"
+    return _generic(made, catalog, embeddings), where
+
+
+def _takes_argument(fn: Any) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(
+        p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params
+    )
+
+
+def _fast_path(vs: Any) -> bool:
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    from langchain_ltm.backends.vectorstore.family import registered
+
+    if registered(vs) is not None:
+        return False
+    return isinstance(vs, InMemoryVectorStore) or type(vs).__module__.startswith("langchain_qdrant")
+
+
+# ---- shared -------------------------------------------------------------------------------
+
+
+def _generic(vs: Any, catalog: Path, embeddings: Embeddings) -> LongTermMemoryStore:
+    from langchain_ltm.backends.vectorstore import vectorstore_backend
+    from langchain_ltm.store import LongTermMemoryStore
+
+    _make_folder(catalog.parent)
+    return LongTermMemoryStore(vectorstore_backend(vs, catalog=catalog), embeddings=embeddings)
+
+
+def _make_folder(folder: Path) -> None:
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{folder} is a file; the store needs a folder there")
+    if not folder.exists():  # memories are personal: a new folder is its owner's only
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(mode=0o700, exist_ok=True)

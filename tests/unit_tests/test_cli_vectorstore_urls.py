@@ -1,0 +1,332 @@
+"""`ltm --store` on the generic vectorstore engine: chroma:PATH, faiss:PATH, module:factory.
+
+Real Chroma (a persistent folder) and real FAISS (saved with save_local), driven through
+main() as a user would; a Chroma server URL is checked for its errors here (the server
+itself runs in the integration tests of the engine).
+"""
+
+import contextlib
+import io
+import json
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from langchain_ltm import cli
+from langchain_ltm.cli import session as cli_session
+from langchain_ltm.defaults import open_store
+
+NOTES = ("agent", "notes")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("LTM_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("LTM_STORE", raising=False)
+
+
+def ltm(*args):
+    """Run `ltm ...` in process; returns (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main([str(a) for a in args])
+    return code, out.getvalue(), err.getvalue()
+
+
+@contextlib.contextmanager
+def opened(url):
+    store, _ = open_store(url, embeddings=cli_session.default_embeddings())
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def everything(url):
+    """Each user's export (ids, texts, versions, metadata, times, expires_at) and other items."""
+    with opened(url) as store:
+        exports = {user: store.export_user(user) for user in ("alice", "bob")}
+        items = {
+            (i.namespace, i.key): i.value for i in store.search(NOTES, limit=100, refresh_ttl=False)
+        }
+        recalled = [f.content for f in store.recall("alice", "how many children?", limit=1)]
+    return exports, items, recalled
+
+
+def item_expiry(url):
+    with opened(url) as store:
+        (note,) = store.backend.get([(NOTES, "n2")])
+    assert note is not None and note.expires_at is not None
+    return note.expires_at
+
+
+def test_round_trip_sqlite_chroma_faiss_sqlite_loses_nothing(tmp_path):
+    start, back = f"sqlite:///{tmp_path / 'start.db'}", f"sqlite:///{tmp_path / 'back.db'}"
+    chroma, faiss = f"chroma:{tmp_path / 'chroma'}", f"faiss:{tmp_path / 'faiss'}"
+    may = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
+    with opened(start) as store:
+        kid = store.remember("alice", "Has one kid", metadata={"session": 1}, observed_at=may)
+        store.update_fact("alice", kid.fact.id, "Has two kids")
+        store.update_fact("alice", kid.fact.id, "Has three kids")
+        card = store.remember("alice", "Reported a lost card this morning", ttl=600).fact
+        store.remember("bob", ["Plays the cello", "Works on the payments team"])
+        store.put(NOTES, "n1", {"text": "call back on Monday", "n": 1})
+        store.put(NOTES, "n2", {"text": "the door code changes tonight"}, ttl=120)
+    before = everything(start)
+    note_expires = item_expiry(start)
+    assert before[2] == ["Has three kids"]
+    alice = {r["id"]: r for r in before[0]["alice"]}
+    assert len(alice[kid.fact.id]["history"]) == 2
+    expires = datetime.fromisoformat(alice[card.id]["expires_at"])
+    assert timedelta(minutes=590) < expires - datetime.now(timezone.utc) <= timedelta(minutes=600)
+
+    for source, target in ((start, chroma), (chroma, faiss), (faiss, back)):
+        source_expires = item_expiry(source)
+        code, out, err = ltm("migrate", "--from", source, "--to", target, "--json")
+        assert code == 0, err
+        report = json.loads(out)
+        assert report["verified"] is True
+        assert report["source"] == {"users": 2, "facts": 4, "versions": 2, "items": 2}
+        assert report["target"] == report["source"]
+        assert everything(target) == before  # versions, metadata, TTL, items; recall works
+        assert everything(source) == before  # and the source was only read (no TTL refresh)
+        assert item_expiry(source) == source_expires
+        assert abs(item_expiry(target) - note_expires) < timedelta(seconds=5)  # a TTL item too
+    assert (tmp_path / "chroma" / "ltm-catalog.sqlite").is_file()  # the catalog beside the data
+    assert {p.name for p in (tmp_path / "faiss").iterdir()} >= {
+        "index.faiss",
+        "index.pkl",
+        "ltm-catalog.sqlite",
+    }
+
+
+class _Messages(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage()[:120])
+
+
+def test_faiss_folder_keeps_its_vectors_across_commands(tmp_path):
+    url = f"faiss:{tmp_path / 'f'}"
+    faiss_log, seen = logging.getLogger("langchain_community.vectorstores.faiss"), _Messages()
+    faiss_log.addHandler(seen)
+    try:
+        assert ltm("--store", url, "remember", "--user", "bob", "Lives in Lisbon")[0] == 0
+    finally:
+        faiss_log.removeHandler(seen)
+    assert seen.messages == []  # FAISS is handed LangChain Embeddings: it warns of nothing
+    assert ltm("--store", url, "remember", "--user", "bob", "Plays the cello")[0] == 0
+    code, out, _ = ltm("--store", url, "recall", "--user", "bob", "--json", "music instrument")
+    assert code == 0
+    assert json.loads(out)[0]["content"] == "Plays the cello"  # ranked from the saved index
+    from langchain_community.vectorstores import FAISS
+
+    saved = FAISS.load_local(
+        str(tmp_path / "f"), cli_session.default_embeddings(), allow_dangerous_deserialization=True
+    )
+    assert sorted(d.page_content for d in saved.docstore._dict.values()) == [
+        "Lives in Lisbon",
+        "Plays the cello",
+    ]
+
+
+def test_chroma_folder_with_a_named_collection(tmp_path):
+    url = f"chroma:{tmp_path / 'c'}?collection=team_memories"
+    assert ltm("--store", url, "remember", "--user", "alice", "Prefers answers in Spanish")[0] == 0
+    code, out, _ = ltm("--store", url, "list", "--user", "alice", "--json")
+    assert code == 0 and [f["content"] for f in json.loads(out)] == ["Prefers answers in Spanish"]
+    import chromadb
+    from chromadb.config import Settings
+
+    client = chromadb.PersistentClient(
+        str(tmp_path / "c"), settings=Settings(anonymized_telemetry=False)
+    )
+    assert [c.name for c in client.list_collections()] == ["team_memories"]
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("chroma://localhost/", "chroma://HOST:PORT/COLLECTION"),
+        ("chroma://localhost:port/memories", "chroma://HOST:PORT/COLLECTION"),
+        ("chroma://localhost:8000/a/b", "chroma://HOST:PORT/COLLECTION"),
+        ("chroma://localhost:8000/m?colour=red", "unknown option 'colour'"),
+        ("chroma:", "write chroma:PATH"),
+        ("chroma:{tmp}/c?colour=red", "write chroma:PATH"),
+        ("faiss:", "write faiss:PATH"),
+        ("faiss:{tmp}/a-file", "is a file"),
+    ],
+)
+def test_a_bad_url_exits_2_saying_how_to_write_it(tmp_path, url, expected):
+    (tmp_path / "a-file").write_text("not a folder")
+    url = url.format(tmp=tmp_path)
+    code, out, err = ltm("--store", url, "list", "--user", "alice")
+    assert (code, out) == (2, "")
+    assert expected in err
+    assert not (tmp_path / "c").exists()  # nothing was made for a bad URL
+
+
+@pytest.fixture
+def factories(tmp_path, monkeypatch):
+    """A module ``ltm_factories`` in the current folder, as a user would write one."""
+    folder = tmp_path / "chroma-of-mine"
+    (tmp_path / "ltm_factories.py").write_text(
+        textwrap.dedent(f"""
+        import chromadb
+        from chromadb.config import Settings
+        from langchain_chroma import Chroma
+
+        from langchain_ltm import LongTermMemoryStore
+
+        def my_chroma(embeddings):
+            client = chromadb.PersistentClient(
+                {str(folder)!r}, settings=Settings(anonymized_telemetry=False)
+            )
+            return Chroma("mine", embeddings, client=client)
+
+        def my_store(embeddings):
+            return LongTermMemoryStore.from_sqlite({str(tmp_path / "mine.db")!r}, embeddings)
+
+        def not_a_store():
+            return {{"chroma": "please"}}
+
+        def broken():
+            raise ConnectionError("no route to the vector database")
+
+        NOT_CALLABLE = 3
+        """)
+    )
+    monkeypatch.chdir(tmp_path)
+    yield
+    sys.modules.pop("ltm_factories", None)
+
+
+def test_a_factory_returning_a_vectorstore_keeps_its_catalog_in_the_data_dir(factories, tmp_path):
+    url = "ltm_factories:my_chroma"
+    assert ltm("--store", url, "remember", "--user", "alice", "Works on payments")[0] == 0
+    code, out, _ = ltm("--store", url, "recall", "--user", "alice", "--json", "job")
+    assert code == 0 and json.loads(out)[0]["content"] == "Works on payments"
+    catalog = tmp_path / "home" / "catalogs" / "ltm_factories.my_chroma.sqlite"
+    assert catalog.is_file()
+
+
+def test_a_factory_returning_a_store_is_used_as_it_is(factories, tmp_path):
+    code, _, err = ltm("--store", "ltm_factories:my_store", "remember", "--user", "a", "Likes tea")
+    assert code == 0, err
+    with opened(f"sqlite:///{tmp_path / 'mine.db'}") as store:
+        assert [f.content for f in store.list_all("a")] == ["Likes tea"]
+
+
+@pytest.mark.parametrize(
+    ("url", "code", "expected"),
+    [
+        ("ltm_factories:not_a_store", 2, "returned dict, not a LangChain VectorStore"),
+        ("ltm_factories:NOT_CALLABLE", 2, "it is not callable"),
+        ("ltm_factories:missing", 2, "no function 'missing'"),
+        ("no_such_module_here:make", 2, "cannot import module 'no_such_module_here'"),
+        ("ltm_factories:broken", 3, "broken() raised ConnectionError"),
+    ],
+)
+def test_a_bad_factory_gets_a_clear_error(factories, url, code, expected):
+    got, out, err = ltm("--store", url, "list", "--user", "alice")
+    assert (got, out) == (code, "")
+    assert expected in err and "Traceback" not in err
+
+
+def test_migrate_from_a_folder_without_a_store_exits_2(tmp_path):
+    (tmp_path / "empty").mkdir()
+    code, _, err = ltm("migrate", "--from", f"faiss:{tmp_path / 'empty'}", "--to", "sqlite:///x.db")
+    assert code == 2 and "holds no langchain-ltm store" in err
+    assert ltm("--store", f"chroma:{tmp_path}/c", "remember", "--user", "a", "Likes tea")[0] == 0
+    same = f"chroma:{tmp_path}/./c?collection=langchain_ltm"
+    code, _, err = ltm("migrate", "--from", f"chroma:{tmp_path}/c", "--to", same)
+    assert code == 2 and "the same store" in err
+    code, _, err = ltm("migrate", "--from", f"chroma:{tmp_path}/c?collection=x", "--to", same)
+    assert code == 2 and "no ltm-catalog-x.sqlite there" in err
+
+
+def test_two_collections_of_one_chroma_folder_keep_apart(tmp_path):
+    mine, theirs = f"chroma:{tmp_path}/c", f"chroma:{tmp_path}/c?collection=team"
+    assert ltm("--store", mine, "remember", "--user", "a", "Likes tea")[0] == 0
+    assert ltm("--store", theirs, "remember", "--user", "a", "Works on payments")[0] == 0
+    for url, fact in ((mine, "Likes tea"), (theirs, "Works on payments")):
+        code, out, _ = ltm("--store", url, "recall", "--user", "a", "--json", fact)
+        assert code == 0 and [f["content"] for f in json.loads(out)] == [fact]
+    assert {p.name for p in (tmp_path / "c").glob("ltm-catalog*.sqlite")} == {
+        "ltm-catalog.sqlite",
+        "ltm-catalog-team.sqlite",
+    }
+
+
+def test_help_lists_the_vectorstore_urls(capsys):
+    assert cli.main(["--help"]) == 0
+    text = capsys.readouterr().out
+    for url in ("chroma://HOST:PORT/COLLECTION", "chroma:PATH", "faiss:PATH", "module:factory"):
+        assert url in text
+
+
+def test_chromadb_and_faiss_load_only_for_their_urls(tmp_path):
+    code = (
+        "import sys; from langchain_ltm import cli; "
+        f"cli.main(['--store', 'sqlite:///{tmp_path / 'm.db'}', 'list', '--user', 'a']); "
+        "print(sorted(m for m in ('chromadb', 'faiss', 'langchain_chroma') if m in sys.modules))"
+    )
+    env = {**os.environ, "LTM_HOME": str(tmp_path), "LTM_ENCODER_SERVER": "off"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_warning_while_the_store_opens_is_shown_once(tmp_path):
+    """It was re-shown inside catch_warnings, recorded again, and so on until memory ran out.
+
+    Run in a child process with a 30 s timeout and a 3 GB address-space limit, so the old
+    loop fails the test instead of exhausting the machine.
+    """
+    (tmp_path / "warns.py").write_text(
+        textwrap.dedent("""
+        import warnings
+        from langchain_core.embeddings import DeterministicFakeEmbedding
+        from langchain_core.vectorstores import InMemoryVectorStore
+
+        def store():
+            warnings.warn("this vector database is old", UserWarning)
+            return InMemoryVectorStore(DeterministicFakeEmbedding(size=8))
+        """)
+    )
+    code = "from langchain_ltm import cli; raise SystemExit(cli.main(sys.argv[1:]))"
+
+    def limit():
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import sys; {code}",
+            "--store",
+            "warns:store",
+            "list",
+            "--user",
+            "a",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "LTM_HOME": str(tmp_path / "home"), "LTM_ENCODER_SERVER": "off"},
+        timeout=30,
+        preexec_fn=limit,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stderr.count("UserWarning: this vector database is old") == 1
