@@ -330,3 +330,25 @@ def test_a_warning_while_the_store_opens_is_shown_once(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stderr.count("UserWarning: this vector database is old") == 1
+
+
+def test_a_faiss_folder_older_than_its_catalog_gets_its_vectors_back_on_open(tmp_path):
+    # a crash between a write's catalog commit and its index save: the saved index lacks
+    # the last fact; opening the folder puts it back from the catalog's vectors
+    import shutil
+
+    folder = tmp_path / "f"
+    url = f"faiss:{folder}"
+    assert ltm("--store", url, "remember", "--user", "bob", "Lives in Lisbon")[0] == 0
+    older = tmp_path / "older"
+    older.mkdir()
+    for name in ("index.faiss", "index.pkl"):
+        shutil.copy(folder / name, older / name)
+    assert ltm("--store", url, "remember", "--user", "bob", "Plays the cello")[0] == 0
+    for name in ("index.faiss", "index.pkl"):  # the index as it was before the last save
+        shutil.copy(older / name, folder / name)
+    with opened(url) as store:
+        (hit,) = store.search(("memories", "bob"), query="cello instrument", limit=1)
+        assert hit.value["content"] == "Plays the cello" and hit.score is not None
+        docs = store.backend.vectorstore.docstore._dict.values()
+        assert sorted(d.page_content for d in docs) == ["Lives in Lisbon", "Plays the cello"]

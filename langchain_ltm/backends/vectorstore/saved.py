@@ -6,7 +6,8 @@ sweep and repair that changed it: a process that ends, or crashes between two co
 leaves the folder and the catalog in agreement. A crash inside a write leaves what
 :meth:`VectorStoreBackend.repair` handles (documents that no search shows) or, in the
 window between the catalog's commit and the save, items whose vectors the saved index
-lacks: the catalog still has them and ``get``/``list``/unranked search return them.
+lacks: opening the folder runs the full repair, which puts them back from the vectors the
+catalog keeps (nothing is embedded again).
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ class SavedFaissBackend(VectorStoreBackend):
         self.folder = Path(folder)  # before super().__init__: its repair() may save
         self._save_to = save
         super().__init__(vectorstore, catalog=catalog)
+        # the saved index may be older than the catalog (a crash between a commit and its
+        # save): put back what it lacks from the vectors the catalog keeps
+        self.repair()
 
     def write(self, upserts: Sequence[Record], deletes: Sequence[ItemKey]) -> int:  # noqa: D102
         try:
@@ -73,8 +77,8 @@ class SavedFaissBackend(VectorStoreBackend):
             self.save()
         return count
 
-    def repair(self, grace_seconds: float | None = None) -> int:  # noqa: D102
-        count = super().repair(grace_seconds)
+    def repair(self, grace_seconds: float | None = None, *, full: bool = True) -> int:  # noqa: D102
+        count = super().repair(grace_seconds, full=full)
         if count:
             self.save()
         return count
