@@ -14,7 +14,7 @@ CASES = [
     ((), "", ""),
     (("a",), "key with spaces", "tags.0"),
     (("caf\u00e9", "\u65e5\u672c", "emoji \U0001f600"), "\u00fc", "\u2028"),
-    (("quote\"", "back\\slash", "ctrl\x01\x1f\t\n"), "nul\x00", "p"),
+    (('quote"', "back\\slash", "ctrl\x01\x1f\t\n"), "nul\x00", "p"),
     (("lone \ud800 surrogate",), "\udfff", "x"),
     (tuple(f"l{i}" for i in range(20)), "k" * 500, "a.b.c"),
 ]
