@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 import uuid
@@ -241,6 +242,46 @@ def test_a_retried_batch_is_idempotent(make_backend, pg_conn):
     item = backend.get([(NS, "k0")])[0]
     assert (item.created_at, item.updated_at) == (first, later)  # created_at kept
     assert count_rows(pg_conn, backend)[1] == rows[1] - 1  # k0 lost its vector
+
+
+def _vector_rows(conn, backend) -> dict[tuple[str, str], np.ndarray]:
+    rows = conn.execute(
+        f"SELECT key, path, embedding::text FROM {backend.tables.vectors}"
+    ).fetchall()
+    return {(k, p): np.array(e.strip("[]").split(","), dtype=np.float32) for k, p, e in rows}
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_a_mixed_batch_replaces_kept_dropped_and_new_vectors(make_backend, pg_conn, mode):
+    # one batch: a new key, a key re-written with the same paths (its ids are upserted),
+    # one re-written with other paths (old ones deleted, new ones inserted plainly), one
+    # re-written without vectors, and a delete; the rows equal what was written last
+    backend = make_backend(dims=64)
+    rng = np.random.default_rng(1)
+    now = datetime.now(timezone.utc)
+    backend.write(
+        [record(k, {"k": k}, unit(rng, 2), now) for k in ("same", "other", "bare", "gone")], []
+    )
+    same, other, new = unit(rng, 2), unit(rng, 3), unit(rng, 1)
+    moved = record("other", {"k": "other"}, other, now)
+    moved = dataclasses.replace(moved, paths=("q0", "q1", "q2"), texts=("a", "b", "c"))
+    batch = [
+        record("same", {"k": "same"}, same, now),
+        moved,
+        record("new", {"k": "new"}, new, now),
+        record("bare", {"k": "bare"}, None, now),
+    ]
+    if mode == "sync":
+        assert backend.write(batch, [(NS, "gone")]) == 1
+    else:
+        assert await backend.awrite(batch, [(NS, "gone")]) == 1
+    rows = _vector_rows(pg_conn, backend)
+    want = {("same", "p0"): same[0], ("same", "p1"): same[1], ("new", "p0"): new[0]}
+    want.update({("other", f"q{i}"): other[i] for i in range(3)})
+    assert sorted(rows) == sorted(want)
+    for where, vector in want.items():
+        np.testing.assert_allclose(rows[where], vector, rtol=1e-6)
+    assert count_rows(pg_conn, backend) == (4, 6)
 
 
 # ---- connections ------------------------------------------------------------------------

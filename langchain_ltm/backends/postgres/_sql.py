@@ -386,8 +386,10 @@ def write(
     ``halfvec(n)``, the column's own type) first,
     after the key locks (so no writer holding them waits for the column's table lock).
     """
-    keys = [(ns_path(r.namespace), r.key) for r in upserts]
-    keys += [(ns_path(ns), key) for ns, key in deletes]
+    paths = [ns_path(r.namespace) for r in upserts]  # each record's path, built once
+    gone_paths = [ns_path(ns) for ns, _ in deletes]
+    keys = list(zip(paths, [r.key for r in upserts], strict=True))
+    keys += zip(gone_paths, [key for _, key in deletes], strict=True)
     if not keys:
         return 0
     locks = write_locks(t, keys)
@@ -405,13 +407,13 @@ def write(
     ctes: list[str] = []
     written: list[str] = []  # the CTEs writing items (each RETURNING 1)
     if upserts:
-        ctes.append(_upsert_items(t, upserts, params))
+        ctes.append(_upsert_items(t, upserts, paths, params))
         if any(r.created_at is None for r in upserts):
             written.append("up")
         if any(r.created_at is not None for r in upserts):
             written.append("restored")
     if deletes:
-        params.extend(([ns_path(ns) for ns, _ in deletes], [key for _, key in deletes]))
+        params.extend((gone_paths, [key for _, key in deletes]))
         ctes.append(
             f"gone AS (DELETE FROM {t.items} i USING unnest(%b::text[], %b::text[]) "
             "AS d(ns_path, key) WHERE i.ns_path = d.ns_path AND i.key = d.key RETURNING 1)"
@@ -421,13 +423,15 @@ def write(
     # vector CTEs wait for this count, so every item CTE has run to its end before them
     counts = " + ".join(f"(SELECT count(*) FROM {name})" for name in written)
     ctes.append(f"items_done AS MATERIALIZED (SELECT {counts} AS done)")
-    ctes.append(_replace_vectors(t, upserts, deletes, params))
+    ctes.append(_replace_vectors(t, upserts, paths, deletes, gone_paths, params))
     counted = "(SELECT count(*) FROM gone)" if deletes else "0"
     rows = yield Statement(f"WITH {', '.join(ctes)} SELECT {counted}", tuple(params))
     return int(rows[0][0])
 
 
-def _upsert_items(t: Tables, upserts: Sequence[Record], params: list[Any]) -> str:
+def _upsert_items(
+    t: Tables, upserts: Sequence[Record], paths: Sequence[str], params: list[Any]
+) -> str:
     """Insert-or-update CTEs: ``up`` keeps an existing ``created_at``, ``restored`` sets it.
 
     Two of them because ``ON CONFLICT DO UPDATE`` sees only the proposed row's columns
@@ -444,12 +448,13 @@ def _upsert_items(t: Tables, upserts: Sequence[Record], params: list[Any]) -> st
     )
     ctes = []
     for restore in (False, True):
-        group = [r for r in upserts if (r.created_at is not None) == restore]
-        if not group:
+        picked = [i for i, r in enumerate(upserts) if (r.created_at is not None) == restore]
+        if not picked:
             continue
+        group = [upserts[i] for i in picked]
         params.extend(
             (
-                [ns_path(r.namespace) for r in group],
+                [paths[i] for i in picked],
                 [r.key for r in group],
                 [Jsonb(r.value) for r in group],
                 [r.now for r in group],
@@ -477,7 +482,12 @@ def _upsert_items(t: Tables, upserts: Sequence[Record], params: list[Any]) -> st
 
 
 def _replace_vectors(
-    t: Tables, upserts: Sequence[Record], deletes: Sequence[ItemKey], params: list[Any]
+    t: Tables,
+    upserts: Sequence[Record],
+    item_paths: Sequence[str],
+    deletes: Sequence[ItemKey],
+    gone_paths: Sequence[str],
+    params: list[Any],
 ) -> str:
     """Drop the batch's keys' vectors it does not write again, upsert the new ones.
 
@@ -491,10 +501,9 @@ def _replace_vectors(
     paths: list[str] = []
     keys: list[str] = []
     nss: list[str] = []
-    for r in upserts:
+    for r, path_ns in zip(upserts, item_paths, strict=True):
         if r.vectors is None or not len(r.vectors):
             continue
-        path_ns = ns_path(r.namespace)
         for text, path, row in zip(r.texts, r.paths, r.vectors, strict=True):
             ids.append(vector_id(r.namespace, r.key, path))
             texts.append(text)
@@ -505,7 +514,7 @@ def _replace_vectors(
     # vectors of re-written and deleted items that this batch does not write again
     params.extend(
         (
-            [ns_path(r.namespace) for r in upserts] + [ns_path(ns) for ns, _ in deletes],
+            [*item_paths, *gone_paths],
             [r.key for r in upserts] + [key for _, key in deletes],
             ids,
         )
