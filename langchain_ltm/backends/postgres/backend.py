@@ -67,6 +67,7 @@ from langchain_ltm.errors import (
 try:
     from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
+    from langchain_ltm.backends.postgres import _broad
     from langchain_ltm.backends.postgres import _sql as sql
     from langchain_ltm.backends.postgres._conn import Connector, conninfo_from_engine
     from langchain_ltm.backends.postgres._lock import AdvisoryLocks, HeldLock
@@ -275,12 +276,44 @@ class PostgresBackend(VectorBackend):
     async def aget(self, keys: Sequence[ItemKey]) -> list[StoredItem | None]:  # noqa: D102
         return await self.connector.arun(lambda: sql.get_items(self.tables, keys), "get")
 
+    broad_min_rows: int | None = _broad.BROAD_MIN_ROWS
+    """Scope size (vectors, a lower bound from the planner's statistics) from which a
+    search walks an HNSW index of the vectors table with pgvector's iterative scan instead
+    of scoring every vector in scope (see ``_broad``); ``None``: always exact."""
+    _scope_stats: _broad.ScopeStats | None = None
+
     def search(self, request: SearchRequest) -> list[list[Hit]]:  # noqa: D102
         self._check_query(request)
+        broad = _broad.wants_index(self._scope_stats, request, self.broad_min_rows)
+        if broad is None:
+            self._scope_stats = self.connector.run(
+                lambda: _broad.stats(self.tables), "search", vectors=False
+            )
+            broad = _broad.wants_index(self._scope_stats, request, self.broad_min_rows)
+        if broad and self._scope_stats is not None and self._scope_stats.operator:
+            operator = self._scope_stats.operator
+            return self.connector.run(
+                lambda: _broad.search(self.tables, request, operator, self.vector_type),
+                "search",
+                transaction=True,
+            )
         return self.connector.run(lambda: sql.search(self.tables, request), "search")
 
     async def asearch(self, request: SearchRequest) -> list[list[Hit]]:  # noqa: D102
         self._check_query(request)
+        broad = _broad.wants_index(self._scope_stats, request, self.broad_min_rows)
+        if broad is None:
+            self._scope_stats = await self.connector.arun(
+                lambda: _broad.stats(self.tables), "search", vectors=False
+            )
+            broad = _broad.wants_index(self._scope_stats, request, self.broad_min_rows)
+        if broad and self._scope_stats is not None and self._scope_stats.operator:
+            operator = self._scope_stats.operator
+            return await self.connector.arun(
+                lambda: _broad.search(self.tables, request, operator, self.vector_type),
+                "search",
+                transaction=True,
+            )
         return await self.connector.arun(lambda: sql.search(self.tables, request), "search")
 
     def list_namespaces(self, request: ListRequest) -> list[tuple[str, ...]]:  # noqa: D102
