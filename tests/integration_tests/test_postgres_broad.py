@@ -13,7 +13,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langgraph.store.base import PutOp
 
+from langchain_ltm import LongTermMemoryStore
 from langchain_ltm._filters import compile_filter
 from langchain_ltm.backends.base import Record, SearchRequest
 from langchain_ltm.backends.postgres import _broad
@@ -218,3 +221,42 @@ def test_scope_estimate_is_a_lower_bound_that_keeps_one_user_exact():
     # a heavy namespace among the most common values counts in full
     heavy = _stats(users, (("memories.user-000007.", 0.2),))
     assert heavy.lower_bound(("memories", "user-000007")) == pytest.approx(200_000)
+
+
+def test_store_search_over_all_users_walks_the_index(make_backend, pg_conn):
+    """``store.search(("memories",), query=...)`` as LangGraph tooling calls it (the store
+    stores unit vectors, so the cosine index of ``create_hnsw_index`` is walked)."""
+    backend = make_backend(dims=DIMS)
+    store = LongTermMemoryStore(backend, embeddings=DeterministicFakeEmbedding(size=DIMS))
+    ops = [
+        PutOp(("memories", f"u{n % USERS}"), f"n{n}", {"text": f"note {n}", "n": n}, None)
+        for n in range(2_000)
+    ]
+    for start in range(0, len(ops), 500):
+        store.batch(ops[start : start + 500])
+    backend.create_hnsw_index()
+    pg_conn.execute(f"ANALYZE {backend.tables.items}, {backend.tables.vectors}")
+    recalls = []
+    for n in range(10):
+        backend.broad_min_rows = None
+        exact = [i.key for i in store.search(("memories",), query=f"note {n * 7}", limit=K)]
+        backend.broad_min_rows = 1_000
+        walked = [i.key for i in store.search(("memories",), query=f"note {n * 7}", limit=K)]
+        recalls.append(len(set(exact) & set(walked)) / K)
+    assert backend._scope_stats is not None and backend._scope_stats.operator == "<=>"
+    assert np.mean(recalls) >= 0.95, recalls
+
+
+def test_cosine_index_is_not_walked_for_vectors_that_are_not_unit_length(make_backend, pg_conn):
+    """Vectors written straight to the backend need not be unit length: cosine order is
+    then not our score's, so with only a cosine index the search stays exact."""
+    backend = make_backend(dims=DIMS)
+    rng = np.random.default_rng(13)
+    vectors = _unit(rng, 2000) * rng.uniform(0.2, 3.0, (2000, 1)).astype(np.float32)
+    _load(backend, pg_conn, vectors)
+    backend.create_hnsw_index()
+    backend.broad_min_rows = 1_000
+    query = _queries(5, 1)[0]
+    (hits,) = backend.search(SearchRequest(("m",), query[None, :], limit=K))
+    assert backend._scope_stats is not None and backend._scope_stats.operator is None
+    assert [h.item.key for h in hits] == _exact(vectors, query, np.arange(2000), K)

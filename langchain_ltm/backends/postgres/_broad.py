@@ -41,6 +41,9 @@ EF_SEARCH = 200
 MAX_SCAN_TUPLES = 40_000
 """``hnsw.max_scan_tuples``: tuples the iterative scan visits before it gives up."""
 
+UNIT_TOLERANCE = 1e-3
+"""How far from 1 a sampled vector's length may be for a cosine index to be walked."""
+
 # operator classes whose order is our score's (inner product) or, for unit vectors, cosine
 _OPERATORS = {
     "vector_ip_ops": "<#>",
@@ -92,7 +95,12 @@ def wants_index(
 
 
 def stats(t: sql.Tables) -> sql.Exchange[ScopeStats]:
-    """Read the vectors table's size, ``ns_path`` histogram and usable HNSW index."""
+    """Read the vectors table's size, ``ns_path`` histogram and usable HNSW index.
+
+    An inner-product index orders as our score does; a cosine one only for unit vectors,
+    so it counts only if the first 1,000 stored vectors have length 1 (to
+    :data:`UNIT_TOLERANCE`; halfvec rounding stays well inside it).
+    """
     rows = yield sql.Statement(
         "SELECT c.reltuples, s.histogram_bounds::text::text[], "
         "s.most_common_vals::text::text[], s.most_common_freqs "
@@ -110,7 +118,16 @@ def stats(t: sql.Tables) -> sql.Exchange[ScopeStats]:
         "ORDER BY o.opcname LIKE '%%_ip_ops' DESC, ic.relname",
         (t.vectors,),
     )
-    operator = next((_OPERATORS[r[0]] for r in indexes if r[0] in _OPERATORS), None)
+    operators = [_OPERATORS[r[0]] for r in indexes if r[0] in _OPERATORS]
+    if operators and operators[0] == "<=>":
+        # cosine orders as our inner-product score only for unit vectors: look at some
+        norms = yield sql.Statement(
+            "SELECT max(abs(vector_norm(s.embedding::vector) - 1)) "
+            f"FROM (SELECT embedding FROM {t.vectors} LIMIT 1000) s"
+        )
+        if norms[0][0] is None or float(norms[0][0]) > UNIT_TOLERANCE:
+            operators = []
+    operator = operators[0] if operators else None
     if not rows:
         return ScopeStats(0.0, (), (), None, time.monotonic())
     reltuples, bounds, common, freqs = rows[0]

@@ -36,7 +36,12 @@ ranks. No ANN index can serve that plan, so an HNSW index added for PGVectorStor
 :meth:`~PostgresBackend.create_hnsw_index`) never truncates a filtered per-user search.
 Statements are prepared, and the connections of pools opened here keep their generic plans
 (``plan_cache_mode = force_generic_plan``): re-planning the search costs more than running
-it. Broad prefixes (all users) are exact too, at the cost of scoring every vector in scope.
+it. Broad prefixes (all users, a team) are exact too, at the cost of scoring every vector
+in scope, unless the vectors table has an HNSW index and the planner's statistics prove the
+scope holds at least ``broad_min_rows`` vectors: then the search walks that index with
+pgvector's iterative scan, the scope and filter applied as it goes, re-ranks by the exact
+score, and falls back to the exact plan when the walk cannot fill the limit (``_broad``).
+A per-user prefix never takes that path (``tests/integration_tests/test_postgres_broad.py``).
 
 Writes: a batch is one transaction of two statements: the batch's key locks
 (``_sql.write_locks``), then one SQL statement of data-modifying CTEs (upsert items
@@ -214,10 +219,20 @@ class PostgresBackend(VectorBackend):
         )
 
     def create_hnsw_index(self, m: int = 16, ef_construction: int = 64) -> None:
-        """Add an HNSW index (cosine) for PGVectorStore's global similarity search.
+        """Add an HNSW index (cosine) for broad scopes and PGVectorStore's global search.
 
-        Searches of this backend stay exact and do not use it; it costs write speed. On a
-        ``halfvec`` column it uses ``halfvec_cosine_ops``.
+        Per-user searches stay exact and never use it. A search whose scope holds at least
+        :attr:`broad_min_rows` vectors (all users, a team) walks it with pgvector's
+        iterative scan and re-ranks by the exact inner product, which for unit-length
+        embeddings (OpenAI, MiniLM) orders as cosine does; for embeddings that are not unit
+        length add ``USING hnsw (embedding vector_ip_ops)`` yourself, which is preferred
+        when present. It costs write speed. On a ``halfvec`` column it uses
+        ``halfvec_cosine_ops``.
+
+        Example:
+            >>> backend = postgres_backend("postgresql://localhost/app")  # doctest: +SKIP
+            >>> backend.create_hnsw_index()  # doctest: +SKIP
+            >>> backend.broad_min_rows = 50_000  # doctest: +SKIP
         """
         self._require_dims("an HNSW index")
         self.connector.run(
