@@ -260,3 +260,8 @@ def test_cosine_index_is_not_walked_for_vectors_that_are_not_unit_length(make_ba
     (hits,) = backend.search(SearchRequest(("m",), query[None, :], limit=K))
     assert backend._scope_stats is not None and backend._scope_stats.operator is None
     assert [h.item.key for h in hits] == _exact(vectors, query, np.arange(2000), K)
+
+
+def test_pgvector_version_is_read_and_compared():
+    assert _broad._version("0.8.5") >= (0, 8) > _broad._version("0.7.4")
+    assert _broad._version("0.10.0") > (0, 8) and _broad._version("1.0") > (0, 8)

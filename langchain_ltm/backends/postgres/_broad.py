@@ -97,7 +97,8 @@ def wants_index(
 def stats(t: sql.Tables) -> sql.Exchange[ScopeStats]:
     """Read the vectors table's size, ``ns_path`` histogram and usable HNSW index.
 
-    An inner-product index orders as our score does; a cosine one only for unit vectors,
+    Only with pgvector 0.8 or newer (iterative scans). An inner-product index orders as
+    our score does; a cosine one only for unit vectors,
     so it counts only if the first 1,000 stored vectors have length 1 (to
     :data:`UNIT_TOLERANCE`; halfvec rounding stays well inside it).
     """
@@ -119,6 +120,9 @@ def stats(t: sql.Tables) -> sql.Exchange[ScopeStats]:
         (t.vectors,),
     )
     operators = [_OPERATORS[r[0]] for r in indexes if r[0] in _OPERATORS]
+    version = yield sql.Statement("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+    if not version or _version(str(version[0][0])) < (0, 8):
+        operators = []  # no iterative scan before pgvector 0.8: always exact
     if operators and operators[0] == "<=>":
         # cosine orders as our inner-product score only for unit vectors: look at some
         norms = yield sql.Statement(
@@ -138,6 +142,14 @@ def stats(t: sql.Tables) -> sql.Exchange[ScopeStats]:
         operator=operator,
         read_at=time.monotonic(),
     )
+
+
+def _version(text: str) -> tuple[int, ...]:
+    parts = []
+    for part in text.split("."):
+        digits = "".join(ch for ch in part if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
 
 
 def search(
