@@ -330,8 +330,8 @@ CROSS JOIN LATERAL (
     unscored: list[Hit] = []
     if wanted is None or any(len(column) < wanted for column in scored):
         # items without vectors follow the scored ones. A second statement: as a UNION ALL
-        # branch of the one above, its generic plan (parallel at 1M rows) cost every search
-        # 12.9 ms p50 against 0.77 without it (bench/postgres_per_user_statement.py)
+        # branch of the one above, its plan cost every search (1M facts, p50: 12.9 vs 0.77
+        # ms in one run, 0.89 vs 0.68 in another; bench/postgres_per_user_statement.py)
         seen = {(entry[1], entry[2]) for column in scored for entry in column}
         unscored = [
             hit
