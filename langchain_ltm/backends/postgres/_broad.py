@@ -98,9 +98,9 @@ def stats(t: sql.Tables) -> sql.Exchange[ScopeStats]:
     """Read the vectors table's size, ``ns_path`` histogram and usable HNSW index.
 
     Only with pgvector 0.8 or newer (iterative scans). An inner-product index orders as
-    our score does; a cosine one only for unit vectors,
-    so it counts only if the first 1,000 stored vectors have length 1 (to
-    :data:`UNIT_TOLERANCE`; halfvec rounding stays well inside it).
+    our score does; a cosine one only for unit vectors, so it counts only if the first
+    1,000 stored vectors have length 1 (to :data:`UNIT_TOLERANCE`; halfvec rounding stays
+    well inside it).
     """
     rows = yield sql.Statement(
         "SELECT c.reltuples, s.histogram_bounds::text::text[], "
@@ -163,14 +163,17 @@ def search(
     assert request.limit is not None
     wanted = request.offset + request.limit
     candidates = max(EF_SEARCH, 4 * wanted)
-    for setting, value in (
+    settings = (
         ("hnsw.iterative_scan", "relaxed_order"),
         ("hnsw.ef_search", str(candidates)),
         ("hnsw.max_scan_tuples", str(MAX_SCAN_TUPLES)),
         # plan for the bound values: a generic plan does not know the scope is broad
         ("plan_cache_mode", "force_custom_plan"),
-    ):
-        yield sql.Statement("SELECT set_config(%s, %s, true)", (setting, value))
+    )
+    yield sql.Statement(
+        "SELECT " + ", ".join("set_config(%s, %s, true)" for _ in settings),
+        tuple(part for pair in settings for part in pair),
+    )
     cast = "::halfvec" if vector_type == "halfvec" else ""
     out: list[list[Hit]] = []
     for row in request.vectors:
