@@ -36,7 +36,12 @@ ranks. No ANN index can serve that plan, so an HNSW index added for PGVectorStor
 :meth:`~PostgresBackend.create_hnsw_index`) never truncates a filtered per-user search.
 Statements are prepared, and the connections of pools opened here keep their generic plans
 (``plan_cache_mode = force_generic_plan``): re-planning the search costs more than running
-it. Broad prefixes (all users) are exact too, at the cost of scoring every vector in scope.
+it. Broad prefixes (all users, a team) are exact too, at the cost of scoring every vector
+in scope, unless the vectors table has an HNSW index and the planner's statistics prove the
+scope holds at least ``broad_min_rows`` vectors: then the search walks that index with
+pgvector's iterative scan, the scope and filter applied as it goes, re-ranks by the exact
+score, and falls back to the exact plan when the walk cannot fill the limit (``_broad``).
+A per-user prefix never takes that path (``tests/integration_tests/test_postgres_broad.py``).
 
 Writes: a batch is one transaction of two statements: the batch's key locks
 (``_sql.write_locks``), then one SQL statement of data-modifying CTEs (upsert items
@@ -67,6 +72,7 @@ from langchain_ltm.errors import (
 try:
     from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
+    from langchain_ltm.backends.postgres import _broad
     from langchain_ltm.backends.postgres import _sql as sql
     from langchain_ltm.backends.postgres._conn import Connector, conninfo_from_engine
     from langchain_ltm.backends.postgres._lock import AdvisoryLocks, HeldLock
@@ -213,10 +219,20 @@ class PostgresBackend(VectorBackend):
         )
 
     def create_hnsw_index(self, m: int = 16, ef_construction: int = 64) -> None:
-        """Add an HNSW index (cosine) for PGVectorStore's global similarity search.
+        """Add an HNSW index (cosine) for broad scopes and PGVectorStore's global search.
 
-        Searches of this backend stay exact and do not use it; it costs write speed. On a
-        ``halfvec`` column it uses ``halfvec_cosine_ops``.
+        Per-user searches stay exact and never use it. A search whose scope holds at least
+        :attr:`broad_min_rows` vectors (all users, a team) walks it with pgvector's
+        iterative scan and re-ranks by the exact inner product, which for unit-length
+        embeddings (OpenAI, MiniLM) orders as cosine does; for embeddings that are not unit
+        length add ``USING hnsw (embedding vector_ip_ops)`` yourself, which is preferred
+        when present. It costs write speed. On a ``halfvec`` column it uses
+        ``halfvec_cosine_ops``.
+
+        Example:
+            >>> backend = postgres_backend("postgresql://localhost/app")  # doctest: +SKIP
+            >>> backend.create_hnsw_index()  # doctest: +SKIP
+            >>> backend.broad_min_rows = 50_000  # doctest: +SKIP
         """
         self._require_dims("an HNSW index")
         self.connector.run(
@@ -275,12 +291,44 @@ class PostgresBackend(VectorBackend):
     async def aget(self, keys: Sequence[ItemKey]) -> list[StoredItem | None]:  # noqa: D102
         return await self.connector.arun(lambda: sql.get_items(self.tables, keys), "get")
 
+    broad_min_rows: int | None = _broad.BROAD_MIN_ROWS
+    """Scope size (vectors, a lower bound from the planner's statistics) from which a
+    search walks an HNSW index of the vectors table with pgvector's iterative scan instead
+    of scoring every vector in scope (see ``_broad``); ``None``: always exact."""
+    _scope_stats: _broad.ScopeStats | None = None
+
     def search(self, request: SearchRequest) -> list[list[Hit]]:  # noqa: D102
         self._check_query(request)
+        broad = _broad.wants_index(self._scope_stats, request, self.broad_min_rows)
+        if broad is None:
+            self._scope_stats = self.connector.run(
+                lambda: _broad.stats(self.tables), "search", vectors=False
+            )
+            broad = _broad.wants_index(self._scope_stats, request, self.broad_min_rows)
+        if broad and self._scope_stats is not None and self._scope_stats.operator:
+            operator = self._scope_stats.operator
+            return self.connector.run(
+                lambda: _broad.search(self.tables, request, operator, self.vector_type),
+                "search",
+                transaction=True,
+            )
         return self.connector.run(lambda: sql.search(self.tables, request), "search")
 
     async def asearch(self, request: SearchRequest) -> list[list[Hit]]:  # noqa: D102
         self._check_query(request)
+        broad = _broad.wants_index(self._scope_stats, request, self.broad_min_rows)
+        if broad is None:
+            self._scope_stats = await self.connector.arun(
+                lambda: _broad.stats(self.tables), "search", vectors=False
+            )
+            broad = _broad.wants_index(self._scope_stats, request, self.broad_min_rows)
+        if broad and self._scope_stats is not None and self._scope_stats.operator:
+            operator = self._scope_stats.operator
+            return await self.connector.arun(
+                lambda: _broad.search(self.tables, request, operator, self.vector_type),
+                "search",
+                transaction=True,
+            )
         return await self.connector.arun(lambda: sql.search(self.tables, request), "search")
 
     def list_namespaces(self, request: ListRequest) -> list[tuple[str, ...]]:  # noqa: D102

@@ -1,0 +1,203 @@
+"""Broad-scope search on Postgres: the HNSW iterative scan beside the exact scan, one run.
+
+Minutes, not CI. One table of facts spread over many users, an HNSW index (cosine, as
+``PostgresBackend.create_hnsw_index`` makes it), ``VACUUM ANALYZE``; then, interleaved per
+query on the same server:
+
+- broad, exact: ``backend.search(("memories",), q, limit=10)`` with ``broad_min_rows=None``
+  (every vector in scope scored: the exact answers recall is measured against);
+- broad, index: the same search with the default ``broad_min_rows`` (iterative scan), at
+  the default ``ef_search`` and any given with ``--ef``;
+- broad, rare filter (1 fact in 1,000) through the default backend, checked against the
+  exact answers with the same filter;
+- per-user search through both backends (the per-user plan must not change).
+
+Vectors are clustered like sentence embeddings (topics plus noise, unit rows), queries are
+noisy copies of stored facts; a uniform random 384-d cloud is HNSW's worst case and is
+reported with ``--uniform``.
+
+Usage:
+    python bench/postgres_broad.py                     # 300k facts, 30k users
+    python bench/postgres_broad.py --facts 1000000 --users 100000
+    python bench/postgres_broad.py --quick             # 30k facts
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+
+import numpy as np
+import psycopg
+from _common import DIMS, clock
+from postgres_search import start_server, with_database
+
+from langchain_ltm._filters import compile_filter
+from langchain_ltm.backends.base import Record, SearchRequest
+from langchain_ltm.backends.postgres import _broad, postgres_backend
+
+K = 10
+RARE_EVERY = 1_000
+TARGET_RECALL = 0.95
+TARGET_P50_MS = 20.0
+
+
+def make_vectors(rng: np.random.Generator, n: int, centers: np.ndarray | None) -> np.ndarray:
+    if centers is None:
+        v = rng.standard_normal((n, DIMS), dtype=np.float32)
+    else:
+        v = centers[rng.integers(0, len(centers), n)] + 0.35 * rng.standard_normal(
+            (n, DIMS), dtype=np.float32
+        ) / np.sqrt(DIMS)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    return v.astype(np.float32)
+
+
+def p(values: Sequence[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values) * 1e3, q))
+
+
+def run(args: argparse.Namespace, url: str) -> int:
+    rng = np.random.default_rng(11)
+    centers = None if args.uniform else make_vectors(rng, 2_000, None)
+    vectors = np.empty((args.facts, DIMS), dtype=np.float32)
+    owner = rng.integers(0, args.users, size=args.facts)
+    exact = postgres_backend(url, table="broad", dims=DIMS)
+    index = postgres_backend(url, table="broad", dims=DIMS)
+    exact.broad_min_rows = None
+    if args.min_rows is not None:
+        index.broad_min_rows = args.min_rows
+    now = datetime.now(timezone.utc)
+    t0 = time.perf_counter()
+    for start in range(0, args.facts, 1_000):
+        chunk = make_vectors(rng, min(1_000, args.facts - start), centers)
+        vectors[start : start + len(chunk)] = chunk
+        exact.write(
+            [
+                Record(
+                    ("memories", f"user-{owner[n]:06d}"),
+                    f"f{n}",
+                    {"content": f"fact {n}", "rare": n % RARE_EVERY == 0},
+                    ("fact",),
+                    ("content",),
+                    chunk[n - start][None, :],
+                    now,
+                )
+                for n in range(start, start + len(chunk))
+            ],
+            [],
+        )
+    ingest = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    exact.create_hnsw_index()
+    build = time.perf_counter() - t0
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE broad, broad_vectors")
+    print(
+        f"{args.facts:,} facts / {args.users:,} users, {DIMS}-d "
+        f"{'uniform' if args.uniform else 'clustered'}: ingest {ingest:.0f} s, "
+        f"HNSW build {build:.0f} s"
+    )
+
+    rare = compile_filter({"rare": True})
+    picks = rng.integers(0, args.facts, size=args.queries)
+    queries = vectors[picks] + 0.3 * rng.standard_normal(
+        (args.queries, DIMS), dtype=np.float32
+    ) / np.sqrt(DIMS)
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+    times: dict[str, list[float]] = {}
+    recall: dict[int, list[float]] = {}
+    default = _broad.EF_SEARCH
+    efs = sorted({default, *args.ef})
+    rare_ok = 0
+
+    def timed(name: str, call: Callable[[], list[str]]) -> list[str]:
+        t = clock()
+        keys = call()
+        times.setdefault(name, []).append((clock() - t) / 1e9)
+        return keys
+
+    def keys_of(backend, prefix, query, flt=()) -> Callable[[], list[str]]:  # type: ignore[no-untyped-def]
+        request = SearchRequest(prefix, query[None, :], flt, K, 0)
+        return lambda: [h.item.key for h in backend.search(request)[0]]
+
+    for _ in range(2):  # warm both plans and the stats cache
+        keys_of(exact, ("memories",), queries[0])()
+        keys_of(index, ("memories",), queries[0])()
+    for n, query in enumerate(queries):
+        user = ("memories", f"user-{owner[picks[n]]:06d}")
+        pairs = [
+            ("broad, exact", exact, ("memories",), ()),
+            *[(f"broad, index, ef_search={ef}", index, ("memories",), ()) for ef in efs],
+            ("broad rare, exact", exact, ("memories",), rare),
+            ("broad rare, index", index, ("memories",), rare),
+            ("per-user, exact backend", exact, user, ()),
+            ("per-user, default backend", index, user, ()),
+        ]
+        if n % 2:
+            pairs.reverse()
+        got = {}
+        for name, backend, prefix, flt in pairs:
+            _broad.EF_SEARCH = int(name.rsplit("=", 1)[1]) if "ef_search=" in name else default
+            got[name] = timed(name, keys_of(backend, prefix, query, flt))
+        _broad.EF_SEARCH = default
+        truth = set(got["broad, exact"])
+        for ef in efs:
+            recall.setdefault(ef, []).append(
+                len(truth & set(got[f"broad, index, ef_search={ef}"])) / K
+            )
+        rare_ok += got["broad rare, index"] == got["broad rare, exact"]
+        assert got["per-user, exact backend"] == got["per-user, default backend"]
+
+    print(f"\n{args.queries} queries, interleaved; machine shared (2 cores, other agents)\n")
+    print("| search | p50 ms | p95 ms | vs broad exact p50 |")
+    print("|---|---:|---:|---:|")
+    base = statistics.median(times["broad, exact"])
+    for name, values in times.items():
+        ratio = statistics.median(values) / base
+        print(f"| {name} | {p(values, 50):.2f} | {p(values, 95):.2f} | {ratio:.3f}x |")
+    print(f"\nrare filter (1 in {RARE_EVERY:,}): {rare_ok}/{args.queries} equal to exact")
+    for ef in efs:
+        mean_recall = float(np.mean(recall[ef]))
+        p50 = p(times[f"broad, index, ef_search={ef}"], 50)
+        print(
+            f"ef_search={ef}: recall@{K} vs exact mean {mean_recall:.3f}, "
+            f"min {min(recall[ef]):.2f}; targets: recall >= {TARGET_RECALL} "
+            f"{'ok' if mean_recall >= TARGET_RECALL else 'MISSED'}, p50 <= {TARGET_P50_MS:g} ms "
+            f"{'ok' if p50 <= TARGET_P50_MS else 'MISSED'}"
+        )
+    exact.close()
+    index.close()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--facts", type=int, default=300_000)
+    parser.add_argument("--users", type=int, default=30_000)
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--uniform", action="store_true", help="uniform random vectors")
+    parser.add_argument("--quick", action="store_true", help="30k facts, 3k users")
+    parser.add_argument(
+        "--ef", type=int, nargs="*", default=[], help="more ef_search values to compare"
+    )
+    parser.add_argument("--min-rows", type=int, help="broad_min_rows of the index backend")
+    parser.add_argument("--url", help="an existing server (default: start pgserver)")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.facts, args.users, args.queries = 30_000, 3_000, 30
+    if args.url:
+        return run(args, args.url)
+    url, stop = start_server()
+    try:
+        return run(args, with_database(url, "ltm_broad"))
+    finally:
+        stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,165 @@
+"""The per-user search statement, before and after a change, interleaved in one run.
+
+Minutes, not CI. Loads the search code of a git revision (``--before``, default ``main``)
+beside the working tree's, builds one table through the backend, and times
+``search(("memories", user), q, limit=5)`` both ways on the same pool (generic plans, as
+the backend's own pools keep them), alternating which goes first, with the floor: one
+prepared psycopg query over the same vectors (``WHERE ns_path`` range ``ORDER BY
+embedding <#> $3 LIMIT 5``). Every answer of the two versions is checked equal.
+
+Usage:
+    python bench/postgres_per_user_statement.py                   # 1M facts, 100k users
+    python bench/postgres_per_user_statement.py --facts 300000 --users 30000
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+import types
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import psycopg
+from _common import DIMS, clock, unit_rows
+from pgvector.psycopg import register_vector  # type: ignore[import-untyped]
+from postgres_search import start_server, with_database
+
+from langchain_ltm.backends.base import Record, SearchRequest
+from langchain_ltm.backends.postgres import _sql, postgres_backend
+
+K = 5
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def load_revision(rev: str) -> types.ModuleType:
+    """The ``_sql`` module as it is at ``rev`` (imports resolve to the working tree)."""
+    source = subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{rev}:langchain_ltm/backends/postgres/_sql.py"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    module = types.ModuleType(f"_sql_at_{rev}")
+    sys.modules[module.__name__] = module  # dataclasses look their module up there
+    exec(compile(source, f"{rev}:_sql.py", "exec"), module.__dict__)
+    return module
+
+
+def run(args: argparse.Namespace, url: str) -> int:
+    old = load_revision(args.before)
+    backend = postgres_backend(url, table="pu", dims=DIMS)
+    rng = np.random.default_rng(5)
+    owner = rng.integers(0, args.users, size=args.facts)
+    now = datetime.now(timezone.utc)
+    t0 = time.perf_counter()
+    for start in range(0, args.facts, 1_000):
+        chunk = unit_rows(rng, min(1_000, args.facts - start))
+        backend.write(
+            [
+                Record(
+                    ("memories", f"user-{owner[n]:06d}"),
+                    f"f{n}",
+                    {"content": f"fact {n}"},
+                    ("fact",),
+                    ("content",),
+                    chunk[n - start][None, :],
+                    now,
+                )
+                for n in range(start, start + len(chunk))
+            ],
+            [],
+        )
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE pu, pu_vectors")
+    print(
+        f"{args.facts:,} facts / {args.users:,} users, {DIMS}-d: "
+        f"loaded in {time.perf_counter() - t0:.0f} s"
+    )
+    floor_conn = psycopg.connect(url, autocommit=True)
+    register_vector(floor_conn)
+    floor_sql = (
+        "SELECT key, -(embedding <#> %s) FROM pu_vectors WHERE ns_path >= %s "
+        "AND ns_path < %s ORDER BY embedding <#> %s LIMIT 5"
+    )
+    times: dict[str, list[float]] = {"before": [], "after": [], "floor": []}
+    users = rng.integers(0, args.users, size=args.queries)
+    queries = unit_rows(rng, args.queries)
+
+    def before(request: SearchRequest) -> list[str]:
+        (hits,) = backend.connector.run(lambda: old.search(backend.tables, request), "search")
+        return [h.item.key for h in hits]
+
+    def after(request: SearchRequest) -> list[str]:
+        return [h.item.key for h in backend.search(request)[0]]
+
+    def floor_keys(query: np.ndarray, low: str) -> list[str]:
+        params = (query, low, low[:-1] + "/", query)
+        return [r[0] for r in floor_conn.execute(floor_sql, params, prepare=True).fetchall()]
+
+    def call(name: str, fn: Callable[[], list[str]]) -> list[str]:
+        t = clock()
+        keys = fn()
+        times[name].append((clock() - t) / 1e9)
+        return keys
+
+    for n in range(args.warmup + args.queries):
+        i = n % args.queries
+        ns = ("memories", f"user-{users[i]:06d}")
+        request = SearchRequest(ns, queries[i][None, :], limit=K)
+        low = _sql.ns_path(ns)
+        runs: list[tuple[str, Callable[[], list[str]]]] = [
+            ("before", partial(before, request)),
+            ("after", partial(after, request)),
+            ("floor", partial(floor_keys, queries[i], low)),
+        ]
+        if n % 2:
+            runs.reverse()
+        got = {}
+        for name, fn in runs:
+            got[name] = call(name, fn)
+        assert got["before"] == got["after"] == got["floor"], got
+        if n + 1 == args.warmup:
+            for values in times.values():
+                values.clear()
+
+    print(f"\n{args.queries} per-user queries, interleaved; machine shared (2 cores, others)\n")
+    print("| per-user search | p50 ms | p95 ms | vs floor p50 |")
+    print("|---|---:|---:|---:|")
+    floor = statistics.median(times["floor"])
+    for name in ("before", "after", "floor"):
+        values = np.asarray(times[name]) * 1e3
+        print(
+            f"| {name} | {np.percentile(values, 50):.3f} | {np.percentile(values, 95):.3f} "
+            f"| {statistics.median(times[name]) / floor:.2f}x |"
+        )
+    ratio = statistics.median(times["after"]) / statistics.median(times["before"])
+    print(f"\nafter / before p50: {ratio:.3f}")
+    floor_conn.close()
+    backend.close()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--facts", type=int, default=1_000_000)
+    parser.add_argument("--users", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=2_000)
+    parser.add_argument("--warmup", type=int, default=200)
+    parser.add_argument("--before", default="main", help="git revision to compare with")
+    args = parser.parse_args(argv)
+    url, stop = start_server()
+    try:
+        return run(args, with_database(url, "ltm_per_user"))
+    finally:
+        stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

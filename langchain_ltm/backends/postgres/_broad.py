@@ -1,0 +1,207 @@
+"""Broad-scope search on Postgres: an HNSW iterative scan when the scope is large.
+
+A search whose prefix covers many users (``store.search(("memories",), query=...)``)
+scores every vector in scope on the exact plan, which grows with the table. When the
+vectors table has an HNSW index and the planner's own statistics prove the scope holds at
+least :data:`BROAD_MIN_ROWS` vectors, the search walks that index instead with pgvector
+0.8's iterative scan, the scope, filter and TTL applied to each vector as it comes, and
+re-ranks the candidates by their exact score. The decision is made here, from a cached
+copy of ``pg_stats`` (refreshed every :data:`STATS_TTL` seconds), so it costs per-user
+searches no round trip, and it only ever errs towards the exact plan:
+
+- the estimate is a *lower bound*: only histogram buckets lying wholly inside the scope,
+  plus the most common values in it, count. A per-user prefix inside one bucket counts 0,
+  whatever the table's size, so the per-user plan stays the pinned exact one;
+- whenever the index walk gives fewer than ``offset + limit`` items (a rare filter, more
+  than ``hnsw.max_scan_tuples`` tuples visited, items with several texts), the exact
+  statement runs instead, in the same transaction, so ``limit`` is filled as before.
+
+I/O-free like ``_sql``: :func:`stats` and :func:`search` are exchanges.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from langchain_ltm.backends.base import Hit, SearchRequest
+from langchain_ltm.backends.postgres import _sql as sql
+
+BROAD_MIN_ROWS = 50_000
+"""Scope size (vectors, lower bound) from which a search may walk an HNSW index."""
+STATS_TTL = 60.0
+"""Seconds a copy of the scope statistics is used before it is read again."""
+MAX_WANTED = 100
+"""Largest ``offset + limit`` served through the index (larger: exact)."""
+EF_SEARCH = 200
+"""``hnsw.ef_search`` of the index walk, and the least number of candidates taken."""
+MAX_SCAN_TUPLES = 40_000
+"""``hnsw.max_scan_tuples``: tuples the iterative scan visits before it gives up."""
+
+UNIT_TOLERANCE = 1e-3
+"""How far from 1 a sampled vector's length may be for a cosine index to be walked."""
+
+# operator classes whose order is our score's (inner product) or, for unit vectors, cosine
+_OPERATORS = {
+    "vector_ip_ops": "<#>",
+    "halfvec_ip_ops": "<#>",
+    "vector_cosine_ops": "<=>",
+    "halfvec_cosine_ops": "<=>",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeStats:
+    """What the planner knows of the vectors table's ``ns_path`` and its HNSW index."""
+
+    rows: float
+    bounds: tuple[str, ...]
+    common: tuple[tuple[str, float], ...]
+    operator: str | None  # the usable HNSW index's ordering operator, None: no index
+    read_at: float
+
+    def lower_bound(self, prefix: tuple[str, ...]) -> float:
+        """Vectors under ``prefix`` at least (as of the last ``ANALYZE``)."""
+        if not prefix:
+            return self.rows
+        low = sql.ns_path(prefix)
+        high = low[:-1] + "/"
+        common = sum(f for value, f in self.common if low <= value < high)
+        rows = common * self.rows
+        if len(self.bounds) > 1:
+            inside = sum(1 for b in self.bounds if low <= b < high)
+            rest = max(0.0, 1.0 - sum(f for _, f in self.common))
+            rows += max(inside - 1, 0) / (len(self.bounds) - 1) * rest * self.rows
+        return rows
+
+    def fresh(self, now: float) -> bool:
+        return now - self.read_at < STATS_TTL
+
+
+def wants_index(
+    stats: ScopeStats | None, request: SearchRequest, min_rows: int | None
+) -> bool | None:
+    """Whether ``request`` walks the HNSW index; ``None``: read the statistics first."""
+    if request.vectors is None or request.limit is None or min_rows is None:
+        return False
+    if request.offset + request.limit > MAX_WANTED:
+        return False
+    if stats is None or not stats.fresh(time.monotonic()):
+        return None
+    return stats.operator is not None and stats.lower_bound(request.prefix) >= min_rows
+
+
+def stats(t: sql.Tables) -> sql.Exchange[ScopeStats]:
+    """Read the vectors table's size, ``ns_path`` histogram and usable HNSW index.
+
+    Only with pgvector 0.8 or newer (iterative scans). An inner-product index orders as
+    our score does; a cosine one only for unit vectors, so it counts only if the first
+    1,000 stored vectors have length 1 (to :data:`UNIT_TOLERANCE`; halfvec rounding stays
+    well inside it).
+    """
+    rows = yield sql.Statement(
+        "SELECT c.reltuples, s.histogram_bounds::text::text[], "
+        "s.most_common_vals::text::text[], s.most_common_freqs "
+        "FROM pg_class c LEFT JOIN pg_stats s ON s.schemaname = %s AND s.tablename = %s "
+        "AND s.attname = 'ns_path' WHERE c.oid = to_regclass(%s)",
+        (t.schema, t.vectors_name, t.vectors),
+    )
+    indexes = yield sql.Statement(
+        "SELECT o.opcname FROM pg_index x "
+        "JOIN pg_class ic ON ic.oid = x.indexrelid JOIN pg_am am ON am.oid = ic.relam "
+        "JOIN pg_opclass o ON o.oid = x.indclass[0] "
+        "JOIN pg_attribute a ON a.attrelid = x.indrelid AND a.attnum = x.indkey[0] "
+        "WHERE x.indrelid = to_regclass(%s) AND am.amname = 'hnsw' AND x.indnatts = 1 "
+        "AND x.indpred IS NULL AND x.indisvalid AND a.attname = 'embedding' "
+        "ORDER BY o.opcname LIKE '%%_ip_ops' DESC, ic.relname",
+        (t.vectors,),
+    )
+    operators = [_OPERATORS[r[0]] for r in indexes if r[0] in _OPERATORS]
+    version = yield sql.Statement("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+    if not version or _version(str(version[0][0])) < (0, 8):
+        operators = []  # no iterative scan before pgvector 0.8: always exact
+    if operators and operators[0] == "<=>":
+        # cosine orders as our inner-product score only for unit vectors: look at some
+        norms = yield sql.Statement(
+            "SELECT max(abs(vector_norm(s.embedding::vector) - 1)) "
+            f"FROM (SELECT embedding FROM {t.vectors} LIMIT 1000) s"
+        )
+        if norms[0][0] is None or float(norms[0][0]) > UNIT_TOLERANCE:
+            operators = []
+    operator = operators[0] if operators else None
+    if not rows:
+        return ScopeStats(0.0, (), (), None, time.monotonic())
+    reltuples, bounds, common, freqs = rows[0]
+    return ScopeStats(
+        rows=max(float(reltuples), 0.0),
+        bounds=tuple(bounds or ()),
+        common=tuple(zip(common or (), (float(f) for f in freqs or ()), strict=True)),
+        operator=operator,
+        read_at=time.monotonic(),
+    )
+
+
+def _version(text: str) -> tuple[int, ...]:
+    parts = []
+    for part in text.split("."):
+        digits = "".join(ch for ch in part if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
+def search(
+    t: sql.Tables, request: SearchRequest, operator: str, vector_type: str | None
+) -> sql.Exchange[list[list[Hit]]]:
+    """Walk the HNSW index per query row; the exact statement if it cannot fill ``limit``.
+
+    Run in a transaction: the ``SET LOCAL``s end with it.
+    """
+    assert request.vectors is not None
+    assert request.limit is not None
+    wanted = request.offset + request.limit
+    candidates = max(EF_SEARCH, 4 * wanted)
+    settings = (
+        ("hnsw.iterative_scan", "relaxed_order"),
+        ("hnsw.ef_search", str(candidates)),
+        ("hnsw.max_scan_tuples", str(MAX_SCAN_TUPLES)),
+        # plan for the bound values: a generic plan does not know the scope is broad
+        ("plan_cache_mode", "force_custom_plan"),
+    )
+    yield sql.Statement(
+        "SELECT " + ", ".join("set_config(%s, %s, true)" for _ in settings),
+        tuple(part for pair in settings for part in pair),
+    )
+    cast = "::halfvec" if vector_type == "halfvec" else ""
+    out: list[list[Hit]] = []
+    for row in request.vectors:
+        query = np.ascontiguousarray(row, dtype=np.float32)
+        params: list[Any] = [query]
+        vscope = sql._scope(request.prefix, "v", params)
+        where = sql.filter_sql(request.filter, "i", params)
+        alive = sql._alive(request.alive_at, "i", params)
+        params.extend((query, candidates, wanted))
+        # relaxed_order: the walk is roughly in index order; candidates are re-ranked by
+        # their exact score (best text per item) before the limit
+        rows = yield sql.Statement(
+            f"""
+WITH c AS MATERIALIZED (
+    SELECT v.ns_path, v.key, -(v.embedding::vector <#> %b::vector) AS score
+    FROM {t.vectors} v JOIN {t.items} i ON i.ns_path = v.ns_path AND i.key = v.key
+    WHERE {vscope} AND {where} AND {alive}
+    ORDER BY v.embedding {operator} %b::vector{cast} LIMIT %s
+), best AS (
+    SELECT ns_path, key, max(score) AS score FROM c GROUP BY ns_path, key
+    ORDER BY score DESC, ns_path, key LIMIT %s
+)
+SELECT b.score, {sql._ITEM_COLUMNS} FROM best b
+JOIN {t.items} i ON i.ns_path = b.ns_path AND i.key = b.key
+ORDER BY b.score DESC, b.ns_path, b.key""",
+            tuple(params),
+        )
+        if len(rows) < wanted:  # a rare filter or a short walk: the exact plan fills it
+            return (yield from sql.search(t, request))
+        out.append([Hit(sql._item(r, 1), float(r[0])) for r in rows][request.offset : wanted])
+    return out

@@ -1,0 +1,267 @@
+"""Broad-scope search on Postgres: the HNSW iterative scan, checked against exact answers.
+
+``PostgresBackend.broad_min_rows`` is lowered so a small table counts as broad; the
+decision itself (a lower bound from ``pg_stats``) is tested on its own, with the sizes of
+a large table, below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+import pytest
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langgraph.store.base import PutOp
+
+from langchain_ltm import LongTermMemoryStore
+from langchain_ltm._filters import compile_filter
+from langchain_ltm.backends.base import Record, SearchRequest
+from langchain_ltm.backends.postgres import _broad
+from langchain_ltm.backends.postgres import _sql as _pg_sql
+
+DIMS, USERS, PER_USER, RARE_EVERY, K = 32, 40, 100, 500, 10
+
+
+def _load(backend, pg_conn, vectors: np.ndarray) -> None:
+    now = datetime.now(timezone.utc)
+    records = [
+        Record(
+            ("m", f"u{n % USERS}"),
+            f"k{n}",
+            {"n": n, "rare": n % RARE_EVERY == 0},
+            ("t",),
+            ("t",),
+            vec[None, :],
+            now,
+        )
+        for n, vec in enumerate(vectors)
+    ]
+    for start in range(0, len(records), 1000):
+        backend.write(records[start : start + 1000], [])
+    pg_conn.execute(f"ANALYZE {backend.tables.items}, {backend.tables.vectors}")
+
+
+def _unit(rng: np.random.Generator, n: int) -> np.ndarray:
+    v = rng.standard_normal((n, DIMS)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+@pytest.fixture
+def broad(make_backend, pg_conn):
+    """USERS users with PER_USER facts each, an HNSW index, and a low broad threshold."""
+    backend = make_backend(dims=DIMS)
+    vectors = _unit(np.random.default_rng(5), USERS * PER_USER)
+    _load(backend, pg_conn, vectors)
+    backend.create_hnsw_index()
+    backend.broad_min_rows = 1_000
+    return backend, vectors
+
+
+def _exact(vectors: np.ndarray, query: np.ndarray, rows: np.ndarray, k: int) -> list[str]:
+    scores = vectors[rows].astype(np.float64) @ query.astype(np.float64)
+    return [f"k{n}" for n in rows[np.argsort(-scores, kind="stable")[:k]]]
+
+
+def _queries(seed: int, n: int) -> np.ndarray:
+    return _unit(np.random.default_rng(seed), n)
+
+
+def _plan_of_walk(backend, request: SearchRequest, operator: str) -> str:
+    """EXPLAIN of the index-walk statement, after its SET LOCALs, in one transaction."""
+
+    def exchange() -> Generator[_pg_sql.Statement, Any, str]:
+        inner = _broad.search(backend.tables, request, operator, backend.vector_type)
+        statement = next(inner)
+        while statement.sql.startswith("SELECT set_config"):
+            statement = inner.send((yield statement))
+        rows = yield _pg_sql.Statement("EXPLAIN " + statement.sql, statement.params)
+        return "\n".join(row[0] for row in rows)
+
+    return backend.connector.run(exchange, "explain", transaction=True)
+
+
+def test_broad_search_walks_the_index_with_recall_against_exact(broad):
+    backend, vectors = broad
+    everyone = np.arange(len(vectors))
+    recalls = []
+    for query in _queries(9, 20):
+        (hits,) = backend.search(SearchRequest(("m",), query[None, :], limit=K))
+        keys = [h.item.key for h in hits]
+        assert len(keys) == K and len(set(keys)) == K
+        recalls.append(len(set(keys) & set(_exact(vectors, query, everyone, K))) / K)
+        # scores are exact (re-ranked), in order
+        expected = [float(vectors[int(k[1:])] @ query) for k in keys]
+        assert [h.score for h in hits] == pytest.approx(expected, abs=1e-5)
+        assert expected == sorted(expected, reverse=True)
+        assert all(h.item.value["n"] == int(h.item.key[1:]) for h in hits)
+    assert np.mean(recalls) >= 0.95, recalls
+
+    stats = backend._scope_stats
+    assert stats is not None and stats.operator == "<=>"
+    request = SearchRequest(("m",), _queries(9, 1), limit=K)
+    assert _broad.wants_index(stats, request, backend.broad_min_rows) is True
+    plan = _plan_of_walk(backend, request, stats.operator)
+    assert "hnsw" in plan, plan
+
+
+def test_per_user_search_stays_exact_and_off_the_index(broad):
+    backend, vectors = broad
+    query = _queries(4, 1)[0]
+    for user in (0, 17, USERS - 1):
+        request = SearchRequest(("m", f"u{user}"), query[None, :], limit=5)
+        (hits,) = backend.search(request)
+        assert [h.item.key for h in hits] == _exact(
+            vectors, query, np.arange(user, len(vectors), USERS), 5
+        )
+        assert _broad.wants_index(backend._scope_stats, request, backend.broad_min_rows) is False
+
+
+def test_rare_filter_under_a_broad_prefix_fills_limit_exactly(broad, monkeypatch):
+    """A walk that stops early (few tuples allowed) gives way to the exact statement."""
+    backend, vectors = broad
+    monkeypatch.setattr(_broad, "MAX_SCAN_TUPLES", 50)
+    rare = np.arange(0, len(vectors), RARE_EVERY)
+    for query in _queries(12, 3):
+        request = SearchRequest(("m",), query[None, :], compile_filter({"rare": True}), 5)
+        (hits,) = backend.search(request)
+        assert [h.item.key for h in hits] == _exact(vectors, query, rare, 5)
+        assert [h.score for h in hits] == pytest.approx(
+            [float(vectors[int(h.item.key[1:])] @ query) for h in hits], abs=1e-5
+        )
+
+
+async def test_async_broad_search_matches_sync_and_offset_pages(broad):
+    backend, _ = broad
+    queries = _queries(21, 2)
+    request = SearchRequest(("m",), queries, limit=K)
+    assert [[h.item.key for h in col] for col in await backend.asearch(request)] == [
+        [h.item.key for h in col] for col in backend.search(request)
+    ]
+    (first,) = backend.search(SearchRequest(("m",), queries[:1], limit=8))
+    (page,) = backend.search(SearchRequest(("m",), queries[:1], limit=5, offset=3))
+    assert [h.item.key for h in page] == [h.item.key for h in first][3:8]
+
+
+def test_inner_product_index_serves_unnormalized_vectors(make_backend, pg_conn):
+    """Our score is the inner product: an ``vector_ip_ops`` index is preferred and walked
+    in that order, so vectors that are not unit length still rank right."""
+    backend = make_backend(dims=DIMS)
+    rng = np.random.default_rng(8)
+    vectors = _unit(rng, USERS * PER_USER) * rng.uniform(0.2, 3.0, (USERS * PER_USER, 1))
+    vectors = vectors.astype(np.float32)
+    _load(backend, pg_conn, vectors)
+    backend.create_hnsw_index()  # cosine: ranks unnormalized vectors differently
+    pg_conn.execute(
+        f"CREATE INDEX ip_{backend.tables.table} ON {backend.tables.vectors} "
+        "USING hnsw (embedding vector_ip_ops)"
+    )
+    backend.broad_min_rows = 1_000
+    recalls = []
+    for query in _queries(3, 10):
+        (hits,) = backend.search(SearchRequest(("m",), query[None, :], limit=K))
+        exact = _exact(vectors, query, np.arange(len(vectors)), K)
+        recalls.append(len({h.item.key for h in hits} & set(exact)) / K)
+    assert backend._scope_stats is not None and backend._scope_stats.operator == "<#>"
+    assert np.mean(recalls) >= 0.95, recalls
+
+
+def test_halfvec_table_walks_its_halfvec_index(make_backend, pg_conn):
+    backend = make_backend(dims=DIMS, vector_type="halfvec")
+    vectors = _unit(np.random.default_rng(6), USERS * PER_USER)
+    _load(backend, pg_conn, vectors)
+    backend.create_hnsw_index()
+    backend.broad_min_rows = 1_000
+    stored = vectors.astype(np.float16).astype(np.float32)
+    recalls = []
+    for query in _queries(2, 10):
+        (hits,) = backend.search(SearchRequest(("m",), query[None, :], limit=K))
+        exact = _exact(stored, query, np.arange(len(vectors)), K)
+        recalls.append(len({h.item.key for h in hits} & set(exact)) / K)
+    request = SearchRequest(("m",), _queries(2, 1), limit=K)
+    assert "hnsw" in _plan_of_walk(backend, request, "<=>")
+    assert np.mean(recalls) >= 0.95, recalls
+
+
+def test_no_index_or_threshold_off_means_exact(make_backend, pg_conn):
+    backend = make_backend(dims=DIMS)
+    vectors = _unit(np.random.default_rng(1), 2000)
+    _load(backend, pg_conn, vectors)
+    backend.broad_min_rows = 10
+    query = _queries(7, 1)[0]
+    request = SearchRequest(("m",), query[None, :], limit=K)
+    (hits,) = backend.search(request)
+    assert [h.item.key for h in hits] == _exact(vectors, query, np.arange(2000), K)
+    assert backend._scope_stats is not None and backend._scope_stats.operator is None
+    assert _broad.wants_index(backend._scope_stats, request, 10) is False
+    assert _broad.wants_index(backend._scope_stats, request, None) is False
+
+
+def _stats(bounds: list[str], common: tuple[tuple[str, float], ...] = ()) -> _broad.ScopeStats:
+    return _broad.ScopeStats(1_000_000.0, tuple(bounds), common, "<=>", 0.0)
+
+
+def test_scope_estimate_is_a_lower_bound_that_keeps_one_user_exact():
+    """The planner's histogram of 1M vectors over 100k users: 101 bounds, one user never
+    spans a bucket, so a per-user prefix counts 0 however large the table grows."""
+    users = [f"memories.user-{u:06d}." for u in range(0, 100_001, 1_000)]
+    stats = _stats(users)
+    assert stats.lower_bound(("memories", "user-000007")) == 0
+    assert stats.lower_bound(("memories", "user-001000")) == 0  # a bound itself
+    assert stats.lower_bound(("memories",)) == pytest.approx(1_000_000)
+    assert stats.lower_bound(()) == 1_000_000
+    assert stats.lower_bound(("other",)) == 0
+    # a team prefix holding half the users: at least 49 of the 100 buckets
+    half = [f"memories.team-a.u{u:05d}." for u in range(51)] + [
+        f"memories.team-b.u{u:05d}." for u in range(50)
+    ]
+    assert _stats(half).lower_bound(("memories", "team-a")) == pytest.approx(500_000)
+    # a heavy namespace among the most common values counts in full
+    heavy = _stats(users, (("memories.user-000007.", 0.2),))
+    assert heavy.lower_bound(("memories", "user-000007")) == pytest.approx(200_000)
+
+
+def test_store_search_over_all_users_walks_the_index(make_backend, pg_conn):
+    """``store.search(("memories",), query=...)`` as LangGraph tooling calls it (the store
+    stores unit vectors, so the cosine index of ``create_hnsw_index`` is walked)."""
+    backend = make_backend(dims=DIMS)
+    store = LongTermMemoryStore(backend, embeddings=DeterministicFakeEmbedding(size=DIMS))
+    ops = [
+        PutOp(("memories", f"u{n % USERS}"), f"n{n}", {"text": f"note {n}", "n": n}, None)
+        for n in range(2_000)
+    ]
+    for start in range(0, len(ops), 500):
+        store.batch(ops[start : start + 500])
+    backend.create_hnsw_index()
+    pg_conn.execute(f"ANALYZE {backend.tables.items}, {backend.tables.vectors}")
+    recalls = []
+    for n in range(10):
+        backend.broad_min_rows = None
+        exact = [i.key for i in store.search(("memories",), query=f"note {n * 7}", limit=K)]
+        backend.broad_min_rows = 1_000
+        walked = [i.key for i in store.search(("memories",), query=f"note {n * 7}", limit=K)]
+        recalls.append(len(set(exact) & set(walked)) / K)
+    assert backend._scope_stats is not None and backend._scope_stats.operator == "<=>"
+    assert np.mean(recalls) >= 0.95, recalls
+
+
+def test_cosine_index_is_not_walked_for_vectors_that_are_not_unit_length(make_backend, pg_conn):
+    """Vectors written straight to the backend need not be unit length: cosine order is
+    then not our score's, so with only a cosine index the search stays exact."""
+    backend = make_backend(dims=DIMS)
+    rng = np.random.default_rng(13)
+    vectors = _unit(rng, 2000) * rng.uniform(0.2, 3.0, (2000, 1)).astype(np.float32)
+    _load(backend, pg_conn, vectors)
+    backend.create_hnsw_index()
+    backend.broad_min_rows = 1_000
+    query = _queries(5, 1)[0]
+    (hits,) = backend.search(SearchRequest(("m",), query[None, :], limit=K))
+    assert backend._scope_stats is not None and backend._scope_stats.operator is None
+    assert [h.item.key for h in hits] == _exact(vectors, query, np.arange(2000), K)
+
+
+def test_pgvector_version_is_read_and_compared():
+    assert _broad._version("0.8.5") >= (0, 8) > _broad._version("0.7.4")
+    assert _broad._version("0.10.0") > (0, 8) and _broad._version("1.0") > (0, 8)
