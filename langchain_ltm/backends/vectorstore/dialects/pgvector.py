@@ -35,7 +35,8 @@ from langchain_ltm.errors import UnsupportedVectorStoreError
 __all__ = ["FAMILY", "LEGACY_FAMILY", "IterativeScan"]
 
 # the metadata keys a document must give back for the backend to map it to its item
-_NEEDED = ("ltm_store", "ltm_ns", "ltm_key", "ltm_path", "ltm_at")
+# (and the scope labels every search filters on: a user namespace is two levels deep)
+_NEEDED = ("ltm_store", "ltm_ns", "ltm_key", "ltm_path", "ltm_at", "ltm_n0", "ltm_n1")
 _DISTANCES = {"COSINE_DISTANCE": "cosine", "EUCLIDEAN": "euclidean", "INNER_PRODUCT": "ip"}
 
 
