@@ -34,7 +34,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-ENGINES = ("memory", "sqlite", "chroma", "faiss")
+ENGINES = ("memory", "sqlite", "chroma", "faiss", "milvus", "pgvector", "chroma-server")
 
 
 @dataclass(frozen=True)
@@ -189,6 +189,7 @@ def run_suite(
             **os.environ,
             "LTM_SUITE_ENGINE": engine,
             "LTM_SUITE_ASYNC_SWEEPER": "1" if mapped else "0",
+            "LTM_SUITE_REPO": str(ROOT),  # our tests/vectorstores.py builders
             "PYTHONPATH": os.pathsep.join([tmp, str(ROOT), os.environ.get("PYTHONPATH", "")]),
         }
         cmd = [
