@@ -378,3 +378,36 @@ def test_a_ready_family_is_checked_against_the_store_too(tmp_path):
 
     with pytest.raises(UnsupportedVectorStoreError, match="lacks get_by_ids"):
         VectorStoreBackend(NoSearch(), catalog=tmp_path / "c.db", family=StoreFamily("x", dict))
+
+
+def test_a_store_whose_scores_are_not_the_configured_distance_is_refused_at_first_search(
+    tmp_path,
+):
+    # a Chroma collection in its default l2 space, registered as if it returned cosine
+    # distances: the converted scores would be wrong, and merges decided on them
+    import dataclasses
+
+    from langchain_ltm.backends.vectorstore.family import registered
+
+    emb = KeywordEmbeddings(DIMS)
+    vs = chroma(emb)
+    base = registered(vs)
+    assert base is not None
+    wrong = dataclasses.replace(base, distance="cosine")
+    store = LongTermMemoryStore(
+        VectorStoreBackend(vs, catalog=tmp_path / "c.db", family=wrong), embeddings=emb
+    )
+    assert store.remember("alice", "green tea with honey").action == "created"  # nothing ranked
+    # the next write's dedup search ranks the first fact: the scores are checked, refused
+    with pytest.raises(UnsupportedVectorStoreError, match="not the one configured"):
+        store.remember("alice", "green tea in the morning")
+    with pytest.raises(UnsupportedVectorStoreError, match="not the one configured"):
+        store.search(("memories", "alice"), query="green tea", limit=2)
+    assert [f.content for f in store.list_all("alice")] == ["green tea with honey"]
+    store.close()
+    right = LongTermMemoryStore(
+        vectorstore_backend(chroma(emb), catalog=tmp_path / "d.db"), embeddings=emb
+    )
+    right.remember("alice", "green tea with honey")
+    assert right.search(("memories", "alice"), query="green tea", limit=2)
+    right.close()

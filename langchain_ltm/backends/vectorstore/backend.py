@@ -137,6 +137,7 @@ from langchain_ltm.backends.vectorstore.family import (
     family_for,
     present,
 )
+from langchain_ltm.errors import UnsupportedVectorStoreError
 
 __all__ = ["VectorStoreBackend", "vectorstore_backend"]
 
@@ -242,6 +243,7 @@ class VectorStoreBackend(ThreadedAsync):
         self._guard = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
         self._warned_short = False
+        self._scores_checked = False  # the first ranked answer is checked to be cosine
         self.repair(full=False)
 
     # ---- reads --------------------------------------------------------------------------
@@ -347,6 +349,8 @@ class VectorStoreBackend(ThreadedAsync):
                 taken.add(key)  # type: ignore[arg-type]
                 if is_alive(item, request.alive_at) and matches(item.value, request.filter):
                     hits.append(Hit(item, score))
+            if hits and not self._scores_checked:
+                yield from self._check_scores(hits[0], vector)
             if wanted is not None and len(hits) >= wanted:
                 return hits[:wanted]
             exhausted = (
@@ -367,6 +371,41 @@ class VectorStoreBackend(ThreadedAsync):
             return False
         key = _item_key(meta)
         return key is not None and key[0][: len(request.prefix)] == tuple(request.prefix)
+
+    def _check_scores(self, top: Hit, vector: list[float]) -> Logic[None]:
+        """Once per backend: the engine's top score, converted, is the exact cosine.
+
+        The distance convention comes from the family (``distance=``) or the wrapper's
+        settings, which may not be the index's own metric (Pinecone and Atlas wrappers are
+        told it; an index created as euclidean scores otherwise). The catalog keeps every
+        vector, so its exact score of the same item says whether the conversion is right.
+
+        Raises:
+            UnsupportedVectorStoreError: The two differ by more than 1e-3.
+        """
+        probe = SearchRequest(
+            top.item.namespace, vectors=np.asarray([vector], dtype=np.float32), limit=5
+        )
+        (exact,) = yield self._cat("search", probe)
+        want = next(
+            (
+                h.score
+                for h in exact
+                if h.item.key == top.item.key and h.item.namespace == top.item.namespace
+            ),
+            None,
+        )
+        if want is None or top.score is None:
+            return  # not comparable on this answer (the item changed meanwhile): next time
+        if abs(float(want) - float(top.score)) > 1e-3:
+            raise UnsupportedVectorStoreError(
+                f"{type(self.vectorstore).__name__} scores do not turn into cosine "
+                f"similarities with distance={self.family.distance!r} ({top.score:.4f} for "
+                f"an item whose cosine is {want:.4f}): the index's metric is not the one "
+                "configured. Create the store with the metric its index uses, or register "
+                'it with the matching distance= ("cosine", "l2", "euclidean", "ip", ...).'
+            )
+        self._scores_checked = True
 
     def _checked(
         self, hits: list[Hit], vector: list[float], request: SearchRequest, wanted: int | None
