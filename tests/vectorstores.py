@@ -29,7 +29,15 @@ from tests.fakes import KeywordEmbeddings
 from tests.store_contract import BaseStoreContract
 
 _names = itertools.count()
-SETTINGS = Settings(anonymized_telemetry=False, allow_reset=True)
+
+
+def chroma_settings() -> Settings:
+    """Fresh client settings, telemetry off: ``chromadb.HttpClient`` rewrites the settings
+    object it is given (API implementation, host, port), so a shared one would turn every
+    later in-process client into an HTTP client of the test server."""
+    return Settings(anonymized_telemetry=False, allow_reset=True)
+
+
 SERVICES: dict[str, str] = {}  # URLs of the servers the integration fixtures started
 _PG_ENGINES: dict[str, Any] = {}
 
@@ -40,7 +48,7 @@ def chroma(embeddings: Any, space: str | None = None, client: Any = None) -> Chr
     return Chroma(
         f"ltm-{uuid.uuid4().hex[:12]}",
         embeddings,
-        client=client or chromadb.EphemeralClient(settings=SETTINGS),
+        client=client or chromadb.EphemeralClient(settings=chroma_settings()),
         collection_configuration=config,  # type: ignore[arg-type]
     )
 
@@ -102,7 +110,7 @@ def chroma_http_client() -> Any:
     if not CHROMA_SERVER:
         raise RuntimeError("'chroma-server' needs the chroma_server fixture (integration tests)")
     return chromadb.HttpClient(
-        host=CHROMA_SERVER["host"], port=CHROMA_SERVER["port"], settings=SETTINGS
+        host=CHROMA_SERVER["host"], port=CHROMA_SERVER["port"], settings=chroma_settings()
     )
 
 

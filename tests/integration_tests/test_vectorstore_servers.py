@@ -22,8 +22,8 @@ from tests.processes import run_together
 from tests.vectorstores import (
     CHROMA_SERVER,
     SERVER_KINDS,
-    SETTINGS,
     VectorStoreContract,
+    chroma_settings,
     open_store,
 )
 
@@ -107,7 +107,7 @@ def test_two_processes_writing_at_once_lose_and_duplicate_nothing(chroma_server,
 
     emb = KeywordEmbeddings(dims=64)
     client = chromadb.HttpClient(
-        host=chroma_server["host"], port=chroma_server["port"], settings=SETTINGS
+        host=chroma_server["host"], port=chroma_server["port"], settings=chroma_settings()
     )
     vs = Chroma(collection, emb, client=client)
     backend = vectorstore_backend(vs, catalog=catalog)
@@ -146,7 +146,7 @@ def test_two_catalogs_on_one_server_collection_keep_apart(tmp_path):
     """What two machines get (a catalog each): separate stores that never touch each other."""
     emb = KeywordEmbeddings(dims=64)
     client = chromadb.HttpClient(
-        host=CHROMA_SERVER["host"], port=CHROMA_SERVER["port"], settings=SETTINGS
+        host=CHROMA_SERVER["host"], port=CHROMA_SERVER["port"], settings=chroma_settings()
     )
     stores = []
     for name in ("machine-a", "machine-b"):
