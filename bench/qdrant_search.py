@@ -8,7 +8,9 @@ Same run, same vectors: N facts with random 384-d unit vectors, ``--per-user`` f
 - raw:   ``langchain_qdrant.QdrantVectorStore`` on its own local client, ``add_texts`` with
          ``metadata={"user": ...}`` in batches of 1,000;
 - ours, ``mirror=False``: our server code path (every read a Qdrant request with a
-         ``models.Filter``) against local mode, to show what the mirror saves.
+         ``models.Filter``) against local mode, to show what the mirror saves;
+- the floor: the same user's vectors pre-stacked as one float32 matrix, ``M @ q`` plus
+         ``argpartition`` (what any exact per-user search must at least do), same run.
 
 Each query is a random fact of a random user plus noise (cosine ~0.7 to it), asked within
 that user's facts with ``limit=5``: ``store.search(user_ns, query=..., limit=5)`` for ours,
@@ -125,7 +127,17 @@ def run_size(args: argparse.Namespace, n: int, rng: np.random.Generator, workdir
         docs = raw.similarity_search(qtexts[j], k=K, filter=flt)
         return [int(d.page_content.split()[1]) for d in docs]
 
+    # the floor: the same user's vectors pre-stacked as one float32 matrix, M @ q + top-k
+    blocks = [vecs[r].astype(np.float32) for r in rows]
+
+    def floor_search(j: int) -> list[int]:
+        scores = blocks[q_users[j]] @ qv[j]
+        top = np.argpartition(-scores, K)[:K] if len(scores) > K else np.arange(len(scores))
+        top = top[np.argsort(-scores[top])]
+        return [int(i) for i in rows[q_users[j]][top]]
+
     methods: list[tuple[str, Callable[[int], list[int]], int]] = [
+        ("numpy floor (the user's vectors, M @ q + argpartition)", floor_search, args.queries),
         ("ours (embedded, mirror)", ours_search, args.queries),
         ("raw QdrantVectorStore + user filter", raw_search, args.raw_queries),
         (
