@@ -342,7 +342,7 @@ class VectorStoreBackend(ThreadedAsync):
             for score, i in scored:
                 key = keys[i]
                 item = items.get(key) if key is not None else None
-                if item is None or key in taken or not self._in_scope(results[i][0], request):
+                if item is None or key in taken or not self._in_scope(results[i][0], key, request):
                     continue  # unknown, seen, or outside the scope (a dialect that let it through)
                 if results[i][0].metadata.get("ltm_at") != sql.to_us(item.updated_at):
                     continue  # a stale or orphaned document: not the current version
@@ -360,16 +360,14 @@ class VectorStoreBackend(ThreadedAsync):
                 return (yield from self._checked(hits, vector, request, wanted))
             k = k * 4 if cap is None else min(k * 4, cap)
 
-    def _in_scope(self, doc: Document, request: SearchRequest) -> bool:
+    def _in_scope(self, doc: Document, key: ItemKey | None, request: SearchRequest) -> bool:
         """The document is this catalog's and lies under the requested prefix.
 
         Isolation never rests on a dialect alone: a tokenizing or case-folding filter
         (Weaviate's ``word`` tokenization, Redis tags) can match more than the exact value.
         """
-        meta = doc.metadata
-        if meta.get("ltm_store") != self.catalog.store_id:
+        if doc.metadata.get("ltm_store") != self.catalog.store_id:
             return False
-        key = _item_key(meta)
         return key is not None and key[0][: len(request.prefix)] == tuple(request.prefix)
 
     def _check_scores(self, top: Hit, vector: list[float]) -> Logic[None]:
