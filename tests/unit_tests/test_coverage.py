@@ -162,3 +162,41 @@ async def test_a_multi_valued_attribute_is_not_replaced_below_the_merge_threshol
     await store.aremember("u", "My hobby is painting")
     hiking = await store.aremember("u", "My hobby is hiking")  # 0.58: a slot, not sure
     assert hiking.action == "created" and len(await store.alist_all("u")) == 2
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Caroline's kids love the beach", "Caroline's children love the beach"),
+        ("My mom is visiting in May", "My mother is visiting in May"),
+        ("Joanna is grateful for Nate's support", "Joanna appreciates Nate's support"),
+        ("Maria finds volunteering rewarding", "Maria finds volunteering fulfilling"),
+        ("Caroline mentioned that guitar helps her relax", "Guitar helps Caroline relax"),
+    ],
+)
+def test_everyday_synonyms_read_as_one_word(old, new):
+    assert carries(old, new) and missing(old, new) == ()
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "lost"),
+    [
+        # a name stays itself, even when it is also a word of a group
+        ("Joy is visiting in May", "Happiness is visiting in May", "joy"),
+        # words with a second sense are not in any group
+        ("Bought a present for Tom", "Bought a gift for Tom", "present"),
+        ("Likes hard cider", "Likes difficult cider", "hard"),
+        # strength or kind differs: "likes" is not "loves", a walk is not a hike
+        ("Likes jazz", "Loves jazz", "lik"),
+        ("Walks her dogs in the park", "Hikes with her dogs in the park", "walk"),
+    ],
+)
+def test_only_unambiguous_synonyms_are_one_word(old, new, lost):
+    assert not carries(old, new) and lost in missing(old, new)
+
+
+def test_synonyms_do_not_change_slots_or_values():
+    # a single-valued attribute read through the groups still takes a new value
+    assert slot_change("My career is teaching", "My profession is nursing", ENTITY_WORDS)
+    assert value_change("Has two kids", "Has three children")
+    assert not value_change("Has two kids", "Has two children")  # nothing changed
