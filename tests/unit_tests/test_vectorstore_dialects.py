@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from langgraph.store.base import PutOp
 
 from langchain_ltm import LongTermMemoryStore, UnsupportedVectorStoreError
 from langchain_ltm._filters import compile_filter
@@ -448,3 +449,120 @@ def test_stores_that_declare_filter_fields_keep_value_filters_on_the_catalog(tmp
     stage_filter = backend.search_filter(request)
     assert "ltm_v_kind" not in str(stage_filter)
     backend.close()
+
+
+# ---- value filters: pushed into the engines that take them ---------------------------
+#
+# A family with value_filters=True gets `{field: "short string"}` conditions as equalities
+# on ltm_v_<field> beside the scope, in its own dialect. Each live store below is sent the
+# exact filter its package documents, and the test checks the store itself applied it
+# (only the user's matching documents come back from the engine), then that the search
+# through us returns exactly the matching items. Other operators stay on the catalog.
+
+# a value Milvus must escape and Chroma/FAISS must take verbatim
+_ODD = 'ra"re\\ one'
+
+
+def _value_store(kind, emb, tmp_path):
+    from tests.vectorstores import faiss, milvus
+
+    if kind == "chroma":
+        from tests.vectorstores import chroma
+
+        return chroma(emb, space="cosine")
+    if kind == "faiss":
+        return faiss(emb, tmp_path / "f")
+    return milvus(emb, tmp_path / "m.db")
+
+
+def _expected_value_filter(kind, sid, user, value):
+    eq = {"ltm_store": sid, "ltm_n0": "docs", "ltm_n1": user, "ltm_v_kind": value}
+    if kind == "chroma":  # Chroma's where: $eq clauses under one $and
+        return {"$and": [{k: {"$eq": v}} for k, v in eq.items()]}
+    if kind == "faiss":  # langchain's FAISS: a plain {key: value} dict of equalities
+        return eq
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"')  # Milvus: one boolean expression
+    return (
+        f'ltm_store == "{sid}" and ltm_n0 == "docs" and ltm_n1 == "{user}" '
+        f'and ltm_v_kind == "{escaped}"'
+    )
+
+
+@pytest.mark.parametrize("kind", ["chroma", "faiss", "milvus"])
+def test_a_value_filter_is_the_engines_own_equality_beside_the_scope(kind, tmp_path):
+    emb = KeywordEmbeddings(DIMS)
+    backend = VectorStoreBackend(_value_store(kind, emb, tmp_path), catalog=tmp_path / "c.db")
+    assert backend.capabilities.extra["value_filter_pushdown"] is True
+    store = LongTermMemoryStore(backend, embeddings=emb, fields=["text"])
+    kinds = [_ODD, "common", "other"]
+    for user in ("u1", "u2"):
+        store.batch(
+            [
+                PutOp(("docs", user), str(i), {"text": f"green tea {i}", "kind": kinds[i % 3]})
+                for i in range(12)
+            ]
+        )
+    sid = backend.catalog.store_id
+    request = SearchRequest(("docs", "u1"), None, compile_filter({"kind": _ODD}), 3)
+    where = backend.search_filter(request)
+    assert where == _expected_value_filter(kind, sid, "u1", _ODD)
+    # the store takes it as it is and applies it itself: u1's four matching documents only
+    results, _ = backend._vs_search(emb.embed_query("green tea"), 50, where)
+    assert sorted(d.metadata["ltm_key"] for d, _ in results) == ["0", "3", "6", "9"]
+    assert {(d.metadata["ltm_n1"], d.metadata["ltm_v_kind"]) for d, _ in results} == {("u1", _ODD)}
+    hits = store.search(("docs", "u1"), query="green tea", limit=10, filter={"kind": _ODD})
+    assert sorted(h.key for h in hits) == ["0", "3", "6", "9"]
+    # an operator the engine is not given ($ne, $lt, a number): only the scope goes down,
+    # the catalog decides, and the answer is still exact
+    for raw in ({"kind": {"$ne": _ODD}}, {"kind": {"$lt": "other"}}, {"n": 3}):
+        request = SearchRequest(("docs", "u1"), None, compile_filter(raw), 3)
+        assert backend.search_filter(request) == backend.scope_filter(("docs", "u1"))
+    hits = store.search(("docs", "u1"), query="tea", limit=20, filter={"kind": {"$ne": _ODD}})
+    assert sorted(int(h.key) for h in hits) == [i for i in range(12) if i % 3]
+    hits = store.search(("docs", "u1"), query="tea", limit=20, filter={"kind": {"$lt": "other"}})
+    assert sorted(int(h.key) for h in hits) == [1, 4, 7, 10]  # "common" only
+    store.close()
+
+
+def _offline_pgvector(**options):
+    """A PGVectorStore's query half, never connected: what turns a filter into SQL."""
+    pytest.importorskip("langchain_postgres")
+    from langchain_postgres.v2.async_vectorstore import AsyncPGVectorStore
+
+    key = AsyncPGVectorStore._AsyncPGVectorStore__create_key  # type: ignore[attr-defined]
+    return AsyncPGVectorStore(key, None, KeywordEmbeddings(DIMS), "memories", **options)
+
+
+@pytest.mark.parametrize("columns", [False, True], ids=["json-metadata", "metadata-columns"])
+def test_pgvector_value_filter_is_one_more_equality_in_its_where(columns):
+    from langchain_ltm.backends.vectorstore.dialects import pgvector as dialect
+
+    scope = ["ltm_store", "ltm_n0", "ltm_n1"]
+    vs = _offline_pgvector(metadata_columns=scope if columns else None)
+    eq = {**SCOPE, "ltm_v_kind": "it's"}
+    clause, params = vs._create_filter_clause(dialect.where(eq))
+    for key in scope:  # the scope: real columns if declared, else the JSON metadata
+        wanted = key if columns else f"langchain_metadata->>'{key}'"
+        assert f"{wanted} = :" in clause
+    # the value field is never a declared column: always the JSON metadata, as TEXT
+    assert "langchain_metadata->>'ltm_v_kind' = :ltm_v_kind_" in clause
+    assert clause.startswith("(") and clause.count(" AND ") == 3 and " OR " not in clause
+    assert sorted(params.values()) == sorted(["s1", "memories", "alice", "it's"])
+    assert "it's" not in clause  # a bound parameter, never spliced into the SQL
+
+
+def test_the_older_pgvector_value_filter_is_one_more_jsonb_path_match():
+    pytest.importorskip("langchain_postgres")
+    from langchain_postgres import PGVector
+    from langchain_postgres.vectorstores import _get_embedding_collection_store
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from langchain_ltm.backends.vectorstore.dialects import pgvector as dialect
+
+    engine = create_async_engine("postgresql+psycopg://offline.invalid/db")  # never connects
+    vs = PGVector(KeywordEmbeddings(DIMS), connection=engine, embedding_length=DIMS)
+    vs.EmbeddingStore, vs.CollectionStore = _get_embedding_collection_store(DIMS)
+    compiled = vs._create_filter_clause(dialect.where({**SCOPE, "ltm_v_kind": "rare"})).compile()
+    assert str(compiled).count("jsonb_path_match(langchain_pg_embedding.cmetadata") == 4
+    values = list(compiled.params.values())
+    assert "$.ltm_v_kind == $value" in values and {"value": "rare"} in values
