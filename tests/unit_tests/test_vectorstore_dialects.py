@@ -566,3 +566,220 @@ def test_the_older_pgvector_value_filter_is_one_more_jsonb_path_match():
     assert str(compiled).count("jsonb_path_match(langchain_pg_embedding.cmetadata") == 4
     values = list(compiled.params.values())
     assert "$.ltm_v_kind == $value" in values and {"value": "rare"} in values
+
+
+# ---- value filters: kept on the catalog where the store must declare its fields -------
+#
+# Pinecone, Atlas, Elasticsearch and Redis get the scope only (value_filters=False). Their
+# I/O calls are answered from what the package itself wrote: every document of the scope
+# it was sent, nearest first, as many as asked; so the engine's answers hold items that do
+# not match the value filter, and the catalog's check must drop them while the search
+# widens until the limit is met.
+
+_KINDS_BY_KEY = {str(i): "rare" if i % 4 == 0 else "common" for i in range(40)}
+_RARE = sorted(k for k, kind in _KINDS_BY_KEY.items() if kind == "rare")
+
+
+class _Echo:
+    """The documents a package wrote, answered back for the equalities it sent."""
+
+    def __init__(self) -> None:
+        self.docs: dict[str, tuple[list[float], dict]] = {}
+        self.sent: list[dict[str, str]] = []
+        self.returned: list[dict] = []
+
+    def write(self, id_: str, vector: list[float], metadata: dict) -> None:
+        self.docs[id_] = (list(vector), dict(metadata))
+
+    def answer(self, vector: list[float], k: int, eq: dict[str, str]) -> list[tuple]:
+        """``(id, cosine, metadata)`` of the ``k`` nearest documents meeting ``eq``."""
+        self.sent.append(dict(eq))
+        q = [float(x) for x in vector]
+        found = [
+            (id_, sum(a * b for a, b in zip(q, v, strict=True)), meta)
+            for id_, (v, meta) in self.docs.items()
+            if all(meta.get(key) == value for key, value in eq.items())
+        ]
+        found.sort(key=lambda row: -row[1])
+        self.returned.extend(meta for _, _, meta in found[:k])
+        return found[:k]
+
+
+def _eq_of_and(where: dict) -> dict[str, str]:
+    """``{"$and": [{k: {"$eq": v}}, ...]}`` (or one clause) as ``{k: v}``; nothing else."""
+    clauses = where.get("$and", [where])
+    eq = {}
+    for clause in clauses:
+        ((key, cond),) = clause.items()
+        ((op, value),) = cond.items()
+        assert op == "$eq", where
+        eq[key] = value
+    return eq
+
+
+def _value_filter_stays_on_the_catalog(vs, echo, tmp_path, rendered=str):
+    """Rare items under a value filter, far from the query: found, and only them.
+
+    ``rendered``: a store's filter object as comparable text (what its client sends).
+    """
+    emb = KeywordEmbeddings(DIMS)
+    backend = VectorStoreBackend(vs, catalog=tmp_path / "c.db")
+    assert backend.capabilities.extra["value_filter_pushdown"] is False
+    store = LongTermMemoryStore(backend, embeddings=emb, fields=["text"])
+    for user in ("u1", "u2"):  # rare items are far from the query, common ones near it
+        store.batch(
+            [
+                PutOp(("docs", user), key, {"text": f"{kind} note {key}" if kind == "rare"
+                      else f"green tea {key}", "kind": kind})
+                for key, kind in _KINDS_BY_KEY.items()
+            ]
+        )  # fmt: skip
+    assert len(echo.docs) == 80
+    assert not any(k.startswith("ltm_v_") for _, meta in echo.docs.values() for k in meta)
+    hits = store.search(("docs", "u1"), query="green tea", limit=10, filter={"kind": "rare"})
+    assert sorted(h.key for h in hits) == _RARE
+    assert {h.namespace for h in hits} == {("docs", "u1")}
+    scope = {"ltm_store": backend.catalog.store_id, "ltm_n0": "docs", "ltm_n1": "u1"}
+    assert echo.sent and all(eq == scope for eq in echo.sent)  # the scope, nothing else
+    assert len(echo.sent) >= 2  # the first k held no rare item: the search widened
+    assert any(meta.get("ltm_key") not in _RARE for meta in echo.returned)  # dropped by us
+    hits = store.search(("docs", "u1"), query="green tea", limit=3, filter={"kind": "common"})
+    assert len(hits) == 3 and all(h.value["kind"] == "common" for h in hits)
+    request = SearchRequest(("docs", "u1"), None, compile_filter({"kind": "rare"}), 3)
+    sent = rendered(backend.search_filter(request))
+    assert sent == rendered(backend.scope_filter(("docs", "u1"))) and "ltm_v_" not in sent
+    store.close()
+
+
+def test_pinecone_value_filter_stays_on_the_catalog(monkeypatch, tmp_path):
+    from pinecone.core.openapi.db_data.models import QueryResponse, ScoredVector, UpsertResponse
+
+    vs = _pinecone()  # COSINE: Pinecone reports the cosine similarity itself
+    echo = _Echo()
+
+    def upsert_vectors(request, **kwargs):
+        for v in request.vectors:
+            echo.write(v.id, v.values, dict(v.metadata))
+        return UpsertResponse(upserted_count=len(request.vectors))
+
+    def query_vectors(request, **kwargs):
+        found = echo.answer(request.vector, request.top_k, _eq_of_and(request.filter))
+        matches = [ScoredVector(id=i, score=s, values=[], metadata=dict(m)) for i, s, m in found]
+        return QueryResponse(matches=matches, namespace="ns")
+
+    monkeypatch.setattr(vs.index._vector_api, "upsert_vectors", upsert_vectors)
+    monkeypatch.setattr(vs.index._vector_api, "query_vectors", query_vectors)
+    _value_filter_stays_on_the_catalog(vs, echo, tmp_path)
+
+
+def test_mongodb_value_filter_stays_on_the_catalog(monkeypatch, tmp_path):
+    vs = _mongodb()  # cosine: vectorSearchScore is (1 + cos) / 2
+    echo = _Echo()
+
+    def bulk_write(ops, *args, **kwargs):
+        for op in ops:
+            doc = dict(op._doc)
+            echo.write(str(doc.pop("_id")), doc.pop("embedding"), doc)
+
+    def aggregate(pipeline, *args, **kwargs):
+        stage = pipeline[0]["$vectorSearch"]
+        found = echo.answer(stage["queryVector"], stage["limit"], _eq_of_and(stage["filter"]))
+        return iter([{**m, "_id": i, "score": (1.0 + s) / 2.0} for i, s, m in found])
+
+    monkeypatch.setattr(vs.collection, "bulk_write", bulk_write, raising=False)
+    monkeypatch.setattr(vs.collection, "aggregate", aggregate, raising=False)
+    _value_filter_stays_on_the_catalog(vs, echo, tmp_path)
+
+
+def test_elasticsearch_value_filter_stays_on_the_catalog(monkeypatch, tmp_path):
+    from elasticsearch.helpers.vectorstore._sync import vectorstore as es_helpers
+
+    vs = _elasticsearch()  # cosine: _score is (1 + cos) / 2
+    echo = _Echo()
+    texts: dict[str, str] = {}
+
+    def bulk(client, actions, **kwargs):  # what the package's add_texts hands the client
+        actions = list(actions)
+        for action in actions:
+            assert action["_op_type"] == "index" and action["_index"] == "memories"
+            echo.write(action["_id"], action["vector"], action["metadata"])
+            texts[action["_id"]] = action["text"]
+        return len(actions), 0
+
+    def search(**body):
+        knn = body["knn"]
+        eq = {}
+        for clause in knn["filter"]:
+            ((field, value),) = clause["term"].items()
+            assert field.startswith("metadata.") and field.endswith(".keyword"), field
+            eq[field.removeprefix("metadata.").removesuffix(".keyword")] = value
+        hits = [
+            {"_id": i, "_score": (1.0 + s) / 2.0, "_source": {"text": texts[i], "metadata": m}}
+            for i, s, m in echo.answer(knn["query_vector"], knn["k"], eq)
+        ]
+        return {"hits": {"hits": hits}}
+
+    monkeypatch.setattr(es_helpers, "bulk", bulk)
+    monkeypatch.setattr(vs._store, "_create_index_if_not_exists", lambda *a, **k: None)
+    monkeypatch.setattr(vs._store.client, "search", search)
+    _value_filter_stays_on_the_catalog(vs, echo, tmp_path)
+
+
+def test_weaviate_value_filter_stays_on_the_catalog(monkeypatch, tmp_path):
+    """The collection's calls are answered back; the filter is read as the client's gRPC."""
+    pytest.importorskip("langchain_weaviate")
+    import uuid
+    from types import SimpleNamespace
+
+    import weaviate
+    from langchain_weaviate import WeaviateVectorStore
+    from weaviate.classes.config import VectorDistances
+    from weaviate.collections.classes.batch import BatchObjectReturn
+    from weaviate.collections.classes.internal import MetadataReturn, Object, QueryReturn
+    from weaviate.collections.filters import _FilterToGRPC
+    from weaviate.connect import ConnectionParams
+    from weaviate.proto.v1 import base_pb2
+
+    params = ConnectionParams.from_params(
+        http_host="offline.invalid", http_port=8080, http_secure=False,
+        grpc_host="offline.invalid", grpc_port=50051, grpc_secure=False,
+    )  # fmt: skip
+    client = weaviate.WeaviateClient(connection_params=params, skip_init_checks=True)
+    vs = WeaviateVectorStore.__new__(WeaviateVectorStore)  # __init__ asks the server
+    vs._client, vs._index_name, vs._text_key = client, "Memories", "text"
+    vs._embedding, vs._query_attrs, vs._multi_tenancy_enabled = None, ["text"], False
+    vs._collection = collection = client.collections.get("Memories")  # sends nothing
+    echo = _Echo()
+    texts: dict[str, str] = {}
+
+    def insert_many(objects):
+        for obj in objects:
+            props = dict(obj.properties)
+            texts[str(obj.uuid)] = props.pop("text")
+            echo.write(str(obj.uuid), obj.vector, props)
+        return BatchObjectReturn()
+
+    def near_vector(near_vector, limit, filters, return_metadata):
+        grpc = _FilterToGRPC.convert(filters)
+        assert grpc.operator == base_pb2.Filters.OPERATOR_AND
+        eq = {}
+        for f in grpc.filters:
+            assert f.operator == base_pb2.Filters.OPERATOR_EQUAL
+            eq[f.target.property] = f.value_text
+        objects = [
+            Object(uuid=uuid.UUID(i), metadata=MetadataReturn(distance=1.0 - s),
+                   properties={**m, "text": texts[i]}, references=None, vector={},
+                   collection="Memories")
+            for i, s, m in echo.answer(near_vector, limit, eq)
+        ]  # fmt: skip
+        return QueryReturn(objects=objects)
+
+    index = SimpleNamespace(distance_metric=VectorDistances.COSINE)
+    monkeypatch.setattr(collection.config, "get", lambda *a, **k: SimpleNamespace(
+        vector_index_config=index))  # fmt: skip
+    monkeypatch.setattr(collection.data, "delete_many", lambda where: None)
+    monkeypatch.setattr(collection.data, "insert_many", insert_many)
+    monkeypatch.setattr(collection.query, "near_vector", near_vector)
+    _value_filter_stays_on_the_catalog(
+        vs, echo, tmp_path, rendered=lambda f: str(_FilterToGRPC.convert(f))
+    )

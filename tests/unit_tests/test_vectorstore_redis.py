@@ -14,11 +14,13 @@ run time, which cannot work here.
 So the scope is checked where langchain-redis turns it into a query: its own
 ``_query_builder`` on a ``RedisVectorStore`` whose redisvl index is built from the schema
 but never connected, rendered to the RediSearch query string. The write path (``add``,
-through the redisvl index) is not exercised here.
+through the redisvl index) reaches Redis nowhere here: one test answers the index's
+``load`` and ``query`` calls from the records the dialect built.
 """
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -112,3 +114,44 @@ def test_metadata_schema_needs_a_level():
     assert [f["name"] for f in metadata_schema(1)] == ["ltm_store", "ltm_n0", "_metadata_json"]
     with pytest.raises(ValueError, match="at least one level"):
         metadata_schema(0)
+
+
+def test_a_value_filter_stays_on_the_catalog_and_the_query_carries_the_scope(monkeypatch, tmp_path):
+    """Tags must be index fields: the KNN query holds the scope only, the catalog the rest.
+
+    The redisvl index's ``load`` and ``query`` are answered from what the dialect loaded
+    (hash records: tags, the vector as bytes, ``_metadata_json``), nearest first.
+    """
+    from redisvl.redis.utils import buffer_to_array
+
+    from tests.unit_tests.test_vectorstore_dialects import _Echo, _value_filter_stays_on_the_catalog
+
+    vs = _unconnected()  # COSINE: vector_distance is 1 - cos
+    echo = _Echo()
+    records: dict[str, dict] = {}
+
+    def load(batch, keys=None, **kwargs):
+        for record, key in zip(batch, keys, strict=True):
+            meta = json.loads(record["_metadata_json"])
+            for tag in ("ltm_store", "ltm_n0", "ltm_n1"):  # the scope as hex tags
+                assert record[tag] == tag_value(meta[tag])
+            assert not any(k.startswith("ltm_v_") for k in record)
+            echo.write(key, buffer_to_array(record["embedding"], dtype="float32"), meta)
+            records[key] = record
+        return keys
+
+    def query(q):
+        text = str(q)
+        assert text.count("=>[KNN ") == 1
+        tags = re.findall(r"@(\w+):\{([0-9a-f]+)\}", text.split("=>", 1)[0])
+        eq = {field: bytes.fromhex(value).decode() for field, value in tags}
+        found = echo.answer(q._vector, q._num_results, eq)
+        return [
+            {"id": i, "text": records[i]["text"], "_metadata_json": records[i]["_metadata_json"],
+             "vector_distance": str(1.0 - s)}
+            for i, s, _ in found
+        ]  # fmt: skip
+
+    monkeypatch.setattr(vs._index, "load", load)
+    monkeypatch.setattr(vs._index, "query", query)
+    _value_filter_stays_on_the_catalog(vs, echo, tmp_path)
