@@ -210,7 +210,15 @@ class PostgresBackend(VectorBackend):
         )
 
     async def amigrate_vector_type(self, vector_type: str) -> None:
-        """Async twin of :meth:`migrate_vector_type`."""
+        """Async twin of :meth:`migrate_vector_type`.
+
+        Example:
+            >>> import asyncio
+            >>> backend = postgres_backend("postgresql://localhost/app")  # doctest: +SKIP
+            >>> asyncio.run(backend.amigrate_vector_type("halfvec"))  # doctest: +SKIP
+            >>> backend.vector_type  # doctest: +SKIP
+            'halfvec'
+        """
         self.dims, self.vector_type = await self.connector.arun(
             lambda: migrate_vector_type(self.tables, vector_type),
             "migrate_vector_type",

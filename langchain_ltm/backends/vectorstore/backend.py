@@ -276,7 +276,22 @@ class VectorStoreBackend(ThreadedAsync):
         Conditions ``{field: "a short string"}`` on top-level fields are added as
         equalities on ``ltm_v_<field>`` when the catalog's documents carry those fields
         (see :func:`~._catalog.value_metadata`); every other condition, and these too, is
-        checked again on the catalog's items.
+        checked again on the catalog's items. Families with ``value_filters=False``
+        (Pinecone, Weaviate, Elasticsearch, Atlas, Redis) get the scope only.
+
+        Example:
+            >>> from langchain_community.vectorstores import FAISS
+            >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+            >>> from langchain_ltm._filters import compile_filter
+            >>> emb = DeterministicFakeEmbedding(size=8)
+            >>> backend = vectorstore_backend(FAISS.from_texts(["unrelated"], emb))
+            >>> wanted = compile_filter({"kind": "pref", "n": 3})  # n: a number, not pushed
+            >>> where = backend.search_filter(SearchRequest(("memories", "bob"), filter=wanted))
+            >>> where == {**backend.scope_filter(("memories", "bob")), "ltm_v_kind": "pref"}
+            True
+            >>> sorted(where)  # FAISS's dialect: a dict of equalities on metadata keys
+            ['ltm_n0', 'ltm_n1', 'ltm_store', 'ltm_v_kind']
+            >>> backend.close()
         """
         eq = self._scope(request.prefix)
         if self._value_fields:
@@ -603,6 +618,25 @@ class VectorStoreBackend(ThreadedAsync):
         them all, finds the ones that are not current and not journaled ``adding`` (a
         write in flight), and deletes them. It reads the whole catalog: a maintenance
         call, not one for every request.
+
+        Example:
+            >>> from langchain_community.vectorstores import FAISS
+            >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+            >>> from langchain_ltm import LongTermMemoryStore
+            >>> emb = DeterministicFakeEmbedding(size=8)
+            >>> vs = FAISS.from_texts(["unrelated"], emb)
+            >>> backend = vectorstore_backend(vs)
+            >>> store = LongTermMemoryStore(backend, embeddings=emb)
+            >>> store.remember("bob", "Lives in Lisbon").action
+            'created'
+            >>> docs = vs.get_by_ids(list(vs.index_to_docstore_id.values()))
+            >>> vs.delete([d.id for d in docs if "ltm_store" in d.metadata])  # behind our back
+            True
+            >>> backend.repair()  # put back from the vectors the catalog keeps
+            1
+            >>> vs.index.ntotal, backend.repair()  # the store holds it again; nothing to do
+            (2, 0)
+            >>> store.close()
         """
         grace = self.grace_seconds if grace_seconds is None else grace_seconds
         fixed = self._repair_journal(grace)
