@@ -6,7 +6,6 @@ itself runs in the integration tests of the engine).
 """
 
 import contextlib
-import io
 import json
 import logging
 import os
@@ -20,22 +19,9 @@ import pytest
 from langchain_ltm import cli
 from langchain_ltm.cli import session as cli_session
 from langchain_ltm.defaults import open_store
+from tests.cli_runs import isolated_home, ltm  # noqa: F401  (isolated_home: autouse fixture)
 
 NOTES = ("agent", "notes")
-
-
-@pytest.fixture(autouse=True)
-def _isolated_home(tmp_path, monkeypatch):
-    monkeypatch.setenv("LTM_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("LTM_STORE", raising=False)
-
-
-def ltm(*args):
-    """Run `ltm ...` in process; returns (exit code, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cli.main([str(a) for a in args])
-    return code, out.getvalue(), err.getvalue()
 
 
 @contextlib.contextmanager
