@@ -232,6 +232,47 @@ def test_no_leaks_and_nothing_lost(kind, tmp_path, capsys):
     store.close()
 
 
+@pytest.mark.parametrize("columns", [False, True], ids=["json-metadata", "metadata-columns"])
+def test_a_value_filter_is_one_more_equality_postgres_applies(columns, tmp_path):
+    """The documented ``{"k": {"$eq": v}}`` under ``$and``; Postgres returns only matches."""
+    from langgraph.store.base import PutOp
+
+    from langchain_ltm._filters import compile_filter
+    from langchain_ltm.backends.base import SearchRequest
+
+    emb = KeywordEmbeddings(DIMS)
+    backend = VectorStoreBackend(pgvector(emb, metadata_columns=columns), catalog=tmp_path / "c.db")
+    assert backend.capabilities.extra["value_filter_pushdown"] is True
+    store = LongTermMemoryStore(backend, embeddings=emb, fields=["text"])
+    kinds = ["it's rare", "common", "other"]  # a quote: bound as a parameter, not spliced
+    for user in ("u1", "u2"):
+        store.batch(
+            [
+                PutOp(("docs", user), str(i), {"text": f"green tea {i}", "kind": kinds[i % 3]})
+                for i in range(12)
+            ]
+        )
+    request = SearchRequest(("docs", "u1"), None, compile_filter({"kind": "it's rare"}), 3)
+    where = backend.search_filter(request)
+    sid = backend.catalog.store_id
+    assert where == {
+        "$and": [
+            {"ltm_store": {"$eq": sid}},
+            {"ltm_n0": {"$eq": "docs"}},
+            {"ltm_n1": {"$eq": "u1"}},
+            {"ltm_v_kind": {"$eq": "it's rare"}},
+        ]
+    }
+    results, _ = backend._vs_search(emb.embed_query("green tea"), 50, where)
+    assert sorted(d.metadata["ltm_key"] for d, _ in results) == ["0", "3", "6", "9"]
+    assert {d.metadata["ltm_n1"] for d, _ in results} == {"u1"}
+    hits = store.search(("docs", "u1"), query="tea", limit=10, filter={"kind": "it's rare"})
+    assert sorted(h.key for h in hits) == ["0", "3", "6", "9"]
+    hits = store.search(("docs", "u1"), query="tea", limit=20, filter={"kind": {"$ne": "other"}})
+    assert sorted(int(h.key) for h in hits) == [i for i in range(12) if i % 3 != 2]
+    store.close()
+
+
 def _put(namespace, key, text):
     from langgraph.store.base import PutOp
 
