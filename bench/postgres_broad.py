@@ -92,6 +92,11 @@ def run(args: argparse.Namespace, url: str) -> int:
             [],
         )
     ingest = time.perf_counter() - t0
+    with psycopg.connect(url, autocommit=True) as conn:
+        # the graph of 1M 384-d vectors needs ~2.5 GB; a build that outgrows
+        # maintenance_work_mem slows down many times (pgvector warns, then writes pages)
+        conn.execute(f"ALTER SYSTEM SET maintenance_work_mem = '{args.build_memory}'")
+        conn.execute("SELECT pg_reload_conf()")
     t0 = time.perf_counter()
     exact.create_hnsw_index()
     build = time.perf_counter() - t0
@@ -186,6 +191,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--ef", type=int, nargs="*", default=[], help="more ef_search values to compare"
     )
     parser.add_argument("--min-rows", type=int, help="broad_min_rows of the index backend")
+    parser.add_argument(
+        "--build-memory", default="4GB", help="maintenance_work_mem for the HNSW build"
+    )
     parser.add_argument("--url", help="an existing server (default: start pgserver)")
     args = parser.parse_args(argv)
     if args.quick:
