@@ -4,8 +4,9 @@ The older ``PGVector`` class runs the scores, crash, under-fill and isolation ca
 
 Its own table layout (``init_vectorstore_table``), JSON metadata or real metadata columns;
 cosine scores for each of its distance strategies; the scope inside its SQL ``WHERE``; a
-search that never under-fills, also on an HNSW index with :class:`IterativeScan`; crash
-and repair (the unit cases, run here on PGVectorStore); the isolation fuzz.
+search that never under-fills, also on an HNSW index with :class:`IterativeScan`; crash,
+cancellation and repair on the sync and the native async write paths (the unit cases, run
+here on PGVectorStore); the isolation fuzz.
 """
 
 from __future__ import annotations
@@ -168,14 +169,26 @@ def test_vectors_are_handed_over_and_other_rows_untouched(tmp_path):
 KINDS = ["pgvector", "pgvector-legacy"]
 
 
+# sync and async: PGVectorStore's async write is its own aadd_embeddings / aget_by_ids /
+# adelete (the crash cases check the native add ran); the older PGVector's, the thread pool
+@pytest.mark.parametrize("mode", unit.MODES)
 @pytest.mark.parametrize("kind", KINDS)
-def test_crash_before_the_catalog_commit(kind, tmp_path, monkeypatch):
-    unit.test_a_crash_before_the_catalog_commit_leaves_the_old_version(kind, tmp_path, monkeypatch)
+def test_crash_before_the_catalog_commit(kind, mode, tmp_path, monkeypatch):
+    unit.check_crash_before_commit(kind, mode, tmp_path, monkeypatch)
 
 
+@pytest.mark.parametrize("mode", unit.MODES)
 @pytest.mark.parametrize("kind", KINDS)
-def test_crash_after_the_catalog_commit(kind, tmp_path, monkeypatch):
-    unit.test_a_crash_after_the_commit_shows_the_new_version_only(kind, tmp_path, monkeypatch)
+def test_crash_after_the_catalog_commit(kind, mode, tmp_path, monkeypatch):
+    unit.check_crash_after_commit(kind, mode, tmp_path, monkeypatch)
+
+
+@pytest.mark.parametrize(
+    ("kind", "at"),
+    [("pgvector", "add"), ("pgvector", "commit"), ("pgvector-legacy", "commit")],
+)
+def test_a_cancelled_async_write_is_whole_or_absent(kind, at, tmp_path, monkeypatch):
+    unit.check_cancelled_write(kind, at, tmp_path, monkeypatch)
 
 
 def test_the_older_pgvector_scopes_in_its_sql_and_never_under_fills(tmp_path):

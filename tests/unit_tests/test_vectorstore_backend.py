@@ -7,6 +7,8 @@ errors for stores that lack what is needed; a dialect added in a few lines.
 
 from __future__ import annotations
 
+import asyncio
+
 import numpy as np
 import pytest
 from langchain_core.embeddings import Embeddings
@@ -14,12 +16,14 @@ from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from langchain_ltm import LongTermMemoryStore, UnsupportedVectorStoreError
 from langchain_ltm.backends import backend_for
+from langchain_ltm.backends.sqlite import _sql as sql
 from langchain_ltm.backends.vectorstore import (
     VectorStoreBackend,
     register_vectorstore,
     vectorstore_backend,
 )
 from tests.fakes import KeywordEmbeddings
+from tests.unit_tests.test_vectorstore_engine import _RECORDING, _Recording
 from tests.vectorstores import KINDS, chroma, count_documents, faiss, make_vectorstore, milvus
 
 DIMS = 64
@@ -122,60 +126,211 @@ class _Crash(RuntimeError):
     pass
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_a_crash_before_the_catalog_commit_leaves_the_old_version(kind, tmp_path, monkeypatch):
+# the crash cases run on both write paths: "sync" (put), and "async" (aput: the store's own
+# coroutines where it has them, "recording" and PGVectorStore; the thread pool elsewhere)
+CRASH_KINDS = [*KINDS, "recording"]
+MODES = ["sync", "async"]
+
+
+def _crash_store(kind, tmp_path):
+    """A fresh store of ``kind``, its backend and the vectorstore (``recording``: native async)."""
     emb = KeywordEmbeddings(DIMS)
-    vs = make_vectorstore(kind, emb, tmp_path)
-    catalog = tmp_path / "c.db"
-    backend = vectorstore_backend(vs, catalog=catalog)
-    store = LongTermMemoryStore(backend, embeddings=emb)
+    if kind == "recording":
+        vs = _Recording(emb)
+        backend = vectorstore_backend(vs, catalog=tmp_path / "c.db", family=_RECORDING)
+    else:
+        vs = make_vectorstore(kind, emb, tmp_path)
+        backend = vectorstore_backend(vs, catalog=tmp_path / "c.db")
+    return LongTermMemoryStore(backend, embeddings=emb), backend, vs
+
+
+def _documents(vs):
+    return len(vs.store) if isinstance(vs, InMemoryVectorStore) else count_documents(vs)
+
+
+def _put(store, mode, namespace, key, value):
+    if mode == "async":
+        asyncio.run(store.aput(namespace, key, value))
+    else:
+        store.put(namespace, key, value)
+
+
+def _native_adds(backend, vs, monkeypatch):
+    """Count the store's own ``aadd_embeddings`` calls (when the async path uses them)."""
+    calls: list[int] = []
+    if backend.capabilities.extra["native_async"]["add"]:
+        inner = vs.aadd_embeddings
+
+        async def counted(*args, **kwargs):
+            calls.append(1)
+            return await inner(*args, **kwargs)
+
+        monkeypatch.setattr(vs, "aadd_embeddings", counted)
+    return calls
+
+
+def _fail_deletes(monkeypatch, reason):
+    def fail(*args, **kwargs):
+        raise _Crash(reason)
+
+    async def afail(*args, **kwargs):
+        raise _Crash(reason)
+
+    monkeypatch.setattr("langchain_ltm.backends.vectorstore.backend.delete_present", fail)
+    monkeypatch.setattr("langchain_ltm.backends.vectorstore.backend.adelete_present", afail)
+
+
+def check_crash_before_commit(kind, mode, tmp_path, monkeypatch):
+    """Killed between the vectorstore add and the catalog commit: the old version is whole."""
+    store, backend, vs = _crash_store(kind, tmp_path)
     store.put(("docs", "u1"), "a", {"text": "green tea"})
-    docs_before = count_documents(vs)
+    docs_before = _documents(vs)
+    native = _native_adds(backend, vs, monkeypatch)
 
     def crash(*args, **kwargs):
         raise _Crash("killed between the vectorstore add and the catalog commit")
 
     monkeypatch.setattr(backend.catalog, "commit", crash)
-    monkeypatch.setattr("langchain_ltm.backends.vectorstore.backend.delete_present", crash)
+    _fail_deletes(monkeypatch, "and the process died before cleaning up")
     with pytest.raises(_Crash):
-        store.put(("docs", "u1"), "a", {"text": "black coffee"})
+        _put(store, mode, ("docs", "u1"), "a", {"text": "black coffee"})
     monkeypatch.undo()
+    if mode == "async" and backend.capabilities.extra["native_async"]["add"]:
+        assert native == [1]  # the add that crashed was the store's own coroutine
     # the new documents were written, but nothing shows them: the old version is whole
-    assert count_documents(vs) == docs_before + 1
+    assert _documents(vs) == docs_before + 1
     assert store.get(("docs", "u1"), "a").value == {"text": "green tea"}
     hits = store.search(("docs", "u1"), query="coffee", limit=5)
     assert [(h.key, h.value) for h in hits] == [("a", {"text": "green tea"})]
     backend.close()
     # re-opening repairs: the orphan goes once its writer is surely gone
-    again = VectorStoreBackend(vs, catalog=catalog, grace_seconds=0)
-    assert count_documents(vs) == docs_before
-    store = LongTermMemoryStore(again, embeddings=emb)
+    again = VectorStoreBackend(
+        vs, catalog=tmp_path / "c.db", family=backend.family, grace_seconds=0
+    )
+    assert _documents(vs) == docs_before
+    store = LongTermMemoryStore(again, embeddings=store.embeddings)
     assert store.search(("docs", "u1"), query="tea", limit=5)[0].value == {"text": "green tea"}
+    # and re-running the write lands it whole
+    _put(store, mode, ("docs", "u1"), "a", {"text": "black coffee"})
+    hits = store.search(("docs", "u1"), query="coffee", limit=5)
+    assert [(h.key, h.value) for h in hits] == [("a", {"text": "black coffee"})]
+    assert _documents(vs) == docs_before
     store.close()
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_a_crash_after_the_commit_shows_the_new_version_only(kind, tmp_path, monkeypatch):
-    emb = KeywordEmbeddings(DIMS)
-    vs = make_vectorstore(kind, emb, tmp_path)
-    catalog = tmp_path / "c.db"
-    backend = vectorstore_backend(vs, catalog=catalog)
-    store = LongTermMemoryStore(backend, embeddings=emb)
+def check_crash_after_commit(kind, mode, tmp_path, monkeypatch):
+    """The store went away after the commit: the new version shows, the old one is garbage."""
+    store, backend, vs = _crash_store(kind, tmp_path)
     store.put(("docs", "u1"), "a", {"text": "green tea"})
-    docs_before = count_documents(vs)
-
-    def fail(*args, **kwargs):
-        raise _Crash("the vectorstore went away before the old documents were deleted")
-
-    monkeypatch.setattr("langchain_ltm.backends.vectorstore.backend.delete_present", fail)
-    store.put(("docs", "u1"), "a", {"text": "black coffee"})  # landed: not an error
+    docs_before = _documents(vs)
+    native = _native_adds(backend, vs, monkeypatch)
+    _fail_deletes(monkeypatch, "the vectorstore went away before the old documents were deleted")
+    _put(store, mode, ("docs", "u1"), "a", {"text": "black coffee"})  # landed: not an error
     monkeypatch.undo()
-    assert count_documents(vs) == docs_before + 1  # the old document is still there...
+    if mode == "async" and backend.capabilities.extra["native_async"]["add"]:
+        assert native == [1]
+    assert _documents(vs) == docs_before + 1  # the old document is still there...
     hits = store.search(("docs", "u1"), query="tea", limit=5)
     assert [(h.key, h.value) for h in hits] == [("a", {"text": "black coffee"})]  # ...unseen
     assert backend.repair() == 1
-    assert count_documents(vs) == docs_before
+    assert _documents(vs) == docs_before
+    assert backend.repair() == 0  # nothing left to fix
     store.close()
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kind", CRASH_KINDS)
+def test_a_crash_before_the_catalog_commit_leaves_the_old_version(
+    kind, mode, tmp_path, monkeypatch
+):
+    check_crash_before_commit(kind, mode, tmp_path, monkeypatch)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kind", CRASH_KINDS)
+def test_a_crash_after_the_commit_shows_the_new_version_only(kind, mode, tmp_path, monkeypatch):
+    check_crash_after_commit(kind, mode, tmp_path, monkeypatch)
+
+
+def check_cancelled_write(kind, at, tmp_path, monkeypatch):
+    """An ``aput`` cancelled in the store's add or in the catalog commit: never half-visible.
+
+    Cancelled in the add, the catalog was never touched: the old version shows and the
+    orphans go at the next repair. Cancelled while the commit runs on the catalog's thread,
+    the commit finishes there: the caller gets ``CancelledError`` and the write stands
+    whole, with its documents in the store (the garbage left for ``repair()``).
+    """
+    import threading
+    import time
+
+    store, backend, vs = _crash_store(kind, tmp_path)
+    store.put(("docs", "u1"), "a", {"text": "green tea"})
+    docs_before = _documents(vs)
+    started, finished = threading.Event(), threading.Event()
+    if at == "commit":
+        inner_commit = backend.catalog.commit
+
+        def slow_commit(*args, **kwargs):
+            started.set()
+            time.sleep(0.3)  # the caller is cancelled meanwhile
+            try:
+                return inner_commit(*args, **kwargs)
+            finally:
+                finished.set()
+
+        monkeypatch.setattr(backend.catalog, "commit", slow_commit)
+    else:
+        assert backend.capabilities.extra["native_async"]["add"]
+        inner_add = vs.aadd_embeddings
+
+        async def slow_add(*args, **kwargs):
+            out = await inner_add(*args, **kwargs)
+            started.set()
+            finished.set()
+            await asyncio.sleep(5)  # the documents are in: cancelled before the commit
+            return out
+
+        monkeypatch.setattr(vs, "aadd_embeddings", slow_add)
+
+    async def run():
+        task = asyncio.ensure_future(store.aput(("docs", "u1"), "a", {"text": "black coffee"}))
+        while not started.is_set():
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(run())
+    assert finished.wait(5)
+    with backend._vs_lock:  # a write on the thread pool (Chroma's) has run to its end
+        monkeypatch.undo()
+    landed = at == "commit"
+    want = {"text": "black coffee"} if landed else {"text": "green tea"}
+    assert store.get(("docs", "u1"), "a").value == want
+    # one leftover document (the old version's, or the orphaned new one) unless the whole
+    # sync write ran on a thread and cleaned up after itself
+    leftover = 1 if backend.capabilities.extra["native_async"]["add"] else 0
+    assert _documents(vs) == docs_before + leftover
+    # the store itself holds the current version's document: a ranked search finds it
+    vector = store.embeddings.embed_query("coffee")
+    found, _ = backend._vs_search(vector, 10, backend.scope_filter(("docs", "u1")))
+    current = backend.catalog.get([(("docs", "u1"), "a")])[0]
+    at_us = sql.to_us(current.updated_at)
+    assert [d.metadata["ltm_at"] for d, _ in found].count(at_us) == 1
+    hits = store.search(("docs", "u1"), query="coffee", limit=5)
+    assert [(h.key, h.value) for h in hits] == [("a", want)]
+    assert backend.repair(grace_seconds=0) == leftover
+    assert _documents(vs) == docs_before
+    store.close()
+
+
+# Chroma has no native add (its async write is the whole sync write on a thread): the
+# commit case only, as the thread-pool control
+@pytest.mark.parametrize(
+    ("kind", "at"), [("recording", "add"), ("recording", "commit"), ("chroma", "commit")]
+)
+def test_a_cancelled_async_write_is_whole_or_absent(kind, at, tmp_path, monkeypatch):
+    check_cancelled_write(kind, at, tmp_path, monkeypatch)
 
 
 class _Bare(VectorStore):

@@ -37,7 +37,10 @@ journal rows cleared. Only (2) waits for an ``fsync``: the journal transactions 
 (3) are in the WAL without one, which a killed process cannot lose, and (2)'s ``fsync``
 makes (1) durable before anything shows. A crash between any two steps leaves orphan
 documents that no search shows (their ``ltm_at`` is not current); opening the backend
-runs :meth:`VectorStoreBackend.repair` on the journal, which deletes them.
+runs :meth:`VectorStoreBackend.repair` on the journal, which deletes them. An async
+write cancelled while its commit runs on the catalog's thread waits for that commit to
+end: landed, the caller gets ``CancelledError`` and the write stands whole (its new
+documents kept, the replaced ones journaled as garbage); failed, its documents go.
 ``repair()`` called by hand also puts back the documents the store lost (deleted behind
 our back, a restored backup, an unsaved FAISS index) from the vectors the catalog keeps,
 and deletes documents of ours that are neither current nor journaled.
@@ -148,6 +151,10 @@ DEFAULT_GRACE_SECONDS = 900.0  # an `adding` row older than this belongs to a de
 _FIRST_K = 16
 _WORKERS = 4
 Documents = tuple[list[str], list[str], list[list[float]], list[dict[str, Any]]]
+
+
+class _Landed(asyncio.CancelledError):
+    """An async write was cancelled after its catalog commit landed: the write stands."""
 
 
 class VectorStoreBackend(ThreadedAsync):
@@ -478,7 +485,9 @@ class VectorStoreBackend(ThreadedAsync):
             yield self._cat("journal_add", ids, ADDING)
             yield Step(self._vs_add, self._avs_add, (ids, texts, vectors, metadatas))
         try:
-            deleted, garbage = yield self._cat("commit", kept, gone, ids)
+            deleted, garbage = yield Step(self.catalog.commit, self._acommit, (kept, gone, ids))
+        except _Landed:
+            raise  # cancelled once the commit had landed: its documents are current
         except BaseException:
             try:  # repair() retries what this leaves
                 yield Step(self._vs_drop, self._avs_drop, (ids,))
@@ -555,6 +564,30 @@ class VectorStoreBackend(ThreadedAsync):
         """A catalog call (the async twin on the catalog's own threads)."""
         fn = getattr(self.catalog, method)
         return Step(fn, functools.partial(self.catalog._off_loop, fn), args)
+
+    async def _acommit(
+        self, kept: Sequence[Record], gone: Sequence[ItemKey], ids: Sequence[str]
+    ) -> tuple[int, list[str]]:
+        """The catalog commit on the catalog's threads, its outcome known even if cancelled.
+
+        A cancelled ``await`` does not stop the commit running in its thread, so the write
+        logic cannot guess: the cancelled caller waits for the commit (one SQLite
+        transaction) to end. Landed: :class:`_Landed` (a ``CancelledError``), the new
+        documents stay, the replaced ones stay journaled as garbage for :meth:`repair`.
+        Failed: the plain ``CancelledError``, and the logic drops the new documents.
+        """
+        task = asyncio.ensure_future(self.catalog._off_loop(self.catalog.commit, kept, gone, ids))
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            while not task.done():
+                try:
+                    await asyncio.wait({task})
+                except asyncio.CancelledError:  # cancelled again: still wait for the outcome
+                    continue
+            if task.cancelled() or task.exception() is not None:
+                raise
+            raise _Landed("cancelled after the catalog commit landed") from None
 
     def _vs_search(self, vector: list[float], k: int, where: Any) -> tuple[Scored, int | None]:
         with self._vs_lock:
