@@ -75,6 +75,9 @@ Cross-process guarantees, per engine:
 - **FAISS**: one process (an in-memory index that process saves with ``save_local``); what
   was not saved is lost from the index but not from the catalog: ``repair()`` after
   loading an older save puts it back.
+- **PGVectorStore** (``langchain-postgres``): Postgres takes concurrent writers, so any
+  number of writer processes on the machine that holds the catalog file (tested: two
+  processes, sync and native async, writing one user and their own at once).
 - **Other registered stores**: the catalog's part as above; the store's part is the
   store's own (a database such as Postgres takes concurrent writers).
 

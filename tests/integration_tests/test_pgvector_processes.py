@@ -1,0 +1,147 @@
+"""Two OS processes writing one PGVectorStore table at once, through one catalog file.
+
+langchain-postgres' ``PGVectorStore`` on the pgserver Postgres, its own table layout
+(``init_vectorstore_table``). Both processes remember paraphrases of one fact for the same
+user and notes for their own users, put documents in one shared namespace and keep
+replacing one item there, released
+at the same moment; one of them writes through the sync calls, the other through the sync
+calls too or through the async ones (PGVectorStore's own coroutines). Afterwards: one fact
+holding every paraphrase as a version, every note and document there once, users apart,
+no error, and the table holding exactly the current documents (no orphan, no duplicate).
+
+What this proves is the guarantee the README states for PGVectorStore: any number of
+writer processes on the machine that holds the catalog file (its SQLite transactions and
+per-user ``flock`` serialise item writes and each user's decide-and-write; Postgres takes
+the documents). Two machines cannot share one catalog file.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from langchain_ltm import LongTermMemoryStore
+from langchain_ltm.backends.sqlite import _sql as sql
+from langchain_ltm.backends.vectorstore import vectorstore_backend
+from tests.fakes import KeywordEmbeddings
+from tests.integration_tests.test_vectorstore_servers import PARAPHRASES, note
+from tests.processes import run_together
+from tests.vectorstores import pg_engine
+
+WORKER = """
+import asyncio, json, sys, time
+from langchain_postgres import PGEngine, PGVectorStore
+from langchain_ltm import LongTermMemoryStore
+from langchain_ltm.backends.sqlite import _sql as sql
+from langchain_ltm.backends.vectorstore import vectorstore_backend
+from tests.fakes import KeywordEmbeddings
+
+url, table, catalog, me, mode, texts, notes = sys.argv[1:8]
+emb = KeywordEmbeddings(dims=64)
+engine = PGEngine.from_connection_string(url.replace("postgresql://", "postgresql+psycopg://", 1))
+vs = PGVectorStore.create_sync(engine, emb, table)
+backend = vectorstore_backend(vs, catalog=catalog)
+assert backend.capabilities.extra["native_async"] == {"add": True, "search": True}
+store = LongTermMemoryStore(backend, embeddings=emb, merge_threshold=0.6)
+store.list_all("warm-up")  # connected before the start signal
+print("ready", flush=True)
+sys.stdin.readline()
+pairs = list(zip(json.loads(texts), json.loads(notes)))
+out = {"shared": [], "own": []}
+
+def run_sync():
+    for i, (text, mine) in enumerate(pairs):
+        r = store.remember("alice", text)  # the same user from both processes
+        out["shared"].append([r.action, r.fact.id])
+        r = store.remember(me, mine)
+        out["own"].append([r.action, r.fact.id])
+        store.put(("docs", "shared"), f"{me}-{i}", {"text": f"{me} document {i}"})
+        store.put(("docs", "shared"), "both", {"text": f"{me} wrote {i}"})
+
+async def run_async():
+    for i, (text, mine) in enumerate(pairs):
+        r = await store.aremember("alice", text)
+        out["shared"].append([r.action, r.fact.id])
+        r = await store.aremember(me, mine)
+        out["own"].append([r.action, r.fact.id])
+        await store.aput(("docs", "shared"), f"{me}-{i}", {"text": f"{me} document {i}"})
+        await store.aput(("docs", "shared"), "both", {"text": f"{me} wrote {i}"})
+
+began = time.time()
+if mode == "async":
+    asyncio.run(run_async())
+else:
+    run_sync()
+out["span"] = [began, time.time()]
+print(json.dumps(out), flush=True)
+store.close()
+"""
+
+
+@pytest.mark.parametrize("modes", [("sync", "sync"), ("sync", "async")], ids="-".join)
+def test_two_processes_writing_one_pgvectorstore_lose_and_duplicate_nothing(
+    modes, pg_url, tmp_path
+):
+    emb = KeywordEmbeddings(dims=64)
+    table = f"vs_{uuid.uuid4().hex[:12]}"
+    engine = pg_engine(pg_url)
+    engine.init_vectorstore_table(table, emb.dims)  # PGVectorStore's own layout
+    catalog = str(tmp_path / "catalog.sqlite")
+    users = ["worker-a", "worker-b"]
+    halves = [PARAPHRASES[0::2], PARAPHRASES[1::2]]
+    argv = [
+        [WORKER, pg_url, table, catalog, me, mode, json.dumps(texts),
+         json.dumps([note(me, i) for i in range(len(texts))])]
+        for me, mode, texts in zip(users, modes, halves, strict=True)
+    ]  # fmt: skip
+    outputs = [json.loads(out.strip().splitlines()[-1]) for out in run_together(argv)]
+    spans = [out["span"] for out in outputs]
+    assert max(b for b, _ in spans) < min(e for _, e in spans)  # they wrote at the same time
+
+    from langchain_postgres import PGVectorStore
+
+    vs = PGVectorStore.create_sync(engine, emb, table)
+    backend = vectorstore_backend(vs, catalog=catalog)
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    # the shared user: both processes' paraphrases became one fact, none lost
+    actions = sorted(a for out in outputs for a, _ in out["shared"])
+    assert actions == ["created"] + ["updated"] * (len(PARAPHRASES) - 1)
+    assert len({fid for out in outputs for _, fid in out["shared"]}) == 1
+    (fact,) = store.list_all("alice")
+    assert sorted([fact.content, *(v.content for v in fact.history)]) == sorted(PARAPHRASES)
+    # each process's own user: every note there once, nothing of the other process's
+    for me, out in zip(users, outputs, strict=True):
+        assert [a for a, _ in out["own"]] == ["created"] * len(out["own"])
+        facts = store.list_all(me)
+        notes = [note(me, i) for i in range(len(out["own"]))]
+        assert sorted(f.content for f in facts) == sorted(notes)
+        hits = store.recall(me, notes[-1], limit=50)
+        assert hits[0].content == notes[-1]
+        assert {h.id for h in hits} <= {f.id for f in facts}
+        # in the table itself: this user's rows are exactly this user's current documents
+        rows = vs.get(where=backend.scope_filter(("memories", me)), include=["metadatas"])
+        assert len(rows["ids"]) == backend.catalog.vector_count(("memories", me)) > 0
+        assert {m["ltm_n1"] for m in rows["metadatas"]} == {me}
+    # the shared namespace holds both processes' documents, once each
+    expected = {
+        f"{me}-{i}" for me, half in zip(users, halves, strict=True) for i in range(len(half))
+    }
+    listed = store.search(("docs", "shared"), limit=100)
+    assert sorted(it.key for it in listed) == sorted([*expected, "both"])
+    ranked = store.search(("docs", "shared"), query="document", limit=100)
+    assert sorted(h.key for h in ranked) == sorted([*expected, "both"])
+    # one item both processes kept replacing: one current version, one document for it
+    both = store.get(("docs", "shared"), "both")
+    last = len(halves[0]) - 1  # whichever process committed last, its last put
+    assert both.value["text"] in {f"{me} wrote {last}" for me in users}
+    rows = vs.get(where=backend.scope_filter(("docs", "shared")), include=["metadatas"])
+    assert sorted(m["ltm_key"] for m in rows["metadatas"]) == sorted([*expected, "both"])
+    (at,) = [m["ltm_at"] for m in rows["metadatas"] if m["ltm_key"] == "both"]
+    assert at == sql.to_us(both.updated_at)
+    # the table holds exactly the current documents: no orphan, no duplicate
+    assert backend.repair(grace_seconds=0) == 0
+    assert len(vs.get(include=[])["ids"]) == backend.catalog.vector_count(())
+    store.close()
+    engine.drop_table(table)
