@@ -333,6 +333,62 @@ def test_a_cancelled_async_write_is_whole_or_absent(kind, at, tmp_path, monkeypa
     check_cancelled_write(kind, at, tmp_path, monkeypatch)
 
 
+def test_grace_seconds_is_set_through_the_factory_and_honoured(tmp_path, monkeypatch):
+    """An unfinished write's documents outlive a repair younger than grace_seconds."""
+    emb = KeywordEmbeddings(DIMS)
+    vs = chroma(emb)
+    catalog = tmp_path / "c.db"
+    backend = vectorstore_backend(vs, catalog=catalog, grace_seconds=60)
+    assert backend.grace_seconds == 60.0
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    store.put(("docs", "u1"), "a", {"text": "green tea"})
+
+    def crash(*args, **kwargs):
+        raise _Crash("killed between the vectorstore add and the catalog commit")
+
+    monkeypatch.setattr(backend.catalog, "commit", crash)
+    _fail_deletes(monkeypatch, "and before cleaning up")
+    with pytest.raises(_Crash):
+        store.put(("docs", "u1"), "a", {"text": "black coffee"})
+    monkeypatch.undo()
+    assert backend.repair(full=False) == 0  # younger than 60 s: maybe a writer still at work
+    backend.close()
+    kept = vectorstore_backend(vs, catalog=catalog, grace_seconds=3600)  # opening: kept too
+    assert count_documents(vs) == 2
+    assert kept.repair(grace_seconds=3600) == 0  # a full repair keeps them as well
+    kept.close()
+    assert count_documents(vs) == 2
+    gone = vectorstore_backend(vs, catalog=catalog, grace_seconds=0)  # opening: deleted
+    assert count_documents(vs) == 1
+    assert LongTermMemoryStore(gone, embeddings=emb).get(("docs", "u1"), "a").value == {
+        "text": "green tea"
+    }
+    gone.close()
+
+
+@pytest.mark.parametrize("bad", [-1, -0.5, float("nan"), float("inf"), "900", True, None])
+def test_a_bad_grace_seconds_is_refused_before_any_io(bad, tmp_path):
+    emb = KeywordEmbeddings(DIMS)
+    vs = chroma(emb)
+    with pytest.raises(ValueError, match=r"grace_seconds=.*finite number of seconds, 0 or more"):
+        vectorstore_backend(vs, catalog=tmp_path / "c.db", grace_seconds=bad)
+    assert not (tmp_path / "c.db").exists()
+    backend = vectorstore_backend(vs, catalog=tmp_path / "d.db")
+    if bad is not None:  # repair(grace_seconds=None) is the backend's own grace
+        with pytest.raises(ValueError, match="grace_seconds="):
+            backend.repair(grace_seconds=bad)
+    backend.close()
+
+
+def test_grace_seconds_takes_numbers_of_any_kind(tmp_path):
+    emb = KeywordEmbeddings(DIMS)
+    for i, ok in enumerate([0, 0.0, 30, np.float32(2.5), np.int64(7)]):
+        backend = vectorstore_backend(chroma(emb), catalog=tmp_path / f"{i}.db", grace_seconds=ok)
+        assert backend.grace_seconds == float(ok) and type(backend.grace_seconds) is float
+        assert backend.repair(grace_seconds=ok) == 0
+        backend.close()
+
+
 class _Bare(VectorStore):
     """A vectorstore with only the abstract methods: no get_by_ids, delete, search by vector."""
 

@@ -92,6 +92,8 @@ import dataclasses
 import functools
 import json
 import logging
+import math
+import numbers
 import os
 import shutil
 import tempfile
@@ -175,7 +177,9 @@ class VectorStoreBackend(ThreadedAsync):
             registered family's).
         family: A ready :class:`StoreFamily` (overrides registration and ``filter_builder``).
         table: The catalog's table name.
-        grace_seconds: :meth:`repair` deletes ``adding`` documents older than this.
+        grace_seconds: :meth:`repair` (and opening the backend) deletes the documents of
+            an unfinished write once they are older than this (default 900: a write still
+            in flight in another process keeps its own). A finite number, 0 or more.
 
     Example:
         >>> import tempfile, chromadb
@@ -205,6 +209,7 @@ class VectorStoreBackend(ThreadedAsync):
         table: str = "ltm_items",
         grace_seconds: float = DEFAULT_GRACE_SECONDS,
     ) -> None:
+        grace = _grace(grace_seconds)  # checked before any I/O
         self.vectorstore = vectorstore
         self.family = family_for(vectorstore, filter_builder, family)
         self._to_cosine = self.family.converter(vectorstore)  # learnt once
@@ -233,7 +238,7 @@ class VectorStoreBackend(ThreadedAsync):
             raise
         # value filters in the engine: a catalog whose documents carry them, a store that can
         self._value_fields = bool(self.catalog.value_fields) and self.family.value_filters
-        self.grace_seconds = float(grace_seconds)
+        self.grace_seconds = grace
         self.capabilities = Capabilities(
             name=f"vectorstore:{self.family.name}",
             persistent=catalog is not None,
@@ -674,7 +679,7 @@ class VectorStoreBackend(ThreadedAsync):
             (2, 0)
             >>> store.close()
         """
-        grace = self.grace_seconds if grace_seconds is None else grace_seconds
+        grace = self.grace_seconds if grace_seconds is None else _grace(grace_seconds)
         fixed = self._repair_journal(grace)
         if full:
             for docs in self.catalog.stored_docs():
@@ -805,6 +810,22 @@ class VectorStoreBackend(ThreadedAsync):
         return await loop.run_in_executor(executor, functools.partial(fn, *args))
 
 
+def _grace(value: Any) -> float:
+    """``grace_seconds`` checked: a finite number of seconds, zero or more."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise ValueError(
+            f"grace_seconds={value!r}: give a finite number of seconds, 0 or more (how long "
+            "the documents of a write still unfinished, maybe in another process, are kept "
+            f"before repair() deletes them; default {DEFAULT_GRACE_SECONDS:g})."
+        )
+    return float(value)
+
+
 def _text_at(value: Mapping[str, Any], path: str) -> str:
     """The text a document of ``value`` at ``path`` embedded (``path.j``: the j-th of many)."""
     found = get_text_at_path(value, tokenize_path(path))
@@ -832,6 +853,7 @@ def vectorstore_backend(
     filter_builder: Callable[[Mapping[str, str]], Any] | None = None,
     family: StoreFamily | None = None,
     table: str = "ltm_items",
+    grace_seconds: float = DEFAULT_GRACE_SECONDS,
 ) -> VectorStoreBackend:
     """A :class:`VectorStoreBackend` over ``vectorstore`` with the catalog file ``catalog``.
 
@@ -844,9 +866,19 @@ def vectorstore_backend(
             without a registered family, or to override it).
         family: A complete :class:`StoreFamily` instead.
         table: The catalog's table name.
+        grace_seconds: How old the documents of an unfinished write (journaled, not yet
+            committed: a crashed writer, or one still running in another process) must be
+            before :meth:`~VectorStoreBackend.repair` and opening the backend delete them;
+            default 900 (15 minutes). Lower it when writers are known dead sooner (0: at
+            once, for a single writer process). ``LongTermMemoryStore(vs)`` uses the
+            default: build the backend with this factory to set it.
 
     Returns:
         The backend, for ``LongTermMemoryStore(backend, embeddings=...)``.
+
+    Raises:
+        ValueError: ``grace_seconds`` is negative, NaN, infinite or not a number (checked
+            before the catalog is opened).
 
     Example:
         >>> import os, tempfile
@@ -863,5 +895,10 @@ def vectorstore_backend(
         >>> vs.save_local(folder); backend.close()
     """
     return VectorStoreBackend(
-        vectorstore, catalog=catalog, filter_builder=filter_builder, family=family, table=table
+        vectorstore,
+        catalog=catalog,
+        filter_builder=filter_builder,
+        family=family,
+        table=table,
+        grace_seconds=grace_seconds,
     )

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_ltm.backends.base import ItemKey, Record
-from langchain_ltm.backends.vectorstore.backend import VectorStoreBackend
+from langchain_ltm.backends.vectorstore.backend import DEFAULT_GRACE_SECONDS, VectorStoreBackend
 
 __all__ = ["SavedFaissBackend"]
 
@@ -33,6 +33,8 @@ class SavedFaissBackend(VectorStoreBackend):
         catalog: The catalog's SQLite file.
         save: Writes the vectorstore to the folder (e.g. ``FAISS.save_local`` done
             atomically per file).
+        grace_seconds: As for :class:`VectorStoreBackend` (how old an unfinished write's
+            documents must be before a repair deletes them).
 
     Example:
         >>> import tempfile
@@ -57,10 +59,11 @@ class SavedFaissBackend(VectorStoreBackend):
         *,
         catalog: str | os.PathLike[str],
         save: Callable[[Any, Path], None],
+        grace_seconds: float = DEFAULT_GRACE_SECONDS,
     ) -> None:
         self.folder = Path(folder)  # before super().__init__: its repair() may save
         self._save_to = save
-        super().__init__(vectorstore, catalog=catalog)
+        super().__init__(vectorstore, catalog=catalog, grace_seconds=grace_seconds)
         # the saved index may be older than the catalog (a crash between a commit and its
         # save): put back what it lacks from the vectors the catalog keeps
         self.repair()
