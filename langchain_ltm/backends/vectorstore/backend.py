@@ -83,17 +83,18 @@ Cross-process guarantees, per engine:
 
 ``capabilities.multi_process`` is ``False`` (it depends on the store);
 ``capabilities.cross_process_lock`` is the catalog's.
+
+Where the code lives: this module holds :class:`VectorStoreBackend` and its thin sync and
+async shells; the sans-I/O search is :mod:`._search`, the sans-I/O write :mod:`._write`,
+``repair()``'s work :mod:`._repair`, the documents' metadata and the scope and value
+filters :mod:`._layout`, the catalog :mod:`._catalog`, each store's dialect
+:mod:`.family` and :mod:`.dialects`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
-import json
-import logging
-import math
-import numbers
 import os
 import shutil
 import tempfile
@@ -104,13 +105,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-import numpy as np
-from langchain_core.documents import Document
-from langgraph.store.base.embed import get_text_at_path, tokenize_path
-
-from langchain_ltm._filters import matches
-from langchain_ltm._steps import Logic, Step, run_async, run_sync
-from langchain_ltm.backends._index import page, sort_unranked
+from langchain_ltm._steps import Step, run_async, run_sync
 from langchain_ltm.backends._threaded import ThreadedAsync
 from langchain_ltm.backends.base import (
     Capabilities,
@@ -121,19 +116,19 @@ from langchain_ltm.backends.base import (
     SearchRequest,
     StoredItem,
     batch_dims,
-    dimension_error,
-    is_alive,
 )
 from langchain_ltm.backends.sqlite import _sql as sql
-from langchain_ltm.backends.vectorstore._catalog import (
-    ADDING,
-    VALUE_PREFIX,
-    Catalog,
-    StoredDocs,
-    doc_id,
-    pushable,
-    value_metadata,
+from langchain_ltm.backends.vectorstore._catalog import Catalog
+from langchain_ltm.backends.vectorstore._layout import scope_equalities, search_equalities
+from langchain_ltm.backends.vectorstore._repair import (
+    DEFAULT_GRACE_SECONDS,
+    check_grace,
+    drop_strays,
+    repair_journal,
+    restore,
 )
+from langchain_ltm.backends.vectorstore._search import search_logic
+from langchain_ltm.backends.vectorstore._write import acommit, collect, write_logic
 from langchain_ltm.backends.vectorstore.family import (
     Scored,
     StoreFamily,
@@ -143,23 +138,12 @@ from langchain_ltm.backends.vectorstore.family import (
     defines,
     delete_present,
     family_for,
-    present,
 )
-from langchain_ltm.errors import UnsupportedVectorStoreError
 
 __all__ = ["VectorStoreBackend", "vectorstore_backend"]
 
 T = TypeVar("T")
-log = logging.getLogger(__name__)
-
-DEFAULT_GRACE_SECONDS = 900.0  # an `adding` row older than this belongs to a dead writer
-_FIRST_K = 16
 _WORKERS = 4
-Documents = tuple[list[str], list[str], list[list[float]], list[dict[str, Any]]]
-
-
-class _Landed(asyncio.CancelledError):
-    """An async write was cancelled after its catalog commit landed: the write stands."""
 
 
 class VectorStoreBackend(ThreadedAsync):
@@ -209,7 +193,7 @@ class VectorStoreBackend(ThreadedAsync):
         table: str = "ltm_items",
         grace_seconds: float = DEFAULT_GRACE_SECONDS,
     ) -> None:
-        grace = _grace(grace_seconds)  # checked before any I/O
+        grace = check_grace(grace_seconds)  # checked before any I/O
         self.vectorstore = vectorstore
         self.family = family_for(vectorstore, filter_builder, family)
         self._to_cosine = self.family.converter(vectorstore)  # learnt once
@@ -273,17 +257,17 @@ class VectorStoreBackend(ThreadedAsync):
         return self.catalog.list_namespaces(request)
 
     def search(self, request: SearchRequest) -> list[list[Hit]]:  # noqa: D102
-        return run_sync(self._search_logic(request))
+        return run_sync(search_logic(self, request))
 
     async def asearch(self, request: SearchRequest) -> list[list[Hit]]:
         """Async twin of :meth:`search`: the store's own coroutine where it has one."""
         if self._asearch is None or request.vectors is None:
             return await self._off_loop(self.search, request)
-        return await run_async(self._search_logic(request))
+        return await run_async(search_logic(self, request))
 
     def scope_filter(self, prefix: tuple[str, ...]) -> Any:
         """The engine filter a search under ``prefix`` sends (the store's own dialect)."""
-        return self.family.filter_builder(self._scope(prefix))
+        return self.family.filter_builder(scope_equalities(self.catalog.store_id, prefix))
 
     def search_filter(self, request: SearchRequest) -> Any:
         """The engine filter a ranked search sends: the scope and the pushable value filter.
@@ -308,163 +292,8 @@ class VectorStoreBackend(ThreadedAsync):
             ['ltm_n0', 'ltm_n1', 'ltm_store', 'ltm_v_kind']
             >>> backend.close()
         """
-        eq = self._scope(request.prefix)
-        if self._value_fields:
-            for c in request.filter:
-                if pushable(c.path, c.op, c.operand):
-                    eq.setdefault(VALUE_PREFIX + c.path[0], c.operand)
+        eq = search_equalities(self.catalog.store_id, request, self._value_fields)
         return self.family.filter_builder(eq)
-
-    def _scope(self, prefix: tuple[str, ...]) -> dict[str, str]:
-        eq = {"ltm_store": self.catalog.store_id}
-        eq.update({f"ltm_n{i}": label for i, label in enumerate(prefix)})
-        return eq
-
-    def _search_logic(self, request: SearchRequest) -> Logic[list[list[Hit]]]:
-        """One search, sans I/O: the sync and async shells perform its steps."""
-        if request.vectors is None:
-            return (yield self._cat("search", request))  # type: ignore[no-any-return]
-        dims = self.catalog.dims
-        if dims is not None and request.vectors.shape[1] != dims:
-            raise dimension_error(dims, request.vectors.shape[1], "a new catalog")
-        wanted = None if request.limit is None else request.offset + request.limit
-        unscored: list[StoredItem] | None = None
-        out: list[list[Hit]] = []
-        for row in request.vectors:
-            hits = yield from self._ranked([float(x) for x in row], request, wanted)
-            if wanted is None or len(hits) < wanted:
-                if unscored is None:
-                    rest = yield self._cat("unvectored", request)
-                    unscored = sort_unranked(
-                        [it for it in rest if matches(it.value, request.filter)]
-                    )
-                hits.extend(Hit(it, None) for it in unscored)
-            out.append(page(hits, request))
-        return out
-
-    def _ranked(
-        self, vector: list[float], request: SearchRequest, wanted: int | None
-    ) -> Logic[list[Hit]]:
-        if wanted == 0:
-            return []
-        where = self.search_filter(request)
-        if wanted:
-            k = max(_FIRST_K, 2 * wanted)
-        else:
-            k = max(_FIRST_K, (yield self._cat("vector_count", request.prefix)))
-        cap = self.family.max_k
-        if cap is not None:
-            k = min(k, cap)
-        items: dict[ItemKey, StoredItem | None] = {}
-        while True:
-            results, size = yield Step(self._vs_search, self._avs_search, (vector, k, where))
-            keys = [_item_key(doc.metadata) for doc, _ in results]
-            unknown = list(dict.fromkeys(k_ for k_ in keys if k_ is not None and k_ not in items))
-            if unknown:
-                found = yield self._cat("get", unknown)
-                items.update(zip(unknown, found, strict=True))
-            scored = sorted(
-                ((self._to_cosine(float(score)), i) for i, (_, score) in enumerate(results)),
-                key=lambda pair: -pair[0],
-            )
-            hits: list[Hit] = []
-            taken: set[ItemKey] = set()
-            for score, i in scored:
-                key = keys[i]
-                item = items.get(key) if key is not None else None
-                if item is None or key in taken or not self._in_scope(results[i][0], key, request):
-                    continue  # unknown, seen, or outside the scope (a dialect that let it through)
-                if results[i][0].metadata.get("ltm_at") != sql.to_us(item.updated_at):
-                    continue  # a stale or orphaned document: not the current version
-                taken.add(key)  # type: ignore[arg-type]
-                if is_alive(item, request.alive_at) and matches(item.value, request.filter):
-                    hits.append(Hit(item, score))
-            if hits and not self._scores_checked:
-                yield from self._check_scores(hits[0], vector)
-            if wanted is not None and len(hits) >= wanted:
-                return hits[:wanted]
-            exhausted = (
-                (size is not None and k >= size) if self.family.post_filter else len(results) < k
-            )
-            if exhausted or (cap is not None and k >= cap):  # the store can give no more
-                return (yield from self._checked(hits, vector, request, wanted))
-            k = k * 4 if cap is None else min(k * 4, cap)
-
-    def _in_scope(self, doc: Document, key: ItemKey | None, request: SearchRequest) -> bool:
-        """The document is this catalog's and lies under the requested prefix.
-
-        Isolation never rests on a dialect alone: a tokenizing or case-folding filter
-        (Weaviate's ``word`` tokenization, Redis tags) can match more than the exact value.
-        """
-        if doc.metadata.get("ltm_store") != self.catalog.store_id:
-            return False
-        return key is not None and key[0][: len(request.prefix)] == tuple(request.prefix)
-
-    def _check_scores(self, top: Hit, vector: list[float]) -> Logic[None]:
-        """Once per backend: the engine's top score, converted, is the exact cosine.
-
-        The distance convention comes from the family (``distance=``) or the wrapper's
-        settings, which may not be the index's own metric (Pinecone and Atlas wrappers are
-        told it; an index created as euclidean scores otherwise). The catalog keeps every
-        vector, so its exact score of the same item says whether the conversion is right.
-
-        Raises:
-            UnsupportedVectorStoreError: The two differ by more than 1e-3.
-        """
-        probe = SearchRequest(
-            top.item.namespace, vectors=np.asarray([vector], dtype=np.float32), limit=5
-        )
-        (exact,) = yield self._cat("search", probe)
-        want = next(
-            (
-                h.score
-                for h in exact
-                if h.item.key == top.item.key and h.item.namespace == top.item.namespace
-            ),
-            None,
-        )
-        if want is None or top.score is None:
-            return  # not comparable on this answer (the item changed meanwhile): next time
-        if abs(float(want) - float(top.score)) > 1e-3:
-            raise UnsupportedVectorStoreError(
-                f"{type(self.vectorstore).__name__} scores do not turn into cosine "
-                f"similarities with distance={self.family.distance!r} ({top.score:.4f} for "
-                f"an item whose cosine is {want:.4f}): the index's metric is not the one "
-                "configured. Create the store with the metric its index uses, or register "
-                'it with the matching distance= ("cosine", "l2", "euclidean", "ip", ...).'
-            )
-        self._scores_checked = True
-
-    def _checked(
-        self, hits: list[Hit], vector: list[float], request: SearchRequest, wanted: int | None
-    ) -> Logic[list[Hit]]:
-        """The engine ran out before ``wanted``: the catalog's exact search has the last word.
-
-        An engine may return fewer documents than it holds in scope: an HNSW graph searched
-        with a restrictive filter can (Chroma's, after a write, when many documents share
-        one vector). The catalog holds every vector, so its exact scoped search (the SQLite
-        engine's) says whether more items match; if so, its answer is returned. This costs
-        one scoped catalog search per under-filled search (a scope with fewer matches than
-        asked for), never one per full one.
-        """
-        exact_request = dataclasses.replace(
-            request, vectors=np.asarray([vector], dtype=np.float32), limit=wanted, offset=0
-        )
-        (exact,) = yield self._cat("search", exact_request)
-        ranked = [h for h in exact if h.score is not None]
-        if len(ranked) <= len(hits):
-            return hits
-        if not self._warned_short:
-            self._warned_short = True
-            log.warning(
-                "langchain-ltm: %s returned fewer documents in scope than it holds (%d of at "
-                "least %d); answered from the catalog's exact search. Seen with HNSW indexes "
-                "searched under a restrictive filter.",
-                type(self.vectorstore).__name__,
-                len(hits),
-                len(ranked),
-            )
-        return ranked
 
     # ---- writes -------------------------------------------------------------------------
 
@@ -474,7 +303,7 @@ class VectorStoreBackend(ThreadedAsync):
             return 0
         batch_dims(kept, self.catalog.dims, "a new catalog")  # checked before any I/O
         with self._vs_lock:
-            return run_sync(self._write_logic(kept, gone))
+            return run_sync(write_logic(self, kept, gone))
 
     async def awrite(self, upserts: Sequence[Record], deletes: Sequence[ItemKey]) -> int:
         """Async twin of :meth:`write`: the store's own coroutines where it has them."""
@@ -484,78 +313,7 @@ class VectorStoreBackend(ThreadedAsync):
         if not kept and not gone:
             return 0
         batch_dims(kept, self.catalog.dims, "a new catalog")
-        return await run_async(self._write_logic(kept, gone))
-
-    def _write_logic(self, kept: Sequence[Record], gone: Sequence[ItemKey]) -> Logic[int]:
-        """One write, sans I/O: journal, add, commit (the moment it shows), collect."""
-        ids, texts, vectors, metadatas = self._documents(kept)
-        if ids:
-            yield self._cat("journal_add", ids, ADDING)
-            yield Step(self._vs_add, self._avs_add, (ids, texts, vectors, metadatas))
-        try:
-            deleted, garbage = yield Step(self.catalog.commit, self._acommit, (kept, gone, ids))
-        except _Landed:
-            raise  # cancelled once the commit had landed: its documents are current
-        except BaseException:
-            try:  # repair() retries what this leaves
-                yield Step(self._vs_drop, self._avs_drop, (ids,))
-                yield self._cat("journal_clear", ids)
-            except Exception:  # the original error is the one to report
-                pass
-            raise
-        yield from self._collect(garbage)
-        return deleted  # type: ignore[no-any-return]
-
-    def _documents(self, records: Sequence[Record]) -> Documents:
-        docs: Documents = ([], [], [], [])
-        for r in records:
-            if r.vectors is None or not len(r.vectors):
-                continue
-            self._append_docs(
-                docs, r.namespace, r.key, r.value, sql.to_us(r.now), r.paths, r.texts, r.vectors
-            )
-        return docs
-
-    def _append_docs(
-        self,
-        docs: Documents,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Mapping[str, Any],
-        at: int,
-        paths: Sequence[str],
-        texts: Sequence[str],
-        vectors: Any,
-    ) -> None:
-        ids, out_texts, out_vectors, metadatas = docs
-        store_id = self.catalog.store_id
-        common: dict[str, Any] = value_metadata(value) if self._value_fields else {}
-        common.update(
-            {
-                "ltm_store": store_id,
-                **{f"ltm_n{i}": label for i, label in enumerate(namespace)},
-                "ltm_ns": json.dumps(list(namespace)),
-                "ltm_key": key,
-                "ltm_at": at,
-            }
-        )
-        for text, path, vector in zip(texts, paths, vectors, strict=True):
-            ids.append(doc_id(store_id, namespace, key, path, at))
-            out_texts.append(text)
-            out_vectors.append(vector.tolist())
-            metadatas.append({**common, "ltm_path": path})
-
-    def _collect(self, garbage: Sequence[str]) -> Logic[None]:
-        """Delete replaced documents; on failure they stay journaled for :meth:`repair`."""
-        if not garbage:
-            return
-        try:
-            yield Step(self._vs_drop, self._avs_drop, (garbage,))
-            yield self._cat("journal_clear", garbage)
-        except Exception as exc:  # the write itself has landed: report, do not fail it
-            log.warning(
-                "langchain-ltm: %d replaced documents left for repair(): %s", len(garbage), exc
-            )
+        return await run_async(write_logic(self, kept, gone))
 
     def touch(self, keys: Sequence[ItemKey], now: datetime) -> None:  # noqa: D102
         self.catalog.touch(keys, now)
@@ -563,7 +321,7 @@ class VectorStoreBackend(ThreadedAsync):
     def sweep(self, now: datetime) -> int:  # noqa: D102
         with self._vs_lock:
             count, garbage = self.catalog.sweep_docs(now)
-            run_sync(self._collect(garbage))
+            run_sync(collect(self, garbage))
         return count
 
     # ---- the vectorstore's part of each step: sync under the lock, async native ----------
@@ -576,26 +334,8 @@ class VectorStoreBackend(ThreadedAsync):
     async def _acommit(
         self, kept: Sequence[Record], gone: Sequence[ItemKey], ids: Sequence[str]
     ) -> tuple[int, list[str]]:
-        """The catalog commit on the catalog's threads, its outcome known even if cancelled.
-
-        A cancelled ``await`` does not stop the commit running in its thread, so the write
-        logic cannot guess: the cancelled caller waits for the commit (one SQLite
-        transaction) to end. Landed: :class:`_Landed` (a ``CancelledError``), the new
-        documents stay, the replaced ones stay journaled as garbage for :meth:`repair`.
-        Failed: the plain ``CancelledError``, and the logic drops the new documents.
-        """
-        task = asyncio.ensure_future(self.catalog._off_loop(self.catalog.commit, kept, gone, ids))
-        try:
-            return await asyncio.shield(task)
-        except asyncio.CancelledError:
-            while not task.done():
-                try:
-                    await asyncio.wait({task})
-                except asyncio.CancelledError:  # cancelled again: still wait for the outcome
-                    continue
-            if task.cancelled() or task.exception() is not None:
-                raise
-            raise _Landed("cancelled after the catalog commit landed") from None
+        """The catalog commit, as :func:`~._write.acommit` runs it: its outcome known."""
+        return await acommit(self.catalog, kept, gone, ids)
 
     def _vs_search(self, vector: list[float], k: int, where: Any) -> tuple[Scored, int | None]:
         with self._vs_lock:
@@ -679,100 +419,13 @@ class VectorStoreBackend(ThreadedAsync):
             (2, 0)
             >>> store.close()
         """
-        grace = self.grace_seconds if grace_seconds is None else _grace(grace_seconds)
-        fixed = self._repair_journal(grace)
+        grace = self.grace_seconds if grace_seconds is None else check_grace(grace_seconds)
+        fixed = repair_journal(self, grace)
         if full:
             for docs in self.catalog.stored_docs():
-                fixed += self._restore(docs)
-            fixed += self._drop_strays()
+                fixed += restore(self, docs)
+            fixed += drop_strays(self)
         return fixed
-
-    def _drop_strays(self) -> int:
-        """Delete this catalog's documents that are neither current nor being added."""
-        dims = self.catalog.dims
-        if dims is None:
-            return 0
-        probe = [1.0] + [0.0] * (dims - 1)
-        where = self.scope_filter(())
-        cap = self.family.max_k
-        k = max(_FIRST_K, 2 * self.catalog.vector_count(()))
-        k = k if cap is None else min(k, cap)
-        while True:
-            results, size = self._vs_search(probe, k, where)
-            done = (size is not None and k >= size) if self.family.post_filter else len(results) < k
-            if done or (cap is not None and k >= cap):  # a capped store: the strays it shows
-                break
-            k = k * 4 if cap is None else min(k * 4, cap)
-        # read after the search: a writer journals `adding` before its add, and clears the
-        # rows in the commit that makes them current, which the catalog read below sees
-        adding = set(self.catalog.journal_ids(ADDING))
-        store_id = self.catalog.store_id
-        docs = [  # only this catalog's documents, whatever the store's filter let through
-            (doc, _item_key(doc.metadata))
-            for doc, _ in results
-            if doc.id is not None
-            and doc.id not in adding
-            and doc.metadata.get("ltm_store") == store_id
-        ]
-        keys = list(dict.fromkeys(key for _, key in docs if key is not None))
-        current = dict(zip(keys, self.catalog.get(keys), strict=True))
-        strays: list[str] = []
-        for doc, key in docs:
-            item = current.get(key) if key is not None else None
-            if item is None or doc.metadata.get("ltm_at") != sql.to_us(item.updated_at):
-                strays.append(str(doc.id))
-        if strays:
-            self._vs_drop(strays)
-        return len(strays)
-
-    def _repair_journal(self, grace: float) -> int:
-        pending = self.catalog.journal_pending(grace)
-        if not pending:
-            return 0
-        with self._vs_lock:
-            docs = self.family.documents(self.vectorstore, pending)
-            keys = [_item_key(d.metadata) for d in docs]
-            known = [k for k in dict.fromkeys(keys) if k is not None]
-            current = dict(zip(known, self.catalog.get(known), strict=True))
-            doomed = []
-            for doc, key in zip(docs, keys, strict=True):
-                item = current.get(key) if key is not None else None
-                if item is None or doc.metadata.get("ltm_at") != sql.to_us(item.updated_at):
-                    doomed.append(doc.id)
-            if doomed:
-                self.family.remove(self.vectorstore, doomed)
-            self.catalog.journal_clear(pending)
-        return len(doomed)
-
-    def _restore(self, page_: list[StoredDocs]) -> int:
-        """Re-add the documents of ``page_`` the store lacks; return how many stay."""
-        docs: Documents = ([], [], [], [])
-        for s in page_:
-            texts = [_text_at(s.value, p) for p in s.paths]
-            self._append_docs(docs, s.namespace, s.key, s.value, s.at_us, s.paths, texts, s.vectors)
-        with self._vs_lock:
-            have = set(present(self.vectorstore, docs[0], self.family))
-        keep = [i for i, id_ in enumerate(docs[0]) if id_ not in have]
-        if not keep:
-            return 0
-        ids = [docs[0][i] for i in keep]
-        texts = [docs[1][i] for i in keep]
-        vectors = [docs[2][i] for i in keep]
-        metas = [docs[3][i] for i in keep]
-        # journaled like a write: a crash, or the item replaced meanwhile, leaves no orphan
-        self.catalog.journal_add(ids, ADDING)
-        self._vs_add(ids, texts, vectors, metas)
-        keys = list(dict.fromkeys((tuple(json.loads(m["ltm_ns"])), m["ltm_key"]) for m in metas))
-        now = dict(zip(keys, self.catalog.get(keys), strict=True))
-        stale = []
-        for id_, meta in zip(ids, metas, strict=True):
-            item = now.get((tuple(json.loads(meta["ltm_ns"])), meta["ltm_key"]))
-            if item is None or sql.to_us(item.updated_at) != meta["ltm_at"]:
-                stale.append(id_)
-        if stale:
-            self._vs_drop(stale)
-        self.catalog.journal_clear(ids)
-        return len(ids) - len(stale)
 
     # ---- locks and lifecycle ------------------------------------------------------------
 
@@ -808,42 +461,6 @@ class VectorStoreBackend(ThreadedAsync):
             executor = self._executor
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(executor, functools.partial(fn, *args))
-
-
-def _grace(value: Any) -> float:
-    """``grace_seconds`` checked: a finite number of seconds, zero or more."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not math.isfinite(value)
-        or value < 0
-    ):
-        raise ValueError(
-            f"grace_seconds={value!r}: give a finite number of seconds, 0 or more (how long "
-            "the documents of a write still unfinished, maybe in another process, are kept "
-            f"before repair() deletes them; default {DEFAULT_GRACE_SECONDS:g})."
-        )
-    return float(value)
-
-
-def _text_at(value: Mapping[str, Any], path: str) -> str:
-    """The text a document of ``value`` at ``path`` embedded (``path.j``: the j-th of many)."""
-    found = get_text_at_path(value, tokenize_path(path))
-    if len(found) == 1:
-        return found[0]
-    head, _, tail = path.rpartition(".")
-    if head and tail.isdigit():
-        many = get_text_at_path(value, tokenize_path(head))
-        if int(tail) < len(many):
-            return many[int(tail)]
-    return sql.dump_value(value)  # never read back by us: the catalog holds the value
-
-
-def _item_key(metadata: Mapping[str, Any]) -> ItemKey | None:
-    try:
-        return tuple(json.loads(metadata["ltm_ns"])), str(metadata["ltm_key"])
-    except (KeyError, TypeError, ValueError):
-        return None
 
 
 def vectorstore_backend(

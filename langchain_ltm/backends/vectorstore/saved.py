@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from langchain_ltm.backends.base import ItemKey, Record
-from langchain_ltm.backends.vectorstore.backend import DEFAULT_GRACE_SECONDS, VectorStoreBackend
+from langchain_ltm.backends.vectorstore._repair import DEFAULT_GRACE_SECONDS
+from langchain_ltm.backends.vectorstore.backend import VectorStoreBackend
 
 __all__ = ["SavedFaissBackend"]
 

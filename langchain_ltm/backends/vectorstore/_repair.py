@@ -1,0 +1,148 @@
+"""Bringing a vectorstore back in line with its catalog, for ``VectorStoreBackend.repair``.
+
+:func:`repair_journal` settles the journal (garbage at once, ``adding`` documents once
+older than the grace period, a document that turns out current is kept); :func:`restore`
+puts back the documents the store lacks from the vectors the catalog keeps;
+:func:`drop_strays` deletes this catalog's documents that are neither current nor being
+added. :func:`check_grace` validates ``grace_seconds`` before any I/O.
+
+Each function takes the :class:`~.backend.VectorStoreBackend` it repairs and runs its sync
+calls (repair is a maintenance call, run under the backend's vectorstore lock).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+from typing import TYPE_CHECKING, Any
+
+from langchain_ltm.backends.sqlite import _sql as sql
+from langchain_ltm.backends.vectorstore._catalog import ADDING, StoredDocs
+from langchain_ltm.backends.vectorstore._layout import Documents, append_docs, item_key, text_at
+from langchain_ltm.backends.vectorstore._search import FIRST_K
+from langchain_ltm.backends.vectorstore.family import present
+
+if TYPE_CHECKING:
+    from langchain_ltm.backends.vectorstore.backend import VectorStoreBackend
+
+DEFAULT_GRACE_SECONDS = 900.0  # an `adding` row older than this belongs to a dead writer
+
+
+def check_grace(value: Any) -> float:
+    """``grace_seconds`` checked: a finite number of seconds, zero or more."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise ValueError(
+            f"grace_seconds={value!r}: give a finite number of seconds, 0 or more (how long "
+            "the documents of a write still unfinished, maybe in another process, are kept "
+            f"before repair() deletes them; default {DEFAULT_GRACE_SECONDS:g})."
+        )
+    return float(value)
+
+
+def drop_strays(backend: VectorStoreBackend) -> int:
+    """Delete this catalog's documents that are neither current nor being added."""
+    catalog, family = backend.catalog, backend.family
+    dims = catalog.dims
+    if dims is None:
+        return 0
+    probe = [1.0] + [0.0] * (dims - 1)
+    where = backend.scope_filter(())
+    cap = family.max_k
+    k = max(FIRST_K, 2 * catalog.vector_count(()))
+    k = k if cap is None else min(k, cap)
+    while True:
+        results, size = backend._vs_search(probe, k, where)
+        done = (size is not None and k >= size) if family.post_filter else len(results) < k
+        if done or (cap is not None and k >= cap):  # a capped store: the strays it shows
+            break
+        k = k * 4 if cap is None else min(k * 4, cap)
+    # read after the search: a writer journals `adding` before its add, and clears the
+    # rows in the commit that makes them current, which the catalog read below sees
+    adding = set(catalog.journal_ids(ADDING))
+    store_id = catalog.store_id
+    docs = [  # only this catalog's documents, whatever the store's filter let through
+        (doc, item_key(doc.metadata))
+        for doc, _ in results
+        if doc.id is not None and doc.id not in adding and doc.metadata.get("ltm_store") == store_id
+    ]
+    keys = list(dict.fromkeys(key for _, key in docs if key is not None))
+    current = dict(zip(keys, catalog.get(keys), strict=True))
+    strays: list[str] = []
+    for doc, key in docs:
+        item = current.get(key) if key is not None else None
+        if item is None or doc.metadata.get("ltm_at") != sql.to_us(item.updated_at):
+            strays.append(str(doc.id))
+    if strays:
+        backend._vs_drop(strays)
+    return len(strays)
+
+
+def repair_journal(backend: VectorStoreBackend, grace: float) -> int:
+    """Settle the journal's rows older than ``grace``; return the documents deleted."""
+    catalog, family, vectorstore = backend.catalog, backend.family, backend.vectorstore
+    pending = catalog.journal_pending(grace)
+    if not pending:
+        return 0
+    with backend._vs_lock:
+        docs = family.documents(vectorstore, pending)
+        keys = [item_key(d.metadata) for d in docs]
+        known = [k for k in dict.fromkeys(keys) if k is not None]
+        current = dict(zip(known, catalog.get(known), strict=True))
+        doomed = []
+        for doc, key in zip(docs, keys, strict=True):
+            item = current.get(key) if key is not None else None
+            if item is None or doc.metadata.get("ltm_at") != sql.to_us(item.updated_at):
+                doomed.append(doc.id)
+        if doomed:
+            family.remove(vectorstore, doomed)
+        catalog.journal_clear(pending)
+    return len(doomed)
+
+
+def restore(backend: VectorStoreBackend, page_: list[StoredDocs]) -> int:
+    """Re-add the documents of ``page_`` the store lacks; return how many stay."""
+    catalog = backend.catalog
+    docs: Documents = ([], [], [], [])
+    for s in page_:
+        texts = [text_at(s.value, p) for p in s.paths]
+        append_docs(
+            docs,
+            catalog.store_id,
+            backend._value_fields,
+            s.namespace,
+            s.key,
+            s.value,
+            s.at_us,
+            s.paths,
+            texts,
+            s.vectors,
+        )
+    with backend._vs_lock:
+        have = set(present(backend.vectorstore, docs[0], backend.family))
+    keep = [i for i, id_ in enumerate(docs[0]) if id_ not in have]
+    if not keep:
+        return 0
+    ids = [docs[0][i] for i in keep]
+    texts = [docs[1][i] for i in keep]
+    vectors = [docs[2][i] for i in keep]
+    metas = [docs[3][i] for i in keep]
+    # journaled like a write: a crash, or the item replaced meanwhile, leaves no orphan
+    catalog.journal_add(ids, ADDING)
+    backend._vs_add(ids, texts, vectors, metas)
+    keys = list(dict.fromkeys((tuple(json.loads(m["ltm_ns"])), m["ltm_key"]) for m in metas))
+    now = dict(zip(keys, catalog.get(keys), strict=True))
+    stale = []
+    for id_, meta in zip(ids, metas, strict=True):
+        item = now.get((tuple(json.loads(meta["ltm_ns"])), meta["ltm_key"]))
+        if item is None or sql.to_us(item.updated_at) != meta["ltm_at"]:
+            stale.append(id_)
+    if stale:
+        backend._vs_drop(stale)
+    catalog.journal_clear(ids)
+    return len(ids) - len(stale)

@@ -1,0 +1,185 @@
+"""The generic engine's search, written once as a sans-I/O generator for both shells.
+
+A ranked search sends the scope (and the pushable value filter) to the vectorstore, checks
+each returned document against the catalog (known item, current version, alive, passes the
+whole filter), and grows ``k`` fourfold until the page is full or the store runs out; then
+the catalog's exact scoped search has the last word (:func:`checked`). The first ranked
+answer of a backend is checked to score as the exact cosine (:func:`check_scores`).
+
+Each function takes the :class:`~.backend.VectorStoreBackend` whose steps it yields
+(``_cat`` for the catalog, ``_vs_search`` / ``_avs_search`` for the store).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from langchain_ltm._filters import matches
+from langchain_ltm._steps import Logic, Step
+from langchain_ltm.backends._index import page, sort_unranked
+from langchain_ltm.backends.base import (
+    Hit,
+    ItemKey,
+    SearchRequest,
+    StoredItem,
+    dimension_error,
+    is_alive,
+)
+from langchain_ltm.backends.sqlite import _sql as sql
+from langchain_ltm.backends.vectorstore._layout import in_scope, item_key
+from langchain_ltm.errors import UnsupportedVectorStoreError
+
+if TYPE_CHECKING:
+    from langchain_ltm.backends.vectorstore.backend import VectorStoreBackend
+
+# the logger the engine has always used, whichever of its modules speaks
+log = logging.getLogger("langchain_ltm.backends.vectorstore.backend")
+
+FIRST_K = 16  # the first search asks for max(FIRST_K, 2 * wanted) documents
+
+
+def search_logic(backend: VectorStoreBackend, request: SearchRequest) -> Logic[list[list[Hit]]]:
+    """One search, sans I/O: the sync and async shells perform its steps."""
+    if request.vectors is None:
+        return (yield backend._cat("search", request))  # type: ignore[no-any-return]
+    dims = backend.catalog.dims
+    if dims is not None and request.vectors.shape[1] != dims:
+        raise dimension_error(dims, request.vectors.shape[1], "a new catalog")
+    wanted = None if request.limit is None else request.offset + request.limit
+    unscored: list[StoredItem] | None = None
+    out: list[list[Hit]] = []
+    for row in request.vectors:
+        hits = yield from ranked(backend, [float(x) for x in row], request, wanted)
+        if wanted is None or len(hits) < wanted:
+            if unscored is None:
+                rest = yield backend._cat("unvectored", request)
+                unscored = sort_unranked([it for it in rest if matches(it.value, request.filter)])
+            hits.extend(Hit(it, None) for it in unscored)
+        out.append(page(hits, request))
+    return out
+
+
+def ranked(
+    backend: VectorStoreBackend, vector: list[float], request: SearchRequest, wanted: int | None
+) -> Logic[list[Hit]]:
+    """The ranked hits of one query vector, widening ``k`` until ``wanted`` pass the checks."""
+    if wanted == 0:
+        return []
+    family = backend.family
+    where = backend.search_filter(request)
+    if wanted:
+        k = max(FIRST_K, 2 * wanted)
+    else:
+        k = max(FIRST_K, (yield backend._cat("vector_count", request.prefix)))
+    cap = family.max_k
+    if cap is not None:
+        k = min(k, cap)
+    items: dict[ItemKey, StoredItem | None] = {}
+    while True:
+        results, size = yield Step(backend._vs_search, backend._avs_search, (vector, k, where))
+        keys = [item_key(doc.metadata) for doc, _ in results]
+        unknown = list(dict.fromkeys(k_ for k_ in keys if k_ is not None and k_ not in items))
+        if unknown:
+            found = yield backend._cat("get", unknown)
+            items.update(zip(unknown, found, strict=True))
+        scored = sorted(
+            ((backend._to_cosine(float(score)), i) for i, (_, score) in enumerate(results)),
+            key=lambda pair: -pair[0],
+        )
+        hits: list[Hit] = []
+        taken: set[ItemKey] = set()
+        store_id = backend.catalog.store_id
+        for score, i in scored:
+            key = keys[i]
+            item = items.get(key) if key is not None else None
+            if item is None or key in taken or not in_scope(results[i][0], key, store_id, request):
+                continue  # unknown, seen, or outside the scope (a dialect that let it through)
+            if results[i][0].metadata.get("ltm_at") != sql.to_us(item.updated_at):
+                continue  # a stale or orphaned document: not the current version
+            taken.add(key)  # type: ignore[arg-type]
+            if is_alive(item, request.alive_at) and matches(item.value, request.filter):
+                hits.append(Hit(item, score))
+        if hits and not backend._scores_checked:
+            yield from check_scores(backend, hits[0], vector)
+        if wanted is not None and len(hits) >= wanted:
+            return hits[:wanted]
+        exhausted = (size is not None and k >= size) if family.post_filter else len(results) < k
+        if exhausted or (cap is not None and k >= cap):  # the store can give no more
+            return (yield from checked(backend, hits, vector, request, wanted))
+        k = k * 4 if cap is None else min(k * 4, cap)
+
+
+def check_scores(backend: VectorStoreBackend, top: Hit, vector: list[float]) -> Logic[None]:
+    """Once per backend: the engine's top score, converted, is the exact cosine.
+
+    The distance convention comes from the family (``distance=``) or the wrapper's
+    settings, which may not be the index's own metric (Pinecone and Atlas wrappers are
+    told it; an index created as euclidean scores otherwise). The catalog keeps every
+    vector, so its exact score of the same item says whether the conversion is right.
+
+    Raises:
+        UnsupportedVectorStoreError: The two differ by more than 1e-3.
+    """
+    probe = SearchRequest(
+        top.item.namespace, vectors=np.asarray([vector], dtype=np.float32), limit=5
+    )
+    (exact,) = yield backend._cat("search", probe)
+    want = next(
+        (
+            h.score
+            for h in exact
+            if h.item.key == top.item.key and h.item.namespace == top.item.namespace
+        ),
+        None,
+    )
+    if want is None or top.score is None:
+        return  # not comparable on this answer (the item changed meanwhile): next time
+    if abs(float(want) - float(top.score)) > 1e-3:
+        raise UnsupportedVectorStoreError(
+            f"{type(backend.vectorstore).__name__} scores do not turn into cosine "
+            f"similarities with distance={backend.family.distance!r} ({top.score:.4f} for "
+            f"an item whose cosine is {want:.4f}): the index's metric is not the one "
+            "configured. Create the store with the metric its index uses, or register "
+            'it with the matching distance= ("cosine", "l2", "euclidean", "ip", ...).'
+        )
+    backend._scores_checked = True
+
+
+def checked(
+    backend: VectorStoreBackend,
+    hits: list[Hit],
+    vector: list[float],
+    request: SearchRequest,
+    wanted: int | None,
+) -> Logic[list[Hit]]:
+    """The engine ran out before ``wanted``: the catalog's exact search has the last word.
+
+    An engine may return fewer documents than it holds in scope: an HNSW graph searched
+    with a restrictive filter can (Chroma's, after a write, when many documents share
+    one vector). The catalog holds every vector, so its exact scoped search (the SQLite
+    engine's) says whether more items match; if so, its answer is returned. This costs
+    one scoped catalog search per under-filled search (a scope with fewer matches than
+    asked for), never one per full one.
+    """
+    exact_request = dataclasses.replace(
+        request, vectors=np.asarray([vector], dtype=np.float32), limit=wanted, offset=0
+    )
+    (exact,) = yield backend._cat("search", exact_request)
+    ranked_ = [h for h in exact if h.score is not None]
+    if len(ranked_) <= len(hits):
+        return hits
+    if not backend._warned_short:
+        backend._warned_short = True
+        log.warning(
+            "langchain-ltm: %s returned fewer documents in scope than it holds (%d of at "
+            "least %d); answered from the catalog's exact search. Seen with HNSW indexes "
+            "searched under a restrictive filter.",
+            type(backend.vectorstore).__name__,
+            len(hits),
+            len(ranked_),
+        )
+    return ranked_

@@ -1,0 +1,93 @@
+"""The generic engine's write, written once as a sans-I/O generator for both shells.
+
+A write is three steps: journal the new documents ``adding`` and add them to the
+vectorstore; one catalog commit (the moment the new version shows) that journals the
+replaced documents as ``garbage``; then delete the garbage (:func:`collect`). A failed
+commit drops the new documents again; whatever a crash leaves, ``repair()`` finds in the
+journal. :func:`acommit` is the async commit that knows its outcome even when cancelled.
+
+Each function takes the :class:`~.backend.VectorStoreBackend` whose steps it yields.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from langchain_ltm._steps import Logic, Step
+from langchain_ltm.backends.base import ItemKey, Record
+from langchain_ltm.backends.vectorstore._catalog import ADDING, Catalog
+from langchain_ltm.backends.vectorstore._layout import documents
+
+if TYPE_CHECKING:
+    from langchain_ltm.backends.vectorstore.backend import VectorStoreBackend
+
+# the logger the engine has always used, whichever of its modules speaks
+log = logging.getLogger("langchain_ltm.backends.vectorstore.backend")
+
+
+class Landed(asyncio.CancelledError):
+    """An async write was cancelled after its catalog commit landed: the write stands."""
+
+
+def write_logic(
+    backend: VectorStoreBackend, kept: Sequence[Record], gone: Sequence[ItemKey]
+) -> Logic[int]:
+    """One write, sans I/O: journal, add, commit (the moment it shows), collect."""
+    ids, texts, vectors, metadatas = documents(
+        kept, backend.catalog.store_id, backend._value_fields
+    )
+    if ids:
+        yield backend._cat("journal_add", ids, ADDING)
+        yield Step(backend._vs_add, backend._avs_add, (ids, texts, vectors, metadatas))
+    try:
+        deleted, garbage = yield Step(backend.catalog.commit, backend._acommit, (kept, gone, ids))
+    except Landed:
+        raise  # cancelled once the commit had landed: its documents are current
+    except BaseException:
+        try:  # repair() retries what this leaves
+            yield Step(backend._vs_drop, backend._avs_drop, (ids,))
+            yield backend._cat("journal_clear", ids)
+        except Exception:  # the original error is the one to report
+            pass
+        raise
+    yield from collect(backend, garbage)
+    return deleted  # type: ignore[no-any-return]
+
+
+def collect(backend: VectorStoreBackend, garbage: Sequence[str]) -> Logic[None]:
+    """Delete replaced documents; on failure they stay journaled for ``repair()``."""
+    if not garbage:
+        return
+    try:
+        yield Step(backend._vs_drop, backend._avs_drop, (garbage,))
+        yield backend._cat("journal_clear", garbage)
+    except Exception as exc:  # the write itself has landed: report, do not fail it
+        log.warning("langchain-ltm: %d replaced documents left for repair(): %s", len(garbage), exc)
+
+
+async def acommit(
+    catalog: Catalog, kept: Sequence[Record], gone: Sequence[ItemKey], ids: Sequence[str]
+) -> tuple[int, list[str]]:
+    """The catalog commit on the catalog's threads, its outcome known even if cancelled.
+
+    A cancelled ``await`` does not stop the commit running in its thread, so the write
+    logic cannot guess: the cancelled caller waits for the commit (one SQLite
+    transaction) to end. Landed: :class:`Landed` (a ``CancelledError``), the new
+    documents stay, the replaced ones stay journaled as garbage for ``repair()``.
+    Failed: the plain ``CancelledError``, and the logic drops the new documents.
+    """
+    task = asyncio.ensure_future(catalog._off_loop(catalog.commit, kept, gone, ids))
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        while not task.done():
+            try:
+                await asyncio.wait({task})
+            except asyncio.CancelledError:  # cancelled again: still wait for the outcome
+                continue
+        if task.cancelled() or task.exception() is not None:
+            raise
+        raise Landed("cancelled after the catalog commit landed") from None
