@@ -11,15 +11,10 @@ from langchain_ltm import cli
 from langchain_ltm.cli import session as cli_session
 from langchain_ltm.defaults import open_store
 from langchain_ltm.store import LongTermMemoryStore
+from tests.cli_runs import isolated_home, ltm  # noqa: F401  (isolated_home: autouse fixture)
 
 NOTES = ("agent", "notes")
 PREFS = ("prefs",)
-
-
-@pytest.fixture(autouse=True)
-def _isolated_home(tmp_path, monkeypatch):
-    monkeypatch.setenv("LTM_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("LTM_STORE", raising=False)
 
 
 @contextlib.contextmanager
@@ -54,14 +49,6 @@ def source(tmp_path):
     return folder
 
 
-def migrate(*args):
-    """Run `ltm migrate ...`; returns (exit code, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cli.main(["migrate", *map(str, args)])
-    return code, out.getvalue(), err.getvalue()
-
-
 def snapshot(folder, users=("alice", "bob")):
     """Everything in a store: each user's export, and every other item's value."""
     with opened(folder) as store:
@@ -82,7 +69,7 @@ def _is_fact(store, item):
 
 def test_migrate_copies_facts_versions_and_items(source, tmp_path):
     target = tmp_path / "target"
-    code, out, err = migrate("--from", source, "--to", target, "--json")
+    code, out, err = ltm("migrate", "--from", source, "--to", target, "--json")
     assert (code, err) == (0, "")  # stderr is not a TTY: no progress bar
     report = json.loads(out)
     assert report["verified"] is True
@@ -104,7 +91,7 @@ def test_migrate_copies_facts_versions_and_items(source, tmp_path):
 
 
 def test_migrate_prints_counts_for_people(source, tmp_path):
-    code, out, _ = migrate("--from", source, "--to", tmp_path / "target")
+    code, out, _ = ltm("migrate", "--from", source, "--to", tmp_path / "target")
     rows = [line.split() for line in out.splitlines()]
     assert code == 0
     assert ["SOURCE", "TARGET"] in rows
@@ -116,7 +103,7 @@ def test_migrate_prints_counts_for_people(source, tmp_path):
 
 def test_migrate_one_user(source, tmp_path):
     target = tmp_path / "target"
-    code, out, _ = migrate("--from", source, "--to", target, "--user", "alice", "--json")
+    code, out, _ = ltm("migrate", "--from", source, "--to", target, "--user", "alice", "--json")
     report = json.loads(out)
     assert code == 0 and report["verified"] and report["user_id"] == "alice"
     assert report["source"] == {"users": 1, "facts": 2, "versions": 2, "items": 2}
@@ -126,19 +113,19 @@ def test_migrate_one_user(source, tmp_path):
     assert set(copied_items) == {k for k in items if k[0][:2] == ("memories", "alice")}
 
     # then bob into the same target: it is not empty any more, but bob's part of it is
-    code, out, _ = migrate("--from", source, "--to", target, "--user", "bob", "--json")
+    code, out, _ = ltm("migrate", "--from", source, "--to", target, "--user", "bob", "--json")
     assert code == 0 and json.loads(out)["source"]["facts"] == 2
     assert snapshot(target)[0] == exports
 
 
 def test_migrate_into_a_store_with_data_needs_yes_and_repeats_safely(source, tmp_path):
     target = tmp_path / "target"
-    assert migrate("--from", source, "--to", target)[0] == 0
+    assert ltm("migrate", "--from", source, "--to", target)[0] == 0
     before = snapshot(target)[:2]
-    code, out, err = migrate("--from", source, "--to", target)
+    code, out, err = ltm("migrate", "--from", source, "--to", target)
     assert (code, out) == (2, "")
     assert "holds 10 items already" in err and "--yes" in err
-    code, out, _ = migrate("--from", source, "--to", target, "--yes", "--json")
+    code, out, _ = ltm("migrate", "--from", source, "--to", target, "--yes", "--json")
     assert code == 0 and json.loads(out)["verified"]
     assert snapshot(target)[:2] == before  # a second run changes nothing
 
@@ -148,7 +135,7 @@ def test_migrate_keeps_what_the_target_had(source, tmp_path):
     with opened(target) as store:
         store.remember("carol", "Owns a boat")
         store.put(NOTES, "n2", {"text": "kept"})
-    code, out, _ = migrate("--from", source, "--to", target, "--yes", "--json")
+    code, out, _ = ltm("migrate", "--from", source, "--to", target, "--yes", "--json")
     report = json.loads(out)
     assert code == 0 and report["verified"]
     assert report["extra_in_target"] == {"facts": 1, "items": 1}
@@ -163,7 +150,7 @@ def test_migrate_exits_3_when_the_target_is_short(source, tmp_path):
     with opened(target) as store:
         rome = store.remember("alice", "Lives in Rome").fact
         store.update_fact("alice", rome.id, "Lives in Paris")  # same text, another id
-    code, out, err = migrate("--from", source, "--to", target, "--yes")
+    code, out, err = ltm("migrate", "--from", source, "--to", target, "--yes")
     assert code == 3
     assert err.startswith("ltm: error: the target does not have everything the source has")
     assert "--yes" in err
@@ -172,7 +159,7 @@ def test_migrate_exits_3_when_the_target_is_short(source, tmp_path):
     paris = next(f for f in snapshot(source)[0]["alice"] if f["content"] == "Lives in Paris")
     assert ["alice", "1/2", "2/2", paris["id"]] in rows
 
-    code, out, _ = migrate("--from", source, "--to", target, "--yes", "--json")
+    code, out, _ = ltm("migrate", "--from", source, "--to", target, "--yes", "--json")
     report = json.loads(out)
     assert code == 3 and report["verified"] is False
     alice = next(u for u in report["users"] if u["user_id"] == "alice")
@@ -189,7 +176,7 @@ def test_migrate_exits_3_when_writes_go_missing(source, tmp_path, monkeypatch):
         return real(self, ops)
 
     monkeypatch.setattr(LongTermMemoryStore, "batch", lossy)
-    code, out, err = migrate("--from", source, "--to", tmp_path / "target", "--json")
+    code, out, err = ltm("migrate", "--from", source, "--to", tmp_path / "target", "--json")
     report = json.loads(out)
     assert code == 3 and "does not have everything" in err
     assert (report["source"]["items"], report["target"]["items"]) == (4, 3)
@@ -222,20 +209,20 @@ def test_migrate_shows_a_progress_bar_on_a_terminal(source, tmp_path, monkeypatc
 )
 def test_migrate_bad_usage_exits_2(source, tmp_path, args, expected):
     filled = [a.format(s=source, t=tmp_path / "target") for a in args]
-    code, out, err = migrate(*filled)
+    code, out, err = ltm("migrate", *filled)
     assert code == 2 and out == ""
     assert expected in err and "Traceback" not in err
     assert not (tmp_path / "target").exists()  # nothing was created
     assert not (source / "typo").exists()
 
 
-def test_migrate_help_says_what_is_not_kept(capsys):
-    assert cli.main(["migrate", "--help"]) == 0
-    out = capsys.readouterr().out
+def test_migrate_help_says_what_is_not_kept():
+    code, out, _ = ltm("migrate", "--help")
+    assert code == 0
     assert "--from" in out and "--to" in out and "--user" in out and "--yes" in out
     assert "created_at" in out and "time of the copy" in out
-    assert cli.main(["--help"]) == 0
-    assert "migrate" in capsys.readouterr().out
+    code, out, _ = ltm("--help")
+    assert code == 0 and "migrate" in out
 
 
 @pytest.mark.parametrize("relative", [False, True])
@@ -245,7 +232,7 @@ def test_migrate_from_a_missing_sqlite_file_exits_2_and_creates_nothing(
     monkeypatch.chdir(tmp_path)
     missing = tmp_path / "missing.db"
     url = "sqlite:///missing.db" if relative else f"sqlite:///{missing}"
-    code, out, err = migrate("--from", url, "--to", str(tmp_path / "target"))
+    code, out, err = ltm("migrate", "--from", url, "--to", str(tmp_path / "target"))
     assert code == 2 and out == ""
     assert f"--from {url}: there is no SQLite file at" in err and "Traceback" not in err
     assert not missing.exists() and not (tmp_path / "target").exists()
@@ -253,17 +240,19 @@ def test_migrate_from_a_missing_sqlite_file_exits_2_and_creates_nothing(
 
 def test_migrate_between_a_folder_and_a_sqlite_file(source, tmp_path):
     db = tmp_path / "memories.db"
-    code, out, err = migrate("--from", str(source), "--to", f"sqlite:///{db}", "--json")
+    code, out, err = ltm("migrate", "--from", str(source), "--to", f"sqlite:///{db}", "--json")
     assert code == 0, err
     assert json.loads(out)["verified"] is True
-    code, out, err = migrate("--from", f"sqlite:///{db}", "--to", str(tmp_path / "back"), "--json")
+    code, out, err = ltm(
+        "migrate", "--from", f"sqlite:///{db}", "--to", str(tmp_path / "back"), "--json"
+    )
     assert code == 0, err
     assert json.loads(out)["verified"] is True
     with opened(source) as before, opened(tmp_path / "back") as after:
         for user in ("alice", "bob"):
             assert before.export_user(user) == after.export_user(user)
-    code, _, err = migrate(
-        "--from", f"sqlite:///{db}", "--to", f"sqlite:///{tmp_path}/./memories.db"
+    code, _, err = ltm(
+        "migrate", "--from", f"sqlite:///{db}", "--to", f"sqlite:///{tmp_path}/./memories.db"
     )
     assert code == 2 and "the same store" in err
 
@@ -278,7 +267,7 @@ def test_migrate_carries_metadata_and_when_each_version_was_said(tmp_path):
         store.update_fact("alice", kid.fact.id, "Has two kids")  # said now, after the others
         store.remember("alice", "Has three kids", metadata={"session": 3}, observed_at=may[2])
         store.remember("alice", "Plays the cello", metadata={"session": 2}, observed_at=may[1])
-    code, _, err = migrate("--from", source, "--to", f"sqlite:///{target}")
+    code, _, err = ltm("migrate", "--from", source, "--to", f"sqlite:///{target}")
     assert (code, err) == (0, "")
     exports, _, _ = snapshot(source, ("alice",))
     with opened(f"sqlite:///{target}") as copy:
@@ -295,7 +284,7 @@ def test_migrate_reads_without_refreshing_ttls_and_keeps_them(tmp_path):
         card = store.remember("alice", "Reported a lost card this morning", ttl=600).fact
         store.put(NOTES, "code", {"text": "the door code changes tonight"}, ttl=120)
         (note,) = store.backend.get([(NOTES, "code")])
-    code, _, err = migrate("--from", source, "--to", target)
+    code, _, err = ltm("migrate", "--from", source, "--to", target)
     assert (code, err) == (0, "")
     for url in (source, target):
         with opened(url) as store:

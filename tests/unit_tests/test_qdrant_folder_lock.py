@@ -8,7 +8,6 @@ timings below come from the lock, not from process start-up. Every wait has a de
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import subprocess
 import sys
@@ -18,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from langchain_ltm import BackendError, LongTermMemoryStore, cli
+from langchain_ltm import BackendError, LongTermMemoryStore
 from langchain_ltm.backends.qdrant import qdrant_backend
 from langchain_ltm.backends.qdrant._folder import folder_in_use
+from tests.cli_runs import isolated_home, ltm  # noqa: F401  (isolated_home: autouse fixture)
 from tests.fakes import KeywordEmbeddings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -116,15 +116,12 @@ def test_a_free_folder_opens_at_once_and_lock_timeout_is_checked(tmp_path):
             qdrant_backend(tmp_path / "other", dims=8, lock_timeout=bad)
 
 
-def test_ltm_on_a_held_folder_exits_3_with_the_message(holder, monkeypatch):
+def test_ltm_on_a_held_folder_exits_3_with_the_message(holder):
     folder, _ = holder
-    monkeypatch.setenv("LTM_HOME", str(folder.parent / "home"))
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cli.main(["list", "--user", "alice", "--store", str(folder)])
-    assert code == 3 and out.getvalue() == ""
-    assert err.getvalue().startswith("ltm: error: The embedded Qdrant folder")
-    assert "Traceback" not in err.getvalue() and "ltm migrate --from" in err.getvalue()
+    code, out, err = ltm("list", "--user", "alice", "--store", folder)
+    assert code == 3 and out == ""
+    assert err.startswith("ltm: error: The embedded Qdrant folder")
+    assert "Traceback" not in err and "ltm migrate --from" in err
 
 
 def test_the_clients_own_lock_error_is_retried_then_translated(holder, monkeypatch):
