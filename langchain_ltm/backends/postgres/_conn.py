@@ -27,7 +27,7 @@ from typing import Any, Protocol, TypeVar
 
 import psycopg
 from psycopg import errors as pg_errors
-from psycopg.pq import TransactionStatus
+from psycopg.pq import ExecStatus, TransactionStatus
 from psycopg.types import TypeInfo
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
@@ -124,13 +124,23 @@ def translate(exc: BaseException, what: str, why: str = "") -> Exception:
     return BackendError(f"Postgres failed during {what}: {message}")
 
 
+def _has_rows(cur: psycopg.Cursor[Any] | psycopg.AsyncCursor[Any]) -> bool:
+    """Whether the statement returned a result set.
+
+    ``cur.description`` tells too, but builds a column object per column on every call
+    (19 of 409 us of client CPU per per-user search, measured at 20k facts).
+    """
+    result = cur.pgresult
+    return result is not None and result.status == ExecStatus.TUPLES_OK
+
+
 def _drive_sync(conn: psycopg.Connection[Any], exchange: Exchange[T]) -> T:
     with conn.cursor(binary=True) as cur:
         try:
             statement: Statement = next(exchange)
             while True:
                 cur.execute(statement.sql, statement.params)
-                rows = cur.fetchall() if cur.description is not None else []
+                rows = cur.fetchall() if _has_rows(cur) else []
                 statement = exchange.send(rows)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
@@ -142,7 +152,7 @@ async def _drive_async(conn: psycopg.AsyncConnection[Any], exchange: Exchange[T]
             statement: Statement = next(exchange)
             while True:
                 await cur.execute(statement.sql, statement.params)
-                rows = await cur.fetchall() if cur.description is not None else []
+                rows = await cur.fetchall() if _has_rows(cur) else []
                 statement = exchange.send(rows)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
