@@ -9,6 +9,14 @@ _ID_NAMESPACE = "5f1d3c8e-2b6a-4e0f-9a57-6c1b2d3e4f50"
 _NS_BYTES = bytes.fromhex(_ID_NAMESPACE.replace("-", ""))  # uuid.UUID(...).bytes, no import
 
 
+def _uuid5_bytes(name: str) -> bytes:
+    """``uuid.uuid5(UUID(_ID_NAMESPACE), name).bytes``, without importing ``uuid``."""
+    digest = bytearray(hashlib.sha1(_NS_BYTES + name.encode("utf-8")).digest()[:16])
+    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
+    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
+    return bytes(digest)
+
+
 def _uuid5(name: str) -> str:
     """``str(uuid.uuid5(UUID(_ID_NAMESPACE), name))``, without importing ``uuid``.
 
@@ -16,11 +24,12 @@ def _uuid5(name: str) -> str:
     a batch are built 3.8x faster from the SHA-1 digest directly (10.7 -> 2.8 ms).
     ``tests/unit_tests/test_ids.py`` checks it against the definition.
     """
-    digest = bytearray(hashlib.sha1(_NS_BYTES + name.encode("utf-8")).digest()[:16])
-    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
-    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
-    h = digest.hex()
+    h = _uuid5_bytes(name).hex()
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def _id_name(namespace: tuple[str, ...], key: str, path: str) -> str:
+    return f"[[{', '.join(map(_json_str, namespace))}], {_json_str(key)}, {_json_str(path)}]"
 
 
 def vector_id(namespace: tuple[str, ...], key: str, path: str) -> str:
@@ -34,9 +43,12 @@ def vector_id(namespace: tuple[str, ...], key: str, path: str) -> str:
         >>> vector_id(("memories", "alice"), "k1", "content")
         '2db6d5a1-8bf8-532b-a5a8-031c43ad0c9a'
     """
-    return _uuid5(
-        f"[[{', '.join(map(_json_str, namespace))}], {_json_str(key)}, {_json_str(path)}]"
-    )
+    return _uuid5(_id_name(namespace, key, path))
+
+
+def vector_id_bytes(namespace: tuple[str, ...], key: str, path: str) -> bytes:
+    """The 16 bytes of :func:`vector_id` (what a binary ``uuid`` parameter carries)."""
+    return _uuid5_bytes(_id_name(namespace, key, path))
 
 
 def fact_key(label: str, content_hash: str) -> str:

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from langchain_ltm._ids import _ID_NAMESPACE, fact_key, vector_id
+from langchain_ltm._ids import _ID_NAMESPACE, fact_key, vector_id, vector_id_bytes
 
 CASES = [
     (("memories", "alice@example.com"), "k1", "content"),
@@ -46,3 +46,10 @@ def test_fact_key_is_uuid5_of_label_and_hash() -> None:
     for label, digest in [("alice", "ab12"), ("caf\u00e9 \U0001f600", ""), ("", "ff" * 32)]:
         name = f"fact\x00{label}\x00{digest}"
         assert fact_key(label, digest) == str(uuid.uuid5(uuid.UUID(_ID_NAMESPACE), name))
+
+
+@pytest.mark.parametrize(("namespace", "key", "path"), CASES)
+def test_vector_id_bytes_are_the_same_uuid(namespace: tuple[str, ...], key: str, path: str) -> None:
+    raw = vector_id_bytes(namespace, key, path)
+    assert raw == uuid.UUID(definition(namespace, key, path)).bytes
+    assert str(uuid.UUID(bytes=raw)) == vector_id(namespace, key, path)

@@ -31,6 +31,7 @@ from psycopg.pq import ExecStatus, TransactionStatus
 from psycopg.types import TypeInfo
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
+from langchain_ltm.backends.postgres import _wire
 from langchain_ltm.backends.postgres._sql import Exchange, Statement
 from langchain_ltm.errors import BackendError, DuplicateFactError, EmbeddingDimensionError
 
@@ -54,6 +55,7 @@ def _register_vector(conn: Any, info: TypeInfo) -> None:
     from pgvector.psycopg.vector import register_vector_info  # type: ignore[import-untyped]
 
     register_vector_info(conn, info)
+    _wire.register(conn, info.oid, info.array_oid)
 
 
 def rolled_back(exc: BaseException) -> bool:

@@ -19,7 +19,7 @@ import numpy as np
 from psycopg.types.json import Jsonb
 
 from langchain_ltm._filters import RANGE_OPERATORS, Condition, Filter
-from langchain_ltm._ids import vector_id
+from langchain_ltm._ids import vector_id_bytes
 from langchain_ltm.backends.base import (
     Hit,
     ItemKey,
@@ -29,6 +29,7 @@ from langchain_ltm.backends.base import (
     StoredItem,
     expiry,
 )
+from langchain_ltm.backends.postgres._wire import JsonbRows, UuidRows, VectorRows
 from langchain_ltm.errors import BackendError
 
 T = TypeVar("T")
@@ -469,7 +470,7 @@ def _upsert_items(
             (
                 [paths[i] for i in picked],
                 [r.key for r in group],
-                [Jsonb(r.value) for r in group],
+                JsonbRows([r.value for r in group]),
                 [r.now for r in group],
                 [expiry(r.now, r.ttl_minutes) for r in group],
                 [r.ttl_minutes for r in group],
@@ -508,28 +509,34 @@ def _replace_vectors(
     key's cascade, so the statement names the vectors table and takes its table lock when
     it starts, before it waits for anything. Both CTEs wait for ``items_done``.
     """
-    ids: list[str] = []
+    ids: list[bytes] = []
     texts: list[str] = []
-    vectors: list[np.ndarray[Any, Any]] = []
+    blocks: list[np.ndarray[Any, Any]] = []
     paths: list[str] = []
     keys: list[str] = []
     nss: list[str] = []
     for r, path_ns in zip(upserts, item_paths, strict=True):
         if r.vectors is None or not len(r.vectors):
             continue
-        for text, path, row in zip(r.texts, r.paths, r.vectors, strict=True):
-            ids.append(vector_id(r.namespace, r.key, path))
+        if len(r.vectors) != len(r.texts) or len(r.paths) != len(r.texts):
+            raise ValueError(
+                f"Record {r.key!r} has {len(r.vectors)} vectors for {len(r.texts)} texts and "
+                f"{len(r.paths)} paths: give one vector per text."
+            )
+        blocks.append(r.vectors)
+        namespace, key = r.namespace, r.key
+        for text, path in zip(r.texts, r.paths, strict=True):
+            ids.append(vector_id_bytes(namespace, key, path))
             texts.append(text)
-            vectors.append(np.ascontiguousarray(row, dtype=np.float32))
             paths.append(path)
-            keys.append(r.key)
+            keys.append(key)
             nss.append(path_ns)
     # vectors of re-written and deleted items that this batch does not write again
     params.extend(
         (
             [*item_paths, *gone_paths],
             [r.key for r in upserts] + [key for _, key in deletes],
-            ids,
+            UuidRows(ids),
         )
     )
     stale = (
@@ -539,7 +546,8 @@ def _replace_vectors(
     )
     if not ids:
         return stale
-    params.extend((ids, texts, vectors, nss, keys, paths))
+    matrix = np.ascontiguousarray(np.concatenate(blocks), dtype=np.float32)
+    params.extend((UuidRows(ids), texts, VectorRows(matrix), nss, keys, paths))
     return stale + (
         f", vec AS (INSERT INTO {t.vectors} "
         "(langchain_id, content, embedding, langchain_metadata, ns_path, key, path) "
