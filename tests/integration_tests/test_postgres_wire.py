@@ -95,6 +95,5 @@ def test_a_record_with_more_vectors_than_texts_is_refused_before_any_io() -> Non
         now=now,
     )
     exchange = _sql.write(_sql.Tables("public", "t"), [bad], [], None)
-    next(exchange)  # the key locks: nothing else is built yet
     with pytest.raises(ValueError, match="2 vectors for 1 texts"):
-        exchange.send([])
+        next(exchange)  # not even the key locks are asked for

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import select
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
@@ -136,25 +137,75 @@ def _has_rows(cur: psycopg.Cursor[Any] | psycopg.AsyncCursor[Any]) -> bool:
     return result is not None and result.status == ExecStatus.TUPLES_OK
 
 
-def _drive_sync(conn: psycopg.Connection[Any], exchange: Exchange[T]) -> T:
+# In pipeline mode psycopg returns from execute() once libpq has *tried* to send the
+# statement, and a statement larger than the socket's buffer is left partly unsent while
+# psycopg then waits to read its results: a hang (psycopg #685, seen here with the
+# 1.5 MB of a batch's vectors). So the drivers finish sending each pipelined statement.
+
+
+def _flush_sync(conn: psycopg.Connection[Any]) -> None:
+    pgconn = conn.pgconn
+    while pgconn.flush() == 1:  # 1: some output is still in libpq's buffer
+        select.select([], [pgconn.socket], [])
+
+
+async def _flush_async(conn: psycopg.AsyncConnection[Any]) -> None:
+    pgconn = conn.pgconn
+    while pgconn.flush() == 1:
+        loop = asyncio.get_running_loop()
+        writable = loop.create_future()
+        loop.add_writer(pgconn.socket, writable.set_result, None)
+        try:
+            await writable
+        finally:
+            loop.remove_writer(pgconn.socket)
+
+
+def _drive_sync(
+    conn: psycopg.Connection[Any],
+    exchange: Exchange[T],
+    pipeline: psycopg.Pipeline | None = None,
+) -> T:
+    """Run the exchange's statements; in a pipeline, those that do not wait are only sent."""
     with conn.cursor(binary=True) as cur:
         try:
             statement: Statement = next(exchange)
             while True:
-                cur.execute(statement.sql, statement.params)
-                rows = cur.fetchall() if _has_rows(cur) else []
+                if statement.wait or pipeline is None:
+                    cur.execute(statement.sql, statement.params)
+                    if pipeline is not None:
+                        _flush_sync(conn)
+                        pipeline.sync()  # its results, and the errors of those sent before
+                    rows = cur.fetchall() if _has_rows(cur) else []
+                else:
+                    conn.cursor(binary=True).execute(statement.sql, statement.params)
+                    _flush_sync(conn)
+                    rows = []
                 statement = exchange.send(rows)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
 
 
-async def _drive_async(conn: psycopg.AsyncConnection[Any], exchange: Exchange[T]) -> T:
+async def _drive_async(
+    conn: psycopg.AsyncConnection[Any],
+    exchange: Exchange[T],
+    pipeline: psycopg.AsyncPipeline | None = None,
+) -> T:
+    """Async twin of :func:`_drive_sync`."""
     async with conn.cursor(binary=True) as cur:
         try:
             statement: Statement = next(exchange)
             while True:
-                await cur.execute(statement.sql, statement.params)
-                rows = await cur.fetchall() if _has_rows(cur) else []
+                if statement.wait or pipeline is None:
+                    await cur.execute(statement.sql, statement.params)
+                    if pipeline is not None:
+                        await _flush_async(conn)
+                        await pipeline.sync()
+                    rows = await cur.fetchall() if _has_rows(cur) else []
+                else:
+                    await conn.cursor(binary=True).execute(statement.sql, statement.params)
+                    await _flush_async(conn)
+                    rows = []
                 statement = exchange.send(rows)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
@@ -421,11 +472,15 @@ class Connector:
         *,
         transaction: bool = False,
         vectors: bool = True,
+        pipeline: bool = False,
     ) -> T:
         """Drive ``make()`` on a pooled connection (one retry if the connection breaks).
 
         Also retried once: a call Postgres rolled back (deadlock victim, serialization
-        failure), after a short random pause.
+        failure), after a short random pause. ``pipeline`` (with ``transaction``): psycopg's
+        pipeline mode, so statements that do not wait (``Statement.wait``), the ``BEGIN``
+        and the ``COMMIT`` share round trips, and the server runs a statement while the
+        next one is built.
         """
         pool = self.sync_pool()
         for attempt in (1, 2):
@@ -434,6 +489,9 @@ class Connector:
                     try:
                         if vectors:
                             self._prepare(conn, self._owns_pool)
+                        if transaction and pipeline:
+                            with conn.pipeline() as pipe, conn.transaction():
+                                return _drive_sync(conn, make(), pipe)
                         if transaction:
                             with conn.transaction():
                                 return _drive_sync(conn, make())
@@ -471,6 +529,7 @@ class Connector:
         *,
         transaction: bool = False,
         vectors: bool = True,
+        pipeline: bool = False,
     ) -> T:
         """Async twin of :meth:`run`."""
         pool = self.async_pool()
@@ -480,6 +539,9 @@ class Connector:
                     try:
                         if vectors:
                             await self._aprepare(conn, self._apool is None)
+                        if transaction and pipeline:
+                            async with conn.pipeline() as pipe, conn.transaction():
+                                return await _drive_async(conn, make(), pipe)
                         if transaction:
                             async with conn.transaction():
                                 return await _drive_async(conn, make())

@@ -41,10 +41,18 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,47}")
 
 @dataclass(frozen=True, slots=True)
 class Statement:
-    """One SQL statement and its parameters (psycopg placeholders)."""
+    """One SQL statement and its parameters (psycopg placeholders).
+
+    ``wait=False``: the exchange needs no rows from it (it receives ``[]`` at once). Driven
+    in pipeline mode (``Connector.run(..., pipeline=True)``, always inside a transaction),
+    it is sent and the exchange goes on building the next statement while the server runs
+    it; an error it raises surfaces at the next statement that waits, or at the commit, and
+    the transaction fails whole.
+    """
 
     sql: str
     params: tuple[Any, ...] = ()
+    wait: bool = True
 
 
 Rows = list[tuple[Any, ...]]
@@ -388,18 +396,34 @@ def normalize_batch(
 def write(
     t: Tables, upserts: Sequence[Record], deletes: Sequence[ItemKey], type_column: int | None
 ) -> Exchange[int]:
-    """The batch's key locks, then one statement: upsert items, replace vectors, delete.
+    """The batch's key locks, then its items, then its vectors (and deletes): one transaction.
 
     Run in one transaction (``transaction=True``), so a batch lands whole or not at all;
     rewriting the same batch gives the same rows (deterministic ids, the records' own
     timestamps). Deadlock-free by construction (see :func:`write_locks`): every writer of a
-    key first takes that key's locks, in one global order, and only then runs its
-    statement, whose snapshot therefore sees every earlier write of its keys; the statement
-    touches only rows of its own keys, items before vectors. ``type_column`` (first write of
-    a store created without ``dims``) types the embedding column as ``vector(n)`` (or
-    ``halfvec(n)``, the column's own type) first,
-    after the key locks (so no writer holding them waits for the column's table lock).
+    key first takes that key's locks, in one global order, and only then writes, so each
+    statement sees every earlier write of its keys; it touches only rows of its own keys,
+    items before vectors. ``type_column`` (first write of a store created without ``dims``)
+    types the embedding column as ``vector(n)`` (or ``halfvec(n)``, the column's own type)
+    first, after the key locks (so no writer holding them waits for the column's table
+    lock).
+
+    Statements: the key locks and the table locks (the vectors table's taken with the
+    items', before any row is written, as one statement naming both tables did), the item
+    upsert, then one statement of CTEs deleting items and replacing vectors. The first ones
+    do not wait (``Statement.wait``): in pipeline mode the server takes the locks and writes
+    the items while the vectors' statement is built and sent.
     """
+    for r in upserts:  # before anything is sent: the vectors are built after the items
+        if (
+            r.vectors is not None
+            and len(r.vectors)
+            and not (len(r.vectors) == len(r.texts) == len(r.paths))
+        ):
+            raise ValueError(
+                f"Record {r.key!r} has {len(r.vectors)} vectors for {len(r.texts)} texts and "
+                f"{len(r.paths)} paths: give one vector per text."
+            )
     paths = [ns_path(r.namespace) for r in upserts]  # each record's path, built once
     gone_paths = [ns_path(ns) for ns, _ in deletes]
     keys = list(zip(paths, [r.key for r in upserts], strict=True))
@@ -409,7 +433,7 @@ def write(
     locks = write_locks(t, keys)
     if type_column is not None:  # the typing lock, then the key locks, then ALTER
         yield Statement("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (t.vectors,))
-    yield locks
+    yield Statement(locks.sql, locks.params, wait=False)
     if type_column is not None:
         rows = yield Statement(_TYPMOD, (t.vectors,))
         if rows and rows[0][0] == -1:
@@ -417,29 +441,29 @@ def write(
                 f"ALTER TABLE {t.vectors} ALTER COLUMN embedding "
                 f"TYPE {column_type(str(rows[0][1]), type_column)}"
             )
-    params: list[Any] = []
-    ctes: list[str] = []
-    written: list[str] = []  # the CTEs writing items (each RETURNING 1)
+    # the modes the writes below take; items first, as deletes (the cascade) and the TTL
+    # sweeper lock them
+    yield Statement(f"LOCK TABLE {t.items}, {t.vectors} IN ROW EXCLUSIVE MODE", wait=False)
     if upserts:
-        ctes.append(_upsert_items(t, upserts, paths, params))
-        if any(r.created_at is None for r in upserts):
-            written.append("up")
-        if any(r.created_at is not None for r in upserts):
-            written.append("restored")
+        params: list[Any] = []
+        ctes = _upsert_items(t, upserts, paths, params)
+        yield Statement(f"WITH {ctes} SELECT 1", tuple(params), wait=False)
+    params = []
+    ctes_list: list[str] = []
+    after = ""
     if deletes:
         params.extend((gone_paths, [key for _, key in deletes]))
-        ctes.append(
+        ctes_list.append(
             f"gone AS (DELETE FROM {t.items} i USING unnest(%b::text[], %b::text[]) "
             "AS d(ns_path, key) WHERE i.ns_path = d.ns_path AND i.key = d.key RETURNING 1)"
         )
-        written.append("gone")
-    # items before vectors, as deletes (the cascade) and the TTL sweeper lock them: the
-    # vector CTEs wait for this count, so every item CTE has run to its end before them
-    counts = " + ".join(f"(SELECT count(*) FROM {name})" for name in written)
-    ctes.append(f"items_done AS MATERIALIZED (SELECT {counts} AS done)")
-    ctes.append(_replace_vectors(t, upserts, paths, deletes, gone_paths, params))
+        # items before vectors: the vector CTEs wait for this count, so the delete has
+        # run to its end before them
+        ctes_list.append("items_done AS MATERIALIZED (SELECT count(*) AS done FROM gone)")
+        after = " AND (SELECT done FROM items_done) >= 0"
+    ctes_list.append(_replace_vectors(t, upserts, paths, deletes, gone_paths, params, after))
     counted = "(SELECT count(*) FROM gone)" if deletes else "0"
-    rows = yield Statement(f"WITH {', '.join(ctes)} SELECT {counted}", tuple(params))
+    rows = yield Statement(f"WITH {', '.join(ctes_list)} SELECT {counted}", tuple(params))
     return int(rows[0][0])
 
 
@@ -502,12 +526,12 @@ def _replace_vectors(
     deletes: Sequence[ItemKey],
     gone_paths: Sequence[str],
     params: list[Any],
+    after: str,
 ) -> str:
     """Drop the batch's keys' vectors it does not write again, upsert the new ones.
 
     The vectors of deleted items are deleted here too rather than left to the foreign
-    key's cascade, so the statement names the vectors table and takes its table lock when
-    it starts, before it waits for anything. Both CTEs wait for ``items_done``.
+    key's cascade. ``after``: a condition making both CTEs wait for the items' delete.
     """
     ids: list[bytes] = []
     texts: list[str] = []
@@ -518,11 +542,6 @@ def _replace_vectors(
     for r, path_ns in zip(upserts, item_paths, strict=True):
         if r.vectors is None or not len(r.vectors):
             continue
-        if len(r.vectors) != len(r.texts) or len(r.paths) != len(r.texts):
-            raise ValueError(
-                f"Record {r.key!r} has {len(r.vectors)} vectors for {len(r.texts)} texts and "
-                f"{len(r.paths)} paths: give one vector per text."
-            )
         blocks.append(r.vectors)
         namespace, key = r.namespace, r.key
         for text, path in zip(r.texts, r.paths, strict=True):
@@ -542,7 +561,7 @@ def _replace_vectors(
     stale = (
         f"stale AS (DELETE FROM {t.vectors} v USING unnest(%b::text[], %b::text[]) "
         "AS u(ns_path, key) WHERE v.ns_path = u.ns_path AND v.key = u.key "
-        "AND NOT (v.langchain_id = ANY(%b::uuid[])) AND (SELECT done FROM items_done) >= 0)"
+        f"AND NOT (v.langchain_id = ANY(%b::uuid[])){after})"
     )
     if not ids:
         return stale
@@ -554,7 +573,7 @@ def _replace_vectors(
         "SELECT id, c, e, json_build_object("
         "'namespace', string_to_array(left(p, -1), '.'), 'key', k, 'path', f), p, k, f "
         "FROM unnest(%b::uuid[], %b::text[], %b::vector[], %b::text[], %b::text[], "
-        "%b::text[]) AS x(id, c, e, p, k, f) WHERE (SELECT done FROM items_done) >= 0 "
+        f"%b::text[]) AS x(id, c, e, p, k, f) WHERE TRUE{after} "
         "ON CONFLICT (langchain_id) DO UPDATE "
         "SET content = EXCLUDED.content, embedding = EXCLUDED.embedding)"
     )

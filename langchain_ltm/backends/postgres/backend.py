@@ -362,7 +362,8 @@ class PostgresBackend(VectorBackend):
         deleted = self.connector.run(
             lambda: sql.write(self.tables, upserts, deletes, new_dims),
             "write",
-            transaction=True,  # the key locks, then the statement (sql.write)
+            transaction=True,  # the key locks, then the statements (sql.write)
+            pipeline=True,
         )
         self.dims = self.dims or new_dims
         return deleted
@@ -372,7 +373,8 @@ class PostgresBackend(VectorBackend):
         deleted = await self.connector.arun(
             lambda: sql.write(self.tables, upserts, deletes, new_dims),
             "write",
-            transaction=True,  # the key locks, then the statement (sql.write)
+            transaction=True,  # the key locks, then the statements (sql.write)
+            pipeline=True,
         )
         self.dims = self.dims or new_dims
         return deleted
