@@ -495,14 +495,23 @@ class LongTermMemoryStore(FactAPI, BaseStore):
                 if put.value is None:
                     deletes.append((namespace, key))
                     continue
-                rows = [text_row[text] for _, text in put.texts]
+                pairs = put.texts
+                paths: tuple[str, ...]
+                put_texts: tuple[str, ...]
+                if len(pairs) == 1:  # the usual put: one embedded field
+                    ((path, text),) = pairs
+                    paths, put_texts, rows = (path,), (text,), [text_row[text]]
+                else:
+                    paths = tuple([path for path, _ in pairs])
+                    put_texts = tuple([text for _, text in pairs])
+                    rows = [text_row[text] for text in put_texts]
                 upserts.append(
                     Record(
                         namespace=namespace,
                         key=key,
                         value=put.value,
-                        texts=tuple(text for _, text in put.texts),
-                        paths=tuple(path for path, _ in put.texts),
+                        texts=put_texts,
+                        paths=paths,
                         vectors=doc_vectors[rows] if rows and doc_vectors is not None else None,
                         now=now,
                         ttl_minutes=put.ttl,

@@ -480,7 +480,8 @@ class Connector:
         failure), after a short random pause. ``pipeline`` (with ``transaction``): psycopg's
         pipeline mode, so statements that do not wait (``Statement.wait``), the ``BEGIN``
         and the ``COMMIT`` share round trips, and the server runs a statement while the
-        next one is built.
+        next one is built (libpq 14 or newer; with an older one the statements simply
+        wait in turn).
         """
         pool = self.sync_pool()
         for attempt in (1, 2):
@@ -489,7 +490,7 @@ class Connector:
                     try:
                         if vectors:
                             self._prepare(conn, self._owns_pool)
-                        if transaction and pipeline:
+                        if transaction and pipeline and psycopg.Pipeline.is_supported():
                             with conn.pipeline() as pipe, conn.transaction():
                                 return _drive_sync(conn, make(), pipe)
                         if transaction:
@@ -539,7 +540,7 @@ class Connector:
                     try:
                         if vectors:
                             await self._aprepare(conn, self._apool is None)
-                        if transaction and pipeline:
+                        if transaction and pipeline and psycopg.AsyncPipeline.is_supported():
                             async with conn.pipeline() as pipe, conn.transaction():
                                 return await _drive_async(conn, make(), pipe)
                         if transaction:
