@@ -9,8 +9,12 @@ the median build (Python only: the exchange run on made-up rows) and execute (th
 write driven on the connection, statements that do not wait pipelined as the backend does,
 so Python building and the server overlap) milliseconds.
 
+``--explain``: afterwards, ``EXPLAIN (ANALYZE, BUFFERS, WAL)`` of each data statement of this
+checkout's write of the same batches (new keys, then the re-put), committed, with the time
+of the commit: where the server's share goes.
+
 Usage:
-    python bench/postgres_write_ab.py --before /tmp/old_sql.py
+    python bench/postgres_write_ab.py --before /tmp/old_sql.py [--explain]
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from langchain_ltm.backends.postgres._conn import _flush_sync, _register_vector
 parser = argparse.ArgumentParser(description=__doc__)
 parser.add_argument("--before", required=True, help="path of the other _sql.py")
 parser.add_argument("--reps", type=int, default=12)
+parser.add_argument("--explain", action="store_true")
 args = parser.parse_args()
 spec = importlib.util.spec_from_file_location("old_sql", args.before)
 assert spec is not None
@@ -123,5 +128,33 @@ try:
             print(
                 f"{label}: {name} build {built:.1f} ms, execute {ex:.1f} ms (median of {args.reps})"
             )
+    if args.explain:
+        keep = ("Insert on", "Delete on", "Trigger for", "Execution Time", "Planning Time", "WAL:")
+        for label, (ups, _) in (("new keys", captured[0]), ("re-put", captured[2])):
+            g = new_sql.write(t, ups, [], None)
+            with conn.cursor(binary=True) as cur:
+                try:
+                    st = next(g)
+                    while True:
+                        head = st.sql.lstrip()[:6]
+                        if head in ("WITH u", "WITH s", "INSERT", "DELETE") or head == "WITH r":
+                            c0 = time.perf_counter()
+                            cur.execute("EXPLAIN (ANALYZE, BUFFERS, WAL) " + st.sql, st.params)
+                            plan = [row[0] for row in cur.fetchall()]
+                            wall = (time.perf_counter() - c0) * 1e3
+                            print(f"{label}: {st.sql.strip()[:48]}... round trip {wall:.1f} ms")
+                            for line in plan:
+                                if any(word in line for word in keep):
+                                    print("    " + line.strip()[:110])
+                            rows = [(0,)]
+                        else:
+                            cur.execute(st.sql, st.params)
+                            rows = cur.fetchall() if cur.description is not None else []
+                        st = g.send(rows)
+                except StopIteration:
+                    pass
+            c0 = time.perf_counter()
+            conn.commit()
+            print(f"{label}: commit {(time.perf_counter() - c0) * 1e3:.1f} ms")
 finally:
     stop()

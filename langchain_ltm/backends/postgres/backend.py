@@ -43,11 +43,13 @@ pgvector's iterative scan, the scope and filter applied as it goes, re-ranks by 
 score, and falls back to the exact plan when the walk cannot fill the limit (``_broad``).
 A per-user prefix never takes that path (``tests/integration_tests/test_postgres_broad.py``).
 
-Writes: a batch is one transaction of two statements: the batch's key locks
-(``_sql.write_locks``), then one SQL statement of data-modifying CTEs (upsert items
-keeping ``created_at``, delete items, then drop the vectors the batch no longer writes and
-upsert the new ones), so it lands whole or not at all, vectors sent in pgvector's binary
-format. Ids are deterministic and timestamps come from the records, so writing the same
+Writes: a batch is one transaction: the batch's key locks (``_sql.write_locks``), the
+table locks, the item upsert (keeping ``created_at``), then one statement of
+data-modifying CTEs (delete items, drop the vectors the batch no longer writes, upsert the
+new ones), so it lands whole or not at all. The statements run in psycopg's pipeline mode:
+all but the last are sent without waiting, so the server writes the items while the
+vectors' statement is built; vectors, ids and JSON values go as whole binary arrays
+(``_wire``). Ids are deterministic and timestamps come from the records, so writing the same
 batch twice leaves the same rows. A record with ``created_at`` (a restored backup) sets it,
 existing row or not. Writers cannot deadlock: each takes its keys' advisory locks in one
 global order before its statement, which then sees every earlier write of those keys and
