@@ -11,8 +11,12 @@ prints where the time goes, store layer and backend. "client CPU" is the ingesti
 process's own CPU time (``time.process_time``), which a busy machine inflates far less
 than wall time.
 
+``--langgraph`` adds LangGraph's ``PostgresStore`` (``index`` with the same field, a flat
+vector index) on the same batches, one more subprocess per round.
+
 Usage:
     python bench/postgres_ingest.py --code /work/main --code .   # before, after, COPY
+    python bench/postgres_ingest.py --code /work/main --code . --langgraph
     python bench/postgres_ingest.py --profile                    # this checkout, cProfile
 """
 
@@ -39,6 +43,7 @@ from postgres_search import start_server, with_database
 from psycopg.types.json import Jsonb
 
 BATCH = 1_000
+LANGGRAPH = "<langgraph>"  # run_worker's code for LangGraph's PostgresStore
 
 
 def batches(seed: int, n: int, users: int) -> list[tuple[list[str], np.ndarray, list[PutOp]]]:
@@ -98,6 +103,36 @@ def ingest(conninfo: str, n: int, users: int, seed: int, profile: bool) -> dict[
     return {"ms": statistics.median(per_batch), "cpu": statistics.median(cpu), "wal": wal}
 
 
+def ingest_langgraph(conninfo: str, n: int, users: int, seed: int) -> dict[str, float]:
+    """LangGraph's ``PostgresStore`` on the same batches (flat vector index, same field)."""
+    from langgraph.store.postgres import PostgresStore
+
+    emb = LookupEmbeddings()
+    index = {
+        "dims": DIMS,
+        "embed": emb,
+        "fields": ["content"],
+        "ann_index_config": {"kind": "flat"},
+    }
+    probe = psycopg.connect(conninfo, autocommit=True)
+    per_batch: list[float] = []
+    cpu: list[float] = []
+    with PostgresStore.from_conn_string(conninfo, index=index) as store:  # type: ignore[arg-type]
+        store.setup()
+        w0 = wal_lsn(probe)
+        for texts, vecs, ops in batches(seed, n, users):
+            emb.rows.clear()
+            emb.add(texts, vecs)
+            gc.collect()
+            e0, t0, c0 = emb.spent_ns, clock(), time.process_time_ns()
+            store.batch(ops)
+            spent = emb.spent_ns - e0
+            per_batch.append((clock() - t0 - spent) / 1e6 * BATCH / len(ops))
+            cpu.append((time.process_time_ns() - c0 - spent) / 1e6 * BATCH / len(ops))
+        wal = (wal_lsn(probe) - w0) / n
+    return {"ms": statistics.median(per_batch), "cpu": statistics.median(cpu), "wal": wal}
+
+
 def copy_floor(conninfo: str, n: int, users: int, seed: int) -> dict[str, float]:
     """Binary COPY of the same rows into a bare table, one COPY per batch, committed."""
     conn = psycopg.connect(conninfo)
@@ -126,6 +161,8 @@ def copy_floor(conninfo: str, n: int, users: int, seed: int) -> dict[str, float]
 def worker(args: argparse.Namespace) -> int:
     if args.copy:
         result = copy_floor(args.worker, args.facts, args.users, args.seed)
+    elif args.langgraph_worker:
+        result = ingest_langgraph(args.worker, args.facts, args.users, args.seed)
     else:
         result = ingest(args.worker, args.facts, args.users, args.seed, profile=False)
     print(json.dumps(result))
@@ -136,12 +173,14 @@ def run_worker(url: str, db: str, code: str | None, args: argparse.Namespace) ->
     conninfo = with_database(url, db)
     here = os.path.dirname(os.path.abspath(__file__))
     env = dict(os.environ)
-    if code is not None:
+    if code is not None and code != LANGGRAPH:
         env["PYTHONPATH"] = os.path.abspath(code)
     cmd = [sys.executable, os.path.join(here, "postgres_ingest.py"), "--worker", conninfo]
     cmd += ["--facts", str(args.facts), "--users", str(args.users), "--seed", str(args.seed)]
     if code is None:
         cmd.append("--copy")
+    elif code == LANGGRAPH:
+        cmd.append("--langgraph-worker")
     done = subprocess.run(cmd, env=env, check=False, capture_output=True, text=True)
     if done.returncode:
         raise RuntimeError(f"worker for {code or 'COPY'} failed:\n{done.stderr[-3000:]}")
@@ -159,6 +198,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--copy", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--langgraph-worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--langgraph", action="store_true", help="also LangGraph's PostgresStore (slow)"
+    )
     args = parser.parse_args(argv)
     if args.worker:
         return worker(args)
@@ -176,6 +219,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         codes: list[str | None] = [*args.code, None]
         names = [f"ours ({c})" for c in args.code] + ["floor: binary COPY, bare table"]
+        if args.langgraph:
+            codes.insert(-1, LANGGRAPH)
+            names.insert(-1, "LangGraph PostgresStore (flat index)")
         results: list[list[dict[str, float]]] = [[] for _ in codes]
         print(
             f"# postgres_ingest: {args.facts:,} facts, {args.users:,} users, {DIMS}-d, batches "
