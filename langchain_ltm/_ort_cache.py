@@ -188,6 +188,9 @@ def _owned(folder: Path) -> bool:
 
 def _options(ort: Any, threads: int | None) -> Any:
     options = ort.SessionOptions()
+    # Idle worker threads wait instead of spinning: a spinning thread takes the core the
+    # next operator (or another process) needs; the same threads and the same vectors.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     if threads is not None:
         options.intra_op_num_threads = threads
     return options
