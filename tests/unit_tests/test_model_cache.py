@@ -284,3 +284,39 @@ def test_a_relative_cache_variable_is_a_clear_error(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv(_ort_cache.CACHE_ENV, "relative/folder")
     with pytest.raises(ValueError, match="LTM_MODEL_CACHE must be an absolute folder or off"):
         MiniLMEncoder()
+
+
+def test_ltm_says_what_is_wrong_with_the_variable(tmp_path: Path) -> None:
+    from langchain_ltm import LongTermMemoryStore
+    from tests.fakes import KeywordEmbeddings
+
+    path = tmp_path / "memories.db"
+    with LongTermMemoryStore.from_sqlite(path, KeywordEmbeddings(dims=384)) as store:
+        store.remember("alice", "likes green tea")
+    argv = ["recall", "--user", "alice", "--store", f"sqlite:///{path}", "what does she drink?"]
+    env = {**os.environ, "LTM_HOME": str(tmp_path / "home"), "LTM_ENCODER_SERVER": "off"}
+    done = subprocess.run(
+        [sys.executable, "-m", "langchain_ltm.cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**env, _ort_cache.CACHE_ENV: "relative/folder"},
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "LTM_MODEL_CACHE must be an absolute folder or off, got 'relative/folder'" in (
+        done.stderr
+    )
+    cache = tmp_path / "cache"
+    for _ in range(2):  # the first command makes the copy, the second loads it
+        done = subprocess.run(
+            [sys.executable, "-m", "langchain_ltm.cli", *argv],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**env, _ort_cache.CACHE_ENV: str(cache)},
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "likes green tea" in done.stdout and done.stderr == ""
+        assert len(copies(cache)) == 1
