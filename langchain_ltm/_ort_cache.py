@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -106,15 +107,17 @@ def session(
     if root is None:
         return ort.InferenceSession(model, _options(ort, threads), providers=_PROVIDERS)
     folder = copy_folder(root, model_sha256, ort.__version__)
-    graph = folder / _GRAPH
-    damaged = False
-    if graph.is_file() and _owned(folder):
+    damaged = os.path.lexists(folder)
+    if damaged:
+        if not _owned(folder):  # not loaded, and not replaced either: the usual build
+            return ort.InferenceSession(model, _options(ort, threads), providers=_PROVIDERS)
+        graph = folder / _GRAPH
         loading = _options(ort, threads)
         loading.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         try:
             return ort.InferenceSession(str(graph), loading, providers=_PROVIDERS)
-        except Exception:  # a copy damaged after it was published: make it again
-            damaged = True
+        except Exception:  # damaged after it was published (or emptied): make it again
+            pass
     made = _make(ort, model, threads, root, folder, replace=damaged)
     if made is not None:
         return made
@@ -177,13 +180,14 @@ def _publish(work: Path, folder: Path, replace: bool) -> None:
 
 
 def _owned(folder: Path) -> bool:
-    """Whether ``folder`` is this user's (a copy someone else put there is not loaded)."""
-    if not hasattr(os, "getuid"):
-        return True
+    """Whether ``folder`` is a folder of this user (a copy someone else put there is not used)."""
     try:
-        return folder.stat().st_uid == os.getuid()
+        info = folder.lstat()
     except OSError:
         return False
+    if not stat.S_ISDIR(info.st_mode):  # a symlink or a file in its place
+        return False
+    return not hasattr(os, "getuid") or info.st_uid == os.getuid()
 
 
 def _options(ort: Any, threads: int | None) -> Any:

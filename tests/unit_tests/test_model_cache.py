@@ -85,10 +85,8 @@ def test_the_copy_gives_the_same_vectors_bit_for_bit(tmp_path: Path, today: np.n
     assert np.array_equal(MiniLMEncoder(cache_dir=False).encode(TEXTS), today)  # no copy
 
 
-def test_a_later_process_loads_the_copy_without_optimising(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, short: np.ndarray
-) -> None:
-    MiniLMEncoder(cache_dir=tmp_path).embed_query("warm the copy")
+def spy_on_make(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The folders ``_ort_cache._make`` is asked to make from now on (it still makes them)."""
     made: list[Path] = []
     real_make = _ort_cache._make
 
@@ -97,6 +95,14 @@ def test_a_later_process_loads_the_copy_without_optimising(
         return real_make(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(_ort_cache, "_make", spy)
+    return made
+
+
+def test_a_later_process_loads_the_copy_without_optimising(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, short: np.ndarray
+) -> None:
+    MiniLMEncoder(cache_dir=tmp_path).embed_query("warm the copy")
+    made = spy_on_make(monkeypatch)
     assert np.array_equal(MiniLMEncoder(cache_dir=tmp_path).encode(SHORT), short)
     assert made == []
 
@@ -176,9 +182,36 @@ def test_a_damaged_copy_is_made_again(tmp_path: Path, short: np.ndarray) -> None
     assert [p.name for p in tmp_path.iterdir()] == [folder.name]
 
 
+def test_a_half_emptied_copy_is_made_again(tmp_path: Path, short: np.ndarray) -> None:
+    MiniLMEncoder(cache_dir=tmp_path).embed_query("warm the copy")
+    (folder,) = copies(tmp_path)
+    (folder / "model.onnx").unlink()  # a cleaner that removed some files
+    assert np.array_equal(MiniLMEncoder(cache_dir=tmp_path).encode(SHORT), short)
+    assert sorted(p.name for p in folder.iterdir()) == ["model.onnx", "model.onnx.data"]
+    assert [p.name for p in tmp_path.iterdir()] == [folder.name]
+
+
+def test_a_symlink_in_place_of_the_copy_is_not_followed(
+    tmp_path: Path, tweaked: Path, short: np.ndarray, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import onnxruntime
+
+    from langchain_ltm._minilm import MINILM_INT8_SHA256
+
+    MiniLMEncoder(tweaked, cache_dir=tmp_path / "made").embed_query("make its copy")
+    (elsewhere,) = copies(tmp_path / "made")  # a loadable copy of another model
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    link = _ort_cache.copy_folder(cache, MINILM_INT8_SHA256, onnxruntime.__version__)
+    link.symlink_to(elsewhere, target_is_directory=True)
+    making = spy_on_make(monkeypatch)
+    assert np.array_equal(MiniLMEncoder(cache_dir=cache).encode(SHORT), short)
+    assert making == [] and link.is_symlink()
+
+
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs chown")
 def test_a_copy_of_another_user_is_not_loaded(
-    tmp_path: Path, tweaked: Path, short: np.ndarray
+    tmp_path: Path, tweaked: Path, short: np.ndarray, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import onnxruntime
 
@@ -191,7 +224,9 @@ def test_a_copy_of_another_user_is_not_loaded(
     planted = _ort_cache.copy_folder(cache, MINILM_INT8_SHA256, onnxruntime.__version__)
     made.rename(planted)  # another model's copy under the packaged model's name
     os.chown(planted, 4242, 4242)
+    making = spy_on_make(monkeypatch)
     assert np.array_equal(MiniLMEncoder(cache_dir=cache).encode(SHORT), short)
+    assert making == []  # nor replaced: the usual build, every time
     os.chown(planted, os.getuid(), os.getgid())  # the user's own folder is trusted, like the
     assert not np.array_equal(MiniLMEncoder(cache_dir=cache).encode(SHORT), short)  # venv
 
