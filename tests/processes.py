@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 
 def run_together(argvs: Sequence[Sequence[str]], timeout: float = 120) -> list[str]:
@@ -41,3 +42,36 @@ def run_together(argvs: Sequence[Sequence[str]], timeout: float = 120) -> list[s
     for proc, (_, err) in zip(procs, outputs, strict=True):
         assert proc.returncode == 0, err
     return [out for out, _ in outputs]
+
+
+def note(user: str, i: int) -> str:
+    """A user's i-th note: words of its own only, so no two notes are similar."""
+    tag = user.replace("-", "")
+    return f"n{i}{tag} k{i}{tag} v{i}{tag}"
+
+
+# every pair shares 5 of 6 words (cosine ~0.83 with KeywordEmbeddings): one fact, updated
+PARAPHRASES = [f"I have {n} cats at home" for n in range(1, 9)]
+
+
+def check_two_writers(
+    store: Any, outputs: Sequence[Mapping[str, Any]], users: Sequence[str]
+) -> None:
+    """What two writer processes left: the shared user's paraphrases are one fact with every
+    version (user ``alice``), and each process's own user has each of its notes once.
+
+    ``outputs`` are the workers' reports: ``shared`` and ``own`` lists of (action, fact id).
+    """
+    actions = sorted(a for out in outputs for a, _ in out["shared"])
+    assert actions == ["created"] + ["updated"] * (len(PARAPHRASES) - 1)
+    assert len({fid for out in outputs for _, fid in out["shared"]}) == 1
+    (fact,) = store.list_all("alice")
+    assert sorted([fact.content, *(v.content for v in fact.history)]) == sorted(PARAPHRASES)
+    for me, out in zip(users, outputs, strict=True):
+        assert [a for a, _ in out["own"]] == ["created"] * len(out["own"])
+        facts = store.list_all(me)
+        notes = [note(me, i) for i in range(len(out["own"]))]
+        assert sorted(f.content for f in facts) == sorted(notes)
+        hits = store.recall(me, notes[-1], limit=50)
+        assert hits[0].content == notes[-1]
+        assert {h.id for h in hits} <= {f.id for f in facts}

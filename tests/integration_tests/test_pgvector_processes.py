@@ -26,8 +26,7 @@ from langchain_ltm import LongTermMemoryStore
 from langchain_ltm.backends.sqlite import _sql as sql
 from langchain_ltm.backends.vectorstore import vectorstore_backend
 from tests.fakes import KeywordEmbeddings
-from tests.integration_tests.test_vectorstore_servers import PARAPHRASES, note
-from tests.processes import run_together
+from tests.processes import PARAPHRASES, check_two_writers, note, run_together
 from tests.vectorstores import pg_engine
 
 WORKER = """
@@ -105,21 +104,9 @@ def test_two_processes_writing_one_pgvectorstore_lose_and_duplicate_nothing(
     vs = PGVectorStore.create_sync(engine, emb, table)
     backend = vectorstore_backend(vs, catalog=catalog)
     store = LongTermMemoryStore(backend, embeddings=emb)
-    # the shared user: both processes' paraphrases became one fact, none lost
-    actions = sorted(a for out in outputs for a, _ in out["shared"])
-    assert actions == ["created"] + ["updated"] * (len(PARAPHRASES) - 1)
-    assert len({fid for out in outputs for _, fid in out["shared"]}) == 1
-    (fact,) = store.list_all("alice")
-    assert sorted([fact.content, *(v.content for v in fact.history)]) == sorted(PARAPHRASES)
-    # each process's own user: every note there once, nothing of the other process's
-    for me, out in zip(users, outputs, strict=True):
-        assert [a for a, _ in out["own"]] == ["created"] * len(out["own"])
-        facts = store.list_all(me)
-        notes = [note(me, i) for i in range(len(out["own"]))]
-        assert sorted(f.content for f in facts) == sorted(notes)
-        hits = store.recall(me, notes[-1], limit=50)
-        assert hits[0].content == notes[-1]
-        assert {h.id for h in hits} <= {f.id for f in facts}
+    # the shared user's paraphrases are one fact, each process's notes there once
+    check_two_writers(store, outputs, users)
+    for me in users:
         # in the table itself: this user's rows are exactly this user's current documents
         rows = vs.get(where=backend.scope_filter(("memories", me)), include=["metadatas"])
         assert len(rows["ids"]) == backend.catalog.vector_count(("memories", me)) > 0

@@ -18,7 +18,7 @@ from langchain_ltm.backends.vectorstore import vectorstore_backend
 from tests.engine_facts import *  # noqa: F403  (every engine runs these)
 from tests.fakes import KeywordEmbeddings
 from tests.isolation import run_isolation, summary
-from tests.processes import run_together
+from tests.processes import PARAPHRASES, check_two_writers, note, run_together
 from tests.vectorstores import (
     CHROMA_SERVER,
     SERVER_KINDS,
@@ -83,16 +83,6 @@ store.close()
 """
 
 
-def note(user: str, i: int) -> str:
-    """A user's i-th note: words of its own only, so no two notes are similar."""
-    tag = user.replace("-", "")
-    return f"n{i}{tag} k{i}{tag} v{i}{tag}"
-
-
-# every pair shares 5 of 6 words (cosine ~0.83 with KeywordEmbeddings): one fact, updated
-PARAPHRASES = [f"I have {n} cats at home" for n in range(1, 9)]
-
-
 def test_two_processes_writing_at_once_lose_and_duplicate_nothing(chroma_server, tmp_path):
     collection = "ltm-two-processes"
     catalog = str(tmp_path / "catalog.sqlite")
@@ -112,21 +102,8 @@ def test_two_processes_writing_at_once_lose_and_duplicate_nothing(chroma_server,
     vs = Chroma(collection, emb, client=client)
     backend = vectorstore_backend(vs, catalog=catalog)
     store = LongTermMemoryStore(backend, embeddings=emb)
-    # the shared user: both processes' paraphrases became one fact, none lost
-    actions = sorted(a for out in outputs for a, _ in out["shared"])
-    assert actions == ["created"] + ["updated"] * (len(PARAPHRASES) - 1)
-    assert len({fid for out in outputs for _, fid in out["shared"]}) == 1
-    (fact,) = store.list_all("alice")
-    assert sorted([fact.content, *(v.content for v in fact.history)]) == sorted(PARAPHRASES)
-    # each process's own user: every note there once, nothing of the other process's
-    for me, out in zip(users, outputs, strict=True):
-        assert [a for a, _ in out["own"]] == ["created"] * len(out["own"])
-        facts = store.list_all(me)
-        notes = [note(me, i) for i in range(len(out["own"]))]
-        assert sorted(f.content for f in facts) == sorted(notes)
-        hits = store.recall(me, notes[-1], limit=50)
-        assert hits[0].content == notes[-1]
-        assert {h.id for h in hits} <= {f.id for f in facts}
+    # the shared user's paraphrases are one fact, each process's notes there once
+    check_two_writers(store, outputs, users)
     # the shared namespace holds both processes' documents, once each
     items = store.search(("docs", "shared"), limit=100)
     expected = {
