@@ -28,6 +28,7 @@ keep filtering values in Python only.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sqlite3
@@ -39,8 +40,10 @@ from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
+from langchain_ltm._filters import matches
 from langchain_ltm.backends.base import ItemKey, Record, SearchRequest, StoredItem, batch_dims
 from langchain_ltm.backends.sqlite import _sql as sql
+from langchain_ltm.backends.sqlite._search import prefilter
 from langchain_ltm.backends.sqlite.backend import SqliteBackend
 from langchain_ltm.errors import EmbeddingDimensionError
 
@@ -95,6 +98,17 @@ def doc_id(store_id: str, namespace: tuple[str, ...], key: str, path: str, at_us
     """The id of one embedded text of one version of an item (deterministic)."""
     payload = json.dumps([store_id, list(namespace), key, path, at_us])
     return str(uuid.uuid5(_ID_NAMESPACE, payload))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _doc_id_of_row(store_id: str, ns: bytes, key: str, path: str, at_us: int) -> str:
+    """:func:`doc_id` from a catalog row's raw namespace (searches ask for the same ids often)."""
+    return doc_id(store_id, sql.namespace_of(ns), key, path, at_us)
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _paths_of(paths: str) -> tuple[str, ...]:
+    return tuple(json.loads(paths))
 
 
 class Catalog(SqliteBackend):
@@ -300,6 +314,38 @@ class Catalog(SqliteBackend):
             return [decoder.item(row) for row in rows]
 
         return self._read("search", run)
+
+    def scope_docs(self, request: SearchRequest) -> tuple[list[str], int]:
+        """The current documents of the items a ranked search may return, and their items.
+
+        Items under ``request.prefix`` with vectors, alive at ``request.alive_at`` and
+        passing the whole ``request.filter`` (decided here, exactly); each contributes the
+        ids of its current version's documents (one per path). Returns ``(ids, items)``.
+        """
+        params: list[Any] = []
+        scope = sql.scope_sql(request.prefix, "i", params)
+        alive = sql.alive_sql(request.alive_at, "i", params)
+        pre = prefilter(request.filter, "i", params)
+        value = ", i.value" if request.filter else ""
+
+        def run(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+            return conn.execute(
+                f"SELECT i.ns, i.key, i.updated_at, v.paths{value} FROM {self.tables.items} i "
+                f"JOIN {self.tables.vectors} v ON v.ns = i.ns AND v.key = i.key "
+                f"WHERE {scope} AND {alive} AND {pre}",
+                params,
+            ).fetchall()
+
+        rows = self._read("search", run)
+        if request.filter:
+            rows = [r for r in rows if matches(json.loads(r[4]), request.filter)]
+        store_id = self.store_id
+        ids = [
+            _doc_id_of_row(store_id, ns, key, path, at)
+            for ns, key, at, paths, *_ in rows
+            for path in _paths_of(paths)
+        ]
+        return ids, len(rows)
 
     def vector_count(self, prefix: tuple[str, ...]) -> int:
         """How many documents the items under ``prefix`` have in the vectorstore."""

@@ -1,13 +1,16 @@
 """The generic engine's search, written once as a sans-I/O generator for both shells.
 
-A ranked search sends the scope (and the pushable value filter) to the vectorstore, checks
-each returned document against the catalog (known item, current version, alive, passes the
-whole filter), and grows ``k`` fourfold until the page is full or the store runs out; then
-the catalog's exact scoped search has the last word (:func:`checked`). The first ranked
+A ranked search sends the scope (and the pushable value filter) to the vectorstore (or,
+for a family with ``search_ids``, the ids of the scope's current documents, read from the
+catalog: :func:`ranked_among_ids`), checks each returned document against the catalog
+(known item, current version, alive, passes the whole filter: :func:`passing`), and grows
+``k`` fourfold until the page is full or the store runs out; then the catalog's exact
+scoped search has the last word (:func:`checked`). The first ranked
 answer of a backend is checked to score as the exact cosine (:func:`check_scores`).
 
 Each function takes the :class:`~.backend.VectorStoreBackend` whose steps it yields
-(``_cat`` for the catalog, ``_vs_search`` / ``_avs_search`` for the store).
+(``_cat`` for the catalog, ``_vs_search`` / ``_avs_search`` and ``_vs_search_ids`` /
+``_avs_search_ids`` for the store).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from langchain_ltm.backends.base import (
 )
 from langchain_ltm.backends.sqlite import _sql as sql
 from langchain_ltm.backends.vectorstore._layout import in_scope, item_key
+from langchain_ltm.backends.vectorstore.family import Scored
 from langchain_ltm.errors import UnsupportedVectorStoreError
 
 if TYPE_CHECKING:
@@ -70,6 +74,10 @@ def ranked(
     if wanted == 0:
         return []
     family = backend.family
+    if family.search_ids is not None and backend._ids_usable:
+        hits = yield from ranked_among_ids(backend, vector, request, wanted)
+        if hits is not None:
+            return hits
     where = backend.search_filter(request)
     if wanted:
         k = max(FIRST_K, 2 * wanted)
@@ -81,28 +89,7 @@ def ranked(
     items: dict[ItemKey, StoredItem | None] = {}
     while True:
         results, size = yield Step(backend._vs_search, backend._avs_search, (vector, k, where))
-        keys = [item_key(doc.metadata) for doc, _ in results]
-        unknown = list(dict.fromkeys(k_ for k_ in keys if k_ is not None and k_ not in items))
-        if unknown:
-            found = yield backend._cat("get", unknown)
-            items.update(zip(unknown, found, strict=True))
-        scored = sorted(
-            ((backend._to_cosine(float(score)), i) for i, (_, score) in enumerate(results)),
-            key=lambda pair: -pair[0],
-        )
-        hits: list[Hit] = []
-        taken: set[ItemKey] = set()
-        store_id = backend.catalog.store_id
-        for score, i in scored:
-            key = keys[i]
-            item = items.get(key) if key is not None else None
-            if item is None or key in taken or not in_scope(results[i][0], key, store_id, request):
-                continue  # unknown, seen, or outside the scope (a dialect that let it through)
-            if results[i][0].metadata.get("ltm_at") != sql.to_us(item.updated_at):
-                continue  # a stale or orphaned document: not the current version
-            taken.add(key)  # type: ignore[arg-type]
-            if is_alive(item, request.alive_at) and matches(item.value, request.filter):
-                hits.append(Hit(item, score))
+        hits = yield from passing(backend, results, items, request)
         if hits and not backend._scores_checked:
             yield from check_scores(backend, hits[0], vector)
         if wanted is not None and len(hits) >= wanted:
@@ -111,6 +98,78 @@ def ranked(
         if exhausted or (cap is not None and k >= cap):  # the store can give no more
             return (yield from checked(backend, hits, vector, request, wanted))
         k = k * 4 if cap is None else min(k * 4, cap)
+
+
+def ranked_among_ids(
+    backend: VectorStoreBackend, vector: list[float], request: SearchRequest, wanted: int | None
+) -> Logic[list[Hit] | None]:
+    """:func:`ranked` for a family with ``search_ids``: the engine ranks the scope's documents.
+
+    The catalog gives the current documents of the items in scope that are alive and pass
+    the whole filter; the engine searches among those ids only, ``k`` growing fourfold
+    (an item with several documents can take several places) up to all of them. When the
+    engine returns every id asked for, the answer is complete; when it returns fewer (an
+    HNSW graph can miss some under a restrictive selection, or documents were lost from
+    the store), the catalog's exact search has the last word. ``None``: the family cannot
+    restrict this store's search (the caller searches with the filter instead).
+    """
+    ids, n_items = yield backend._cat("scope_docs", request)
+    if not ids:
+        return []
+    k = len(ids) if wanted is None else min(len(ids), max(FIRST_K, 2 * wanted))
+    items: dict[ItemKey, StoredItem | None] = {}
+    while True:
+        results = yield Step(backend._vs_search_ids, backend._avs_search_ids, (vector, k, ids))
+        if results is None:
+            backend._ids_usable = False  # learnt once: this store's index cannot
+            return None
+        hits = yield from passing(backend, results, items, request)
+        if hits and not backend._scores_checked:
+            yield from check_scores(backend, hits[0], vector)
+        if wanted is not None and len(hits) >= wanted:
+            return hits[:wanted]
+        if k >= len(ids):
+            if len(results) >= len(ids) and len(hits) >= n_items:
+                return hits  # every document of every item in scope came back
+            return (yield from checked(backend, hits, vector, request, wanted))
+        k = min(k * 4, len(ids))
+
+
+def passing(
+    backend: VectorStoreBackend,
+    results: Scored,
+    items: dict[ItemKey, StoredItem | None],
+    request: SearchRequest,
+) -> Logic[list[Hit]]:
+    """The engine's answer checked against the catalog, best first, one hit per item.
+
+    A document counts when its item is known (read into ``items``, which persists across
+    widenings), lies in the requested scope, ``ltm_at`` is its current version, and the
+    item is alive and passes the whole filter.
+    """
+    keys = [item_key(doc.metadata) for doc, _ in results]
+    unknown = list(dict.fromkeys(k_ for k_ in keys if k_ is not None and k_ not in items))
+    if unknown:
+        found = yield backend._cat("get", unknown)
+        items.update(zip(unknown, found, strict=True))
+    scored = sorted(
+        ((backend._to_cosine(float(score)), i) for i, (_, score) in enumerate(results)),
+        key=lambda pair: -pair[0],
+    )
+    hits: list[Hit] = []
+    taken: set[ItemKey] = set()
+    store_id = backend.catalog.store_id
+    for score, i in scored:
+        key = keys[i]
+        item = items.get(key) if key is not None else None
+        if item is None or key in taken or not in_scope(results[i][0], key, store_id, request):
+            continue  # unknown, seen, or outside the scope (a dialect that let it through)
+        if results[i][0].metadata.get("ltm_at") != sql.to_us(item.updated_at):
+            continue  # a stale or orphaned document: not the current version
+        taken.add(key)  # type: ignore[arg-type]
+        if is_alive(item, request.alive_at) and matches(item.value, request.filter):
+            hits.append(Hit(item, score))
+    return hits
 
 
 def check_scores(backend: VectorStoreBackend, top: Hit, vector: list[float]) -> Logic[None]:

@@ -21,8 +21,11 @@ engine only ever ranks the user's documents; conditions ``{field: "short string"
 document is checked against the catalog (the item exists, ``ltm_at`` is its current
 version, it is alive and passes the whole ``filter``: the Python check stays the
 guarantee); when fewer than ``offset + limit`` pass and the engine may hold more, ``k``
-grows fourfold and the search runs again (post-filtering engines such as FAISS get the
-same ``fetch_k``). When the engine runs out first, the catalog's exact scoped search
+grows fourfold and the search runs again (post-filtering engines get the same
+``fetch_k``). A family that can restrict the engine's search to given document ids
+(``search_ids``: FAISS's ``IDSelector``) gets no filter: the catalog reads the ids of the
+scope's current documents (expiry and the whole value filter applied there, exactly) and
+the engine ranks those only. When the engine runs out first, the catalog's exact scoped search
 checks the answer and replaces it if it finds more (an HNSW index searched under a
 restrictive filter can return fewer documents than it holds: Chroma's does), so a search
 never under-fills. Scores are converted from the engine's distance to cosine similarity
@@ -231,6 +234,7 @@ class VectorStoreBackend(ThreadedAsync):
             extra={
                 "catalog": path,
                 "post_filter": self.family.post_filter,
+                "search_among_ids": self.family.search_ids is not None,
                 "native_async": {
                     "add": self._aadd is not None,
                     "search": self._asearch is not None,
@@ -243,6 +247,7 @@ class VectorStoreBackend(ThreadedAsync):
         self._executor: ThreadPoolExecutor | None = None
         self._warned_short = False
         self._scores_checked = False  # the first ranked answer is checked to be cosine
+        self._ids_usable = True  # until the family's search_ids says it cannot (None)
         self.repair(full=False)
 
     # ---- reads --------------------------------------------------------------------------
@@ -350,6 +355,14 @@ class VectorStoreBackend(ThreadedAsync):
         results = await self._asearch(self.vectorstore, vector, k, where)
         size = await self._off_loop(self._size) if self.family.post_filter else None
         return results, size
+
+    def _vs_search_ids(self, vector: list[float], k: int, ids: list[str]) -> Scored | None:
+        assert self.family.search_ids is not None
+        with self._vs_lock:
+            return self.family.search_ids(self.vectorstore, vector, k, ids)
+
+    async def _avs_search_ids(self, vector: list[float], k: int, ids: list[str]) -> Scored | None:
+        return await self._off_loop(self._vs_search_ids, vector, k, ids)
 
     def _size(self) -> int | None:
         if self.family.post_filter and self.family.size:

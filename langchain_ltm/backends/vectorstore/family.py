@@ -6,6 +6,11 @@ distance convention (converted to cosine), whether the engine filters after its 
 the backend passes ``fetch_k`` and widens it), the add/search calls when the
 vectorstore's standard methods do not take precomputed vectors, and their async twins
 (:meth:`StoreFamily.async_calls`: the family's own, or the store's native coroutines).
+
+A family whose engine can search among given document ids (FAISS's ``IDSelector``) sets
+``search_ids``: the backend then reads the scope's current document ids from its catalog
+(the value filter and expiry applied exactly there) and the engine ranks only those, so
+a per-user search never filters a global top-k afterwards.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ Scored = list[tuple[Document, float]]
 FilterBuilder = Callable[[Mapping[str, str]], Any]
 AddFn = Callable[[Any, list[str], list[str], list[list[float]], list[dict[str, Any]]], None]
 SearchFn = Callable[[Any, list[float], int, Any], Scored]
+SearchIdsFn = Callable[[Any, list[float], int, list[str]], Scored | None]
 GetFn = Callable[[Any, list[str]], list[Document]]
 DeleteFn = Callable[[Any, list[str]], None]
 
@@ -128,6 +134,15 @@ class StoreFamily:
         value_filters: ``False``: documents carry no ``ltm_v_<field>`` metadata and value
             filters are checked on the catalog only (stores that must declare every filter
             field in an index, or count mapped fields against a limit).
+        search_ids: ``search_ids(vs, vector, k, doc_ids) -> [(Document, score)]``, the
+            ``k`` best documents among ``doc_ids`` only (the engine restricts its own
+            search to them), scored as ``search`` scores; ``None`` from it means "not for
+            this store" (an index type that cannot restrict by id) and the backend uses
+            ``search`` with the scope filter. When set, a ranked search sends the ids of
+            the scope's current documents, read from the catalog with the value filter
+            and expiry applied, instead of a filter; every returned document is still
+            checked against the catalog. Sync only (the async shell runs it on the
+            backend's threads). FAISS's family has one.
 
     Example:
         >>> fam = StoreFamily("mine", filter_builder=lambda eq: dict(eq), distance="cosine")
@@ -150,6 +165,7 @@ class StoreFamily:
     native_async: bool = True
     max_k: int | None = None
     value_filters: bool = True
+    search_ids: SearchIdsFn | None = None
 
     def __post_init__(self) -> None:
         if self.post_filter and self.size is None:
@@ -262,7 +278,8 @@ def register_vectorstore(
             a ready :class:`StoreFamily`; the other arguments are then ignored).
         **options: The other fields of :class:`StoreFamily` (``distance=``, ``post_filter=``,
             ``add=``, ``search=``, ``size=``, ``get=``, ``delete=``, ``aadd=``, ``asearch=``,
-            ``native_async=``, ``max_k=``, ``value_filters=``), as keywords.
+            ``native_async=``, ``max_k=``, ``value_filters=``, ``search_ids=``), as
+            keywords.
 
     Returns:
         The registered family.

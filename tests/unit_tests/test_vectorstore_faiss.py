@@ -1,0 +1,289 @@
+"""FAISS searches scoped inside the engine: an ``IDSelector`` of the user's documents.
+
+Every search here is checked against a numpy scan of the user's own vectors (the exact
+answer), on real FAISS indexes (flat L2, flat inner product, normalizing, HNSW, IVF), with
+many other users' documents in the same index, after deletes that renumber it, and saved
+and loaded from disk. The wrapper's own post-filtered search is watched: it must not run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import faiss as faiss_lib
+import numpy as np
+import pytest
+from langchain_community.docstore.in_memory import InMemoryDocstore
+from langchain_community.vectorstores import FAISS
+from langchain_community.vectorstores.utils import DistanceStrategy
+
+from langchain_ltm import LongTermMemoryStore
+from langchain_ltm.backends.vectorstore import vectorstore_backend
+from langchain_ltm.backends.vectorstore.dialects import faiss as dialect
+from langchain_ltm.backends.vectorstore.saved import SavedFaissBackend
+from tests.fakes import KeywordEmbeddings
+from tests.vectorstores import faiss
+
+DIMS = 32
+K = 10
+
+
+def _flat_ip(emb: Any, tmp: Path) -> FAISS:
+    return faiss(emb, tmp / "ip", inner_product=True)
+
+
+def _normalizing(emb: Any, tmp: Path) -> FAISS:
+    return FAISS(emb, faiss_lib.IndexFlatL2(DIMS), InMemoryDocstore(), {}, normalize_L2=True)
+
+
+def _hnsw(emb: Any, tmp: Path) -> FAISS:
+    index = faiss_lib.IndexHNSWFlat(DIMS, 32)
+    index.hnsw.efSearch = 256  # exact on a few thousand vectors, with the selector too
+    return FAISS(emb, index, InMemoryDocstore(), {})
+
+
+def _ivf(emb: Any, tmp: Path) -> FAISS:
+    quantizer = faiss_lib.IndexFlatIP(DIMS)
+    index = faiss_lib.IndexIVFFlat(quantizer, DIMS, 8, faiss_lib.METRIC_INNER_PRODUCT)
+    train = np.random.default_rng(0).standard_normal((400, DIMS)).astype(np.float32)
+    faiss_lib.normalize_L2(train)
+    index.train(train)
+    index.nprobe = 8  # every list: exact
+    return FAISS(
+        emb, index, InMemoryDocstore(), {}, distance_strategy=DistanceStrategy.MAX_INNER_PRODUCT
+    )
+
+
+INDEXES: dict[str, Callable[[Any, Path], FAISS]] = {
+    "flat-l2": lambda emb, tmp: faiss(emb, tmp / "l2"),
+    "flat-ip": _flat_ip,
+    "flat-l2-normalize": _normalizing,
+    "hnsw": _hnsw,
+    "ivf-ip": _ivf,
+}
+
+
+def _text(rng: random.Random) -> str:
+    return " ".join(f"w{rng.randrange(60)}" for _ in range(3))
+
+
+class _Watched:
+    """Counts calls of the wrapper's own (post-filtered) search on one vectorstore."""
+
+    def __init__(self, vs: FAISS) -> None:
+        self.calls = 0
+        original = vs.similarity_search_with_score_by_vector
+
+        def counting(*args: Any, **kwargs: Any) -> Any:
+            self.calls += 1
+            return original(*args, **kwargs)
+
+        vs.similarity_search_with_score_by_vector = counting  # type: ignore[method-assign]
+
+
+def _fill(store: LongTermMemoryStore, users: int, per_user: int, seed: int = 1) -> dict:
+    """``users`` x ``per_user`` items; returns {user: {key: text}}."""
+    rng = random.Random(seed)
+    texts: dict[str, dict[str, str]] = {}
+    for u in range(users):
+        mine = texts.setdefault(f"u{u}", {})
+        for i in range(per_user):
+            mine[str(i)] = f"{_text(rng)} u{u}i{i}"  # a word of its own: no two alike
+            store.put(("docs", f"u{u}"), str(i), {"text": mine[str(i)], "kind": "ab"[i % 2]})
+    return texts
+
+
+def _exact(emb: KeywordEmbeddings, mine: dict[str, str], query: str, k: int) -> list[str]:
+    """The numpy scan of the user's own vectors: keys of the ``k`` best, best first."""
+    keys = sorted(mine)
+    matrix = np.asarray(emb.embed_documents([mine[key] for key in keys]), dtype=np.float64)
+    scores = matrix @ np.asarray(emb.embed_query(query), dtype=np.float64)
+    order = np.argsort(-scores, kind="stable")[:k]
+    return [keys[i] for i in order]
+
+
+def _check_user(store, emb, texts, user, query, k=K):
+    hits = store.search(("docs", user), query=query, limit=k)
+    want = _exact(emb, texts[user], query, k)
+    assert [h.key for h in hits] == want
+    assert all(h.namespace == ("docs", user) for h in hits)
+    q = np.asarray(emb.embed_query(query))
+    for h in hits:
+        v = np.asarray(emb.embed_documents([h.value["text"]])[0])
+        assert h.score == pytest.approx(float(q @ v), abs=1e-4)  # still a cosine
+    return hits
+
+
+@pytest.mark.parametrize("kind", list(INDEXES))
+def test_per_user_top_k_is_the_exact_scan_of_the_users_vectors(kind, tmp_path):
+    emb = KeywordEmbeddings(DIMS)
+    vs = INDEXES[kind](emb, tmp_path)
+    backend = vectorstore_backend(vs, catalog=tmp_path / "c.db")
+    store = LongTermMemoryStore(backend, embeddings=emb, fields=["text"])
+    texts = _fill(store, users=30, per_user=25)
+    watched = _Watched(vs)
+    rng = random.Random(7)
+    for q in range(40):
+        _check_user(store, emb, texts, f"u{q % 30}", _text(rng))
+    assert watched.calls == 0  # never the wrapper's post-filtered search
+    # what it would have given: a global top-k, filtered afterwards, is short
+    bare = dialect.search(vs, emb.embed_query("w1 w2"), K, backend.scope_filter(("docs", "u3")))
+    assert len(bare) < K
+    assert backend.capabilities.extra["search_among_ids"] is True
+    store.close()
+
+
+def test_a_user_with_few_items_among_many_gets_all_of_his(tmp_path, caplog):
+    emb = KeywordEmbeddings(DIMS)
+    vs = faiss(emb, tmp_path / "f")
+    backend = vectorstore_backend(vs, catalog=tmp_path / "c.db")
+    store = LongTermMemoryStore(backend, embeddings=emb, fields=["text"])
+    texts = _fill(store, users=40, per_user=30)
+    texts["few"] = {"a": "w1 w2 w3", "b": "w50 w51 w52", "c": "w7 w8 w9"}
+    for key, text in texts["few"].items():
+        store.put(("docs", "few"), key, {"text": text})
+    watched = _Watched(vs)
+    hits = _check_user(store, emb, texts, "few", "w1 w2 w99")
+    assert sorted(h.key for h in hits) == ["a", "b", "c"]
+    assert watched.calls == 0
+    assert "fewer documents in scope" not in caplog.text  # complete from FAISS, no fallback
+    # the filtered search FAISS itself offers finds at most the ones near the global top
+    bare = dialect.search(vs, emb.embed_query("w50"), K, backend.scope_filter(("docs", "few")))
+    assert len(bare) < 3
+    store.close()
+
+
+def test_value_filters_and_expiry_are_decided_by_the_catalog(tmp_path):
+    emb = KeywordEmbeddings(DIMS)
+    vs = faiss(emb, tmp_path / "f")
+    backend = vectorstore_backend(vs, catalog=tmp_path / "c.db")
+    store = LongTermMemoryStore(backend, embeddings=emb, fields=["text"])
+    texts = _fill(store, users=10, per_user=30)
+    query = "w3 w4 w5"
+    hits = store.search(("docs", "u2"), query=query, limit=K, filter={"kind": "a"})
+    wanted = {key: t for key, t in texts["u2"].items() if int(key) % 2 == 0}
+    assert [h.key for h in hits] == _exact(emb, wanted, query, K)
+    # a condition that is not an equality on a short string: the catalog decides it too
+    hits = store.search(("docs", "u2"), query=query, limit=K, filter={"kind": {"$ne": "a"}})
+    odd = {key: t for key, t in texts["u2"].items() if int(key) % 2 == 1}
+    assert [h.key for h in hits] == _exact(emb, odd, query, K)
+    store.close()
+
+
+def test_after_deletes_renumber_the_index_the_scope_is_still_right(tmp_path):
+    emb = KeywordEmbeddings(DIMS)
+    vs = faiss(emb, tmp_path / "f")
+    backend = vectorstore_backend(vs, catalog=tmp_path / "c.db")
+    store = LongTermMemoryStore(backend, embeddings=emb, fields=["text"])
+    texts = _fill(store, users=20, per_user=20)
+    rng = random.Random(3)
+    query = "w10 w11 w12"
+    _check_user(store, emb, texts, "u5", query)  # the reverse map is built and cached
+    before = vs.index_to_docstore_id
+    for u in range(20):  # every user loses some items, u5 included: FAISS renumbers
+        for key in rng.sample(sorted(texts[f"u{u}"]), 6):
+            store.delete(("docs", f"u{u}"), key)
+            del texts[f"u{u}"][key]
+    # and some are replaced (new version: a new document, the old one deleted)
+    for key in sorted(texts["u5"])[:4]:
+        texts["u5"][key] = f"{_text(rng)} u5new{key}"
+        store.put(("docs", "u5"), key, {"text": texts["u5"][key]})
+    assert vs.index_to_docstore_id is not before  # langchain's delete built a new dict
+    for u in range(20):
+        _check_user(store, emb, texts, f"u{u}", query)
+    store.close()
+
+
+def test_the_reverse_map_is_checked_so_a_stale_cache_never_selects_another_document(tmp_path):
+    emb = KeywordEmbeddings(DIMS)
+    vs = faiss(emb, tmp_path / "f")
+    vectors = emb.embed_documents([f"w{i}" for i in range(6)])
+    ids = [f"doc{i}" for i in range(6)]
+    vs.add_embeddings(list(zip(ids, vectors, strict=True)), ids=ids)
+    forward = vs.index_to_docstore_id
+    assert dialect.int_ids(vs, ["doc2", "doc5"]) == [3, 6]  # 0 is the unrelated document
+    # changed in place behind the cache's back: two documents swap places
+    forward[3], forward[6] = "doc5", "doc2"
+    assert dialect.int_ids(vs, ["doc2", "doc5"]) == [6, 3]
+    # add() extends the dict in place: the new entries are found
+    vs.add_embeddings([("new", vectors[0])], ids=["doc6"])
+    assert dialect.int_ids(vs, ["doc6", "doc2"]) == [7, 6]
+    # delete() renumbers into a new dict
+    vs.delete(["doc0", "doc1"])
+    assert dialect.int_ids(vs, ["doc2", "doc6", "doc0"]) == [4, 5]  # doc0 is gone
+    for doc_id, i in zip(["doc2", "doc6"], dialect.int_ids(vs, ["doc2", "doc6"]), strict=True):
+        assert vs.index_to_docstore_id[i] == doc_id
+    # and the search among ids returns exactly the documents asked for
+    found = dialect.search_ids(vs, vectors[3], 5, ["doc2", "doc4"])
+    assert found is not None
+    assert sorted(doc.id for doc, _ in found) == ["doc2", "doc4"]
+    assert dialect.search_ids(vs, vectors[3], 5, ["nothing"]) == []
+
+
+def test_saved_and_loaded_from_disk(tmp_path):
+    emb = KeywordEmbeddings(DIMS)
+    folder = tmp_path / "saved"
+    folder.mkdir()
+
+    def save(vs: FAISS, where: Path) -> None:
+        vs.save_local(str(where))
+
+    vs = FAISS(emb, faiss_lib.IndexFlatL2(DIMS), InMemoryDocstore(), {})
+    backend = SavedFaissBackend(vs, folder, catalog=folder / "c.db", save=save)
+    store = LongTermMemoryStore(backend, embeddings=emb, fields=["text"])
+    texts = _fill(store, users=15, per_user=20)
+    for key in ("0", "3", "7"):
+        store.delete(("docs", "u4"), key)
+        del texts["u4"][key]
+    store.close()
+
+    loaded = FAISS.load_local(str(folder), emb, allow_dangerous_deserialization=True)
+    backend = SavedFaissBackend(loaded, folder, catalog=folder / "c.db", save=save)
+    store = LongTermMemoryStore(backend, embeddings=emb, fields=["text"])
+    watched = _Watched(loaded)
+    rng = random.Random(11)
+    for q in range(15):
+        _check_user(store, emb, texts, f"u{q}", _text(rng))
+    assert watched.calls == 0
+    store.close()
+
+
+def test_async_search_is_scoped_the_same_way(tmp_path):
+    emb = KeywordEmbeddings(DIMS)
+    vs = faiss(emb, tmp_path / "f")
+    backend = vectorstore_backend(vs, catalog=tmp_path / "c.db")
+    store = LongTermMemoryStore(backend, embeddings=emb, fields=["text"])
+    texts = _fill(store, users=20, per_user=20)
+    watched = _Watched(vs)
+
+    async def run() -> list[list[str]]:
+        out = []
+        for u in range(20):
+            hits = await store.asearch(("docs", f"u{u}"), query="w5 w6", limit=K)
+            out.append([h.key for h in hits])
+        return out
+
+    got = asyncio.run(run())
+    assert got == [_exact(emb, texts[f"u{u}"], "w5 w6", K) for u in range(20)]
+    assert watched.calls == 0
+    store.close()
+
+
+def test_an_index_that_cannot_select_by_id_falls_back_to_the_filtered_search(tmp_path):
+    emb = KeywordEmbeddings(DIMS)
+    index = faiss_lib.IndexRefineFlat(faiss_lib.IndexFlatL2(DIMS))  # no selector support
+    vs = FAISS(emb, index, InMemoryDocstore(), {})
+    assert dialect.search_ids(vs, [0.0] * DIMS, 3, ["x"]) is None
+    backend = vectorstore_backend(vs, catalog=tmp_path / "c.db")
+    store = LongTermMemoryStore(backend, embeddings=emb, fields=["text"])
+    texts = _fill(store, users=10, per_user=15)
+    watched = _Watched(vs)
+    for u in range(10):
+        _check_user(store, emb, texts, f"u{u}", "w20 w21")
+    assert watched.calls > 0  # the post-filtered search, widened until full
+    assert backend._ids_usable is False  # learnt once
+    store.close()
