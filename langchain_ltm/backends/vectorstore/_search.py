@@ -106,8 +106,9 @@ def ranked_among_ids(
     """:func:`ranked` for a family with ``search_ids``: the engine ranks the scope's documents.
 
     The catalog gives the current documents of the items in scope that are alive and pass
-    the whole filter; the engine searches among those ids only, ``k`` growing fourfold
-    (an item with several documents can take several places) up to all of them. When the
+    the whole filter; the engine searches among those ids only, for as many documents as
+    can hold ``wanted`` items (each item's extra documents can take places), ``k``
+    growing fourfold up to all of them when some fail the checks. When the
     engine returns every id asked for, the answer is complete; when it returns fewer (an
     HNSW graph can miss some under a restrictive selection, or documents were lost from
     the store), the catalog's exact search has the last word. ``None``: the family cannot
@@ -116,7 +117,9 @@ def ranked_among_ids(
     ids, n_items = yield backend._cat("scope_docs", request)
     if not ids:
         return []
-    k = len(ids) if wanted is None else min(len(ids), max(FIRST_K, 2 * wanted))
+    # every id is a current document in scope: ``wanted`` items need at most ``wanted``
+    # documents plus the ones beyond the first of each item
+    k = len(ids) if wanted is None else min(len(ids), wanted + len(ids) - n_items)
     items: dict[ItemKey, StoredItem | None] = {}
     while True:
         results = yield Step(backend._vs_search_ids, backend._avs_search_ids, (vector, k, ids))
