@@ -287,3 +287,55 @@ def test_an_index_that_cannot_select_by_id_falls_back_to_the_filtered_search(tmp
     assert watched.calls > 0  # the post-filtered search, widened until full
     assert backend._ids_usable is False  # learnt once
     store.close()
+
+
+def test_a_registered_search_ids_gets_the_scopes_current_ids_and_its_hits_are_checked(
+    tmp_path,
+):
+    """Any family's ``search_ids``: asked for exactly the user's current, matching documents;
+    a document outside the scope that it returns anyway is dropped by the per-hit check."""
+    from langchain_ltm.backends.vectorstore import StoreFamily
+    from tests.unit_tests.test_vectorstore_engine import _Recording
+
+    asked: list[set[str]] = []
+    leak: set[str] = set()
+
+    def among(vs: Any, vector: list[float], k: int, doc_ids: list[str]) -> Any:
+        asked.append(set(doc_ids))
+        allowed = set(doc_ids) | leak
+        found = vs._similarity_search_with_score_by_vector(
+            vector, k + len(leak), filter=lambda doc: doc.id in allowed
+        )
+        return [(doc, score) for doc, score, _ in found]
+
+    family = StoreFamily("among", filter_builder=dict, distance="similarity", search_ids=among)
+    emb = KeywordEmbeddings(DIMS)
+    vs = _Recording(emb)
+    backend = vectorstore_backend(vs, catalog=tmp_path / "c.db", family=family)
+    store = LongTermMemoryStore(backend, embeddings=emb, fields=["text"])
+    texts = _fill(store, users=5, per_user=12)
+    texts["u1"]["4"] = "w1 w2 w3 replaced"
+    store.put(("docs", "u1"), "4", {"text": texts["u1"]["4"], "kind": "a"})
+    vs.calls.clear()
+
+    def docs_of(user: str, kind: str | None = None) -> set[str]:
+        return {
+            id_
+            for id_, doc in vs.store.items()
+            if doc["metadata"].get("ltm_n1") == user
+            and (kind is None or doc["metadata"].get("ltm_v_kind") == kind)
+        }
+
+    _check_user(store, emb, texts, "u1", "w1 w2")
+    assert asked[-1] == docs_of("u1") and len(asked[-1]) == 12  # the old version's is gone
+    hits = store.search(("docs", "u1"), query="w1 w2", limit=K, filter={"kind": "a"})
+    assert asked[-1] == docs_of("u1", "a") and len(asked[-1]) == 6
+    assert all(int(h.key) % 2 == 0 for h in hits)
+    # a hook that lets another user's document through: never returned
+    query = texts["u2"]["3"]
+    leak.update(docs_of("u2"))
+    hits = store.search(("docs", "u1"), query=query, limit=K)
+    assert [h.key for h in hits] == _exact(emb, texts["u1"], query, K)
+    assert all(h.namespace == ("docs", "u1") for h in hits)
+    assert "similarity_search_with_score_by_vector" not in vs.calls
+    store.close()

@@ -100,7 +100,7 @@ def doc_id(store_id: str, namespace: tuple[str, ...], key: str, path: str, at_us
     return str(uuid.uuid5(_ID_NAMESPACE, payload))
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@functools.lru_cache(maxsize=1 << 14)  # ~8 MB when full
 def _doc_id_of_row(store_id: str, ns: bytes, key: str, path: str, at_us: int) -> str:
     """:func:`doc_id` from a catalog row's raw namespace (searches ask for the same ids often)."""
     return doc_id(store_id, sql.namespace_of(ns), key, path, at_us)
