@@ -98,14 +98,14 @@ def run(args: argparse.Namespace, url: str) -> int:
         conn.execute(f"ALTER SYSTEM SET maintenance_work_mem = '{args.build_memory}'")
         conn.execute("SELECT pg_reload_conf()")
     t0 = time.perf_counter()
-    exact.create_hnsw_index()
+    exact.create_hnsw_index(m=args.m, ef_construction=args.ef_construction)
     build = time.perf_counter() - t0
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE broad, broad_vectors")
     print(
         f"{args.facts:,} facts / {args.users:,} users, {DIMS}-d "
         f"{'uniform' if args.uniform else 'clustered'}: ingest {ingest:.0f} s, "
-        f"HNSW build {build:.0f} s"
+        f"HNSW (m={args.m}, ef_construction={args.ef_construction}) build {build:.0f} s"
     )
 
     rare = compile_filter({"rare": True})
@@ -191,6 +191,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--ef", type=int, nargs="*", default=[], help="more ef_search values to compare"
     )
     parser.add_argument("--min-rows", type=int, help="broad_min_rows of the index backend")
+    parser.add_argument("--m", type=int, default=16, help="HNSW m (create_hnsw_index)")
+    parser.add_argument("--ef-construction", type=int, default=64, help="HNSW ef_construction")
     parser.add_argument(
         "--build-memory", default="4GB", help="maintenance_work_mem for the HNSW build"
     )
