@@ -97,3 +97,70 @@ def test_a_record_with_more_vectors_than_texts_is_refused_before_any_io() -> Non
     exchange = _sql.write(_sql.Tables("public", "t"), [bad], [], None)
     with pytest.raises(ValueError, match="2 vectors for 1 texts"):
         next(exchange)  # not even the key locks are asked for
+
+
+# what a search reads back: the same Python values json.loads gives, type for type
+TRICKY_VALUES: list[Any] = [
+    {"content": "likes tea", "pinned": True, "n": None, "tags": ["a", "é", "\u2028", "😀"]},
+    {"big": 2**64 - 1, "bigger": 2**64, "smallest": -(2**63) - 1, "huge": 10**40},
+    {"f": 0.1, "tiny": 5e-324, "edge": 2.2250738585072014e-308, "neg0": -0.0, "e": 1e300},
+    {"deep": [[[[[[[[[[{"k": "v"}]]]]]]]]]], "empty": {}, "list": []},
+    {"order": {"z": 1, "a": 2, "m": 3}},
+]
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, with the same types and key order all the way down (True != 1 here)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float):
+        return repr(a) == repr(b)  # -0.0 is not 0.0
+    return bool(a == b)
+
+
+@pytest.mark.parametrize("value", TRICKY_VALUES)
+def test_json_loads_reads_every_value_as_json_does(value: Any) -> None:
+    import json
+
+    from langchain_ltm.backends.postgres._wire import json_loads
+
+    text = json.dumps(value)
+    for data in (text, text.encode(), memoryview(text.encode())):
+        assert _same(json_loads(data), json.loads(text))
+
+
+def test_values_read_back_are_what_json_reads_from_the_server(pg_url: str) -> None:
+    """Through get and search, each value is json.loads of the text Postgres returns for it.
+
+    (Postgres' jsonb keeps numbers as decimals: 1e300 comes back as an integer and -0.0 as
+    0, whatever reads it; the loader must read that text as json does.)
+    """
+    import json
+
+    from langchain_ltm import LongTermMemoryStore
+    from langchain_ltm.backends.postgres import postgres_backend
+    from tests.fakes import KeywordEmbeddings
+
+    table = f"wire_{uuid.uuid4().hex[:8]}"
+    backend = postgres_backend(pg_url, table=table, dims=64)
+    store = LongTermMemoryStore(backend, embeddings=KeywordEmbeddings(dims=64))
+    try:
+        for n, value in enumerate(TRICKY_VALUES):
+            store.put(("u",), f"k{n}", {**value, "text": f"value number {n}"})
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            texts = dict(conn.execute(f"SELECT key, value::text FROM {table}").fetchall())
+        assert json.loads(texts["k1"])["bigger"] == 2**64  # an exact integer, not a float
+        for n in range(len(TRICKY_VALUES)):
+            expected = json.loads(texts[f"k{n}"])
+            got = store.get(("u",), f"k{n}")
+            assert got is not None and _same(got.value, expected)
+            hits = store.search(("u",), query=f"value number {n}", limit=10)
+            (hit,) = [h for h in hits if h.key == f"k{n}"]
+            assert _same(hit.value, expected)
+    finally:
+        backend.drop()
+        backend.close()

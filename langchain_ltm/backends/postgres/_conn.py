@@ -30,6 +30,7 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg.pq import ExecStatus, TransactionStatus
 from psycopg.types import TypeInfo
+from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
 from langchain_ltm.backends.postgres import _wire
@@ -442,7 +443,7 @@ class Connector:
     # Statements are prepared (psycopg, after 5 runs). Left to itself, Postgres re-plans the
     # search for its parameters on every call, which costs more than running it; on the
     # connections of pools opened here it keeps the generic plan instead. Pools handed in
-    # keep their session settings (see postgres_backend()).
+    # keep their session settings and JSON loader (see postgres_backend()).
     _GENERIC_PLANS = "SET plan_cache_mode = force_generic_plan"
 
     def _prepare(self, conn: psycopg.Connection[Any], owned: bool) -> None:
@@ -453,6 +454,7 @@ class Connector:
             self._vector_info = info
             _register_vector(conn, info)
             if owned:
+                set_json_loads(_wire.json_loads, conn)
                 conn.execute(self._GENERIC_PLANS)
 
     async def _aprepare(self, conn: psycopg.AsyncConnection[Any], owned: bool) -> None:
@@ -463,6 +465,7 @@ class Connector:
             self._vector_info = info
             _register_vector(conn, info)
             if owned:
+                set_json_loads(_wire.json_loads, conn)
                 await conn.execute(self._GENERIC_PLANS)
 
     def run(

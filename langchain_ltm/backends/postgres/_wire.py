@@ -7,12 +7,15 @@ Postgres' binary array format (``array_recv``): the vectors from one float32 mat
 numpy, the ids as their 16 raw bytes. The server receives the same values as before.
 
 The wrappers are plain data (``_sql`` builds them without I/O); :func:`register` teaches a
-connection to dump them, next to pgvector's own adapters.
+connection to dump them, next to pgvector's own adapters. Reading, :func:`json_loads` turns
+the ``jsonb`` values a search returns into Python with ``orjson`` where it is installed
+(langsmith, and so langchain-core, brings it on CPython) and reads them as ``json`` does.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import struct
 from collections.abc import Sequence
 from typing import Any
@@ -20,6 +23,11 @@ from typing import Any
 import numpy as np
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
+
+try:
+    import orjson
+except ImportError:  # pragma: no cover - PyPy, or a slimmed install
+    orjson = None  # type: ignore[assignment]
 
 # ndim, flags (no nulls), element type, then (length, lower bound) of the one dimension
 _HEADER = struct.Struct(">iiiii")
@@ -120,3 +128,33 @@ def register(conn: Any, vector_oid: int, vector_array_oid: int) -> None:
     adapters.register_dumper(VectorRows, dumper)
     adapters.register_dumper(UuidRows, _UuidRowsDumper)
     adapters.register_dumper(JsonbRows, _JsonbRowsDumper)
+
+
+def json_loads(data: bytes | bytearray | memoryview | str) -> Any:
+    """A ``jsonb`` value as Python, exactly as ``json.loads`` reads it.
+
+    ``orjson`` first (three to five times faster on the small values of a fact). It reads
+    an integer beyond 64 bits as a float, so a text holding a run of 19 or more digits
+    goes to ``json`` (whose integers are exact), and so does whatever ``orjson`` refuses
+    (a lone surrogate, nesting deeper than 1,024): no value reads differently. Per-user
+    search at 20k facts: 250 -> 232 us of client CPU (5 items, A/B in one run).
+
+    Example:
+        >>> json_loads(b'{"content": "likes tea", "n": 123456789012345678901234567890}')
+        {'content': 'likes tea', 'n': 123456789012345678901234567890}
+    """
+    if isinstance(data, (memoryview, bytearray)):
+        data = bytes(data)
+    if orjson is not None:
+        long_number = _LONG_DIGITS_TEXT if isinstance(data, str) else _LONG_DIGITS
+        if long_number.search(data) is None:  # type: ignore[arg-type]
+            try:
+                return orjson.loads(data)
+            except orjson.JSONDecodeError:
+                pass
+    return json.loads(data)
+
+
+# 19 digits may already pass -2**63; orjson turns such an integer into a float
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+_LONG_DIGITS_TEXT = re.compile(r"[0-9]{19}")
