@@ -147,9 +147,9 @@ def run(args: argparse.Namespace, url: str) -> int:
             pairs.reverse()
         got = {}
         for name, backend, prefix, flt in pairs:
-            _broad.EF_SEARCH = int(name.rsplit("=", 1)[1]) if "ef_search=" in name else default
+            index.broad_ef_search = int(name.rsplit("=", 1)[1]) if "ef_search=" in name else default
             got[name] = timed(name, keys_of(backend, prefix, query, flt))
-        _broad.EF_SEARCH = default
+        index.broad_ef_search = default
         truth = set(got["broad, exact"])
         for ef in efs:
             recall.setdefault(ef, []).append(
@@ -192,7 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--min-rows", type=int, help="broad_min_rows of the index backend")
     parser.add_argument("--m", type=int, default=16, help="HNSW m (create_hnsw_index)")
-    parser.add_argument("--ef-construction", type=int, default=64, help="HNSW ef_construction")
+    parser.add_argument("--ef-construction", type=int, default=128, help="HNSW ef_construction")
     parser.add_argument(
         "--build-memory", default="4GB", help="maintenance_work_mem for the HNSW build"
     )

@@ -7,6 +7,7 @@ a large table, below.
 
 from __future__ import annotations
 
+import unittest.mock
 from collections.abc import Generator
 from datetime import datetime, timezone
 from typing import Any
@@ -265,3 +266,34 @@ def test_cosine_index_is_not_walked_for_vectors_that_are_not_unit_length(make_ba
 def test_pgvector_version_is_read_and_compared():
     assert _broad._version("0.8.5") >= (0, 8) > _broad._version("0.7.4")
     assert _broad._version("0.10.0") > (0, 8) and _broad._version("1.0") > (0, 8)
+
+
+def test_broad_ef_search_sets_the_walk_and_bad_values_are_refused(broad):
+    backend, _ = broad
+    seen: list[str] = []
+    original = _broad.search
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        inner = original(*args, **kwargs)
+        statement = next(inner)
+        seen.append(str(statement.params))
+        try:
+            while True:
+                statement = inner.send((yield statement))
+        except StopIteration as stop:
+            return stop.value
+
+    query = _queries(9, 1)[0]
+    request = SearchRequest(("m",), query[None, :], limit=K)
+    with unittest.mock.patch.object(_broad, "search", recording):
+        backend.broad_ef_search = 321
+        (hits,) = backend.search(request)
+    assert "'hnsw.ef_search', '321'" in seen[0]
+    assert len(hits) == K
+    for bad in (0, 1001, -5, 2.5, "400", True, None):
+        backend.broad_ef_search = bad
+        with pytest.raises(ValueError, match="broad_ef_search"):
+            backend.search(request)
+    backend.broad_ef_search = 200
+    (again,) = backend.search(request)
+    assert [h.item.key for h in again]  # the backend still works after a refused value

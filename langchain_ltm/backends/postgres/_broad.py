@@ -152,8 +152,22 @@ def _version(text: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
+def check_ef_search(value: object) -> int:
+    """``value`` as an ``hnsw.ef_search`` (pgvector takes 1 to 1,000), or ``ValueError``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1000:
+        raise ValueError(
+            f"broad_ef_search must be an int from 1 to 1000 (pgvector's hnsw.ef_search), "
+            f"got {value!r}."
+        )
+    return value
+
+
 def search(
-    t: sql.Tables, request: SearchRequest, operator: str, vector_type: str | None
+    t: sql.Tables,
+    request: SearchRequest,
+    operator: str,
+    vector_type: str | None,
+    ef_search: int = EF_SEARCH,
 ) -> sql.Exchange[list[list[Hit]]]:
     """Walk the HNSW index per query row; the exact statement if it cannot fill ``limit``.
 
@@ -162,7 +176,7 @@ def search(
     assert request.vectors is not None
     assert request.limit is not None
     wanted = request.offset + request.limit
-    candidates = max(EF_SEARCH, 4 * wanted)
+    candidates = max(ef_search, 4 * wanted)
     settings = (
         ("hnsw.iterative_scan", "relaxed_order"),
         ("hnsw.ef_search", str(candidates)),

@@ -228,7 +228,7 @@ class PostgresBackend(VectorBackend):
             vectors=False,
         )
 
-    def create_hnsw_index(self, m: int = 16, ef_construction: int = 64) -> None:
+    def create_hnsw_index(self, m: int = 16, ef_construction: int = 128) -> None:
         """Add an HNSW index (cosine) for broad scopes and PGVectorStore's global search.
 
         Per-user searches stay exact and never use it. A search whose scope holds at least
@@ -237,12 +237,15 @@ class PostgresBackend(VectorBackend):
         embeddings (OpenAI, MiniLM) orders as cosine does; for embeddings that are not unit
         length add ``USING hnsw (embedding vector_ip_ops)`` yourself, which is preferred
         when present. It costs write speed. On a ``halfvec`` column it uses
-        ``halfvec_cosine_ops``.
+        ``halfvec_cosine_ops``. ``ef_construction`` defaults to 128, not pgvector's 64: at
+        1M clustered facts its graphs gave recall@10 0.92-0.99 at ``ef_search=200``
+        against 0.70-0.89 (README); :attr:`broad_ef_search` sets the walk.
 
         Example:
             >>> backend = postgres_backend("postgresql://localhost/app")  # doctest: +SKIP
             >>> backend.create_hnsw_index()  # doctest: +SKIP
             >>> backend.broad_min_rows = 50_000  # doctest: +SKIP
+            >>> backend.broad_ef_search = 400  # more recall, more time  # doctest: +SKIP
         """
         self._require_dims("an HNSW index")
         self.connector.run(
@@ -305,6 +308,9 @@ class PostgresBackend(VectorBackend):
     """Scope size (vectors, a lower bound from the planner's statistics) from which a
     search walks an HNSW index of the vectors table with pgvector's iterative scan instead
     of scoring every vector in scope (see ``_broad``); ``None``: always exact."""
+    broad_ef_search: int = _broad.EF_SEARCH
+    """``hnsw.ef_search`` of such a walk (1 to 1,000): the candidates it re-ranks. More
+    buys recall with time; at 1M facts the README measures 200 and 400."""
     _scope_stats: _broad.ScopeStats | None = None
 
     def search(self, request: SearchRequest) -> list[list[Hit]]:  # noqa: D102
@@ -317,8 +323,9 @@ class PostgresBackend(VectorBackend):
             broad = _broad.wants_index(self._scope_stats, request, self.broad_min_rows)
         if broad and self._scope_stats is not None and self._scope_stats.operator:
             operator = self._scope_stats.operator
+            ef = _broad.check_ef_search(self.broad_ef_search)
             return self.connector.run(
-                lambda: _broad.search(self.tables, request, operator, self.vector_type),
+                lambda: _broad.search(self.tables, request, operator, self.vector_type, ef),
                 "search",
                 transaction=True,
             )
@@ -334,8 +341,9 @@ class PostgresBackend(VectorBackend):
             broad = _broad.wants_index(self._scope_stats, request, self.broad_min_rows)
         if broad and self._scope_stats is not None and self._scope_stats.operator:
             operator = self._scope_stats.operator
+            ef = _broad.check_ef_search(self.broad_ef_search)
             return await self.connector.arun(
-                lambda: _broad.search(self.tables, request, operator, self.vector_type),
+                lambda: _broad.search(self.tables, request, operator, self.vector_type, ef),
                 "search",
                 transaction=True,
             )
