@@ -18,11 +18,9 @@ Each fact is read into :class:`Words`:
 - *negated*: whether the fact says "not", "never", "no longer", ...;
 - *past*: whether it reports something that happened ("went", "signed up", "was given").
 
-Everyday synonyms read as one word ("kids" / "children", "grateful" / "appreciates":
-:mod:`~langchain_ltm.facts._synonyms`, a short list of unambiguous groups). Limits, stated
-plainly: the checks see words, not meaning. Any other synonym ("pottery class" / "ceramics
-course", "values" / "cherishes") reads as missing, so a true restatement is kept as a second
-fact (listed as ``similar``), never merged wrongly. A word
+Limits, stated plainly: the checks see words, not meaning. A synonym with another stem
+("kids" / "children", "pottery class" / "ceramics course") reads as missing, so a true
+restatement is kept as a second fact (listed as ``similar``), never merged wrongly. A word
 that is present with another role ("Y thanks X" after "X thanks Y") reads as carried; the
 subject check of :mod:`~langchain_ltm.facts.conflicts` catches the leading name.
 """
@@ -34,8 +32,6 @@ import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-
-from langchain_ltm.facts._synonyms import SYNONYM_GROUPS
 
 __all__ = [
     "Words",
@@ -72,9 +68,8 @@ _STOP = frozenset(
     thing things something anything everything nothing stuff way
     well also actually especially particularly mainly mostly generally
     s t d ll m re ve
-    mention mentions mentioned
     """.split()
-)  # the last line: a report that something was said ("X mentioned that ...") adds no claim
+)
 _NEGATIONS = frozenset("not no never nor none nobody nothing neither anymore longer".split())
 _NUMBER_WORDS = {
     "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
@@ -168,10 +163,6 @@ def stem(word: str) -> str:
     return word
 
 
-_SYNONYM_OF = {stem(word): stem(group[0]) for group in SYNONYM_GROUPS for word in group}
-"""Stem -> the stem of its group's first word ("kid" -> "child", "grateful" -> "appreciat")."""
-
-
 def fold(text: str) -> str:
     """NFKC, straight apostrophes, "n't" as " not": the form both word checks read."""
     text = unicodedata.normalize("NFKC", text).replace("\u2019", "'").replace("\u2018", "'")
@@ -223,11 +214,9 @@ def read_words(text: str) -> Words:
         elif lower not in _STOP:
             term = stem(lower)
             if term:
-                if raw[:1].isupper() and (match.start() not in starts or not lower.endswith("ing")):
-                    names.add(term)  # a name is itself: "Joy" is not "happiness"
-                else:
-                    term = _SYNONYM_OF.get(term, term)
                 terms.add(term)
+                if raw[:1].isupper() and (match.start() not in starts or not lower.endswith("ing")):
+                    names.add(term)
             if lower in PAST_FORMS or (
                 lower.endswith("ed") and len(lower) > 4 and previous not in _COPULAS
             ):
@@ -366,7 +355,7 @@ _SLOTS = (
 
 # attributes that hold one value at a time: a new value replaces the old one
 _SINGLE_VALUED = frozenset(
-    _SYNONYM_OF.get(stem(w), stem(w))
+    stem(w)
     for w in "favourite favorite preferred name age birthday address email phone job title "
     "role rent salary hometown timezone nationality height weight size budget deadline "
     "language".split()
