@@ -339,3 +339,64 @@ def test_a_registered_search_ids_gets_the_scopes_current_ids_and_its_hits_are_ch
     assert all(h.namespace == ("docs", "u1") for h in hits)
     assert "similarity_search_with_score_by_vector" not in vs.calls
     store.close()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: faiss_lib.IndexPQ(DIMS, 4, 4),
+        lambda: faiss_lib.IndexLSH(DIMS, 64),
+        lambda: faiss_lib.IndexResidualQuantizer(DIMS, 2, 4),
+    ],
+    ids=["pq", "lsh", "residual-quantizer"],
+)
+def test_quantized_indexes_that_refuse_a_selector_fall_back(make, tmp_path):
+    """PQ, LSH and additive quantizers are flat-code indexes whose search refuses an id
+    selector: the store falls back to its filtered search, where a lossy index's scores
+    meet the cosine check (a clear error), instead of failing inside FAISS."""
+    from langchain_ltm.errors import UnsupportedVectorStoreError
+
+    emb = KeywordEmbeddings(DIMS)
+    index = make()
+    if not index.is_trained:
+        train = np.random.default_rng(0).standard_normal((2_000, DIMS)).astype(np.float32)
+        index.train(train)
+    vs = FAISS(emb, index, InMemoryDocstore(), {})
+    assert dialect.search_ids(vs, [0.0] * DIMS, 3, []) is None
+    backend = vectorstore_backend(vs, catalog=tmp_path / "c.db")
+    store = LongTermMemoryStore(backend, embeddings=emb, fields=["text"])
+    texts = _fill(store, users=4, per_user=6)
+    for u in range(4):
+        refused = ""
+        try:
+            hits = store.search(("docs", f"u{u}"), query="w20 w21", limit=3)
+        except UnsupportedVectorStoreError as exc:  # lossy scores are not cosines
+            refused = str(exc)
+        if refused:
+            assert "distance=" in refused
+            break
+        assert len(hits) == 3 and {h.key for h in hits} <= set(texts[f"u{u}"])
+        assert all(h.namespace == ("docs", f"u{u}") for h in hits)
+    assert backend._ids_usable is False  # it tried the ids once, then the filter
+    store.close()
+
+
+def test_a_broad_scope_uses_the_stores_filtered_search_not_every_id(tmp_path, monkeypatch):
+    from langchain_ltm.backends.vectorstore import _search
+
+    monkeypatch.setattr(_search, "MAX_ID_SCOPE", 20)  # 5 users x 6 items is broad here
+    emb = KeywordEmbeddings(DIMS)
+    vs = faiss(emb, tmp_path / "l2")
+    backend = vectorstore_backend(vs, catalog=tmp_path / "c.db")
+    store = LongTermMemoryStore(backend, embeddings=emb, fields=["text"])
+    texts = _fill(store, users=5, per_user=6)
+    watched = _Watched(vs)
+    everyone = {f"{u}/{k}": t for u, mine in texts.items() for k, t in mine.items()}
+    hits = store.search(("docs",), query="w20 w21", limit=5)
+    assert watched.calls > 0  # the broad scope: the filtered search
+    want = _exact(emb, everyone, "w20 w21", 5)
+    assert [f"{h.namespace[1]}/{h.key}" for h in hits] == want
+    calls = watched.calls
+    _check_user(store, emb, texts, "u3", "w20 w21", k=5)  # one user: among its ids
+    assert watched.calls == calls and backend._ids_usable is True
+    store.close()

@@ -315,12 +315,14 @@ class Catalog(SqliteBackend):
 
         return self._read("search", run)
 
-    def scope_docs(self, request: SearchRequest) -> tuple[list[str], int]:
+    def scope_docs(self, request: SearchRequest, most: int) -> tuple[list[str], int] | None:
         """The current documents of the items a ranked search may return, and their items.
 
         Items under ``request.prefix`` with vectors, alive at ``request.alive_at`` and
         passing the whole ``request.filter`` (decided here, exactly); each contributes the
-        ids of its current version's documents (one per path). Returns ``(ids, items)``.
+        ids of its current version's documents (one per path). Returns ``(ids, items)``, or
+        ``None`` when the scope holds more than ``most`` items with vectors (a broad scope:
+        listing every id would cost more than the store's own filtered search).
         """
         params: list[Any] = []
         scope = sql.scope_sql(request.prefix, "i", params)
@@ -332,11 +334,13 @@ class Catalog(SqliteBackend):
             return conn.execute(
                 f"SELECT i.ns, i.key, i.updated_at, v.paths{value} FROM {self.tables.items} i "
                 f"JOIN {self.tables.vectors} v ON v.ns = i.ns AND v.key = i.key "
-                f"WHERE {scope} AND {alive} AND {pre}",
+                f"WHERE {scope} AND {alive} AND {pre} LIMIT {int(most) + 1}",
                 params,
             ).fetchall()
 
         rows = self._read("search", run)
+        if len(rows) > most:
+            return None
         if request.filter:
             rows = [r for r in rows if matches(json.loads(r[4]), request.filter)]
         store_id = self.store_id

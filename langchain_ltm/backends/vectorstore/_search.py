@@ -100,6 +100,12 @@ def ranked(
         k = k * 4 if cap is None else min(k * 4, cap)
 
 
+MAX_ID_SCOPE = 5_000
+"""Most items in scope searched among their ids (a user's facts, a team's); a broader scope
+(all users) uses the store's filtered search: listing 20k facts' ids took 224 ms a query
+against 2.7 ms for FAISS's own search and filter (flat index, 2k users)."""
+
+
 def ranked_among_ids(
     backend: VectorStoreBackend, vector: list[float], request: SearchRequest, wanted: int | None
 ) -> Logic[list[Hit] | None]:
@@ -112,9 +118,13 @@ def ranked_among_ids(
     engine returns every id asked for, the answer is complete; when it returns fewer (an
     HNSW graph can miss some under a restrictive selection, or documents were lost from
     the store), the catalog's exact search has the last word. ``None``: the family cannot
-    restrict this store's search (the caller searches with the filter instead).
+    restrict this store's search, or the scope holds more than :data:`MAX_ID_SCOPE` items
+    (the caller searches with the filter instead).
     """
-    ids, n_items = yield backend._cat("scope_docs", request)
+    listed = yield backend._cat("scope_docs", request, MAX_ID_SCOPE)
+    if listed is None:  # a broad scope: the store's filtered search costs less
+        return None
+    ids, n_items = listed
     if not ids:
         return []
     # every id is a current document in scope: ``wanted`` items need at most ``wanted``

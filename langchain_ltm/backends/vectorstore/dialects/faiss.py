@@ -111,7 +111,9 @@ def _params(index: Any, selector: Any) -> Any:
         return faiss.SearchParametersIVF(
             sel=selector, nprobe=index.nprobe, max_codes=index.max_codes
         )
-    if isinstance(index, faiss.IndexFlatCodes):  # IndexFlatL2, IndexFlatIP, IndexFlat
+    # IndexFlatL2, IndexFlatIP, IndexFlat and scalar quantizers; not every IndexFlatCodes:
+    # PQ, LSH and additive quantizers refuse a selector
+    if isinstance(index, (faiss.IndexFlat, faiss.IndexScalarQuantizer)):
         return faiss.SearchParameters(sel=selector)
     return None
 
@@ -138,7 +140,10 @@ def search_ids(vectorstore: Any, vector: list[float], k: int, doc_ids: list[str]
     query = np.asarray([vector], dtype=np.float32)
     if vectorstore._normalize_L2:
         faiss.normalize_L2(query)
-    scores, found = index.search(query, min(k, len(ints)), params=params)
+    try:
+        scores, found = index.search(query, min(k, len(ints)), params=params)
+    except RuntimeError:  # an index type whose search refuses a selector after all
+        return None
     forward = vectorstore.index_to_docstore_id
     out: Scored = []
     for score, i in zip(scores[0].tolist(), found[0].tolist(), strict=True):
