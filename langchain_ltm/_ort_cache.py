@@ -153,10 +153,31 @@ def _make(
         except Exception:  # the save failed (disk full...) or the model is bad: the caller
             return None  # builds it the usual way (and reports a bad model as before)
         if (work / _GRAPH).is_file() and (work / _WEIGHTS).is_file():
+            _flush(work / _GRAPH, work / _WEIGHTS, work)
             _publish(work, folder, replace)
+            _flush(root)
         return built
     finally:
         shutil.rmtree(work, ignore_errors=True)  # whatever was not published
+
+
+def _flush(*paths: Path) -> None:
+    """fsync files and folders, so a crash never leaves a published copy with torn data.
+
+    The copy is trusted once it loads (hashing its 90 MB on every start would cost what
+    it saves), so its bytes must be on disk before the rename that publishes it.
+    """
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            os.fsync(fd)
+        except OSError:
+            pass  # a file system without fsync for folders: as good as it gets
+        finally:
+            os.close(fd)
 
 
 def _publish(work: Path, folder: Path, replace: bool) -> None:
