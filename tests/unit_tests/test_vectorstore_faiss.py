@@ -85,6 +85,12 @@ class _Watched:
         vs.similarity_search_with_score_by_vector = counting  # type: ignore[method-assign]
 
 
+def _store_over(vs: FAISS, emb: Any, tmp: Path) -> tuple[Any, LongTermMemoryStore]:
+    """The generic backend over ``vs`` (its catalog in ``tmp``) and a store indexing ``text``."""
+    backend = vectorstore_backend(vs, catalog=tmp / "c.db")
+    return backend, LongTermMemoryStore(backend, embeddings=emb, fields=["text"])
+
+
 def _fill(store: LongTermMemoryStore, users: int, per_user: int, seed: int = 1) -> dict:
     """``users`` x ``per_user`` items; returns {user: {key: text}}."""
     rng = random.Random(seed)
@@ -122,8 +128,7 @@ def _check_user(store, emb, texts, user, query, k=K):
 def test_per_user_top_k_is_the_exact_scan_of_the_users_vectors(kind, tmp_path):
     emb = KeywordEmbeddings(DIMS)
     vs = INDEXES[kind](emb, tmp_path)
-    backend = vectorstore_backend(vs, catalog=tmp_path / "c.db")
-    store = LongTermMemoryStore(backend, embeddings=emb, fields=["text"])
+    backend, store = _store_over(vs, emb, tmp_path)
     texts = _fill(store, users=30, per_user=25)
     watched = _Watched(vs)
     rng = random.Random(7)
@@ -140,8 +145,7 @@ def test_per_user_top_k_is_the_exact_scan_of_the_users_vectors(kind, tmp_path):
 def test_a_user_with_few_items_among_many_gets_all_of_his(tmp_path, caplog):
     emb = KeywordEmbeddings(DIMS)
     vs = faiss(emb, tmp_path / "f")
-    backend = vectorstore_backend(vs, catalog=tmp_path / "c.db")
-    store = LongTermMemoryStore(backend, embeddings=emb, fields=["text"])
+    backend, store = _store_over(vs, emb, tmp_path)
     texts = _fill(store, users=40, per_user=30)
     texts["few"] = {"a": "w1 w2 w3", "b": "w50 w51 w52", "c": "w7 w8 w9"}
     for key, text in texts["few"].items():
@@ -160,8 +164,7 @@ def test_a_user_with_few_items_among_many_gets_all_of_his(tmp_path, caplog):
 def test_value_filters_and_expiry_are_decided_by_the_catalog(tmp_path):
     emb = KeywordEmbeddings(DIMS)
     vs = faiss(emb, tmp_path / "f")
-    backend = vectorstore_backend(vs, catalog=tmp_path / "c.db")
-    store = LongTermMemoryStore(backend, embeddings=emb, fields=["text"])
+    _, store = _store_over(vs, emb, tmp_path)
     texts = _fill(store, users=10, per_user=30)
     query = "w3 w4 w5"
     hits = store.search(("docs", "u2"), query=query, limit=K, filter={"kind": "a"})
@@ -177,8 +180,7 @@ def test_value_filters_and_expiry_are_decided_by_the_catalog(tmp_path):
 def test_after_deletes_renumber_the_index_the_scope_is_still_right(tmp_path):
     emb = KeywordEmbeddings(DIMS)
     vs = faiss(emb, tmp_path / "f")
-    backend = vectorstore_backend(vs, catalog=tmp_path / "c.db")
-    store = LongTermMemoryStore(backend, embeddings=emb, fields=["text"])
+    _, store = _store_over(vs, emb, tmp_path)
     texts = _fill(store, users=20, per_user=20)
     rng = random.Random(3)
     query = "w10 w11 w12"
@@ -255,8 +257,7 @@ def test_saved_and_loaded_from_disk(tmp_path):
 def test_async_search_is_scoped_the_same_way(tmp_path):
     emb = KeywordEmbeddings(DIMS)
     vs = faiss(emb, tmp_path / "f")
-    backend = vectorstore_backend(vs, catalog=tmp_path / "c.db")
-    store = LongTermMemoryStore(backend, embeddings=emb, fields=["text"])
+    _, store = _store_over(vs, emb, tmp_path)
     texts = _fill(store, users=20, per_user=20)
     watched = _Watched(vs)
 
@@ -278,8 +279,7 @@ def test_an_index_that_cannot_select_by_id_falls_back_to_the_filtered_search(tmp
     index = faiss_lib.IndexRefineFlat(faiss_lib.IndexFlatL2(DIMS))  # no selector support
     vs = FAISS(emb, index, InMemoryDocstore(), {})
     assert dialect.search_ids(vs, [0.0] * DIMS, 3, ["x"]) is None
-    backend = vectorstore_backend(vs, catalog=tmp_path / "c.db")
-    store = LongTermMemoryStore(backend, embeddings=emb, fields=["text"])
+    backend, store = _store_over(vs, emb, tmp_path)
     texts = _fill(store, users=10, per_user=15)
     watched = _Watched(vs)
     for u in range(10):
@@ -363,8 +363,7 @@ def test_quantized_indexes_that_refuse_a_selector_fall_back(make, tmp_path):
         index.train(train)
     vs = FAISS(emb, index, InMemoryDocstore(), {})
     assert dialect.search_ids(vs, [0.0] * DIMS, 3, []) is None
-    backend = vectorstore_backend(vs, catalog=tmp_path / "c.db")
-    store = LongTermMemoryStore(backend, embeddings=emb, fields=["text"])
+    backend, store = _store_over(vs, emb, tmp_path)
     texts = _fill(store, users=4, per_user=6)
     for u in range(4):
         refused = ""
@@ -387,8 +386,7 @@ def test_a_broad_scope_uses_the_stores_filtered_search_not_every_id(tmp_path, mo
     monkeypatch.setattr(_search, "MAX_ID_SCOPE", 20)  # 5 users x 6 items is broad here
     emb = KeywordEmbeddings(DIMS)
     vs = faiss(emb, tmp_path / "l2")
-    backend = vectorstore_backend(vs, catalog=tmp_path / "c.db")
-    store = LongTermMemoryStore(backend, embeddings=emb, fields=["text"])
+    backend, store = _store_over(vs, emb, tmp_path)
     texts = _fill(store, users=5, per_user=6)
     watched = _Watched(vs)
     everyone = {f"{u}/{k}": t for u, mine in texts.items() for k, t in mine.items()}
