@@ -13,8 +13,14 @@ onnxruntime's version, the machine type and this format: a changed model or onnx
 makes a new key, so a stale copy is never loaded. A folder is published whole by one
 rename, so a process sees either no copy or a complete one, and two processes that race to
 make it both succeed (one rename wins, the other drops its own). A cache folder that cannot
-be written, a copy that fails to load, a folder of another user: the session is built from
-the model as before, nothing is raised.
+be written, a copy that fails to load, a folder of another user, a cache folder that another
+user may write to (group or world writable without the sticky bit: they could swap a copy in
+between the check and the load): the session is built from the model as before, nothing is
+raised.
+
+Copies do not pile up: loading a copy marks it used (its folder's time, at most once a day),
+and making one deletes this user's other copies unused for :data:`UNUSED_DAYS` days (those of
+an onnxruntime or model since upgraded away) and work folders left by crashed processes.
 
 ``LTM_MODEL_CACHE``: a folder to use instead of the default, or ``off``. Default:
 ``$XDG_CACHE_HOME/langchain-ltm`` (else ``~/.cache/langchain-ltm``), ``~/Library/Caches/
@@ -36,6 +42,10 @@ CACHE_ENV = "LTM_MODEL_CACHE"
 """A folder for the optimised model copies, or ``off``; unset or empty: the default folder."""
 
 FORMAT = 1  # bump when what is saved, or how it is loaded, changes
+UNUSED_DAYS = 30
+"""A copy no process has loaded for this many days is deleted when another copy is made."""
+_DAY = 86_400.0
+_LEFTOVER_SECONDS = 3_600.0  # a work folder this old belongs to no live process
 _GRAPH, _WEIGHTS = "model.onnx", "model.onnx.data"
 _PROVIDERS = ["CPUExecutionProvider"]
 
@@ -104,7 +114,7 @@ def session(
     Raises:
         Whatever ``onnxruntime`` raises for a model it cannot load (never for the cache).
     """
-    if root is None:
+    if root is None or not _safe_root(root):
         return ort.InferenceSession(model, _options(ort, threads), providers=_PROVIDERS)
     folder = copy_folder(root, model_sha256, ort.__version__)
     damaged = os.path.lexists(folder)
@@ -115,9 +125,12 @@ def session(
         loading = _options(ort, threads)
         loading.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         try:
-            return ort.InferenceSession(str(graph), loading, providers=_PROVIDERS)
+            loaded = ort.InferenceSession(str(graph), loading, providers=_PROVIDERS)
         except Exception:  # damaged after it was published (or emptied): make it again
             pass
+        else:
+            _mark_used(folder)
+            return loaded
     made = _make(ort, model, threads, root, folder, replace=damaged)
     if made is not None:
         return made
@@ -156,6 +169,7 @@ def _make(
             _flush(work / _GRAPH, work / _WEIGHTS, work)
             _publish(work, folder, replace)
             _flush(root)
+            _prune(root, keep=folder)
         return built
     finally:
         shutil.rmtree(work, ignore_errors=True)  # whatever was not published
@@ -198,6 +212,65 @@ def _publish(work: Path, folder: Path, replace: bool) -> None:
         return
     finally:
         shutil.rmtree(trash, ignore_errors=True)
+
+
+def _safe_root(root: Path) -> bool:
+    """Whether copies under ``root`` can be trusted: a missing folder (made ``0o700``) or a
+    folder of this user that no other user can write to (or that has the sticky bit, which
+    stops others renaming what is not theirs)."""
+    try:
+        info = root.stat()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    if not stat.S_ISDIR(info.st_mode):
+        return False
+    if not hasattr(os, "getuid"):  # Windows: the user's profile folder, by ACL
+        return True
+    if info.st_uid != os.getuid():
+        return False
+    shared = info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    return not shared or bool(info.st_mode & stat.S_ISVTX)
+
+
+def _mark_used(folder: Path) -> None:
+    """Set the copy's folder time to now, at most once a day (what :func:`_prune` reads)."""
+    import time
+
+    try:
+        if time.time() - folder.stat().st_mtime > _DAY:
+            os.utime(folder)
+    except OSError:
+        pass  # a read-only cache: the copy is still used, only never pruned as unused
+
+
+def _prune(root: Path, keep: Path) -> None:
+    """Delete this user's copies unused for :data:`UNUSED_DAYS` and stale work folders."""
+    import shutil
+    import time
+
+    now = time.time()
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return
+    for entry in entries:
+        if entry.name == keep.name:
+            continue
+        if entry.name.startswith("onnx-"):
+            age = UNUSED_DAYS * _DAY
+        elif entry.name.startswith((".making-", ".old-")):
+            age = _LEFTOVER_SECONDS
+        else:
+            continue  # not ours: never touched
+        path = Path(entry.path)
+        try:
+            if not _owned(path) or now - path.lstat().st_mtime < age:
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _owned(folder: Path) -> bool:

@@ -231,6 +231,72 @@ def test_a_copy_of_another_user_is_not_loaded(
     assert not np.array_equal(MiniLMEncoder(cache_dir=cache).encode(SHORT), short)  # venv
 
 
+@pytest.mark.parametrize("mode", [0o770, 0o707, 0o777])
+def test_a_cache_folder_others_may_write_to_is_not_used(
+    tmp_path: Path, mode: int, short: np.ndarray, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    MiniLMEncoder(cache_dir=cache).embed_query("make the copy")
+    (folder,) = copies(cache)
+    cache.chmod(mode)  # another user could swap the copy between the check and the load
+    try:
+        making = spy_on_make(monkeypatch)
+        loads: list[object] = []
+        real = _ort_cache._mark_used
+        monkeypatch.setattr(_ort_cache, "_mark_used", lambda f: (loads.append(f), real(f)))
+        assert np.array_equal(MiniLMEncoder(cache_dir=cache).encode(SHORT), short)
+        assert making == [] and loads == []  # neither loaded nor made: the usual build
+        cache.chmod(mode | 0o1000)  # the sticky bit: others cannot rename what is ours
+        assert np.array_equal(MiniLMEncoder(cache_dir=cache).encode(SHORT), short)
+        assert making == [] and loads == [folder]
+    finally:
+        cache.chmod(0o700)
+
+
+def test_loading_a_copy_marks_it_used_at_most_once_a_day(tmp_path: Path, short: np.ndarray) -> None:
+    MiniLMEncoder(cache_dir=tmp_path).embed_query("make the copy")
+    (folder,) = copies(tmp_path)
+    import time
+
+    three_days_ago = time.time() - 3 * 86_400
+    os.utime(folder, (three_days_ago, three_days_ago))
+    assert np.array_equal(MiniLMEncoder(cache_dir=tmp_path).encode(SHORT), short)
+    marked = folder.stat().st_mtime
+    assert time.time() - marked < 600  # used now
+    an_hour_ago = time.time() - 3_600
+    os.utime(folder, (an_hour_ago, an_hour_ago))
+    MiniLMEncoder(cache_dir=tmp_path).embed_query("load it again")
+    assert folder.stat().st_mtime == pytest.approx(an_hour_ago)  # within a day: no write
+
+
+def test_making_a_copy_deletes_copies_unused_for_a_month(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, short: np.ndarray
+) -> None:
+    import time
+
+    import onnxruntime
+
+    def aged(name: str, days: float) -> Path:
+        path = tmp_path / name
+        path.mkdir()
+        (path / "model.onnx").write_text("an old copy")
+        moment = time.time() - days * 86_400
+        os.utime(path, (moment, moment))
+        return path
+
+    stale = aged("onnx-0123456789abcdef0123456789abcdef", _ort_cache.UNUSED_DAYS + 1)
+    recent = aged("onnx-fedcba9876543210fedcba9876543210", _ort_cache.UNUSED_DAYS - 1)
+    crashed = aged(".making-abc123", 1 / 12)  # two hours: no live process makes it that long
+    busy = aged(".making-def456", 0)  # another process making its copy right now
+    other = aged("notes", 365)  # not ours: never touched
+    monkeypatch.setattr(onnxruntime, "__version__", "0.0.0-upgraded")
+    assert np.array_equal(MiniLMEncoder(cache_dir=tmp_path).encode(SHORT), short)
+    left = sorted(p.name for p in tmp_path.iterdir())
+    (made,) = [p for p in copies(tmp_path) if p not in (stale, recent)]
+    assert left == sorted([made.name, recent.name, busy.name, other.name])
+    assert not stale.exists() and not crashed.exists()
+
+
 def test_processes_racing_to_make_the_copy_all_succeed(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     script = (
