@@ -102,6 +102,7 @@ class MiniLMEncoder:
         max_length: int = 256,
         intra_op_num_threads: int | None = None,
         cache_dir: str | os.PathLike[str] | bool = True,
+        make_copy: bool = True,
     ) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
@@ -114,6 +115,9 @@ class MiniLMEncoder:
         from langchain_ltm._ort_cache import cache_folder
 
         self._cache_folder = cache_folder(cache_dir)  # before the slower checks: bad input
+        # False: load the optimised copy if there is one, never make it (another process
+        # does: ``ltm``'s first command leaves it to the warm encoder it starts)
+        self._make_copy = bool(make_copy)
         _require(["onnxruntime", "tokenizers"])
         if model_dir is None:
             if expected_sha256 is not None:
@@ -256,7 +260,12 @@ class MiniLMEncoder:
 
         try:
             session = _ort_cache.session(
-                ort, source, digest, self.intra_op_num_threads, self._cache_folder
+                ort,
+                source,
+                digest,
+                self.intra_op_num_threads,
+                self._cache_folder,
+                make=self._make_copy,
             )
         except Exception as exc:  # onnxruntime raises its own exception types
             raise ModelFileError(f"onnxruntime cannot load {self.model_path}: {exc}") from exc

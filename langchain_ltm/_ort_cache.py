@@ -100,7 +100,12 @@ def copy_folder(root: Path, model_sha256: str, ort_version: str) -> Path:
 
 
 def session(
-    ort: Any, model: bytes, model_sha256: str, threads: int | None, root: Path | None
+    ort: Any,
+    model: bytes,
+    model_sha256: str,
+    threads: int | None,
+    root: Path | None,
+    make: bool = True,
 ) -> Any:
     """An ``InferenceSession`` of ``model``: from its optimised copy under ``root`` if any.
 
@@ -110,6 +115,8 @@ def session(
         model_sha256: Their sha256 (part of the copy's key).
         threads: ``intra_op_num_threads`` (``None``: onnxruntime's default).
         root: The cache folder, or ``None`` not to use one.
+        make: Make the copy when there is none (saving it costs 0.3-1 s more than the
+            usual build); ``False``: the usual build, another process makes it.
 
     Raises:
         Whatever ``onnxruntime`` raises for a model it cannot load (never for the cache).
@@ -131,7 +138,7 @@ def session(
         else:
             _mark_used(folder)
             return loaded
-    made = _make(ort, model, threads, root, folder, replace=damaged)
+    made = _make(ort, model, threads, root, folder, replace=damaged) if make else None
     if made is not None:
         return made
     return ort.InferenceSession(model, _options(ort, threads), providers=_PROVIDERS)

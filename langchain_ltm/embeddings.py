@@ -71,6 +71,9 @@ class LocalMiniLMEmbeddings(MiniLMEncoder, Embeddings):
             (``~/.cache/langchain-ltm``); a path: that folder; ``False``: no copy, the
             graph is optimised in every process. A folder that cannot be written is not
             an error (the model loads as without one).
+        make_copy: ``False``: load the optimised copy when there is one but never make
+            it (saving it costs 0.3-1 s once); for a process that leaves it to another,
+            as ``ltm``'s first command leaves it to the warm encoder it starts.
 
     Raises:
         MissingDependencyError: onnxruntime, tokenizers or the packaged model is not

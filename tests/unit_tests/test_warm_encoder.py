@@ -80,6 +80,37 @@ def test_first_use_embeds_here_and_starts_the_encoder(runtime, local):
     assert second.served_remotely == 1 and second._local is None
 
 
+def test_the_first_command_leaves_the_model_copy_to_the_encoder_it_starts(
+    runtime, local, monkeypatch, tmp_path
+):
+    from langchain_ltm import _ort_cache
+
+    cache = tmp_path / "model-cache"  # no optimised copy yet: as just after installing
+    monkeypatch.setenv(_ort_cache.CACHE_ENV, str(cache))
+    made: list[object] = []
+    real_make = _ort_cache._make
+    monkeypatch.setattr(
+        _ort_cache, "_make", lambda *a, **k: (made.append(a), real_make(*a, **k))[1]
+    )
+    first = WarmEncoder()
+    assert first.embed_query("language?") == local.embed_query("language?")
+    assert first._local is not None and made == []  # embedded here, without making the copy
+    # the encoder it started makes the copy (it inherits LTM_MODEL_CACHE)
+    assert _wait_for(lambda: WarmEncoder().status() is not None, 60)
+    assert len([p for p in cache.iterdir() if p.name.startswith("onnx-")]) == 1
+    assert WarmEncoder().embed_query("language?") == local.embed_query("language?")
+
+
+def test_with_no_encoder_the_command_makes_the_copy_itself(runtime, local, monkeypatch, tmp_path):
+    from langchain_ltm import _ort_cache
+
+    cache = tmp_path / "model-cache"
+    monkeypatch.setenv(_ort_cache.CACHE_ENV, str(cache))
+    monkeypatch.setenv("LTM_ENCODER_SERVER", "off")
+    assert WarmEncoder().embed_query("language?") == local.embed_query("language?")
+    assert len([p for p in cache.iterdir() if p.name.startswith("onnx-")]) == 1
+
+
 def test_off_never_starts_one(runtime, local, monkeypatch):
     monkeypatch.setenv("LTM_ENCODER_SERVER", "off")
     warm = WarmEncoder()

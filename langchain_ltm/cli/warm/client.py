@@ -1,7 +1,8 @@
 """WarmEncoder: ``ltm``'s embeddings, from the warm encoder process when one is running.
 
 The first command that embeds finds no encoder, embeds in its own process as before and
-starts one in the background; the next commands (until it has been idle for
+then starts one in the background (which makes the model's optimised copy, if missing, so
+this command does not pay for it); the next commands (until it has been idle for
 ``LTM_ENCODER_IDLE_MINUTES``, default 10) get their vectors from it and never load
 onnxruntime. Anything wrong on the way (no encoder, a stale socket, a folder others may
 enter, a peer of another user, a reply that is not the protocol or carries another key)
@@ -97,6 +98,7 @@ class WarmEncoder:
         self.files = EncoderFiles.of(self.key)
         self._local: MiniLMEncoder | None = None
         self._started = False
+        self._served_soon = False  # an encoder runs or was started (it makes the copy)
         self.served_remotely = 0  # requests the warm encoder answered (for tests and bench)
 
     @property
@@ -172,20 +174,26 @@ class WarmEncoder:
     # internals
 
     def _embed(self, texts: Sequence[str]) -> list[list[float]]:
+        launch = False
         if self.mode == "auto":
             try:
                 vectors = self._remote(texts)
                 self.served_remotely += 1
                 return vectors
-            except EncoderUnavailable:
-                if not self._started:
-                    self._started = True
-                    self._spawn()
+            except EncoderUnavailable:  # none runs, and one can run here: start it below
+                launch = not self._started
+                self._started = True
+                self._served_soon = True
             except OSError as exc:  # ProtocolError, a timeout, a folder that is not private
                 _note("warm encoder not used (%s); embedding in this process", exc)
         if self._local is None:
-            self._local = MiniLMEncoder()
-        return self._local.embed_documents(list(texts))
+            # the encoder started below makes the model's optimised copy: making it here too
+            # would cost this command 0.3-1 s more
+            self._local = MiniLMEncoder(make_copy=not self._served_soon)
+        vectors = self._local.embed_documents(list(texts))
+        if launch:  # after this command's own embedding, so the two do not share the CPU
+            self._served_soon = self._spawn()
+        return vectors
 
     def _remote(self, texts: Sequence[str]) -> list[list[float]]:
         with self._connect() as conn:
@@ -244,15 +252,21 @@ class WarmEncoder:
             fcntl.flock(lock, fcntl.LOCK_UN)
             return False
 
-    def _spawn(self) -> None:
-        """Start an encoder in the background, unless one runs or none could work here."""
-        if self.unusable() is not None or self._alive():
-            return
+    def _spawn(self) -> bool:
+        """Start an encoder in the background, unless one runs or none could work here.
+
+        Returns:
+            Whether an encoder runs now (started here or already starting).
+        """
+        if self.unusable() is not None:
+            return False
+        if self._alive():
+            return True
         try:
             MiniLMEncoder()  # the extra and the model are there (it would only crash)
         except Exception as exc:
             _note("no warm encoder started: %s", exc)
-            return
+            return False
         import subprocess  # here: a command that finds the encoder never spawns one
 
         package_root = str(Path(__file__).resolve().parents[3])
@@ -261,7 +275,7 @@ class WarmEncoder:
         server = ["-m", "langchain_ltm.cli.warm.server", "--socket", str(self.address)]
         server += ["--key", self.key, "--idle", str(self.idle_minutes * 60)]
         with open(self.files.log, "ab") as log:
-            subprocess.run(
+            launched = subprocess.run(
                 [sys.executable, "-c", _LAUNCH, *server],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -272,6 +286,7 @@ class WarmEncoder:
                 check=False,
                 timeout=30,
             )
+        return launched.returncode == 0
 
 
 def _first_reply(conn: socket.socket) -> dict[str, Any]:
