@@ -37,18 +37,26 @@ DIMS = 8
 
 
 def _unconnected(metric: str = "COSINE", schema: list | None = None) -> RedisVectorStore:
-    """A RedisVectorStore as langchain-redis configures it, its index never connected."""
-    vs = RedisVectorStore.__new__(RedisVectorStore)  # __init__ would create the index
-    vs.config = RedisConfig(
-        index_name="ltm",
-        embedding_dimensions=DIMS,
-        distance_metric=metric,
-        metadata_schema=metadata_schema(3) if schema is None else schema,
-    )
-    vs._embeddings = KeywordEmbeddings(DIMS)
-    vs.ttl = None
-    vs._index = SearchIndex(vs.config.to_index_schema())
-    return vs
+    """A RedisVectorStore built by langchain-redis's own ``__init__``, its index never created.
+
+    ``SearchIndex.create`` (the only call that would reach Redis) does nothing here; the
+    client from ``redis_url`` connects lazily, on a first command that never comes.
+    """
+    real = SearchIndex.create
+    SearchIndex.create = lambda self, *a, **k: None  # type: ignore[method-assign]
+    try:
+        return RedisVectorStore(
+            KeywordEmbeddings(DIMS),
+            config=RedisConfig(
+                index_name="ltm",
+                redis_url="redis://127.0.0.1:1",  # never connected
+                embedding_dimensions=DIMS,
+                distance_metric=metric,
+                metadata_schema=metadata_schema(3) if schema is None else schema,
+            ),
+        )
+    finally:
+        SearchIndex.create = real  # type: ignore[method-assign]
 
 
 def test_the_scope_reaches_the_knn_query_langchain_redis_builds(tmp_path):
@@ -62,7 +70,10 @@ def test_the_scope_reaches_the_knn_query_langchain_redis_builds(tmp_path):
         f"(@ltm_store:{{{sid.encode().hex()}}} @ltm_n0:{{{b'memories'.hex()}}})"
         f" @ltm_n1:{{{b'Alice'.hex()}}}"
     )
-    assert str(query).startswith(f"(({scope}))=>[KNN 16 @embedding $vector AS vector_distance]")
+    # langchain-redis ands its own index-name clause to ours, then the KNN over what passes
+    text = str(query)
+    assert text.startswith(f"((({scope}) @_index_name:")
+    assert ")=>[KNN 16 @embedding $vector AS vector_distance]" in text
     backend.close()
 
 
@@ -111,7 +122,8 @@ def test_a_scope_deeper_than_the_index_is_a_clear_error_before_any_io(tmp_path):
 
 
 def test_metadata_schema_needs_a_level():
-    assert [f["name"] for f in metadata_schema(1)] == ["ltm_store", "ltm_n0", "_metadata_json"]
+    # langchain-redis adds _metadata_json itself: a second one is a duplicate field to it
+    assert [f["name"] for f in metadata_schema(1)] == ["ltm_store", "ltm_n0"]
     with pytest.raises(ValueError, match="at least one level"):
         metadata_schema(0)
 

@@ -62,12 +62,12 @@ def metadata_schema(depth: int = 4) -> list[dict[str, Any]]:
 
     Example:
         >>> [f["name"] for f in metadata_schema(2)]
-        ['ltm_store', 'ltm_n0', 'ltm_n1', '_metadata_json']
+        ['ltm_store', 'ltm_n0', 'ltm_n1']
     """
     if depth < 1:
         raise ValueError(f"depth={depth}: a namespace has at least one level")
     tags = ["ltm_store", *(f"ltm_n{i}" for i in range(depth))]
-    return [*({"name": n, "type": "tag"} for n in tags), {"name": "_metadata_json", "type": "text"}]
+    return [{"name": n, "type": "tag"} for n in tags]
 
 
 def _fields(vectorstore: Any) -> set[str]:
