@@ -115,9 +115,7 @@ def open_vectorstore_url(url: str, embeddings: Embeddings) -> tuple[LongTermMemo
         return _redis_server(url, embeddings)
     if is_vectorstore_url(url):
         return _factory(url, embeddings)
-    raise ValueError(
-        f"{url!r} is not a chroma://, chroma:, faiss:, redis:// or module:factory URL"
-    )
+    raise ValueError(f"{url!r} is not a chroma://, chroma:, faiss:, redis:// or module:factory URL")
 
 
 # ---- Chroma -------------------------------------------------------------------------------
@@ -319,7 +317,7 @@ def _redis_server(url: str, embeddings: Embeddings) -> tuple[LongTermMemoryStore
                 metadata_schema=metadata_schema(depth),
             ),
         )
-    except (RedisError, RedisVLError) as exc:  # the index is created (or found) at once: Redis must answer
+    except (RedisError, RedisVLError) as exc:  # the index is made (or found) at once
         raise BackendError(
             f"the Redis server at {parts.hostname}:{port} did not answer or has no search "
             f"module ({type(exc).__name__}: {exc}); start Redis 8 or Redis Stack there, or "

