@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -164,6 +165,7 @@ class RedisStackServer:
     host = "127.0.0.1"
 
     def __init__(self, folder: str | os.PathLike[str] | None = None) -> None:
+        self._owned = folder is None  # a temporary folder of its own: removed by stop()
         self.folder = Path(folder or tempfile.mkdtemp(prefix="ltm-redis-"))
         self.port = 0
         self.log = self.folder / "redis-server.log"
@@ -199,7 +201,9 @@ class RedisStackServer:
                 )  # fmt: skip
             if self._wait(timeout):
                 return self
-            self.stop()
+            proc, self.proc = self.proc, None  # this attempt failed: its process goes
+            if proc is not None and proc.poll() is None:
+                self._shutdown(proc)
             if attempt == 2:
                 break
         tail = self.log.read_text(errors="replace")[-2000:]
@@ -226,10 +230,19 @@ class RedisStackServer:
         return False
 
     def stop(self) -> None:
-        """Stop the server: ``SHUTDOWN NOSAVE``, then SIGTERM and SIGKILL if it lingers."""
+        """Stop the server: ``SHUTDOWN NOSAVE``, then SIGTERM and SIGKILL if it lingers.
+
+        A folder the server made for itself (none given) is removed too.
+        """
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
+        try:
+            if proc is not None and proc.poll() is None:
+                self._shutdown(proc)
+        finally:
+            if self._owned:
+                shutil.rmtree(self.folder, ignore_errors=True)
+
+    def _shutdown(self, proc: subprocess.Popen[bytes]) -> None:
         import redis
 
         try:
