@@ -7,7 +7,8 @@ on ``redis``: the engine fact cases, the BaseStore contract, the crash cases and
 isolation fuzz; then what is Redis's own: cosine scores for each ``distance_metric``,
 users whose ids a TAG query would split, fold or parse (hex tags), a search that never
 under-fills on FLAT and HNSW indexes, TTL sweeps reaching Redis, other applications'
-documents left alone, and two OS processes writing at once.
+documents left alone, two OS processes writing at once, and two catalogs (two machines)
+on one index keeping apart.
 """
 
 from __future__ import annotations
@@ -296,3 +297,28 @@ def test_two_processes_writing_one_redis_index_lose_and_duplicate_nothing(
     assert backend.repair(grace_seconds=0) == 0
     assert count_documents(vs) == backend.catalog.vector_count(())
     store.close()
+
+
+def test_two_catalogs_on_one_redis_index_keep_apart(tmp_path):
+    """What two machines get (a catalog each): separate stores that never touch each other."""
+    emb = KeywordEmbeddings(dims=64)
+    first = redis(emb)
+    stores = []
+    for name, vs in (
+        ("machine-a", first),
+        ("machine-b", redis(emb, index_name=first.config.index_name)),
+    ):
+        backend = vectorstore_backend(vs, catalog=tmp_path / f"{name}.sqlite")
+        stores.append(LongTermMemoryStore(backend, embeddings=emb))
+    a, b = stores
+    a.remember("alice", "likes green tea")
+    b.remember("alice", "likes black coffee")
+    assert [f.content for f in a.recall("alice", "likes")] == ["likes green tea"]
+    assert [f.content for f in b.recall("alice", "likes")] == ["likes black coffee"]
+    b.clear_user("alice")
+    assert [f.content for f in a.recall("alice", "likes")] == ["likes green tea"]
+    assert a.backend.repair(grace_seconds=0) == 0
+    assert b.backend.repair(grace_seconds=0) == 0
+    assert count_documents(first) == 1
+    for store in stores:
+        store.close()
