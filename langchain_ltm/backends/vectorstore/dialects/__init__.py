@@ -32,10 +32,10 @@ def builtin_families() -> dict[str, StoreFamily]:
         "langchain_postgres.v2.vectorstores.PGVectorStore": pgvector.FAMILY,
         "langchain_postgres.vectorstores.PGVector": pgvector.LEGACY_FAMILY,
         "langchain_milvus.vectorstores.milvus.Milvus": milvus.FAMILY,
+        "langchain_redis.vectorstores.RedisVectorStore": redis.FAMILY,
         # filter dialects only: no server for these runs in the tests
         "langchain_pinecone.vectorstores.PineconeVectorStore": pinecone.FAMILY,
         "langchain_weaviate.vectorstores.WeaviateVectorStore": weaviate.FAMILY,
         "langchain_elasticsearch.vectorstores.ElasticsearchStore": elasticsearch.FAMILY,
         "langchain_mongodb.vectorstores.MongoDBAtlasVectorSearch": mongodb.FAMILY,
-        "langchain_redis.vectorstores.RedisVectorStore": redis.FAMILY,
     }

