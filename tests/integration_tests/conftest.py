@@ -138,8 +138,9 @@ def redis_server() -> Iterator[str]:
     On a free localhost port, no persistence, for the session (tests/redis_server.py). Set
     ``LTM_REDIS_URL`` to use another server with the search module instead. Where the wheel
     or its OpenSSL 1.1 libraries are missing (the wheel is Linux x86_64 only; ``make``
-    puts the libraries in the venv) the Redis tests skip, saying which; a server that is
-    there but cannot start fails them.
+    puts the libraries in the venv) the Redis tests skip, saying which, unless
+    ``LTM_REQUIRE_REDIS=1`` (set by ``.ci/run``: in CI a missing server is a failure); a
+    server that is there but cannot start fails them.
     """
     from tests import vectorstores
     from tests.redis_server import RedisStackServer, missing
@@ -150,6 +151,8 @@ def redis_server() -> Iterator[str]:
         url = external
     else:
         reason = missing()
+        if reason and os.environ.get("LTM_REQUIRE_REDIS") == "1":  # CI: a failure, not a skip
+            pytest.fail(f"LTM_REQUIRE_REDIS=1 but no Redis Stack here: {reason}")
         if reason:
             pytest.skip(f"no Redis Stack here: {reason}")
         server = RedisStackServer(tempfile.mkdtemp(prefix="ltm-redis-"))
