@@ -259,3 +259,21 @@ async def test_async_reads_share_one_kept_cursor(make_backend):
         async with backend.connector.async_pool().connection() as conn:
             seen.add(id(getattr(conn, _KEPT_CURSOR)))
     assert len(seen) == 1
+
+
+def test_owned_pools_read_timestamps_in_utc_and_keep_generic_plans(make_backend):
+    """The session settings of the pools a backend opens: timestamps come back as the same
+    instants, in UTC (psycopg builds them so), and prepared statements keep generic plans."""
+    backend = make_backend(dims=8)
+    written = datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=timezone.utc)
+    vector = np.ones((1, 8), dtype=np.float32) / np.sqrt(8)
+    backend.write([Record(("m", "u"), "k", {"a": 1}, ("t",), ("t",), vector, written)], [])
+    (hits,) = backend.search(SearchRequest(("m", "u"), vector, limit=1))
+    (item,) = backend.get([(("m", "u"), "k")])
+    for got in (hits[0].item, item):
+        assert got is not None
+        assert got.created_at == written and got.updated_at == written
+        assert got.created_at.tzinfo is timezone.utc
+    with backend.connector.sync_pool().connection() as conn:
+        assert conn.execute("SHOW TimeZone").fetchone() == ("UTC",)
+        assert conn.execute("SHOW plan_cache_mode").fetchone() == ("force_generic_plan",)
