@@ -498,7 +498,8 @@ def postgres_backend(
             or a ``psycopg_pool.ConnectionPool`` / ``AsyncConnectionPool`` (used as is; the
             missing twin is opened on the same conninfo when first needed). Pools handed
             in keep their session settings: add ``options="-c plan_cache_mode=
-            force_generic_plan"`` to their connection kwargs for the fastest searches.
+            force_generic_plan -c TimeZone=UTC"`` to their connection kwargs for the
+            fastest searches (what pools opened here set).
         table: Items table name (vectors go to ``{table}_vectors``).
         schema: Postgres schema for the tables (created if missing).
         dims: Embedding size. ``None``: read from the table, or learnt at the first write.
