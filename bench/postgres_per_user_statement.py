@@ -7,6 +7,12 @@ the backend's own pools keep them), alternating which goes first, with the floor
 prepared psycopg query over the same vectors (``WHERE ns_path`` range ``ORDER BY
 embedding <#> $3 LIMIT 5``). Every answer of the two versions is checked equal.
 
+Also ``LongTermMemoryStore.search`` over each: *store, before* runs the revision's
+statement as ``main`` drove it (a cursor per call, the server's time zone, its own pool);
+*store, after* is the working tree's store and backend. Query texts map to the same vectors
+(``LookupEmbeddings``; the lookup's own time is subtracted). Client CPU (thread time) is
+reported beside wall time.
+
 Usage:
     python bench/postgres_per_user_statement.py                   # 1M facts, 100k users
     python bench/postgres_per_user_statement.py --facts 300000 --users 30000
@@ -27,12 +33,14 @@ from pathlib import Path
 
 import numpy as np
 import psycopg
-from _common import DIMS, clock, unit_rows
+from _common import DIMS, LookupEmbeddings, clock, unit_rows
 from pgvector.psycopg import register_vector  # type: ignore[import-untyped]
 from postgres_search import start_server, with_database
 
-from langchain_ltm.backends.base import Record, SearchRequest
+from langchain_ltm import LongTermMemoryStore
+from langchain_ltm.backends.base import Hit, Record, SearchRequest
 from langchain_ltm.backends.postgres import _sql, postgres_backend
+from langchain_ltm.backends.postgres.backend import PostgresBackend
 
 K = 5
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,6 +58,16 @@ def load_revision(rev: str) -> types.ModuleType:
     sys.modules[module.__name__] = module  # dataclasses look their module up there
     exec(compile(source, f"{rev}:_sql.py", "exec"), module.__dict__)
     return module
+
+
+class _RevisionPath(PostgresBackend):
+    """Searches with a revision's ``_sql`` as ``main`` ran it: a fresh cursor per call."""
+
+    old: types.ModuleType
+
+    def search(self, request: SearchRequest) -> list[list[Hit]]:
+        self._check_query(request)
+        return self.connector.run(lambda: self.old.search(self.tables, request), "search")
 
 
 def run(args: argparse.Namespace, url: str) -> int:
@@ -88,9 +106,21 @@ def run(args: argparse.Namespace, url: str) -> int:
         "SELECT key, -(embedding <#> %s) FROM pu_vectors WHERE ns_path >= %s "
         "AND ns_path < %s ORDER BY embedding <#> %s LIMIT 5"
     )
-    times: dict[str, list[float]] = {"before": [], "after": [], "floor": []}
+    names = ("before", "after", "store, before", "store, after", "floor")
+    times: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names}
     users = rng.integers(0, args.users, size=args.queries)
     queries = unit_rows(rng, args.queries)
+    emb = LookupEmbeddings()
+    texts = [f"query {i}" for i in range(args.queries)]
+    emb.add(texts, queries)
+    revision = postgres_backend(url, table="pu", dims=DIMS, setup=False)
+    # main's pools: generic plans, timestamps in the server's zone
+    revision.connector._SESSION_SETTINGS = "SET plan_cache_mode = force_generic_plan"
+    old_path = _RevisionPath(revision.connector, table="pu", dims=DIMS)
+    old_path.old = old
+    store_before = LongTermMemoryStore(old_path, embeddings=emb)
+    store_after = LongTermMemoryStore(backend, embeddings=emb)
 
     def before(request: SearchRequest) -> list[str]:
         (hits,) = backend.connector.run(lambda: old.search(backend.tables, request), "search")
@@ -103,10 +133,15 @@ def run(args: argparse.Namespace, url: str) -> int:
         params = (query, low, low[:-1] + "/", query)
         return [r[0] for r in floor_conn.execute(floor_sql, params, prepare=True).fetchall()]
 
+    def store_keys(store: LongTermMemoryStore, ns: tuple[str, ...], text: str) -> list[str]:
+        return [item.key for item in store.search(ns, query=text, limit=K)]
+
     def call(name: str, fn: Callable[[], list[str]]) -> list[str]:
-        t = clock()
+        e0, c0, t = emb.spent_ns, time.thread_time_ns(), clock()
         keys = fn()
-        times[name].append((clock() - t) / 1e9)
+        spent = emb.spent_ns - e0
+        times[name].append((clock() - t - spent) / 1e9)
+        cpu[name].append((time.thread_time_ns() - c0 - spent) / 1e3)
         return keys
 
     for n in range(args.warmup + args.queries):
@@ -117,6 +152,8 @@ def run(args: argparse.Namespace, url: str) -> int:
         runs: list[tuple[str, Callable[[], list[str]]]] = [
             ("before", partial(before, request)),
             ("after", partial(after, request)),
+            ("store, before", partial(store_keys, store_before, ns, texts[i])),
+            ("store, after", partial(store_keys, store_after, ns, texts[i])),
             ("floor", partial(floor_keys, queries[i], low)),
         ]
         if n % 2:
@@ -124,24 +161,27 @@ def run(args: argparse.Namespace, url: str) -> int:
         got = {}
         for name, fn in runs:
             got[name] = call(name, fn)
-        assert got["before"] == got["after"] == got["floor"], got
+        assert all(keys == got["floor"] for keys in got.values()), got
         if n + 1 == args.warmup:
-            for values in times.values():
+            for values in (*times.values(), *cpu.values()):
                 values.clear()
 
     print(f"\n{args.queries} per-user queries, interleaved; machine shared (2 cores, others)\n")
-    print("| per-user search | p50 ms | p95 ms | vs floor p50 |")
-    print("|---|---:|---:|---:|")
+    print("| per-user search | p50 ms | p95 ms | vs floor p50 | client CPU p50 us |")
+    print("|---|---:|---:|---:|---:|")
     floor = statistics.median(times["floor"])
-    for name in ("before", "after", "floor"):
+    for name in names:
         values = np.asarray(times[name]) * 1e3
         print(
             f"| {name} | {np.percentile(values, 50):.3f} | {np.percentile(values, 95):.3f} "
-            f"| {statistics.median(times[name]) / floor:.2f}x |"
+            f"| {statistics.median(times[name]) / floor:.2f}x "
+            f"| {statistics.median(cpu[name]):.0f} |"
         )
-    ratio = statistics.median(times["after"]) / statistics.median(times["before"])
-    print(f"\nafter / before p50: {ratio:.3f}")
+    for low, high in (("before", "after"), ("store, before", "store, after")):
+        ratio = statistics.median(times[high]) / statistics.median(times[low])
+        print(f"\n{high} / {low} p50: {ratio:.3f}")
     floor_conn.close()
+    revision.close()
     backend.close()
     return 0
 

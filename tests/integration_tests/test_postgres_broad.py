@@ -224,6 +224,40 @@ def test_scope_estimate_is_a_lower_bound_that_keeps_one_user_exact():
     assert heavy.lower_bound(("memories", "user-000007")) == pytest.approx(200_000)
 
 
+def _scanned_lower_bound(stats: _broad.ScopeStats, prefix: tuple[str, ...]) -> float:
+    """The estimate by a plain scan of every bound and common value (the reference)."""
+    if not prefix:
+        return stats.rows
+    low = "".join(label + "." for label in prefix)
+    high = low[:-1] + "/"
+    rows = sum(f for value, f in stats.common if low <= value < high) * stats.rows
+    inside = sum(1 for b in stats.bounds if low <= b < high)
+    rest = max(0.0, 1.0 - sum(f for _, f in stats.common))
+    return rows + max(inside - 1, 0) / (len(stats.bounds) - 1) * rest * stats.rows
+
+
+def test_bisected_scope_estimate_is_the_scanned_one():
+    """lower_bound bisects sorted copies of the histogram; on random histograms (teams of
+    users, heavy namespaces among the common values, in any order) it gives what a scan
+    of every bound and common value gives, for users, teams, bounds themselves and gaps."""
+    rng = np.random.default_rng(4)
+    for _ in range(30):
+        paths = sorted(
+            f"memories.team-{rng.integers(5)}.u{rng.integers(2_000):05d}." for _ in range(101)
+        )
+        picked = rng.choice(len(paths), size=int(rng.integers(0, 20)), replace=False)
+        common = tuple((paths[i], float(rng.uniform(0, 0.04))) for i in picked)
+        stats = _stats(paths, common)
+        prefixes = [(), ("memories",), ("other",), ("memories", "team-9")]
+        prefixes += [("memories", f"team-{t}") for t in range(5)]
+        prefixes += [tuple(p[:-1].split(".")) for p in paths[::7]]
+        prefixes += [("memories", f"team-{rng.integers(5)}", f"u{rng.integers(2_000):05d}")]
+        for prefix in prefixes:
+            assert stats.lower_bound(prefix) == pytest.approx(
+                _scanned_lower_bound(stats, prefix), rel=1e-12, abs=1e-6
+            ), prefix
+
+
 def test_store_search_over_all_users_walks_the_index(make_backend, pg_conn):
     """``store.search(("memories",), query=...)`` as LangGraph tooling calls it (the store
     stores unit vectors, so the cosine index of ``create_hnsw_index`` is walked)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime, timezone
 
 import numpy as np
@@ -172,3 +173,107 @@ async def test_sql_looking_strings_are_data(make_backend, emb, mode):
         ]
     assert len(store.search(("memories",), limit=100)) == 2 * len(HOSTILE)
     assert backend.count(()) == 2 * len(HOSTILE)
+
+
+def _kept_cursor_backend(make_backend, app: str):
+    backend = make_backend(dims=8, max_size=1, connect_kwargs={"application_name": app})
+    rng = np.random.default_rng(11)
+    vectors = rng.standard_normal((30, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    now = datetime.now(timezone.utc)
+    backend.write(
+        [
+            Record(("m", f"u{n % 3}"), f"k{n}", {"n": n}, ("t",), ("t",), vec[None, :], now)
+            for n, vec in enumerate(vectors)
+        ],
+        [],
+    )
+    return backend, vectors
+
+
+def _exact_keys(vectors: np.ndarray, user: int, query: np.ndarray) -> list[str]:
+    rows = [n for n in range(len(vectors)) if n % 3 == user]
+    return [f"k{n}" for n in sorted(rows, key=lambda n: -float(vectors[n] @ query))[:4]]
+
+
+def test_reads_share_one_kept_cursor_per_connection_and_survive_a_killed_one(make_backend, pg_conn):
+    """Searches and gets run on the connection's kept cursor (not one per call); a write
+    between them (its own cursors, pipelined) changes nothing for it, and when the server
+    kills the connection the retry gets a new connection and a new cursor."""
+    from langchain_ltm.backends.postgres._conn import _KEPT_CURSOR
+
+    app = f"ltm-kept-{uuid.uuid4().hex[:8]}"
+    backend, vectors = _kept_cursor_backend(make_backend, app)
+    rng = np.random.default_rng(5)
+    cursors = set()
+    pool = backend.connector.sync_pool()
+    for round_ in range(6):
+        user = round_ % 3
+        query = rng.standard_normal(8).astype(np.float32)
+        query /= np.linalg.norm(query)
+        (hits,) = backend.search(SearchRequest(("m", f"u{user}"), query[None, :], limit=4))
+        assert [h.item.key for h in hits] == _exact_keys(vectors, user, query)
+        (item,) = backend.get([(("m", f"u{user}"), f"k{user}")])
+        assert item is not None and item.value == {"n": user}
+        with pool.connection() as conn:
+            cursors.add(id(getattr(conn, _KEPT_CURSOR)))
+        if round_ == 2:  # a pipelined write between reads
+            backend.write(
+                [
+                    Record(
+                        ("m", "u0"),
+                        "k0",
+                        {"n": 0},
+                        ("t",),
+                        ("t",),
+                        vectors[0][None, :],
+                        datetime.now(timezone.utc),
+                    )
+                ],
+                [],
+            )
+    assert len(cursors) == 1, "one kept cursor for the pool's one connection"
+    killed = pg_conn.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+        (app,),
+    ).fetchall()
+    assert killed
+    query = vectors[4]
+    (hits,) = backend.search(SearchRequest(("m", "u1"), query[None, :], limit=4))
+    assert [h.item.key for h in hits] == _exact_keys(vectors, 1, query)
+    with pool.connection() as conn:
+        assert id(getattr(conn, _KEPT_CURSOR)) not in cursors
+
+
+async def test_async_reads_share_one_kept_cursor(make_backend):
+    from langchain_ltm.backends.postgres._conn import _KEPT_CURSOR
+
+    backend, vectors = _kept_cursor_backend(make_backend, "ltm-kept-async")
+    seen = set()
+    for n in range(4):
+        query = vectors[n]
+        (hits,) = await backend.asearch(SearchRequest(("m", f"u{n % 3}"), query[None, :], limit=4))
+        assert [h.item.key for h in hits] == _exact_keys(vectors, n % 3, query)
+        (item,) = await backend.aget([(("m", f"u{n % 3}"), f"k{n}")])
+        assert item is not None and item.value == {"n": n}
+        async with backend.connector.async_pool().connection() as conn:
+            seen.add(id(getattr(conn, _KEPT_CURSOR)))
+    assert len(seen) == 1
+
+
+def test_owned_pools_read_timestamps_in_utc_and_keep_generic_plans(make_backend):
+    """The session settings of the pools a backend opens: timestamps come back as the same
+    instants, in UTC (psycopg builds them so), and prepared statements keep generic plans."""
+    backend = make_backend(dims=8)
+    written = datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=timezone.utc)
+    vector = np.ones((1, 8), dtype=np.float32) / np.sqrt(8)
+    backend.write([Record(("m", "u"), "k", {"a": 1}, ("t",), ("t",), vector, written)], [])
+    (hits,) = backend.search(SearchRequest(("m", "u"), vector, limit=1))
+    (item,) = backend.get([(("m", "u"), "k")])
+    for got in (hits[0].item, item):
+        assert got is not None
+        assert got.created_at == written and got.updated_at == written
+        assert got.created_at.tzinfo is timezone.utc
+    with backend.connector.sync_pool().connection() as conn:
+        assert conn.execute("SHOW TimeZone").fetchone() == ("UTC",)
+        assert conn.execute("SHOW plan_cache_mode").fetchone() == ("force_generic_plan",)

@@ -21,8 +21,10 @@ I/O-free like ``_sql``: :func:`stats` and :func:`search` are exchanges.
 
 from __future__ import annotations
 
+import itertools
 import time
-from dataclasses import dataclass
+from bisect import bisect_left
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -62,6 +64,20 @@ class ScopeStats:
     common: tuple[tuple[str, float], ...]
     operator: str | None  # the usable HNSW index's ordering operator, None: no index
     read_at: float
+    # bisection tables, derived from the fields above: every search with an HNSW index
+    # present asks for a lower bound, and scanning ~100 bounds and ~100 common values in
+    # Python cost 9.3 us of it per search (1.3 us bisected; 101 bounds, 100 common values)
+    _sorted_bounds: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    _common_values: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    _common_sums: tuple[float, ...] = field(init=False, repr=False, compare=False)
+    _rest: float = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        common = sorted(self.common)
+        object.__setattr__(self, "_sorted_bounds", tuple(sorted(self.bounds)))
+        object.__setattr__(self, "_common_values", tuple(value for value, _ in common))
+        object.__setattr__(self, "_common_sums", (0.0, *itertools.accumulate(f for _, f in common)))
+        object.__setattr__(self, "_rest", max(0.0, 1.0 - sum(f for _, f in self.common)))
 
     def lower_bound(self, prefix: tuple[str, ...]) -> float:
         """Vectors under ``prefix`` at least (as of the last ``ANALYZE``)."""
@@ -69,12 +85,13 @@ class ScopeStats:
             return self.rows
         low = sql.ns_path(prefix)
         high = low[:-1] + "/"
-        common = sum(f for value, f in self.common if low <= value < high)
+        values, sums = self._common_values, self._common_sums
+        common = sums[bisect_left(values, high)] - sums[bisect_left(values, low)]
         rows = common * self.rows
-        if len(self.bounds) > 1:
-            inside = sum(1 for b in self.bounds if low <= b < high)
-            rest = max(0.0, 1.0 - sum(f for _, f in self.common))
-            rows += max(inside - 1, 0) / (len(self.bounds) - 1) * rest * self.rows
+        bounds = self._sorted_bounds
+        if len(bounds) > 1:
+            inside = bisect_left(bounds, high) - bisect_left(bounds, low)
+            rows += max(inside - 1, 0) / (len(bounds) - 1) * self._rest * self.rows
         return rows
 
     def fresh(self, now: float) -> bool:

@@ -310,6 +310,10 @@ def _ranked(t: Tables, request: SearchRequest) -> Exchange[list[list[Hit]]]:
     lookup_filter = filter_sql(request.filter, "i", params)
     lookup_alive = _alive(request.alive_at, "i", params)
     params.append(wanted)
+    # The scope's rows are scored before they are grouped (OFFSET 0 keeps that order of
+    # work): grouping first sorted whole rows, vectors included (180 kB for 100 rows of
+    # 384-d), to compute max() after. Sorting the scores alone, at 20k facts (100 a user),
+    # the prepared statement p50: 0.44 -> 0.29 ms and 0.52 -> 0.43 ms (two runs, interleaved)
     # OFFSET 0 keeps the item lookup a parameterized nested loop (no hash join of the range)
     sql = f"""
 SELECT q.qi, r.score, r.ns_path, r.key, r.value, r.created_at, r.updated_at,
@@ -319,9 +323,12 @@ CROSS JOIN LATERAL (
     SELECT b.score, b.ns_path, b.key, i.value, i.created_at, i.updated_at,
         i.expires_at, i.ttl_minutes
     FROM (
-        SELECT v.ns_path, v.key, max(-(v.embedding::vector <#> q.vec)) AS score
-        FROM {t.vectors} v WHERE {vscope}
-        GROUP BY v.ns_path, v.key ORDER BY 3 DESC, 1, 2
+        SELECT s.ns_path, s.key, max(s.score) AS score
+        FROM (
+            SELECT v.ns_path, v.key, -(v.embedding::vector <#> q.vec) AS score
+            FROM {t.vectors} v WHERE {vscope} OFFSET 0
+        ) s
+        GROUP BY s.ns_path, s.key ORDER BY 3 DESC, 1, 2
     ) b
     CROSS JOIN LATERAL (
         SELECT i.value, i.created_at, i.updated_at, i.expires_at, i.ttl_minutes

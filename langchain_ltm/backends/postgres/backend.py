@@ -299,10 +299,12 @@ class PostgresBackend(VectorBackend):
     # ---- reads --------------------------------------------------------------------------
 
     def get(self, keys: Sequence[ItemKey]) -> list[StoredItem | None]:  # noqa: D102
-        return self.connector.run(lambda: sql.get_items(self.tables, keys), "get")
+        return self.connector.run(lambda: sql.get_items(self.tables, keys), "get", keep_cursor=True)
 
     async def aget(self, keys: Sequence[ItemKey]) -> list[StoredItem | None]:  # noqa: D102
-        return await self.connector.arun(lambda: sql.get_items(self.tables, keys), "get")
+        return await self.connector.arun(
+            lambda: sql.get_items(self.tables, keys), "get", keep_cursor=True
+        )
 
     broad_min_rows: int | None = _broad.BROAD_MIN_ROWS
     """Scope size (vectors, a lower bound from the planner's statistics) from which a
@@ -328,8 +330,11 @@ class PostgresBackend(VectorBackend):
                 lambda: _broad.search(self.tables, request, operator, self.vector_type, ef),
                 "search",
                 transaction=True,
+                keep_cursor=True,
             )
-        return self.connector.run(lambda: sql.search(self.tables, request), "search")
+        return self.connector.run(
+            lambda: sql.search(self.tables, request), "search", keep_cursor=True
+        )
 
     async def asearch(self, request: SearchRequest) -> list[list[Hit]]:  # noqa: D102
         self._check_query(request)
@@ -346,8 +351,11 @@ class PostgresBackend(VectorBackend):
                 lambda: _broad.search(self.tables, request, operator, self.vector_type, ef),
                 "search",
                 transaction=True,
+                keep_cursor=True,
             )
-        return await self.connector.arun(lambda: sql.search(self.tables, request), "search")
+        return await self.connector.arun(
+            lambda: sql.search(self.tables, request), "search", keep_cursor=True
+        )
 
     def list_namespaces(self, request: ListRequest) -> list[tuple[str, ...]]:  # noqa: D102
         return self.connector.run(
@@ -490,7 +498,8 @@ def postgres_backend(
             or a ``psycopg_pool.ConnectionPool`` / ``AsyncConnectionPool`` (used as is; the
             missing twin is opened on the same conninfo when first needed). Pools handed
             in keep their session settings: add ``options="-c plan_cache_mode=
-            force_generic_plan"`` to their connection kwargs for the fastest searches.
+            force_generic_plan -c TimeZone=UTC"`` to their connection kwargs for the
+            fastest searches (what pools opened here set).
         table: Items table name (vectors go to ``{table}_vectors``).
         schema: Postgres schema for the tables (created if missing).
         dims: Embedding size. ``None``: read from the table, or learnt at the first write.
