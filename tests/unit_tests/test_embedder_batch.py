@@ -38,6 +38,9 @@ def _expected(raw: Any) -> np.ndarray:
         [np.array([1.0, 2.0]), np.array([2.0, 1.0])],  # numpy rows: the general path
         np.array([[1.0, 2.0], [2.0, 1.0]]),
         ([1.0, 1.0], [2.0, 0.0]),  # a tuple of lists
+        [[True, 2.0], [np.float32(0.1), np.float64(3)]],  # what float() reads, packed
+        [["1.5", 2.0], [1.0, 2.0]],  # a str struct refuses: read as before, by numpy
+        np.random.default_rng(3).standard_normal((1000, 384)).astype(np.float32).tolist(),
     ],
 )
 def test_batch_rows_are_the_unit_vectors(raw: Any) -> None:
