@@ -183,6 +183,13 @@ def test_crash_after_the_catalog_commit(kind, mode, tmp_path, monkeypatch):
     unit.check_crash_after_commit(kind, mode, tmp_path, monkeypatch)
 
 
+@pytest.mark.parametrize("landed", [True, False], ids=["after-commit", "before-commit"])
+@pytest.mark.parametrize("mode", unit.MODES)
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_interrupt_at_the_catalog_commit(kind, mode, landed, tmp_path, monkeypatch):
+    unit.check_interrupted_commit(kind, mode, landed, tmp_path, monkeypatch)
+
+
 @pytest.mark.parametrize(
     ("kind", "at"),
     [("pgvector", "add"), ("pgvector", "commit"), ("pgvector-legacy", "commit")],

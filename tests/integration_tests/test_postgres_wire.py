@@ -164,3 +164,207 @@ def test_values_read_back_are_what_json_reads_from_the_server(pg_url: str) -> No
     finally:
         backend.drop()
         backend.close()
+
+
+# ---- the JSON dumps of a pool handed in --------------------------------------------------
+
+
+_DUMPED: list[int] = []  # one entry per value the user's dumps wrote
+
+
+def _default(obj: Any) -> Any:
+    from decimal import Decimal
+
+    if isinstance(obj, datetime):
+        return obj.isoformat()
+    if isinstance(obj, Decimal):
+        return str(obj)
+    raise TypeError(f"cannot dump {type(obj).__name__}")
+
+
+def _own_dumps(value: Any) -> str:
+    """A dumps for the user's own types (datetimes, Decimals), counting its calls.
+
+    A plain function, not a closure: psycopg caches dumpers by the function's code.
+    """
+    import json
+
+    _DUMPED.append(1)
+    return json.dumps(value, default=_default)
+
+
+_WHEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+
+
+def _own_values(n: int) -> dict[str, dict[str, Any]]:
+    from decimal import Decimal
+
+    return {
+        f"k{i}": {"text": f"note {i}", "when": _WHEN, "price": Decimal(f"{i}.10")} for i in range(n)
+    }
+
+
+def _expected(value: dict[str, Any]) -> dict[str, Any]:
+    return {"price": str(value["price"]), "text": value["text"], "when": _WHEN.isoformat()}
+
+
+def _raw_values(pg_url: str, table: str) -> dict[str, str]:
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        return dict(conn.execute(f"SELECT key, value::text FROM {table}").fetchall())
+
+
+def _pg_store(conn: Any, table: str) -> Any:
+    from langchain_ltm import LongTermMemoryStore
+    from langchain_ltm.backends.postgres import postgres_backend
+    from tests.fakes import KeywordEmbeddings
+
+    backend = postgres_backend(conn, table=table, dims=64)
+    return LongTermMemoryStore(backend, embeddings=KeywordEmbeddings(dims=64), fields=["text"])
+
+
+def test_a_pool_with_its_own_json_dumps_writes_with_it(pg_url: str) -> None:
+    """``set_json_dumps`` in the pool's ``configure=``: batched and single writes use it."""
+    import json
+
+    from langgraph.store.base import PutOp
+    from psycopg.types.json import set_json_dumps
+    from psycopg_pool import ConnectionPool
+
+    _DUMPED.clear()
+    table = f"wire_{uuid.uuid4().hex[:8]}"
+    with ConnectionPool(
+        pg_url, configure=lambda conn: set_json_dumps(_own_dumps, conn), open=True
+    ) as pool:
+        store = _pg_store(pool, table)
+        try:
+            values = _own_values(40)
+            store.batch([PutOp(("u",), key, value) for key, value in values.items()])
+            assert len(_DUMPED) >= len(values)  # every value went through the pool's dumps
+            store.put(("u",), "single", {"text": "one more", "when": _WHEN})
+            for key, value in values.items():
+                got = store.get(("u",), key)
+                assert got is not None and got.value == _expected(value)
+            single = store.get(("u",), "single")
+            assert single is not None and single.value == {
+                "text": "one more",
+                "when": _WHEN.isoformat(),
+            }
+            raw = _raw_values(pg_url, table)
+            assert json.loads(raw["k3"]) == {  # the server holds what the dumps wrote
+                "price": "3.10",
+                "text": "note 3",
+                "when": "2026-01-02T03:04:05+00:00",
+            }
+            hits = store.search(("u",), query="note 7", limit=3)
+            assert hits[0].key == "k7" and hits[0].value == _expected(values["k7"])
+            # a value that dumps refuses: its message, and nothing of the batch written
+            with pytest.raises(
+                TypeError,
+                match=r"JSON dumps configured on this connection.*"
+                r"cannot dump object",
+            ):
+                store.batch(
+                    [
+                        PutOp(("u",), "k0", {"text": "changed"}),
+                        PutOp(("u",), "bad", {"text": "odd", "x": object()}),
+                    ]
+                )
+            got = store.get(("u",), "k0")
+            assert got is not None and got.value == _expected(values["k0"])
+            assert store.get(("u",), "bad") is None
+            store.put(("u",), "after", {"text": "still writes"})  # the pool is fine
+            assert store.get(("u",), "after") is not None
+        finally:
+            store.backend.drop()
+            store.close()
+
+
+def test_an_async_pool_with_its_own_json_dumps_writes_with_it(pg_url: str) -> None:
+    import asyncio
+
+    from langgraph.store.base import PutOp
+    from psycopg.types.json import set_json_dumps
+    from psycopg_pool import AsyncConnectionPool
+
+    _DUMPED.clear()
+
+    async def configure(conn: Any) -> None:
+        set_json_dumps(_own_dumps, conn)
+
+    async def run() -> None:
+        table = f"wire_{uuid.uuid4().hex[:8]}"
+        async with AsyncConnectionPool(pg_url, configure=configure, open=False) as pool:
+            store = _pg_store(pool, table)
+            try:
+                values = _own_values(25)
+                await store.abatch([PutOp(("u",), k, v) for k, v in values.items()])
+                assert len(_DUMPED) >= len(values)
+                for key, value in values.items():
+                    got = await store.aget(("u",), key)
+                    assert got is not None and got.value == _expected(value)
+            finally:
+                await store.backend.adrop()
+                await store.aclose()
+
+    asyncio.run(run())
+
+
+def test_a_global_json_dumps_and_a_dumper_of_the_users_own_are_honoured(pg_url: str) -> None:
+    """``set_json_dumps(dumps)`` with no context, and a ``Jsonb`` dumper class registered."""
+    import json
+
+    from psycopg.types.json import JsonbBinaryDumper, set_json_dumps
+    from psycopg_pool import ConnectionPool
+
+    _DUMPED.clear()
+    set_json_dumps(_own_dumps)
+    try:
+        store = _pg_store(pg_url, f"wire_{uuid.uuid4().hex[:8]}")  # a pool opened here
+        try:
+            store.put(("u",), "k", {"text": "global", "when": _WHEN})
+            got = store.get(("u",), "k")
+            assert _DUMPED and got is not None and got.value["when"] == _WHEN.isoformat()
+        finally:
+            store.backend.drop()
+            store.close()
+    finally:
+        set_json_dumps(json.dumps)
+
+    class Upper(JsonbBinaryDumper):  # the user's own class, with its own dump()
+        def dump(self, obj: Any) -> bytes:
+            return b"\x01" + json.dumps({**obj.obj, "text": obj.obj["text"].upper()}).encode()
+
+    table = f"wire_{uuid.uuid4().hex[:8]}"
+    configure = lambda conn: conn.adapters.register_dumper(psycopg.types.json.Jsonb, Upper)  # noqa: E731
+    with ConnectionPool(pg_url, configure=configure, open=True) as pool:
+        store = _pg_store(pool, table)
+        try:
+            store.put(("u",), "k", {"text": "shout"})
+            assert _raw_values(pg_url, table)["k"] == '{"text": "SHOUT"}'
+        finally:
+            store.backend.drop()
+            store.close()
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "why"),
+    [
+        ({"text": "t", "when": _WHEN}, TypeError, "datetime is not JSON serializable"),
+        ({"text": "t", "x": float("nan")}, ValueError, "not JSON compliant"),
+        ({"text": "t", "x": float("-inf")}, ValueError, "not JSON compliant"),
+    ],
+)
+def test_values_json_cannot_hold_are_refused_with_what_to_change(
+    pg_url: str, value: Any, error: type[Exception], why: str
+) -> None:
+    """psycopg's default dumps: a clear error before the statement is sent, nothing written."""
+    store = _pg_store(pg_url, f"wire_{uuid.uuid4().hex[:8]}")
+    try:
+        store.put(("u",), "k", {"text": "before"})
+        with pytest.raises(error, match=rf"stores values as jsonb \(.*{why}.*set_json_dumps"):
+            store.put(("u",), "k", value)
+        got = store.get(("u",), "k")
+        assert got is not None and got.value == {"text": "before"}
+    finally:
+        store.backend.drop()
+        store.close()

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
+from langgraph.store.base import PutOp
 
 from langchain_ltm import LongTermMemoryStore, UnsupportedVectorStoreError
 from langchain_ltm.backends import backend_for
@@ -22,6 +23,7 @@ from langchain_ltm.backends.vectorstore import (
     register_vectorstore,
     vectorstore_backend,
 )
+from langchain_ltm.backends.vectorstore._catalog import ADDING, GARBAGE
 from tests.fakes import KeywordEmbeddings
 from tests.unit_tests.test_vectorstore_engine import _RECORDING, _Recording
 from tests.vectorstores import KINDS, chroma, count_documents, faiss, make_vectorstore, milvus
@@ -153,6 +155,28 @@ def _put(store, mode, namespace, key, value):
         asyncio.run(store.aput(namespace, key, value))
     else:
         store.put(namespace, key, value)
+
+
+def _write_batch(store, mode, namespace, texts):
+    """One batch of puts ``{key: text}`` (``store.batch`` or ``store.abatch``)."""
+    ops = [PutOp(namespace, key, {"text": text}) for key, text in texts.items()]
+    if mode == "async":
+        asyncio.run(store.abatch(ops))
+    else:
+        store.batch(ops)
+
+
+def _versions(backend, store, prefix):
+    """What the store holds under ``prefix`` and what is current, as ``(key, ltm_at)`` lists.
+
+    The first list comes from the vectorstore itself (one ranked search scoped to
+    ``prefix``, wide enough for everything), the second from the catalog's items.
+    """
+    probe = [1.0] + [0.0] * (DIMS - 1)
+    found, _ = backend._vs_search(probe, 1000, backend.scope_filter(prefix))
+    held = [(d.metadata["ltm_key"], d.metadata["ltm_at"]) for d, _ in found]
+    current = [(it.key, sql.to_us(it.updated_at)) for it in store.search(prefix, limit=1000)]
+    return held, current
 
 
 def _native_adds(backend, vs, monkeypatch):
@@ -312,11 +336,8 @@ def check_cancelled_write(kind, at, tmp_path, monkeypatch):
     leftover = 1 if backend.capabilities.extra["native_async"]["add"] else 0
     assert _documents(vs) == docs_before + leftover
     # the store itself holds the current version's document: a ranked search finds it
-    vector = store.embeddings.embed_query("coffee")
-    found, _ = backend._vs_search(vector, 10, backend.scope_filter(("docs", "u1")))
-    current = backend.catalog.get([(("docs", "u1"), "a")])[0]
-    at_us = sql.to_us(current.updated_at)
-    assert [d.metadata["ltm_at"] for d, _ in found].count(at_us) == 1
+    held, current = _versions(backend, store, ("docs", "u1"))
+    assert [held.count(c) for c in current] == [1]
     hits = store.search(("docs", "u1"), query="coffee", limit=5)
     assert [(h.key, h.value) for h in hits] == [("a", want)]
     assert backend.repair(grace_seconds=0) == leftover
@@ -331,6 +352,107 @@ def check_cancelled_write(kind, at, tmp_path, monkeypatch):
 )
 def test_a_cancelled_async_write_is_whole_or_absent(kind, at, tmp_path, monkeypatch):
     check_cancelled_write(kind, at, tmp_path, monkeypatch)
+
+
+def _interrupt_commit(backend, monkeypatch, landed, exc=KeyboardInterrupt):
+    """The catalog's commit raises ``exc`` just after (``landed``) or just before its COMMIT."""
+    inner = backend.catalog.commit
+
+    def interrupted(*args, **kwargs):
+        if landed:
+            inner(*args, **kwargs)
+        raise exc("interrupted at the catalog commit")
+
+    monkeypatch.setattr(backend.catalog, "commit", interrupted)
+
+
+_OLD = {"a": "green tea", "b": "oolong tea"}
+_NEW = {"a": "black coffee", "c": "espresso coffee", "d": "coffee with milk"}
+
+
+def check_interrupted_commit(kind, mode, landed, tmp_path, monkeypatch):
+    """A ``KeyboardInterrupt`` just after or just before the catalog's COMMIT: whole or absent.
+
+    After: the batch is current, so its documents stay in the store (the interrupted write
+    must not drop them as if the commit had failed), the replaced one is garbage that
+    ``repair()`` deletes. Before: nothing of the batch shows and its documents are gone.
+    """
+    store, backend, vs = _crash_store(kind, tmp_path)
+    ns = ("docs", "u1")
+    _write_batch(store, "sync", ns, _OLD)
+    docs_before = _documents(vs)
+    _interrupt_commit(backend, monkeypatch, landed)
+    with pytest.raises(KeyboardInterrupt):
+        _write_batch(store, mode, ns, _NEW)
+    monkeypatch.undo()
+    want = {**_OLD, **_NEW} if landed else _OLD
+    assert {it.key: it.value["text"] for it in store.search(ns, limit=10)} == want
+    hits = store.search(ns, query="coffee", limit=10)
+    assert {h.key: h.value["text"] for h in hits} == want
+    if landed:  # ranked by the store's documents: the coffees first
+        assert {h.key for h in hits[:3]} == set(_NEW)
+    held, current = _versions(backend, store, ns)
+    assert [held.count(c) for c in current] == [1] * len(want)  # each version: its document
+    assert not backend.catalog.journal_ids(ADDING)  # settled: nothing left in flight
+    # landed: the three new documents and the replaced one (garbage); absent: none of them
+    assert _documents(vs) == docs_before + (3 if landed else 0)
+    assert len(backend.catalog.journal_ids(GARBAGE)) == (1 if landed else 0)
+    assert backend.repair() == (1 if landed else 0)
+    held, current = _versions(backend, store, ns)
+    assert sorted(held) == sorted(current)
+    assert _documents(vs) == docs_before + (2 if landed else 0)
+    assert not backend.catalog.journal_ids(GARBAGE) and not backend.catalog.journal_ids(ADDING)
+    assert backend.repair() == 0
+    # and the next write of the same items lands as usual
+    _write_batch(store, mode, ns, {"a": "mint tea"})
+    assert store.get(ns, "a").value == {"text": "mint tea"}
+    held, current = _versions(backend, store, ns)
+    assert sorted(held) == sorted(current)
+    store.close()
+
+
+@pytest.mark.parametrize("landed", [True, False], ids=["after-commit", "before-commit"])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kind", CRASH_KINDS)
+def test_an_interrupt_at_the_commit_leaves_the_write_whole_or_absent(
+    kind, mode, landed, tmp_path, monkeypatch
+):
+    check_interrupted_commit(kind, mode, landed, tmp_path, monkeypatch)
+
+
+class _Signalled(BaseException):
+    """What a signal handler might raise: not an ``Exception``."""
+
+
+@pytest.mark.parametrize("landed", [True, False], ids=["after-commit", "before-commit"])
+def test_when_the_catalog_cannot_say_the_documents_wait_for_repair(landed, tmp_path, monkeypatch):
+    """Interrupted at the commit, and the check of its outcome fails too: nothing is dropped.
+
+    The documents stay (journaled ``adding`` if the commit did not land); ``repair()`` keeps
+    the current ones and deletes the others, so the write is whole or absent either way.
+    """
+    store, backend, vs = _crash_store("recording", tmp_path)
+    ns = ("docs", "u1")
+    _write_batch(store, "sync", ns, _OLD)
+    docs_before = _documents(vs)
+    _interrupt_commit(backend, monkeypatch, landed, exc=_Signalled)
+
+    def unreadable(*args, **kwargs):
+        raise _Crash("the catalog went away")
+
+    monkeypatch.setattr(backend.catalog, "journal_holds", unreadable)
+    with pytest.raises(_Signalled):
+        _write_batch(store, "sync", ns, _NEW)
+    monkeypatch.undo()
+    assert _documents(vs) == docs_before + 3  # nothing dropped, whatever the outcome
+    want = {**_OLD, **_NEW} if landed else _OLD
+    assert {h.key: h.value["text"] for h in store.search(ns, query="coffee", limit=10)} == want
+    assert len(backend.catalog.journal_ids(ADDING)) == (0 if landed else 3)
+    assert backend.repair(grace_seconds=0) == (1 if landed else 3)
+    held, current = _versions(backend, store, ns)
+    assert sorted(held) == sorted(current)
+    assert _documents(vs) == docs_before + (2 if landed else 0)
+    store.close()
 
 
 def test_grace_seconds_is_set_through_the_factory_and_honoured(tmp_path, monkeypatch):

@@ -398,3 +398,49 @@ def test_a_broad_scope_uses_the_stores_filtered_search_not_every_id(tmp_path, mo
     _check_user(store, emb, texts, "u3", "w20 w21", k=5)  # one user: among its ids
     assert watched.calls == calls and backend._ids_usable is True
     store.close()
+
+
+@pytest.mark.parametrize("kind", ["flat-l2", "flat-ip", "flat-l2-normalize"])
+def test_a_small_scope_on_a_flat_index_is_ranked_from_its_gathered_rows(
+    kind, tmp_path, monkeypatch
+):
+    """Flat indexes rank a small scope from its gathered rows; the selector search agrees.
+
+    The same queries run both ways (the gather, then every scope through the selector):
+    the same keys in the same order, the same cosine scores, both the exact scan.
+    """
+    emb = KeywordEmbeddings(DIMS)
+    vs = INDEXES[kind](emb, tmp_path)
+    _, store = _store_over(vs, emb, tmp_path)
+    texts = _fill(store, users=30, per_user=25)
+    store.put(("docs", "few"), "a", {"text": "w1 w2 w3 only"})  # k > the scope's size
+    store.put(("docs", "few"), "b", {"text": "w4 w5 w6 only"})
+    texts["few"] = {"a": "w1 w2 w3 only", "b": "w4 w5 w6 only"}
+    paths: list[bool] = []
+    real = dialect._gathered
+
+    def spy(*args: Any) -> Any:
+        out = real(*args)
+        paths.append(out is not None)
+        return out
+
+    monkeypatch.setattr(dialect, "_gathered", spy)
+    rng = random.Random(3)
+    queries = [(f"u{q % 30}", _text(rng)) for q in range(20)] + [("few", "w1 w5")]
+
+    def answers() -> list[list[tuple[str, float]]]:
+        return [
+            [(h.key, h.score) for h in _check_user(store, emb, texts, u, q)] for u, q in queries
+        ]
+
+    gathered = answers()
+    assert paths and all(paths)  # a user's 25 rows among 752: gathered
+    paths.clear()
+    monkeypatch.setattr(dialect, "_GATHER_PER_VECTOR", 0)  # no scope is small enough now
+    selected = answers()
+    assert paths and not any(paths)
+    assert [len(a) for a in gathered][-1] == 2
+    for got, want in zip(gathered, selected, strict=True):
+        assert [key for key, _ in got] == [key for key, _ in want]
+        assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-6)
+    store.close()

@@ -142,24 +142,42 @@ def _has_rows(cur: psycopg.Cursor[Any] | psycopg.AsyncCursor[Any]) -> bool:
 # statement, and a statement larger than the socket's buffer is left partly unsent while
 # psycopg then waits to read its results: a hang (psycopg #685, seen here with the
 # 1.5 MB of a batch's vectors). So the drivers finish sending each pipelined statement.
+# While they wait to write they also read (libpq's rule for non-blocking sends, which
+# psycopg's own pipeline loop follows): the server runs the statements sent before while
+# this one is still going out, and what it answers (rows, NOTICEs from a user's trigger)
+# must not fill both sockets' buffers with each side waiting for the other. What is read
+# stays in libpq's buffer for psycopg to parse at the next result.
 
 
 def _flush_sync(conn: psycopg.Connection[Any]) -> None:
     pgconn = conn.pgconn
     while pgconn.flush() == 1:  # 1: some output is still in libpq's buffer
-        select.select([], [pgconn.socket], [])
+        sock = pgconn.socket
+        readable, _, _ = select.select([sock], [sock], [])
+        if readable:
+            pgconn.consume_input()
+
+
+def _ready(future: asyncio.Future[bool], readable: bool) -> None:
+    if not future.done():
+        future.set_result(readable)
 
 
 async def _flush_async(conn: psycopg.AsyncConnection[Any]) -> None:
     pgconn = conn.pgconn
+    loop = asyncio.get_running_loop()
     while pgconn.flush() == 1:
-        loop = asyncio.get_running_loop()
-        writable = loop.create_future()
-        loop.add_writer(pgconn.socket, writable.set_result, None)
+        sock = pgconn.socket
+        ready: asyncio.Future[bool] = loop.create_future()
+        loop.add_writer(sock, _ready, ready, False)
+        loop.add_reader(sock, _ready, ready, True)
         try:
-            await writable
+            readable = await ready
         finally:
-            loop.remove_writer(pgconn.socket)
+            loop.remove_writer(sock)
+            loop.remove_reader(sock)
+        if readable:
+            pgconn.consume_input()
 
 
 # Reads reuse one binary cursor per connection: a fresh cursor per call cost 32 us of

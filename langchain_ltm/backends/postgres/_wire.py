@@ -7,8 +7,12 @@ Postgres' binary array format (``array_recv``): the vectors from one float32 mat
 numpy, the ids as their 16 raw bytes. The server receives the same values as before.
 
 The wrappers are plain data (``_sql`` builds them without I/O); :func:`register` teaches a
-connection to dump them, next to pgvector's own adapters. Reading, :func:`json_loads` turns
-the ``jsonb`` values a search returns into Python with ``orjson`` where it is installed
+connection to dump them, next to pgvector's own adapters. The JSON values are written the
+way the connection writes a ``Jsonb``: a pool whose connections were given their own dumps
+(``psycopg.types.json.set_json_dumps(dumps, conn)`` in its ``configure=``, or globally)
+writes with it; psycopg's default writes with ``json.dumps``, NaN and infinities refused
+before the statement is sent (``jsonb`` has none). Reading, :func:`json_loads` turns the
+``jsonb`` values a search returns into Python with ``orjson`` where it is installed
 (langsmith, and so langchain-core, brings it on CPython), exactly as ``json`` reads them.
 """
 
@@ -20,8 +24,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from psycopg.adapt import Dumper
+from psycopg import postgres
+from psycopg.abc import AdaptContext
+from psycopg.adapt import Dumper, PyFormat
+from psycopg.errors import ProgrammingError
 from psycopg.pq import Format
+from psycopg.types.json import Jsonb, JsonbBinaryDumper
 
 try:
     import orjson
@@ -55,7 +63,7 @@ class UuidRows:
 
 
 class JsonbRows:
-    """JSON values, as one binary ``jsonb[]`` parameter (each value ``json.dumps``-ed)."""
+    """JSON values, as one binary ``jsonb[]`` parameter (dumped as the connection dumps JSON)."""
 
     __slots__ = ("values",)
 
@@ -98,14 +106,72 @@ class _UuidRowsDumper(Dumper):
         return _array(_UUID_OID, len(obj.ids), b"".join([_LEN_16 + raw for raw in obj.ids]))
 
 
+# psycopg's default (json.dumps), except that NaN and infinities raise here, not on the server
+_ENCODE = json.JSONEncoder(allow_nan=False).encode
+_UNDUMPABLE = (
+    "The Postgres engine stores values as jsonb ({}): use dicts, lists, strings, numbers, "
+    "booleans and None (convert datetimes to ISO strings, no NaN or infinity), or hand in a "
+    "pool whose connections dump such values (psycopg.types.json.set_json_dumps(dumps, "
+    "conn) in its configure=)."
+)
+_UNDUMPABLE_CUSTOM = (
+    "The Postgres engine writes values with the JSON dumps configured on this connection, "
+    "which refused one ({}): convert the value, or extend that dumps function."
+)
+
+
+def _jsonb_element(context: AdaptContext | None) -> Any:
+    """How ``context`` dumps one binary ``jsonb`` value; ``None``: psycopg's default.
+
+    The connection's own ``Jsonb`` binary dumper decides: psycopg's (its ``_dumps``, which
+    ``set_json_dumps`` sets per connection or globally) or one the user registered.
+    """
+    adapters = context.adapters if context is not None else postgres.adapters
+    try:
+        base = adapters.get_dumper(Jsonb, PyFormat.BINARY)
+    except ProgrammingError:  # nothing registered for Jsonb: psycopg's default
+        return None
+    if issubclass(base, JsonbBinaryDumper) and base.dump is JsonbBinaryDumper.dump:
+        dumps = base._dumps
+        if dumps is json.dumps:
+            return None
+
+        def element(value: Any) -> bytes:
+            data = dumps(value)
+            return b"\x01" + (data.encode() if isinstance(data, str) else bytes(data))
+
+        return element
+    dumper = base(Jsonb, context)  # a dumper class of the user's own: its whole output
+
+    def own(value: Any) -> bytes:
+        data = dumper.dump(Jsonb(value))
+        if data is None:  # NULL: an item's value is never missing
+            raise TypeError(f"{base.__name__}.dump() returned None")
+        return bytes(data)
+
+    return own
+
+
 class _JsonbRowsDumper(Dumper):
     format = Format.BINARY
     oid = _JSONB_ARRAY_OID
 
+    def __init__(self, cls: type, context: AdaptContext | None = None) -> None:
+        super().__init__(cls, context)
+        self._element = _jsonb_element(context)
+
     def dump(self, obj: JsonbRows) -> bytes:
         # jsonb's binary input is a version byte (1) and the JSON text, as psycopg's Jsonb
-        dumps = json.dumps
-        parts = [b"\x01" + dumps(value).encode() for value in obj.values]
+        element = self._element
+        try:
+            if element is None:
+                encode = _ENCODE
+                parts = [b"\x01" + encode(value).encode() for value in obj.values]
+            else:
+                parts = [element(value) for value in obj.values]
+        except (TypeError, ValueError) as exc:
+            message = _UNDUMPABLE if element is None else _UNDUMPABLE_CUSTOM
+            raise type(exc)(message.format(exc)) from exc
         body = b"".join([len(part).to_bytes(4, "big") + part for part in parts])
         return _array(_JSONB_OID, len(parts), body)
 

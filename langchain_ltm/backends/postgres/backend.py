@@ -499,7 +499,13 @@ def postgres_backend(
             missing twin is opened on the same conninfo when first needed). Pools handed
             in keep their session settings: add ``options="-c plan_cache_mode=
             force_generic_plan -c TimeZone=UTC"`` to their connection kwargs for the
-            fastest searches (what pools opened here set).
+            fastest searches (what pools opened here set). They also keep their JSON
+            adapters: values are written with the dumps their connections were given
+            (``psycopg.types.json.set_json_dumps(dumps, conn)`` in the pool's
+            ``configure=``) and read with their loads. The twin opened here does not run
+            the pool's ``configure=`` (a sync callback cannot configure async
+            connections): for custom JSON on both, call ``set_json_dumps(dumps)`` and
+            ``set_json_loads(loads)`` globally, or hand in the pool you use.
         table: Items table name (vectors go to ``{table}_vectors``).
         schema: Postgres schema for the tables (created if missing).
         dims: Embedding size. ``None``: read from the table, or learnt at the first write.

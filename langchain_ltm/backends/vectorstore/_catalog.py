@@ -209,6 +209,23 @@ class Catalog(SqliteBackend):
         )
         return [r[0] for r in rows]
 
+    def journal_holds(self, ids: Sequence[str], state: str) -> bool:
+        """Whether any of ``ids`` is journaled in ``state`` (read in one snapshot)."""
+
+        def run(conn: sqlite3.Connection) -> bool:
+            for start in range(0, len(ids), _PAGE):
+                chunk = list(ids[start : start + _PAGE])
+                marks = ", ".join("?" * len(chunk))
+                row = conn.execute(
+                    f"SELECT 1 FROM {self.journal} WHERE state = ? AND doc_id IN ({marks}) LIMIT 1",
+                    [state, *chunk],
+                ).fetchone()
+                if row is not None:
+                    return True
+            return False
+
+        return self._read("write", run)
+
     def journal_ids(self, state: str) -> list[str]:
         """Every journaled document id in ``state``, whatever its age."""
         rows = self._read(

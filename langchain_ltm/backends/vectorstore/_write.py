@@ -2,9 +2,10 @@
 
 A write is three steps: journal the new documents ``adding`` and add them to the
 vectorstore; one catalog commit (the moment the new version shows) that journals the
-replaced documents as ``garbage``; then delete the garbage (:func:`collect`). A failed
-commit drops the new documents again; whatever a crash leaves, ``repair()`` finds in the
-journal. :func:`acommit` is the async commit that knows its outcome even when cancelled.
+replaced documents as ``garbage``; then delete the garbage (:func:`collect`). A commit
+that did not land drops the new documents again (:func:`settle` asks the catalog, since an
+exception can arrive after the ``COMMIT``); whatever a crash leaves, ``repair()`` finds in
+the journal. :func:`acommit` is the async commit that knows its outcome even when cancelled.
 
 Each function takes the :class:`~.backend.VectorStoreBackend` whose steps it yields.
 """
@@ -47,14 +48,31 @@ def write_logic(
     except Landed:
         raise  # cancelled once the commit had landed: its documents are current
     except BaseException:
-        try:  # repair() retries what this leaves
-            yield Step(backend._vs_drop, backend._avs_drop, (ids,))
-            yield backend._cat("journal_clear", ids)
-        except Exception:  # the original error is the one to report
-            pass
+        yield from settle(backend, ids)
         raise
     yield from collect(backend, garbage)
     return deleted  # type: ignore[no-any-return]
+
+
+def settle(backend: VectorStoreBackend, ids: Sequence[str]) -> Logic[None]:
+    """After the commit step failed: drop the new documents ``ids`` unless it landed.
+
+    Failure does not mean absence: a ``KeyboardInterrupt``, ``SystemExit`` or a signal
+    handler's exception can arrive after SQLite's ``COMMIT`` and before the step returns,
+    and the write is then current with these documents. The commit clears the batch's
+    ``adding`` rows in its own transaction, so rows still there mean it did not land: only
+    then are the documents dropped. When the catalog cannot say (the check fails), they
+    stay: current ones are whole, and ``repair()`` drops the others (still journaled
+    ``adding``) once the grace period has passed.
+    """
+    if not ids:
+        return
+    try:
+        if (yield backend._cat("journal_holds", ids, ADDING)):
+            yield Step(backend._vs_drop, backend._avs_drop, (ids,))
+            yield backend._cat("journal_clear", ids)
+    except Exception:  # the original error is the one to report; repair() retries
+        pass
 
 
 def collect(backend: VectorStoreBackend, garbage: Sequence[str]) -> Logic[None]:

@@ -43,7 +43,11 @@ documents that no search shows (their ``ltm_at`` is not current); opening the ba
 runs :meth:`VectorStoreBackend.repair` on the journal, which deletes them. An async
 write cancelled while its commit runs on the catalog's thread waits for that commit to
 end: landed, the caller gets ``CancelledError`` and the write stands whole (its new
-documents kept, the replaced ones journaled as garbage); failed, its documents go.
+documents kept, the replaced ones journaled as garbage); failed, its documents go. Any
+other failure of the commit step, sync or async, drops the new documents only once the
+catalog says the commit did not land (its ``adding`` rows are still there): an interrupt
+(``KeyboardInterrupt``, ``SystemExit``) arriving after SQLite's ``COMMIT`` leaves the write
+standing whole, like a cancelled one.
 ``repair()`` called by hand also puts back the documents the store lost (deleted behind
 our back, a restored backup, an unsaved FAISS index) from the vectors the catalog keeps,
 and deletes documents of ours that are neither current nor journaled.
