@@ -34,12 +34,21 @@ def recoverable(store: LongTermMemoryStore, user: str) -> set[str]:
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_no_accepted_text_ever_vanishes(seed):
-    rng = random.Random(seed)
     store = LongTermMemoryStore(
         InMemoryVectorStore(KeywordEmbeddings(dims=64)), merge_threshold=0.5, review_threshold=0.2
     )
+    check_nothing_is_lost(store, seed)
+
+
+def check_nothing_is_lost(store: LongTermMemoryStore, seed: int, steps: int = 250) -> None:
+    """Random writes on ``store`` (user ``u``); after each, every accepted text is recoverable.
+
+    The store should merge eagerly (``merge_threshold=0.5, review_threshold=0.2`` with
+    :class:`~tests.fakes.KeywordEmbeddings` of 64 dims), so that many writes are updates.
+    """
+    rng = random.Random(seed)
     accepted: set[str] = set()
-    for step in range(250):
+    for step in range(steps):
         kind = rng.choice(["one", "batch", "update", "merge", "restore", "forget"])
         if kind == "one":
             text = rng.choice(TEXTS)
