@@ -421,3 +421,27 @@ def test_ltm_says_what_is_wrong_with_the_variable(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         assert "likes green tea" in done.stdout and done.stderr == ""
         assert len(copies(cache)) == 1
+
+
+def test_pruning_leaves_folders_that_only_look_like_ours(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, short: np.ndarray
+) -> None:
+    """review1: cache_dir may be a folder the user keeps other things in (``~/models``):
+    only the names this module makes (``onnx-`` + 32 hex, ``.making-`` from mkdtemp,
+    ``.old-onnx-<32 hex>-<pid>``) may be deleted, not every ``onnx-*`` or ``.old-*``."""
+    import time
+
+    import onnxruntime
+
+    def aged(name: str, days: float) -> Path:
+        path = tmp_path / name
+        path.mkdir()
+        (path / "keep.txt").write_text("the user's own files")
+        moment = time.time() - days * 86_400
+        os.utime(path, (moment, moment))
+        return path
+
+    mine = [aged("onnx-runtime-notes", 60), aged(".old-dotfiles", 1), aged(".old-thesis", 2)]
+    monkeypatch.setattr(onnxruntime, "__version__", "0.0.0-upgraded")
+    assert np.array_equal(MiniLMEncoder(cache_dir=tmp_path).encode(SHORT), short)
+    assert [p.name for p in mine if not p.exists()] == []
