@@ -169,6 +169,15 @@ def test_a_bad_url_exits_2_saying_how_to_write_it(tmp_path, url, expected):
     assert not (tmp_path / "c").exists()  # nothing was made for a bad URL
 
 
+@pytest.mark.parametrize("secret", ["s3cr/et", "s3cr?et", "s3cr#et"])
+def test_a_redis_password_with_url_delimiters_is_never_printed(secret):
+    """review1: urlsplit ends the netloc at the first '/', '?' or '#', so such a password
+    (base64 ones hold '/') is no ``parts.password``; the whole URL went into the message."""
+    code, out, err = ltm("--store", f"redis://default:{secret}@localhost:6379/m", "list", "--user", "a")
+    assert code == 2
+    assert secret not in err and "s3cr" not in err
+
+
 @pytest.fixture
 def factories(tmp_path, monkeypatch):
     """A module ``ltm_factories`` in the current folder, as a user would write one."""

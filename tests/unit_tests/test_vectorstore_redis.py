@@ -166,3 +166,16 @@ def test_a_value_filter_stays_on_the_catalog_and_the_query_carries_the_scope(mon
     monkeypatch.setattr(vs._index, "load", load)
     monkeypatch.setattr(vs._index, "query", query)
     _value_filter_stays_on_the_catalog(vs, echo, tmp_path)
+
+
+def test_an_empty_scoped_value_never_widens_the_filter():
+    """review1: tag_value("") is "" and redisvl drops a Tag clause with an empty value
+    (``Tag(f) == ""`` is ``*``), so an empty value would match every document: it must
+    raise (or be encoded to a non-empty tag), never vanish from the filter."""
+    from langchain_ltm.backends.vectorstore.dialects.redis import where
+
+    try:
+        built = str(where({"ltm_store": "s1", "ltm_n0": "memories", "ltm_n1": ""}))
+    except ValueError:
+        return
+    assert "@ltm_n1:" in built, built
