@@ -1,0 +1,63 @@
+"""review1: the kept read cursor after a failed or cancelled read (sync, async)."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timezone
+
+import numpy as np
+import psycopg
+import pytest
+
+from langchain_ltm.backends.base import Record, SearchRequest
+from langchain_ltm.backends.postgres._sql import Statement
+from langchain_ltm.errors import BackendError
+
+
+def _backend(make_backend):
+    backend = make_backend(dims=4, max_size=1)
+    vec = np.eye(4, dtype=np.float32)
+    now = datetime.now(timezone.utc)
+    backend.write(
+        [Record(("m", f"u{n % 2}"), f"k{n}", {"n": n}, ("t",), ("t",), vec[n][None, :], now)
+         for n in range(4)],
+        [],
+    )  # fmt: skip
+    return backend, vec
+
+
+def _failing():
+    yield Statement("SELECT 1/0")
+    return None
+
+
+def _slow():
+    yield Statement("SELECT pg_sleep(3)")
+    return None
+
+
+@pytest.mark.parametrize("transaction", [False, True])
+def test_a_failed_read_leaves_the_kept_cursor_usable(make_backend, transaction):
+    backend, vec = _backend(make_backend)
+    backend.search(SearchRequest(("m", "u0"), vec[0][None, :], limit=2))  # cursor kept
+    with pytest.raises(BackendError, match="division by zero"):
+        backend.connector.run(_failing, "get", transaction=transaction, keep_cursor=True)
+    (hits,) = backend.search(SearchRequest(("m", "u1"), vec[1][None, :], limit=2))
+    assert [h.item.key for h in hits] == ["k1", "k3"]
+    (item,) = backend.get([(("m", "u0"), "k2")])
+    assert item is not None and item.value == {"n": 2}
+
+
+async def test_a_cancelled_async_read_leaves_the_next_reads_right(make_backend):
+    backend, vec = _backend(make_backend)
+    await backend.asearch(SearchRequest(("m", "u0"), vec[0][None, :], limit=2))
+    task = asyncio.ensure_future(backend.connector.arun(_slow, "get", keep_cursor=True))
+    await asyncio.sleep(0.5)
+    task.cancel()
+    with pytest.raises((asyncio.CancelledError, psycopg.Error)):
+        await task
+    for user in (1, 0, 1):
+        (hits,) = await backend.asearch(
+            SearchRequest(("m", f"u{user}"), vec[user][None, :], limit=2)
+        )
+        assert [h.item.key for h in hits] == [f"k{user}", f"k{user + 2}"]
