@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 import sys
 from pathlib import Path
@@ -46,6 +47,8 @@ UNUSED_DAYS = 30
 """A copy no process has loaded for this many days is deleted when another copy is made."""
 _DAY = 86_400.0
 _LEFTOVER_SECONDS = 3_600.0  # a work folder this old belongs to no live process
+_COPY_NAME = re.compile(r"onnx-[0-9a-f]{32}")  # copy_folder's names
+_WORK_NAME = re.compile(r"\.making-[a-z0-9_]{8}|\.old-onnx-[0-9a-f]{32}-[0-9]+")  # _make, _publish
 _GRAPH, _WEIGHTS = "model.onnx", "model.onnx.data"
 _PROVIDERS = ["CPUExecutionProvider"]
 
@@ -253,7 +256,12 @@ def _mark_used(folder: Path) -> None:
 
 
 def _prune(root: Path, keep: Path) -> None:
-    """Delete this user's copies unused for :data:`UNUSED_DAYS` and stale work folders."""
+    """Delete this user's copies unused for :data:`UNUSED_DAYS` and stale work folders.
+
+    Only what this module makes is deleted: a folder named as :func:`copy_folder`,
+    ``_make`` (``mkdtemp``) or ``_publish`` name theirs, holding nothing but the copy's two
+    files. ``cache_dir`` may be a folder the user keeps other things in.
+    """
     import shutil
     import time
 
@@ -265,9 +273,9 @@ def _prune(root: Path, keep: Path) -> None:
     for entry in entries:
         if entry.name == keep.name:
             continue
-        if entry.name.startswith("onnx-"):
+        if _COPY_NAME.fullmatch(entry.name):
             age = UNUSED_DAYS * _DAY
-        elif entry.name.startswith((".making-", ".old-")):
+        elif _WORK_NAME.fullmatch(entry.name):
             age = _LEFTOVER_SECONDS
         else:
             continue  # not ours: never touched
@@ -275,6 +283,8 @@ def _prune(root: Path, keep: Path) -> None:
         try:
             if not _owned(path) or now - path.lstat().st_mtime < age:
                 continue
+            if not {child.name for child in os.scandir(path)} <= {_GRAPH, _WEIGHTS}:
+                continue  # something else lives in it: not a copy of ours
         except OSError:
             continue
         shutil.rmtree(path, ignore_errors=True)

@@ -286,8 +286,8 @@ def test_making_a_copy_deletes_copies_unused_for_a_month(
 
     stale = aged("onnx-0123456789abcdef0123456789abcdef", _ort_cache.UNUSED_DAYS + 1)
     recent = aged("onnx-fedcba9876543210fedcba9876543210", _ort_cache.UNUSED_DAYS - 1)
-    crashed = aged(".making-abc123", 1 / 12)  # two hours: no live process makes it that long
-    busy = aged(".making-def456", 0)  # another process making its copy right now
+    crashed = aged(".making-abc12_yz", 1 / 12)  # two hours: no live process makes it that long
+    busy = aged(".making-def456gh", 0)  # another process making its copy right now
     other = aged("notes", 365)  # not ours: never touched
     monkeypatch.setattr(onnxruntime, "__version__", "0.0.0-upgraded")
     assert np.array_equal(MiniLMEncoder(cache_dir=tmp_path).encode(SHORT), short)
