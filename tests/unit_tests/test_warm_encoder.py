@@ -101,6 +101,21 @@ def test_the_first_command_leaves_the_model_copy_to_the_encoder_it_starts(
     assert WarmEncoder().embed_query("language?") == local.embed_query("language?")
 
 
+def test_a_failed_start_of_the_encoder_leaves_the_copy_to_this_command(
+    runtime, local, monkeypatch, tmp_path
+):
+    """review1: otherwise no process would ever make the copy while the encoder cannot start."""
+    from langchain_ltm import _ort_cache
+
+    cache = tmp_path / "model-cache"
+    monkeypatch.setenv(_ort_cache.CACHE_ENV, str(cache))
+    monkeypatch.setattr(WarmEncoder, "_spawn", lambda self: False)
+    first = WarmEncoder()
+    assert first.embed_query("language?") == local.embed_query("language?")
+    assert len([p for p in cache.iterdir() if p.name.startswith("onnx-")]) == 1
+    assert WarmEncoder(mode="auto").status() is None  # and no encoder runs
+
+
 def test_with_no_encoder_the_command_makes_the_copy_itself(runtime, local, monkeypatch, tmp_path):
     from langchain_ltm import _ort_cache
 

@@ -193,6 +193,9 @@ class WarmEncoder:
         vectors = self._local.embed_documents(list(texts))
         if launch:  # after this command's own embedding, so the two do not share the CPU
             self._served_soon = self._spawn()
+            if not self._served_soon:  # no encoder to make the model's copy: make it here
+                with contextlib.suppress(Exception):  # (a copy is an optimisation only)
+                    MiniLMEncoder()._load()
         return vectors
 
     def _remote(self, texts: Sequence[str]) -> list[list[float]]:
@@ -274,18 +277,22 @@ class WarmEncoder:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
         server = ["-m", "langchain_ltm.cli.warm.server", "--socket", str(self.address)]
         server += ["--key", self.key, "--idle", str(self.idle_minutes * 60)]
-        with open(self.files.log, "ab") as log:
-            launched = subprocess.run(
-                [sys.executable, "-c", _LAUNCH, *server],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                close_fds=True,
-                cwd="/",  # holds no folder of the user's open
-                env=env,
-                check=False,
-                timeout=30,
-            )
+        try:
+            with open(self.files.log, "ab") as log:
+                launched = subprocess.run(
+                    [sys.executable, "-c", _LAUNCH, *server],
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=log,
+                    close_fds=True,
+                    cwd="/",  # holds no folder of the user's open
+                    env=env,
+                    check=False,
+                    timeout=30,
+                )
+        except (OSError, subprocess.SubprocessError) as exc:  # no fork, no log, a hung launcher
+            _note("no warm encoder started: %s", exc)
+            return False
         return launched.returncode == 0
 
 

@@ -46,7 +46,14 @@ _FIELD = re.compile(r"@(ltm_n\d+|ltm_store):")
 
 
 def tag_value(value: str) -> str:
-    """A scoped value as a Redis tag: the hex of its UTF-8 bytes (``"Alice"`` -> ``416c...``)."""
+    """A scoped value as a Redis tag: the hex of its UTF-8 bytes (``"Alice"`` -> ``416c...``).
+
+    Raises:
+        ValueError: ``value`` is empty: redisvl drops a tag clause with an empty value, so
+            the filter would match every document instead of none.
+    """
+    if not value:
+        raise ValueError("a scoped value (store id, namespace label) must not be empty")
     return value.encode("utf-8", "surrogatepass").hex()
 
 
