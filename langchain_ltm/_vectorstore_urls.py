@@ -338,7 +338,7 @@ def _redis_index_dims(index: str, server: str) -> int | None:
         RedisError: The server did not answer (the caller says so).
     """
     from redisvl.exceptions import RedisSearchError
-    from redisvl.index import SearchIndex
+    from redisvl.index import SearchIndex  # type: ignore[import-untyped]
 
     try:
         existing = SearchIndex.from_existing(index, redis_url=server)

@@ -359,4 +359,3 @@ def test_a_faiss_folder_older_than_its_catalog_gets_its_vectors_back_on_open(tmp
         assert hit.value["content"] == "Plays the cello" and hit.score is not None
         docs = store.backend.vectorstore.docstore._dict.values()
         assert sorted(d.page_content for d in docs) == ["Lives in Lisbon", "Plays the cello"]
-
