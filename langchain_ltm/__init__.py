@@ -22,6 +22,7 @@ from langchain_ltm.errors import (
     LTMError,
     MissingDependencyError,
     MissingUserIdError,
+    RecallTargetError,
     UnsupportedVectorStoreError,
 )
 
@@ -49,6 +50,7 @@ __all__ = [
     "MemoryMiddleware",
     "MissingDependencyError",
     "MissingUserIdError",
+    "RecallTargetError",
     "RecalledFact",
     "RememberResult",
     "Resolution",

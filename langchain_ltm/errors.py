@@ -11,6 +11,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "BackendError",
     "DuplicateFactError",
@@ -22,6 +24,7 @@ __all__ = [
     "LTMError",
     "MissingDependencyError",
     "MissingUserIdError",
+    "RecallTargetError",
     "UnsupportedVectorStoreError",
 ]
 
@@ -74,3 +77,16 @@ class DuplicateFactError(BackendError):
 
     ``remember`` retries once on it (the retry finds the stored fact: a duplicate).
     """
+
+
+class RecallTargetError(LTMError, ValueError):
+    """A broad-scope walk of the HNSW index cannot reach the recall a calibration asked for.
+
+    ``calibration`` holds what was measured (a ``BroadCalibration``: every ``ef_search``
+    tried, the best recall); nothing was stored. Lower ``target_recall``, or rebuild the
+    index denser (``create_hnsw_index(m=..., ef_construction=...)``) and calibrate again.
+    """
+
+    def __init__(self, message: str, calibration: Any) -> None:
+        super().__init__(message)
+        self.calibration = calibration

@@ -40,6 +40,8 @@ MAX_WANTED = 100
 """Largest ``offset + limit`` served through the index (larger: exact)."""
 EF_SEARCH = 200
 """``hnsw.ef_search`` of the index walk, and the least number of candidates taken."""
+SETTINGS_NAME = "broad_search"
+"""Row of the settings table holding the last calibration (:mod:`._calibrate`)."""
 MAX_SCAN_TUPLES = 40_000
 """``hnsw.max_scan_tuples``: tuples the iterative scan visits before it gives up."""
 
@@ -64,6 +66,8 @@ class ScopeStats:
     common: tuple[tuple[str, float], ...]
     operator: str | None  # the usable HNSW index's ordering operator, None: no index
     read_at: float
+    index_oid: int | None = None  # that index's oid
+    calibrated_ef: int | None = None  # ef_search a calibration of that very index chose
     # bisection tables, derived from the fields above: every search with an HNSW index
     # present asks for a lower bound, and scanning ~100 bounds and ~100 common values in
     # Python cost 9.3 us of it per search (1.3 us bisected; 101 bounds, 100 common values)
@@ -127,7 +131,7 @@ def stats(t: sql.Tables) -> sql.Exchange[ScopeStats]:
         (t.schema, t.vectors_name, t.vectors),
     )
     indexes = yield sql.Statement(
-        "SELECT o.opcname FROM pg_index x "
+        "SELECT o.opcname, ic.oid FROM pg_index x "
         "JOIN pg_class ic ON ic.oid = x.indexrelid JOIN pg_am am ON am.oid = ic.relam "
         "JOIN pg_opclass o ON o.oid = x.indclass[0] "
         "JOIN pg_attribute a ON a.attrelid = x.indrelid AND a.attnum = x.indkey[0] "
@@ -136,9 +140,14 @@ def stats(t: sql.Tables) -> sql.Exchange[ScopeStats]:
         "ORDER BY o.opcname LIKE '%%_ip_ops' DESC, ic.relname",
         (t.vectors,),
     )
-    operators = [_OPERATORS[r[0]] for r in indexes if r[0] in _OPERATORS]
-    version = yield sql.Statement("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
-    if not version or _version(str(version[0][0])) < (0, 8):
+    usable = [(_OPERATORS[r[0]], int(r[1])) for r in indexes if r[0] in _OPERATORS]
+    operators = [op for op, _ in usable]
+    version = yield sql.Statement(
+        "SELECT (SELECT extversion FROM pg_extension WHERE extname = 'vector'), "
+        "to_regclass(%s) IS NOT NULL",
+        (t.settings,),
+    )
+    if version[0][0] is None or _version(str(version[0][0])) < (0, 8):
         operators = []  # no iterative scan before pgvector 0.8: always exact
     if operators and operators[0] == "<=>":
         # cosine orders as our inner-product score only for unit vectors: look at some
@@ -149,6 +158,13 @@ def stats(t: sql.Tables) -> sql.Exchange[ScopeStats]:
         if norms[0][0] is None or float(norms[0][0]) > UNIT_TOLERANCE:
             operators = []
     operator = operators[0] if operators else None
+    index_oid = usable[0][1] if operator else None
+    calibrated = None
+    if index_oid is not None and version[0][1]:
+        saved = yield sql.Statement(
+            f"SELECT value FROM {t.settings} WHERE name = %s", (SETTINGS_NAME,)
+        )
+        calibrated = calibrated_ef(saved[0][0] if saved else None, index_oid)
     if not rows:
         return ScopeStats(0.0, (), (), None, time.monotonic())
     reltuples, bounds, common, freqs = rows[0]
@@ -158,7 +174,23 @@ def stats(t: sql.Tables) -> sql.Exchange[ScopeStats]:
         common=tuple(zip(common or (), (float(f) for f in freqs or ()), strict=True)),
         operator=operator,
         read_at=time.monotonic(),
+        index_oid=index_oid,
+        calibrated_ef=calibrated,
     )
+
+
+def calibrated_ef(saved: object, index_oid: int) -> int | None:
+    """The ``ef_search`` a stored calibration chose, if it measured this very index.
+
+    A calibration names the index it walked by oid: once that index is dropped or rebuilt
+    (a new graph), its value no longer applies and the default does until the next one.
+    """
+    if not isinstance(saved, dict) or saved.get("index_oid") != index_oid:
+        return None
+    ef = saved.get("ef_search")
+    if isinstance(ef, bool) or not isinstance(ef, int) or not 1 <= ef <= 1000:
+        return None
+    return ef
 
 
 def _version(text: str) -> tuple[int, ...]:
@@ -169,14 +201,22 @@ def _version(text: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
-def check_ef_search(value: object) -> int:
+def check_ef_search(value: object, what: str = "broad_ef_search") -> int:
     """``value`` as an ``hnsw.ef_search`` (pgvector takes 1 to 1,000), or ``ValueError``."""
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1000:
         raise ValueError(
-            f"broad_ef_search must be an int from 1 to 1000 (pgvector's hnsw.ef_search), "
-            f"got {value!r}."
+            f"{what} must be an int from 1 to 1000 (pgvector's hnsw.ef_search), got {value!r}."
         )
     return value
+
+
+def ef_search_of(explicit: object, stats: ScopeStats | None) -> int:
+    """The walk's ``ef_search``: the one set on the backend, else the calibrated one."""
+    if explicit is not None:
+        return check_ef_search(explicit)
+    if stats is not None and stats.calibrated_ef is not None:
+        return stats.calibrated_ef
+    return EF_SEARCH
 
 
 def search(

@@ -74,8 +74,9 @@ from langchain_ltm.errors import (
 try:
     from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-    from langchain_ltm.backends.postgres import _broad
+    from langchain_ltm.backends.postgres import _broad, _calibrate
     from langchain_ltm.backends.postgres import _sql as sql
+    from langchain_ltm.backends.postgres._calibrate import BroadCalibration
     from langchain_ltm.backends.postgres._conn import Connector, conninfo_from_engine
     from langchain_ltm.backends.postgres._lock import AdvisoryLocks, HeldLock
     from langchain_ltm.backends.postgres._vector_type import migrate_vector_type
@@ -228,7 +229,9 @@ class PostgresBackend(VectorBackend):
             vectors=False,
         )
 
-    def create_hnsw_index(self, m: int = 16, ef_construction: int = 128) -> None:
+    def create_hnsw_index(
+        self, m: int = 16, ef_construction: int = 128, *, calibrate: bool = False
+    ) -> BroadCalibration | None:
         """Add an HNSW index (cosine) for broad scopes and PGVectorStore's global search.
 
         Per-user searches stay exact and never use it. A search whose scope holds at least
@@ -237,20 +240,125 @@ class PostgresBackend(VectorBackend):
         embeddings (OpenAI, MiniLM) orders as cosine does; for embeddings that are not unit
         length add ``USING hnsw (embedding vector_ip_ops)`` yourself, which is preferred
         when present. It costs write speed. On a ``halfvec`` column it uses
-        ``halfvec_cosine_ops``. ``ef_construction`` defaults to 128, not pgvector's 64: at
-        1M clustered facts its graphs gave recall@10 0.92-0.99 at ``ef_search=200``
-        against 0.70-0.89 (README); :attr:`broad_ef_search` sets the walk.
+        ``halfvec_cosine_ops``. ``ef_construction`` defaults to 128, not pgvector's 64.
+
+        Graphs of the same rows differ from build to build (at 1M clustered facts, recall@10
+        0.70 to 0.99 at one ``ef_search``), so ``calibrate=True`` runs
+        :meth:`calibrate_broad_search` with its defaults once the index is built and
+        returns what it measured (it raises :class:`~langchain_ltm.RecallTargetError`,
+        the index kept, if the graph cannot reach 0.95).
 
         Example:
             >>> backend = postgres_backend("postgresql://localhost/app")  # doctest: +SKIP
-            >>> backend.create_hnsw_index()  # doctest: +SKIP
+            >>> backend.create_hnsw_index(calibrate=True).ef_search  # doctest: +SKIP
+            300
             >>> backend.broad_min_rows = 50_000  # doctest: +SKIP
-            >>> backend.broad_ef_search = 400  # more recall, more time  # doctest: +SKIP
         """
         self._require_dims("an HNSW index")
         self.connector.run(
             lambda: sql.create_hnsw_index(self.tables, m, ef_construction), "create_hnsw_index"
         )
+        self._scope_stats = None
+        return self.calibrate_broad_search() if calibrate else None
+
+    def calibrate_broad_search(
+        self,
+        target_recall: float = 0.95,
+        *,
+        queries: Any = None,
+        samples: int = 50,
+        prefix: tuple[str, ...] = (),
+        k: int = 10,
+        max_ef_search: int = 1000,
+        persist: bool = True,
+    ) -> BroadCalibration:
+        """Choose the broad-scope walk's ``ef_search`` by measuring recall on this index.
+
+        Takes ``queries`` (your own query vectors, best: real ones) or ``samples`` stored
+        vectors under ``prefix``, finds their exact top ``k`` on the exact plan, then walks
+        the HNSW index with ``ef_search`` 40, 60, 80, ... up to ``max_ef_search`` until the
+        mean recall@k reaches ``target_recall``. The value chosen is stored (with the oid
+        of the index measured) in ``{table}_settings``, so every process walks with it
+        within a minute (the statistics' refresh), while :attr:`broad_ef_search` is
+        ``None``; a rebuilt index falls back to 200 until calibrated again. One
+        transaction; at 1M facts the exact answers cost about 4 s a query.
+
+        Args:
+            target_recall: Mean recall@k against exact answers to reach, in (0, 1].
+            queries: A ``(n, dims)`` array of query vectors (1 to 1,000), or ``None``.
+            samples: Stored vectors taken as queries when ``queries`` is ``None``.
+            prefix: The scope searched (``()``: everything).
+            k: Results per query compared (1 to 100).
+            max_ef_search: Largest ``ef_search`` tried (1 to 1,000).
+            persist: Store the value chosen; ``False`` only measures.
+
+        Returns:
+            A ``BroadCalibration``: the chosen ``ef_search``, its recall, and every step.
+
+        Raises:
+            RecallTargetError: ``max_ef_search`` falls short of the target (nothing stored;
+                the measurements are in its ``calibration``).
+            ValueError: A bad argument, no walkable HNSW index, or fewer than ``k`` items.
+
+        Example:
+            >>> backend = postgres_backend("postgresql://localhost/app")  # doctest: +SKIP
+            >>> result = backend.calibrate_broad_search(target_recall=0.95)  # doctest: +SKIP
+            >>> result.ef_search, round(result.recall, 2)  # doctest: +SKIP
+            (300, 0.97)
+        """
+        target, samples, k, max_ef = _calibrate.check_args(target_recall, samples, k, max_ef_search)
+        given = _calibrate.check_queries(queries, self.dims)
+        scope = self._calibration_prefix(prefix)
+        result = self.connector.run(
+            lambda: _calibrate.calibrate(
+                self.tables,
+                scope,
+                given,
+                samples=samples,
+                k=k,
+                target_recall=target,
+                max_ef_search=max_ef,
+                vector_type=self.vector_type,
+                persist=persist,
+            ),
+            "calibrate_broad_search",
+            transaction=True,
+        )
+        self._scope_stats = None  # read the stored value with the next statistics
+        return result
+
+    async def acalibrate_broad_search(
+        self,
+        target_recall: float = 0.95,
+        *,
+        queries: Any = None,
+        samples: int = 50,
+        prefix: tuple[str, ...] = (),
+        k: int = 10,
+        max_ef_search: int = 1000,
+        persist: bool = True,
+    ) -> BroadCalibration:
+        """Async twin of :meth:`calibrate_broad_search`."""
+        target, samples, k, max_ef = _calibrate.check_args(target_recall, samples, k, max_ef_search)
+        given = _calibrate.check_queries(queries, self.dims)
+        scope = self._calibration_prefix(prefix)
+        result = await self.connector.arun(
+            lambda: _calibrate.calibrate(
+                self.tables,
+                scope,
+                given,
+                samples=samples,
+                k=k,
+                target_recall=target,
+                max_ef_search=max_ef,
+                vector_type=self.vector_type,
+                persist=persist,
+            ),
+            "calibrate_broad_search",
+            transaction=True,
+        )
+        self._scope_stats = None
+        return result
 
     def drop(self) -> None:
         """Drop the tables and everything in them."""
@@ -312,9 +420,10 @@ class PostgresBackend(VectorBackend):
     """Scope size (vectors, a lower bound from the planner's statistics) from which a
     search walks an HNSW index of the vectors table with pgvector's iterative scan instead
     of scoring every vector in scope (see ``_broad``); ``None``: always exact."""
-    broad_ef_search: int = _broad.EF_SEARCH
+    broad_ef_search: int | None = None
     """``hnsw.ef_search`` of such a walk (1 to 1,000): the candidates it re-ranks. More
-    buys recall with time; at 1M facts the README measures 200 and 400."""
+    buys recall with time. ``None`` (the default): the value
+    :meth:`calibrate_broad_search` stored for the current index, else 200."""
     _scope_stats: _broad.ScopeStats | None = None
 
     def search(self, request: SearchRequest) -> list[list[Hit]]:  # noqa: D102
@@ -327,7 +436,7 @@ class PostgresBackend(VectorBackend):
             broad = _broad.wants_index(self._scope_stats, request, self.broad_min_rows)
         if broad and self._scope_stats is not None and self._scope_stats.operator:
             operator = self._scope_stats.operator
-            ef = _broad.check_ef_search(self.broad_ef_search)
+            ef = _broad.ef_search_of(self.broad_ef_search, self._scope_stats)
             return self.connector.run(
                 lambda: _broad.search(self.tables, request, operator, self.vector_type, ef),
                 "search",
@@ -348,7 +457,7 @@ class PostgresBackend(VectorBackend):
             broad = _broad.wants_index(self._scope_stats, request, self.broad_min_rows)
         if broad and self._scope_stats is not None and self._scope_stats.operator:
             operator = self._scope_stats.operator
-            ef = _broad.check_ef_search(self.broad_ef_search)
+            ef = _broad.ef_search_of(self.broad_ef_search, self._scope_stats)
             return await self.connector.arun(
                 lambda: _broad.search(self.tables, request, operator, self.vector_type, ef),
                 "search",
@@ -470,6 +579,13 @@ class PostgresBackend(VectorBackend):
         vectors = request.vectors
         if vectors is not None and self.dims is not None and vectors.shape[1] != self.dims:
             raise dimension_error(self.dims, vectors.shape[1], "a new table")
+
+    @staticmethod
+    def _calibration_prefix(prefix: object) -> tuple[str, ...]:
+        if not isinstance(prefix, tuple) or not all(isinstance(p, str) for p in prefix):
+            raise ValueError(f"prefix must be a tuple of namespace labels, got {prefix!r}.")
+        sql.ns_path(prefix)  # labels: non-empty, no '.'
+        return prefix
 
     def _require_dims(self, what: str) -> None:
         if self.dims is None:

@@ -1,0 +1,245 @@
+"""Calibrating the broad-scope walk: measured against exact answers, stored, read back.
+
+A sparse graph (``m=2, ef_construction=8``) over clustered vectors is the weak build the
+calibration exists for: at the walk's smallest ``ef_search`` it misses, so the calibration
+has to climb, and what it chooses is checked on queries it never saw.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import numpy as np
+import pytest
+
+from langchain_ltm import RecallTargetError
+from langchain_ltm.backends.base import Record, SearchRequest
+from langchain_ltm.backends.postgres import _broad, _calibrate, postgres_backend
+
+DIMS, USERS, ROWS, TOPICS, K = 32, 40, 4_000, 40, 10
+
+
+def _clustered(rng: np.random.Generator, n: int, centers: np.ndarray) -> np.ndarray:
+    v = centers[rng.integers(0, len(centers), n)] + 0.5 * rng.standard_normal(
+        (n, DIMS)
+    ) / np.sqrt(DIMS)
+    return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+
+
+def _unit(rng: np.random.Generator, n: int) -> np.ndarray:
+    v = rng.standard_normal((n, DIMS))
+    return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def data() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(3)
+    centers = _unit(rng, TOPICS)
+    return centers, _clustered(rng, ROWS, centers)
+
+
+def _load(backend, pg_conn, vectors: np.ndarray) -> None:
+    now = datetime.now(timezone.utc)
+    records = [
+        Record(("m", f"u{n % USERS}"), f"k{n}", {"n": n}, ("t",), ("t",), v[None, :], now)
+        for n, v in enumerate(vectors)
+    ]
+    for start in range(0, len(records), 1000):
+        backend.write(records[start : start + 1000], [])
+    pg_conn.execute(f"ANALYZE {backend.tables.items}, {backend.tables.vectors}")
+
+
+@pytest.fixture
+def weak(make_backend, pg_conn, data):
+    """A table of clustered vectors under a sparse HNSW graph, broad from 1,000 rows."""
+    _, vectors = data
+    backend = make_backend(dims=DIMS)
+    _load(backend, pg_conn, vectors)
+    backend.create_hnsw_index(m=2, ef_construction=8)
+    backend.broad_min_rows = 1_000
+    return backend
+
+
+def _queries(data, seed: int, n: int) -> np.ndarray:
+    centers, _ = data
+    return _clustered(np.random.default_rng(seed), n, centers)
+
+
+def _recall(backend, vectors: np.ndarray, queries: np.ndarray) -> float:
+    recalls = []
+    for query in queries:
+        (hits,) = backend.search(SearchRequest(("m",), query[None, :], limit=K))
+        exact = np.argsort(-(vectors.astype(np.float64) @ query.astype(np.float64)))[:K]
+        recalls.append(len({h.item.key for h in hits} & {f"k{n}" for n in exact}) / K)
+    return float(np.mean(recalls))
+
+
+def _saved(pg_conn, backend) -> dict | None:
+    if pg_conn.execute("SELECT to_regclass(%s)", (backend.tables.settings,)).fetchone()[0] is None:
+        return None
+    row = pg_conn.execute(
+        f"SELECT value FROM {backend.tables.settings} WHERE name = %s", (_broad.SETTINGS_NAME,)
+    ).fetchone()
+    return None if row is None else row[0]
+
+
+def test_calibration_climbs_until_the_target_and_holds_on_unseen_queries(weak, data, pg_conn):
+    _, vectors = data
+    held_out = _queries(data, 77, 40)
+    at_default = _recall(weak, vectors, held_out)  # the walk at ef_search 40 (no calibration)
+    weak.broad_ef_search = 40
+    at_40 = _recall(weak, vectors, held_out)
+    weak.broad_ef_search = None
+
+    result = weak.calibrate_broad_search(target_recall=0.98, queries=_queries(data, 5, 40))
+    assert result.reached and result.recall >= 0.98
+    assert result.ef_search == result.steps[-1].ef_search > 40  # it had to climb
+    assert [s.ef_search for s in result.steps] == list(
+        _calibrate.LADDER[: len(result.steps)]
+    )
+    assert all(s.recall < 0.98 for s in result.steps[:-1])
+    assert result.queries == 40 and result.k == K and result.exact_p50_ms > 0
+
+    saved = _saved(pg_conn, weak)
+    assert saved is not None and saved["ef_search"] == result.ef_search
+    assert saved["index_oid"] == result.index_oid and saved["recall"] >= 0.98
+    # the search now walks with the stored value, and on queries it never saw it holds
+    assert weak._scope_stats is None
+    calibrated = _recall(weak, vectors, held_out)
+    assert weak._scope_stats is not None and weak._scope_stats.calibrated_ef == result.ef_search
+    assert calibrated >= 0.95 > at_40, (at_40, at_default, calibrated)
+
+
+def test_another_process_walks_with_the_stored_value(weak, data, pg_url):
+    result = weak.calibrate_broad_search(target_recall=0.98, queries=_queries(data, 5, 30))
+    other = postgres_backend(pg_url, table=weak.tables.table)  # as a second process would
+    other.broad_min_rows = 1_000
+    try:
+        request = SearchRequest(("m",), _queries(data, 8, 1), limit=K)
+        (hits,) = other.search(request)
+        assert len(hits) == K
+        assert other._scope_stats is not None
+        assert other._scope_stats.calibrated_ef == result.ef_search
+        assert _broad.ef_search_of(other.broad_ef_search, other._scope_stats) == result.ef_search
+        other.broad_ef_search = 123  # set by hand: wins over the stored value
+        assert _broad.ef_search_of(other.broad_ef_search, other._scope_stats) == 123
+    finally:
+        other.close()
+
+
+def test_stored_vectors_serve_as_queries_by_default(weak, data):
+    _, vectors = data
+    result = weak.calibrate_broad_search(samples=30, persist=False)
+    assert result.queries == 30 and result.reached
+    # measured only: nothing stored, the default stays
+    weak.search(SearchRequest(("m",), _queries(data, 2, 1), limit=K))
+    assert weak._scope_stats is not None and weak._scope_stats.calibrated_ef is None
+
+
+def test_unreachable_target_raises_with_the_measurements_and_stores_nothing(weak, data, pg_conn):
+    with pytest.raises(RecallTargetError, match="short of the target") as caught:
+        weak.calibrate_broad_search(
+            target_recall=1.0, queries=_queries(data, 5, 40), max_ef_search=40
+        )
+    calibration = caught.value.calibration
+    assert isinstance(caught.value, ValueError)
+    assert [s.ef_search for s in calibration.steps] == [40]
+    assert not calibration.reached and calibration.recall < 1.0
+    assert _saved(pg_conn, weak) is None
+
+
+def test_a_rebuilt_index_drops_the_stored_value(weak, data, pg_conn):
+    result = weak.calibrate_broad_search(target_recall=0.98, queries=_queries(data, 5, 30))
+    weak.search(SearchRequest(("m",), _queries(data, 2, 1), limit=K))
+    assert weak._scope_stats is not None and weak._scope_stats.calibrated_ef == result.ef_search
+    pg_conn.execute(f"DROP INDEX {weak.tables.schema}.{weak.tables.index('vectors_hnsw')}")
+    assert weak.create_hnsw_index(m=2, ef_construction=8) is None
+    weak.search(SearchRequest(("m",), _queries(data, 2, 1), limit=K))
+    assert weak._scope_stats is not None and weak._scope_stats.calibrated_ef is None
+    assert _broad.ef_search_of(None, weak._scope_stats) == _broad.EF_SEARCH
+    assert _saved(pg_conn, weak) is not None  # the row stays, for the old index's oid
+
+
+def test_create_hnsw_index_can_calibrate_the_index_it_builds(make_backend, pg_conn, data):
+    _, vectors = data
+    backend = make_backend(dims=DIMS)
+    _load(backend, pg_conn, vectors)
+    result = backend.create_hnsw_index(calibrate=True)
+    assert result is not None and result.reached and result.target_recall == 0.95
+    assert _saved(pg_conn, backend)["ef_search"] == result.ef_search
+
+
+async def test_async_calibration_matches_the_sync_one(weak, data, pg_conn):
+    queries = _queries(data, 5, 30)
+    sync = weak.calibrate_broad_search(target_recall=0.98, queries=queries, persist=False)
+    result = await weak.acalibrate_broad_search(target_recall=0.98, queries=queries)
+    assert result.ef_search == sync.ef_search
+    assert _saved(pg_conn, weak)["ef_search"] == result.ef_search
+
+
+def test_per_user_searches_stay_exact_after_a_calibration(weak, data):
+    _, vectors = data
+    weak.calibrate_broad_search(target_recall=0.98, queries=_queries(data, 5, 20))
+    query = _queries(data, 4, 1)[0]
+    for user in (0, 13, USERS - 1):
+        request = SearchRequest(("m", f"u{user}"), query[None, :], limit=5)
+        (hits,) = weak.search(request)
+        rows = np.arange(user, ROWS, USERS)
+        exact = rows[np.argsort(-(vectors[rows] @ query), kind="stable")[:5]]
+        assert [h.item.key for h in hits] == [f"k{n}" for n in exact]
+        assert _broad.wants_index(weak._scope_stats, request, weak.broad_min_rows) is False
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"target_recall": 0}, "target_recall"),
+        ({"target_recall": 1.5}, "target_recall"),
+        ({"target_recall": "0.9"}, "target_recall"),
+        ({"target_recall": True}, "target_recall"),
+        ({"target_recall": float("nan")}, "target_recall"),
+        ({"samples": 0}, "samples"),
+        ({"samples": 1001}, "samples"),
+        ({"samples": 2.5}, "samples"),
+        ({"k": 0}, "k must be"),
+        ({"k": 101}, "k must be"),
+        ({"max_ef_search": 0}, "max_ef_search"),
+        ({"max_ef_search": 1001}, "max_ef_search"),
+        ({"queries": np.ones(DIMS)}, "2-d array"),
+        ({"queries": np.ones((2, DIMS + 1))}, "dimensions"),
+        ({"queries": np.zeros((0, DIMS))}, "2-d array"),
+        ({"queries": np.full((2, DIMS), np.nan)}, "NaN"),
+        ({"queries": np.zeros((2, DIMS))}, "zero vector"),
+        ({"queries": [["a"] * DIMS]}, "array of numbers"),
+        ({"prefix": "m"}, "tuple of namespace labels"),
+        ({"prefix": ("m.x",)}, "Invalid namespace label"),
+        ({"prefix": ("nobody",)}, "No vectors under"),
+    ],
+)
+def test_bad_calibration_arguments_are_refused(weak, pg_conn, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        weak.calibrate_broad_search(**kwargs)
+    assert _saved(pg_conn, weak) is None
+
+
+def test_calibration_needs_an_index_it_can_walk(make_backend, pg_conn, data):
+    _, vectors = data
+    backend = make_backend(dims=DIMS)
+    _load(backend, pg_conn, vectors[:500])
+    with pytest.raises(ValueError, match="no HNSW index"):
+        backend.calibrate_broad_search()
+    backend.create_hnsw_index()
+    with pytest.raises(ValueError, match="fewer than k=20"):  # a user holds 12 or 13
+        backend.calibrate_broad_search(prefix=("m", "u1"), k=20)
+    assert _saved(pg_conn, backend) is None
+
+
+def test_a_stored_value_is_used_only_for_the_index_it_measured():
+    assert _broad.calibrated_ef({"ef_search": 300, "index_oid": 7}, 7) == 300
+    assert _broad.calibrated_ef({"ef_search": 300, "index_oid": 7}, 8) is None
+    for bad in (None, [], "x", {"index_oid": 7}, {"ef_search": True, "index_oid": 7}):
+        assert _broad.calibrated_ef(bad, 7) is None
+    for ef in (0, 1001, 2.5, "300"):
+        assert _broad.calibrated_ef({"ef_search": ef, "index_oid": 7}, 7) is None
+    assert json.loads(json.dumps({"ef_search": 300}))  # the stored record is plain JSON
