@@ -7,7 +7,9 @@ query on the same server:
 - broad, exact: ``backend.search(("memories",), q, limit=10)`` with ``broad_min_rows=None``
   (every vector in scope scored: the exact answers recall is measured against);
 - broad, index: the same search with the default ``broad_min_rows`` (iterative scan), at
-  the default ``ef_search`` and any given with ``--ef``;
+  the default ``ef_search`` and any given with ``--ef``; with ``--calibrate``, also at the
+  value ``backend.calibrate_broad_search()`` chose after the build (stored vectors as its
+  queries, so the bench's queries, noisy copies, are unseen by it);
 - broad, rare filter (1 fact in 1,000) through the default backend, checked against the
   exact answers with the same filter;
 - per-user search through both backends (the per-user plan must not change).
@@ -39,6 +41,7 @@ from postgres_search import start_server, with_database
 from langchain_ltm._filters import compile_filter
 from langchain_ltm.backends.base import Record, SearchRequest
 from langchain_ltm.backends.postgres import _broad, postgres_backend
+from langchain_ltm.errors import RecallTargetError
 
 K = 10
 RARE_EVERY = 1_000
@@ -76,6 +79,8 @@ def run(args: argparse.Namespace, url: str) -> int:
     for start in range(0, args.facts, 1_000):
         chunk = make_vectors(rng, min(1_000, args.facts - start), centers)
         vectors[start : start + len(chunk)] = chunk
+        if args.reuse:
+            continue
         exact.write(
             [
                 Record(
@@ -92,16 +97,36 @@ def run(args: argparse.Namespace, url: str) -> int:
             [],
         )
     ingest = time.perf_counter() - t0
+    if args.reuse:
+        print(f"reusing the table and index of {url} (same seed: same rows)")
     with psycopg.connect(url, autocommit=True) as conn:
         # the graph of 1M 384-d vectors needs ~2.5 GB; a build that outgrows
         # maintenance_work_mem slows down many times (pgvector warns, then writes pages)
         conn.execute(f"ALTER SYSTEM SET maintenance_work_mem = '{args.build_memory}'")
         conn.execute("SELECT pg_reload_conf()")
     t0 = time.perf_counter()
-    exact.create_hnsw_index(m=args.m, ef_construction=args.ef_construction)
+    if not args.reuse:
+        exact.create_hnsw_index(m=args.m, ef_construction=args.ef_construction)
     build = time.perf_counter() - t0
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE broad, broad_vectors")
+    calibrated = None
+    if args.calibrate:
+        t0 = time.perf_counter()
+        try:
+            calibrated = index.calibrate_broad_search(target_recall=TARGET_RECALL)
+        except RecallTargetError as exc:
+            print(f"calibration: {exc}")
+            calibrated = exc.calibration
+        print(
+            f"calibration ({calibrated.queries} stored vectors as queries, "
+            f"{time.perf_counter() - t0:.0f} s, exact p50 {calibrated.exact_p50_ms:.0f} ms): "
+            f"ef_search={calibrated.ef_search}; steps "
+            + ", ".join(
+                f"{s.ef_search}: {s.recall:.3f} (min {s.min_recall:.2f}, {s.p50_ms:.1f} ms)"
+                for s in calibrated.steps
+            )
+        )
     print(
         f"{args.facts:,} facts / {args.users:,} users, {DIMS}-d "
         f"{'uniform' if args.uniform else 'clustered'}: ingest {ingest:.0f} s, "
@@ -118,6 +143,11 @@ def run(args: argparse.Namespace, url: str) -> int:
     recall: dict[int, list[float]] = {}
     default = _broad.EF_SEARCH
     efs = sorted({default, *args.ef})
+    calibrated_name = (
+        f"broad, index, calibrated ef_search={calibrated.ef_search}"
+        if calibrated and calibrated.reached
+        else None
+    )
     rare_ok = 0
 
     def timed(name: str, call: Callable[[], list[str]]) -> list[str]:
@@ -138,6 +168,7 @@ def run(args: argparse.Namespace, url: str) -> int:
         pairs = [
             ("broad, exact", exact, ("memories",), ()),
             *[(f"broad, index, ef_search={ef}", index, ("memories",), ()) for ef in efs],
+            *([(calibrated_name, index, ("memories",), ())] if calibrated_name else []),
             ("broad rare, exact", exact, ("memories",), rare),
             ("broad rare, index", index, ("memories",), rare),
             ("per-user, exact backend", exact, user, ()),
@@ -147,14 +178,18 @@ def run(args: argparse.Namespace, url: str) -> int:
             pairs.reverse()
         got = {}
         for name, backend, prefix, flt in pairs:
-            index.broad_ef_search = int(name.rsplit("=", 1)[1]) if "ef_search=" in name else default
+            explicit = "ef_search=" in name and name != calibrated_name
+            # the calibrated row and the non-walk rows search as the backend's default does
+            index.broad_ef_search = int(name.rsplit("=", 1)[1]) if explicit else None
             got[name] = timed(name, keys_of(backend, prefix, query, flt))
-        index.broad_ef_search = default
+        index.broad_ef_search = None
         truth = set(got["broad, exact"])
         for ef in efs:
             recall.setdefault(ef, []).append(
                 len(truth & set(got[f"broad, index, ef_search={ef}"])) / K
             )
+        if calibrated_name:
+            recall.setdefault(-1, []).append(len(truth & set(got[calibrated_name])) / K)
         rare_ok += got["broad rare, index"] == got["broad rare, exact"]
         assert got["per-user, exact backend"] == got["per-user, default backend"]
 
@@ -166,11 +201,12 @@ def run(args: argparse.Namespace, url: str) -> int:
         ratio = statistics.median(values) / base
         print(f"| {name} | {p(values, 50):.2f} | {p(values, 95):.2f} | {ratio:.3f}x |")
     print(f"\nrare filter (1 in {RARE_EVERY:,}): {rare_ok}/{args.queries} equal to exact")
-    for ef in efs:
+    for ef in [*efs, *([-1] if calibrated_name else [])]:
         mean_recall = float(np.mean(recall[ef]))
-        p50 = p(times[f"broad, index, ef_search={ef}"], 50)
+        name = calibrated_name if ef == -1 else f"broad, index, ef_search={ef}"
+        p50 = p(times[name], 50)
         print(
-            f"ef_search={ef}: recall@{K} vs exact mean {mean_recall:.3f}, "
+            f"{name.removeprefix('broad, index, ')}: recall@{K} vs exact mean {mean_recall:.3f}, "
             f"min {min(recall[ef]):.2f}; targets: recall >= {TARGET_RECALL} "
             f"{'ok' if mean_recall >= TARGET_RECALL else 'MISSED'}, p50 <= {TARGET_P50_MS:g} ms "
             f"{'ok' if p50 <= TARGET_P50_MS else 'MISSED'}"
@@ -197,6 +233,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--build-memory", default="4GB", help="maintenance_work_mem for the HNSW build"
     )
     parser.add_argument("--url", help="an existing server (default: start pgserver)")
+    parser.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="run backend.calibrate_broad_search() after the build; its value is the default",
+    )
+    parser.add_argument(
+        "--reuse", action="store_true", help="--url's table and index are there: no ingest/build"
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.facts, args.users, args.queries = 30_000, 3_000, 30

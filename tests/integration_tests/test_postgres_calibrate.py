@@ -8,6 +8,7 @@ has to climb, and what it chooses is checked on queries it never saw.
 from __future__ import annotations
 
 import json
+import unittest.mock
 from datetime import datetime, timezone
 
 import numpy as np
@@ -21,9 +22,9 @@ DIMS, USERS, ROWS, TOPICS, K = 32, 40, 4_000, 40, 10
 
 
 def _clustered(rng: np.random.Generator, n: int, centers: np.ndarray) -> np.ndarray:
-    v = centers[rng.integers(0, len(centers), n)] + 0.5 * rng.standard_normal(
-        (n, DIMS)
-    ) / np.sqrt(DIMS)
+    v = centers[rng.integers(0, len(centers), n)] + 0.5 * rng.standard_normal((n, DIMS)) / np.sqrt(
+        DIMS
+    )
     return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
 
 
@@ -95,9 +96,7 @@ def test_calibration_climbs_until_the_target_and_holds_on_unseen_queries(weak, d
     result = weak.calibrate_broad_search(target_recall=0.98, queries=_queries(data, 5, 40))
     assert result.reached and result.recall >= 0.98
     assert result.ef_search == result.steps[-1].ef_search > 40  # it had to climb
-    assert [s.ef_search for s in result.steps] == list(
-        _calibrate.LADDER[: len(result.steps)]
-    )
+    assert [s.ef_search for s in result.steps] == list(_calibrate.LADDER[: len(result.steps)])
     assert all(s.recall < 0.98 for s in result.steps[:-1])
     assert result.queries == 40 and result.k == K and result.exact_p50_ms > 0
 
@@ -129,7 +128,6 @@ def test_another_process_walks_with_the_stored_value(weak, data, pg_url):
 
 
 def test_stored_vectors_serve_as_queries_by_default(weak, data):
-    _, vectors = data
     result = weak.calibrate_broad_search(samples=30, persist=False)
     assert result.queries == 30 and result.reached
     # measured only: nothing stored, the default stays
@@ -243,3 +241,51 @@ def test_a_stored_value_is_used_only_for_the_index_it_measured():
     for ef in (0, 1001, 2.5, "300"):
         assert _broad.calibrated_ef({"ef_search": ef, "index_oid": 7}, 7) is None
     assert json.loads(json.dumps({"ef_search": 300}))  # the stored record is plain JSON
+
+
+def test_the_exact_answers_match_the_exact_plan_for_items_with_many_texts(
+    make_backend, pg_conn, data
+):
+    """Calibration's exact top k (a top-N scan pooled per item) is the exact search's,
+    also when a few items hold every vector near the query (the fallback to the plan)."""
+    centers, vectors = data
+    backend = make_backend(dims=DIMS)
+    _load(backend, pg_conn, vectors[:1_000])
+    now = datetime.now(timezone.utc)
+    # 60 vectors tighter around topic 0 than any stored one: the best 40 vectors of a
+    # query there belong to 3 items, fewer than k, so the exact plan has to answer
+    crowd = centers[0] + 0.05 * np.random.default_rng(31).standard_normal((60, DIMS))
+    crowd = (crowd / np.linalg.norm(crowd, axis=1, keepdims=True)).astype(np.float32)
+    texts = tuple(f"t{n}" for n in range(20))
+    backend.write(
+        [
+            Record(("m", "many"), f"c{n}", {"n": n}, texts, texts, crowd[n::3], now)
+            for n in range(3)
+        ],
+        [],
+    )
+    backend.create_hnsw_index()
+
+    calls = {"plan": 0}
+    original = _calibrate.sql.search
+
+    def counting(*args, **kwargs):
+        calls["plan"] += 1
+        return (yield from original(*args, **kwargs))
+
+    def exact_keys(query: np.ndarray, k: int) -> list[str]:
+        def run():
+            return (yield from _calibrate._exact_keys(backend.tables, ("m",), query, k))
+
+        return backend.connector.run(run, "test", transaction=True)
+
+    for query, k in [(centers[0], 10), (centers[0], 2), (centers[5], 10), (crowd[0], 10)]:
+        (hits,) = backend.search(SearchRequest(("m",), query[None, :], limit=k))
+        backend.broad_min_rows = None  # the exact plan
+        (plan,) = backend.search(SearchRequest(("m",), query[None, :], limit=k))
+        backend.broad_min_rows = 1_000
+        with unittest.mock.patch.object(_calibrate.sql, "search", counting):
+            got = exact_keys(query, k)
+        assert got == [_calibrate._key(h.item.namespace, h.item.key) for h in plan]
+    assert {h.item.key for h in plan} >= {"c0", "c1", "c2"}  # the crowd is in the answer
+    assert calls["plan"] >= 2  # the fallback ran (centers[0] and crowd[0] at k=10)

@@ -33,8 +33,8 @@ LADDER = (40, 60, 80, 100, 150, 200, 250, 300, 400, 500, 600, 800, 1000)
 """The ``ef_search`` values tried, in order, up to the largest one asked for."""
 MAX_QUERIES = 1_000
 """Most query vectors a calibration takes."""
-EXACT_BATCH = 8
-"""Queries scored together by one exact statement."""
+EXACT_OVERFETCH = 4
+"""Vectors read per wanted item for the exact answers (items can have several texts)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,12 +179,10 @@ def calibrate(
 
     exact: list[list[str]] = []
     exact_times: list[float] = []
-    for start in range(0, len(queries), EXACT_BATCH):
-        batch = queries[start : start + EXACT_BATCH]
+    for query in queries:
         began = time.perf_counter()
-        columns = yield from sql.search(t, SearchRequest(prefix, batch, (), k, 0))
-        exact_times.append((time.perf_counter() - began) / len(batch))
-        exact.extend([_key(h.item.namespace, h.item.key) for h in col] for col in columns)
+        exact.append((yield from _exact_keys(t, prefix, query, k)))
+        exact_times.append(time.perf_counter() - began)
     if any(len(keys) < k for keys in exact):
         raise ValueError(
             f"The scope {prefix!r} holds fewer than k={k} items with vectors: a broad-scope "
@@ -236,6 +234,33 @@ def calibrate(
             (_broad.SETTINGS_NAME, json.dumps(result.as_json())),
         )
     return result
+
+
+def _exact_keys(
+    t: sql.Tables, prefix: tuple[str, ...], query: np.ndarray, k: int
+) -> sql.Exchange[list[str]]:
+    """The exact top ``k`` items of one query: a top-N scan of the vectors, no index.
+
+    The best ``EXACT_OVERFETCH * k`` vectors by exact score, pooled per item; when they
+    hold fewer than ``k`` items (items with many texts), the exact search plan answers.
+    Cheaper than that plan (no per-item aggregate of every vector: 1 s against 4-6 s a
+    query at 1M facts), and the same answer.
+    """
+    params: list[Any] = []
+    scope = sql._scope(prefix, "v", params)
+    params.extend((query, EXACT_OVERFETCH * k))
+    yield sql.Statement("SELECT set_config('enable_indexscan', 'off', true)")
+    rows = yield sql.Statement(
+        f"SELECT v.ns_path, v.key FROM {t.vectors} v WHERE {scope} "
+        "ORDER BY v.embedding::vector <#> %b::vector, v.ns_path, v.key LIMIT %s",
+        tuple(params),
+    )
+    yield sql.Statement("SELECT set_config('enable_indexscan', 'on', true)")
+    keys = list(dict.fromkeys(str(path) + "\x00" + str(key) for path, key in rows))
+    if len(keys) >= k or len(rows) < EXACT_OVERFETCH * k:
+        return keys[:k]
+    (hits,) = yield from sql.search(t, SearchRequest(prefix, query[None, :], (), k, 0))
+    return [_key(h.item.namespace, h.item.key) for h in hits]
 
 
 def _key(namespace: tuple[str, ...], key: str) -> str:
