@@ -280,12 +280,24 @@ def test_the_exact_answers_match_the_exact_plan_for_items_with_many_texts(
         return backend.connector.run(run, "test", transaction=True)
 
     for query, k in [(centers[0], 10), (centers[0], 2), (centers[5], 10), (crowd[0], 10)]:
-        (hits,) = backend.search(SearchRequest(("m",), query[None, :], limit=k))
         backend.broad_min_rows = None  # the exact plan
         (plan,) = backend.search(SearchRequest(("m",), query[None, :], limit=k))
-        backend.broad_min_rows = 1_000
         with unittest.mock.patch.object(_calibrate.sql, "search", counting):
             got = exact_keys(query, k)
         assert got == [_calibrate._key(h.item.namespace, h.item.key) for h in plan]
     assert {h.item.key for h in plan} >= {"c0", "c1", "c2"}  # the crowd is in the answer
     assert calls["plan"] >= 2  # the fallback ran (centers[0] and crowd[0] at k=10)
+
+
+def test_sampled_queries_are_moved_off_the_graph_to_a_fixed_cosine():
+    rng = np.random.default_rng(4)
+    stored = _unit(rng, 200) * rng.uniform(0.5, 2.0, (200, 1)).astype(np.float32)
+    queries = _calibrate.off_graph(stored, np.random.default_rng(1))
+    assert queries.dtype == np.float32 and queries.shape == stored.shape
+    norms = np.linalg.norm(stored, axis=1)
+    assert np.linalg.norm(queries, axis=1) == pytest.approx(norms, rel=1e-5)
+    cosines = np.sum(queries * stored, axis=1) / norms**2
+    assert cosines == pytest.approx(np.full(200, _calibrate.SAMPLE_COSINE), abs=1e-5)
+    # directions differ from row to row (a random rotation each, not one shared shift)
+    moves = queries / norms[:, None] - stored / norms[:, None]
+    assert np.abs(np.corrcoef(moves[:50])[np.triu_indices(50, 1)]).max() < 0.8

@@ -3,12 +3,12 @@
 An HNSW graph's quality varies from build to build (pgvector builds in parallel and draws
 each node's level at random): at 1M clustered facts four builds of the same rows gave
 recall@10 from 0.70 to 0.99 at one ``ef_search``. So instead of trusting a fixed value,
-:func:`calibrate` measures the index that is there: it takes query vectors (stored ones by
-default), computes their exact top ``k`` on the exact plan, walks the index with rising
-``ef_search`` until the mean recall@k reaches the target, and stores the value chosen, with
-the oid of the index it measured, in the ``{table}_settings`` table. Every process reads it
-with the scope statistics (``_broad.stats``), and only while that index exists: a rebuilt
-or dropped index falls back to the default until it is calibrated again.
+:func:`calibrate` measures the index that is there: it takes query vectors (by default
+stored ones moved off the graph, :func:`off_graph`), computes their exact top ``k``, walks
+the index with rising ``ef_search`` until the mean recall@k reaches the target, and stores
+the value chosen, with the oid of the index it measured, in the ``{table}_settings`` table.
+Every process reads it with the scope statistics (``_broad.stats``), and only while that
+index exists: a rebuilt or dropped index falls back to the default until calibrated again.
 
 I/O-free like ``_sql``: :func:`calibrate` is one exchange, run in one transaction.
 """
@@ -33,6 +33,8 @@ LADDER = (40, 60, 80, 100, 150, 200, 250, 300, 400, 500, 600, 800, 1000)
 """The ``ef_search`` values tried, in order, up to the largest one asked for."""
 MAX_QUERIES = 1_000
 """Most query vectors a calibration takes."""
+SAMPLE_COSINE = 0.9
+"""Cosine between a sampled stored vector and the query made from it (:func:`off_graph`)."""
 EXACT_OVERFETCH = 4
 """Vectors read per wanted item for the exact answers (items can have several texts)."""
 
@@ -175,7 +177,7 @@ def calibrate(
         )
         if not rows:
             raise ValueError(f"No vectors under {prefix!r} to calibrate with.")
-        queries = np.asarray([row[0] for row in rows], dtype=np.float32)
+        queries = off_graph(np.asarray([row[0] for row in rows], dtype=np.float32))
 
     exact: list[list[str]] = []
     exact_times: list[float] = []
@@ -234,6 +236,28 @@ def calibrate(
             (_broad.SETTINGS_NAME, json.dumps(result.as_json())),
         )
     return result
+
+
+def off_graph(stored: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
+    """Stored vectors turned into queries the graph has not seen.
+
+    Each is rotated in a random direction to cosine :data:`SAMPLE_COSINE` with itself, its
+    length kept.
+
+    A stored vector itself is a poor query for measuring recall: inserting it searched
+    the graph for exactly that vector and linked it to what was found, so the walk back
+    retraces that path. At 1M clustered facts stored vectors gave recall@10 0.96 at
+    ``ef_search=60`` where queries near (not at) stored facts got 0.93 at 200.
+    """
+    rng = rng or np.random.default_rng()
+    norms = np.linalg.norm(stored, axis=1, keepdims=True)
+    unit = stored / norms
+    noise = rng.standard_normal(stored.shape)
+    noise -= np.sum(noise * unit, axis=1, keepdims=True) * unit  # orthogonal to each row
+    noise /= np.linalg.norm(noise, axis=1, keepdims=True)
+    sine = np.sqrt(1.0 - SAMPLE_COSINE**2)
+    out: np.ndarray = ((SAMPLE_COSINE * unit + sine * noise) * norms).astype(np.float32)
+    return out
 
 
 def _exact_keys(

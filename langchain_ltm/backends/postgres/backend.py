@@ -25,6 +25,9 @@ Schema (``table="ltm_items"``, created and migrated by :meth:`PostgresBackend.se
 
 ``ltm_items_schema`` — the applied schema versions.
 
+``ltm_items_settings`` — made by :meth:`~PostgresBackend.calibrate_broad_search` only: the
+    ``ef_search`` it measured for the HNSW index it names (by oid), read by every process.
+
 Why two tables: an item has zero, one or several embedded texts (``index=False``, the
 ``fields`` of the store, ``tags[*]``). A vectors table with a ``vector NOT NULL`` per text is
 what PGVectorStore expects, and an items table holds each value once, so a re-put rewrites
@@ -40,7 +43,8 @@ it. Broad prefixes (all users, a team) are exact too, at the cost of scoring eve
 in scope, unless the vectors table has an HNSW index and the planner's statistics prove the
 scope holds at least ``broad_min_rows`` vectors: then the search walks that index with
 pgvector's iterative scan, the scope and filter applied as it goes, re-ranks by the exact
-score, and falls back to the exact plan when the walk cannot fill the limit (``_broad``).
+score, and falls back to the exact plan when the walk cannot fill the limit (``_broad``);
+its ``ef_search`` is measured on the index itself (``_calibrate``), since graphs vary.
 A per-user prefix never takes that path (``tests/integration_tests/test_postgres_broad.py``).
 
 Writes: a batch is one transaction: the batch's key locks (``_sql.write_locks``), the
