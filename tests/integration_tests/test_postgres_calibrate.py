@@ -97,7 +97,8 @@ def test_calibration_climbs_until_the_target_and_holds_on_unseen_queries(weak, d
     assert result.reached and result.recall >= 0.98
     assert result.ef_search == result.steps[-1].ef_search > 40  # it had to climb
     assert [s.ef_search for s in result.steps] == list(_calibrate.LADDER[: len(result.steps)])
-    assert all(s.recall < 0.98 for s in result.steps[:-1])
+    assert all(s.lower_recall < 0.98 for s in result.steps[:-1])
+    assert result.steps[-1].lower_recall >= 0.98 and result.steps[-1].stderr >= 0
     assert result.queries == 40 and result.k == K and result.exact_p50_ms > 0
 
     saved = _saved(pg_conn, weak)
