@@ -22,6 +22,8 @@ Usage:
     python bench/postgres_broad.py                     # 300k facts, 30k users
     python bench/postgres_broad.py --facts 1000000 --users 100000
     python bench/postgres_broad.py --quick             # 30k facts
+    python bench/postgres_broad.py --facts 1000000 --users 100000 --calibrate --url URL
+    python bench/postgres_broad.py ... --reuse --url URL  # that table and index again
 """
 
 from __future__ import annotations

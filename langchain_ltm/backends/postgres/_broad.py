@@ -16,6 +16,10 @@ searches no round trip, and it only ever errs towards the exact plan:
   than ``hnsw.max_scan_tuples`` tuples visited, items with several texts), the exact
   statement runs instead, in the same transaction, so ``limit`` is filled as before.
 
+The walk's ``hnsw.ef_search`` is the backend's ``broad_ef_search`` when set, else the
+value a calibration (``_calibrate``) measured on the current index, read with the
+statistics, else :data:`EF_SEARCH`.
+
 I/O-free like ``_sql``: :func:`stats` and :func:`search` are exchanges.
 """
 
