@@ -121,7 +121,7 @@ def run(args: argparse.Namespace, url: str) -> int:
             print(f"calibration: {exc}")
             calibrated = exc.calibration
         print(
-            f"calibration ({calibrated.queries} stored vectors as queries, "
+            f"calibration ({calibrated.queries} stored vectors moved off the graph as queries, "
             f"{time.perf_counter() - t0:.0f} s, exact p50 {calibrated.exact_p50_ms:.0f} ms): "
             f"ef_search={calibrated.ef_search}; steps "
             + ", ".join(
