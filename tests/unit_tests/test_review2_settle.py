@@ -21,7 +21,7 @@ _FIXED = datetime(2026, 12, 2, 6, 0, 0, 123456, tzinfo=timezone.utc)
 
 @pytest.mark.parametrize("kind", ["faiss", "recording"])
 def test_a_failed_identical_reput_keeps_the_current_document(kind, tmp_path, monkeypatch):
-    store, backend, vs = _crash_store(kind, tmp_path)
+    store, backend, _ = _crash_store(kind, tmp_path)
     ns = ("docs", "u1")
     monkeypatch.setattr(_clock, "utcnow", lambda: _FIXED)
     store.put(ns, "a", {"text": "black coffee"})
@@ -34,7 +34,7 @@ def test_a_failed_identical_reput_keeps_the_current_document(kind, tmp_path, mon
         raise _Crash("database is locked")
 
     monkeypatch.setattr(backend.catalog, "commit", busy)
-    with pytest.raises(Exception):
+    with pytest.raises(_Crash):
         store.put(ns, "a", {"text": "black coffee"})  # same moment: same document id
     monkeypatch.setattr(backend.catalog, "commit", inner)
 
