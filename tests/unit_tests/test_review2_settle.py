@@ -44,3 +44,26 @@ def test_a_failed_identical_reput_keeps_the_current_document(kind, tmp_path, mon
     hits = store.search(ns, query="coffee", limit=5)
     assert [h.key for h in hits] == ["a"]
     store.close()
+
+
+@pytest.mark.parametrize("kind", ["chroma", "faiss"])
+def test_the_best_match_still_ranks_after_a_failed_identical_reput(kind, tmp_path, monkeypatch):
+    """What the user sees: the item's document is gone, so a ranked search misses it."""
+    store, backend, _ = _crash_store(kind, tmp_path)
+    ns = ("docs", "u1")
+    for i in range(20):
+        store.put(ns, f"t{i}", {"text": f"green tea number{i}"})
+    monkeypatch.setattr(_clock, "utcnow", lambda: _FIXED)
+    store.put(ns, "a", {"text": "black coffee"})
+    assert [h.key for h in store.search(ns, query="coffee", limit=3)][0] == "a"
+
+    def busy(*args, **kwargs):
+        raise _Crash("database is locked")
+
+    inner = backend.catalog.commit
+    monkeypatch.setattr(backend.catalog, "commit", busy)
+    with pytest.raises(_Crash):
+        store.put(ns, "a", {"text": "black coffee"})
+    monkeypatch.setattr(backend.catalog, "commit", inner)
+    assert [h.key for h in store.search(ns, query="coffee", limit=3)][0] == "a"  # fails today
+    store.close()
