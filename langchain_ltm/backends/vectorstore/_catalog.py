@@ -213,6 +213,7 @@ class Catalog(SqliteBackend):
         """Delete the rows of ``ids``: every row, or only the write ``writer``'s."""
         if not ids:
             return
+        rows: list[tuple[str, ...]]
         if writer is None:
             query, rows = f"DELETE FROM {self.journal} WHERE doc_id = ?", [(i,) for i in ids]
         else:
@@ -289,10 +290,8 @@ class Catalog(SqliteBackend):
 
         return self._write_unsynced("write", run)
 
-    def settle_release(
-        self, ids: Sequence[str], keys: Sequence[ItemKey], writer: str
-    ) -> list[str]:
-        """After :meth:`settle_claim`'s ``ids`` were dropped: clear their rows, say which to re-add.
+    def settle_release(self, ids: Sequence[str], keys: Sequence[ItemKey], writer: str) -> list[str]:
+        """After the drop of :meth:`settle_claim`'s ``ids``: clear their rows, name those to re-add.
 
         Those that became needed meanwhile (another write journaled them, or made them
         current, while they were being dropped) may have lost a document someone needs.

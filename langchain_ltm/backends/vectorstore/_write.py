@@ -7,7 +7,8 @@ garbage (:func:`collect`). A commit that did not land drops the new documents ag
 only those nobody needs (:func:`settle` asks the catalog, since an exception can arrive
 after the ``COMMIT``, and since document ids are deterministic: a re-put of the current
 version writes the current documents' own ids); whatever a crash leaves, ``repair()``
-finds in the journal. :func:`acommit` is the async commit that knows its outcome even when cancelled.
+finds in the journal. :func:`acommit` is the async commit that knows its outcome even
+when cancelled.
 
 Each function takes the :class:`~.backend.VectorStoreBackend` whose steps it yields.
 """

@@ -1,5 +1,5 @@
-"""Review 2: the flat-index gather differs from the selector search on ties and on an index
-shorter than its id mapping."""
+"""The flat-index gather answers as the selector search: ties at the cut, an index shorter
+than its id mapping (review 2)."""
 
 from __future__ import annotations
 

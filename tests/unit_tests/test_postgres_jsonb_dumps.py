@@ -1,8 +1,8 @@
-"""Review 2: a refused value under a pool's own JSON dumps must raise a clear error.
+"""A refused value under a pool's own JSON dumps raises a clear error (review 2).
 
-``_JsonbRowsDumper.dump`` re-raises ``type(exc)(message)``: for a ``UnicodeEncodeError``
-(a ``ValueError`` whose constructor takes five arguments), raised when a dumps returning
-``str`` with ``ensure_ascii=False`` meets a lone surrogate, that re-raise itself fails with
+A dumps returning ``str`` with ``ensure_ascii=False`` meets a lone surrogate: encoding it
+raises ``UnicodeEncodeError`` (a ``ValueError`` whose constructor takes five arguments),
+which the dumper once rebuilt by its type with one argument, ending in
 ``TypeError: function takes exactly 5 arguments (1 given)``.
 """
 
