@@ -12,6 +12,7 @@ every NOTICE still reaches the connection's handler (what the flush read is not 
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import uuid
 from collections.abc import Callable
@@ -200,3 +201,52 @@ def test_the_async_flush_reads_while_it_writes(pg_url: str) -> None:
 
     assert _within(pg_url, DEADLINE, lambda: asyncio.run(run()), "aflush-reads") == 20_000_000
     assert len(notices) == 10_000
+
+
+def _fds_past(lowest: int) -> list[int]:
+    """Hold descriptors until the next one opened is ``lowest`` or more (close them after)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < lowest + 64:
+        if hard != resource.RLIM_INFINITY and hard < lowest + 64:
+            pytest.skip(f"the descriptor limit ({hard}) is below {lowest + 64}")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (lowest + 64, hard))
+    held = [os.open(os.devnull, os.O_RDONLY)]  # held too: no low descriptor left free
+    while held[-1] < lowest:
+        held.append(os.dup(held[0]))
+    return held
+
+
+def test_the_flush_takes_a_socket_past_descriptor_1024(pg_url: str) -> None:
+    """select.select refuses descriptors of 1024 and more; a busy process has them."""
+    from psycopg_pool import ConnectionPool
+
+    held = _fds_past(1100)
+    table = f"pipe_{uuid.uuid4().hex[:8]}"
+    try:
+        with psycopg.connect(pg_url) as conn:
+            assert conn.pgconn.socket >= 1024
+            with conn.pipeline() as pipe, conn.transaction():
+                cur = conn.cursor()
+                cur.execute("SELECT length(%s)", ("x" * 20_000_000,))
+                _conn._flush_sync(conn)  # 20 MB: more than the socket takes at once
+                pipe.sync()
+                assert cur.fetchone() == (20_000_000,)
+        # and a store's pipelined batch on a pool whose connections are all past 1024
+        with ConnectionPool(pg_url, min_size=1, max_size=1, open=True) as pool:
+            with pool.connection() as conn:
+                assert conn.pgconn.socket >= 1024
+            backend = postgres_backend(pool, table=table, dims=64)
+            store = LongTermMemoryStore(backend, embeddings=KeywordEmbeddings(64), fields=["text"])
+            try:
+                ops = _ops()[:1000]  # ~2 MB of values in one statement
+                _within(pg_url, DEADLINE, lambda: store.batch(ops), table)
+                with psycopg.connect(pg_url, autocommit=True) as check:
+                    assert check.execute(f"SELECT count(*) FROM {table}").fetchone() == (1000,)
+            finally:
+                backend.drop()
+                store.close()
+    finally:
+        for fd in held:
+            os.close(fd)

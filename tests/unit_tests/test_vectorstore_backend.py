@@ -440,7 +440,7 @@ def test_when_the_catalog_cannot_say_the_documents_wait_for_repair(landed, tmp_p
     def unreadable(*args, **kwargs):
         raise _Crash("the catalog went away")
 
-    monkeypatch.setattr(backend.catalog, "journal_holds", unreadable)
+    monkeypatch.setattr(backend.catalog, "settle_claim", unreadable)
     with pytest.raises(_Signalled):
         _write_batch(store, "sync", ns, _NEW)
     monkeypatch.undo()

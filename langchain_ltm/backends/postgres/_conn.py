@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-import select
+import selectors
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
@@ -151,11 +151,17 @@ def _has_rows(cur: psycopg.Cursor[Any] | psycopg.AsyncCursor[Any]) -> bool:
 
 def _flush_sync(conn: psycopg.Connection[Any]) -> None:
     pgconn = conn.pgconn
-    while pgconn.flush() == 1:  # 1: some output is still in libpq's buffer
-        sock = pgconn.socket
-        readable, _, _ = select.select([sock], [sock], [])
-        if readable:
-            pgconn.consume_input()
+    if pgconn.flush() != 1:  # 1: some output is still in libpq's buffer
+        return
+    # a selector, not select.select: that refuses descriptors of 1024 and more, which a
+    # process holding many files or sockets gives its connections
+    with selectors.DefaultSelector() as waiting:
+        waiting.register(pgconn.socket, selectors.EVENT_READ | selectors.EVENT_WRITE)
+        while True:
+            if any(mask & selectors.EVENT_READ for _, mask in waiting.select()):
+                pgconn.consume_input()
+            if pgconn.flush() != 1:
+                return
 
 
 def _ready(future: asyncio.Future[bool], readable: bool) -> None:

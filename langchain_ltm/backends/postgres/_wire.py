@@ -171,7 +171,10 @@ class _JsonbRowsDumper(Dumper):
                 parts = [element(value) for value in obj.values]
         except (TypeError, ValueError) as exc:
             message = _UNDUMPABLE if element is None else _UNDUMPABLE_CUSTOM
-            raise type(exc)(message.format(exc)) from exc
+            # ValueError or TypeError as caught (a UnicodeEncodeError is a ValueError whose
+            # constructor takes five arguments: never rebuild the caught type)
+            kind = ValueError if isinstance(exc, ValueError) else TypeError
+            raise kind(message.format(exc)) from exc
         body = b"".join([len(part).to_bytes(4, "big") + part for part in parts])
         return _array(_JSONB_OID, len(parts), body)
 

@@ -3,7 +3,9 @@
 The catalog is our SQLite engine (items, timestamps, TTL, each item's vectors and paths)
 with two additions: a ``{table}_vsjournal`` table of the vectorstore documents that may
 exist without being current (``adding``: written to the vectorstore before the catalog
-commit that makes them current; ``garbage``: no longer current, to delete), and the
+commit that makes them current, one row per document and write, so two writes of the same
+document id, a re-put at the same microsecond or an export imported twice, each own
+theirs; ``garbage``: no longer current, to delete), and the
 store's random id in ``{table}_meta`` (every document carries it, so two catalogs sharing
 one collection never see each other's documents).
 
@@ -54,6 +56,17 @@ VALUE_PREFIX = "ltm_v_"
 MAX_VALUE_CHARS = 64  # longer strings are not copied into metadata (nor pushed down)
 _FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 _PAGE = 500
+# `writer`: the write that journaled an `adding` row (a random token per write); '' for
+# garbage rows and for rows of catalogs older than the column
+_JOURNAL_DDL = (
+    "CREATE TABLE IF NOT EXISTS {} (doc_id TEXT NOT NULL, writer TEXT NOT NULL DEFAULT '', "
+    "state TEXT NOT NULL, since INTEGER NOT NULL, PRIMARY KEY (doc_id, writer))"
+)
+
+
+def _chunks(ids: Sequence[str]) -> Iterator[list[str]]:
+    for start in range(0, len(ids), _PAGE):
+        yield list(ids[start : start + _PAGE])
 
 
 def value_metadata(value: Mapping[str, Any]) -> dict[str, str]:
@@ -125,10 +138,17 @@ class Catalog(SqliteBackend):
         super().setup()
 
         def run(conn: sqlite3.Connection) -> tuple[str, bool]:
-            conn.execute(
-                f"CREATE TABLE IF NOT EXISTS {self.journal} (doc_id TEXT PRIMARY KEY, "
-                "state TEXT NOT NULL, since INTEGER NOT NULL)"
-            )
+            columns = [r[1] for r in conn.execute(f"PRAGMA table_info({self.journal})")]
+            if columns and "writer" not in columns:  # a journal of one row per document
+                old = self.tables.index("vsjournal_old")
+                conn.execute(f"ALTER TABLE {self.journal} RENAME TO {old}")
+                conn.execute(_JOURNAL_DDL.format(self.journal))
+                conn.execute(
+                    f"INSERT INTO {self.journal} (doc_id, writer, state, since) "
+                    f"SELECT doc_id, '', state, since FROM {old}"
+                )
+                conn.execute(f"DROP TABLE {old}")
+            conn.execute(_JOURNAL_DDL.format(self.journal))
             meta = dict(
                 conn.execute(
                     f"SELECT name, value FROM {self.tables.meta} "
@@ -175,63 +195,124 @@ class Catalog(SqliteBackend):
 
     # ---- journal ------------------------------------------------------------------------
 
-    def journal_add(self, ids: Sequence[str], state: str) -> None:
+    def journal_add(self, ids: Sequence[str], state: str, writer: str = "") -> None:
+        """Journal ``ids`` in ``state`` as the write ``writer``'s rows."""
         if not ids:
             return
         now = int(time.time())
         self._write_unsynced(
             "write",
             lambda conn: conn.executemany(
-                f"INSERT OR REPLACE INTO {self.journal} (doc_id, state, since) VALUES (?, ?, ?)",
-                [(i, state, now) for i in ids],
+                f"INSERT OR REPLACE INTO {self.journal} (doc_id, writer, state, since) "
+                "VALUES (?, ?, ?, ?)",
+                [(i, writer, state, now) for i in ids],
             ),
         )
 
-    def journal_clear(self, ids: Sequence[str]) -> None:
+    def journal_clear(self, ids: Sequence[str], writer: str | None = None) -> None:
+        """Delete the rows of ``ids``: every row, or only the write ``writer``'s."""
         if not ids:
             return
-        self._write_unsynced(
-            "write",
-            lambda conn: conn.executemany(
-                f"DELETE FROM {self.journal} WHERE doc_id = ?", [(i,) for i in ids]
-            ),
-        )
+        rows: list[tuple[str, ...]]
+        if writer is None:
+            query, rows = f"DELETE FROM {self.journal} WHERE doc_id = ?", [(i,) for i in ids]
+        else:
+            query = f"DELETE FROM {self.journal} WHERE doc_id = ? AND writer = ?"
+            rows = [(i, writer) for i in ids]
+        self._write_unsynced("write", lambda conn: conn.executemany(query, rows))
 
     def journal_pending(self, grace_seconds: float) -> list[str]:
-        """Garbage, and ``adding`` rows older than ``grace_seconds`` (a writer that died)."""
+        """Garbage, and ``adding`` rows older than ``grace_seconds`` (a writer that died).
+
+        A document another write journaled within ``grace_seconds`` is not pending: that
+        write may still make it current.
+        """
         cutoff = int(time.time() - grace_seconds)
         rows = self._read(
             "repair",
             lambda conn: conn.execute(
-                f"SELECT doc_id FROM {self.journal} WHERE state = ? OR since <= ?",
-                (GARBAGE, cutoff),
+                f"SELECT DISTINCT doc_id FROM {self.journal} WHERE (state = ? OR since <= ?) "
+                f"AND doc_id NOT IN (SELECT doc_id FROM {self.journal} "
+                "WHERE state != ? AND since > ?)",
+                (GARBAGE, cutoff, GARBAGE, cutoff),
             ).fetchall(),
         )
         return [r[0] for r in rows]
 
-    def journal_holds(self, ids: Sequence[str], state: str) -> bool:
-        """Whether any of ``ids`` is journaled in ``state`` (read in one snapshot)."""
+    def _needed(
+        self, conn: sqlite3.Connection, ids: Sequence[str], keys: Sequence[ItemKey], writer: str
+    ) -> set[str]:
+        """Of ``ids``: the current documents of ``keys``' items, and those another write adds."""
+        needed = set(self._docs_of(conn, keys)).intersection(ids)
+        for chunk in _chunks(ids):
+            marks = ", ".join("?" * len(chunk))
+            needed.update(
+                r[0]
+                for r in conn.execute(
+                    f"SELECT doc_id FROM {self.journal} WHERE writer != ? AND state != ? "
+                    f"AND doc_id IN ({marks})",
+                    [writer, GARBAGE, *chunk],
+                )
+            )
+        return needed
 
-        def run(conn: sqlite3.Connection) -> bool:
-            for start in range(0, len(ids), _PAGE):
-                chunk = list(ids[start : start + _PAGE])
+    def settle_claim(self, ids: Sequence[str], keys: Sequence[ItemKey], writer: str) -> list[str]:
+        """After a failed commit: which of the write ``writer``'s documents ``ids`` to drop.
+
+        Nothing when its ``adding`` rows are gone (the commit cleared them: it landed).
+        Otherwise every one of ``ids`` except those still needed, read in one transaction:
+        the current documents of ``keys``' items (a re-put of the current version writes
+        its very ids) and those another write journaled (it may still make them current).
+        The rows of the kept ones are cleared here, those of the others stay until
+        :meth:`settle_release` (a crash in between leaves them for ``repair()``).
+        """
+
+        def run(conn: sqlite3.Connection) -> list[str]:
+            own: set[str] = set()
+            for chunk in _chunks(ids):
                 marks = ", ".join("?" * len(chunk))
-                row = conn.execute(
-                    f"SELECT 1 FROM {self.journal} WHERE state = ? AND doc_id IN ({marks}) LIMIT 1",
-                    [state, *chunk],
-                ).fetchone()
-                if row is not None:
-                    return True
-            return False
+                own.update(
+                    r[0]
+                    for r in conn.execute(
+                        f"SELECT doc_id FROM {self.journal} WHERE writer = ? AND state = ? "
+                        f"AND doc_id IN ({marks})",
+                        [writer, ADDING, *chunk],
+                    )
+                )
+            if not own:
+                return []
+            needed = self._needed(conn, ids, keys, writer)
+            conn.executemany(
+                f"DELETE FROM {self.journal} WHERE doc_id = ? AND writer = ?",
+                [(i, writer) for i in ids if i in needed],
+            )
+            return [i for i in ids if i in own and i not in needed]
 
-        return self._read("write", run)
+        return self._write_unsynced("write", run)
+
+    def settle_release(self, ids: Sequence[str], keys: Sequence[ItemKey], writer: str) -> list[str]:
+        """After the drop of :meth:`settle_claim`'s ``ids``: clear their rows, name those to re-add.
+
+        Those that became needed meanwhile (another write journaled them, or made them
+        current, while they were being dropped) may have lost a document someone needs.
+        """
+
+        def run(conn: sqlite3.Connection) -> list[str]:
+            conn.executemany(
+                f"DELETE FROM {self.journal} WHERE doc_id = ? AND writer = ?",
+                [(i, writer) for i in ids],
+            )
+            needed = self._needed(conn, ids, keys, writer)
+            return [i for i in ids if i in needed]
+
+        return self._write_unsynced("write", run)
 
     def journal_ids(self, state: str) -> list[str]:
         """Every journaled document id in ``state``, whatever its age."""
         rows = self._read(
             "repair",
             lambda conn: conn.execute(
-                f"SELECT doc_id FROM {self.journal} WHERE state = ?", (state,)
+                f"SELECT DISTINCT doc_id FROM {self.journal} WHERE state = ?", (state,)
             ).fetchall(),
         )
         return [r[0] for r in rows]
@@ -254,10 +335,15 @@ class Catalog(SqliteBackend):
         return out
 
     def commit(
-        self, kept: Sequence[Record], gone: Sequence[ItemKey], new_ids: Sequence[str]
+        self,
+        kept: Sequence[Record],
+        gone: Sequence[ItemKey],
+        new_ids: Sequence[str],
+        writer: str = "",
     ) -> tuple[int, list[str]]:
         """Write the batch; in the same transaction, the replaced documents become garbage.
 
+        The write ``writer``'s ``adding`` rows of ``new_ids`` are cleared (they are current).
         Returns how many of ``gone`` existed, and the ids of the documents to delete.
         """
         dims = batch_dims(kept, None, "a new catalog")
@@ -280,11 +366,13 @@ class Catalog(SqliteBackend):
             garbage = [i for i in self._docs_of(conn, touched) if i not in fresh]
             now = int(time.time())
             conn.executemany(
-                f"INSERT OR REPLACE INTO {self.journal} (doc_id, state, since) VALUES (?, ?, ?)",
+                f"INSERT OR REPLACE INTO {self.journal} (doc_id, writer, state, since) "
+                "VALUES (?, '', ?, ?)",
                 [(i, GARBAGE, now) for i in garbage],
             )
             conn.executemany(
-                f"DELETE FROM {self.journal} WHERE doc_id = ?", [(i,) for i in new_ids]
+                f"DELETE FROM {self.journal} WHERE doc_id = ? AND writer = ?",
+                [(i, writer) for i in new_ids],
             )
             return sql.write(conn, self.tables, kept, gone), garbage
 
@@ -305,7 +393,8 @@ class Catalog(SqliteBackend):
             garbage = self._docs_of(conn, keys)
             stamp = int(time.time())
             conn.executemany(
-                f"INSERT OR REPLACE INTO {self.journal} (doc_id, state, since) VALUES (?, ?, ?)",
+                f"INSERT OR REPLACE INTO {self.journal} (doc_id, writer, state, since) "
+                "VALUES (?, '', ?, ?)",
                 [(i, GARBAGE, stamp) for i in garbage],
             )
             return sql.sweep(conn, self.tables, now), garbage

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from langchain_ltm.backends.sqlite import _sql as sql
@@ -133,7 +134,8 @@ def restore(backend: VectorStoreBackend, page_: list[StoredDocs]) -> int:
     vectors = [docs[2][i] for i in keep]
     metas = [docs[3][i] for i in keep]
     # journaled like a write: a crash, or the item replaced meanwhile, leaves no orphan
-    catalog.journal_add(ids, ADDING)
+    writer = uuid.uuid4().hex
+    catalog.journal_add(ids, ADDING, writer)
     backend._vs_add(ids, texts, vectors, metas)
     keys = list(dict.fromkeys((tuple(json.loads(m["ltm_ns"])), m["ltm_key"]) for m in metas))
     now = dict(zip(keys, catalog.get(keys), strict=True))
@@ -144,5 +146,5 @@ def restore(backend: VectorStoreBackend, page_: list[StoredDocs]) -> int:
             stale.append(id_)
     if stale:
         backend._vs_drop(stale)
-    catalog.journal_clear(ids)
+    catalog.journal_clear(ids, writer)
     return len(ids) - len(stale)

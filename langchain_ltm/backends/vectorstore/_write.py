@@ -1,11 +1,14 @@
 """The generic engine's write, written once as a sans-I/O generator for both shells.
 
-A write is three steps: journal the new documents ``adding`` and add them to the
-vectorstore; one catalog commit (the moment the new version shows) that journals the
-replaced documents as ``garbage``; then delete the garbage (:func:`collect`). A commit
-that did not land drops the new documents again (:func:`settle` asks the catalog, since an
-exception can arrive after the ``COMMIT``); whatever a crash leaves, ``repair()`` finds in
-the journal. :func:`acommit` is the async commit that knows its outcome even when cancelled.
+A write is three steps: journal the new documents ``adding`` (rows of this write's own,
+under a random token) and add them to the vectorstore; one catalog commit (the moment the
+new version shows) that journals the replaced documents as ``garbage``; then delete the
+garbage (:func:`collect`). A commit that did not land drops the new documents again, but
+only those nobody needs (:func:`settle` asks the catalog, since an exception can arrive
+after the ``COMMIT``, and since document ids are deterministic: a re-put of the current
+version writes the current documents' own ids); whatever a crash leaves, ``repair()``
+finds in the journal. :func:`acommit` is the async commit that knows its outcome even
+when cancelled.
 
 Each function takes the :class:`~.backend.VectorStoreBackend` whose steps it yields.
 """
@@ -14,13 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from langchain_ltm._steps import Logic, Step
 from langchain_ltm.backends.base import ItemKey, Record
 from langchain_ltm.backends.vectorstore._catalog import ADDING, Catalog
-from langchain_ltm.backends.vectorstore._layout import documents
+from langchain_ltm.backends.vectorstore._layout import Documents, documents
 
 if TYPE_CHECKING:
     from langchain_ltm.backends.vectorstore.backend import VectorStoreBackend
@@ -40,37 +44,56 @@ def write_logic(
     ids, texts, vectors, metadatas = documents(
         kept, backend.catalog.store_id, backend._value_fields
     )
+    writer = uuid.uuid4().hex if ids else ""
     if ids:
-        yield backend._cat("journal_add", ids, ADDING)
+        yield backend._cat("journal_add", ids, ADDING, writer)
         yield Step(backend._vs_add, backend._avs_add, (ids, texts, vectors, metadatas))
     try:
-        deleted, garbage = yield Step(backend.catalog.commit, backend._acommit, (kept, gone, ids))
+        deleted, garbage = yield Step(
+            backend.catalog.commit, backend._acommit, (kept, gone, ids, writer)
+        )
     except Landed:
         raise  # cancelled once the commit had landed: its documents are current
     except BaseException:
-        yield from settle(backend, ids)
+        keys = list(dict.fromkeys((r.namespace, r.key) for r in kept))
+        yield from settle(backend, (ids, texts, vectors, metadatas), keys, writer)
         raise
     yield from collect(backend, garbage)
     return deleted  # type: ignore[no-any-return]
 
 
-def settle(backend: VectorStoreBackend, ids: Sequence[str]) -> Logic[None]:
-    """After the commit step failed: drop the new documents ``ids`` unless it landed.
+def settle(
+    backend: VectorStoreBackend, docs: Documents, keys: Sequence[ItemKey], writer: str
+) -> Logic[None]:
+    """After the commit step failed: drop the write's new documents unless still needed.
 
     Failure does not mean absence: a ``KeyboardInterrupt``, ``SystemExit`` or a signal
     handler's exception can arrive after SQLite's ``COMMIT`` and before the step returns,
-    and the write is then current with these documents. The commit clears the batch's
-    ``adding`` rows in its own transaction, so rows still there mean it did not land: only
-    then are the documents dropped. When the catalog cannot say (the check fails), they
-    stay: current ones are whole, and ``repair()`` drops the others (still journaled
-    ``adding``) once the grace period has passed.
+    and the write is then current with these documents. The commit clears the write's own
+    ``adding`` rows in its own transaction, so rows still there mean it did not land. Even
+    then a document id may be needed: ids are deterministic (store, namespace, key, path,
+    ``updated_at``), so a re-put of the current version (an export imported again, two
+    puts within one microsecond) has the current documents' ids, and another write may
+    have journaled the same ids. The catalog names the ones to drop (:meth:`~._catalog.
+    Catalog.settle_claim`: neither current nor journaled by another write); after the drop
+    it names those that became needed meanwhile, which are added back. When the catalog
+    cannot say (the check fails), the documents stay: current ones are whole, and
+    ``repair()`` drops the others (still journaled ``adding``) once the grace period has
+    passed.
     """
+    ids = docs[0]
     if not ids:
         return
     try:
-        if (yield backend._cat("journal_holds", ids, ADDING)):
-            yield Step(backend._vs_drop, backend._avs_drop, (ids,))
-            yield backend._cat("journal_clear", ids)
+        doomed = yield backend._cat("settle_claim", ids, keys, writer)
+        if not doomed:
+            return
+        yield Step(backend._vs_drop, backend._avs_drop, (doomed,))
+        back = set((yield backend._cat("settle_release", doomed, keys, writer)))
+        if back:  # needed again while being dropped: the same ids, this write's documents
+            at = [n for n, i in enumerate(ids) if i in back]
+            again = tuple([part[n] for n in at] for part in docs)
+            yield Step(backend._vs_add, backend._avs_add, again)
     except Exception:  # the original error is the one to report; repair() retries
         pass
 
@@ -81,13 +104,17 @@ def collect(backend: VectorStoreBackend, garbage: Sequence[str]) -> Logic[None]:
         return
     try:
         yield Step(backend._vs_drop, backend._avs_drop, (garbage,))
-        yield backend._cat("journal_clear", garbage)
+        yield backend._cat("journal_clear", garbage, "")  # the garbage rows only
     except Exception as exc:  # the write itself has landed: report, do not fail it
         log.warning("langchain-ltm: %d replaced documents left for repair(): %s", len(garbage), exc)
 
 
 async def acommit(
-    catalog: Catalog, kept: Sequence[Record], gone: Sequence[ItemKey], ids: Sequence[str]
+    catalog: Catalog,
+    kept: Sequence[Record],
+    gone: Sequence[ItemKey],
+    ids: Sequence[str],
+    writer: str = "",
 ) -> tuple[int, list[str]]:
     """The catalog commit on the catalog's threads, its outcome known even if cancelled.
 
@@ -97,7 +124,7 @@ async def acommit(
     documents stay, the replaced ones stay journaled as garbage for ``repair()``.
     Failed: the plain ``CancelledError``, and the logic drops the new documents.
     """
-    task = asyncio.ensure_future(catalog._off_loop(catalog.commit, kept, gone, ids))
+    task = asyncio.ensure_future(catalog._off_loop(catalog.commit, kept, gone, ids, writer))
     try:
         return await asyncio.shield(task)
     except asyncio.CancelledError:

@@ -45,7 +45,8 @@ write cancelled while its commit runs on the catalog's thread waits for that com
 end: landed, the caller gets ``CancelledError`` and the write stands whole (its new
 documents kept, the replaced ones journaled as garbage); failed, its documents go. Any
 other failure of the commit step, sync or async, drops the new documents only once the
-catalog says the commit did not land (its ``adding`` rows are still there): an interrupt
+catalog says the commit did not land (its ``adding`` rows are still there), and then only
+those no one needs (a re-put of the current version has its documents' ids): an interrupt
 (``KeyboardInterrupt``, ``SystemExit``) arriving after SQLite's ``COMMIT`` leaves the write
 standing whole, like a cancelled one.
 ``repair()`` called by hand also puts back the documents the store lost (deleted behind
@@ -341,10 +342,10 @@ class VectorStoreBackend(ThreadedAsync):
         return Step(fn, functools.partial(self.catalog._off_loop, fn), args)
 
     async def _acommit(
-        self, kept: Sequence[Record], gone: Sequence[ItemKey], ids: Sequence[str]
+        self, kept: Sequence[Record], gone: Sequence[ItemKey], ids: Sequence[str], writer: str
     ) -> tuple[int, list[str]]:
         """The catalog commit, as :func:`~._write.acommit` runs it: its outcome known."""
-        return await acommit(self.catalog, kept, gone, ids)
+        return await acommit(self.catalog, kept, gone, ids, writer)
 
     def _vs_search(self, vector: list[float], k: int, where: Any) -> tuple[Scored, int | None]:
         with self._vs_lock:

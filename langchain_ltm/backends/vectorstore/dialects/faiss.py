@@ -143,10 +143,14 @@ def _gathered(index: Any, query: np.ndarray, ints: np.ndarray, k: int) -> tuple[
     ):
         return None
     total, dims = int(index.ntotal), int(index.d)
-    if len(ints) * dims > _GATHER_PER_VECTOR * total:
+    # the rows the index holds, in index order and once each: ties then fall as the
+    # selector's search breaks them (lower index first), and a mapping longer than the
+    # index (rows removed behind it) reads no row past the end
+    ints = np.unique(ints[ints < total])
+    if not len(ints) or len(ints) * dims > _GATHER_PER_VECTOR * total:
         return None
     stored = faiss.rev_swig_ptr(index.get_xb(), total * dims).reshape(total, dims)
-    scores, at = faiss.knn(query, stored[ints], k, metric=metric)
+    scores, at = faiss.knn(query, stored[ints], min(k, len(ints)), metric=metric)
     found = np.where(at >= 0, ints[np.maximum(at, 0)], -1)
     return scores, found
 
