@@ -75,3 +75,44 @@ def check_two_writers(
         hits = store.recall(me, notes[-1], limit=50)
         assert hits[0].content == notes[-1]
         assert {h.id for h in hits} <= {f.id for f in facts}
+
+
+WORKER_WRITES = """
+store.list_all("warm-up")  # connected before the start signal
+print("ready", flush=True)
+sys.stdin.readline()
+pairs = list(zip(json.loads(texts), json.loads(notes)))
+out = {"shared": [], "own": []}
+
+def run_sync():
+    for i, (text, mine) in enumerate(pairs):
+        r = store.remember("alice", text)  # the same user from both processes
+        out["shared"].append([r.action, r.fact.id])
+        r = store.remember(me, mine)
+        out["own"].append([r.action, r.fact.id])
+        store.put(("docs", "shared"), f"{me}-{i}", {"text": f"{me} document {i}"})
+        store.put(("docs", "shared"), "both", {"text": f"{me} wrote {i}"})
+
+async def run_async():
+    for i, (text, mine) in enumerate(pairs):
+        r = await store.aremember("alice", text)
+        out["shared"].append([r.action, r.fact.id])
+        r = await store.aremember(me, mine)
+        out["own"].append([r.action, r.fact.id])
+        await store.aput(("docs", "shared"), f"{me}-{i}", {"text": f"{me} document {i}"})
+        await store.aput(("docs", "shared"), "both", {"text": f"{me} wrote {i}"})
+
+began = time.time()
+if mode == "async":
+    asyncio.run(run_async())
+else:
+    run_sync()
+out["span"] = [began, time.time()]
+print(json.dumps(out), flush=True)
+store.close()
+"""
+"""The writes of a two-writer worker script, after its own lines that build ``store``
+(``me``, ``mode``, ``texts`` and ``notes`` from its argv; ``asyncio, json, sys, time``
+imported): it says ``ready``, waits for a line on stdin, writes half the paraphrases for
+the shared user and one note each for its own, puts shared documents, and prints what it
+got as JSON (read by :func:`check_two_writers`)."""

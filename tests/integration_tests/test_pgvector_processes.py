@@ -26,10 +26,11 @@ from langchain_ltm import LongTermMemoryStore
 from langchain_ltm.backends.sqlite import _sql as sql
 from langchain_ltm.backends.vectorstore import vectorstore_backend
 from tests.fakes import KeywordEmbeddings
-from tests.processes import PARAPHRASES, check_two_writers, note, run_together
+from tests.processes import PARAPHRASES, WORKER_WRITES, check_two_writers, note, run_together
 from tests.vectorstores import pg_engine
 
-WORKER = """
+WORKER = (
+    """
 import asyncio, json, sys, time
 from langchain_postgres import PGEngine, PGVectorStore
 from langchain_ltm import LongTermMemoryStore
@@ -44,39 +45,9 @@ vs = PGVectorStore.create_sync(engine, emb, table)
 backend = vectorstore_backend(vs, catalog=catalog)
 assert backend.capabilities.extra["native_async"] == {"add": True, "search": True}
 store = LongTermMemoryStore(backend, embeddings=emb, merge_threshold=0.6)
-store.list_all("warm-up")  # connected before the start signal
-print("ready", flush=True)
-sys.stdin.readline()
-pairs = list(zip(json.loads(texts), json.loads(notes)))
-out = {"shared": [], "own": []}
-
-def run_sync():
-    for i, (text, mine) in enumerate(pairs):
-        r = store.remember("alice", text)  # the same user from both processes
-        out["shared"].append([r.action, r.fact.id])
-        r = store.remember(me, mine)
-        out["own"].append([r.action, r.fact.id])
-        store.put(("docs", "shared"), f"{me}-{i}", {"text": f"{me} document {i}"})
-        store.put(("docs", "shared"), "both", {"text": f"{me} wrote {i}"})
-
-async def run_async():
-    for i, (text, mine) in enumerate(pairs):
-        r = await store.aremember("alice", text)
-        out["shared"].append([r.action, r.fact.id])
-        r = await store.aremember(me, mine)
-        out["own"].append([r.action, r.fact.id])
-        await store.aput(("docs", "shared"), f"{me}-{i}", {"text": f"{me} document {i}"})
-        await store.aput(("docs", "shared"), "both", {"text": f"{me} wrote {i}"})
-
-began = time.time()
-if mode == "async":
-    asyncio.run(run_async())
-else:
-    run_sync()
-out["span"] = [began, time.time()]
-print(json.dumps(out), flush=True)
-store.close()
 """
+    + WORKER_WRITES
+)
 
 
 @pytest.mark.parametrize("modes", [("sync", "sync"), ("sync", "async")], ids="-".join)

@@ -25,7 +25,7 @@ from langchain_ltm.backends.vectorstore import vectorstore_backend
 from tests.engine_facts import *  # noqa: F403  (every engine runs these)
 from tests.fakes import KeywordEmbeddings
 from tests.isolation import TRICKY_USERS, run_isolation, summary
-from tests.processes import PARAPHRASES, check_two_writers, note, run_together
+from tests.processes import PARAPHRASES, WORKER_WRITES, check_two_writers, note, run_together
 from tests.store_contract import Clock
 from tests.unit_tests import test_vectorstore_backend as unit
 from tests.vectorstores import (  # noqa: F401  (redis_services: fixture)
@@ -212,7 +212,8 @@ def test_a_scope_deeper_than_the_index_says_so_on_a_live_index(tmp_path):
     store.close()
 
 
-WORKER = """
+WORKER = (
+    """
 import asyncio, json, sys, time
 from langchain_redis import RedisConfig, RedisVectorStore
 from langchain_ltm import LongTermMemoryStore
@@ -227,36 +228,9 @@ vs = RedisVectorStore(emb, config=RedisConfig(
     metadata_schema=metadata_schema(int(depth))))
 store = LongTermMemoryStore(vectorstore_backend(vs, catalog=catalog), embeddings=emb,
                             merge_threshold=0.6)
-store.list_all("warm-up")  # connected before the start signal
-print("ready", flush=True)
-sys.stdin.readline()
-pairs = list(zip(json.loads(texts), json.loads(notes)))
-out = {"shared": [], "own": []}
-
-def run_sync():
-    for i, (text, mine) in enumerate(pairs):
-        r = store.remember("alice", text)  # the same user from both processes
-        out["shared"].append([r.action, r.fact.id])
-        r = store.remember(me, mine)
-        out["own"].append([r.action, r.fact.id])
-        store.put(("docs", "shared"), f"{me}-{i}", {"text": f"{me} document {i}"})
-        store.put(("docs", "shared"), "both", {"text": f"{me} wrote {i}"})
-
-async def run_async():
-    for i, (text, mine) in enumerate(pairs):
-        r = await store.aremember("alice", text)
-        out["shared"].append([r.action, r.fact.id])
-        r = await store.aremember(me, mine)
-        out["own"].append([r.action, r.fact.id])
-        await store.aput(("docs", "shared"), f"{me}-{i}", {"text": f"{me} document {i}"})
-        await store.aput(("docs", "shared"), "both", {"text": f"{me} wrote {i}"})
-
-began = time.time()
-asyncio.run(run_async()) if mode == "async" else run_sync()
-out["span"] = [began, time.time()]
-print(json.dumps(out), flush=True)
-store.close()
 """
+    + WORKER_WRITES
+)
 
 
 @pytest.mark.parametrize("modes", [("sync", "sync"), ("sync", "async")], ids="-".join)
