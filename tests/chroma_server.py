@@ -9,22 +9,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
+from tests.local_server import LocalServer, free_port
+
 __all__ = ["ChromaServer", "free_port"]
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nobody listens on right now (the OS's choice)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 def _chroma_command() -> str:
@@ -35,7 +27,7 @@ def _chroma_command() -> str:
     return found
 
 
-class ChromaServer:
+class ChromaServer(LocalServer):
     """``chroma run --path <folder> --port <free port>``, started and stopped by the tests.
 
     Example (not run here: it starts a server):
@@ -45,12 +37,8 @@ class ChromaServer:
     """
 
     host = "localhost"
-
-    def __init__(self, folder: str | os.PathLike[str]) -> None:
-        self.folder = Path(folder)
-        self.port = 0
-        self.log = self.folder / "chroma-server.log"
-        self.proc: subprocess.Popen[bytes] | None = None
+    name = "chroma-server"
+    poll_seconds = 0.2
 
     @property
     def url(self) -> str:
@@ -58,47 +46,19 @@ class ChromaServer:
 
     def start(self, timeout: float = 90.0) -> ChromaServer:
         """Start the server and wait until its heartbeat answers; a failure says why."""
-        self.folder.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "ANONYMIZED_TELEMETRY": "False", "CHROMA_TELEMETRY": "False"}
-        for attempt in range(3):  # a port taken between free_port() and the bind: try another
-            self.port = free_port()
-            command = [_chroma_command(), "run", "--path", str(self.folder / "data")]
-            command += ["--host", self.host, "--port", str(self.port)]
-            with self.log.open("ab") as log:
-                self.proc = subprocess.Popen(
-                    command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                    env=env, start_new_session=True,
-                )  # fmt: skip
-            if self._wait(timeout):
-                return self
-            self.stop()
-            if attempt == 2:
-                break
-        tail = self.log.read_text(errors="replace")[-2000:]
-        raise RuntimeError(f"`chroma run` did not answer on {self.url}; its log ends:\n{tail}")
+        super().start(timeout)
+        return self
 
-    def _wait(self, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc is None or self.proc.poll() is not None:
-                return False  # exited: a port clash or a bad folder (see the log)
-            try:
-                with urllib.request.urlopen(f"{self.url}/api/v2/heartbeat", timeout=2) as r:
-                    if r.status == 200:
-                        return True
-            except (urllib.error.URLError, OSError):
-                pass
-            time.sleep(0.2)
-        return False
+    def command(self) -> list[str]:
+        command = [_chroma_command(), "run", "--path", str(self.folder / "data")]
+        return [*command, "--host", self.host, "--port", str(self.port)]
 
-    def stop(self) -> None:
-        """Stop the server: SIGTERM, then SIGKILL after 15 s."""
-        proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.terminate()
+    def environment(self) -> dict[str, str]:
+        return {**os.environ, "ANONYMIZED_TELEMETRY": "False", "CHROMA_TELEMETRY": "False"}
+
+    def answers(self) -> bool:
         try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
+            with urllib.request.urlopen(f"{self.url}/api/v2/heartbeat", timeout=2) as r:
+                return bool(r.status == 200)
+        except (urllib.error.URLError, OSError):
+            return False

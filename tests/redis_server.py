@@ -21,16 +21,19 @@ import hashlib
 import io
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tarfile
 import tempfile
-import time
 import urllib.request
 from pathlib import Path
 
-__all__ = ["LIBS", "RedisStackServer", "RedisUnavailable", "install_libs", "missing"]
+try:
+    from tests.local_server import LocalServer, free_port
+except ModuleNotFoundError:  # run as a script (`python tests/redis_server.py install-libs`)
+    from local_server import LocalServer, free_port  # type: ignore[no-redef]
+
+__all__ = ["LIBS", "RedisStackServer", "RedisUnavailable", "free_port", "install_libs", "missing"]
 
 DEB_URL = "http://deb.debian.org/debian/pool/main/o/openssl/libssl1.1_1.1.1w-0+deb11u1_amd64.deb"
 DEB_SHA256 = "aadf8b4b197335645b230c2839b4517aa444fd2e8f434e5438c48a18857988f7"
@@ -146,14 +149,7 @@ def install_libs(target: Path = LIBS, url: str | None = None, sha256: str | None
 # ---- the server ------------------------------------------------------------------------
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nobody listens on right now (the OS's choice)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-
-
-class RedisStackServer:
+class RedisStackServer(LocalServer):
     """The wheel's ``redis-server`` with RediSearch and RedisJSON, on a free localhost port.
 
     Example (not run here: it starts a server):
@@ -163,13 +159,11 @@ class RedisStackServer:
     """
 
     host = "127.0.0.1"
+    name = "redis-server"
 
     def __init__(self, folder: str | os.PathLike[str] | None = None) -> None:
         self._owned = folder is None  # a temporary folder of its own: removed by stop()
-        self.folder = Path(folder or tempfile.mkdtemp(prefix="ltm-redis-"))
-        self.port = 0
-        self.log = self.folder / "redis-server.log"
-        self.proc: subprocess.Popen[bytes] | None = None
+        super().__init__(folder or tempfile.mkdtemp(prefix="ltm-redis-"))
 
     @property
     def url(self) -> str:
@@ -180,69 +174,51 @@ class RedisStackServer:
         reason = missing()
         if reason:
             raise RedisUnavailable(reason)
+        super().start(timeout)
+        return self
+
+    def command(self) -> list[str]:
         root = _wheel_root()
-        self.folder.mkdir(parents=True, exist_ok=True)
+        command = [str(root / "bin" / "redis-server"), "--port", str(self.port)]
+        command += ["--bind", self.host, "--dir", str(self.folder)]
+        command += ["--save", "", "--appendonly", "no", "--daemonize", "no"]
+        for module in MODULES:
+            command += ["--loadmodule", str(root / "lib" / module)]
+        return command
+
+    def environment(self) -> dict[str, str]:
         env = dict(os.environ)
         if LIBS.is_dir():
             env["LD_LIBRARY_PATH"] = os.pathsep.join(
                 p for p in (str(LIBS), env.get("LD_LIBRARY_PATH", "")) if p
             )
-        for attempt in range(3):  # a port taken between free_port() and the bind: another
-            self.port = free_port()
-            command = [str(root / "bin" / "redis-server"), "--port", str(self.port)]
-            command += ["--bind", self.host, "--dir", str(self.folder)]
-            command += ["--save", "", "--appendonly", "no", "--daemonize", "no"]
-            for module in MODULES:
-                command += ["--loadmodule", str(root / "lib" / module)]
-            with self.log.open("ab") as log:
-                self.proc = subprocess.Popen(
-                    command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                    env=env, start_new_session=True,
-                )  # fmt: skip
-            if self._wait(timeout):
-                return self
-            proc, self.proc = self.proc, None  # this attempt failed: its process goes
-            if proc is not None and proc.poll() is None:
-                self._shutdown(proc)
-            if attempt == 2:
-                break
-        tail = self.log.read_text(errors="replace")[-2000:]
-        raise RuntimeError(f"redis-server did not answer on {self.url}; its log ends:\n{tail}")
+        return env
 
-    def _wait(self, timeout: float) -> bool:
+    def answers(self) -> bool:
         import redis
 
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc is None or self.proc.poll() is not None:
-                return False  # exited: a port clash, or a library it cannot load (the log)
+        try:
+            client = redis.Redis(host=self.host, port=self.port, socket_timeout=2)
             try:
-                client = redis.Redis(host=self.host, port=self.port, socket_timeout=2)
-                try:
-                    modules = {m[b"name"] for m in client.module_list()}
-                finally:
-                    client.close()
-                if {b"search", b"ReJSON"} <= modules:
-                    return True
-            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
-                pass
-            time.sleep(0.1)
-        return False
+                modules = {m[b"name"] for m in client.module_list()}
+            finally:
+                client.close()
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+            return False
+        return {b"search", b"ReJSON"} <= modules
 
     def stop(self) -> None:
-        """Stop the server: ``SHUTDOWN NOSAVE``, then SIGTERM and SIGKILL if it lingers.
+        """Stop the server (``SHUTDOWN NOSAVE``, then SIGKILL if it lingers).
 
         A folder the server made for itself (none given) is removed too.
         """
-        proc, self.proc = self.proc, None
         try:
-            if proc is not None and proc.poll() is None:
-                self._shutdown(proc)
+            super().stop()
         finally:
             if self._owned:
                 shutil.rmtree(self.folder, ignore_errors=True)
 
-    def _shutdown(self, proc: subprocess.Popen[bytes]) -> None:
+    def shut_down(self, proc: subprocess.Popen[bytes]) -> None:
         import redis
 
         try:
@@ -254,11 +230,6 @@ class RedisStackServer:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
 
 
 def main(argv: list[str] | None = None) -> int:
