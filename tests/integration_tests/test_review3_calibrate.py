@@ -62,3 +62,33 @@ def test_reindex_builds_a_new_graph_and_drops_the_stored_value(weak, data, pg_co
         f"the calibration of the old graph ({result.ef_search}) still applies"
     )
     assert _broad.ef_search_of(None, weak._scope_stats) == _broad.EF_SEARCH
+
+
+def test_an_app_role_without_rights_on_the_settings_table_still_searches(
+    weak, data, pg_url, pg_conn
+):
+    """Calibrated by the owner (a maintenance job); the app's role was granted the store's
+    tables before the settings table existed: the statistics' read of it must not fail
+    every vector search, per-user ones included."""
+    import psycopg.conninfo
+
+    from langchain_ltm.backends.postgres import postgres_backend
+
+    weak.calibrate_broad_search(target_recall=0.98, queries=_queries(data, 5, 30))
+    t = weak.tables
+    role = f"app_{t.table}"
+    pg_conn.execute(f'CREATE ROLE "{role}" LOGIN')
+    try:
+        pg_conn.execute(f'GRANT USAGE ON SCHEMA "{t.schema}" TO "{role}"')
+        for table in (t.items, t.vectors, t.versions):
+            pg_conn.execute(f'GRANT SELECT, INSERT, UPDATE, DELETE ON {table} TO "{role}"')
+        url = psycopg.conninfo.make_conninfo(pg_url, user=role)
+        app = postgres_backend(url, table=t.table, setup=False)  # tables made by the owner
+        try:
+            (hits,) = app.search(SearchRequest(("m", "u1"), _queries(data, 2, 1), limit=K))
+            assert hits
+        finally:
+            app.close()
+    finally:
+        pg_conn.execute(f'DROP OWNED BY "{role}"')
+        pg_conn.execute(f'DROP ROLE "{role}"')
