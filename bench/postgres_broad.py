@@ -125,7 +125,8 @@ def run(args: argparse.Namespace, url: str) -> int:
             f"{time.perf_counter() - t0:.0f} s, exact p50 {calibrated.exact_p50_ms:.0f} ms): "
             f"ef_search={calibrated.ef_search}; steps "
             + ", ".join(
-                f"{s.ef_search}: {s.recall:.3f} (min {s.min_recall:.2f}, {s.p50_ms:.1f} ms)"
+                f"{s.ef_search}: {s.recall:.3f} ±{s.stderr:.3f} (min {s.min_recall:.2f}, "
+                f"{s.p50_ms:.1f} ms)"
                 for s in calibrated.steps
             )
         )

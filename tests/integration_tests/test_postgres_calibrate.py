@@ -76,13 +76,20 @@ def _recall(backend, vectors: np.ndarray, queries: np.ndarray) -> float:
     return float(np.mean(recalls))
 
 
-def _saved(pg_conn, backend) -> dict | None:
-    if pg_conn.execute("SELECT to_regclass(%s)", (backend.tables.settings,)).fetchone()[0] is None:
-        return None
+def _index(backend) -> str:
+    return f'"{backend.tables.schema}".{backend.tables.index("vectors_hnsw")}'
+
+
+def _comment(pg_conn, backend) -> str | None:
     row = pg_conn.execute(
-        f"SELECT value FROM {backend.tables.settings} WHERE name = %s", (_broad.SETTINGS_NAME,)
+        "SELECT obj_description(to_regclass(%s), 'pg_class')", (_index(backend),)
     ).fetchone()
     return None if row is None else row[0]
+
+
+def _saved(pg_conn, backend) -> dict | None:
+    """The calibration stored as the HNSW index's comment, if any."""
+    return _broad.calibration_of(_comment(pg_conn, backend))
 
 
 def test_calibration_climbs_until_the_target_and_holds_on_unseen_queries(weak, data, pg_conn):
@@ -99,11 +106,18 @@ def test_calibration_climbs_until_the_target_and_holds_on_unseen_queries(weak, d
     assert [s.ef_search for s in result.steps] == list(_calibrate.LADDER[: len(result.steps)])
     assert all(s.lower_recall < 0.98 for s in result.steps[:-1])
     assert result.steps[-1].lower_recall >= 0.98 and result.steps[-1].stderr >= 0
+    # the standard error is measured: every step whose queries' recalls vary has one
+    missed = [step for step in result.steps if step.min_recall < step.recall]
+    assert missed and all(step.stderr > 0 for step in missed), result.steps
+    assert all(step.stderr == 0 for step in result.steps if step.min_recall == step.recall), (
+        result.steps
+    )
     assert result.queries == 40 and result.k == K and result.exact_p50_ms > 0
 
     saved = _saved(pg_conn, weak)
     assert saved is not None and saved["ef_search"] == result.ef_search
     assert saved["index_oid"] == result.index_oid and saved["recall"] >= 0.98
+    assert saved["relfilenode"] == result.index_node > 0
     # the search now walks with the stored value, and on queries it never saw it holds
     assert weak._scope_stats is None
     calibrated = _recall(weak, vectors, held_out)
@@ -157,7 +171,7 @@ def test_a_rebuilt_index_drops_the_stored_value(weak, data, pg_conn):
     weak.search(SearchRequest(("m",), _queries(data, 2, 1), limit=K))
     assert weak._scope_stats is not None and weak._scope_stats.calibrated_ef is None
     assert _broad.ef_search_of(None, weak._scope_stats) == _broad.EF_SEARCH
-    assert _saved(pg_conn, weak) is not None  # the row stays, for the old index's oid
+    assert _comment(pg_conn, weak) is None  # the comment died with the old index
 
 
 def test_create_hnsw_index_can_calibrate_the_index_it_builds(make_backend, pg_conn, data):
@@ -235,13 +249,29 @@ def test_calibration_needs_an_index_it_can_walk(make_backend, pg_conn, data):
 
 
 def test_a_stored_value_is_used_only_for_the_index_it_measured():
-    assert _broad.calibrated_ef({"ef_search": 300, "index_oid": 7}, 7) == 300
-    assert _broad.calibrated_ef({"ef_search": 300, "index_oid": 7}, 8) is None
-    for bad in (None, [], "x", {"index_oid": 7}, {"ef_search": True, "index_oid": 7}):
-        assert _broad.calibrated_ef(bad, 7) is None
+    saved = {"ef_search": 300, "index_oid": 7, "relfilenode": 70}
+    assert _broad.calibrated_ef(saved, 7, 70) == 300
+    assert _broad.calibrated_ef(saved, 8, 70) is None  # another index
+    assert _broad.calibrated_ef(saved, 7, 71) is None  # the same index, reindexed
+    for bad in (None, [], "x", {"index_oid": 7, "relfilenode": 70}, {**saved, "ef_search": True}):
+        assert _broad.calibrated_ef(bad, 7, 70) is None
+    assert _broad.calibrated_ef({"ef_search": 300, "index_oid": 7}, 7, 70) is None
     for ef in (0, 1001, 2.5, "300"):
-        assert _broad.calibrated_ef({"ef_search": ef, "index_oid": 7}, 7) is None
-    assert json.loads(json.dumps({"ef_search": 300}))  # the stored record is plain JSON
+        assert _broad.calibrated_ef({**saved, "ef_search": ef}, 7, 70) is None
+
+
+@pytest.mark.parametrize(
+    "comment",
+    [None, "", "built by the ops team", "{not json", "[1, 2]", '{"ef_search": 300}', "[" * 100_000],
+)
+def test_a_comment_that_is_not_a_calibration_is_none(comment):
+    assert _broad.calibration_of(comment) is None
+
+
+def test_a_calibration_comment_reads_back():
+    key, mark = _broad.CALIBRATION_MARK
+    record = {key: mark, "ef_search": 300, "index_oid": 7, "relfilenode": 70}
+    assert _broad.calibration_of(json.dumps(record)) == record
 
 
 def test_the_exact_answers_match_the_exact_plan_for_items_with_many_texts(
@@ -302,3 +332,119 @@ def test_sampled_queries_are_moved_off_the_graph_to_a_fixed_cosine():
     # directions differ from row to row (a random rotation each, not one shared shift)
     moves = queries / norms[:, None] - stored / norms[:, None]
     assert np.abs(np.corrcoef(moves[:50])[np.triu_indices(50, 1)]).max() < 0.8
+
+
+# ---- where the calibration is kept: the index's comment, nothing of anyone else's ------
+
+
+def _foreign_settings(pg_conn, backend) -> str:
+    """The application's own table that happens to be named '<table>_settings' (the name
+    an earlier draft of the calibration used)."""
+    name = f'"{backend.tables.schema}"."{backend.tables.table}_settings"'
+    pg_conn.execute(f"CREATE TABLE {name} (user_id int PRIMARY KEY, theme text)")
+    pg_conn.execute(f"INSERT INTO {name} VALUES (1, 'dark')")
+    return name
+
+
+def test_an_unrelated_settings_table_is_left_alone(make_backend, pg_conn, data):
+    _, vectors = data
+    backend = make_backend(dims=DIMS)
+    name = _foreign_settings(pg_conn, backend)
+    try:
+        _load(backend, pg_conn, vectors)
+        backend.create_hnsw_index()
+        backend.broad_min_rows = 1_000
+        for prefix in (("m", "u1"), ("m",)):  # per-user (exact) and broad (the walk)
+            (hits,) = backend.search(SearchRequest(prefix, _queries(data, 2, 1), limit=K))
+            assert len(hits) == K
+        backend.calibrate_broad_search(queries=_queries(data, 5, 20))
+        backend.drop()
+        assert pg_conn.execute(f"SELECT user_id, theme FROM {name}").fetchall() == [(1, "dark")]
+    finally:
+        pg_conn.execute(f"DROP TABLE IF EXISTS {name}")
+
+
+def test_drop_leaves_an_unrelated_settings_table(make_backend, pg_conn):
+    backend = make_backend(dims=DIMS)
+    name = _foreign_settings(pg_conn, backend)
+    backend.drop()  # the store never calibrated, never made that table
+    assert pg_conn.execute("SELECT to_regclass(%s)", (name,)).fetchone()[0] is not None
+    pg_conn.execute(f"DROP TABLE {name}")
+
+
+@pytest.mark.parametrize("how", ["REINDEX INDEX", "REINDEX INDEX CONCURRENTLY"])
+def test_reindex_builds_a_new_graph_and_drops_the_stored_value(weak, data, pg_conn, how):
+    """REINDEX rebuilds the graph (new random levels) under the same oid and keeps the
+    comment; CONCURRENTLY moves the comment to a new index."""
+    result = weak.calibrate_broad_search(target_recall=0.98, queries=_queries(data, 5, 30))
+    pg_conn.execute(f"{how} {_index(weak)}")
+    assert _saved(pg_conn, weak) == json.loads(json.dumps(_saved(pg_conn, weak)))
+    assert _saved(pg_conn, weak)["ef_search"] == result.ef_search  # kept by Postgres
+    weak._scope_stats = None  # as after STATS_TTL
+    weak.search(SearchRequest(("m",), _queries(data, 2, 1), limit=K))
+    assert weak._scope_stats is not None
+    assert weak._scope_stats.calibrated_ef is None, (
+        f"the calibration of the old graph ({result.ef_search}) still applies"
+    )
+    assert _broad.ef_search_of(None, weak._scope_stats) == _broad.EF_SEARCH
+    # calibrating again overwrites our own comment, and the new graph takes its value
+    again = weak.calibrate_broad_search(target_recall=0.98, queries=_queries(data, 5, 30))
+    weak.search(SearchRequest(("m",), _queries(data, 2, 1), limit=K))
+    assert weak._scope_stats is not None and weak._scope_stats.calibrated_ef == again.ef_search
+    assert _saved(pg_conn, weak)["relfilenode"] == again.index_node != result.index_node
+
+
+def test_an_index_comment_of_the_applications_own_is_not_overwritten(weak, data, pg_conn):
+    pg_conn.execute(f"COMMENT ON INDEX {_index(weak)} IS 'built by ops; do not touch'")
+    (hits,) = weak.search(SearchRequest(("m",), _queries(data, 2, 1), limit=K))
+    assert len(hits) == K
+    assert weak._scope_stats is not None and weak._scope_stats.calibrated_ef is None
+    with pytest.raises(ValueError, match=r"not a langchain-ltm calibration.*persist=False"):
+        weak.calibrate_broad_search(queries=_queries(data, 5, 20))
+    assert _comment(pg_conn, weak) == "built by ops; do not touch"
+    assert weak.calibrate_broad_search(queries=_queries(data, 5, 20), persist=False).reached
+    assert _comment(pg_conn, weak) == "built by ops; do not touch"
+
+
+def test_a_comment_marked_ours_but_garbled_is_no_calibration(weak, data, pg_conn):
+    key, mark = _broad.CALIBRATION_MARK
+    garbled = json.dumps({key: mark, "ef_search": "many", "index_oid": "x"})
+    pg_conn.execute(f"COMMENT ON INDEX {_index(weak)} IS '{garbled}'")
+    (hits,) = weak.search(SearchRequest(("m",), _queries(data, 2, 1), limit=K))
+    assert len(hits) == K
+    assert weak._scope_stats is not None and weak._scope_stats.calibrated_ef is None
+
+
+def test_an_app_role_that_does_not_own_the_tables_searches_and_cannot_store(
+    weak, data, pg_url, pg_conn
+):
+    """Calibrated by the owner (a maintenance job); the app's role, granted the store's
+    tables only, reads the calibration with its searches (per-user ones included) and is
+    told, before any measuring, that it cannot store one."""
+    import psycopg.conninfo
+
+    result = weak.calibrate_broad_search(target_recall=0.98, queries=_queries(data, 5, 30))
+    t = weak.tables
+    role = f"app_{t.table}"
+    pg_conn.execute(f'CREATE ROLE "{role}" LOGIN')
+    try:
+        pg_conn.execute(f'GRANT USAGE ON SCHEMA "{t.schema}" TO "{role}"')
+        for table in (t.items, t.vectors, t.versions):
+            pg_conn.execute(f'GRANT SELECT, INSERT, UPDATE, DELETE ON {table} TO "{role}"')
+        url = psycopg.conninfo.make_conninfo(pg_url, user=role)
+        app = postgres_backend(url, table=t.table, setup=False)  # tables made by the owner
+        app.broad_min_rows = 1_000
+        try:
+            for prefix in (("m", "u1"), ("m",)):
+                (hits,) = app.search(SearchRequest(prefix, _queries(data, 2, 1), limit=K))
+                assert len(hits) == K
+            assert app._scope_stats is not None
+            assert app._scope_stats.calibrated_ef == result.ef_search
+            with pytest.raises(ValueError, match=r"Only the owner of .* persist=False"):
+                app.calibrate_broad_search(queries=_queries(data, 5, 20))
+            assert _saved(pg_conn, weak)["ef_search"] == result.ef_search
+        finally:
+            app.close()
+    finally:
+        pg_conn.execute(f'DROP OWNED BY "{role}"')
+        pg_conn.execute(f'DROP ROLE "{role}"')

@@ -17,8 +17,12 @@ searches no round trip, and it only ever errs towards the exact plan:
   statement runs instead, in the same transaction, so ``limit`` is filled as before.
 
 The walk's ``hnsw.ef_search`` is the backend's ``broad_ef_search`` when set, else the
-value a calibration (``_calibrate``) measured on the current index, read with the
-statistics, else :data:`EF_SEARCH`.
+value a calibration (``_calibrate``) measured on the current index, else
+:data:`EF_SEARCH`. A calibration is kept as the index's own comment (JSON, see
+:func:`calibration_of`), read with the statistics: ``pg_description`` is readable by every
+role, the comment dies with the index, and it names the oid and file node it measured, so
+a rebuilt graph (``REINDEX``, ``VACUUM FULL``) no longer takes it. Reading it never fails a
+search: a comment that is not ours, or not valid, is no calibration.
 
 I/O-free like ``_sql``: :func:`stats` and :func:`search` are exchanges.
 """
@@ -26,6 +30,7 @@ I/O-free like ``_sql``: :func:`stats` and :func:`search` are exchanges.
 from __future__ import annotations
 
 import itertools
+import json
 import time
 from bisect import bisect_left
 from dataclasses import dataclass, field
@@ -44,8 +49,8 @@ MAX_WANTED = 100
 """Largest ``offset + limit`` served through the index (larger: exact)."""
 EF_SEARCH = 200
 """``hnsw.ef_search`` of the index walk, and the least number of candidates taken."""
-SETTINGS_NAME = "broad_search"
-"""Row of the settings table holding the last calibration (:mod:`._calibrate`)."""
+CALIBRATION_MARK = ("langchain_ltm", "broad_search")
+"""Key and value that mark an index comment as our calibration (:mod:`._calibrate`)."""
 MAX_SCAN_TUPLES = 40_000
 """``hnsw.max_scan_tuples``: tuples the iterative scan visits before it gives up."""
 
@@ -71,6 +76,8 @@ class ScopeStats:
     operator: str | None  # the usable HNSW index's ordering operator, None: no index
     read_at: float
     index_oid: int | None = None  # that index's oid
+    index_node: int | None = None  # and its relfilenode (a REINDEX changes it, not the oid)
+    index_comment: str | None = None  # the index's comment, as read
     calibrated_ef: int | None = None  # ef_search a calibration of that very index chose
     # bisection tables, derived from the fields above: every search with an HNSW index
     # present asks for a lower bound, and scanning ~100 bounds and ~100 common values in
@@ -135,7 +142,8 @@ def stats(t: sql.Tables) -> sql.Exchange[ScopeStats]:
         (t.schema, t.vectors_name, t.vectors),
     )
     indexes = yield sql.Statement(
-        "SELECT o.opcname, ic.oid FROM pg_index x "
+        "SELECT o.opcname, ic.oid, ic.relfilenode, obj_description(ic.oid, 'pg_class') "
+        "FROM pg_index x "
         "JOIN pg_class ic ON ic.oid = x.indexrelid JOIN pg_am am ON am.oid = ic.relam "
         "JOIN pg_opclass o ON o.oid = x.indclass[0] "
         "JOIN pg_attribute a ON a.attrelid = x.indrelid AND a.attnum = x.indkey[0] "
@@ -144,14 +152,10 @@ def stats(t: sql.Tables) -> sql.Exchange[ScopeStats]:
         "ORDER BY o.opcname LIKE '%%_ip_ops' DESC, ic.relname",
         (t.vectors,),
     )
-    usable = [(_OPERATORS[r[0]], int(r[1])) for r in indexes if r[0] in _OPERATORS]
-    operators = [op for op, _ in usable]
-    version = yield sql.Statement(
-        "SELECT (SELECT extversion FROM pg_extension WHERE extname = 'vector'), "
-        "to_regclass(%s) IS NOT NULL",
-        (t.settings,),
-    )
-    if version[0][0] is None or _version(str(version[0][0])) < (0, 8):
+    usable = [r for r in indexes if r[0] in _OPERATORS]
+    operators = [_OPERATORS[r[0]] for r in usable]
+    version = yield sql.Statement("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+    if not version or version[0][0] is None or _version(str(version[0][0])) < (0, 8):
         operators = []  # no iterative scan before pgvector 0.8: always exact
     if operators and operators[0] == "<=>":
         # cosine orders as our inner-product score only for unit vectors: look at some
@@ -162,13 +166,11 @@ def stats(t: sql.Tables) -> sql.Exchange[ScopeStats]:
         if norms[0][0] is None or float(norms[0][0]) > UNIT_TOLERANCE:
             operators = []
     operator = operators[0] if operators else None
-    index_oid = usable[0][1] if operator else None
-    calibrated = None
-    if index_oid is not None and version[0][1]:
-        saved = yield sql.Statement(
-            f"SELECT value FROM {t.settings} WHERE name = %s", (SETTINGS_NAME,)
-        )
-        calibrated = calibrated_ef(saved[0][0] if saved else None, index_oid)
+    index_oid = index_node = comment = calibrated = None
+    if operator is not None:
+        index_oid, index_node = int(usable[0][1]), int(usable[0][2])
+        comment = None if usable[0][3] is None else str(usable[0][3])
+        calibrated = calibrated_ef(calibration_of(comment), index_oid, index_node)
     if not rows:
         return ScopeStats(0.0, (), (), None, time.monotonic())
     reltuples, bounds, common, freqs = rows[0]
@@ -179,17 +181,41 @@ def stats(t: sql.Tables) -> sql.Exchange[ScopeStats]:
         operator=operator,
         read_at=time.monotonic(),
         index_oid=index_oid,
+        index_node=index_node,
+        index_comment=comment,
         calibrated_ef=calibrated,
     )
 
 
-def calibrated_ef(saved: object, index_oid: int) -> int | None:
-    """The ``ef_search`` a stored calibration chose, if it measured this very index.
+def calibration_of(comment: str | None) -> dict[str, Any] | None:
+    """The calibration an index comment holds, or ``None`` (no comment, or not ours).
 
-    A calibration names the index it walked by oid: once that index is dropped or rebuilt
-    (a new graph), its value no longer applies and the default does until the next one.
+    Ours is a JSON object carrying :data:`CALIBRATION_MARK`; anything else (the
+    application's own comment, text that is not JSON) is no calibration, never an error.
     """
-    if not isinstance(saved, dict) or saved.get("index_oid") != index_oid:
+    if not comment:
+        return None
+    try:
+        saved = json.loads(comment)
+    except (ValueError, RecursionError):
+        return None
+    key, mark = CALIBRATION_MARK
+    if not isinstance(saved, dict) or saved.get(key) != mark:
+        return None
+    return saved
+
+
+def calibrated_ef(saved: object, index_oid: int, index_node: int) -> int | None:
+    """The ``ef_search`` a stored calibration chose, if it measured this very graph.
+
+    A calibration names the index it walked by oid and file node: ``REINDEX`` keeps the
+    oid (and the comment) but builds a new graph in a new file node, ``REINDEX
+    CONCURRENTLY`` moves the comment to a new oid. Either way the value no longer applies
+    and the default does until the next calibration.
+    """
+    if not isinstance(saved, dict):
+        return None
+    if saved.get("index_oid") != index_oid or saved.get("relfilenode") != index_node:
         return None
     ef = saved.get("ef_search")
     if isinstance(ef, bool) or not isinstance(ef, int) or not 1 <= ef <= 1000:

@@ -5,10 +5,12 @@ each node's level at random): at 1M clustered facts four builds of the same rows
 recall@10 from 0.70 to 0.99 at one ``ef_search``. So instead of trusting a fixed value,
 :func:`calibrate` measures the index that is there: it takes query vectors (by default
 stored ones moved off the graph, :func:`off_graph`), computes their exact top ``k``, walks
-the index with rising ``ef_search`` until the mean recall@k reaches the target, and stores
-the value chosen, with the oid of the index it measured, in the ``{table}_settings`` table.
-Every process reads it with the scope statistics (``_broad.stats``), and only while that
-index exists: a rebuilt or dropped index falls back to the default until calibrated again.
+the index with rising ``ef_search`` until the mean recall@k less one standard error
+reaches the target, and stores the value chosen as the index's comment (JSON naming the
+index's oid and file node, ``COMMENT ON INDEX``: only the index's owner can). Every
+process reads it with the scope statistics (``_broad.stats``), and only for that very
+graph: a dropped, rebuilt or reindexed index falls back to the default until calibrated
+again. No table of ours holds it, so no role that can search lacks the right to read it.
 
 I/O-free like ``_sql``: :func:`calibrate` is one exchange, run in one transaction.
 """
@@ -16,6 +18,7 @@ I/O-free like ``_sql``: :func:`calibrate` is one exchange, run in one transactio
 from __future__ import annotations
 
 import json
+import math
 import statistics
 import time
 from dataclasses import dataclass
@@ -76,6 +79,8 @@ class BroadCalibration:
     queries: int
     prefix: tuple[str, ...]
     index_oid: int
+    index_node: int
+    """The index's ``relfilenode`` when measured (``REINDEX`` changes it, not the oid)."""
     rows: float
     exact_p50_ms: float
     steps: tuple[CalibrationStep, ...]
@@ -86,10 +91,13 @@ class BroadCalibration:
         return bool(self.steps) and self.steps[-1].lower_recall >= self.target_recall
 
     def as_json(self) -> dict[str, Any]:
-        """The record stored in the settings table."""
+        """The record stored as the index's comment."""
+        key, mark = _broad.CALIBRATION_MARK
         return {
+            key: mark,
             "ef_search": self.ef_search,
             "index_oid": self.index_oid,
+            "relfilenode": self.index_node,
             "target_recall": self.target_recall,
             "recall": round(self.recall, 4),
             "k": self.k,
@@ -174,6 +182,8 @@ def calibrate(
             "create one, then calibrate."
         )
     operator, index_oid = stats.operator, stats.index_oid
+    if persist:
+        yield from _check_can_store(stats)
     if queries is None:
         params: list[Any] = []
         scope = sql._scope(prefix, "v", params)
@@ -209,8 +219,12 @@ def calibrate(
             times.append(time.perf_counter() - began)
             got = {_key(h.item.namespace, h.item.key) for h in hits}
             recalls.append(len(got & set(truth)) / k)
-        steps.append(CalibrationStep(ef, statistics.fmean(recalls), min(recalls), _p50_ms(times)))
-        if steps[-1].recall >= target_recall:
+        steps.append(
+            CalibrationStep(
+                ef, statistics.fmean(recalls), min(recalls), _p50_ms(times), _stderr(recalls)
+            )
+        )
+        if steps[-1].lower_recall >= target_recall:
             break
     result = BroadCalibration(
         ef_search=steps[-1].ef_search,
@@ -220,6 +234,7 @@ def calibrate(
         queries=len(queries),
         prefix=prefix,
         index_oid=index_oid,
+        index_node=stats.index_node or 0,
         rows=stats.rows,
         exact_p50_ms=statistics.median(exact_times) * 1e3,
         steps=tuple(steps),
@@ -235,16 +250,44 @@ def calibrate(
             result,
         )
     if persist:
+        # COMMENT takes no parameters: the server quotes the record (format's %L)
         yield sql.Statement(
-            f"CREATE TABLE IF NOT EXISTS {t.settings} (name text PRIMARY KEY, "
-            "value jsonb NOT NULL, updated_at timestamptz NOT NULL DEFAULT now())"
+            "SELECT set_config('langchain_ltm.calibration', %s, true)",
+            (json.dumps(result.as_json()),),
         )
         yield sql.Statement(
-            f"INSERT INTO {t.settings} (name, value) VALUES (%s, %s::jsonb) "
-            "ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = now()",
-            (_broad.SETTINGS_NAME, json.dumps(result.as_json())),
+            "DO $$BEGIN EXECUTE format('COMMENT ON INDEX %%s IS %%L', "
+            f"{int(index_oid)}::oid::regclass, current_setting('langchain_ltm.calibration')); "
+            "END$$"
         )
     return result
+
+
+def _check_can_store(stats: _broad.ScopeStats) -> sql.Exchange[None]:
+    """Refuse, before measuring, a calibration that could not be stored as the comment.
+
+    Only the index's owner may comment on it, and a comment the application wrote itself
+    is not ours to overwrite.
+    """
+    rows = yield sql.Statement(
+        "SELECT c.oid::regclass::text, pg_has_role(current_user, c.relowner, 'USAGE') "
+        "FROM pg_class c WHERE c.oid = %s",
+        (stats.index_oid,),
+    )
+    name, owner = (str(rows[0][0]), bool(rows[0][1])) if rows else ("the index", False)
+    if not owner:
+        raise ValueError(
+            f"Only the owner of {name} can store a calibration (it is kept as the index's "
+            "comment): calibrate as the role that owns the tables, or pass persist=False "
+            "and set broad_ef_search to the value measured."
+        )
+    if stats.index_comment and _broad.calibration_of(stats.index_comment) is None:
+        raise ValueError(
+            f"{name} has a comment that is not a langchain-ltm calibration "
+            f"({stats.index_comment[:60]!r}); it is not overwritten: remove it "
+            "(COMMENT ON INDEX ... IS NULL), or pass persist=False and set "
+            "broad_ef_search to the value measured."
+        )
 
 
 def off_graph(stored: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
@@ -298,6 +341,13 @@ def _exact_keys(
 
 def _key(namespace: tuple[str, ...], key: str) -> str:
     return sql.ns_path(namespace) + "\x00" + key
+
+
+def _stderr(recalls: list[float]) -> float:
+    """Standard error of the mean recall (0 for one query: no spread to measure)."""
+    if len(recalls) < 2:
+        return 0.0
+    return statistics.stdev(recalls) / math.sqrt(len(recalls))
 
 
 def _p50_ms(times: list[float]) -> float:

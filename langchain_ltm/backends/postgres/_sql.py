@@ -90,11 +90,6 @@ class Tables:
         return self._q("_schema")
 
     @property
-    def settings(self) -> str:
-        """Search settings measured on these tables (broad-scope calibration)."""
-        return self._q("_settings")
-
-    @property
     def vectors_name(self) -> str:
         """Unquoted name of the vectors table (what PGVectorStore is given)."""
         return f"{self.table}_vectors"
@@ -828,7 +823,7 @@ def create_hnsw_index(t: Tables, m: int, ef_construction: int) -> Exchange[None]
 
 
 def drop(t: Tables) -> Exchange[None]:
-    yield Statement(f"DROP TABLE IF EXISTS {t.vectors}, {t.items}, {t.versions}, {t.settings}")
+    yield Statement(f"DROP TABLE IF EXISTS {t.vectors}, {t.items}, {t.versions}")
 
 
 class SchemaVersionError(BackendError):

@@ -25,8 +25,9 @@ Schema (``table="ltm_items"``, created and migrated by :meth:`PostgresBackend.se
 
 ``ltm_items_schema`` — the applied schema versions.
 
-``ltm_items_settings`` — made by :meth:`~PostgresBackend.calibrate_broad_search` only: the
-    ``ef_search`` it measured for the HNSW index it names (by oid), read by every process.
+No other table: :meth:`~PostgresBackend.calibrate_broad_search` keeps the ``ef_search`` it
+measured as the HNSW index's comment (JSON naming the index's oid and file node), which
+every role can read and which dies with the index.
 
 Why two tables: an item has zero, one or several embedded texts (``index=False``, the
 ``fields`` of the store, ``tags[*]``). A vectors table with a ``vector NOT NULL`` per text is
@@ -284,14 +285,15 @@ class PostgresBackend(VectorBackend):
         mean recall@k, less one standard error (a margin for the sample), reaches
         ``target_recall``. Stored vectors are moved off the graph first (rotated to cosine
         0.9 with themselves): a stored vector itself is found far more easily than a query.
-        The value chosen is stored (with the oid of the index measured) in
-        ``{table}_settings``, so every process walks with it
+        The value chosen is stored as the index's comment (JSON with the oid and file node
+        of the index measured; only the index's owner can, and a comment of the
+        application's own is refused, not overwritten), so every process walks with it
         within a minute (the statistics' refresh), while :attr:`broad_ef_search` is
-        ``None``; a rebuilt index falls back to 200 until calibrated again. One
-        transaction; at 1M facts the exact answers cost about 1 s a query.
+        ``None``; a dropped, rebuilt or reindexed index falls back to 200 until calibrated
+        again. One transaction; at 1M facts the exact answers cost about 1 s a query.
 
         Args:
-            target_recall: Mean recall@k against exact answers to reach, in (0, 1].
+            target_recall: Mean recall@k, less one standard error, to reach, in (0, 1].
             queries: A ``(n, dims)`` array of query vectors (1 to 1,000), or ``None``.
             samples: Stored vectors taken as queries when ``queries`` is ``None``.
             prefix: The scope searched (``()``: everything).
@@ -305,7 +307,9 @@ class PostgresBackend(VectorBackend):
         Raises:
             RecallTargetError: ``max_ef_search`` falls short of the target (nothing stored;
                 the measurements are in its ``calibration``).
-            ValueError: A bad argument, no walkable HNSW index, or fewer than ``k`` items.
+            ValueError: A bad argument, no walkable HNSW index, fewer than ``k`` items, or
+                (``persist=True``) a role that does not own the index or an index comment
+                that is not ours; checked before measuring.
 
         Example:
             >>> backend = postgres_backend("postgresql://localhost/app")  # doctest: +SKIP
