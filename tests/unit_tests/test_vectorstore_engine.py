@@ -321,9 +321,9 @@ def test_a_killed_process_keeps_its_unsynced_journal_rows(tmp_path):
     assert done.returncode == 9
     cat = Catalog(path)
     cat.setup()
-    assert sorted(cat.journal_pending(grace_seconds=-1)) == ["doc-a", "doc-b"]
+    assert sorted(r.doc_id for r in cat.journal_pending(grace_seconds=-1)) == ["doc-a", "doc-b"]
     cat.journal_clear(["doc-a"])
-    assert cat.journal_pending(grace_seconds=-1) == ["doc-b"]
+    assert [r.doc_id for r in cat.journal_pending(grace_seconds=-1)] == ["doc-b"]
     with cat._connection() as conn:  # the pooled connection is back to full fsync
         assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2
     cat.close()
@@ -476,7 +476,7 @@ def test_journal_rows_are_adding_then_cleared(tmp_path):
     emb = KeywordEmbeddings(DIMS)
     backend = vectorstore_backend(chroma(emb), catalog=tmp_path / "c.db")
     backend.catalog.journal_add(["x"], ADDING)
-    assert backend.catalog.journal_pending(grace_seconds=-1) == ["x"]
+    assert [r[:3] for r in backend.catalog.journal_pending(grace_seconds=-1)] == [("x", "", ADDING)]
     assert backend.repair(grace_seconds=0) == 0  # not in the store: nothing to delete
     assert backend.catalog.journal_pending(grace_seconds=-1) == []
     backend.close()

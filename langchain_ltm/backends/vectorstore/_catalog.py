@@ -13,9 +13,9 @@ A document is current when the catalog holds its item with ``updated_at`` equal 
 document's ``ltm_at``: a stale or orphaned document is never shown, whatever state the
 vectorstore is in.
 
-Journal-only transactions (:meth:`Catalog.journal_add`, :meth:`Catalog.journal_clear`)
-commit without an ``fsync`` (``synchronous = NORMAL`` for that transaction): they are in
-the WAL, so a killed process loses none of them, and the next item commit's ``fsync``
+Journal-only transactions (:meth:`Catalog.journal_add`, :meth:`Catalog.journal_clear` and
+the like) commit without an ``fsync`` (``synchronous = NORMAL`` for that transaction): they
+are in the WAL, so a killed process loses none of them, and the next item commit's ``fsync``
 makes them durable too (the WAL is one file, synced whole, replayed in order). Only an OS
 crash or power loss in between can forget an ``adding`` row, and what that leaks is a
 document no search shows (its item was never committed), which the full
@@ -94,6 +94,15 @@ def pushable(path: tuple[str, ...], op: str, operand: Any) -> bool:
         and len(operand) <= MAX_VALUE_CHARS
         and _FIELD.fullmatch(path[0]) is not None
     )
+
+
+class JournalRow(NamedTuple):
+    """One row of the journal, as read."""
+
+    doc_id: str
+    writer: str
+    state: str
+    since: int
 
 
 class StoredDocs(NamedTuple):
@@ -221,23 +230,42 @@ class Catalog(SqliteBackend):
             rows = [(i, writer) for i in ids]
         self._write_unsynced("write", lambda conn: conn.executemany(query, rows))
 
-    def journal_pending(self, grace_seconds: float) -> list[str]:
+    def journal_pending(self, grace_seconds: float) -> list[JournalRow]:
         """Garbage, and ``adding`` rows older than ``grace_seconds`` (a writer that died).
 
         A document another write journaled within ``grace_seconds`` is not pending: that
-        write may still make it current.
+        write may still make it current. The rows are returned whole, so that
+        :meth:`journal_clear_rows` deletes these and no row journaled after this read.
         """
         cutoff = int(time.time() - grace_seconds)
         rows = self._read(
             "repair",
             lambda conn: conn.execute(
-                f"SELECT DISTINCT doc_id FROM {self.journal} WHERE (state = ? OR since <= ?) "
+                f"SELECT doc_id, writer, state, since FROM {self.journal} "
+                "WHERE (state = ? OR since <= ?) "
                 f"AND doc_id NOT IN (SELECT doc_id FROM {self.journal} "
                 "WHERE state != ? AND since > ?)",
                 (GARBAGE, cutoff, GARBAGE, cutoff),
             ).fetchall(),
         )
-        return [r[0] for r in rows]
+        return [JournalRow(*r) for r in rows]
+
+    def journal_clear_rows(self, rows: Sequence[JournalRow]) -> None:
+        """Delete exactly ``rows`` (as read), in one transaction.
+
+        A row journaled since they were read (another write's ``adding`` row for the same
+        id, or the same id journaled again) differs in writer, state or time and stays.
+        """
+        if not rows:
+            return
+        self._write_unsynced(
+            "write",
+            lambda conn: conn.executemany(
+                f"DELETE FROM {self.journal} "
+                "WHERE doc_id = ? AND writer = ? AND state = ? AND since = ?",
+                [tuple(r) for r in rows],
+            ),
+        )
 
     def _needed(
         self, conn: sqlite3.Connection, ids: Sequence[str], keys: Sequence[ItemKey], writer: str
@@ -294,15 +322,18 @@ class Catalog(SqliteBackend):
         """After the drop of :meth:`settle_claim`'s ``ids``: clear their rows, name those to re-add.
 
         Those that became needed meanwhile (another write journaled them, or made them
-        current, while they were being dropped) may have lost a document someone needs.
+        current, while they were being dropped) may have lost a document someone needs:
+        they are returned and their rows stay, so the document added back is journaled
+        until :meth:`settle_claim` looks at it again (another write that fails in between
+        sees these rows and leaves the document to this one).
         """
 
         def run(conn: sqlite3.Connection) -> list[str]:
+            needed = self._needed(conn, ids, keys, writer)
             conn.executemany(
                 f"DELETE FROM {self.journal} WHERE doc_id = ? AND writer = ?",
-                [(i, writer) for i in ids],
+                [(i, writer) for i in ids if i not in needed],
             )
-            needed = self._needed(conn, ids, keys, writer)
             return [i for i in ids if i in needed]
 
         return self._write_unsynced("write", run)

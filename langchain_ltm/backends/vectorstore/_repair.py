@@ -87,9 +87,10 @@ def drop_strays(backend: VectorStoreBackend) -> int:
 def repair_journal(backend: VectorStoreBackend, grace: float) -> int:
     """Settle the journal's rows older than ``grace``; return the documents deleted."""
     catalog, family, vectorstore = backend.catalog, backend.family, backend.vectorstore
-    pending = catalog.journal_pending(grace)
-    if not pending:
+    rows = catalog.journal_pending(grace)
+    if not rows:
         return 0
+    pending = list(dict.fromkeys(r.doc_id for r in rows))
     with backend._vs_lock:
         docs = family.documents(vectorstore, pending)
         keys = [item_key(d.metadata) for d in docs]
@@ -102,7 +103,8 @@ def repair_journal(backend: VectorStoreBackend, grace: float) -> int:
                 doomed.append(doc.id)
         if doomed:
             family.remove(vectorstore, doomed)
-        catalog.journal_clear(pending)
+        # the rows read only: a write may have journaled one of these ids since
+        catalog.journal_clear_rows(rows)
     return len(doomed)
 
 

@@ -29,6 +29,10 @@ from langchain_ltm.backends.vectorstore._layout import Documents, documents
 if TYPE_CHECKING:
     from langchain_ltm.backends.vectorstore.backend import VectorStoreBackend
 
+# how often a failed write drops its documents and adds back those another write came to
+# need meanwhile (each round needs a new race); the rows of a last add-back go to repair()
+SETTLE_ROUNDS = 3
+
 # the logger the engine has always used, whichever of its modules speaks
 log = logging.getLogger("langchain_ltm.backends.vectorstore.backend")
 
@@ -76,24 +80,34 @@ def settle(
     puts within one microsecond) has the current documents' ids, and another write may
     have journaled the same ids. The catalog names the ones to drop (:meth:`~._catalog.
     Catalog.settle_claim`: neither current nor journaled by another write); after the drop
-    it names those that became needed meanwhile, which are added back. When the catalog
-    cannot say (the check fails), the documents stay: current ones are whole, and
-    ``repair()`` drops the others (still journaled ``adding``) once the grace period has
-    passed.
+    it names those that became needed meanwhile, which are added back with this write's
+    rows still journaled, and looked at again (up to :data:`SETTLE_ROUNDS` times; rows left
+    after the last add-back stay for ``repair()``). When the catalog cannot say (the check
+    fails), the documents stay: current ones are whole, and ``repair()`` drops the others
+    (still journaled ``adding``) once the grace period has passed.
     """
-    ids = docs[0]
-    if not ids:
+    if not docs[0]:
         return
     try:
-        doomed = yield backend._cat("settle_claim", ids, keys, writer)
-        if not doomed:
-            return
-        yield Step(backend._vs_drop, backend._avs_drop, (doomed,))
-        back = set((yield backend._cat("settle_release", doomed, keys, writer)))
-        if back:  # needed again while being dropped: the same ids, this write's documents
+        for _ in range(SETTLE_ROUNDS):
+            ids = docs[0]
+            doomed = yield backend._cat("settle_claim", ids, keys, writer)
+            if not doomed:
+                return
+            yield Step(backend._vs_drop, backend._avs_drop, (doomed,))
+            back = set((yield backend._cat("settle_release", doomed, keys, writer)))
+            if not back:
+                return
+            # needed again while being dropped: the same ids, this write's documents, whose
+            # rows the catalog kept (a write failing meanwhile leaves them to this one)
             at = [n for n, i in enumerate(ids) if i in back]
-            again = tuple([part[n] for n in at] for part in docs)
-            yield Step(backend._vs_add, backend._avs_add, again)
+            docs = (
+                [ids[n] for n in at],
+                [docs[1][n] for n in at],
+                [docs[2][n] for n in at],
+                [docs[3][n] for n in at],
+            )
+            yield Step(backend._vs_add, backend._avs_add, docs)
     except Exception:  # the original error is the one to report; repair() retries
         pass
 
