@@ -272,17 +272,24 @@ class Catalog(SqliteBackend):
     ) -> set[str]:
         """Of ``ids``: the current documents of ``keys``' items, and those another write adds."""
         needed = set(self._docs_of(conn, keys)).intersection(ids)
+        needed.update(self._journaled(conn, ids, "writer != ? AND state != ?", (writer, GARBAGE)))
+        return needed
+
+    def _journaled(
+        self, conn: sqlite3.Connection, ids: Sequence[str], where: str, params: Sequence[str]
+    ) -> set[str]:
+        """Of ``ids``: those with a journal row matching ``where`` (SQL on writer and state)."""
+        found: set[str] = set()
         for chunk in _chunks(ids):
             marks = ", ".join("?" * len(chunk))
-            needed.update(
+            found.update(
                 r[0]
                 for r in conn.execute(
-                    f"SELECT doc_id FROM {self.journal} WHERE writer != ? AND state != ? "
-                    f"AND doc_id IN ({marks})",
-                    [writer, GARBAGE, *chunk],
+                    f"SELECT doc_id FROM {self.journal} WHERE {where} AND doc_id IN ({marks})",
+                    [*params, *chunk],
                 )
             )
-        return needed
+        return found
 
     def settle_claim(self, ids: Sequence[str], keys: Sequence[ItemKey], writer: str) -> list[str]:
         """After a failed commit: which of the write ``writer``'s documents ``ids`` to drop.
@@ -296,17 +303,7 @@ class Catalog(SqliteBackend):
         """
 
         def run(conn: sqlite3.Connection) -> list[str]:
-            own: set[str] = set()
-            for chunk in _chunks(ids):
-                marks = ", ".join("?" * len(chunk))
-                own.update(
-                    r[0]
-                    for r in conn.execute(
-                        f"SELECT doc_id FROM {self.journal} WHERE writer = ? AND state = ? "
-                        f"AND doc_id IN ({marks})",
-                        [writer, ADDING, *chunk],
-                    )
-                )
+            own = self._journaled(conn, ids, "writer = ? AND state = ?", (writer, ADDING))
             if not own:
                 return []
             needed = self._needed(conn, ids, keys, writer)
