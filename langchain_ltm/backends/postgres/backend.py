@@ -67,7 +67,7 @@ a holder's connection.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -317,24 +317,10 @@ class PostgresBackend(VectorBackend):
             >>> result.ef_search, round(result.recall, 2)  # doctest: +SKIP
             (300, 0.97)
         """
-        target, samples, k, max_ef = _calibrate.check_args(target_recall, samples, k, max_ef_search)
-        given = _calibrate.check_queries(queries, self.dims)
-        scope = self._calibration_prefix(prefix)
-        result = self.connector.run(
-            lambda: _calibrate.calibrate(
-                self.tables,
-                scope,
-                given,
-                samples=samples,
-                k=k,
-                target_recall=target,
-                max_ef_search=max_ef,
-                vector_type=self.vector_type,
-                persist=persist,
-            ),
-            "calibrate_broad_search",
-            transaction=True,
+        calibration = self._calibration(
+            target_recall, queries, samples, prefix, k, max_ef_search, persist
         )
+        result = self.connector.run(calibration, "calibrate_broad_search", transaction=True)
         self._scope_stats = None  # read the stored value with the next statistics
         return result
 
@@ -350,26 +336,38 @@ class PostgresBackend(VectorBackend):
         persist: bool = True,
     ) -> BroadCalibration:
         """Async twin of :meth:`calibrate_broad_search`."""
+        calibration = self._calibration(
+            target_recall, queries, samples, prefix, k, max_ef_search, persist
+        )
+        result = await self.connector.arun(calibration, "calibrate_broad_search", transaction=True)
+        self._scope_stats = None
+        return result
+
+    def _calibration(
+        self,
+        target_recall: float,
+        queries: Any,
+        samples: int,
+        prefix: tuple[str, ...],
+        k: int,
+        max_ef_search: int,
+        persist: bool,
+    ) -> Callable[[], sql.Exchange[BroadCalibration]]:
+        """The arguments checked (before any I/O), and the calibration's exchange to run."""
         target, samples, k, max_ef = _calibrate.check_args(target_recall, samples, k, max_ef_search)
         given = _calibrate.check_queries(queries, self.dims)
         scope = self._calibration_prefix(prefix)
-        result = await self.connector.arun(
-            lambda: _calibrate.calibrate(
-                self.tables,
-                scope,
-                given,
-                samples=samples,
-                k=k,
-                target_recall=target,
-                max_ef_search=max_ef,
-                vector_type=self.vector_type,
-                persist=persist,
-            ),
-            "calibrate_broad_search",
-            transaction=True,
+        return lambda: _calibrate.calibrate(
+            self.tables,
+            scope,
+            given,
+            samples=samples,
+            k=k,
+            target_recall=target,
+            max_ef_search=max_ef,
+            vector_type=self.vector_type,
+            persist=persist,
         )
-        self._scope_stats = None
-        return result
 
     def drop(self) -> None:
         """Drop the tables and everything in them."""
@@ -445,18 +443,8 @@ class PostgresBackend(VectorBackend):
                 lambda: _broad.stats(self.tables), "search", vectors=False
             )
             broad = _broad.wants_index(self._scope_stats, request, self.broad_min_rows)
-        if broad and self._scope_stats is not None and self._scope_stats.operator:
-            operator = self._scope_stats.operator
-            ef = _broad.ef_search_of(self.broad_ef_search, self._scope_stats)
-            return self.connector.run(
-                lambda: _broad.search(self.tables, request, operator, self.vector_type, ef),
-                "search",
-                transaction=True,
-                keep_cursor=_small_search(request),
-            )
-        return self.connector.run(
-            lambda: sql.search(self.tables, request), "search", keep_cursor=_small_search(request)
-        )
+        exchange, options = self._search_call(request, broad)
+        return self.connector.run(exchange, "search", **options)
 
     async def asearch(self, request: SearchRequest) -> list[list[Hit]]:  # noqa: D102
         self._check_query(request)
@@ -466,18 +454,23 @@ class PostgresBackend(VectorBackend):
                 lambda: _broad.stats(self.tables), "search", vectors=False
             )
             broad = _broad.wants_index(self._scope_stats, request, self.broad_min_rows)
-        if broad and self._scope_stats is not None and self._scope_stats.operator:
-            operator = self._scope_stats.operator
-            ef = _broad.ef_search_of(self.broad_ef_search, self._scope_stats)
-            return await self.connector.arun(
+        exchange, options = self._search_call(request, broad)
+        return await self.connector.arun(exchange, "search", **options)
+
+    def _search_call(
+        self, request: SearchRequest, broad: bool | None
+    ) -> tuple[Callable[[], sql.Exchange[list[list[Hit]]]], dict[str, bool]]:
+        """The search's exchange and run options: the index walk (``_broad``) or exact."""
+        small = _small_search(request)
+        stats = self._scope_stats
+        if broad and stats is not None and stats.operator:
+            operator = stats.operator
+            ef = _broad.ef_search_of(self.broad_ef_search, stats)
+            return (
                 lambda: _broad.search(self.tables, request, operator, self.vector_type, ef),
-                "search",
-                transaction=True,
-                keep_cursor=_small_search(request),
+                {"transaction": True, "keep_cursor": small},
             )
-        return await self.connector.arun(
-            lambda: sql.search(self.tables, request), "search", keep_cursor=_small_search(request)
-        )
+        return lambda: sql.search(self.tables, request), {"keep_cursor": small}
 
     def list_namespaces(self, request: ListRequest) -> list[tuple[str, ...]]:  # noqa: D102
         return self.connector.run(
