@@ -98,7 +98,6 @@ class WarmEncoder:
         self.files = EncoderFiles.of(self.key)
         self._local: MiniLMEncoder | None = None
         self._started = False
-        self._served_soon = False  # an encoder runs or was started (it makes the copy)
         self.served_remotely = 0  # requests the warm encoder answered (for tests and bench)
 
     @property
@@ -183,19 +182,18 @@ class WarmEncoder:
             except EncoderUnavailable:  # none runs, and one can run here: start it below
                 launch = not self._started
                 self._started = True
-                self._served_soon = True
             except OSError as exc:  # ProtocolError, a timeout, a folder that is not private
                 _note("warm encoder not used (%s); embedding in this process", exc)
         if self._local is None:
             # the encoder started below makes the model's optimised copy: making it here too
             # would cost this command 0.3-1 s more
-            self._local = MiniLMEncoder(make_copy=not self._served_soon)
+            self._local = MiniLMEncoder(make_copy=not launch)
         vectors = self._local.embed_documents(list(texts))
-        if launch:  # after this command's own embedding, so the two do not share the CPU
-            self._served_soon = self._spawn()
-            if not self._served_soon:  # no encoder to make the model's copy: make it here
-                with contextlib.suppress(Exception):  # (a copy is an optimisation only)
-                    MiniLMEncoder()._load()
+        # the encoder starts after this command's own embedding, so the two do not share the
+        # CPU; when it cannot start, nothing else makes the model's copy: make it here
+        if launch and not self._spawn():
+            with contextlib.suppress(Exception):  # (a copy is an optimisation only)
+                MiniLMEncoder()._load()
         return vectors
 
     def _remote(self, texts: Sequence[str]) -> list[list[float]]:
