@@ -6,6 +6,7 @@ test starts every worker, waits until all are ready, then releases them together
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -75,6 +76,42 @@ def check_two_writers(
         hits = store.recall(me, notes[-1], limit=50)
         assert hits[0].content == notes[-1]
         assert {h.id for h in hits} <= {f.id for f in facts}
+
+
+WRITERS = ("worker-a", "worker-b")
+HALVES = (PARAPHRASES[0::2], PARAPHRASES[1::2])  # each writer's share of the paraphrases
+
+
+def run_two_writers(worker: str, lead: Sequence[str], modes: Sequence[str]) -> list[dict[str, Any]]:
+    """Run ``worker`` (a script ending in :data:`WORKER_WRITES`) as the two :data:`WRITERS`
+    at once, its argv ``lead`` + (user, mode, texts, notes); their JSON reports, checked to
+    have overlapped in time."""
+    argv = [
+        [worker, *lead, me, mode, json.dumps(list(texts)),
+         json.dumps([note(me, i) for i in range(len(texts))])]
+        for me, mode, texts in zip(WRITERS, modes, HALVES, strict=True)
+    ]  # fmt: skip
+    outputs = [json.loads(out.strip().splitlines()[-1]) for out in run_together(argv)]
+    spans = [out["span"] for out in outputs]
+    assert max(b for b, _ in spans) < min(e for _, e in spans)  # they wrote at the same time
+    return outputs
+
+
+def check_shared_documents(store: Any) -> set[str]:
+    """The shared namespace the :data:`WRITERS` put into holds each put once, listed and
+    ranked, and the item both kept replacing holds one writer's last put; its keys."""
+    expected = {
+        f"{me}-{i}" for me, half in zip(WRITERS, HALVES, strict=True) for i in range(len(half))
+    }
+    listed = store.search(("docs", "shared"), limit=100)
+    assert sorted(it.key for it in listed) == sorted([*expected, "both"])
+    ranked = store.search(("docs", "shared"), query="document", limit=100)
+    assert sorted(h.key for h in ranked) == sorted([*expected, "both"])
+    last = len(HALVES[0]) - 1  # whichever process committed last, its last put
+    assert store.get(("docs", "shared"), "both").value["text"] in {
+        f"{me} wrote {last}" for me in WRITERS
+    }
+    return expected
 
 
 WORKER_WRITES = """

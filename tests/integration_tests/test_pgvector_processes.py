@@ -17,7 +17,6 @@ the documents). Two machines cannot share one catalog file.
 
 from __future__ import annotations
 
-import json
 import uuid
 
 import pytest
@@ -26,7 +25,13 @@ from langchain_ltm import LongTermMemoryStore
 from langchain_ltm.backends.sqlite import _sql as sql
 from langchain_ltm.backends.vectorstore import vectorstore_backend
 from tests.fakes import KeywordEmbeddings
-from tests.processes import PARAPHRASES, WORKER_WRITES, check_two_writers, note, run_together
+from tests.processes import (
+    WORKER_WRITES,
+    WRITERS,
+    check_shared_documents,
+    check_two_writers,
+    run_two_writers,
+)
 from tests.vectorstores import pg_engine
 
 WORKER = (
@@ -59,16 +64,7 @@ def test_two_processes_writing_one_pgvectorstore_lose_and_duplicate_nothing(
     engine = pg_engine(pg_url)
     engine.init_vectorstore_table(table, emb.dims)  # PGVectorStore's own layout
     catalog = str(tmp_path / "catalog.sqlite")
-    users = ["worker-a", "worker-b"]
-    halves = [PARAPHRASES[0::2], PARAPHRASES[1::2]]
-    argv = [
-        [WORKER, pg_url, table, catalog, me, mode, json.dumps(texts),
-         json.dumps([note(me, i) for i in range(len(texts))])]
-        for me, mode, texts in zip(users, modes, halves, strict=True)
-    ]  # fmt: skip
-    outputs = [json.loads(out.strip().splitlines()[-1]) for out in run_together(argv)]
-    spans = [out["span"] for out in outputs]
-    assert max(b for b, _ in spans) < min(e for _, e in spans)  # they wrote at the same time
+    outputs = run_two_writers(WORKER, [pg_url, table, catalog], modes)
 
     from langchain_postgres import PGVectorStore
 
@@ -76,24 +72,15 @@ def test_two_processes_writing_one_pgvectorstore_lose_and_duplicate_nothing(
     backend = vectorstore_backend(vs, catalog=catalog)
     store = LongTermMemoryStore(backend, embeddings=emb)
     # the shared user's paraphrases are one fact, each process's notes there once
-    check_two_writers(store, outputs, users)
-    for me in users:
+    check_two_writers(store, outputs, WRITERS)
+    for me in WRITERS:
         # in the table itself: this user's rows are exactly this user's current documents
         rows = vs.get(where=backend.scope_filter(("memories", me)), include=["metadatas"])
         assert len(rows["ids"]) == backend.catalog.vector_count(("memories", me)) > 0
         assert {m["ltm_n1"] for m in rows["metadatas"]} == {me}
     # the shared namespace holds both processes' documents, once each
-    expected = {
-        f"{me}-{i}" for me, half in zip(users, halves, strict=True) for i in range(len(half))
-    }
-    listed = store.search(("docs", "shared"), limit=100)
-    assert sorted(it.key for it in listed) == sorted([*expected, "both"])
-    ranked = store.search(("docs", "shared"), query="document", limit=100)
-    assert sorted(h.key for h in ranked) == sorted([*expected, "both"])
-    # one item both processes kept replacing: one current version, one document for it
+    expected = check_shared_documents(store)
     both = store.get(("docs", "shared"), "both")
-    last = len(halves[0]) - 1  # whichever process committed last, its last put
-    assert both.value["text"] in {f"{me} wrote {last}" for me in users}
     rows = vs.get(where=backend.scope_filter(("docs", "shared")), include=["metadatas"])
     assert sorted(m["ltm_key"] for m in rows["metadatas"]) == sorted([*expected, "both"])
     (at,) = [m["ltm_at"] for m in rows["metadatas"] if m["ltm_key"] == "both"]

@@ -13,8 +13,6 @@ on one index keeping apart.
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 from langgraph.store.base import PutOp
@@ -25,7 +23,13 @@ from langchain_ltm.backends.vectorstore import vectorstore_backend
 from tests.engine_facts import *  # noqa: F403  (every engine runs these)
 from tests.fakes import KeywordEmbeddings
 from tests.isolation import TRICKY_USERS, run_isolation, summary
-from tests.processes import PARAPHRASES, WORKER_WRITES, check_two_writers, note, run_together
+from tests.processes import (
+    WORKER_WRITES,
+    WRITERS,
+    check_shared_documents,
+    check_two_writers,
+    run_two_writers,
+)
 from tests.store_contract import Clock
 from tests.unit_tests import test_vectorstore_backend as unit
 from tests.vectorstores import (  # noqa: F401  (redis_services: fixture)
@@ -242,31 +246,12 @@ def test_two_processes_writing_one_redis_index_lose_and_duplicate_nothing(
     vs = redis(emb)  # the index, created before the workers open it
     index = vs.config.index_name
     catalog = str(tmp_path / "catalog.sqlite")
-    users = ["worker-a", "worker-b"]
-    halves = [PARAPHRASES[0::2], PARAPHRASES[1::2]]
-    argv = [
-        [WORKER, redis_server, index, str(REDIS_DEPTH), catalog, me, mode, json.dumps(texts),
-         json.dumps([note(me, i) for i in range(len(texts))])]
-        for me, mode, texts in zip(users, modes, halves, strict=True)
-    ]  # fmt: skip
-    outputs = [json.loads(out.strip().splitlines()[-1]) for out in run_together(argv)]
-    spans = [out["span"] for out in outputs]
-    assert max(b for b, _ in spans) < min(e for _, e in spans)  # they wrote at the same time
+    outputs = run_two_writers(WORKER, [redis_server, index, str(REDIS_DEPTH), catalog], modes)
 
     backend = vectorstore_backend(vs, catalog=catalog)
     store = LongTermMemoryStore(backend, embeddings=emb)
-    check_two_writers(store, outputs, users)
-    expected = {
-        f"{me}-{i}" for me, half in zip(users, halves, strict=True) for i in range(len(half))
-    }
-    listed = store.search(("docs", "shared"), limit=100)
-    assert sorted(it.key for it in listed) == sorted([*expected, "both"])
-    ranked = store.search(("docs", "shared"), query="document", limit=100)
-    assert sorted(h.key for h in ranked) == sorted([*expected, "both"])
-    last = len(halves[0]) - 1
-    assert store.get(("docs", "shared"), "both").value["text"] in {
-        f"{me} wrote {last}" for me in users
-    }
+    check_two_writers(store, outputs, WRITERS)
+    check_shared_documents(store)
     # Redis holds exactly the current documents: no orphan, no duplicate
     assert backend.repair(grace_seconds=0) == 0
     assert count_documents(vs) == backend.catalog.vector_count(())
