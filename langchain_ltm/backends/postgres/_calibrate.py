@@ -332,7 +332,7 @@ def _exact_keys(
         tuple(params),
     )
     yield sql.Statement("SELECT set_config('enable_indexscan', 'on', true)")
-    keys = list(dict.fromkeys(str(path) + "\x00" + str(key) for path, key in rows))
+    keys = list(dict.fromkeys(_path_key(str(path), str(key)) for path, key in rows))
     if len(keys) >= k or len(rows) < EXACT_OVERFETCH * k:
         return keys[:k]
     (hits,) = yield from sql.search(t, SearchRequest(prefix, query[None, :], (), k, 0))
@@ -340,7 +340,12 @@ def _exact_keys(
 
 
 def _key(namespace: tuple[str, ...], key: str) -> str:
-    return sql.ns_path(namespace) + "\x00" + key
+    return _path_key(sql.ns_path(namespace), key)
+
+
+def _path_key(ns_path: str, key: str) -> str:
+    """One item as a string: the exact answers and the walk's hits compare in this form."""
+    return ns_path + "\x00" + key
 
 
 def _stderr(recalls: list[float]) -> float:
