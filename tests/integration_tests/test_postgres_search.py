@@ -8,14 +8,15 @@ from datetime import datetime, timezone
 import numpy as np
 import pytest
 from langchain_postgres import PGEngine, PGVectorStore
+from psycopg_pool import ConnectionPool
 
 from langchain_ltm import LongTermMemoryStore
 from langchain_ltm._codec import vector_id
 from langchain_ltm._filters import compile_filter
 from langchain_ltm._labels import encode_label
 from langchain_ltm.backends.base import Record, SearchRequest
+from langchain_ltm.backends.postgres import _direct, postgres_backend
 from langchain_ltm.backends.postgres import _sql as _pg_sql
-from langchain_ltm.backends.postgres import postgres_backend
 from tests.fakes import KeywordEmbeddings
 
 
@@ -175,8 +176,33 @@ async def test_sql_looking_strings_are_data(make_backend, emb, mode):
     assert backend.count(()) == 2 * len(HOSTILE)
 
 
-def _kept_cursor_backend(make_backend, app: str):
-    backend = make_backend(dims=8, max_size=1, connect_kwargs={"application_name": app})
+@pytest.fixture
+def make_handed_in(pg_url):
+    """``make(app)``: a backend over a handed-in pool without autocommit (one connection)."""
+    made = []
+
+    def make(app: str):
+        pool = ConnectionPool(pg_url, min_size=1, max_size=1, kwargs={"application_name": app})
+        backend = postgres_backend(pool, table=f"t_{uuid.uuid4().hex[:12]}", dims=8)
+        made.append((backend, pool))
+        return backend
+
+    yield make
+    for backend, pool in made:
+        try:
+            backend.drop()
+        finally:
+            backend.close()
+            pool.close()
+
+
+def _kept_cursor_backend(make_backend, app: str, make_handed_in=None):
+    """A backend whose one connection keeps its reader: ``_direct``'s prepared statements on
+    the pools it opens (autocommit), the kept cursor on a handed-in pool without autocommit."""
+    if make_handed_in is None:
+        backend = make_backend(dims=8, max_size=1, connect_kwargs={"application_name": app})
+    else:
+        backend = make_handed_in(app)
     rng = np.random.default_rng(11)
     vectors = rng.standard_normal((30, 8)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -191,19 +217,29 @@ def _kept_cursor_backend(make_backend, app: str):
     return backend, vectors
 
 
+def _reader(conn):
+    """The per-connection reader a bounded read left: direct state or kept cursor."""
+    from langchain_ltm.backends.postgres._conn import _KEPT_CURSOR
+
+    return getattr(conn, _direct._STATE, None) or getattr(conn, _KEPT_CURSOR, None)
+
+
 def _exact_keys(vectors: np.ndarray, user: int, query: np.ndarray) -> list[str]:
     rows = [n for n in range(len(vectors)) if n % 3 == user]
     return [f"k{n}" for n in sorted(rows, key=lambda n: -float(vectors[n] @ query))[:4]]
 
 
-def test_reads_share_one_kept_cursor_per_connection_and_survive_a_killed_one(make_backend, pg_conn):
-    """Searches and gets run on the connection's kept cursor (not one per call); a write
-    between them (its own cursors, pipelined) changes nothing for it, and when the server
-    kills the connection the retry gets a new connection and a new cursor."""
-    from langchain_ltm.backends.postgres._conn import _KEPT_CURSOR
-
+@pytest.mark.parametrize("pool", ["own", "handed in"])
+def test_reads_share_one_kept_cursor_per_connection_and_survive_a_killed_one(
+    make_backend, make_handed_in, pg_conn, pool
+):
+    """Searches and gets run on the connection's reader (prepared statements on the pools a
+    backend opens, the kept cursor on a pool without autocommit), not one per call; a
+    write between them (its own cursors, pipelined) changes nothing for it, and when the
+    server kills the connection the retry gets a new connection and a new reader."""
     app = f"ltm-kept-{uuid.uuid4().hex[:8]}"
-    backend, vectors = _kept_cursor_backend(make_backend, app)
+    handed_in = make_handed_in if pool == "handed in" else None
+    backend, vectors = _kept_cursor_backend(make_backend, app, handed_in)
     rng = np.random.default_rng(5)
     cursors: list[object] = []  # kept alive, so identity compares mean something
     pool = backend.connector.sync_pool()
@@ -216,7 +252,7 @@ def test_reads_share_one_kept_cursor_per_connection_and_survive_a_killed_one(mak
         (item,) = backend.get([(("m", f"u{user}"), f"k{user}")])
         assert item is not None and item.value == {"n": user}
         with pool.connection() as conn:
-            cursors.append(getattr(conn, _KEPT_CURSOR))
+            cursors.append(_reader(conn))
         if round_ == 2:  # a pipelined write between reads
             backend.write(
                 [
@@ -232,7 +268,8 @@ def test_reads_share_one_kept_cursor_per_connection_and_survive_a_killed_one(mak
                 ],
                 [],
             )
-    assert all(c is cursors[0] for c in cursors), "one kept cursor for the pool's one connection"
+    assert cursors[0] is not None
+    assert all(c is cursors[0] for c in cursors), "one reader for the pool's one connection"
     killed = pg_conn.execute(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
         (app,),
@@ -242,16 +279,17 @@ def test_reads_share_one_kept_cursor_per_connection_and_survive_a_killed_one(mak
     (hits,) = backend.search(SearchRequest(("m", "u1"), query[None, :], limit=4))
     assert [h.item.key for h in hits] == _exact_keys(vectors, 1, query)
     with pool.connection() as conn:
-        assert all(getattr(conn, _KEPT_CURSOR) is not c for c in cursors)
+        assert all(_reader(conn) is not c for c in cursors)
 
 
-def test_a_large_read_does_not_stay_in_the_kept_cursor(make_backend):
-    """review1: the kept cursor holds its last result until the connection's next read, so a
-    get of many items (or a search with a large limit) runs on a cursor of its own."""
+def test_a_large_read_does_not_stay_in_the_kept_cursor(make_backend, make_handed_in):
+    """review1: the kept cursor (pools without autocommit) holds its last result until the
+    connection's next read, so a get of many items (or a search with a large limit) runs on
+    a cursor of its own."""
     from langchain_ltm.backends.postgres._conn import _KEPT_CURSOR
     from langchain_ltm.backends.postgres.backend import KEPT_CURSOR_MAX_ROWS
 
-    backend, _ = _kept_cursor_backend(make_backend, "ltm-kept-large")
+    backend, _ = _kept_cursor_backend(make_backend, "ltm-kept-large", make_handed_in)
     pool = backend.connector.sync_pool()
     many = [(("m", f"u{n % 3}"), f"k{n % 30}") for n in range(KEPT_CURSOR_MAX_ROWS + 1)]
     assert all(item is not None for item in backend.get(many))
@@ -271,8 +309,6 @@ def test_a_large_read_does_not_stay_in_the_kept_cursor(make_backend):
 
 
 async def test_async_reads_share_one_kept_cursor(make_backend):
-    from langchain_ltm.backends.postgres._conn import _KEPT_CURSOR
-
     backend, vectors = _kept_cursor_backend(make_backend, "ltm-kept-async")
     seen: list[object] = []
     for n in range(4):
@@ -282,8 +318,8 @@ async def test_async_reads_share_one_kept_cursor(make_backend):
         (item,) = await backend.aget([(("m", f"u{n % 3}"), f"k{n}")])
         assert item is not None and item.value == {"n": n}
         async with backend.connector.async_pool().connection() as conn:
-            seen.append(getattr(conn, _KEPT_CURSOR))
-    assert all(c is seen[0] for c in seen)
+            seen.append(_reader(conn))
+    assert seen[0] is not None and all(c is seen[0] for c in seen)
 
 
 def test_owned_pools_read_timestamps_in_utc_and_keep_generic_plans(make_backend):

@@ -33,7 +33,7 @@ from psycopg.types import TypeInfo
 from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
-from langchain_ltm.backends.postgres import _wire
+from langchain_ltm.backends.postgres import _direct, _wire
 from langchain_ltm.backends.postgres._sql import Exchange, Statement
 from langchain_ltm.errors import BackendError, DuplicateFactError, EmbeddingDimensionError
 
@@ -212,9 +212,23 @@ def _drive_sync(
 ) -> T:
     """Run the exchange's statements; in a pipeline, those that do not wait are only sent."""
     if keep_cursor and pipeline is None:
+        if _direct.usable(conn):
+            return _direct_sync(conn, exchange)
         return _exchange_sync(conn, _kept_cursor(conn), exchange, None)
     with conn.cursor(binary=True) as cur:
         return _exchange_sync(conn, cur, exchange, pipeline)
+
+
+def _direct_sync(conn: psycopg.Connection[Any], exchange: Exchange[T]) -> T:
+    """A bounded read's statements, each through ``_direct`` (no cursor)."""
+    try:
+        statement: Statement = next(exchange)
+        while True:
+            with conn.lock:
+                rows = conn.wait(_direct.read(conn, statement))
+            statement = exchange.send(rows)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
 
 
 def _exchange_sync(
@@ -250,9 +264,23 @@ async def _drive_async(
 ) -> T:
     """Async twin of :func:`_drive_sync`."""
     if keep_cursor and pipeline is None:
+        if _direct.usable(conn):
+            return await _direct_async(conn, exchange)
         return await _exchange_async(conn, _kept_cursor(conn), exchange, None)
     async with conn.cursor(binary=True) as cur:
         return await _exchange_async(conn, cur, exchange, pipeline)
+
+
+async def _direct_async(conn: psycopg.AsyncConnection[Any], exchange: Exchange[T]) -> T:
+    """Async twin of :func:`_direct_sync`."""
+    try:
+        statement: Statement = next(exchange)
+        while True:
+            async with conn.lock:
+                rows = await conn.wait(_direct.read(conn, statement))
+            statement = exchange.send(rows)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
 
 
 async def _exchange_async(
@@ -559,8 +587,9 @@ class Connector:
         pipeline mode, so statements that do not wait (``Statement.wait``), the ``BEGIN``
         and the ``COMMIT`` share round trips, and the server runs a statement while the
         next one is built (libpq 14 or newer; with an older one the statements simply
-        wait in turn). ``keep_cursor``: a bounded read, run on the connection's kept
-        cursor (see :func:`_kept_cursor`).
+        wait in turn). ``keep_cursor``: a bounded read, run as prepared statements
+        straight through libpq on an autocommit connection outside a transaction
+        (``_direct``), else on the connection's kept cursor (see :func:`_kept_cursor`).
         """
         pool = self.sync_pool()
         for attempt in (1, 2):

@@ -8,6 +8,7 @@ the schema and why it looks the way it does.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Generator, Sequence
@@ -302,20 +303,65 @@ def _ranked(t: Tables, request: SearchRequest) -> Exchange[list[list[Hit]]]:
     assert request.vectors is not None
     queries = request.vectors
     wanted = None if request.limit is None else request.offset + request.limit
-    # a VALUES list, not unnest(array): the planner knows how many rows, so the prepared
-    # statement's generic plan costs what a custom one does and replaces it (no re-planning)
     params: list[Any] = [np.ascontiguousarray(row, dtype=np.float32) for row in queries]
-    values = ", ".join(f"({n}, %b::vector)" for n in range(1, len(queries) + 1))
     vscope = _scope(request.prefix, "v", params)
     lookup_filter = filter_sql(request.filter, "i", params)
     lookup_alive = _alive(request.alive_at, "i", params)
     params.append(wanted)
+    sql = _ranked_sql(t, len(queries), vscope, lookup_filter, lookup_alive)
+    rows = yield Statement(sql, tuple(params))
+    scored: list[list[tuple[float, str, str, Hit]]] = [[] for _ in range(len(queries))]
+    spaces: dict[str, tuple[str, ...]] = {}  # a per-user search: one namespace, split once
+    for qi, score, path, key, value, created, updated, expires, ttl in rows:
+        namespace = spaces.get(path)
+        if namespace is None:
+            namespace = spaces[path] = _namespace_of(path)
+        item = StoredItem(
+            namespace,
+            key,
+            value,
+            _utc(created),
+            _utc(updated),
+            _utc(expires) if expires is not None else None,
+            ttl,
+        )
+        scored[qi - 1].append((-score, path, key, Hit(item, score)))
+    unscored: list[Hit] = []
+    if wanted is None or any(len(column) < wanted for column in scored):
+        # items without vectors follow the scored ones. A second statement: as a UNION ALL
+        # branch of the one above, its plan cost every search (1M facts, p50: 12.9 vs 0.77
+        # ms in one run, 0.89 vs 0.68 in another; bench/postgres_per_user_statement.py)
+        seen = {(entry[1], entry[2]) for column in scored for entry in column}
+        unscored = [
+            hit
+            for hit in (yield from _unscored(t, request, wanted, len(seen)))
+            if (ns_path(hit.item.namespace), hit.item.key) not in seen
+        ]
+    out: list[list[Hit]] = []
+    end = None if request.limit is None else request.offset + request.limit
+    for column in scored:
+        column.sort(key=_rank_key)
+        hits = [entry[3] for entry in column] + unscored
+        out.append(hits[request.offset : end])
+    return out
+
+
+def _rank_key(entry: tuple[float, str, str, Hit]) -> tuple[float, str, str]:
+    return entry[0], entry[1], entry[2]
+
+
+@functools.lru_cache(maxsize=128)
+def _ranked_sql(t: Tables, queries: int, vscope: str, lookup_filter: str, alive: str) -> str:
+    """The ranked search's text (built once per shape: the parameters carry the values)."""
+    # a VALUES list, not unnest(array): the planner knows how many rows, so the prepared
+    # statement's generic plan costs what a custom one does and replaces it (no re-planning)
+    values = ", ".join(f"({n}, %b::vector)" for n in range(1, queries + 1))
     # The scope's rows are scored before they are grouped (OFFSET 0 keeps that order of
     # work): grouping first sorted whole rows, vectors included (180 kB for 100 rows of
     # 384-d), to compute max() after. Sorting the scores alone, at 20k facts (100 a user),
     # the prepared statement p50: 0.44 -> 0.29 ms and 0.52 -> 0.43 ms (two runs, interleaved)
     # OFFSET 0 keeps the item lookup a parameterized nested loop (no hash join of the range)
-    sql = f"""
+    return f"""
 SELECT q.qi, r.score, r.ns_path, r.key, r.value, r.created_at, r.updated_at,
     r.expires_at, r.ttl_minutes
 FROM (VALUES {values}) AS q(qi, vec)
@@ -334,33 +380,10 @@ CROSS JOIN LATERAL (
         SELECT i.value, i.created_at, i.updated_at, i.expires_at, i.ttl_minutes
         FROM {t.items} i
         WHERE i.ns_path = b.ns_path AND i.key = b.key AND {lookup_filter}
-          AND {lookup_alive} OFFSET 0
+          AND {alive} OFFSET 0
     ) i
     ORDER BY b.score DESC, b.ns_path, b.key LIMIT %s
 ) r"""
-    rows = yield Statement(sql, tuple(params))
-    scored: list[list[tuple[float, str, str, Hit]]] = [[] for _ in range(len(queries))]
-    for row in rows:
-        score = float(row[1])
-        scored[row[0] - 1].append((-score, row[2], row[3], Hit(_item(row, 2), score)))
-    unscored: list[Hit] = []
-    if wanted is None or any(len(column) < wanted for column in scored):
-        # items without vectors follow the scored ones. A second statement: as a UNION ALL
-        # branch of the one above, its plan cost every search (1M facts, p50: 12.9 vs 0.77
-        # ms in one run, 0.89 vs 0.68 in another; bench/postgres_per_user_statement.py)
-        seen = {(entry[1], entry[2]) for column in scored for entry in column}
-        unscored = [
-            hit
-            for hit in (yield from _unscored(t, request, wanted, len(seen)))
-            if (ns_path(hit.item.namespace), hit.item.key) not in seen
-        ]
-    out: list[list[Hit]] = []
-    end = None if request.limit is None else request.offset + request.limit
-    for column in scored:
-        column.sort(key=lambda entry: entry[:3])
-        hits = [entry[3] for entry in column] + unscored
-        out.append(hits[request.offset : end])
-    return out
 
 
 def _unscored(
