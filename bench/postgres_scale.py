@@ -8,7 +8,9 @@ Minutes, not CI. Same run, same server, interleaved, so the ratios hold on a bus
   into a bare table with no index, each committed; its btree on ``ns`` is built after;
 - per-user search, ours: ``store.search(ns, query=q, limit=5)``;
 - per-user search, floor: one prepared psycopg query over the bare table,
-  ``WHERE ns = $1 ORDER BY embedding <=> $2 LIMIT 5`` (btree on ns);
+  ``WHERE ns = $1 ORDER BY embedding <=> $2 LIMIT 5`` (btree on ns), on a connection as
+  psycopg leaves it and on one keeping the generic plan (as our pools do); ratios are to
+  the faster of the two;
 - sizes per fact: table, TOAST and indexes of both tables, and the WAL each wrote
   (``pg_current_wal_lsn`` around every batch), then 10M projected from them.
 
@@ -163,21 +165,34 @@ def run(args: argparse.Namespace, url: str) -> int:
     emb.add(qtexts, queries)
     floor_sql = "SELECT key FROM floor WHERE ns = %s ORDER BY embedding <=> %s LIMIT 5"
     cur = floor.cursor(binary=True)
+    # the same query on a connection keeping its generic plan, as our pools do (left to
+    # plan_cache_mode = auto, Postgres may re-plan it on every call); ratios use the faster
+    generic = psycopg.connect(conninfo, autocommit=True)
+    register_vector(generic)
+    generic.execute("SET plan_cache_mode = force_generic_plan")
+    gcur = generic.cursor(binary=True)
     ours_lat: list[int] = []
     floor_lat: list[int] = []
+    generic_lat: list[int] = []
     agree = 0
     for j in range(len(queries)):
         ns = user_ns(int(qusers[j]))
+        params = (f"memories.user-{int(qusers[j]):06d}.", queries[j])
         e0, t0 = emb.spent_ns, clock()
         mine = [it.key for it in store.search(ns, query=qtexts[j], limit=K)]
         t1 = clock()
-        cur.execute(floor_sql, (f"memories.user-{int(qusers[j]):06d}.", queries[j]), prepare=True)
-        theirs = [row[0] for row in cur.fetchall()]
-        t2 = clock()
+        floors = [(cur, floor_lat), (gcur, generic_lat)]
+        for fcur, lat in floors if j % 2 else floors[::-1]:
+            f0 = clock()
+            fcur.execute(floor_sql, params, prepare=True)
+            theirs = [row[0] for row in fcur.fetchall()]
+            if j >= args.warmup:
+                lat.append(clock() - f0)
         if j >= args.warmup:
             ours_lat.append(t1 - t0 - (emb.spent_ns - e0))
-            floor_lat.append(t2 - t1)
             agree += mine == theirs
+    gcur.close()
+    generic.close()
     cur.close()
     backend.close()
     probe.close()
@@ -185,6 +200,8 @@ def run(args: argparse.Namespace, url: str) -> int:
 
     o50, o95 = (float(x) for x in np.percentile(np.asarray(ours_lat) / 1e6, [50, 95]))
     f50, f95 = (float(x) for x in np.percentile(np.asarray(floor_lat) / 1e6, [50, 95]))
+    g50, g95 = (float(x) for x in np.percentile(np.asarray(generic_lat) / 1e6, [50, 95]))
+    best = min(f50, g50)
     ours_bytes = items_t + items_i + vec_t + vec_i
     floor_bytes = floor_t + floor_i
     print(f"\n### Ingest, {n:,} facts ({users:,} users), facts/s, same run, interleaved\n")
@@ -208,8 +225,9 @@ def run(args: argparse.Namespace, url: str) -> int:
     print(f"\n### Per-user search (limit={K}), {len(ours_lat):,} queries, ms\n")
     print("| query | p50 | p95 | vs floor (p50) |")
     print("|---|---:|---:|---:|")
-    print(f"| ours (`store.search`) | {o50:.3f} | {o95:.3f} | {o50 / f50:.2f}x |")
-    print(f"| floor (prepared psycopg, btree on ns) | {f50:.3f} | {f95:.3f} | 1.00x |")
+    print(f"| ours (`store.search`) | {o50:.3f} | {o95:.3f} | {o50 / best:.2f}x |")
+    print(f"| floor (prepared psycopg, btree on ns) | {f50:.3f} | {f95:.3f} | {f50 / best:.2f}x |")
+    print(f"| floor, generic plan kept | {g50:.3f} | {g95:.3f} | {g50 / best:.2f}x |")
     print(f"\nsame top-{K} keys as the floor: {agree}/{len(ours_lat)}")
     scale = 10_000_000 / n
     print("\n### 10M facts, projected linearly from this run (on paper)\n")
@@ -230,8 +248,8 @@ def run(args: argparse.Namespace, url: str) -> int:
         (ours_rate >= TARGET_INGEST, f"ingest >= {TARGET_INGEST:,}/s: {ours_rate:,.0f}/s"),
         (o50 <= TARGET_P50_MS, f"per-user p50 <= {TARGET_P50_MS} ms: {o50:.3f} ms"),
         (
-            o50 <= TARGET_VS_FLOOR * f50,
-            f"per-user p50 <= {TARGET_VS_FLOOR}x floor: {o50 / f50:.2f}x",
+            o50 <= TARGET_VS_FLOOR * best,
+            f"per-user p50 <= {TARGET_VS_FLOOR}x floor: {o50 / best:.2f}x",
         ),
     ]
     print("\n### Targets\n")
