@@ -184,16 +184,7 @@ def _utc(moment: datetime) -> datetime:
 
 
 def _item(row: Sequence[Any], at: int = 0) -> StoredItem:
-    path, key, value, created, updated, expires, ttl = row[at : at + 7]
-    return StoredItem(
-        _namespace_of(path),
-        key,
-        value,
-        _utc(created),
-        _utc(updated),
-        _utc(expires) if expires is not None else None,
-        ttl,
-    )
+    return _stored(None, *row[at : at + 7])
 
 
 def _alive(at: datetime | None, alias: str, params: list[Any]) -> str:
@@ -398,7 +389,7 @@ def _grouped(t: Tables, request: SearchRequest, wanted: int | None) -> Exchange[
 
 
 def _stored(
-    spaces: dict[str, tuple[str, ...]],
+    spaces: dict[str, tuple[str, ...]] | None,
     path: str,
     key: str,
     value: dict[str, Any],
@@ -407,10 +398,12 @@ def _stored(
     expires: datetime | None,
     ttl: float | None,
 ) -> StoredItem:
-    """A stored item of a search row (``spaces``: the namespaces split so far, by path)."""
-    namespace = spaces.get(path)
+    """The item of a row (``spaces``: the namespaces split so far by path, to reuse them)."""
+    namespace = None if spaces is None else spaces.get(path)
     if namespace is None:
-        namespace = spaces[path] = _namespace_of(path)
+        namespace = _namespace_of(path)
+        if spaces is not None:
+            spaces[path] = namespace
     return StoredItem(
         namespace,
         key,
