@@ -60,15 +60,59 @@ def test_statements_dropped_behind_its_back_are_prepared_again(make_backend):
     backend, vec = _filled(make_backend)
     assert _keys(backend, 0, vec, limit=2) == ["k0", "k2"]
 
-    def deallocate(command: str):
+    def run(command: str):
         def exchange():
             yield Statement(command)
 
         backend.connector.run(exchange, "search")
 
-    for command in ("DEALLOCATE ALL", "DISCARD ALL"):
-        deallocate(command)
-        assert _keys(backend, 1, vec, limit=2) == ["k1", "k3"]
+    run("DEALLOCATE ALL")
+    assert _keys(backend, 1, vec, limit=2) == ["k1", "k3"]  # retried, prepared again
+    assert len([n for n in _prepared_names(backend) if n.startswith("_ltm_")]) == 1
+    # dropped a second time (a pool whose reset runs DISCARD ALL): unnamed from then on,
+    # one round trip per read instead of a failed one, a prepare and a retry
+    run("DISCARD ALL")
+    run("SELECT set_config('TimeZone', 'UTC', false)")
+    for user in (0, 1, 0):
+        assert _keys(backend, user, vec, limit=2) == [f"k{user}", f"k{user + 2}"]
+    assert not [n for n in _prepared_names(backend) if n.startswith("_ltm_")]
+
+
+def test_without_prepared_statements_reads_run_unnamed(pg_url):
+    """``prepare_threshold=None`` (a transaction-pooling proxy): no statement is prepared."""
+    pool = ConnectionPool(
+        pg_url,
+        min_size=1,
+        max_size=1,
+        kwargs={"autocommit": True, "prepare_threshold": None},
+        open=True,
+    )
+    backend = postgres_backend(pool, table=f"t_{uuid.uuid4().hex[:12]}", dims=4)
+    try:
+        vec = np.eye(4, dtype=np.float32)
+        now = datetime.now(timezone.utc)
+        backend.write([Record(("m", "u0"), "k0", {"n": 0}, ("t",), ("t",), vec[:1], now)], [])
+        for _ in range(3):
+            (hits,) = backend.search(SearchRequest(("m", "u0"), vec[:1], limit=2))
+            assert [h.item.key for h in hits] == ["k0"]
+        with pool.connection() as conn:
+            assert getattr(conn, _direct._STATE, None) is not None  # the direct path ran
+            names = conn.execute("SELECT name FROM pg_prepared_statements").fetchall()
+            assert not [n for (n,) in names if n.startswith("_ltm_")]
+    finally:
+        backend.drop()
+        backend.close()
+        pool.close()
+
+
+def test_names_carry_a_token_of_their_connection(make_backend):
+    first, vec = _filled(make_backend)
+    second, _ = _filled(make_backend)
+    _keys(first, 0, vec, limit=2)
+    _keys(second, 0, vec, limit=2)
+    (a,) = [n for n in _prepared_names(first) if n.startswith("_ltm_")]
+    (b,) = [n for n in _prepared_names(second) if n.startswith("_ltm_")]
+    assert a != b  # two clients never name a statement alike
 
 
 def test_a_name_dropped_alone_is_not_reused(make_backend):

@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 import numpy as np
 import psycopg
 import pytest
+from psycopg_pool import AsyncConnectionPool
 
 from langchain_ltm.backends.base import Record, SearchRequest
 from langchain_ltm.backends.postgres._sql import Statement
@@ -48,9 +49,37 @@ def test_a_failed_read_leaves_the_kept_cursor_usable(make_backend, transaction):
     assert item is not None and item.value == {"n": 2}
 
 
-async def test_a_cancelled_async_read_leaves_the_next_reads_right(make_backend):
-    backend, vec = _backend(make_backend)
+@pytest.mark.parametrize("pool", ["own", "handed in"])
+async def test_a_cancelled_async_read_leaves_the_next_reads_right(make_backend, pg_url, pool):
+    """On the pools a backend opens the reads go through ``_direct``; on a handed-in async
+    pool without autocommit, through the kept cursor: both recover from a cancelled read."""
+    apool = None
+    if pool == "handed in":
+        apool = AsyncConnectionPool(pg_url, min_size=1, max_size=1, open=False)
+        await apool.open()
+        backend = make_backend(dims=4, conn=apool)
+        vec = np.eye(4, dtype=np.float32)
+        now = datetime.now(timezone.utc)
+        backend.write(
+            [Record(("m", f"u{n % 2}"), f"k{n}", {"n": n}, ("t",), ("t",), vec[n][None, :], now)
+             for n in range(4)],
+            [],
+        )  # fmt: skip
+    else:
+        backend, vec = _backend(make_backend)
+    try:
+        await _cancel_then_read(backend, vec, handed_in=apool is not None)
+    finally:
+        if apool is not None:
+            await apool.close()
+
+
+async def _cancel_then_read(backend, vec, handed_in: bool):
+    from langchain_ltm.backends.postgres._conn import _KEPT_CURSOR
+
     await backend.asearch(SearchRequest(("m", "u0"), vec[0][None, :], limit=2))
+    async with backend.connector.async_pool().connection() as conn:
+        assert (getattr(conn, _KEPT_CURSOR, None) is not None) is handed_in
     task = asyncio.ensure_future(backend.connector.arun(_slow, "get", keep_cursor=True))
     await asyncio.sleep(0.5)
     task.cancel()

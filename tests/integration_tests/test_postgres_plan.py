@@ -1,7 +1,8 @@
 """The per-user search plan on Postgres: no ANN index can take it over, whatever exists.
 
-The ranked search orders by an aggregate (each item's best score over its texts), which
-no index can produce, and finds the user's rows through the ``(ns_path, key)`` btree. These
+The ranked search's two statements order by the negated distance (the best rows first) or
+by an aggregate (each item's best score over its texts), which no index can produce, and
+find the user's rows through the ``(ns_path, key)`` btree. These
 tests add every ANN index a user might add (HNSW for cosine, inner product and L2, IVFFlat),
 push the planner towards index scans, and read both plans Postgres can choose: the custom
 plan for the bound values and the generic plan the store's prepared statements keep.
@@ -59,9 +60,19 @@ def _request(vectors: np.ndarray, user: int, **kwargs: Any) -> SearchRequest:
     return SearchRequest(("m", f"u{user}"), query[None, :], limit=5, **kwargs)
 
 
-def _explain(backend, pg_conn, request: SearchRequest, *, generic: bool, pressure: bool) -> str:
-    """The plan of the search statement, custom (values bound) or generic (``$n`` unknown)."""
-    statement = next(_pg_sql.search(backend.tables, request))
+def _statements(backend, request: SearchRequest) -> list[_pg_sql.Statement]:
+    """Both statements a per-user search may run: the best rows first, then the grouped one."""
+    wanted = request.offset + (request.limit or 0)
+    return [
+        next(_pg_sql.search(backend.tables, request)),
+        next(_pg_sql._grouped(backend.tables, request, wanted)),
+    ]
+
+
+def _explain(
+    backend, pg_conn, statement: _pg_sql.Statement, *, generic: bool, pressure: bool
+) -> str:
+    """The plan of a search statement, custom (values bound) or generic (``$n`` unknown)."""
     settings = ["enable_sort", "enable_seqscan", "enable_hashagg"] if pressure else []
     if generic:
         # EXPLAIN (GENERIC_PLAN) plans with unknown parameters, as a prepared statement under
@@ -95,15 +106,14 @@ def _explain(backend, pg_conn, request: SearchRequest, *, generic: bool, pressur
 @pytest.mark.parametrize("pressure", [False, True], ids=["default", "no-sort-no-seqscan"])
 def test_per_user_plan_uses_the_scope_btree_and_no_ann_index(indexed, pg_conn, generic, pressure):
     backend, vectors = indexed
+    requests = [
+        _request(vectors, 7),
+        _request(vectors, 7, filter=compile_filter({"n": {"$gte": 0}})),
+    ]
+    statements = [st for request in requests for st in _statements(backend, request)]
+    assert "GROUP BY" not in statements[0].sql and "GROUP BY" in statements[1].sql
     plans = [
-        _explain(backend, pg_conn, _request(vectors, 7), generic=generic, pressure=pressure),
-        _explain(
-            backend,
-            pg_conn,
-            _request(vectors, 7, filter=compile_filter({"n": {"$gte": 0}})),
-            generic=generic,
-            pressure=pressure,
-        ),
+        _explain(backend, pg_conn, st, generic=generic, pressure=pressure) for st in statements
     ]
     for plan in plans:
         assert "_vectors_scope" in plan, plan  # the user's rows through the btree

@@ -308,7 +308,7 @@ def test_a_large_read_does_not_stay_in_the_kept_cursor(make_backend, make_handed
     assert kept.pgresult is None or kept.pgresult.ntuples <= 2
 
 
-async def test_async_reads_share_one_kept_cursor(make_backend):
+async def test_async_reads_share_one_reader_per_connection(make_backend):
     backend, vectors = _kept_cursor_backend(make_backend, "ltm-kept-async")
     seen: list[object] = []
     for n in range(4):

@@ -12,15 +12,21 @@ rows with the connection's loaders, exactly as a binary cursor would.
 
 Only on autocommit connections outside a transaction (the backend's own pools): psycopg
 would begin a transaction before the first statement of a non-autocommit one, and this
-path would not. A connection whose prepared statements were dropped behind its back
-(``DEALLOCATE ALL``, ``DISCARD ALL`` in a pool's ``reset``) prepares them again: the
-statement is retried once when the server says the name is unknown.
+path would not. A connection told not to prepare (``prepare_threshold=None``, as behind a
+transaction-pooling proxy such as PgBouncer, where the next statement may reach another
+server connection) runs every read unnamed. A connection whose prepared statements were
+dropped behind its back (``DEALLOCATE ALL``) prepares them again: the statement is retried
+once when the server says the name is unknown, and a connection that drops them again
+(a pool's ``reset`` running ``DISCARD ALL``) runs its reads unnamed from then on. Names
+carry a token of the connection's own, so a name met elsewhere is an error, never another
+client's statement.
 """
 
 from __future__ import annotations
 
 import functools
 import re
+import secrets
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,7 +35,7 @@ from psycopg import errors as pg_errors
 from psycopg.abc import PQGen
 from psycopg.adapt import PyFormat, Transformer
 from psycopg.generators import execute
-from psycopg.pq import DiagnosticField, ExecStatus, Format, TransactionStatus
+from psycopg.pq import DiagnosticField, ExecStatus, Format, PipelineStatus, TransactionStatus
 
 from langchain_ltm.backends.postgres._sql import Rows, Statement
 
@@ -46,20 +52,23 @@ _UNKNOWN_NAME = b"26000"  # invalid_sql_statement_name: the server has no such s
 class _Prepared:
     """What one connection has prepared: names by (SQL, parameter types), its transformer."""
 
-    __slots__ = ("made", "names", "transformer")
+    __slots__ = ("dropped", "made", "names", "token", "transformer")
 
     def __init__(self, conn: Any) -> None:
         self.transformer: abc.Transformer = Transformer(conn)
         self.names: dict[tuple[str, Sequence[int]], bytes] = {}
         self.made = 0  # names are never reused: one dropped alone may still exist elsewhere
+        self.token = secrets.token_hex(4)
+        self.dropped = 0  # times the server had lost our statements
 
 
 def usable(conn: Any) -> bool:
     """Whether a read can take this path on ``conn`` (autocommit, idle, no pipeline)."""
+    pgconn = conn.pgconn
     return bool(
         conn.autocommit
-        and conn._pipeline is None
-        and conn.pgconn.transaction_status == TransactionStatus.IDLE
+        and pgconn.pipeline_status == PipelineStatus.OFF
+        and pgconn.transaction_status == TransactionStatus.IDLE
     )
 
 
@@ -102,12 +111,13 @@ def read(conn: Any, statement: Statement) -> PQGen[Rows]:
     types = tx.types or ()
     param_formats = tx.formats
     pgconn = conn.pgconn
+    named = conn.prepare_threshold is not None and state.dropped < 2
     for attempt in (1, 2):
         key = (statement.sql, types)
-        name = state.names.get(key)
-        if name is None and len(state.names) < MAX_PREPARED:
+        name = state.names.get(key) if named else None
+        if name is None and named and len(state.names) < MAX_PREPARED:
             state.made += 1
-            name = f"_ltm_{state.made}".encode()
+            name = f"_ltm_{state.token}_{state.made}".encode()
             pgconn.send_prepare(name, query, param_types=types)
             _check((yield from execute(pgconn)), tx)
             state.names[key] = name
@@ -128,6 +138,8 @@ def read(conn: Any, statement: Statement) -> PQGen[Rows]:
             and result.error_field(DiagnosticField.SQLSTATE) == _UNKNOWN_NAME
         ):
             state.names.clear()  # dropped behind our back: prepare them again
+            state.dropped += 1
+            named = state.dropped < 2  # dropped twice: a pool that resets them, no names
             continue
         _check(results, tx)
         tx.set_pgresult(result, set_loaders=True, format=Format.BINARY)
