@@ -98,13 +98,7 @@ def plan_batch(ops: Iterable[Op], default_fields: list[TokenizedField]) -> Batch
             _check_key(op.key)
             plan.gets.append((i, op))
         elif isinstance(op, SearchOp):
-            labels = as_labels(op.namespace_prefix)
-            if labels is not op.namespace_prefix:
-                op = op._replace(namespace_prefix=labels)
-            _check_window(op.limit, op.offset)
-            if op.query is not None and not isinstance(op.query, str):
-                raise TypeError(f"query must be a str or None, got {type(op.query).__name__}.")
-            plan.searches.append((i, op, compile_filter(op.filter)))
+            plan.searches.append((i, *plan_search(op)))
         elif isinstance(op, ListNamespacesOp):
             conditions = []
             for condition in op.match_conditions or ():
@@ -124,6 +118,17 @@ def plan_batch(ops: Iterable[Op], default_fields: list[TokenizedField]) -> Batch
         else:
             raise ValueError(f"Unknown operation type: {type(op).__name__}.")
     return plan
+
+
+def plan_search(op: SearchOp) -> tuple[SearchOp, Filter]:
+    """A checked search (its prefix a tuple of labels) and its compiled filter."""
+    labels = as_labels(op.namespace_prefix)
+    if labels is not op.namespace_prefix:
+        op = op._replace(namespace_prefix=labels)
+    _check_window(op.limit, op.offset)
+    if op.query is not None and not isinstance(op.query, str):
+        raise TypeError(f"query must be a str or None, got {type(op.query).__name__}.")
+    return op, compile_filter(op.filter)
 
 
 def _plan_put(op: PutOp, default_fields: list[TokenizedField]) -> PlannedPut:

@@ -149,3 +149,86 @@ def test_a_block_whose_vectors_all_went_is_stacked_again():
     store.put(ns, "a", {"text": "green tea"})
     found = store.search(ns, query="green tea")
     assert [it.key for it in found] == ["a", "b"] and found[0].score > found[1].score
+
+
+def _search_store(ttl=None):
+    store = LongTermMemoryStore(InMemoryVectorStore(KeywordEmbeddings()), ttl=ttl)
+    for n in range(6):
+        store.put(
+            ("memories", f"u{n % 2}"),
+            f"k{n}",
+            {"content": f"tea fact {n}", "n": n},
+            ttl=5 if n % 3 == 0 and ttl is not None else None,
+        )
+    return store
+
+
+def _as_batch(store, prefix, **kwargs):
+    refresh = kwargs.pop("refresh_ttl", None)
+    if refresh is None:
+        refresh = (store.ttl_config or {}).get("refresh_on_read", True)
+    op = SearchOp(prefix, kwargs.get("filter"), kwargs.get("limit", 10),
+                  kwargs.get("offset", 0), kwargs.get("query"), refresh)  # fmt: skip
+    return store.batch([op])[0]
+
+
+@pytest.mark.parametrize(
+    ("prefix", "kwargs"),
+    [
+        (("memories", "u0"), {"query": "tea", "limit": 2}),
+        (("memories",), {"query": "tea fact 3", "offset": 1}),
+        (("memories", "u1"), {"filter": {"n": {"$gte": 3}}}),
+        (("memories", "u1"), {"query": "tea", "filter": {"n": 1}, "limit": 1}),
+        (["memories", "u0"], {"query": "tea"}),
+        ((), {"limit": 3}),
+    ],
+)
+def test_search_answers_what_a_batch_of_one_search_answers(prefix, kwargs):
+    store = _search_store()
+    assert store.search(prefix, **kwargs) == _as_batch(store, prefix, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("prefix", "kwargs"),
+    [
+        (("memories", "u.0"), {}),
+        ("memories", {}),
+        (("memories", ""), {"query": "tea"}),
+        (("memories",), {"limit": -1}),
+        (("memories",), {"offset": -2}),
+        (("memories",), {"query": 5}),
+        (("memories",), {"filter": {"n": {"$regex": "x"}}}),
+    ],
+)
+def test_search_refuses_what_a_batch_refuses(prefix, kwargs):
+    store = _search_store()
+    refused = (InvalidNamespaceError, ValueError, TypeError)
+    with pytest.raises(refused) as alone:
+        store.search(prefix, **kwargs)
+    with pytest.raises(refused) as batched:
+        _as_batch(store, prefix, **kwargs)
+    assert type(alone.value) is type(batched.value)
+    assert str(alone.value) == str(batched.value)
+
+
+@pytest.mark.parametrize("refresh", [None, True, False])
+@pytest.mark.parametrize("on_read", [True, False])
+def test_search_refreshes_ttls_as_batch_does(refresh, on_read):
+    ttl = {"default_ttl": None, "refresh_on_read": on_read}
+    keys = [(("memories", "u0"), f"k{n}") for n in (0, 2, 4)]  # k0 has a TTL
+
+    def refreshed(store, run) -> set[str]:
+        before = [item.expires_at for item in store.backend.get(keys)]
+        run(store)
+        after = [item.expires_at for item in store.backend.get(keys)]
+        return {key for (_, key), b, a in zip(keys, before, after) if a is not None and a > b}
+
+    alone = refreshed(
+        _search_store(ttl),
+        lambda store: store.search(("memories", "u0"), query="tea", refresh_ttl=refresh),
+    )
+    batched = refreshed(
+        _search_store(ttl),
+        lambda store: _as_batch(store, ("memories", "u0"), query="tea", refresh_ttl=refresh),
+    )
+    assert alone == batched == ({"k0"} if (on_read if refresh is None else refresh) else set())
