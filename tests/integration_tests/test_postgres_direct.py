@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from datetime import datetime, timedelta, timezone
 
@@ -78,31 +79,36 @@ def test_statements_dropped_behind_its_back_are_prepared_again(make_backend):
     assert not [n for n in _prepared_names(backend) if n.startswith("_ltm_")]
 
 
-def test_without_prepared_statements_reads_run_unnamed(pg_url):
-    """``prepare_threshold=None`` (a transaction-pooling proxy): no statement is prepared."""
-    pool = ConnectionPool(
-        pg_url,
-        min_size=1,
-        max_size=1,
-        kwargs={"autocommit": True, "prepare_threshold": None},
-        open=True,
-    )
+@contextlib.contextmanager
+def _handed_in(pg_url, **kwargs):
+    """A one-connection pool handed in, a backend over it holding one fact, and the pool."""
+    pool = ConnectionPool(pg_url, min_size=1, max_size=1, kwargs=kwargs, open=True)
     backend = postgres_backend(pool, table=f"t_{uuid.uuid4().hex[:12]}", dims=4)
     try:
         vec = np.eye(4, dtype=np.float32)
         now = datetime.now(timezone.utc)
         backend.write([Record(("m", "u0"), "k0", {"n": 0}, ("t",), ("t",), vec[:1], now)], [])
+        yield backend, pool, vec
+    finally:
+        backend.drop()
+        backend.close()
+        pool.close()
+
+
+def _our_names(conn) -> list[str]:
+    names = conn.execute("SELECT name FROM pg_prepared_statements").fetchall()
+    return [n for (n,) in names if n.startswith("_ltm_")]
+
+
+def test_without_prepared_statements_reads_run_unnamed(pg_url):
+    """``prepare_threshold=None`` (a transaction-pooling proxy): no statement is prepared."""
+    with _handed_in(pg_url, autocommit=True, prepare_threshold=None) as (backend, pool, vec):
         for _ in range(3):
             (hits,) = backend.search(SearchRequest(("m", "u0"), vec[:1], limit=2))
             assert [h.item.key for h in hits] == ["k0"]
         with pool.connection() as conn:
             assert getattr(conn, _direct._STATE, None) is not None  # the direct path ran
-            names = conn.execute("SELECT name FROM pg_prepared_statements").fetchall()
-            assert not [n for (n,) in names if n.startswith("_ltm_")]
-    finally:
-        backend.drop()
-        backend.close()
-        pool.close()
+            assert not _our_names(conn)
 
 
 def test_names_carry_a_token_of_their_connection(make_backend):
@@ -172,23 +178,13 @@ async def test_async_reads_take_the_same_path(make_backend):
 
 
 def test_a_pool_without_autocommit_keeps_the_cursor_path(pg_url):
-    pool = ConnectionPool(pg_url, min_size=1, max_size=1, open=True)
-    backend = postgres_backend(pool, table=f"t_{uuid.uuid4().hex[:12]}", dims=4)
-    try:
-        vec = np.eye(4, dtype=np.float32)
-        now = datetime.now(timezone.utc)
-        backend.write([Record(("m", "u0"), "k0", {"n": 0}, ("t",), ("t",), vec[:1], now)], [])
+    with _handed_in(pg_url) as (backend, pool, vec):
         (hits,) = backend.search(SearchRequest(("m", "u0"), vec[:1], limit=2))
         assert [h.item.key for h in hits] == ["k0"]
         with pool.connection() as conn:
             assert not conn.autocommit
             assert getattr(conn, _direct._STATE, None) is None
-            names = conn.execute("SELECT name FROM pg_prepared_statements").fetchall()
-            assert not [n for (n,) in names if n.startswith("_ltm_")]
-    finally:
-        backend.drop()
-        backend.close()
-        pool.close()
+            assert not _our_names(conn)
 
 
 @pytest.mark.parametrize("sql", ["SELECT %(name)s", "SELECT '100%%'"])

@@ -15,8 +15,8 @@ from langchain_ltm.backends.postgres._sql import Statement
 from langchain_ltm.errors import BackendError
 
 
-def _backend(make_backend):
-    backend = make_backend(dims=4, max_size=1)
+def _backend(make_backend, **kwargs):
+    backend = make_backend(dims=4, **(kwargs or {"max_size": 1}))
     vec = np.eye(4, dtype=np.float32)
     now = datetime.now(timezone.utc)
     backend.write(
@@ -57,14 +57,7 @@ async def test_a_cancelled_async_read_leaves_the_next_reads_right(make_backend, 
     if pool == "handed in":
         apool = AsyncConnectionPool(pg_url, min_size=1, max_size=1, open=False)
         await apool.open()
-        backend = make_backend(dims=4, conn=apool)
-        vec = np.eye(4, dtype=np.float32)
-        now = datetime.now(timezone.utc)
-        backend.write(
-            [Record(("m", f"u{n % 2}"), f"k{n}", {"n": n}, ("t",), ("t",), vec[n][None, :], now)
-             for n in range(4)],
-            [],
-        )  # fmt: skip
+        backend, vec = _backend(make_backend, conn=apool)
     else:
         backend, vec = _backend(make_backend)
     try:
