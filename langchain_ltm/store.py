@@ -488,9 +488,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
             matching = tuple((c.match_type, tuple(c.path)) for c in lop.match_conditions or ())
             request_ns = ListRequest(matching, lop.max_depth, lop.limit, lop.offset, alive_at)
             results[i] = yield call(self.backend, "list_namespaces", request_ns)
-        if refresh:
-            keys = yield from self._with_fact_versions(list(refresh.values()))
-            yield call(self.backend, "touch", keys, now)
+        yield from self._refresh(refresh, now)
         if plan.puts:
             text_row = {t: i for i, t in enumerate(texts)}
             upserts, deletes = [], []
@@ -562,9 +560,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         refresh: dict[ItemKey, StoredItem] = {}
         alive_at = now if self.omit_expired else None
         found = yield from self._searched(op, conditions, vectors, alive_at, refresh)
-        if refresh:
-            keys = yield from self._with_fact_versions(list(refresh.values()))
-            yield call(self.backend, "touch", keys, now)
+        yield from self._refresh(refresh, now)
         return found
 
     def _searched(
@@ -585,6 +581,12 @@ class LongTermMemoryStore(FactAPI, BaseStore):
                 if hit.item.ttl_minutes is not None:
                     refresh[(hit.item.namespace, hit.item.key)] = hit.item
         return [to_search_item(hit) for hit in hits]
+
+    def _refresh(self, items: dict[ItemKey, StoredItem], now: datetime) -> Logic[None]:
+        """Refresh the TTLs of ``items`` read (and their facts' versions) from ``now``."""
+        if items:
+            keys = yield from self._with_fact_versions(list(items.values()))
+            yield call(self.backend, "touch", keys, now)
 
     def _with_fact_versions(self, items: list[StoredItem]) -> Logic[list[ItemKey]]:
         """Keys to refresh: the items, and the versions of the facts among them.

@@ -353,20 +353,19 @@ def _best_rows(t: Tables, request: SearchRequest, wanted: int) -> Exchange[list[
             continue
         item = _stored(spaces, path, key, value, created, updated, expires, ttl)
         column.append((-score, path, key, Hit(item, score)))
-    if every_row:
-        return _distinct(column)
-    return None if len({(entry[1], entry[2]) for entry in column}) < wanted else [column]
+    kept = _distinct(column)
+    return [kept] if every_row or len(kept) == wanted else None
 
 
-def _distinct(column: _Scored) -> list[_Scored]:
-    """Every row of the scope was read: each item at its first (best) row, those passing."""
+def _distinct(column: _Scored) -> _Scored:
+    """Each item at its first (best) row."""
     seen: set[tuple[str, str]] = set()
     kept = []
     for entry in column:
         if (entry[1], entry[2]) not in seen:
             seen.add((entry[1], entry[2]))
             kept.append(entry)
-    return [kept]
+    return kept
 
 
 def _grouped(t: Tables, request: SearchRequest, wanted: int | None) -> Exchange[list[_Scored]]:
