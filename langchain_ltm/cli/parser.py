@@ -404,12 +404,12 @@ def build_parser() -> Parser:
     )
     p = sub.add_parser(
         "compact",
-        help="Give the space of deleted memories back to the disk (a SQLite store).",
+        help="Rewrite a store compactly: a SQLite file's free space, Postgres tables by user.",
         description=_COMPACT,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.commands["compact"] = p
-    _global_options(p, "not used (the whole file is compacted)", store_help)
+    _global_options(p, "not used (the whole store is compacted)", store_help)
     p = sub.add_parser(
         "encoder",
         help="The warm encoder process that embeds for ltm: status, start or stop.",
@@ -438,15 +438,25 @@ request. The vectors are the same either way. LTM_ENCODER_SERVER=off: no backgro
 """
 
 _COMPACT = """\
-Shrink a SQLite store's file: deleted facts (clear, forget-user, expired ones) leave free
-pages that SQLite reuses but never gives back. This rewrites the file without them (SQLite's
-VACUUM) and prints the size before and after. It needs the file to itself: if another
-process has it open (an agent, another ltm command), it changes nothing and exits 3; stop
-that, then run it again. It needs free disk space about the size of the file.
+Rewrite a store compactly and print its size before and after.
+
+A SQLite file: deleted facts (clear, forget-user, expired ones) leave free pages that
+SQLite reuses but never gives back; this rewrites the file without them (VACUUM). It needs
+the file to itself: if another process has it open (an agent, another ltm command), it
+changes nothing and exits 3; stop that, then run it again.
+
+Postgres tables (--store postgresql://...): each table is rewritten in user order (CLUSTER),
+so a user's facts sit on a few pages and per-user searches read fewer of them; the indexes
+are rebuilt and deleted rows' space is given back. Reads and writes of the store wait while
+it runs (about 30 s a million facts); if other sessions keep the tables busy for 10 s, it
+changes nothing and exits 3. An HNSW index is rebuilt too: calibrate it again afterwards.
+
+Either way it needs free disk space about the size of the store.
 
 examples:
   ltm compact
   ltm compact --store sqlite:///memories.db --json
+  ltm compact --store postgresql://app@db/app
 """
 
 # no --user: every user / none

@@ -144,7 +144,7 @@ def test_compact_refuses_an_open_connection_of_this_process_too(emptied):
 
 def test_compact_of_a_store_that_is_not_a_sqlite_file(tmp_path, capsys):
     assert cli.main(["compact", "--store", "memory://"]) == 2
-    assert "shrinks SQLite files" in capsys.readouterr().err
+    assert "rewrites SQLite files and Postgres tables" in capsys.readouterr().err
     missing = tmp_path / "nothing.db"
     assert cli.main(["compact", "--store", f"sqlite:///{missing}"]) == 1
     assert f"no SQLite store at {missing}" in capsys.readouterr().err

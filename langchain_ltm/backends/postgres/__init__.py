@@ -4,8 +4,11 @@
 - :mod:`._sql`: the statements (schema, reads, writes, key locks, TTL), as data.
 - :mod:`._conn`: running them on a pool, sync and async, with errors translated.
 - :mod:`._lock`: the cross-process per-user lock (transaction-level advisory locks).
+- :mod:`._compact`: :meth:`PostgresBackend.compact` (``ltm compact``): each table
+  rewritten in user order (``CLUSTER``).
 """
 
+from langchain_ltm.backends._compaction import Compacted, StoreInUseError
 from langchain_ltm.backends.postgres.backend import (
     DuplicateFactError,
     PostgresBackend,
@@ -13,4 +16,11 @@ from langchain_ltm.backends.postgres.backend import (
     postgres_backend,
 )
 
-__all__ = ["DuplicateFactError", "PostgresBackend", "SchemaVersionError", "postgres_backend"]
+__all__ = [
+    "Compacted",
+    "DuplicateFactError",
+    "PostgresBackend",
+    "SchemaVersionError",
+    "StoreInUseError",
+    "postgres_backend",
+]

@@ -33,6 +33,7 @@ from psycopg.types import TypeInfo
 from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
+from langchain_ltm.backends._compaction import StoreInUseError
 from langchain_ltm.backends.postgres import _direct, _wire
 from langchain_ltm.backends.postgres._sql import Exchange, Statement
 from langchain_ltm.errors import BackendError, DuplicateFactError, EmbeddingDimensionError
@@ -84,6 +85,12 @@ def translate(exc: BaseException, what: str, why: str = "") -> Exception:
             "again: it will find the stored fact and report it as a duplicate."
         )
     message = str(exc).strip()
+    if isinstance(exc, pg_errors.LockNotAvailable) and what == "compact":
+        return StoreInUseError(
+            f"{message}: other sessions (an agent, a long transaction) kept the store's "
+            "tables busy, so they were not compacted (nothing was changed). Run it again "
+            "when the store is quieter, or with a longer lock_timeout."
+        )
     if rolled_back(exc):
         return BackendError(
             f"Postgres rolled back {what} ({message}): it conflicted with another "

@@ -67,6 +67,8 @@ a holder's connection.
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -79,7 +81,7 @@ from langchain_ltm.errors import (
 try:
     from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-    from langchain_ltm.backends.postgres import _broad, _calibrate
+    from langchain_ltm.backends.postgres import _broad, _calibrate, _compact
     from langchain_ltm.backends.postgres import _sql as sql
     from langchain_ltm.backends.postgres._calibrate import BroadCalibration
     from langchain_ltm.backends.postgres._conn import Connector, conninfo_from_engine
@@ -91,6 +93,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
         'Install them with: pip install "langchain-ltm[postgres]"'
     ) from exc
 
+from langchain_ltm.backends._compaction import Compacted
 from langchain_ltm.backends.base import (
     Capabilities,
     Hit,
@@ -233,6 +236,68 @@ class PostgresBackend(VectorBackend):
             transaction=True,
             vectors=False,
         )
+
+    def compact(self, *, lock_timeout: float = 10.0) -> Compacted:
+        """Rewrite both tables in user order, so each user's rows sit on a few pages.
+
+        At 1M facts a per-user search then reads 3-5 pages from outside shared buffers
+        instead of 11-15, and takes about 40% less time; the indexes are rebuilt compact and
+        deleted rows' space is given back (``CLUSTER``, see ``_compact``). Run it after a
+        bulk import, a migration, or mass deletions: both tables are locked for the whole
+        rewrite (26 s at 1M facts on 2 cores), so reads and writes of the store wait. An
+        HNSW index is rebuilt too: calibrate it again afterwards.
+
+        Args:
+            lock_timeout: Seconds to wait for other sessions to let go of the tables.
+
+        Returns:
+            The tables' bytes (with indexes and TOAST) before and after, and the seconds.
+
+        Raises:
+            StoreInUseError: Another session held the tables past ``lock_timeout`` (a long
+                transaction, a write in progress): nothing was changed; run it again when
+                the store is quieter, or with a longer ``lock_timeout``.
+            BackendError: The role does not own the tables, the disk filled up, ...
+                (one transaction: nothing was changed).
+
+        Example:
+            >>> backend = postgres_backend("postgresql://localhost/app")  # doctest: +SKIP
+            >>> done = backend.compact()  # doctest: +SKIP
+            >>> done.path, done.freed > 0  # doctest: +SKIP
+            ('public.ltm_items and public.ltm_items_vectors', True)
+        """
+        timeout = _check_lock_timeout(lock_timeout)
+        started = time.perf_counter()
+        before, after = self.connector.run(
+            lambda: _compact.compact(self.tables, timeout),
+            "compact",
+            transaction=True,
+            vectors=False,
+        )
+        return self._compacted(before, after, started)
+
+    async def acompact(self, *, lock_timeout: float = 10.0) -> Compacted:
+        """Async twin of :meth:`compact`.
+
+        Example:
+            >>> import asyncio
+            >>> backend = postgres_backend("postgresql://localhost/app")  # doctest: +SKIP
+            >>> done = asyncio.run(backend.acompact())  # doctest: +SKIP
+        """
+        timeout = _check_lock_timeout(lock_timeout)
+        started = time.perf_counter()
+        before, after = await self.connector.arun(
+            lambda: _compact.compact(self.tables, timeout),
+            "compact",
+            transaction=True,
+            vectors=False,
+        )
+        return self._compacted(before, after, started)
+
+    def _compacted(self, before: int, after: int, started: float) -> Compacted:
+        t = self.tables
+        where = f"{t.schema}.{t.table} and {t.schema}.{t.vectors_name}"
+        return Compacted(where, before, after, time.perf_counter() - started)
 
     def create_hnsw_index(
         self, m: int = 16, ef_construction: int = 128, *, calibrate: bool = False
@@ -704,3 +769,15 @@ def postgres_backend(
     if setup:
         backend.setup()
     return backend
+
+
+def _check_lock_timeout(seconds: object) -> float:
+    """``seconds`` as a positive, finite float (``ValueError`` saying what to give)."""
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, (int, float))
+        or not math.isfinite(seconds)
+        or seconds <= 0
+    ):
+        raise ValueError(f"lock_timeout must be a number of seconds > 0, e.g. 10; got {seconds!r}.")
+    return float(seconds)

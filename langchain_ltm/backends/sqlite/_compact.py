@@ -24,31 +24,12 @@ import contextlib
 import os
 import sqlite3
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
+from langchain_ltm.backends._compaction import Compacted, StoreInUseError
 from langchain_ltm.errors import BackendError
 
 __all__ = ["Compacted", "StoreInUseError", "compact"]
-
-
-class StoreInUseError(BackendError):
-    """Another connection has the SQLite file open, so it was not compacted."""
-
-
-@dataclass(frozen=True, slots=True)
-class Compacted:
-    """What :func:`compact` did: bytes on disk (file + WAL) before and after, and seconds."""
-
-    path: str
-    before: int
-    after: int
-    seconds: float
-
-    @property
-    def freed(self) -> int:
-        """Bytes given back to the disk."""
-        return self.before - self.after
 
 
 def _on_disk(path: Path) -> int:

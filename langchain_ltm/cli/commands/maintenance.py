@@ -1,10 +1,18 @@
-"""``ltm compact``: give the space of deleted memories back to the disk (SQLite files)."""
+"""``ltm compact``: rewrite a store compactly (SQLite files, Postgres tables).
+
+A SQLite file gives the space of deleted memories back to the disk (``VACUUM``); Postgres
+tables are rewritten in user order, so a user's rows sit on a few pages (``CLUSTER``),
+which also gives deleted rows' space back.
+"""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from langchain_ltm.cli.exits import EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, Failure
 from langchain_ltm.cli.session import Session
 from langchain_ltm.defaults import (
+    _POSTGRES_SCHEMES,
     _redact,
     check_sqlite_url,
     default_store_path,
@@ -12,16 +20,43 @@ from langchain_ltm.defaults import (
     sqlite_path,
 )
 
+if TYPE_CHECKING:
+    from langchain_ltm.backends._compaction import Compacted
+
 
 def cmd_compact(session: Session) -> int:
-    """``VACUUM`` the SQLite store when nothing else has it open; sizes before and after.
+    """Compact the store: ``VACUUM`` a SQLite file, ``CLUSTER`` Postgres tables by user.
 
-    The store is not opened as a store (that would hold the file open itself): the file is
-    compacted by :func:`langchain_ltm.backends.sqlite.compact` alone.
+    A SQLite file is compacted only when nothing else has it open, and not opened as a
+    store (that would hold it open itself): :func:`langchain_ltm.backends.sqlite.compact`
+    does it alone. Postgres tables are locked while they are rewritten; another session
+    holding them for longer than ``lock_timeout`` leaves them as they were.
     """
+    url = session.url
+    if url is not None and url.startswith(_POSTGRES_SCHEMES):
+        done = _compact_postgres(url)
+    else:
+        done = _compact_sqlite(url)
+    share = done.freed / done.before if done.before else 0.0
+    gave = f"{_mb(done.freed)} given back, {share:.0%}" if done.freed >= 0 else "indexes rebuilt"
+    human = (
+        f"compacted {done.path}: {_mb(done.before)} -> {_mb(done.after)} "
+        f"({gave}) in {done.seconds:.1f} s"
+    )
+    data = {
+        "store": done.path,
+        "bytes_before": done.before,
+        "bytes_after": done.after,
+        "bytes_freed": done.freed,
+        "seconds": round(done.seconds, 3),
+    }
+    session.emit(data, human)
+    return EXIT_OK
+
+
+def _compact_sqlite(url: str | None) -> Compacted:
     from langchain_ltm.backends.sqlite._compact import compact
 
-    url = session.url
     if url is None:
         if legacy_store_folder() is not None:
             raise Failure(
@@ -36,27 +71,33 @@ def cmd_compact(session: Session) -> int:
     else:
         raise Failure(
             EXIT_USAGE,
-            f"ltm compact shrinks SQLite files; {_redact(url)} is not one (Postgres reclaims "
-            "space with autovacuum, or VACUUM FULL in psql; a Qdrant collection compacts "
-            "itself)",
+            f"ltm compact rewrites SQLite files and Postgres tables; {_redact(url)} is "
+            "neither (a Qdrant collection compacts itself)",
         )
     if not path.is_file():
         raise Failure(EXIT_NOT_FOUND, f"there is no SQLite store at {path}")
-    done = compact(path)
-    share = done.freed / done.before if done.before else 0.0
-    human = (
-        f"compacted {done.path}: {_mb(done.before)} -> {_mb(done.after)} "
-        f"({_mb(done.freed)} given back, {share:.0%}) in {done.seconds:.1f} s"
-    )
-    data = {
-        "store": done.path,
-        "bytes_before": done.before,
-        "bytes_after": done.after,
-        "bytes_freed": done.freed,
-        "seconds": round(done.seconds, 3),
-    }
-    session.emit(data, human)
-    return EXIT_OK
+    return compact(path)
+
+
+def _compact_postgres(url: str) -> Compacted:
+    from psycopg import errors as pg_errors
+
+    from langchain_ltm.backends.postgres import postgres_backend
+    from langchain_ltm.errors import BackendError
+
+    backend = postgres_backend(url, setup=False)  # compact what is there, create nothing
+    try:
+        return backend.compact()
+    except BackendError as exc:
+        if isinstance(exc.__cause__, pg_errors.UndefinedTable):
+            raise Failure(
+                EXIT_NOT_FOUND,
+                f"there is no store at {_redact(url)} (no table {backend.tables.table} in "
+                f"schema {backend.tables.schema})",
+            ) from exc
+        raise
+    finally:
+        backend.close()
 
 
 def _mb(n: int) -> str:
