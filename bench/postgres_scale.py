@@ -32,6 +32,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -77,6 +78,56 @@ def sizes(conn: psycopg.Connection, table: str) -> tuple[int, int]:
     ).fetchone()
     assert row is not None
     return int(row[0]), int(row[1])
+
+
+class Searches:
+    """Per-user searches, ours and the floor's, interleaved query by query; run per phase."""
+
+    FLOOR_SQL = "SELECT key FROM floor WHERE ns = %s ORDER BY embedding <=> %s LIMIT 5"
+
+    def __init__(
+        self,
+        warmup: int,
+        store: LongTermMemoryStore,
+        emb: LookupEmbeddings,
+        floor: psycopg.Connection[Any],
+        generic: psycopg.Connection[Any],
+        queries: np.ndarray,
+        qusers: np.ndarray,
+        qtexts: list[str],
+    ) -> None:
+        self.warmup, self.store, self.emb = warmup, store, emb
+        self.floor, self.generic = floor, generic
+        self.queries, self.qusers, self.qtexts = queries, qusers, qtexts
+
+    def run(self) -> tuple[list[int], list[int], list[int], int]:
+        """Latencies (ns) of ours, the floor, the generic-plan floor; answers equal to it."""
+        cur = self.floor.cursor(binary=True)
+        gcur = self.generic.cursor(binary=True)
+        ours_lat: list[int] = []
+        floor_lat: list[int] = []
+        generic_lat: list[int] = []
+        agree = 0
+        for j in range(len(self.queries)):
+            user = int(self.qusers[j])
+            ns = user_ns(user)
+            params = (f"memories.user-{user:06d}.", self.queries[j])
+            e0, t0 = self.emb.spent_ns, clock()
+            mine = [it.key for it in self.store.search(ns, query=self.qtexts[j], limit=K)]
+            t1 = clock()
+            floors = [(cur, floor_lat), (gcur, generic_lat)]
+            for fcur, lat in floors if j % 2 else floors[::-1]:
+                f0 = clock()
+                fcur.execute(self.FLOOR_SQL, params, prepare=True)
+                theirs = [row[0] for row in fcur.fetchall()]
+                if j >= self.warmup:
+                    lat.append(clock() - f0)
+            if j >= self.warmup:
+                ours_lat.append(t1 - t0 - (self.emb.spent_ns - e0))
+                agree += mine == theirs
+        gcur.close()
+        cur.close()
+        return ours_lat, floor_lat, generic_lat, agree
 
 
 def run(args: argparse.Namespace, url: str) -> int:
@@ -163,40 +214,27 @@ def run(args: argparse.Namespace, url: str) -> int:
     qtexts = [f"query {j}" for j in range(len(queries))]
     emb.rows.clear()
     emb.add(qtexts, queries)
-    floor_sql = "SELECT key FROM floor WHERE ns = %s ORDER BY embedding <=> %s LIMIT 5"
-    cur = floor.cursor(binary=True)
     # the same query on a connection keeping its generic plan, as our pools do (left to
     # plan_cache_mode = auto, Postgres may re-plan it on every call); ratios use the faster
     generic = psycopg.connect(conninfo, autocommit=True)
     register_vector(generic)
     generic.execute("SET plan_cache_mode = force_generic_plan")
-    gcur = generic.cursor(binary=True)
-    ours_lat: list[int] = []
-    floor_lat: list[int] = []
-    generic_lat: list[int] = []
-    agree = 0
-    for j in range(len(queries)):
-        ns = user_ns(int(qusers[j]))
-        params = (f"memories.user-{int(qusers[j]):06d}.", queries[j])
-        e0, t0 = emb.spent_ns, clock()
-        mine = [it.key for it in store.search(ns, query=qtexts[j], limit=K)]
-        t1 = clock()
-        floors = [(cur, floor_lat), (gcur, generic_lat)]
-        for fcur, lat in floors if j % 2 else floors[::-1]:
-            f0 = clock()
-            fcur.execute(floor_sql, params, prepare=True)
-            theirs = [row[0] for row in fcur.fetchall()]
-            if j >= args.warmup:
-                lat.append(clock() - f0)
-        if j >= args.warmup:
-            ours_lat.append(t1 - t0 - (emb.spent_ns - e0))
-            agree += mine == theirs
-    gcur.close()
+    search = Searches(args.warmup, store, emb, floor, generic, queries, qusers, qtexts)
+    phases = [("as loaded", search.run())]
+    compacted, floor_cluster_s = None, 0.0
+    if args.compact:
+        compacted = backend.compact()  # ours in user order; the floor as loaded
+        phases.append(("ours compacted, floor as loaded", search.run()))
+        t0 = clock()
+        floor.execute("CLUSTER floor USING floor_ns")
+        floor.execute("ANALYZE floor")
+        floor_cluster_s = (clock() - t0) / 1e9
+        phases.append(("both in user order (floor clustered too)", search.run()))
     generic.close()
-    cur.close()
     backend.close()
     probe.close()
     floor.close()
+    ours_lat, floor_lat, generic_lat, agree = phases[0][1]
 
     o50, o95 = (float(x) for x in np.percentile(np.asarray(ours_lat) / 1e6, [50, 95]))
     f50, f95 = (float(x) for x in np.percentile(np.asarray(floor_lat) / 1e6, [50, 95]))
@@ -229,6 +267,21 @@ def run(args: argparse.Namespace, url: str) -> int:
     print(f"| floor (prepared psycopg, btree on ns) | {f50:.3f} | {f95:.3f} | {f50 / best:.2f}x |")
     print(f"| floor, generic plan kept | {g50:.3f} | {g95:.3f} | {g50 / best:.2f}x |")
     print(f"\nsame top-{K} keys as the floor: {agree}/{len(ours_lat)}")
+    if compacted is not None:
+        print(
+            f"\n### After `backend.compact()` ({compacted.seconds:.1f} s: "
+            f"{compacted.before / n:,.0f} -> {compacted.after / n:,.0f} bytes/fact of our "
+            f"tables and indexes); the floor clustered by ns after it ({floor_cluster_s:.1f} s)\n"
+        )
+        print("| phase | ours p50 / p95 | floor p50 / p95 | generic floor p50 | vs floor | same |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for label, (o, f, g, same) in phases:
+            ms = [np.percentile(np.asarray(x) / 1e6, [50, 95]) for x in (o, f, g)]
+            ratio = ms[0][0] / min(ms[1][0], ms[2][0])
+            print(
+                f"| {label} | {ms[0][0]:.3f} / {ms[0][1]:.3f} | {ms[1][0]:.3f} / {ms[1][1]:.3f} "
+                f"| {ms[2][0]:.3f} | {ratio:.2f}x | {same}/{len(o)} |"
+            )
     scale = 10_000_000 / n
     print("\n### 10M facts, projected linearly from this run (on paper)\n")
     print(
@@ -267,6 +320,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--url", help="use this server (its database ltm_bench_scale is replaced)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="20k facts, 2k users")
+    parser.add_argument(
+        "--compact",
+        action="store_true",
+        help="search again after backend.compact() (ours in user order), then with the floor "
+        "clustered by ns too",
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.facts, args.users, args.queries, args.warmup = 20_000, 2_000, 300, 50
