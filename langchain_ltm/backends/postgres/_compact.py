@@ -9,7 +9,7 @@ table in the order of its namespace-first index (items on the primary key
 written later go where there is room; compacting again puts them in order.
 
 Both tables are locked ``ACCESS EXCLUSIVE`` for the whole rewrite (reads and writes wait;
-26 s at 1M facts on 2 cores), items first, as writers lock them. If another session holds
+13-26 s at 1M facts on 2 cores), items first, as writers lock them. If another session holds
 one of them for longer than ``lock_timeout`` (a long transaction, an agent in the middle of
 a write), nothing is done and the caller is told (:class:`StoreInUseError`). It is one
 transaction: a failure half way (a full disk) changes nothing. It needs free space about
