@@ -448,7 +448,7 @@ changes nothing and exits 3; stop that, then run it again.
 Postgres tables (--store postgresql://...): each table is rewritten in user order (CLUSTER),
 so a user's facts sit on a few pages and per-user searches read fewer of them; the indexes
 are rebuilt and deleted rows' space is given back. Reads and writes of the store wait while
-it runs (15-30 s a million facts here); if other sessions keep the tables busy for 10 s, it
+it runs (15-40 s a million facts here); if other sessions keep the tables busy for 10 s, it
 changes nothing and exits 3. An HNSW index is rebuilt too: calibrate it again afterwards.
 
 Either way it needs free disk space about the size of the store.

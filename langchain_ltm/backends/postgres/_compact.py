@@ -1,15 +1,15 @@
 """Rewrite a store's two tables in namespace order: a user's rows on a few pages (I/O-free).
 
 Rows arrive in the order facts are said, so a user's items and vectors end up spread over
-the tables, one page each: at 1M facts a per-user search read 11-15 pages from outside
-shared buffers where the same rows bunched together need 3-5. ``CLUSTER`` rewrites each
-table in the order of its namespace-first index (items on the primary key
+the tables, one page each: at 1M facts a per-user search read 14-16 pages from outside
+shared buffers (1 GB of them), and 6 once the same rows were bunched together. ``CLUSTER``
+rewrites each table in the order of its namespace-first index (items on the primary key
 ``(ns_path, key)``, vectors on the scope index), builds every index anew (compact, as after
 ``REINDEX``) and gives the space of deleted rows back, as ``VACUUM FULL`` does. Rows
 written later go where there is room; compacting again puts them in order.
 
 Both tables are locked ``ACCESS EXCLUSIVE`` for the whole rewrite (reads and writes wait;
-13-26 s at 1M facts on 2 cores), items first, as writers lock them. If another session holds
+13-37 s at 1M facts on 2 cores), items first, as writers lock them. If another session holds
 one of them for longer than ``lock_timeout`` (a long transaction, an agent in the middle of
 a write), nothing is done and the caller is told (:class:`StoreInUseError`). It is one
 transaction: a failure half way (a full disk) changes nothing. It needs free space about

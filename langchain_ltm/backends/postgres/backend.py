@@ -244,7 +244,7 @@ class PostgresBackend(VectorBackend):
         instead of 11-15, and takes about 40% less time; the indexes are rebuilt compact and
         deleted rows' space is given back (``CLUSTER``, see ``_compact``). Run it after a
         bulk import, a migration, or mass deletions: both tables are locked for the whole
-        rewrite (13-26 s at 1M facts on 2 cores), so reads and writes of the store wait. An
+        rewrite (13-37 s at 1M facts on 2 cores), so reads and writes of the store wait. An
         HNSW index is rebuilt too: calibrate it again afterwards.
 
         Args:
