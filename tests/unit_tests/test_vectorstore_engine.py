@@ -235,11 +235,20 @@ def test_a_rare_value_filter_fills_the_limit_from_the_engine(kind, tmp_path):
     request = SearchRequest(("docs", "u1"), np.zeros((1, DIMS)), _compiled({"kind": "rare"}), 5)
     where = backend.search_filter(request)
     assert "ltm_v_kind" in str(where)  # pushed into the engine's own filter
+    if kind == "chroma":  # the engine applies it by itself: exactly u1's eight rare documents
+        raw = vs._collection.get(where=where, include=["metadatas"])
+        assert sorted(int(m["ltm_key"]) for m in raw["metadatas"]) == list(range(7, 300, 40))
+        assert {(m["ltm_n1"], m["ltm_v_kind"]) for m in raw["metadatas"]} == {("u1", "rare")}
+    # a vector query under it never strays outside the scope; Chroma's HNSW, searched under
+    # a filter this restrictive, sometimes returns none of them (about one build in six,
+    # with these duplicate-heavy vectors): the store then answers from the catalog, below
     results, _ = backend._vs_search(emb.embed_query("tea"), 1000, where)
-    assert 0 < len(results) <= 8
-    assert {(d.metadata["ltm_n1"], d.metadata["ltm_v_kind"]) for d, _ in results} == {
+    assert len(results) <= 8
+    assert {(d.metadata["ltm_n1"], d.metadata["ltm_v_kind"]) for d, _ in results} <= {
         ("u1", "rare")
     }
+    if kind == "faiss":  # exact search: every one of them
+        assert len(results) == 8
     for query in ("tea", "dog piano", "garden rain lisbon"):
         hits = store.search(("docs", "u1"), query=query, limit=5, filter={"kind": "rare"})
         want = _oracle(emb, items, query, lambda v: v["kind"] == "rare", 5)
