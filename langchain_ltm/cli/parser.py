@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -186,6 +187,18 @@ def _positive_int(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
+def _lock_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (0 < value <= 2_147_483):
+        raise argparse.ArgumentTypeError(
+            f"expected seconds > 0 and at most 2147483 (Postgres's limit), got {text!r}"
+        )
     return value
 
 
@@ -410,6 +423,14 @@ def build_parser() -> Parser:
     )
     parser.commands["compact"] = p
     _global_options(p, "not used (the whole store is compacted)", store_help)
+    p.add_argument(
+        "--lock-timeout",
+        type=_lock_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="Postgres only: seconds to wait for other sessions to let go of each table "
+        "(default 10; at most 2147483)",
+    )
     p = sub.add_parser(
         "encoder",
         help="The warm encoder process that embeds for ltm: status, start or stop.",
@@ -448,15 +469,16 @@ changes nothing and exits 3; stop that, then run it again.
 Postgres tables (--store postgresql://...): each table is rewritten in user order (CLUSTER),
 so a user's facts sit on a few pages and per-user searches read fewer of them; the indexes
 are rebuilt and deleted rows' space is given back. Reads and writes of the store wait while
-it runs (15-40 s a million facts here); if other sessions keep the tables busy for 10 s, it
-changes nothing and exits 3. An HNSW index is rebuilt too: calibrate it again afterwards.
+it runs (15-40 s a million facts here); if other sessions keep a table busy for 10 s
+(--lock-timeout), it changes nothing and exits 3. An HNSW index is rebuilt too: calibrate
+it again afterwards.
 
 Either way it needs free disk space about the size of the store.
 
 examples:
   ltm compact
   ltm compact --store sqlite:///memories.db --json
-  ltm compact --store postgresql://app@db/app
+  ltm compact --store postgresql://app@db/app --lock-timeout 60
 """
 
 # no --user: every user / none

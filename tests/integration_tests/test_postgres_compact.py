@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import threading
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -150,7 +151,42 @@ def test_compact_changes_nothing_while_another_session_holds_the_tables(
     assert backend.compact().after > 0  # alone now: it works
 
 
-@pytest.mark.parametrize("bad", [0, -1, float("nan"), float("inf"), True, "10", None])
+@pytest.mark.parametrize("held_first", ["items", "vectors"])
+def test_compact_does_not_wait_past_lock_timeout_for_a_table_locked_outright(
+    make_backend, pg_url, pg_conn, held_first
+):
+    """Even measuring the tables' size waits for a lock: the timeout must already apply.
+
+    The other session lets go after 20 s; a compact that waited for it would then succeed.
+    """
+    backend = make_backend(dims=DIMS)
+    _fill(backend)
+    t = backend.tables
+    table = t.items if held_first == "items" else t.vectors
+    before = _snapshot(pg_conn, backend)
+    with psycopg.connect(pg_url) as holder:
+        holder.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
+        release = threading.Timer(20, holder.rollback)
+        release.start()
+        try:
+            with pytest.raises(StoreInUseError, match="nothing was changed"):
+                backend.compact(lock_timeout=0.2)
+
+            async def run() -> None:
+                with pytest.raises(StoreInUseError, match="nothing was changed"):
+                    await backend.acompact(lock_timeout=0.2)
+
+            asyncio.run(run())
+            assert release.is_alive()  # refused while the lock was still held
+        finally:
+            release.cancel()
+            holder.rollback()
+    assert _snapshot(pg_conn, backend) == before
+
+
+@pytest.mark.parametrize(
+    "bad", [0, -1, float("nan"), float("inf"), 2_147_484, 1e12, True, "10", None]
+)
 def test_compact_refuses_a_bad_lock_timeout_before_any_io(bad):
     from langchain_ltm.backends.postgres import postgres_backend
 
@@ -245,3 +281,37 @@ def test_ltm_compact_on_postgres(own_database, capsys, monkeypatch):
     assert "compacted public.ltm_items and public.ltm_items_vectors:" in capsys.readouterr().out
     with LongTermMemoryStore.from_postgres(url, embeddings) as store:
         assert {f"user{u}": store.list_all(f"user{u}") for u in range(5)} == listed
+
+
+def test_ltm_compact_on_a_busy_postgres_store_exits_3_and_changes_nothing(
+    own_database, capsys, monkeypatch
+):
+    monkeypatch.delenv("LTM_STORE", raising=False)
+    url = _as_url(own_database)
+    with LongTermMemoryStore.from_postgres(url, KeywordEmbeddings(dims=64)) as store:
+        for n in range(10):
+            store.remember(f"user{n % 2}", f"fact number {n}")
+        listed = {u: store.list_all(u) for u in ("user0", "user1")}
+    with psycopg.connect(own_database) as holder:
+        holder.execute("LOCK TABLE ltm_items_vectors IN ACCESS EXCLUSIVE MODE")
+        assert cli.main(["compact", "--store", url, "--lock-timeout", "0.2"]) == 3
+        err = capsys.readouterr().err
+        assert "busy for 0.2 s" in err and "nothing was compacted" in err
+        assert "--lock-timeout" in err  # the option that waits longer
+        holder.rollback()
+    with LongTermMemoryStore.from_postgres(url, KeywordEmbeddings(dims=64)) as store:
+        assert {u: store.list_all(u) for u in ("user0", "user1")} == listed
+    assert cli.main(["compact", "--store", url, "--lock-timeout", "30"]) == 0  # quiet now
+
+
+def test_ltm_compact_without_the_vectors_table_names_both_tables(own_database, capsys, monkeypatch):
+    monkeypatch.delenv("LTM_STORE", raising=False)
+    url = _as_url(own_database)
+    with LongTermMemoryStore.from_postgres(url, KeywordEmbeddings(dims=64)) as store:
+        store.remember("user0", "a fact")
+    with psycopg.connect(own_database, autocommit=True) as conn:
+        conn.execute("DROP TABLE ltm_items_vectors")
+    assert cli.main(["compact", "--store", url]) == 1
+    assert "no table ltm_items or ltm_items_vectors" in capsys.readouterr().err
+    with psycopg.connect(own_database) as conn:  # the items are where they were
+        assert conn.execute("SELECT count(*) FROM ltm_items").fetchone() == (1,)

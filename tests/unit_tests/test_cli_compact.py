@@ -167,3 +167,16 @@ def test_compact_takes_no_user_and_defaults_to_the_default_store(tmp_path, capsy
         pass
     assert cli.main(["compact", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["store"] == str(home / "memories.db")
+
+
+def test_lock_timeout_is_for_postgres_and_must_be_a_sensible_number(emptied, capsys):
+    path, _ = emptied
+    size = path.stat().st_size
+    code = cli.main(["compact", "--store", f"sqlite:///{path}", "--lock-timeout", "5"])
+    assert code == 2
+    assert "--lock-timeout is for Postgres stores" in capsys.readouterr().err
+    assert path.stat().st_size == size  # not compacted
+    for bad in ("0", "-1", "nan", "inf", "2147484", "ten"):
+        code = cli.main(["compact", "--store", "postgresql://app@db/app", "--lock-timeout", bad])
+        assert code == 2
+        assert "expected seconds > 0 and at most 2147483" in capsys.readouterr().err

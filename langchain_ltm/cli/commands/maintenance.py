@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from langchain_ltm.cli.exits import EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, Failure
+from langchain_ltm.cli.exits import EXIT_ENGINE, EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, Failure
 from langchain_ltm.cli.session import Session
 from langchain_ltm.defaults import (
     _POSTGRES_SCHEMES,
@@ -33,8 +33,15 @@ def cmd_compact(session: Session) -> int:
     holding them for longer than ``lock_timeout`` leaves them as they were.
     """
     url = session.url
+    lock_timeout: float | None = session.args.lock_timeout
     if url is not None and url.startswith(_POSTGRES_SCHEMES):
-        done = _compact_postgres(url)
+        done = _compact_postgres(url, 10.0 if lock_timeout is None else lock_timeout)
+    elif lock_timeout is not None:
+        raise Failure(
+            EXIT_USAGE,
+            "--lock-timeout is for Postgres stores (--store postgresql://...); a SQLite file "
+            "is compacted only when nothing else has it open, without waiting: drop the option",
+        )
     else:
         done = _compact_sqlite(url)
     share = done.freed / done.before if done.before else 0.0
@@ -79,21 +86,30 @@ def _compact_sqlite(url: str | None) -> Compacted:
     return compact(path)
 
 
-def _compact_postgres(url: str) -> Compacted:
+def _compact_postgres(url: str, lock_timeout: float) -> Compacted:
     from psycopg import errors as pg_errors
 
-    from langchain_ltm.backends.postgres import postgres_backend
+    from langchain_ltm.backends.postgres import StoreInUseError, postgres_backend
     from langchain_ltm.errors import BackendError
 
     backend = postgres_backend(url, setup=False)  # compact what is there, create nothing
     try:
-        return backend.compact()
+        return backend.compact(lock_timeout=lock_timeout)
+    except StoreInUseError as exc:
+        cause = str(exc.__cause__).strip() if exc.__cause__ else "lock timeout"
+        raise Failure(
+            EXIT_ENGINE,
+            f"other sessions (an agent, a long transaction) kept the store's tables at "
+            f"{_redact(url)} busy for {lock_timeout:g} s ({cause}), so nothing was compacted "
+            "or changed. Run it again when the store is quieter, or with a longer "
+            "--lock-timeout.",
+        ) from exc
     except BackendError as exc:
         if isinstance(exc.__cause__, pg_errors.UndefinedTable):
             raise Failure(
                 EXIT_NOT_FOUND,
-                f"there is no store at {_redact(url)} (no table {backend.tables.table} in "
-                f"schema {backend.tables.schema})",
+                f"there is no store at {_redact(url)} (no table {backend.tables.table} or "
+                f"{backend.tables.vectors_name} in schema {backend.tables.schema})",
             ) from exc
         raise
     finally:
