@@ -56,7 +56,7 @@ def test_setup_is_idempotent_and_records_the_schema_version(make_backend, pg_con
     again = make_backend(table=backend.tables.table)  # another process, no dims given
     assert again.dims == 64
     versions = pg_conn.execute(f"SELECT version FROM {backend.tables.versions}").fetchall()
-    assert versions == [(1,), (2,)]
+    assert versions == [(1,), (2,), (3,)]
     columns = dict(
         pg_conn.execute(
             "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = %s",
@@ -96,12 +96,14 @@ def test_a_version_1_table_migrates_to_ttl_columns(make_backend, pg_conn, emb):
     t = backend.tables
     pg_conn.execute(  # what schema version 1 looked like
         f"DROP INDEX {t.schema}.{t.index('expires_at')}; "
-        f"ALTER TABLE {t.items} DROP COLUMN expires_at, DROP COLUMN ttl_minutes; "
-        f"DELETE FROM {t.versions} WHERE version = 2"
+        f"ALTER TABLE {t.items} DROP COLUMN expires_at, DROP COLUMN ttl_minutes, "
+        f"DROP CONSTRAINT {t.index('fact_hash')}, ADD CONSTRAINT {t.index('fact_hash')} "
+        "UNIQUE (ns_path, content_hash) DEFERRABLE INITIALLY DEFERRED; "
+        f"DELETE FROM {t.versions} WHERE version >= 2"
     )
     store = LongTermMemoryStore(make_backend(table=t.table), embeddings=emb)  # setup migrates
     versions = pg_conn.execute(f"SELECT version, description FROM {t.versions}").fetchall()
-    assert [v for v, _ in versions] == [1, 2] and "TTL" in versions[1][1]
+    assert [v for v, _ in versions] == [1, 2, 3] and "TTL" in versions[1][1]
     columns = dict(
         pg_conn.execute(
             "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = %s",
@@ -122,6 +124,57 @@ def test_a_version_1_table_migrates_to_ttl_columns(make_backend, pg_conn, emb):
     assert pg_conn.execute(
         f"SELECT ttl_minutes, expires_at FROM {t.items} WHERE key = 'old'"
     ).fetchone() == (None, None)
+
+
+def _fact_hash_constraint(pg_conn, t):
+    row = pg_conn.execute(
+        "SELECT contype, pg_get_constraintdef(oid), condeferrable, condeferred "
+        "FROM pg_constraint WHERE conname = %s AND conrelid = %s::regclass",
+        (f"{t.table}_fact_hash", t.items),
+    ).fetchone()
+    assert row is not None
+    return row
+
+
+def test_the_fact_hash_is_unique_among_facts_only(make_backend, pg_conn, emb):
+    backend = make_backend(dims=64)
+    t = backend.tables
+    contype, definition, deferrable, deferred = _fact_hash_constraint(pg_conn, t)
+    assert contype == "x" and deferrable and deferred  # exclusion, checked at commit
+    assert "WHERE ((content_hash IS NOT NULL))" in definition
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    for i in range(30):  # BaseStore items: no hash, so nothing in the index
+        store.put(("docs",), f"plain-{i}", {"content": f"plain text {i}"})
+    store.remember("u1", "I live in Paris")
+    pg_conn.execute(f"VACUUM ANALYZE {t.items}")
+    (entries,) = pg_conn.execute(
+        "SELECT reltuples FROM pg_class WHERE oid = %s::regclass",
+        (f'"{t.schema}".{t.index("fact_hash")}',),
+    ).fetchone()
+    assert entries == 1
+
+
+def test_a_version_2_table_gets_the_partial_fact_hash_constraint(make_backend, pg_conn, emb):
+    backend = make_backend(dims=64)
+    t = backend.tables
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    store.put(("docs",), "plain", {"content": "no hash here"})
+    fact = store.remember("u1", "I live in Paris").fact
+    pg_conn.execute(  # what schema version 2 had
+        f"ALTER TABLE {t.items} DROP CONSTRAINT {t.index('fact_hash')}, "
+        f"ADD CONSTRAINT {t.index('fact_hash')} UNIQUE (ns_path, content_hash) "
+        f"DEFERRABLE INITIALLY DEFERRED; DELETE FROM {t.versions} WHERE version = 3"
+    )
+    assert _fact_hash_constraint(pg_conn, t)[0] == "u"
+    again = LongTermMemoryStore(make_backend(table=t.table), embeddings=emb)  # migrates
+    versions = pg_conn.execute(f"SELECT version FROM {t.versions} ORDER BY 1").fetchall()
+    assert versions == [(1,), (2,), (3,)]
+    contype, definition, deferrable, deferred = _fact_hash_constraint(pg_conn, t)
+    assert (contype, deferrable, deferred) == ("x", True, True)
+    assert "WHERE ((content_hash IS NOT NULL))" in definition
+    assert again.get(("docs",), "plain").value == {"content": "no hash here"}
+    assert [f.id for f in again.list_all("u1")] == [fact.id]
+    assert again.remember("u1", "i live in paris!").action == "duplicate"
 
 
 def test_newer_schema_version_is_refused(make_backend, pg_conn):

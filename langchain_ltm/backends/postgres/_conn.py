@@ -11,8 +11,8 @@ not, and writing the same batch again leaves the same rows. A second failure rai
 ``BackendError``. So is a call that Postgres rolled back as a deadlock victim or for a
 serialization failure (SQLSTATE class 40): our writes cannot deadlock with each other
 (``_sql.write_locks``), but a writer outside that discipline can, and so do two
-transactions swapping two facts' contents (each waits for the other in the ``UNIQUE
-(ns_path, content_hash)`` index, across keys); the retry then reports the duplicate.
+transactions swapping two facts' contents (each waits for the other in the fact-hash
+index, across keys); the retry then reports the duplicate.
 """
 
 from __future__ import annotations
@@ -76,9 +76,9 @@ def translate(exc: BaseException, what: str, why: str = "") -> Exception:
             f"No Postgres connection within the pool timeout ({exc}{why}). Check that the "
             "server is up and reachable, or raise max_size/timeout of postgres_backend()."
         )
-    if isinstance(exc, pg_errors.UniqueViolation) and str(
+    if isinstance(exc, pg_errors.UniqueViolation | pg_errors.ExclusionViolation) and str(
         getattr(exc.diag, "constraint_name", "")
-    ).endswith("_fact_hash"):
+    ).endswith("_fact_hash"):  # a unique constraint up to schema version 2, then exclusion
         return DuplicateFactError(
             "Another writer stored the same fact for this user at the same moment, so this "
             "batch was not written (unique content hash per namespace). Call remember() "
