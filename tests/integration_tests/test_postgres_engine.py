@@ -90,6 +90,13 @@ def test_concurrent_setups_of_one_table(make_backend, pg_url):
     assert errors == []
 
 
+# the fact-hash constraint of schema versions 1 and 2 (an ALTER TABLE action)
+_UNIQUE_FACT_HASH = (
+    "DROP CONSTRAINT {name}, ADD CONSTRAINT {name} UNIQUE (ns_path, content_hash) "
+    "DEFERRABLE INITIALLY DEFERRED"
+)
+
+
 def test_a_version_1_table_migrates_to_ttl_columns(make_backend, pg_conn, emb):
     backend = make_backend(dims=64)
     LongTermMemoryStore(backend, embeddings=emb).put(NS, "old", {"text": "green tea"})
@@ -97,8 +104,7 @@ def test_a_version_1_table_migrates_to_ttl_columns(make_backend, pg_conn, emb):
     pg_conn.execute(  # what schema version 1 looked like
         f"DROP INDEX {t.schema}.{t.index('expires_at')}; "
         f"ALTER TABLE {t.items} DROP COLUMN expires_at, DROP COLUMN ttl_minutes, "
-        f"DROP CONSTRAINT {t.index('fact_hash')}, ADD CONSTRAINT {t.index('fact_hash')} "
-        "UNIQUE (ns_path, content_hash) DEFERRABLE INITIALLY DEFERRED; "
+        f"{_UNIQUE_FACT_HASH.format(name=t.index('fact_hash'))}; "
         f"DELETE FROM {t.versions} WHERE version >= 2"
     )
     store = LongTermMemoryStore(make_backend(table=t.table), embeddings=emb)  # setup migrates
@@ -127,6 +133,7 @@ def test_a_version_1_table_migrates_to_ttl_columns(make_backend, pg_conn, emb):
 
 
 def _fact_hash_constraint(pg_conn, t):
+    """(contype, definition, deferrable, deferred) of the table's fact-hash constraint."""
     row = pg_conn.execute(
         "SELECT contype, pg_get_constraintdef(oid), condeferrable, condeferred "
         "FROM pg_constraint WHERE conname = %s AND conrelid = %s::regclass",
@@ -136,12 +143,16 @@ def _fact_hash_constraint(pg_conn, t):
     return row
 
 
+def _assert_facts_only_at_commit(pg_conn, t):
+    contype, definition, deferrable, deferred = _fact_hash_constraint(pg_conn, t)
+    assert (contype, deferrable, deferred) == ("x", True, True)  # exclusion, at commit
+    assert "WHERE ((content_hash IS NOT NULL))" in definition
+
+
 def test_the_fact_hash_is_unique_among_facts_only(make_backend, pg_conn, emb):
     backend = make_backend(dims=64)
     t = backend.tables
-    contype, definition, deferrable, deferred = _fact_hash_constraint(pg_conn, t)
-    assert contype == "x" and deferrable and deferred  # exclusion, checked at commit
-    assert "WHERE ((content_hash IS NOT NULL))" in definition
+    _assert_facts_only_at_commit(pg_conn, t)
     store = LongTermMemoryStore(backend, embeddings=emb)
     for i in range(30):  # BaseStore items: no hash, so nothing in the index
         store.put(("docs",), f"plain-{i}", {"content": f"plain text {i}"})
@@ -161,17 +172,14 @@ def test_a_version_2_table_gets_the_partial_fact_hash_constraint(make_backend, p
     store.put(("docs",), "plain", {"content": "no hash here"})
     fact = store.remember("u1", "I live in Paris").fact
     pg_conn.execute(  # what schema version 2 had
-        f"ALTER TABLE {t.items} DROP CONSTRAINT {t.index('fact_hash')}, "
-        f"ADD CONSTRAINT {t.index('fact_hash')} UNIQUE (ns_path, content_hash) "
-        f"DEFERRABLE INITIALLY DEFERRED; DELETE FROM {t.versions} WHERE version = 3"
+        f"ALTER TABLE {t.items} {_UNIQUE_FACT_HASH.format(name=t.index('fact_hash'))}; "
+        f"DELETE FROM {t.versions} WHERE version = 3"
     )
     assert _fact_hash_constraint(pg_conn, t)[0] == "u"
     again = LongTermMemoryStore(make_backend(table=t.table), embeddings=emb)  # migrates
     versions = pg_conn.execute(f"SELECT version FROM {t.versions} ORDER BY 1").fetchall()
     assert versions == [(1,), (2,), (3,)]
-    contype, definition, deferrable, deferred = _fact_hash_constraint(pg_conn, t)
-    assert (contype, deferrable, deferred) == ("x", True, True)
-    assert "WHERE ((content_hash IS NOT NULL))" in definition
+    _assert_facts_only_at_commit(pg_conn, t)
     assert again.get(("docs",), "plain").value == {"content": "no hash here"}
     assert [f.id for f in again.list_all("u1")] == [fact.id]
     assert again.remember("u1", "i live in paris!").action == "duplicate"
