@@ -286,7 +286,12 @@ class ImportReport:
             text += (
                 "\n\n"
                 + table(
-                    ["LINE", "NOT RESTORED (the user has this text as another fact)"], conflicts
+                    [
+                        "LINE",
+                        "NOT RESTORED (the user has this text as another fact, or this fact "
+                        "with a text the line lacks)",
+                    ],
+                    conflicts,
                 )
                 + "\n(import with --merge to fold them into the stored facts)"
             )

@@ -48,8 +48,10 @@ class ImportResult:
         mode: ``restore`` (records written back as they were) or ``merge`` (each text
             re-decided by ``remember``).
         restored: Facts written back (restore).
-        conflicts: Ids of records not restored because another fact of the user already has
-            the same text (restore into a store that has it; nothing was changed for them).
+        conflicts: Ids of records not restored, nothing changed for them: another fact of
+            the user already has the same text, or the user's fact with that id holds a
+            text the record does not carry (a newer state than the export's: restoring
+            would hide it). ``mode="merge"`` folds such records into the stored facts.
         results: One ``RememberResult`` per text re-decided (merge), oldest version first.
         dry_run: Nothing was written.
         expired: Ids of records left out because their ``expires_at`` had passed (a fact
@@ -106,6 +108,8 @@ def import_user(
             f"The records carry expires_at, and the {ctx.backend.capabilities.name} engine "
             "does not support TTL; import them into an engine that does (or remove the field)."
         )
+    if mode == "restore":
+        _one_record_per_id(parsed)
     exact = [fact for fact, has_id, _ in live if has_id and mode == "restore"]
     loose = [(fact, dated) for fact, has_id, dated in live if not (has_id and mode == "restore")]
     result = ImportResult(mode, dry_run=dry_run)
@@ -186,19 +190,30 @@ def _restore(
             ctx.backend, "search", SearchRequest(namespace, None, with_hashes(list(seen)), None, 0)
         )
         owner = {str(h.item.value["content_hash"]): h.item.key for h in same_text}
-        conflicts = tuple(f.id for f in facts if owner.get(content_hash(f.content), f.id) != f.id)
-        restored = [f for f in facts if f.id not in conflicts]
+        taken = {f.id for f in facts if owner.get(content_hash(f.content), f.id) != f.id}
+        candidates = [f for f in facts if f.id not in taken]
+        stored = yield call(ctx.backend, "get", [(namespace, f.id) for f in candidates])
         (old_versions,) = yield call(
             ctx.backend,
             "search",
             SearchRequest(
                 namespace,
                 None,
-                (Condition(("version_of",), "$in", [f.id for f in restored] or [""]),),
+                (Condition(("version_of",), "$in", [f.id for f in candidates] or [""]),),
                 None,
                 0,
             ),
         )
+        # a record may replace the stored fact of its id only if it carries every text of
+        # it (an older export restored over newer texts would hide them for good)
+        held_texts = _stored_texts(candidates, stored, old_versions)
+        conflicts = tuple(
+            f.id
+            for f in facts
+            if f.id in taken or not held_texts[f.id] <= _record_texts(f)
+        )
+        restored = [f for f in candidates if f.id not in conflicts]
+        old_versions = [h for h in old_versions if h.item.value.get("version_of") not in conflicts]
         records: list[Record] = []
         for fact in restored:
             records.extend(_fact_records(namespace, fact, vectors, row))
@@ -213,6 +228,44 @@ def _restore(
     finally:
         yield from ctx.locks.release(ctx.backend, held)
     return ImportResult("restore", restored=len(restored), conflicts=conflicts, dry_run=dry_run)
+
+
+def _one_record_per_id(parsed: Sequence[tuple[Fact, bool, bool]]) -> None:
+    """Raise InvalidFactError when two records of a restore carry the same ``id``."""
+    first: dict[str, int] = {}
+    for line, (fact, has_id, _) in enumerate(parsed, 1):
+        if not has_id:
+            continue
+        if fact.id in first:
+            raise InvalidFactError(
+                f"Records {first[fact.id]} and {line} have the same id {fact.id!r}: a restore "
+                "would keep only one of their texts. Give one of them another id (or drop "
+                'it), or import with mode="merge".'
+            )
+        first[fact.id] = line
+
+
+def _record_texts(fact: Fact) -> set[str]:
+    """The texts (as content hashes) a record brings: its current text and its versions."""
+    return {content_hash(fact.content), *(content_hash(v.content) for v in fact.history)}
+
+
+def _stored_texts(
+    facts: Sequence[Fact], stored: Sequence[Any], versions: Sequence[Any]
+) -> dict[str, set[str]]:
+    """Per record id, the texts (content hashes) the store holds under that id now."""
+    held: dict[str, set[str]] = {f.id: set() for f in facts}
+    for fact, item in zip(facts, stored, strict=True):
+        if item is None:
+            continue
+        value = item.value
+        texts = [value.get("content"), *(value.get("history") or ())]  # 0.1: inline history
+        held[fact.id].update(content_hash(t) for t in texts if isinstance(t, str) and t)
+    for hit in versions:
+        text, owner = hit.item.value.get("content"), hit.item.value.get("version_of")
+        if isinstance(text, str) and text and owner in held:
+            held[owner].add(content_hash(text))
+    return held
 
 
 def _fact_records(
@@ -292,17 +345,18 @@ def _parse_record(
             raise InvalidFactError(f"{where}: id {fact_id!r} may not contain '@'.")
     now = _clock.utcnow()
     try:
-        created = _time(record, "created_at", now)
-        updated = _time(record, "updated_at", created)
-        since = _time(record, "valid_from", created)
-        expires = _time(record, "expires_at", now) if record.get("expires_at") else None
+        created = _time(record, "created_at", now, where)
+        updated = _time(record, "updated_at", created, where)
+        since = _time(record, "valid_from", created, where)
+        expires = _time(record, "expires_at", now, where) if record.get("expires_at") else None
         if expires is not None and record.get("updated_at") and expires <= updated:
             raise InvalidFactError(
                 f"{where}: expires_at {expires.isoformat()} is not after updated_at "
                 f"{updated.isoformat()}."
             )
         history = tuple(
-            _version(ctx, v, where, created, updated, since) for v in record.get("history") or ()
+            _version(ctx, v, f"{where}: history[{n}]", created, updated, since)
+            for n, v in enumerate(record.get("history") or ())
         )
         if restore:
             _not_future(where, now, created_at=created, updated_at=updated, valid_from=since)
@@ -361,24 +415,39 @@ def _version(
     updated: datetime,
     since: datetime,
 ) -> FactVersion:
-    """One exported version; a plain string is a 0.1 export's history entry (no dates)."""
+    """One exported version; a plain string is a 0.1 export's history entry (no dates).
+
+    ``where`` names the entry (``record 3: history[0]``). Its times must be ISO 8601
+    strings (missing: the record's), and it may not end before it begins.
+    """
     if isinstance(raw, str):
-        text = validate_text(raw, f"{where}: history content", ctx.max_fact_chars)
+        text = validate_text(raw, f"{where}: content", ctx.max_fact_chars)
         return FactVersion(text, created, updated)
     if not isinstance(raw, Mapping):
         raise InvalidFactError(f"{where}: a history entry must be an object, got {raw!r}.")
+    valid_from = _time(raw, "valid_from", created, where)
+    valid_to = _time(raw, "valid_to", since, where)
+    if valid_to < valid_from:
+        raise InvalidFactError(
+            f"{where}: valid_to {valid_to.isoformat()} is before valid_from "
+            f"{valid_from.isoformat()}; a version ends after it begins."
+        )
     return FactVersion(
-        validate_text(raw.get("content"), f"{where}: history content", ctx.max_fact_chars),
-        layout.parse_time(raw.get("valid_from"), created),
-        layout.parse_time(raw.get("valid_to"), since),
-        _metadata(raw.get("metadata"), f"{where}: history"),
+        validate_text(raw.get("content"), f"{where}: content", ctx.max_fact_chars),
+        valid_from,
+        valid_to,
+        _metadata(raw.get("metadata"), where),
     )
 
 
-def _time(record: Mapping[str, Any], name: str, default: datetime) -> datetime:
+def _time(record: Mapping[str, Any], name: str, default: datetime, where: str) -> datetime:
+    """The record's time ``name`` (``default`` when missing); InvalidFactError naming it."""
     text = record.get(name)
     if text is None:
         return default
     if not isinstance(text, str):
-        raise InvalidFactError(f"{name} must be an ISO 8601 string, got {text!r}.")
-    return layout.parse_time(text, default)
+        raise InvalidFactError(f"{where}: {name} must be an ISO 8601 string, got {text!r}.")
+    try:
+        return layout.parse_time(text, default)
+    except ValueError as exc:
+        raise InvalidFactError(f"{where}: {name} {text!r} is not an ISO 8601 time.") from exc

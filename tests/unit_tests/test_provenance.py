@@ -300,8 +300,9 @@ async def test_a_restore_refuses_times_in_the_future(mem):
     with pytest.raises(InvalidFactError, match=r"record 1: valid_from 2099-01-01.* future"):
         await mem.import_user("u1", [far])
     old = {"id": "f1", "content": TWO, "valid_from": "2020-01-01T00:00:00Z"}
-    bad = {**old, "history": [{"content": ONE, "valid_from": "2099-01-01T00:00:00Z"}]}
-    with pytest.raises(InvalidFactError, match=r"record 2: history\[0\]: valid_from"):
+    later = {"valid_from": "2099-01-01T00:00:00Z", "valid_to": "2099-02-01T00:00:00Z"}
+    bad = {**old, "history": [{"content": ONE, **later}]}
+    with pytest.raises(InvalidFactError, match=r"record 2: history\[0\]: valid_from 2099.* future"):
         await mem.import_user("u1", [old, bad])
     assert await mem.list_all("u1") == []
     merged = await mem.import_user(

@@ -256,7 +256,26 @@ async def test_merge_import_redecides_and_dry_run_writes_nothing(mem):
     [
         ({"content": ""}, "record 2: content is empty"),
         ({"content": "ok", "created_at": "yesterday"}, "record 2"),
-        ({"content": "ok", "history": [{"content": None}]}, "record 2: history content"),
+        ({"content": "ok", "history": [{"content": None}]}, r"record 2: history\[0\]: content"),
+        ({"content": "ok", "created_at": 5}, "record 2: created_at must be an ISO 8601 string"),
+        (
+            {"content": "ok", "history": [{"content": "a", "valid_from": 20200101}]},
+            r"record 2: history\[0\]: valid_from must be an ISO 8601 string",
+        ),
+        (
+            {
+                "content": "ok",
+                "history": [
+                    {"content": "a", "valid_from": "2020-01-01T00:00:00Z"},
+                    {
+                        "content": "b",
+                        "valid_from": "2022-01-01T00:00:00Z",
+                        "valid_to": "2020-06-01T00:00:00Z",
+                    },
+                ],
+            },
+            r"record 2: history\[1\]: valid_to 2020-06-01T00:00:00\+00:00 is before valid_from",
+        ),
         ({"content": "ok", "metadata": [1]}, "metadata must be an object"),
         ({"content": "ok", "id": "a@1"}, "may not contain '@'"),
         (42, "record 2 must be an object"),
@@ -266,6 +285,31 @@ async def test_merge_import_redecides_and_dry_run_writes_nothing(mem):
 async def test_a_bad_import_record_writes_nothing(mem, bad, message):
     with pytest.raises(InvalidFactError, match=message):
         await mem.import_user("u1", [{"content": "I like green tea"}, bad])
+    assert await mem.list_all("u1") == []
+
+
+async def test_an_older_export_never_restores_over_newer_texts(mem):
+    made = await mem.remember("u1", "My rent is 1200")
+    older = await mem.export_user("u1")
+    await mem.update_fact("u1", made.fact.id, "My rent is 1350")
+    newer = await mem.export_user("u1")
+    result = await mem.import_user("u1", older)
+    assert result.restored == 0 and result.conflicts == (made.fact.id,)
+    assert await mem.export_user("u1") == newer  # 1350 still current, 1200 its version
+    merged = await mem.import_user("u1", older, "merge")  # what the conflict suggests
+    assert merged.counts() == {"duplicate": 1} and await mem.export_user("u1") == newer
+    # an export carrying every stored text restores over the older state
+    await mem.clear_user("u1")
+    await mem.import_user("u1", older)
+    again = await mem.import_user("u1", newer)
+    assert again.restored == 1 and again.conflicts == ()
+    assert await mem.export_user("u1") == newer
+
+
+async def test_two_records_with_one_id_are_refused(mem):
+    records = [{"id": "abc", "content": "Likes tea"}, {"id": "abc", "content": "Likes jazz"}]
+    with pytest.raises(InvalidFactError, match="Records 1 and 2 have the same id 'abc'"):
+        await mem.import_user("u1", records)
     assert await mem.list_all("u1") == []
 
 
