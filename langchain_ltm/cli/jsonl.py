@@ -103,8 +103,9 @@ def _import_record(obj: Any, line: str, where: str, max_chars: int) -> dict[str,
     if not isinstance(obj, dict) or "id" not in obj:
         plain: dict[str, Any] = {"content": content}
         if isinstance(obj, dict):
-            # expires_at: left out once past; valid_from: when it was said; metadata: kept
-            for field in ("expires_at", "valid_from"):
+            # expires_at: left out once past; valid_from / created_at: when it was said (as
+            # the API's merge reads them); metadata: kept
+            for field in ("expires_at", "valid_from", "created_at"):
                 if obj.get(field) is not None:
                     plain[field] = obj[field]
                     _check_time(plain, field, where)

@@ -12,6 +12,7 @@ import argparse
 import difflib
 import math
 import os
+import re
 import sys
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -26,6 +27,7 @@ __all__ = [
     "Parser",
     "build_parser",
     "data_dir",
+    "meta_dict",
     "meta_pair",
     "moment",
     "parse",
@@ -212,12 +214,37 @@ def _cosine(text: str) -> float:
     return value
 
 
-def meta_pair(text: str) -> tuple[str, str]:
-    """``KEY=VALUE`` of ``--meta`` (the value is a string; it may contain ``=``)."""
+_WHOLE_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]{0,17})")
+
+
+def meta_pair(text: str) -> tuple[str, str | int]:
+    """``KEY=VALUE`` of ``--meta``: a whole number (``session=1``) is a number, else a string.
+
+    The value may contain ``=``. Whole numbers in their plain form only (``007`` and ``1.0``
+    stay strings), so what is stored reads back as it was typed, and ``--meta session=1``
+    finds what ``remember(..., metadata={"session": 1})`` stored.
+    """
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, e.g. source=chat, got {text!r}")
-    return key.strip(), value
+    return key.strip(), int(value) if _WHOLE_NUMBER.fullmatch(value) else value
+
+
+def meta_dict(pairs: list[tuple[str, str | int]] | None) -> dict[str, str | int]:
+    """The ``--meta`` pairs as one mapping; a key given twice is a usage error.
+
+    Raises:
+        ValueError: A key is given twice (a fact holds one value per key).
+    """
+    out: dict[str, str | int] = {}
+    for key, value in pairs or ():
+        if key in out:
+            raise ValueError(
+                f"--meta {key} is given twice ({out[key]!r} and {value!r}): a fact holds one "
+                f"value per key; give {key} once"
+            )
+        out[key] = value
+    return out
 
 
 def moment(text: str) -> datetime:
@@ -303,8 +330,9 @@ def build_parser() -> Parser:
         action="append",
         type=meta_pair,
         metavar="KEY=VALUE",
-        help="metadata stored with the facts, e.g. --meta source=chat (repeatable; the value "
-        "is a string); recall --meta finds them",
+        help="metadata stored with the facts, e.g. --meta source=chat (repeatable, one value "
+        "per key; a whole number such as session=1 is stored as a number, anything else as a "
+        "string); recall --meta finds them",
     )
     p.add_argument(
         "--at",
@@ -323,7 +351,8 @@ def build_parser() -> Parser:
         action="append",
         type=meta_pair,
         metavar="KEY=VALUE",
-        help="only facts remembered with this metadata (repeatable: all must match)",
+        help="only facts remembered with this metadata (repeatable, one value per key: all "
+        "must match; session=1 matches the number 1, source=chat the string)",
     )
     command("list", "All of the user's facts, oldest first.")
     p = command("forget", "Delete one fact by id or id prefix (exit code 1 if there is none).")

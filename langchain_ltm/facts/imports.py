@@ -208,9 +208,7 @@ def _restore(
         # it (an older export restored over newer texts would hide them for good)
         held_texts = _stored_texts(candidates, stored, old_versions)
         conflicts = tuple(
-            f.id
-            for f in facts
-            if f.id in taken or not held_texts[f.id] <= _record_texts(f)
+            f.id for f in facts if f.id in taken or not held_texts[f.id] <= _record_texts(f)
         )
         restored = [f for f in candidates if f.id not in conflicts]
         old_versions = [h for h in old_versions if h.item.value.get("version_of") not in conflicts]

@@ -50,14 +50,34 @@ def check_metadata(metadata: object) -> dict[str, Any]:
                 f"metadata key {key!r} is a field of the stored fact; rename it (the reserved "
                 f"keys are {', '.join(sorted(RESERVED))})."
             )
+        _storable(key, "metadata key", key)
         out[key] = _json(value, key, 0)
     return out
+
+
+def _storable(text: str, what: str, where: str) -> None:
+    """Raise InvalidFactError if ``text`` has a character no engine stores in JSON.
+
+    A NUL or a lone surrogate: Postgres refuses both in ``jsonb`` (and so would a
+    ``ltm migrate`` to it), so they are refused here, on every engine, naming the key.
+    """
+    if "\x00" in text:
+        raise InvalidFactError(f"{what} {where!r} contains a NUL character; remove it.")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidFactError(
+            f"{what} {where!r} is not valid Unicode (it has a lone surrogate); remove it."
+        ) from None
 
 
 def _json(value: Any, where: str, depth: int) -> Any:
     if depth > _MAX_DEPTH:
         raise InvalidFactError(f"metadata {where!r} nests deeper than {_MAX_DEPTH} levels.")
-    if value is None or isinstance(value, (bool, str, int)):
+    if isinstance(value, str):
+        _storable(value, "metadata", where)
+        return value
+    if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -75,6 +95,7 @@ def _json(value: Any, where: str, depth: int) -> Any:
                 raise InvalidFactError(
                     f"metadata {where!r} has the key {key!r}; JSON object keys are strings."
                 )
+            _storable(key, "metadata key", f"{where}.{key}")
             out[key] = _json(item, f"{where}.{key}", depth + 1)
         return out
     raise InvalidFactError(

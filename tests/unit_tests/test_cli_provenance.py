@@ -27,7 +27,7 @@ def test_remember_with_meta_and_at_then_recall_by_meta(ltm):
     assert (code, err) == (0, "")
     (record,) = as_json(out)
     fact = record["fact"]
-    assert fact["metadata"] == {"source": "chat", "link": "a=b"}  # values are strings
+    assert fact["metadata"] == {"source": "chat", "link": "a=b"}
     assert (fact["valid_from"], fact["created_at"]) == (SAID, SAID)
     ltm("remember", "--user", "alice", "--at", "2023-05-09", "Owns a dog named Rex")
     code, out, _ = ltm("recall", "--user", "alice", "--meta", "source=chat", "pets", "--json")
@@ -50,6 +50,8 @@ def test_bad_meta_and_at_exit_2_and_store_nothing(ltm):
         (("remember", "--meta", "content=x", "A fact"), "'content' is a field of the stored fact"),
         (("recall", "--meta", "valid_from=x", "A fact"), "'valid_from' is a field of the stored"),
         (("recall", "--meta", "nothing", "A fact"), "expected KEY=VALUE"),
+        (("remember", "--meta", "tag=work", "--meta", "tag=urgent", "A fact"), "given twice"),
+        (("recall", "--meta", "tag=work", "--meta", "tag=urgent", "A fact"), "given twice"),
     ]
     for args, message in cases:
         code, _, err = ltm(args[0], "--user", "alice", *args[1:])
@@ -72,3 +74,26 @@ def test_import_keeps_metadata_and_when_a_plain_line_was_said(ltm, tmp_path):
     assert {k: v for k, v in copy.items() if k != "user_id"} == {
         k: v for k, v in fact.items() if k != "user_id"
     }
+
+
+def test_a_whole_number_is_a_number_on_both_sides(ltm, tmp_path):
+    ltm("remember", "--user", "alice", "--meta", "session=1", "--meta", "zip=02134", "Has a cat")
+    (fact,) = as_json(ltm("list", "--user", "alice", "--json")[1])
+    assert fact["metadata"] == {"session": 1, "zip": "02134"}  # 02134: not a plain number
+    path = tmp_path / "api.jsonl"  # what remember(..., metadata={"session": 2}) stores
+    path.write_text(json.dumps({"content": "Has a dog", "metadata": {"session": 2}}) + "\n")
+    assert ltm("import", "--user", "alice", str(path))[0] == 0
+    for session, found in (("1", "Has a cat"), ("2", "Has a dog")):
+        code, out, _ = ltm("recall", "--user", "alice", "--meta", f"session={session}", "pet")
+        assert code == 0 and found in out and out.count("Has a") == 1, out
+    code, out, _ = ltm("recall", "--user", "alice", "--meta", "zip=2134", "pet")
+    assert "No facts of user 'alice' with zip=2134 match." in out
+
+
+def test_import_keeps_created_at_of_a_plain_line(ltm, tmp_path):
+    path = tmp_path / "old.jsonl"
+    line = {"content": "Adopted a cat named Luna", "created_at": "2021-04-01T00:00:00Z"}
+    path.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    assert ltm("import", "--user", "alice", str(path))[0] == 0
+    (fact,) = as_json(ltm("list", "--user", "alice", "--json")[1])
+    assert fact["created_at"] == fact["valid_from"] == "2021-04-01T00:00:00+00:00"

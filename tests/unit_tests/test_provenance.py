@@ -201,6 +201,11 @@ BAD_METADATA = {
     "a datetime": ({"when": at(1)}, "isoformat"),
     "NaN": ({"score": float("nan")}, "JSON cannot hold"),
     "nested int key": ({"by": {1: "x"}}, "JSON object keys are strings"),
+    # Postgres' jsonb holds neither, so no engine takes them (a migrate would fail)
+    "NUL in a value": ({"k": "a\x00b"}, "metadata 'k' contains a NUL character"),
+    "NUL in a key": ({"a\x00": 1}, "metadata key 'a.x00' contains a NUL"),
+    "lone surrogate": ({"k": ["ok", "a\ud800"]}, r"metadata 'k\[1\]' is not valid Unicode"),
+    "surrogate in a nested key": ({"by": {"x\udc00": 1}}, "metadata key 'by.x"),
 }
 
 

@@ -7,14 +7,22 @@ import sys
 
 from langchain_ltm.cli.exits import EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, Failure
 from langchain_ltm.cli.io import fact_rows, table
-from langchain_ltm.cli.parser import BATCH_SIZE
+from langchain_ltm.cli.parser import BATCH_SIZE, meta_dict
 from langchain_ltm.cli.session import Session
 from langchain_ltm.facts import RememberResult, validate_text
 
 
+def _metadata(session: Session) -> dict[str, str | int]:
+    """The command's ``--meta`` pairs; a key given twice exits 2."""
+    try:
+        return meta_dict(session.args.meta)
+    except ValueError as exc:
+        raise Failure(EXIT_USAGE, str(exc)) from None
+
+
 def _remember_batches(session: Session, texts: list[str]) -> list[RememberResult]:
     results: list[RememberResult] = []
-    metadata = dict(session.args.meta or [])
+    metadata = _metadata(session)
     progress = session.progress("remember", "facts", lambda: len(texts))
     progress.update(0)
     try:
@@ -101,7 +109,7 @@ def cmd_recall(session: Session) -> int:
     queries = [*(session.args.query or []), *session.args.queries]
     if not queries:
         raise Failure(EXIT_USAGE, 'recall needs a query: ltm recall --user U -q "what to find"')
-    wanted = dict(session.args.meta or []) or None
+    wanted = _metadata(session) or None
     facts = session.facts.recall(session.user, queries, limit=session.args.limit, filter=wanted)
     headers, rows = fact_rows(facts, scored=True)
     having = " with " + ", ".join(f"{k}={v}" for k, v in wanted.items()) if wanted else ""
