@@ -228,7 +228,7 @@ def test_swapping_two_facts_contents_at_once_reports_duplicates(make_backend):
     ns = ("facts", "u1")
 
     def fact(key: str, content: str) -> Record:
-        value = {"content": content, "content_hash": content}
+        value = {"content": content, "content_hash": content, "versions": 0}
         return Record(ns, key, value, (), (), None, datetime.now(timezone.utc))
 
     outcomes: list[str] = []

@@ -56,7 +56,7 @@ def test_setup_is_idempotent_and_records_the_schema_version(make_backend, pg_con
     again = make_backend(table=backend.tables.table)  # another process, no dims given
     assert again.dims == 64
     versions = pg_conn.execute(f"SELECT version FROM {backend.tables.versions}").fetchall()
-    assert versions == [(1,), (2,), (3,)]
+    assert versions == [(1,), (2,), (3,), (4,)]
     columns = dict(
         pg_conn.execute(
             "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = %s",
@@ -109,7 +109,7 @@ def test_a_version_1_table_migrates_to_ttl_columns(make_backend, pg_conn, emb):
     )
     store = LongTermMemoryStore(make_backend(table=t.table), embeddings=emb)  # setup migrates
     versions = pg_conn.execute(f"SELECT version, description FROM {t.versions}").fetchall()
-    assert [v for v, _ in versions] == [1, 2, 3] and "TTL" in versions[1][1]
+    assert [v for v, _ in versions] == [1, 2, 3, 4] and "TTL" in versions[1][1]
     columns = dict(
         pg_conn.execute(
             "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = %s",
@@ -146,7 +146,7 @@ def _fact_hash_constraint(pg_conn, t):
 def _assert_facts_only_at_commit(pg_conn, t):
     contype, definition, deferrable, deferred = _fact_hash_constraint(pg_conn, t)
     assert (contype, deferrable, deferred) == ("x", True, True)  # exclusion, at commit
-    assert "WHERE ((content_hash IS NOT NULL))" in definition
+    assert "WHERE (((content_hash IS NOT NULL) AND (value ? 'versions'::text)))" in definition
 
 
 def test_the_fact_hash_is_unique_among_facts_only(make_backend, pg_conn, emb):
@@ -154,8 +154,9 @@ def test_the_fact_hash_is_unique_among_facts_only(make_backend, pg_conn, emb):
     t = backend.tables
     _assert_facts_only_at_commit(pg_conn, t)
     store = LongTermMemoryStore(backend, embeddings=emb)
-    for i in range(30):  # BaseStore items: no hash, so nothing in the index
+    for i in range(30):  # BaseStore items, with a hash of their own or not: not facts
         store.put(("docs",), f"plain-{i}", {"content": f"plain text {i}"})
+        store.put(("docs",), f"hashed-{i}", {"content": "a doc", "content_hash": "sha256:ab"})
     store.remember("u1", "I live in Paris")
     pg_conn.execute(f"VACUUM ANALYZE {t.items}")
     (entries,) = pg_conn.execute(
@@ -163,6 +164,36 @@ def test_the_fact_hash_is_unique_among_facts_only(make_backend, pg_conn, emb):
         (f'"{t.schema}".{t.index("fact_hash")}',),
     ).fetchone()
     assert entries == 1
+
+
+def test_a_plain_value_with_its_own_content_hash_is_not_a_fact(make_backend, pg_conn, emb):
+    backend = make_backend(dims=64)
+    t = backend.tables
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    fact = store.remember("u1", "I live in Paris").fact
+    doc = {"content": "Quarterly report", "content_hash": "sha256:ab12"}
+    pg_conn.execute(  # schema version 3's constraint: every row with a hash
+        f"ALTER TABLE {t.items} DROP CONSTRAINT {t.index('fact_hash')}, "
+        f"ADD CONSTRAINT {t.index('fact_hash')} EXCLUDE USING btree "
+        "(ns_path WITH =, content_hash WITH =) WHERE (content_hash IS NOT NULL) "
+        f"DEFERRABLE INITIALLY DEFERRED; DELETE FROM {t.versions} WHERE version = 4"
+    )
+    store.put(("docs",), "copy-1", doc)
+    with pytest.raises(DuplicateFactError):  # what version 3 did to a plain put
+        store.put(("docs",), "copy-2", doc)
+    again = LongTermMemoryStore(make_backend(table=t.table), embeddings=emb)  # migrates
+    _assert_facts_only_at_commit(pg_conn, t)
+    for ns in (("docs",), again.user_namespace("u2")):  # two copies of one document
+        again.put(ns, "copy-1", doc)
+        again.put(ns, "copy-2", doc)
+        assert [i.value for i in again.search(ns)] == [doc, doc]
+    # facts: still one row per text, across writers that skip the decision
+    assert again.remember("u1", "i live in paris!").action == "duplicate"
+    with pytest.raises(DuplicateFactError):
+        again.put(
+            again.user_namespace("u1"), "copy", store.get(again.user_namespace("u1"), fact.id).value
+        )
+    assert [f.id for f in again.list_all("u1")] == [fact.id]
 
 
 def test_a_version_2_table_gets_the_partial_fact_hash_constraint(make_backend, pg_conn, emb):
@@ -173,12 +204,12 @@ def test_a_version_2_table_gets_the_partial_fact_hash_constraint(make_backend, p
     fact = store.remember("u1", "I live in Paris").fact
     pg_conn.execute(  # what schema version 2 had
         f"ALTER TABLE {t.items} {_UNIQUE_FACT_HASH.format(name=t.index('fact_hash'))}; "
-        f"DELETE FROM {t.versions} WHERE version = 3"
+        f"DELETE FROM {t.versions} WHERE version >= 3"
     )
     assert _fact_hash_constraint(pg_conn, t)[0] == "u"
     again = LongTermMemoryStore(make_backend(table=t.table), embeddings=emb)  # migrates
     versions = pg_conn.execute(f"SELECT version FROM {t.versions} ORDER BY 1").fetchall()
-    assert versions == [(1,), (2,), (3,)]
+    assert versions == [(1,), (2,), (3,), (4,)]
     _assert_facts_only_at_commit(pg_conn, t)
     assert again.get(("docs",), "plain").value == {"content": "no hash here"}
     assert [f.id for f in again.list_all("u1")] == [fact.id]
@@ -251,22 +282,26 @@ def test_a_fact_hash_conflict_rolls_back_the_whole_batch(make_backend, pg_conn):
     backend = make_backend(dims=4)
     now = datetime.now(timezone.utc)
     vec = np.eye(4, dtype=np.float32)
-    backend.write([record("a", {"content": "x", "content_hash": "h"}, vec[:1], now)], [])
+    backend.write(
+        [record("a", {"content": "x", "content_hash": "h", "versions": 0}, vec[:1], now)], []
+    )
     with pytest.raises(DuplicateFactError, match="remember\\(\\) again"):
         backend.write(
             [
                 record("b", {"other": 1}, vec[1:2], now),
-                record("c", {"content": "x", "content_hash": "h"}, vec[2:3], now),
+                record("c", {"content": "x", "content_hash": "h", "versions": 0}, vec[2:3], now),
             ],
             [],
         )
     assert count_rows(pg_conn, backend) == (1, 1)
     # two facts may swap texts within one batch: the constraint is checked at commit
-    backend.write([record("d", {"content": "y", "content_hash": "i"}, vec[1:2], now)], [])
+    backend.write(
+        [record("d", {"content": "y", "content_hash": "i", "versions": 0}, vec[1:2], now)], []
+    )
     backend.write(
         [
-            record("a", {"content": "y", "content_hash": "i"}, vec[:1], now),
-            record("d", {"content": "x", "content_hash": "h"}, vec[1:2], now),
+            record("a", {"content": "y", "content_hash": "i", "versions": 0}, vec[:1], now),
+            record("d", {"content": "x", "content_hash": "h", "versions": 0}, vec[1:2], now),
         ],
         [],
     )

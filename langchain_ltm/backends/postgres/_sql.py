@@ -35,7 +35,7 @@ from langchain_ltm.errors import BackendError
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 _SETUP_LOCK = "langchain_ltm.setup"
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,47}")
 
@@ -828,6 +828,10 @@ def column_type(vector_type: str, dims: int | None) -> str:
     return vector_type if dims is None else f"{vector_type}({int(dims)})"
 
 
+FACT_ROW = "content_hash IS NOT NULL AND value ? 'versions'"
+"""The rows the fact-hash constraint covers: facts as the fact API writes them."""
+
+
 def _migrations(
     t: Tables, dims: int | None, kind: str = "vector"
 ) -> list[tuple[int, str, list[str]]]:
@@ -887,6 +891,21 @@ def _migrations(
                 f"ALTER TABLE {t.items} DROP CONSTRAINT IF EXISTS {t.index('fact_hash')}, "
                 f"ADD CONSTRAINT {t.index('fact_hash')} EXCLUDE USING btree "
                 "(ns_path WITH =, content_hash WITH =) WHERE (content_hash IS NOT NULL) "
+                "DEFERRABLE INITIALLY DEFERRED",
+            ],
+        ),
+        (
+            4,
+            "fact hash: only rows in the fact layout (a plain item may carry a content_hash)",
+            [
+                # A plain BaseStore value may hold "content" and "content_hash" keys of its
+                # own (a document store's): two such puts of one document were refused as
+                # duplicate facts, which no other engine does. A fact's value always holds
+                # "versions" (the fact layout; not a metadata key), so the constraint keeps
+                # to those rows; exact dedup of facts holds as before.
+                f"ALTER TABLE {t.items} DROP CONSTRAINT IF EXISTS {t.index('fact_hash')}, "
+                f"ADD CONSTRAINT {t.index('fact_hash')} EXCLUDE USING btree "
+                f"(ns_path WITH =, content_hash WITH =) WHERE ({FACT_ROW}) "
                 "DEFERRABLE INITIALLY DEFERRED",
             ],
         ),

@@ -12,9 +12,11 @@ Schema (``table="ltm_items"``, created and migrated by :meth:`PostgresBackend.se
     ``created_at``, ``updated_at``, and for TTL ``expires_at timestamptz NULL`` (with a
     partial index ``WHERE expires_at IS NOT NULL`` for the sweeper) and ``ttl_minutes
     double precision NULL`` (schema version 2). An exclusion constraint ``(ns_path WITH =,
-    content_hash WITH =) WHERE content_hash IS NOT NULL``, checked at commit, makes exact
-    fact dedup hold across processes; items without a hash (plain ``BaseStore`` puts) are
-    not in its index (schema version 3: before, a ``UNIQUE`` constraint indexed every item).
+    content_hash WITH =) WHERE content_hash IS NOT NULL AND value ? 'versions'``, checked
+    at commit, makes exact fact dedup hold across processes; other items (plain
+    ``BaseStore`` puts, even with ``content`` and ``content_hash`` keys of their own) are
+    not in its index (schema version 3: before, a ``UNIQUE`` constraint indexed every item;
+    version 4: only rows in the fact layout, whose values always hold ``versions``).
 
 ``ltm_items_vectors`` — one row per embedded text, in the layout of langchain-postgres'
     ``PGEngine.init_vectorstore_table`` (``langchain_id uuid`` primary key, ``content
