@@ -123,6 +123,26 @@ def test_migrate_to_halfvec_and_back_keeps_rows_and_rebuilds_the_index(
     backend.migrate_vector_type("vector")  # already: nothing to do
 
 
+async def test_a_backend_follows_a_table_another_process_converted(make_backend, pg_url):
+    from langchain_ltm.backends.postgres import postgres_backend
+
+    backend = make_backend(dims=DIMS)  # no vector_type given: whatever the table has
+    _fill(backend, _vectors())
+    asked = postgres_backend(pg_url, table=backend.tables.table, vector_type="vector")
+    other = postgres_backend(pg_url, table=backend.tables.table)
+    try:
+        other.migrate_vector_type("halfvec")  # another process converts the table
+        other.setup()  # it asked for halfvec by converting: its own setup stays fine
+        backend.setup()
+        await backend.asetup()
+        assert backend.vector_type == other.vector_type == "halfvec"
+        with pytest.raises(ValueError, match="stores its embeddings as halfvec"):
+            asked.setup()  # asked for float32 outright: told, not followed
+    finally:
+        asked.close()
+        other.close()
+
+
 def test_bad_vector_types_and_foreign_ann_indexes_raise_and_change_nothing(make_backend, pg_conn):
     with pytest.raises(ValueError, match=r"'vector' .* or 'halfvec'"):
         make_backend(dims=DIMS, vector_type="float8")

@@ -175,6 +175,9 @@ class PostgresBackend(VectorBackend):
         self.connector = connector
         self.dims = dims
         self.vector_type = sql.check_vector_type(vector_type)
+        # what the caller asked for (None: whatever the table has), apart from the table's
+        # current type above, so setup() follows a table another process converted
+        self._wanted_vector_type = self.vector_type
         self._engine = engine
         self._locks = AdvisoryLocks(connector)
 
@@ -188,7 +191,7 @@ class PostgresBackend(VectorBackend):
     def setup(self) -> None:
         """Create or migrate the tables; safe to call again and from several processes."""
         self.dims, self.vector_type = self.connector.run(
-            lambda: sql.setup(self.tables, self.dims, self.vector_type),
+            lambda: sql.setup(self.tables, self.dims, self._wanted_vector_type),
             "setup",
             transaction=True,
             vectors=False,
@@ -197,7 +200,7 @@ class PostgresBackend(VectorBackend):
     async def asetup(self) -> None:
         """Async twin of :meth:`setup`."""
         self.dims, self.vector_type = await self.connector.arun(
-            lambda: sql.setup(self.tables, self.dims, self.vector_type),
+            lambda: sql.setup(self.tables, self.dims, self._wanted_vector_type),
             "setup",
             transaction=True,
             vectors=False,
@@ -223,6 +226,7 @@ class PostgresBackend(VectorBackend):
             transaction=True,
             vectors=False,
         )
+        self._wanted_vector_type = self.vector_type
 
     async def amigrate_vector_type(self, vector_type: str) -> None:
         """Async twin of :meth:`migrate_vector_type`.
@@ -240,6 +244,7 @@ class PostgresBackend(VectorBackend):
             transaction=True,
             vectors=False,
         )
+        self._wanted_vector_type = self.vector_type
 
     def compact(self, *, lock_timeout: float = 10.0) -> Compacted:
         """Rewrite both tables in user order, so each user's rows sit on a few pages.
