@@ -124,7 +124,7 @@ def import_user(
 def _merge(
     ctx: FactContext, user_id: str, facts: list[tuple[Fact, bool]], dry_run: bool
 ) -> Logic[list[RememberResult]]:
-    """Re-decide every text, oldest version first, in one ``remember`` batch.
+    """Re-decide every text, in the order the texts were said, in one ``remember`` batch.
 
     A text the user already has, current or earlier, is a duplicate: re-importing an export
     never brings a replaced text back. Each text keeps its metadata and, when the record
@@ -143,18 +143,21 @@ def _merge(
     stored: list[Fact] = yield from list_all(ctx, user_id)
     known = {content_hash(v.content): f for f in stored for v in f.versions}
     fresh = [(v, at) for v, at in said if content_hash(v.content) not in known]
+    # in the order they were said (undated ones last, as said now): a text met again at
+    # an earlier date than its first line is then decided at that date, not after it
+    order = sorted(range(len(fresh)), key=lambda i: (fresh[i][1] is None, fresh[i][1] or now))
     decided: list[RememberResult] = []
     if fresh:
         out = yield from remember_each(
             ctx,
             user_id,
-            [v.content for v, _ in fresh],
-            [v.metadata for v, _ in fresh],
-            [at for _, at in fresh],
+            [fresh[i][0].content for i in order],
+            [fresh[i][0].metadata for i in order],
+            [fresh[i][1] for i in order],
             dry_run,
         )
         assert isinstance(out, list)
-        decided = out
+        decided = [result for _, result in sorted(zip(order, out, strict=True))]
     answers = iter(decided)
     return [
         RememberResult("duplicate", known[content_hash(t)], similarity=1.0)

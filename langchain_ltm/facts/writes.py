@@ -202,6 +202,7 @@ def _store_facts(
         )
         written = {(r.namespace, r.key) for r in records}
         deletes += [(i.namespace, i.key) for i in expired if (i.namespace, i.key) not in written]
+        rewrites = _said_earlier(decision, said, stored, histories, now)
         if pinned:  # pinning an already stored fact rewrites it, no new version
             dups = [(d.key, vectors[d.row : d.row + 1]) for d in decision.decisions]
             for key, vector in [*dups, *((item.key, None) for item in recorded.values())]:
@@ -209,7 +210,8 @@ def _store_facts(
                 if item is not None and item.value.get("pinned") is not True:
                     item = dataclasses.replace(item, value={**item.value, "pinned": True})
                     stored[key] = item
-                    records.append(_rewrite(item, vector, now))
+                    rewrites[key] = _rewrite(item, vector, now, item.created_at)
+        records += rewrites.values()
         if (records or deletes) and not dry_run:
             records = yield from _embed_versions(ctx, records)
             yield call(ctx.backend, "write", records, deletes)
@@ -448,8 +450,13 @@ def _records(
     return records, deletes, lines
 
 
-def _rewrite(item: StoredItem, vectors: Any, now: datetime) -> Record:
-    """The stored fact written again (keeping its TTL, refreshed from ``now``)."""
+def _rewrite(
+    item: StoredItem, vectors: Any, now: datetime, created_at: datetime | None = None
+) -> Record:
+    """The stored item written again (keeping its TTL, refreshed from ``now``).
+
+    ``created_at``: written as given (a fact or version whose times moved), else kept.
+    """
     text = str(item.value["content"])
     return Record(
         item.namespace,
@@ -459,8 +466,52 @@ def _rewrite(item: StoredItem, vectors: Any, now: datetime) -> Record:
         ("content",),
         vectors,
         now,
+        created_at=created_at,
         ttl_minutes=item.ttl_minutes,
     )
+
+
+def _said_earlier(
+    decision: BatchDecision,
+    said: Sequence[tuple[datetime | None, Mapping[str, Any]]],
+    stored: dict[str, StoredItem],
+    histories: dict[str, list[StoredItem]],
+    now: datetime,
+) -> dict[str, Record]:
+    """Facts whose current text was said before it became current (an out-of-order backfill).
+
+    The text has held since then: the fact's ``valid_from`` moves back to the earliest such
+    moment, and the version it replaced now ends there (``created_at`` too when it has no
+    versions). A moment before that version began (the text said, then an older value,
+    then the text again) moves nothing: the row stays a plain duplicate. Metadata is the
+    stored text's. ``stored`` and ``histories`` are updated to what is written.
+    """
+    earliest: dict[str, datetime] = {}
+    for d in decision.decisions:
+        moment = said[d.row][0]
+        if d.action == "duplicate" and d.key not in decision.touched and moment is not None:
+            earliest[d.key] = min(moment, earliest.get(d.key, moment))
+    out: dict[str, Record] = {}
+    for key, moment in earliest.items():
+        item = stored.get(key)
+        if item is None or "history" in item.value or moment >= layout.valid_from(item):
+            continue  # (0.1 facts keep their inline history as it is)
+        versions = histories.get(key, [])
+        last = max(versions, key=layout.valid_from, default=None)
+        if last is not None and layout.valid_from(last) >= moment:
+            continue
+        when = layout.format_time(moment)
+        created = moment if last is None else min(item.created_at, moment)
+        item = dataclasses.replace(
+            item, value={**item.value, "valid_from": when}, created_at=created
+        )
+        stored[key] = item
+        out[key] = _rewrite(item, None, now, created)
+        if last is not None:
+            ended = dataclasses.replace(last, value={**last.value, "valid_to": when})
+            histories[key] = [ended if v is last else v for v in versions]
+            out[ended.key] = _rewrite(ended, None, now, ended.created_at)
+    return out
 
 
 def _with_ttl(version: StoredItem, ttl: float, now: datetime) -> Record:

@@ -414,3 +414,48 @@ async def test_a_resolver_update_never_hides_a_richer_backfill(store):
     assert resolver.asked == [[HONEY]]
     assert (result.action, result.fact.content) == ("created", HONEY)
     assert sorted(f.content for f in resolving.list_all("u1")) == sorted([TEA, HONEY])
+
+
+async def test_the_current_text_said_earlier_has_held_since_then(mem):
+    await mem.remember("u1", TEA, metadata={"session": 9})
+    again = await mem.remember("u1", TEA, metadata={"session": 1}, observed_at=at(1, 1, 2019))
+    assert again.action == "duplicate" and again.fact.valid_from == at(1, 1, 2019)
+    (fact,) = await mem.list_all("u1")
+    assert fact.valid_from == fact.created_at == at(1, 1, 2019)
+    assert fact.metadata == {"session": 9}  # a duplicate keeps the stored text's metadata
+    found = await mem.recall("u1", "green tea", as_of=at(1, 1, 2020))
+    assert [f.content for f in found] == [TEA]
+    assert (await mem.remember("u1", TEA, observed_at=at(1, 1, 2021))).fact.valid_from == at(
+        1, 1, 2019
+    )  # a later saying moves nothing
+
+
+async def test_said_earlier_ends_the_value_it_replaced_there(mem):
+    await mem.remember("u1", ONE, observed_at=at(1, 1, 2018))
+    assert (await mem.remember("u1", TWO)).action == "updated"
+    moved = await mem.remember("u1", TWO, observed_at=at(1, 1, 2020), pinned=True)
+    assert moved.action == "duplicate" and moved.fact.pinned
+    assert spans(await mem.history("u1", moved.fact.id)) == [
+        (ONE, at(1, 1, 2018), at(1, 1, 2020)),
+        (TWO, at(1, 1, 2020), None),
+    ]
+    as_of = {year: await mem.recall("u1", "kids", as_of=at(1, 6, year)) for year in (2019, 2021)}
+    assert [[f.content for f in found] for found in as_of.values()] == [[ONE], [TWO]]
+    # said before the older value began: the timeline cannot hold it, so nothing moves
+    before = await mem.remember("u1", TWO, observed_at=at(1, 1, 2017))
+    assert before.action == "duplicate" and before.fact.valid_from == at(1, 1, 2020)
+    assert len(await mem.history("u1", moved.fact.id)) == 2
+
+
+async def test_a_merge_decides_texts_in_the_order_they_were_said(mem):
+    records = [
+        {"content": TEA, "valid_from": "2021-01-01T00:00:00Z", "metadata": {"s": 2}},
+        {"content": TEA, "valid_from": "2019-01-01T00:00:00Z", "metadata": {"s": 1}},
+    ]
+    merged = await mem.import_user("u1", records, "merge")
+    assert [r.action for r in merged.results] == ["duplicate", "created"]  # as given
+    (fact,) = await mem.list_all("u1")
+    assert (fact.valid_from, dict(fact.metadata)) == (
+        at(1, 1, 2019).replace(hour=0, minute=0),
+        {"s": 1},
+    )
