@@ -327,7 +327,13 @@ class FactAPI(ABC):
         return await run_async(reads.list_all(self._facts, user_id))
 
     def clear_user(self, user_id: str) -> int:
-        """Delete everything stored under the user's namespace; returns how many items."""
+        """Delete every item in the user's namespace; returns how many items.
+
+        Facts, their versions and anything else stored in that namespace itself. Namespaces
+        below it are left alone: another configuration may keep other users' facts there
+        (``namespace=("memories", "acme")`` puts Bob's under ``("memories", "acme",
+        "bob")``, below user ``acme``'s).
+        """
         return run_sync(reads.clear_user(self._facts, user_id))
 
     async def aclear_user(self, user_id: str) -> int:

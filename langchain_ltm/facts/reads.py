@@ -225,12 +225,17 @@ def prune_history(ctx: FactContext, user_id: str, fact_id: str | None, keep: int
 
 
 def clear_user(ctx: FactContext, user_id: str) -> Logic[int]:
-    """The logic of ``LongTermMemoryStore.clear_user`` (under the user's lock)."""
+    """The logic of ``LongTermMemoryStore.clear_user`` (under the user's lock).
+
+    Only the user's own namespace: a namespace below it may be another configuration's
+    (tools with ``namespace=("memories", "acme")`` keep Bob's facts under
+    ``("memories", "acme", "bob")``, below user ``acme``'s), as every read here assumes.
+    """
     namespace = ctx.user_namespace(user_id)
     held = yield from ctx.locks.acquire(ctx.backend, namespace[-1])
     try:
         (hits,) = yield call(ctx.backend, "search", SearchRequest(namespace, None, (), None, 0))
-        keys = [(h.item.namespace, h.item.key) for h in hits]
+        keys = [(h.item.namespace, h.item.key) for h in hits if h.item.namespace == namespace]
         deleted: int = (yield call(ctx.backend, "write", [], keys)) if keys else 0
     finally:
         yield from ctx.locks.release(ctx.backend, held)

@@ -286,6 +286,20 @@ def test_user_ids_that_look_alike_are_different_users(store, saver):
     assert checkpointed_threads(saver) == {"t-a%2Eb", "t-a.b@x"}
 
 
+def test_a_user_whose_namespace_holds_another_configurations_users_erases_only_their_own(
+    store,
+):
+    tenant = store.with_options(namespace=("memories", "acme"))  # tools of one tenant
+    tenant.remember("bob", "Bob is allergic to peanuts")
+    store.remember("acme", "Acme likes tea")  # a user called acme, default namespace
+    report = forget_user(store, "acme")
+    assert (report.facts, report.versions) == (1, 0)
+    assert store.list_all("acme") == []
+    assert [f.content for f in tenant.list_all("bob")] == ["Bob is allergic to peanuts"]
+    assert store.clear_user("acme") == 0  # nothing of acme's left; bob's still there
+    assert len(tenant.list_all("bob")) == 1
+
+
 def test_a_thread_two_users_shared_is_deleted_for_both(store, saver):
     agent = build_agent(store, saver)
     agent.invoke(say("hello"), run("alice", "shared"))
