@@ -21,6 +21,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from pydantic import BaseModel, ConfigDict, Field
 
 from langchain_ltm._steps import Logic, Step, call, run_sync
+from langchain_ltm.agents._recall import searchable
 from langchain_ltm.facts.model import RecalledFact, RememberResult
 from langchain_ltm.facts.resolvers import ChatModelResolver
 from langchain_ltm.store import LongTermMemoryStore
@@ -73,11 +74,30 @@ class ExtractionJob:
 
 
 def turn_messages(messages: Sequence[Any]) -> list[BaseMessage]:
-    """The messages of the latest turn: from the latest human message to the end."""
-    for i in range(len(messages) - 1, -1, -1):
-        if isinstance(messages[i], HumanMessage):
-            return list(messages[i:])
-    return []
+    """The messages of the latest turn: every user message since the last answer, to the end.
+
+    One input may hold several user messages (``{"messages": [fact, question]}``, or
+    messages sent while the agent was busy): each is part of the turn.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage
+        >>> said = [HumanMessage("hi"), AIMessage("hello"), HumanMessage("I'm Eva"),
+        ...         HumanMessage("what's new?"), AIMessage("not much")]
+        >>> [m.text for m in turn_messages(said)]
+        ["I'm Eva", "what's new?", 'not much']
+    """
+    last = next(
+        (i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], HumanMessage)),
+        None,
+    )
+    if last is None:
+        return []
+    start = last
+    while start > 0 and not isinstance(messages[start - 1], AIMessage):
+        start -= 1
+    while not isinstance(messages[start], HumanMessage):
+        start += 1
+    return list(messages[start:])
 
 
 def _transcript(turns: Sequence[Sequence[BaseMessage]]) -> str:
@@ -109,7 +129,7 @@ def extract(
 ) -> Logic[list[RememberResult]]:
     """Run one extraction: recall related facts, one model call, then remember/update."""
     humans = [m.text for turn in job.turns for m in turn if isinstance(m, HumanMessage)]
-    queries = [h[:2000] for h in humans if h.strip()][-8:]
+    queries = list(dict.fromkeys(q for q in map(searchable, humans) if q is not None))[-8:]
     known: list[RecalledFact] = []
     if queries:
         known = yield Step(

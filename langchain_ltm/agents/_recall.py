@@ -14,7 +14,9 @@ from typing import Any
 from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
 
 from langchain_ltm._steps import Logic, Step, call
+from langchain_ltm.errors import InvalidFactError
 from langchain_ltm.facts.model import Fact, RecalledFact
+from langchain_ltm.facts.text import validate_text
 from langchain_ltm.store import LongTermMemoryStore
 
 __all__ = [
@@ -69,12 +71,32 @@ class RecallOptions:
 
 
 def latest_user_text(messages: Sequence[Any]) -> str | None:
-    """The text of the latest human message (``None`` when there is none or it is empty)."""
+    """The latest human message as a recall query (``None``: none, or nothing to search).
+
+    See :func:`searchable`.
+    """
     for message in reversed(messages):
         if isinstance(message, HumanMessage):
-            text = message.text.strip() if hasattr(message, "text") else str(message.content)
-            return text[:2000] or None
+            return searchable(message.text if hasattr(message, "text") else str(message.content))
     return None
+
+
+def searchable(text: str) -> str | None:
+    """``text`` as a recall query (its first 2,000 characters), or ``None`` if it has none.
+
+    A message of punctuation only ("?", "...") has nothing to search for, and recall would
+    refuse it; a NUL or a lone surrogate is replaced, not refused. A turn never fails over
+    what memory cannot search.
+
+    Example:
+        >>> searchable("  where do I live?  "), searchable("?!"), searchable("a\x00b")
+        ('where do I live?', None, 'a b')
+    """
+    text = text.replace("\x00", " ").encode("utf-8", "replace").decode("utf-8").strip()[:2000]
+    try:
+        return validate_text(text, "query", 2000)
+    except InvalidFactError:
+        return None
 
 
 def recall_block(

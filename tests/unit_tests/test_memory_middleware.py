@@ -260,6 +260,46 @@ def test_a_failing_extractor_logs_and_the_answer_still_comes(emb, caplog):
     assert "extraction failed" in caplog.text and store.list_all("ana") == []
 
 
+@pytest.mark.parametrize("said", ["?", "...", "!?", "hello\x00world", "caf\udce9"])
+def test_a_message_memory_cannot_search_never_fails_the_turn(store, said):
+    extractor = ScriptedChatModel(answers=[extraction(("Works on the payments team", False))])
+    model = RecordingModel()
+    agent = agent_with(store, model, mode="both", extract_with=extractor)
+    out = agent.invoke({"messages": [("user", said)]}, run("alice"))
+    assert out["messages"][-1].content == "ok"
+    assert "Prefers answers in Spanish" in system_text(model.requests[0])  # pinned still shown
+    assert len(extractor.requests) == 1  # the turn was still extracted
+    hook = memory_pre_model_hook(store, min_score=0.1)
+    assert hook.invoke({"messages": [HumanMessage(said)]}, run("alice"))["llm_input_messages"]
+
+
+def test_a_punctuation_turn_debounced_with_a_real_one_loses_nothing(emb):
+    store = LongTermMemoryStore(InMemoryVectorStore(emb))
+    extractor = ScriptedChatModel(answers=[extraction(("Lives in Paris", False))])
+    middleware = MemoryMiddleware(
+        store, mode="tools", extract_with=extractor, background=True, debounce=0.3
+    )
+    agent = create_agent(RecordingModel(), middleware=[middleware], checkpointer=InMemorySaver())
+    for said in ("I live in Paris now", "ok", "!"):
+        agent.invoke({"messages": [("user", said)]}, run("ana"))
+    assert middleware.flush(timeout=10)
+    assert [f.content for f in store.list_all("ana")] == ["Lives in Paris"]
+
+
+def test_every_user_message_of_one_input_is_extracted(emb):
+    store = LongTermMemoryStore(InMemoryVectorStore(emb))
+    extractor = ScriptedChatModel(
+        answers=[extraction(("Sister Eva is allergic to peanuts", False))]
+    )
+    agent = agent_with(store, RecordingModel(), mode="recall", extract_with=extractor)
+    agent.invoke({"messages": [("user", "Hi")]}, run("ana"))
+    said = [("user", "My sister Eva is allergic to peanuts."), ("user", "What should I cook?")]
+    agent.invoke({"messages": said}, run("ana"))
+    transcript = str(extractor.requests[-1][-1].content)
+    assert "User: My sister Eva is allergic to peanuts." in transcript
+    assert "User: What should I cook?" in transcript and "User: Hi" not in transcript
+
+
 class BlockingExtractor(ScriptedChatModel):
     """Waits for ``gate`` before answering, so a test can see the agent return first."""
 
