@@ -82,7 +82,7 @@ def latest_user_text(messages: Sequence[Any]) -> str | None:
 
 
 def searchable(text: str) -> str | None:
-    """``text`` as a recall query (its first 2,000 characters), or ``None`` if it has none.
+    r"""``text`` as a recall query (its first 2,000 characters), or ``None`` if it has none.
 
     A message of punctuation only ("?", "...") has nothing to search for, and recall would
     refuse it; a NUL or a lone surrogate is replaced, not refused. A turn never fails over
