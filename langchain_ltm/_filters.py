@@ -23,7 +23,10 @@ from langchain_ltm.errors import InvalidFilterError
 PUBLIC_OPERATORS = frozenset({"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"})
 RANGE_OPERATORS = frozenset({"$gt", "$gte", "$lt", "$lte"})
 # Used by the fact API only; not accepted in user filters.
-INTERNAL_OPERATORS = frozenset({"$in", "$exists"})
+INTERNAL_OPERATORS = frozenset({"$in", "$exists", "$object"})
+# "$object": the value at the path is a JSON object. A nested filter ({"meta": {"n": ...}})
+# compiles to one on each parent, since InMemoryStore (and PostgresStore's containment)
+# never match a nested key whose parent is missing or not an object.
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +74,8 @@ def _compile(raw: Mapping[str, Any], path: tuple[str, ...], out: list[Condition]
         if isinstance(spec, Mapping) and any(str(k).startswith("$") for k in spec):
             for op, operand in spec.items():
                 out.append(_operator(full, str(op), operand))
-        elif isinstance(spec, Mapping):
-            if not spec:
-                out.append(Condition(full, "$eq", {}))
+        elif isinstance(spec, Mapping):  # {"meta": {}}: meta is an object, any object
+            out.append(Condition(full, "$object", True))
             _compile(spec, full, out)
         else:
             out.append(Condition(full, "$eq", _plain(spec)))
@@ -150,6 +152,10 @@ def matches(value: Mapping[str, Any], conditions: Filter) -> bool:
         op = cond.op
         if op == "$exists":
             if (found is not _MISSING) != bool(cond.operand):
+                return False
+            continue
+        if op == "$object":
+            if not isinstance(found, Mapping):
                 return False
             continue
         left = None if found is _MISSING else found

@@ -310,6 +310,31 @@ class BaseStoreContract:
         for flt, expected in cases:
             assert keys(await api.search(NS, filter=flt)) == expected, flt
 
+    async def test_a_nested_filter_needs_an_object_parent(self, api):
+        # as InMemoryStore (and PostgresStore's containment): a nested key never matches
+        # when its parent is missing or not an object, and {} matches any object
+        values = {
+            "full": {"meta": {"lang": "en"}},
+            "empty": {"meta": {}},
+            "none": {},
+            "scalar": {"meta": 5},
+            "hasn": {"meta": {"n": 1}},
+            "other": {"meta": {"m": 2}},
+        }
+        for key, value in values.items():
+            await api.put(NS, key, value)
+        cases = [
+            ({"meta": {}}, ["empty", "full", "hasn", "other"]),
+            ({"meta": {"n": None}}, ["empty", "full", "other"]),
+            ({"meta": {"n": {"$ne": 1}}}, ["empty", "full", "other"]),
+            ({"meta": {"n": 1}}, ["hasn"]),
+            ({"meta": 5}, ["scalar"]),
+            ({"meta": None}, ["none"]),
+        ]
+        for flt, expected in cases:
+            for query in (None, "meta"):
+                assert keys(await api.search(NS, query=query, filter=flt)) == expected, flt
+
     async def test_filter_comparison_operators(self, api):
         for n in range(1, 6):
             await api.put(NS, f"n{n}", {"n": n})

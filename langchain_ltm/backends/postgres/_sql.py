@@ -147,6 +147,8 @@ def _condition(cond: Condition, alias: str, params: list[Any]) -> str:
     op = cond.op
     if op == "$exists":
         return f"{_json_at(alias, cond.path, params)} IS {'NOT ' if cond.operand else ''}NULL"
+    if op == "$object":
+        return f"coalesce(jsonb_typeof({_json_at(alias, cond.path, params)}) = 'object', false)"
     if op in ("$eq", "$ne", "$in"):
         # a missing key compares as JSON null, like InMemoryStore
         left = f"coalesce({_json_at(alias, cond.path, params)}, 'null'::jsonb)"

@@ -78,6 +78,9 @@ def _pushdown(cond: Condition, alias: str, params: list[Any]) -> str | None:
     if cond.op == "$exists":
         params.append(path)
         return f"json_type({alias}.value, ?) IS {'NOT ' if cond.operand else ''}NULL"
+    if cond.op == "$object":
+        params.append(path)
+        return f"coalesce(json_type({alias}.value, ?) = 'object', 0)"
     if cond.op == "$eq" and isinstance(cond.operand, bool):
         params.append(path)
         return f"json_type({alias}.value, ?) = '{'true' if cond.operand else 'false'}'"
