@@ -3,9 +3,11 @@
 - Threads: ``("ltm_threads", label(user))`` / ``thread_id`` -> ``{"thread_id", "first_seen",
   "last_seen"}``. Written by the middleware the first time it sees a (user, thread) pair in
   this process, so ``forget_user`` can delete the user's checkpoints.
-- Session turns: ``("ltm_sessions", label(user))`` / ``{thread_id}:{turn}`` ->
-  ``{"thread_id", "turn", "user", "answer", "text", "at"}``, embedded on ``text`` (the user's
-  message and the final answer), for ``SessionMemoryMiddleware(retrieval="relevance")``.
+- Session turns: ``("ltm_sessions", label(user))`` / ``{thread_id}:{message_id}`` (the
+  user message's id; ``{thread_id}:{turn}``, its number, for a message without one, and
+  for turns stored before ids were kept) -> ``{"thread_id", "turn", "message_id", "user",
+  "answer", "text", "at"}``, embedded on ``text`` (the user's message and the final
+  answer), for ``SessionMemoryMiddleware(retrieval="relevance")``.
 
 Labels are the same reversible encoding as the facts' (:func:`langchain_ltm._labels.encode_label`),
 so the namespaces of two users never overlap.

@@ -268,7 +268,7 @@ class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         picked = [
             item.value
             for item in found
-            if _turn_of(item.value) not in shown and _passes(item, self.min_score)
+            if not _in_view(item.value, shown, view.ids) and _passes(item, self.min_score)
         ]
         picked = picked[: self.relevant_turns]
         if not picked:
@@ -282,13 +282,17 @@ class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if self.retrieval == "recency":
             return
         user_id = resolve_user_id(config, runtime, self.user_id_key)
-        turn = latest_turn(state["messages"])
-        if turn is None:
+        turns = latest_turns(state["messages"])
+        if not turns:
             return
         thread_id = _thread_id(config)
-        value = turn_value(thread_id, turn, datetime.now(timezone.utc))
-        op = PutOp(session_namespace(user_id), f"{thread_id}:{turn.number}", value, index=["text"])
-        yield call(self.store, "batch", [op])
+        now = datetime.now(timezone.utc)
+        namespace = session_namespace(user_id)
+        ops = [
+            PutOp(namespace, f"{thread_id}:{turn.key}", turn_value(thread_id, turn, now), ["text"])
+            for turn in turns
+        ]
+        yield call(self.store, "batch", ops)
 
 
 # ---- pure helpers ------------------------------------------------------------------------
@@ -303,20 +307,33 @@ class HistoryView:
             kept, then the current turn whole).
         turns: Numbers of the earlier turns (whole or in part) among ``messages``.
         query: The text of the latest user message (``""`` if there is none).
+        ids: The message ids of those turns' user messages (the ones that have an id).
     """
 
     messages: list[AnyMessage]
     turns: frozenset[int]
     query: str
+    ids: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
 class Turn:
-    """One finished turn: its number in the thread, the user's message, the final answer."""
+    """One finished turn: its number in the thread, the user's message, the final answer.
+
+    ``message_id``: the user message's id (LangGraph gives every message of the state
+    one), which names the turn for good; its number changes when the thread's state is
+    shortened (a summary replacing the oldest messages).
+    """
 
     number: int
     user: str
     answer: str
+    message_id: str | None = None
+
+    @property
+    def key(self) -> str:
+        """What names the turn in its thread: the message id, else the number."""
+        return self.message_id if self.message_id else str(self.number)
 
 
 def split_turns(
@@ -413,7 +430,8 @@ def history_view(
     for _, unit in kept_units:
         out += unit
     numbers = {n for n, _ in kept_units if n is not None}
-    return HistoryView([*out, *current], frozenset(numbers), current[0].text)
+    ids = {str(earlier[n][0].id) for n in numbers if earlier[n][0].id}
+    return HistoryView([*out, *current], frozenset(numbers), current[0].text, frozenset(ids))
 
 
 def _compact(messages: list[AnyMessage], *, is_turn: bool) -> list[AnyMessage]:
@@ -453,18 +471,31 @@ def _trim(
     return kept
 
 
-def latest_turn(messages: Sequence[AnyMessage]) -> Turn | None:
-    """The last turn of a thread (its number counts the user messages before it).
+def latest_turns(messages: Sequence[AnyMessage]) -> list[Turn]:
+    """The turns of the latest input: the last turn and the unanswered ones just before it.
+
+    One input may hold several user messages (a fact, then a question): each is a turn of
+    its own, and only the last has the answer. A turn's number counts the user messages
+    before it.
 
     Example:
-        >>> latest_turn([HumanMessage("a"), AIMessage("b"), HumanMessage("c"), AIMessage("d")])
-        Turn(number=1, user='c', answer='d')
+        >>> latest_turns([HumanMessage("a"), AIMessage("b"), HumanMessage("c"), AIMessage("d")])
+        [Turn(number=1, user='c', answer='d', message_id=None)]
+        >>> [t.user for t in latest_turns([HumanMessage("c"), HumanMessage("e"), AIMessage("f")])]
+        ['c', 'e']
     """
     _, turns = split_turns(messages)
-    if not turns:
-        return None
-    answer = final_answer(turns[-1])
-    return Turn(len(turns) - 1, turns[-1][0].text, answer.text if answer is not None else "")
+    first = len(turns) - 1
+    while first > 0 and final_answer(turns[first - 1]) is None:
+        first -= 1
+    out = []
+    for number in range(max(first, 0), len(turns)):
+        turn = turns[number]
+        answer = final_answer(turn)
+        message_id = str(turn[0].id) if turn[0].id else None
+        text = answer.text if answer is not None else ""
+        out.append(Turn(number, turn[0].text, text, message_id))
+    return out
 
 
 def turn_value(thread_id: str, turn: Turn, at: datetime) -> dict[str, Any]:
@@ -472,6 +503,7 @@ def turn_value(thread_id: str, turn: Turn, at: datetime) -> dict[str, Any]:
     return {
         "thread_id": thread_id,
         "turn": turn.number,
+        "message_id": turn.message_id,
         "user": turn.user,
         "answer": turn.answer,
         "text": f"User: {turn.user}\nAssistant: {turn.answer}",
@@ -506,8 +538,15 @@ def with_context(system: SystemMessage | None, block: str) -> SystemMessage:
     return system.model_copy(update={"content": content})
 
 
-def _turn_of(value: dict[str, Any]) -> tuple[Any, Any]:
-    return value.get("thread_id"), value.get("turn")
+def _in_view(value: dict[str, Any], shown: set[tuple[str, int]], ids: frozenset[str]) -> bool:
+    """Whether a stored turn is among the earlier turns the request already shows.
+
+    By its user message's id; a turn stored without one (before ids were kept), by thread
+    and number.
+    """
+    if value.get("message_id"):
+        return str(value["message_id"]) in ids
+    return (value.get("thread_id"), value.get("turn")) in shown
 
 
 def _thread_id(config: RunnableConfig | None) -> str:

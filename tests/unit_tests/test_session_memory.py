@@ -255,11 +255,13 @@ def test_relevance_brings_back_the_users_turns_from_other_threads_most_relevant_
     assert emb.document_calls == len(turns)  # one embedding call per indexed turn
     assert emb.texts_embedded - emb.query_calls == len(turns)
 
-    items = {i.key: i.value for i in store.search(session_namespace("alice"), limit=10)}
-    assert sorted(items) == ["A:0", "A:1", "A:2"]
-    assert items["A:2"]["user"] == "lookup pasta recipes"
-    assert items["A:2"]["answer"] == "found notes on pasta recipes"
-    assert set(items["A:0"]) == {"thread_id", "turn", "user", "answer", "text", "at"}
+    found = store.search(session_namespace("alice"), limit=10)
+    items = {i.value["turn"]: i.value for i in found}  # keyed by the user message's id
+    assert sorted(i.key for i in found) == sorted(f"A:{v['message_id']}" for v in items.values())
+    assert sorted(items) == [0, 1, 2] and all(v["message_id"] for v in items.values())
+    assert items[2]["user"] == "lookup pasta recipes"
+    assert items[2]["answer"] == "found notes on pasta recipes"
+    assert set(items[0]) == {"thread_id", "turn", "message_id", "user", "answer", "text", "at"}
 
     agent.invoke(say("hiking tips for the alps and pasta"), run(thread="B"))
     request = model.requests[-1]
@@ -482,9 +484,41 @@ def test_user_from_the_runtime_context_and_default_thread(store):
     agent.invoke(say("my cat is named tom"), context=Context(account="carol"))
     agent.invoke(say("what about my cat"), context=Context(account="carol"))
     assert "my cat is named tom" in context_of(model.requests[-1])
-    # no checkpointer, no thread id: every run is turn 0 of the "default" thread
+    # no checkpointer, no thread id: every run is turn 0 of the "default" thread, each
+    # named by its own message id, so none replaces another
     items = store.search(session_namespace("carol"), limit=10)
-    assert [(i.key, i.value["user"]) for i in items] == [("default:0", "what about my cat")]
+    assert sorted((i.value["turn"], i.value["user"]) for i in items) == [
+        (0, "my cat is named tom"),
+        (0, "what about my cat"),
+    ]
+    assert all(i.key == f"default:{i.value['message_id']}" for i in items)
+
+
+def test_every_user_message_of_one_input_is_indexed(store):
+    agent, _ = build(store, retrieval="relevance")
+    said = [("user", "My sister Eva is allergic to peanuts."), ("user", "lookup pasta recipes")]
+    agent.invoke({"messages": said}, run(thread="A"))
+    items = store.search(session_namespace("alice"), limit=10)
+    assert sorted((i.value["turn"], i.value["user"], i.value["answer"]) for i in items) == [
+        (0, "My sister Eva is allergic to peanuts.", ""),
+        (1, "lookup pasta recipes", "found notes on pasta recipes"),
+    ]
+
+
+def test_turns_keep_their_names_when_the_state_is_shortened(store):
+    from langchain_core.messages import RemoveMessage
+
+    agent, _ = build(store, retrieval="relevance")
+    said = ["My sister is Eva", "I run a marathon in June", "lookup pasta recipes"]
+    for text in said:
+        agent.invoke(say(text), run(thread="A"))
+    state = agent.get_state(run(thread="A"))
+    oldest = [m for m in state.values["messages"]][:4]  # what a summary would replace
+    agent.update_state(run(thread="A"), {"messages": [RemoveMessage(id=m.id) for m in oldest]})
+    for text in ("My dentist is Dr. Lee", "lookup hiking maps"):
+        agent.invoke(say(text), run(thread="A"))
+    kept = sorted(i.value["user"] for i in store.search(session_namespace("alice"), limit=20))
+    assert kept == sorted([*said, "My dentist is Dr. Lee", "lookup hiking maps"])
 
 
 # ---- (8): concurrency --------------------------------------------------------------------------
