@@ -60,10 +60,14 @@ def thread_value(thread_id: str, first_seen: datetime, last_seen: datetime) -> d
 
 
 class ThreadRecorder:
-    """Records which threads belong to which user, once per (store, user, thread) per process.
+    """Records which threads belong to which user, in the store itself.
 
-    Both middlewares call :meth:`note` before a model call; the first call for a pair reads
-    and writes one registry item, later ones cost a dict lookup. The cache is bounded.
+    Both middlewares call :meth:`note` before a model call. Each call reads the pair's
+    registry item (one ``get``): another process, or another store object over the same
+    data, may have erased the user since, and a thread they come back to must be recorded
+    again, or the next ``forget_user`` would leave its checkpoints behind. The item is
+    written the first time this process sees the pair and whenever it is missing; the
+    bounded cache only spares the rewrites.
     """
 
     def __init__(self, size: int = 10_000) -> None:
@@ -72,7 +76,7 @@ class ThreadRecorder:
         self._lock = threading.Lock()
 
     def forget(self, store: BaseStore, user_id: str) -> None:
-        """Drop the cached pairs of ``user_id``, so a thread reused after an erase is recorded."""
+        """Drop the cached pairs of ``user_id`` (their next note writes the item again)."""
         with self._lock:
             for key in [k for k in self._seen if k[0] == id(store) and k[1] == user_id]:
                 del self._seen[key]
@@ -83,16 +87,18 @@ class ThreadRecorder:
             return
         thread = str(thread_id)
         key = (id(store), user_id, thread)
-        with self._lock:
-            if key in self._seen:
-                return
-            self._seen[key] = None
-            if len(self._seen) > self.size:
-                self._seen.popitem(last=False)
-        now = datetime.now(timezone.utc)
-        value = thread_value(thread, now, now)
         namespace = thread_namespace(user_id)
         existing = yield Step(store.get, store.aget, (namespace, thread))
+        with self._lock:
+            written = key in self._seen
+            self._seen[key] = None
+            self._seen.move_to_end(key)
+            if len(self._seen) > self.size:
+                self._seen.popitem(last=False)
+        if written and existing is not None:
+            return
+        now = datetime.now(timezone.utc)
+        value = thread_value(thread, now, now)
         if existing is not None:
             value["first_seen"] = existing.value.get("first_seen", value["first_seen"])
         yield Step(

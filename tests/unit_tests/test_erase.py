@@ -300,6 +300,20 @@ def test_a_user_whose_namespace_holds_another_configurations_users_erases_only_t
     assert len(tenant.list_all("bob")) == 1
 
 
+def test_an_erase_through_another_store_object_still_finds_a_thread_reused_after_it(
+    tmp_path, saver
+):
+    path = tmp_path / "memories.db"
+    serving = LongTermMemoryStore.from_sqlite(path, KeywordEmbeddings(dims=64))
+    erasing = LongTermMemoryStore.from_sqlite(path, KeywordEmbeddings(dims=64))  # another worker
+    agent = build_agent(serving, saver)
+    agent.invoke(say("hello"), run("alice", "t1"))
+    assert forget_user(erasing, "alice", checkpointer=saver).thread_ids == ("t1",)
+    agent.invoke(say("my new secret is in this thread"), run("alice", "t1"))  # she comes back
+    assert forget_user(erasing, "alice", checkpointer=saver).thread_ids == ("t1",)
+    assert checkpointed_threads(saver) == set()
+
+
 def test_a_thread_two_users_shared_is_deleted_for_both(store, saver):
     agent = build_agent(store, saver)
     agent.invoke(say("hello"), run("alice", "shared"))
