@@ -52,7 +52,7 @@ from langchain_ltm.agents._recall import (
 )
 from langchain_ltm.agents._registry import RECORDER
 from langchain_ltm.agents.config import LongTermMemoryConfig
-from langchain_ltm.agents.tools import create_memory_tools, resolve_user_id
+from langchain_ltm.agents.tools import create_memory_tools, resolve_user_id, scoped_store
 from langchain_ltm.store import LongTermMemoryStore
 
 __all__ = ["MemoryMiddleware", "MemoryMode"]
@@ -74,7 +74,8 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             turn and returns facts to remember (``None``: no extraction).
         background: Extract off the request path (debounced per thread; :meth:`flush`).
         debounce: Seconds a background extraction waits for more turns of its thread.
-        config: Options of the memory tools (and ``user_id_key``).
+        config: Options of the memory tools (and ``user_id_key``); its namespace,
+            thresholds, resolver and secret guard apply to recall and extraction too.
         header: First lines of the memory block.
         show_dates: Start each fact's line in the block with its date (``[2023-05-08]``:
             when its text was said, ``remember(..., observed_at=)``, else remembered), for
@@ -117,14 +118,16 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             raise ValueError("background=True needs extract_with=<chat model>.")
         if not isinstance(debounce, (int, float)) or debounce < 0:
             raise ValueError(f"debounce must be a number of seconds >= 0, got {debounce!r}.")
-        self.store = store
         self.mode: MemoryMode = mode
         self.options = RecallOptions(recall_limit, min_score, max_chars, header, show_dates)
         self.tool_config = config or LongTermMemoryConfig()
+        # recall, extraction and the tools share the config's namespace and options: one
+        # place for all of a user's memory
+        self.store = store if config is None else scoped_store(store, self.tool_config)
         self.extract_with = extract_with
         self.tools = [] if mode == "recall" else create_memory_tools(store, config=config)
         self._background = (
-            BackgroundExtractor(run_job(store, extract_with), debounce)
+            BackgroundExtractor(run_job(self.store, extract_with), debounce)
             if background and extract_with is not None
             else None
         )

@@ -120,7 +120,7 @@ def create_memory_tools(
     def from_run(run: RunnableConfig | None, runtime: Any) -> str:
         return resolve_user_id(run, runtime, key)
 
-    return _build(_scoped(store, options), options, from_run)
+    return _build(scoped_store(store, options), options, from_run)
 
 
 def memory_tools_for(
@@ -144,10 +144,15 @@ def memory_tools_for(
     """
     options = config or LongTermMemoryConfig()
     user_id = resolve_user_id(run, None, options.user_id_key)
-    return _build(_scoped(store, options), options, lambda _run, _runtime: user_id)
+    return _build(scoped_store(store, options), options, lambda _run, _runtime: user_id)
 
 
-def _scoped(store: LongTermMemoryStore, options: LongTermMemoryConfig) -> LongTermMemoryStore:
+def scoped_store(store: LongTermMemoryStore, options: LongTermMemoryConfig) -> LongTermMemoryStore:
+    """``store`` with the config's namespace, thresholds, resolver and secret guard.
+
+    What the memory tools act on, and what ``MemoryMiddleware`` recalls from and extracts
+    into, so a configured namespace holds all of a user's memory.
+    """
     return store.with_options(
         namespace=options.namespace,
         merge_threshold=options.merge_threshold,

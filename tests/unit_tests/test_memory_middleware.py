@@ -300,6 +300,28 @@ def test_every_user_message_of_one_input_is_extracted(emb):
     assert "User: What should I cook?" in transcript and "User: Hi" not in transcript
 
 
+def test_a_configured_namespace_holds_all_of_a_users_memory(emb):
+    from langchain_ltm import LongTermMemoryConfig
+
+    store = LongTermMemoryStore(InMemoryVectorStore(emb))
+    extractor = ScriptedChatModel(
+        answers=[extraction(), extraction(("Has a dog named Rex", False))]
+    )
+    model = RecordingModel()
+    config = LongTermMemoryConfig(namespace=("app_memories",))
+    middleware = MemoryMiddleware(store, config=config, extract_with=extractor, min_score=-1.0)
+    agent = create_agent(model, middleware=[middleware], store=store, checkpointer=InMemorySaver())
+    agent.invoke({"messages": [("user", "remember: Prefers answers in Spanish")]}, run("ana"))
+    agent.invoke({"messages": [("user", "I have a dog, Rex. My language?")]}, run("ana"))
+    assert "Prefers answers in Spanish" in system_text(model.requests[-1])  # recalled there
+    scoped = store.with_options(namespace=("app_memories",))
+    assert sorted(f.content for f in scoped.list_all("ana")) == [
+        "Has a dog named Rex",
+        "Prefers answers in Spanish",
+    ]
+    assert store.list_all("ana") == []  # nothing in the store's default namespace
+
+
 class BlockingExtractor(ScriptedChatModel):
     """Waits for ``gate`` before answering, so a test can see the agent return first."""
 
