@@ -116,24 +116,41 @@ def recall_block(
 def render_block(
     pinned: Sequence[Fact], relevant: Sequence[RecalledFact], options: RecallOptions
 ) -> str | None:
-    """The block, within ``max_chars``; ``None`` when there is nothing to say."""
+    """The block, within ``max_chars``; ``None`` when there is nothing to say.
+
+    Facts are taken in order while they fit, each cut (ending in ``…``) to a quarter of
+    the budget at most. One that does not fit is cut to the room left when at least
+    :data:`_MIN_CUT` characters are left, else left out, and the facts after it still get
+    their turn: one long fact never hides the rest (the recall tool returns whole texts).
+    A section heading only appears with a fact under it.
+    """
+    cap = max(_MIN_CUT, options.max_chars // 4)
     seen = {f.id for f in pinned}
-    lines: list[str] = []
-    if pinned:
-        lines.append("Profile:")
-        lines.extend(_line(f, options.show_dates) for f in pinned)
     extra = [f for f in relevant if f.id not in seen]
-    if extra:
-        lines.append("Relevant to this message:")
-        lines.extend(_line(f, options.show_dates) for f in extra)
-    if not lines:
-        return None
+    sections = [
+        ("Profile:", [_line(f, options.show_dates) for f in pinned]),
+        ("Relevant to this message:", [_line(f, options.show_dates) for f in extra]),
+    ]
     out = options.header
-    for line in lines:
-        if len(out) + 1 + len(line) > options.max_chars:
-            break
-        out += "\n" + line
+    for heading, lines in sections:
+        started = False
+        for line in lines:
+            if len(line) > cap:
+                line = line[: cap - 1] + "…"
+            room = options.max_chars - len(out) - 1 - (0 if started else len(heading) + 1)
+            if len(line) > room:
+                if room < _MIN_CUT:
+                    continue
+                line = line[: room - 1] + "…"
+            if not started:
+                out += "\n" + heading
+                started = True
+            out += "\n" + line
     return out if out != options.header else None
+
+
+_MIN_CUT = 60
+"""The fewest characters a fact that does not fit is cut to (less: it is left out)."""
 
 
 def _line(fact: Fact, show_dates: bool) -> str:

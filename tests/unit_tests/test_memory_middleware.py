@@ -117,6 +117,29 @@ def test_min_score_and_budget_keep_the_block_small(store):
     assert len(block) <= 220 and "Spanish" in block
 
 
+def test_one_long_fact_never_hides_the_others(emb):
+    store = LongTermMemoryStore(InMemoryVectorStore(emb))
+    long_fact = "Background: " + "the user described their job at length " * 45
+    store.remember("alice", long_fact, pinned=True)
+    store.remember("alice", ["My name is Alice", "Prefers answers in Spanish"], pinned=True)
+    store.remember("alice", "Works on the payments team")
+    for budget in (2000, 1000, 400):
+        model = RecordingModel()
+        agent = agent_with(store, model, mode="recall", max_chars=budget)
+        agent.invoke({"messages": [("user", "which team do I work on")]}, run("alice"))
+        block = system_text(model.requests[0]).removeprefix("You are helpful.\n\n")
+        assert len(block) <= budget, budget
+        assert "My name is Alice" in block and "Prefers answers in Spanish" in block, budget
+        assert "Works on the payments team" in block, budget
+        assert "Background:" in block and "…" in block, budget  # cut to the room left
+    tight = RecordingModel()
+    agent = agent_with(store, tight, mode="recall", max_chars=230)
+    agent.invoke({"messages": [("user", "which team do I work on")]}, run("alice"))
+    block = system_text(tight.requests[0]).removeprefix("You are helpful.\n\n")
+    assert "Background:" not in block and "My name is Alice" in block  # too little room: out
+    assert not block.rstrip().endswith(":")  # no heading without a fact under it
+
+
 @pytest.mark.parametrize(
     ("mode", "tools", "block"),
     [
