@@ -448,3 +448,27 @@ def test_an_app_role_that_does_not_own_the_tables_searches_and_cannot_store(
     finally:
         pg_conn.execute(f'DROP OWNED BY "{role}"')
         pg_conn.execute(f'DROP ROLE "{role}"')
+
+
+@pytest.mark.parametrize(
+    ("m", "ef_construction", "message"),
+    [
+        (16.7, 64, "m must be a whole number"),
+        (1, 64, "m must be a whole number"),
+        (True, 64, "m must be a whole number"),
+        (16, 20, r"ef_construction must be a whole number from 32"),
+        (16, 64.0, "ef_construction must be"),
+        (16, 2000, "ef_construction must be"),
+    ],
+)
+def test_hnsw_options_out_of_bounds_raise_before_anything_is_built(
+    make_backend, pg_conn, m, ef_construction, message
+):
+    backend = make_backend(dims=DIMS)
+    with pytest.raises(ValueError, match=message):
+        backend.create_hnsw_index(m=m, ef_construction=ef_construction)
+    (count,) = pg_conn.execute(
+        "SELECT count(*) FROM pg_indexes WHERE tablename = %s AND indexdef LIKE '%%hnsw%%'",
+        (backend.vectors_table,),
+    ).fetchone()
+    assert count == 0

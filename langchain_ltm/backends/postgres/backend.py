@@ -119,6 +119,27 @@ if TYPE_CHECKING:
 
 __all__ = ["DuplicateFactError", "PostgresBackend", "SchemaVersionError", "postgres_backend"]
 
+
+def _check_hnsw_options(m: object, ef_construction: object) -> None:
+    """The bounds pgvector sets on an HNSW build, checked before anything runs.
+
+    Raises:
+        ValueError: ``m`` is not a whole number from 2 to 100, or ``ef_construction`` not
+            one from 4 to 1,000 and at least twice ``m`` (a float was truncated before).
+    """
+    if isinstance(m, bool) or not isinstance(m, int) or not 2 <= m <= 100:
+        raise ValueError(f"m must be a whole number from 2 to 100, got {m!r}.")
+    if (
+        isinstance(ef_construction, bool)
+        or not isinstance(ef_construction, int)
+        or not max(4, 2 * m) <= ef_construction <= 1000
+    ):
+        raise ValueError(
+            f"ef_construction must be a whole number from {max(4, 2 * m)} (twice m) to "
+            f"1,000, got {ef_construction!r}."
+        )
+
+
 SchemaVersionError = sql.SchemaVersionError
 
 
@@ -336,6 +357,7 @@ class PostgresBackend(VectorBackend):
             >>> backend.broad_min_rows = 50_000  # doctest: +SKIP
         """
         self._require_dims("an HNSW index")
+        _check_hnsw_options(m, ef_construction)
         self.connector.run(
             lambda: sql.create_hnsw_index(self.tables, m, ef_construction), "create_hnsw_index"
         )
