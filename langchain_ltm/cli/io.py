@@ -273,11 +273,7 @@ class ImportReport:
                 [str(r.line), r.action, r.id or "-", r.content + _row_note(r)] for r in self.rows
             ]
             return head + "\n\n" + table(["LINE", "WOULD BE", "ID", "FACT"], rows)
-        text = (
-            f"Imported {plural(self.read, 'fact')} into user {self.user!r}: "
-            + "; ".join(parts)
-            + "."
-        )
+        text = f"Read {plural(self.read, 'fact')} for user {self.user!r}: " + "; ".join(parts) + "."
         rejected = [[str(r.line), str(r.reason)] for r in self.rows if r.action == "rejected"]
         if rejected:
             text += "\n\n" + table(["LINE", "REJECTED BECAUSE"], rejected)

@@ -360,6 +360,9 @@ def _parse_record(
             for n, v in enumerate(record.get("history") or ())
         )
         if restore:
+            for n, v in enumerate(history):  # earlier texts are stored as they are too
+                if ctx.guard is not None and (reason := ctx.guard(v.content)):
+                    raise InvalidFactError(f"{where}: history[{n}]: {reason}")
             _not_future(where, now, created_at=created, updated_at=updated, valid_from=since)
             for n, v in enumerate(history):
                 _not_future(

@@ -255,13 +255,13 @@ def test_export_import_round_trip_into_another_user(ltm, tmp_path):
 
     code, out, _ = ltm("import", "--user", "bob", str(path), "--batch-size", "2")
     assert code == 0
-    assert out.strip() == "Imported 3 facts into user 'bob': 3 restored, 0 conflicts."
+    assert out.strip() == "Read 3 facts for user 'bob': 3 restored, 0 conflicts."
     assert as_json(ltm("list", "--user", "bob", "--json")[1]) == bob  # importing twice: no change
 
     code, out, _ = ltm("import", "--user", "bob", str(path), "--merge", "--batch-size", "2")
     assert code == 0
     assert out.strip() == (
-        "Imported 3 facts into user 'bob': 0 created, 3 duplicate, 0 updated, 0 rejected."
+        "Read 3 facts for user 'bob': 0 created, 3 duplicate, 0 updated, 0 rejected."
     )
     assert as_json(ltm("list", "--user", "bob", "--json")[1]) == bob
 
@@ -274,9 +274,9 @@ def test_import_accepts_fact_lines_and_reports_rejections(ltm, tmp_path):
         + "\n",
         encoding="utf-8",
     )
-    code, out, _ = ltm("import", "--user", "carol", str(path), "--json")
+    code, out, err = ltm("import", "--user", "carol", str(path), "--json")
     summary = as_json(out)
-    assert code == 0
+    assert code == 2 and "1 of 3 lines were not stored (1 rejected, 0 conflicts" in err
     assert (summary["read"], summary["created"], summary["rejected"]) == (3, 2, 1)
     assert summary["rejected_lines"][0]["line"] == 4
     assert "card" in summary["rejected_lines"][0]["reason"]
@@ -424,7 +424,7 @@ def test_import_restore_reports_secrets_and_conflicts(ltm, tmp_path):
     )
     code, out, _ = ltm("import", "--user", "alice", str(path), "--json")
     summary = as_json(out)
-    assert code == 0
+    assert code == 2  # as remember: lines were left out
     assert (summary["restored"], summary["conflicts"], summary["rejected"]) == (1, 1, 1)
     assert summary["conflict_lines"] == [{"line": 1, "id": "x1"}]
     assert (
@@ -439,6 +439,22 @@ def test_import_restore_reports_secrets_and_conflicts(ltm, tmp_path):
     ]
     code, out, _ = ltm("import", "--user", "alice", str(path))
     assert "NOT RESTORED" in out and "--merge" in out and "4111" not in out
+
+
+def test_a_secret_in_an_exported_history_is_refused_like_one_in_its_text(ltm, tmp_path):
+    path = tmp_path / "in.jsonl"
+    history = [{"content": f"My card is {CARD}", "valid_from": "2024-01-01T00:00:00+00:00"}]
+    path.write_text(
+        _line(id="s1", content="Pays by bank transfer", history=history)
+        + _line(id="s2", content="Plays the cello"),
+        encoding="utf-8",
+    )
+    code, out, _ = ltm("import", "--user", "alice", str(path), "--json")
+    summary = as_json(out)
+    assert code == 2 and (summary["restored"], summary["rejected"]) == (1, 1)
+    assert summary["rejected_lines"][0]["reason"].startswith("history[0]: ")
+    exported = ltm("export", "--user", "alice")[1]
+    assert CARD not in exported and "Pays by bank transfer" not in exported
 
 
 def test_import_merge_dry_run_threshold(ltm, tmp_path):
@@ -586,7 +602,7 @@ def test_import_shows_a_progress_bar_on_a_terminal(tmp_path, monkeypatch, capsys
         cli.main(["import", "--user", "u", "--store", store, str(path), "--batch-size", "2"]) == 0
     )
     assert "2/3 (66%)" in err.getvalue() and "3/3 (100%)" in err.getvalue()
-    assert "Imported 3 facts" in capsys.readouterr().out
+    assert "Read 3 facts" in capsys.readouterr().out
 
     err.seek(0)
     err.truncate()

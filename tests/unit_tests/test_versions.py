@@ -280,6 +280,10 @@ async def test_merge_import_redecides_and_dry_run_writes_nothing(mem):
         ({"content": "ok", "id": "a@1"}, "may not contain '@'"),
         (42, "record 2 must be an object"),
         ({"content": "my password is hunter2"}, "record 2"),
+        (
+            {"id": "x", "content": "ok", "history": [{"content": "my password is hunter2"}]},
+            r"record 2: history\[0\]: .*password",
+        ),
     ],
 )
 async def test_a_bad_import_record_writes_nothing(mem, bad, message):

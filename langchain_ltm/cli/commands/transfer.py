@@ -63,7 +63,7 @@ def cmd_import(session: Session) -> int:
     report = ImportReport(session.user, len(lines), args.dry_run)
     restore, merge = [], []
     for line in lines:
-        reason = guard(line.record["content"]) if guard else None
+        reason = _refused(guard, line.record) if guard else None
         if reason:  # not stored, like a secret given to remember; the other lines are
             report.rows.append(ImportRow(line.number, "rejected", None, "-", reason=reason))
         elif line.exported and not args.merge:
@@ -99,7 +99,29 @@ def cmd_import(session: Session) -> int:
         raise
     progress.finish()
     session.emit(report.to_dict(), report.human())
+    counts = report.counts()
+    left = counts["rejected"] + counts["conflict"]
+    if left:  # as remember: a line that was not stored is not "done"
+        raise Failure(
+            EXIT_USAGE,
+            f"{left} of {len(lines)} lines were not stored ({counts['rejected']} rejected, "
+            f"{counts['conflict']} conflicts: see the report); the others were.",
+        )
     return EXIT_OK
+
+
+def _refused(guard: Callable[[str], str | None], record: dict[str, Any]) -> str | None:
+    """Why the guard refuses a line: its text, or any earlier text in its ``history``."""
+    texts = [record["content"]]
+    for entry in record.get("history") or ():
+        text = entry.get("content") if isinstance(entry, dict) else entry
+        if isinstance(text, str):
+            texts.append(text)
+    for n, text in enumerate(texts):
+        reason = guard(text)
+        if reason:
+            return reason if n == 0 else f"history[{n - 1}]: {reason}"
+    return None
 
 
 def _read_lines(name: str) -> list[bytes]:
