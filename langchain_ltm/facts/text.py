@@ -13,16 +13,25 @@ __all__ = ["content_hash", "normalize_fact", "validate_text"]
 
 _SPACE = re.compile(r"\s+")
 _TRAILING = re.compile(r"[\s.!?;:,\u2026\u3002]+$")
+# invisible marks that change no word: a byte-order mark (a file or pipe's first line),
+# zero-width spaces and joiners, the word joiner, the soft hyphen
+_INVISIBLE = dict.fromkeys(map(ord, "\ufeff\u200b\u200c\u200d\u2060\u00ad"))
 
 
 def normalize_fact(text: str) -> str:
     """The form exact dedup compares: NFKC, case-folded, single spaces, no trailing punctuation.
 
+    Invisible marks (a byte-order mark, zero-width spaces and joiners, soft hyphens) are
+    left out, so a text pasted with one is the text without it, and a text of nothing but
+    those has no content.
+
     Example:
         >>> normalize_fact("  I  prefer Spanish!! ")
         'i prefer spanish'
+        >>> normalize_fact("\ufeffI prefer\u200b Spanish") == normalize_fact("I prefer Spanish")
+        True
     """
-    text = unicodedata.normalize("NFKC", text).casefold()
+    text = unicodedata.normalize("NFKC", text.translate(_INVISIBLE)).casefold()
     return _TRAILING.sub("", _SPACE.sub(" ", text).strip())
 
 

@@ -149,6 +149,19 @@ def test_remember_reads_stdin_lines(ltm, monkeypatch):
     assert code == 2 and "stdin was empty" in err
 
 
+def test_a_bom_or_invisible_marks_change_no_fact(ltm, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\ufeffsame text\r\nother\u200b text\n"))
+    code, out, _ = ltm("remember", "--user", "alice", "--json", "-")
+    assert code == 0
+    assert [r["fact"]["content"] for r in as_json(out)] == ["same text", "other\u200b text"]
+    code, out, _ = ltm("remember", "--user", "alice", "--json", "same text", "other text")
+    assert [r["action"] for r in as_json(out)] == ["duplicate", "duplicate"]
+    for invisible in ("\ufeff", "\u200b", "\u200b\u00ad "):
+        code, _, err = ltm("remember", "--user", "alice", invisible)
+        assert code == 2 and "no content" in err, invisible
+    assert len(as_json(ltm("list", "--user", "alice", "--json")[1])) == 2
+
+
 def test_recall_merges_phrasings_and_lists(ltm):
     ltm("remember", "--user", "alice", "Prefers answers in Spanish", "Works on the payments team")
     code, out, _ = ltm(

@@ -42,7 +42,8 @@ def cmd_remember(session: Session) -> int:
     facts: list[tuple[str, str]] = []  # (where it came from, text)
     for n, arg in enumerate(session.args.facts, start=1):
         if arg == "-":
-            lines = [line.strip() for line in sys.stdin.read().splitlines()]
+            text = sys.stdin.read().removeprefix("\ufeff")  # a file saved with a BOM
+            lines = [line.strip() for line in text.splitlines()]
             facts += [(f"stdin line {i}", t) for i, t in enumerate(lines, start=1) if t]
         else:
             facts.append((f"fact {n}" if len(session.args.facts) > 1 else "fact", arg))
