@@ -25,6 +25,7 @@ from langchain_ltm.defaults import (
     default_store_path,
     open_facts,
     open_store,
+    sqlite_path,
 )
 
 if TYPE_CHECKING:
@@ -42,6 +43,11 @@ MANY = 1000
 """From how many facts, items or users ``remember``, ``export``, ``export-user-data``,
 ``clear``, ``forget-user`` and ``stats`` draw a progress bar (``import`` and ``migrate``
 always do)."""
+
+_NEEDS_A_STORE = frozenset(
+    {"list", "recall", "forget", "clear", "stats", "export", "export-user-data", "forget-user"}
+)
+"""Commands that only read or delete: given a SQLite file that is not there, they stop."""
 
 MIN_PREFIX = 4
 """The fewest characters of an id taken as its prefix (a whole id of any length is taken)."""
@@ -109,6 +115,7 @@ class Session:
         return self._facts
 
     def _open(self, opener: Callable[..., tuple[_Opened, str]]) -> _Opened:
+        self._exists_to_read()
         caught: list[warnings.WarningMessage] = []
         try:
             with warnings.catch_warnings(record=True) as caught:
@@ -119,6 +126,25 @@ class Session:
         if self.url is None:
             self.target = f"the default store ({self.where})"
         return opened
+
+    def _exists_to_read(self) -> None:
+        """A command that only reads or deletes never creates the SQLite file it is given.
+
+        Raises:
+            Failure: ``EXIT_NOT_FOUND``: ``--store sqlite:///PATH`` names no file (a typo
+                would otherwise open a new, empty store and report nothing stored).
+        """
+        url = self.url
+        if self.args.command not in _NEEDS_A_STORE or not url or not url.startswith("sqlite:///"):
+            return
+        path = sqlite_path(url)
+        if not path.is_file():
+            raise Failure(
+                EXIT_NOT_FOUND,
+                f"there is no SQLite store at {path}: nothing to read or delete (sqlite:///name.db "
+                "is relative to the current folder, sqlite:////abs/name.db absolute; `ltm "
+                "remember` or `ltm import` creates a store)",
+            )
 
     def _show(self, caught: list[warnings.WarningMessage]) -> None:
         """The warnings of opening a store: the old-default notice as one ``ltm: note:`` line."""

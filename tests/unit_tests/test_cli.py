@@ -162,6 +162,25 @@ def test_a_bom_or_invisible_marks_change_no_fact(ltm, monkeypatch):
     assert len(as_json(ltm("list", "--user", "alice", "--json")[1])) == 2
 
 
+def test_a_mistyped_sqlite_store_is_not_created_by_a_command_that_reads(ltm, tmp_path):
+    typo = tmp_path / "typo" / "memories.db"
+    url = f"sqlite:///{typo}"
+    for args in (
+        ("list", "--user", "a"),
+        ("recall", "--user", "a", "tea"),
+        ("forget", "--user", "a", "abcd1234"),
+        ("clear", "--user", "a", "--yes"),
+        ("stats",),
+        ("export", "--user", "a"),
+    ):
+        code, _, err = ltm(*args, store_url=url)
+        assert code == 1 and f"there is no SQLite store at {typo}" in err, (args, err)
+    assert not typo.parent.exists()  # neither the file nor its folder was made
+    assert ltm("remember", "--user", "a", "Likes tea", store_url=url)[0] == 0  # this one creates
+    code, out, _ = ltm("list", "--user", "a", store_url=url)
+    assert code == 0 and "Likes tea" in out
+
+
 def test_recall_merges_phrasings_and_lists(ltm):
     ltm("remember", "--user", "alice", "Prefers answers in Spanish", "Works on the payments team")
     code, out, _ = ltm(
