@@ -62,6 +62,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         0 done, 1 not found, 2 bad usage or input, 3 storage engine failure.
     """
     try:
+        return _run(argv)
+    except KeyboardInterrupt:  # also while parsing and importing, before a command runs
+        print("ltm: interrupted", file=sys.stderr)
+        return 130
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    try:
         args = parse(argv)
     except SystemExit as exc:  # help, --version and usage errors (argparse printed them)
         return exit_status(exc.code)

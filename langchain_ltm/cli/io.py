@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import json
 import os
 import tempfile
@@ -345,7 +346,18 @@ def migrate_summary(report: dict[str, Any]) -> str:
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so a reader never sees half a file."""
+    """Write ``text`` to ``path`` so a reader never sees half a file.
+
+    Raises:
+        OSError: Naming ``path`` (not the temporary file beside it) when its folder is
+            missing or ``path`` is a folder.
+    """
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "it is a folder; give a file name", str(path))
+    if not path.parent.is_dir():
+        raise FileNotFoundError(
+            errno.ENOENT, f"there is no folder {path.parent} to write it in", str(path)
+        )
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:

@@ -52,9 +52,13 @@ def validate_text(text: Any, what: str, max_chars: int) -> str:
     if not text.strip():
         raise InvalidFactError(f"{what} is empty: pass some text.")
     if len(text) > max_chars:
+        advice = (
+            "Ask a shorter question (a query is compared with short facts)."
+            if what.startswith("query")
+            else "Store one short fact per call (split long text into several facts)."
+        )
         raise InvalidFactError(
-            f"{what} is {len(text):,} characters long; the limit is {max_chars:,}. "
-            "Store one short fact per call (split long text into several facts)."
+            f"{what} is {len(text):,} characters long; the limit is {max_chars:,}. {advice}"
         )
     if "\x00" in text:
         raise InvalidFactError(f"{what} contains a NUL character; remove it.")

@@ -996,3 +996,26 @@ def test_import_leaves_out_what_expired_since_the_export(ltm, tmp_path, monkeypa
     assert [f["content"] for f in as_json(out)] == ["Likes tea"]
     code, out, _ = ltm("list", "--user", "alice", "--json", store_url=fresh)
     assert [f["content"] for f in as_json(out)] == ["Likes tea"]  # expired there too
+
+
+def test_ctrl_c_while_starting_is_an_interrupt_not_a_traceback(monkeypatch, capsys):
+    def interrupted(argv):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "parse", interrupted)  # Ctrl-C before the command runs
+    assert cli.main(["list", "--user", "a"]) == 130
+    assert capsys.readouterr().err == "ltm: interrupted\n"
+
+
+def test_export_to_a_path_it_cannot_use_names_that_path(ltm, tmp_path):
+    ltm("remember", "--user", "b", "Likes tea")
+    missing = tmp_path / "nodir" / "b.jsonl"
+    code, _, err = ltm("export", "--user", "b", "-o", str(missing))
+    assert code == 2 and f"cannot use {missing}: there is no folder" in err and ".tmp" not in err
+    code, _, err = ltm("export", "--user", "b", "-o", str(tmp_path))
+    assert code == 2 and f"cannot use {tmp_path}: it is a folder" in err and ".tmp" not in err
+
+
+def test_an_overlong_query_is_told_to_be_shorter(ltm):
+    code, _, err = ltm("recall", "--user", "a", "x" * 2001)
+    assert code == 2 and "query is 2,001 characters long" in err and "shorter question" in err
