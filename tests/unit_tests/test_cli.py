@@ -1019,3 +1019,11 @@ def test_export_to_a_path_it_cannot_use_names_that_path(ltm, tmp_path):
 def test_an_overlong_query_is_told_to_be_shorter(ltm):
     code, _, err = ltm("recall", "--user", "a", "x" * 2001)
     assert code == 2 and "query is 2,001 characters long" in err and "shorter question" in err
+
+
+def test_bytes_that_are_not_utf8_are_named_as_such(ltm, monkeypatch):
+    undecoded = b"caf\xe9 au lait".decode("utf-8", "surrogateescape")  # as Python reads them
+    monkeypatch.setattr(sys, "stdin", io.StringIO(f"Likes tea\n{undecoded}\n"))
+    code, _, err = ltm("remember", "--user", "a", "-")
+    assert code == 2 and "stdin line 2 is not UTF-8 text" in err and "surrogate" not in err
+    assert as_json(ltm("list", "--user", "a", "--json")[1]) == []  # nothing half-stored

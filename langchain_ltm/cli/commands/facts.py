@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 import sys
 
@@ -94,12 +95,20 @@ def _similar_note(result: RememberResult) -> str:
     return f"  (kept apart from similar: {close})"
 
 
+_UNDECODED = re.compile("[\udc80-\udcff]")
+"""What Python makes of bytes that are not UTF-8 in arguments and stdin (surrogateescape)."""
+
+
 def _checked(session: Session, facts: list[tuple[str, str]]) -> list[str]:
     """The texts, each checked with its label (empty, NUL...) before and after the store opens.
 
     The store checks a batch as a whole; checking here names the argument or line at fault.
     """
     for label, text in facts:  # cheap checks first: no need to wait for the store
+        if _UNDECODED.search(text):  # bytes Python could not decode, kept as surrogates
+            raise Failure(
+                EXIT_USAGE, f"{label} is not UTF-8 text: save or convert it as UTF-8 first."
+            )
         validate_text(text, label, sys.maxsize)
     limit = session.facts.max_fact_chars
     return [validate_text(text, label, limit) for label, text in facts]
