@@ -444,3 +444,28 @@ def test_a_small_scope_on_a_flat_index_is_ranked_from_its_gathered_rows(
         assert [key for key, _ in got] == [key for key, _ in want]
         assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-6)
     store.close()
+
+
+def test_an_index_older_than_its_catalog_is_reported_at_open_and_repair_fixes_it(tmp_path, caplog):
+    emb = KeywordEmbeddings(DIMS)
+    catalog = tmp_path / "c.db"
+    vs = FAISS(emb, faiss_lib.IndexFlatL2(DIMS), InMemoryDocstore(), {})
+    store = LongTermMemoryStore(vectorstore_backend(vs, catalog=catalog), embeddings=emb)
+    store.remember("bob", ["Lives in Lisbon", "Plays the cello"])
+    vs.save_local(str(tmp_path / "idx"))
+    store.remember("bob", ["Has a dog named Rex", "Drinks green tea"])  # never saved
+    store.close()
+    older = FAISS.load_local(str(tmp_path / "idx"), emb, allow_dangerous_deserialization=True)
+    with caplog.at_level("WARNING"):
+        backend = vectorstore_backend(older, catalog=catalog)
+    assert "holds 2 documents, fewer than the 4 items" in caplog.text
+    assert "backend.repair()" in caplog.text
+    assert backend.repair() == 2
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        vectorstore_backend(older, catalog=catalog).close()  # in line now: nothing said
+    assert "fewer than" not in caplog.text
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    assert [f.content for f in store.recall("bob", "dog named Rex", limit=1)] == [
+        "Has a dog named Rex"
+    ]

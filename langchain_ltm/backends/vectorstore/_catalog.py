@@ -485,6 +485,15 @@ class Catalog(SqliteBackend):
         ]
         return ids, len(rows)
 
+    def embedded_items(self) -> int:
+        """How many items have documents in the vectorstore (at least that many documents)."""
+
+        def run(conn: sqlite3.Connection) -> int:
+            (count,) = conn.execute(f"SELECT count(*) FROM {self.tables.vectors}").fetchone()
+            return int(count)
+
+        return self._read("search", run)
+
     def vector_count(self, prefix: tuple[str, ...]) -> int:
         """How many documents the items under ``prefix`` have in the vectorstore."""
         params: list[Any] = []

@@ -254,6 +254,30 @@ class VectorStoreBackend(ThreadedAsync):
         self._scores_checked = False  # the first ranked answer is checked to be cosine
         self._ids_usable = True  # until the family's search_ids says it cannot (None)
         self.repair(full=False)
+        self._warn_if_behind()
+
+    def _warn_if_behind(self) -> None:
+        """Warn when the vectorstore holds fewer documents than the catalog has items with some.
+
+        A FAISS index saved before the last writes and loaded again: searches miss the
+        documents it lacks (and answer from the rest) until :meth:`repair` puts them back.
+        """
+        size = self.family.size(self.vectorstore) if self.family.size else None
+        if size is None:
+            return
+        embedded = self.catalog.embedded_items()
+        if size < embedded:
+            import logging  # here: a store in line with its catalog never imports it
+
+            logging.getLogger(__name__).warning(
+                "langchain-ltm: %s holds %d documents, fewer than the %d items its catalog "
+                "(%s) has documents for: an index saved before the last writes? Searches "
+                "miss the documents it lacks until backend.repair() puts them back.",
+                type(self.vectorstore).__name__,
+                size,
+                embedded,
+                self.capabilities.extra["catalog"],
+            )
 
     # ---- reads --------------------------------------------------------------------------
 
