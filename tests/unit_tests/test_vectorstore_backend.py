@@ -744,3 +744,15 @@ def test_a_store_whose_scores_are_not_the_configured_distance_is_refused_at_firs
     right.remember("alice", "green tea with honey")
     assert right.search(("memories", "alice"), query="green tea", limit=2)
     right.close()
+
+
+def test_milvus_refuses_a_text_longer_than_its_field_and_keeps_the_old_one(tmp_path):
+    emb = KeywordEmbeddings(DIMS)
+    store = LongTermMemoryStore(milvus(emb, tmp_path / "m.db"), fields=["text"])
+    store.put(("docs",), "k", {"text": "a short text"})
+    with pytest.raises(ValueError, match="at most 65,535 bytes of text per document"):
+        store.put(("docs",), "k", {"text": "é" * 40_000})  # 80,000 bytes
+    assert store.get(("docs",), "k").value == {"text": "a short text"}
+    assert [i.key for i in store.search(("docs",), query="short text")] == ["k"]
+    assert store.backend.repair() == 0  # nothing half-written to clean up
+    store.close()

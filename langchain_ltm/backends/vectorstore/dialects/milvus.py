@@ -94,10 +94,39 @@ def add(
     vectors: list[list[float]],
     metadatas: list[dict[str, Any]],
 ) -> None:
-    """An upsert with the vectors given (Milvus may keep two rows under one inserted id)."""
+    """An upsert with the vectors given (Milvus may keep two rows under one inserted id).
+
+    Raises:
+        ValueError: A text is longer than the collection's text field holds (checked
+            first: nothing is deleted or written).
+    """
+    limit = _text_limit(vectorstore)
+    for text in texts:
+        size = len(text.encode("utf-8"))
+        if size > limit:
+            raise ValueError(
+                f"Milvus holds at most {limit:,} bytes of text per document (the "
+                f"collection's max_length); a text of {size:,} bytes ({text[:40]!r}...) was "
+                "not stored: store a shorter text, or index a shorter field."
+            )
     if vectorstore.col is not None:
         vectorstore.client.delete(vectorstore.collection_name, ids=ids)
     vectorstore.add_embeddings(texts, vectors, metadatas, ids=ids)
+
+
+_VARCHAR_MAX = 65_535  # Milvus' own ceiling, and langchain-milvus' default max_length
+
+
+def _text_limit(vectorstore: Any) -> int:
+    """The ``max_length`` of the collection's text field (Milvus' ceiling if unknown)."""
+    col = getattr(vectorstore, "col", None)
+    name = getattr(vectorstore, "_text_field", None)
+    for field in getattr(getattr(col, "schema", None), "fields", None) or ():
+        if getattr(field, "name", None) == name:
+            limit = (getattr(field, "params", None) or {}).get("max_length")
+            if isinstance(limit, int) and limit > 0:
+                return limit
+    return _VARCHAR_MAX
 
 
 def search(vectorstore: Any, vector: list[float], k: int, expr: Any) -> Scored:
