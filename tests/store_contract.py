@@ -730,6 +730,20 @@ class BaseStoreContract:
         clock.advance(10)
         assert keys(await api.search(NS)) == ["forever"]
 
+    async def test_ttl_putting_an_expired_item_again_creates_it_anew(self, make_ttl_api, clock):
+        api = make_ttl_api()
+        await api.put(NS, "k", TEA, ttl=1)
+        await api.put(NS, "kept", TEA, ttl=10)
+        first = await api.get(NS, "kept", refresh_ttl=False)
+        clock.advance(2)  # "k" expired, not yet swept: it is gone
+        await api.put(NS, "k", {"text": "again"})
+        await api.put(NS, "kept", {"text": "updated"}, ttl=10)  # alive: an update
+        again = await api.get(NS, "k")
+        assert again.value == {"text": "again"}
+        assert again.created_at == again.updated_at == clock.now  # not the expired one's
+        kept = await api.get(NS, "kept", refresh_ttl=False)
+        assert kept.created_at == first.created_at and kept.updated_at == clock.now
+
     async def test_ttl_refresh_on_get(self, make_ttl_api, clock):
         api = make_ttl_api()
         await api.put(NS, "k", TEA, ttl=1)

@@ -29,6 +29,7 @@ from langchain_ltm.backends.base import (
     VectorBackend,
     dimension_error,
     expiry,
+    is_alive,
 )
 
 __all__ = ["MemoryBackend"]
@@ -106,7 +107,8 @@ class MemoryBackend(VectorBackend):
         created = record.created_at
         if created is None:
             (old,) = self._index.get([(namespace, key)])
-            created = old.created_at if old else record.now
+            # an expired item not yet swept is gone: putting it again creates it anew
+            created = old.created_at if old and is_alive(old, record.now) else record.now
         item = StoredItem(
             namespace=namespace,
             key=key,

@@ -629,7 +629,10 @@ def _upsert_items(
                 f"up AS ({head}SELECT p, k, v, n, n, e, m FROM unnest(%b::text[], %b::text[], "
                 "%b::jsonb[], %b::timestamptz[], %b::timestamptz[], %b::float8[]) "
                 "AS x(p, k, v, n, e, m) "
-                f"{update}updated_at = EXCLUDED.updated_at RETURNING 1)"
+                f"{update}updated_at = EXCLUDED.updated_at, "
+                # the stored item had expired (gone, if not yet swept): created anew
+                "created_at = CASE WHEN t.expires_at <= EXCLUDED.updated_at "
+                "THEN EXCLUDED.created_at ELSE t.created_at END RETURNING 1)"
             )
             continue
         params.append([r.created_at for r in group])

@@ -292,7 +292,7 @@ def plan_write(
         records = yield layout.call(
             "retrieve",
             ids=[head_id(ns, key) for ns, key in keys],
-            with_payload=["namespace", "key", "created_at_us", "paths"],
+            with_payload=["namespace", "key", "created_at_us", "expires_at_us", "paths"],
             with_vectors=False,
         )
         old = {str(r.id): r.payload for r in records if r.payload and "created_at_us" in r.payload}
@@ -302,8 +302,11 @@ def plan_write(
     for record in upserts:
         ns, key = record.namespace, record.key
         prev = old.get(head_id(ns, key))
+        # an expired item not yet swept is gone: putting it again creates it anew
+        expires = prev.get("expires_at_us") if prev else None
+        alive = prev is not None and (expires is None or expires > to_us(record.now))
         created: datetime = record.created_at or (
-            from_us(prev["created_at_us"]) if prev else record.now
+            from_us(prev["created_at_us"]) if prev and alive else record.now
         )
         new = build_points(record, created, layout.tenant_depth, layout.vector_name)
         points.extend(new)

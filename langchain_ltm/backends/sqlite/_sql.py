@@ -294,7 +294,9 @@ def _upsert_sql(t: Tables) -> str:
         "expires_at, ttl_minutes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
         "ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value, "
         "content_hash = excluded.content_hash, "
-        "created_at = CASE WHEN ?9 THEN excluded.created_at ELSE created_at END, "
+        # restored (?9), or the stored item had expired (gone, if not yet swept): new
+        "created_at = CASE WHEN ?9 OR expires_at <= excluded.updated_at "
+        "THEN excluded.created_at ELSE created_at END, "
         "updated_at = excluded.updated_at, expires_at = excluded.expires_at, "
         "ttl_minutes = excluded.ttl_minutes"
     )
