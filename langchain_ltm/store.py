@@ -592,17 +592,32 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         """Keys to refresh: the items, and the versions of the facts among them.
 
         A fact's versions expire with it, so refreshing a fact refreshes them too (one
-        search per user namespace, only for facts that have versions).
+        search per user namespace, only for facts that have versions), and a version read
+        on its own (``store.search`` over a user's namespace) refreshes its fact and the
+        fact's other versions: it never outlives them.
         """
         keys: list[ItemKey] = [(it.namespace, it.key) for it in items]
         by_namespace: dict[tuple[str, ...], list[StoredItem]] = {}
+        owners: dict[ItemKey, None] = {}  # the facts of versions read on their own
         for item in items:
-            if self.user_id_of(item.namespace) is not None and "content_hash" in item.value:
+            if self.user_id_of(item.namespace) is None:
+                continue
+            if "content_hash" in item.value:
                 by_namespace.setdefault(item.namespace, []).append(item)
+            elif isinstance(item.value.get("version_of"), str):
+                owners[(item.namespace, item.value["version_of"])] = None
+        read = {(it.namespace, it.key) for it in items}
+        wanted = [key for key in owners if key not in read]
+        if wanted:  # a version lives as long as its fact: refresh the fact and its versions
+            found_facts = yield call(self.backend, "get", wanted)
+            for fact in found_facts:
+                if fact is not None and "content_hash" in fact.value:
+                    keys.append((fact.namespace, fact.key))
+                    by_namespace.setdefault(fact.namespace, []).append(fact)
         for namespace, facts in by_namespace.items():
             found = yield from reads.versions_of(self._facts, namespace, facts)
             keys.extend((v.namespace, v.key) for versions in found.values() for v in versions)
-        return keys
+        return list(dict.fromkeys(keys))
 
     # ---- facts -----------------------------------------------------------------------
 

@@ -129,6 +129,10 @@ class _Candidate:
     score: float
     item: StoredItem | None
     said: datetime | None = None  # when its current text was said (None: now)
+    # a stored fact with a TTL while the batch has none, or the reverse: never replaced
+    # (its texts share one lifetime; a merge would make a lasting text expire, or keep one
+    # the user wanted gone)
+    other_lifetime: bool = False
 
 
 def decide_batch(
@@ -142,6 +146,7 @@ def decide_batch(
     policy: DecisionPolicy,
     resolutions: Mapping[int, Resolution] | None = None,
     moments: Sequence[datetime | None] | None = None,
+    ttl: float | None = None,
 ) -> BatchDecision:
     """Decide created / duplicate / updated for each text, in order.
 
@@ -158,6 +163,9 @@ def decide_batch(
         moments: When each row was said (``observed_at``; ``None``: now). A row said
             before a candidate's current text may only join it as an earlier version
             the current text carries, or as an older value.
+        ttl: The TTL the batch is remembered with (``None``: lasting). A stored fact
+            whose lifetime is of the other kind (lasting against expiring) is never
+            replaced: it is listed in ``similar`` instead.
 
     Returns:
         The decisions; ``ambiguous`` holds the open cases (rows not in ``resolutions``).
@@ -170,7 +178,7 @@ def decide_batch(
         if digest in by_hash:
             out.decisions.append(Decision("duplicate", by_hash[digest], i, similarity=1.0))
             continue
-        candidates = _candidates(i, neighbours[i], out, batch_sims, policy, said)
+        candidates = _candidates(i, neighbours[i], out, batch_sims, policy, said, ttl)
         resolution = (resolutions or {}).get(i)
         decision = (
             _apply(resolution, text, i, candidates, policy, said[i])
@@ -210,6 +218,7 @@ def _candidates(
     batch_sims: np.ndarray[Any, Any],
     policy: DecisionPolicy,
     said: Sequence[datetime | None],
+    ttl: float | None = None,
 ) -> list[_Candidate]:
     """Stored and earlier-in-batch facts scoring at least the review threshold, best first.
 
@@ -218,7 +227,12 @@ def _candidates(
     """
     found = [
         _Candidate(
-            hit.item.key, str(hit.item.value["content"]), hit.score, hit.item, valid_from(hit.item)
+            hit.item.key,
+            str(hit.item.value["content"]),
+            hit.score,
+            hit.item,
+            valid_from(hit.item),
+            (hit.item.ttl_minutes is None) != (ttl is None),
         )
         for hit in hits
         if hit.score is not None
@@ -252,7 +266,7 @@ def _decide(
     if not candidates:
         return Decision("created", "", row)
     for c in candidates:
-        if _replaces(c, text, policy, _before(moment, c.said)):
+        if not c.other_lifetime and _replaces(c, text, policy, _before(moment, c.said)):
             return Decision("updated", c.key, row, similarity=c.score)
     return None
 
@@ -333,7 +347,7 @@ def _apply(
     resolver judged the new text as the current one, but it would land in the history.
     """
     match = next((c for c in candidates if c.key == resolution.fact_id), None)
-    if resolution.verdict == "different" or match is None:
+    if resolution.verdict == "different" or match is None or match.other_lifetime:
         return Decision("created", "", row)
     if (
         resolution.verdict == "update"

@@ -22,7 +22,7 @@ from langchain_ltm._filters import Condition
 from langchain_ltm._ids import fact_key
 from langchain_ltm._labels import encode_label
 from langchain_ltm._steps import Logic, call
-from langchain_ltm.backends.base import Record, SearchRequest
+from langchain_ltm.backends.base import Record, SearchRequest, is_alive
 from langchain_ltm.errors import InvalidFactError
 from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts.context import FactContext
@@ -192,6 +192,11 @@ def _restore(
         (same_text,) = yield call(
             ctx.backend, "search", SearchRequest(namespace, None, with_hashes(list(seen)), None, 0)
         )
+        now = _clock.utcnow()
+        # a fact whose TTL has passed is gone (if not yet swept): it holds no text, and its
+        # row goes in this write (Postgres' fact-hash constraint would still see it)
+        gone = [h.item for h in same_text if not is_alive(h.item, now)]
+        same_text = [h for h in same_text if is_alive(h.item, now)]
         owner = {str(h.item.value["content_hash"]): h.item.key for h in same_text}
         taken = {f.id for f in facts if owner.get(content_hash(f.content), f.id) != f.id}
         candidates = [f for f in facts if f.id not in taken]
@@ -209,7 +214,9 @@ def _restore(
         )
         # a record may replace the stored fact of its id only if it carries every text of
         # it (an older export restored over newer texts would hide them for good)
-        held_texts = _stored_texts(candidates, stored, old_versions)
+        alive = [i if i is not None and is_alive(i, now) else None for i in stored]
+        live_versions = [h for h in old_versions if is_alive(h.item, now)]
+        held_texts = _stored_texts(candidates, alive, live_versions)
         conflicts = tuple(
             f.id for f in facts if f.id in taken or not held_texts[f.id] <= _record_texts(f)
         )
@@ -224,6 +231,8 @@ def _restore(
             for h in old_versions
             if (h.item.namespace, h.item.key) not in keep
         ]
+        written = {(r.namespace, r.key) for r in records}
+        stale += [(i.namespace, i.key) for i in gone if (i.namespace, i.key) not in written]
         if records and not dry_run:
             yield call(ctx.backend, "write", records, stale)
     finally:
@@ -274,6 +283,9 @@ def _fact_records(
 ) -> list[Record]:
     """A fact as it was exported: same id, timestamps, versions and other fields."""
     out = []
+    # versions expire with their fact, and a read refreshes them with it: the fact's TTL,
+    # counted from the same moment (written at the fact's updated_at, not their own end)
+    ttl = _minutes_until(fact.expires_at, fact.updated_at)
     for number, version in enumerate(fact.history, 1):
         end = version.valid_to or fact.valid_from or fact.updated_at
         i = row[version.content]
@@ -287,9 +299,9 @@ def _fact_records(
                 texts=(version.content,),
                 paths=("content",),
                 vectors=vectors[i : i + 1],
-                now=end,
+                now=end if ttl is None else fact.updated_at,
                 created_at=version.valid_from,
-                ttl_minutes=_minutes_until(fact.expires_at, end),
+                ttl_minutes=ttl,
             )
         )
     i = row[fact.content]

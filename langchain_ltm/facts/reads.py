@@ -84,7 +84,7 @@ def recall(
     if missing:
         found = yield call(ctx.backend, "get", [(namespace, k) for k in missing])
         facts.update({i.key: i for i in found if i is not None and is_alive(i, now)})
-    histories = yield from versions_of(ctx, namespace, list(facts.values()))
+    histories = yield from versions_of(ctx, namespace, list(facts.values()), now)
     out = []
     for fact_id, hit in ranked:
         item = facts.get(fact_id)
@@ -121,14 +121,21 @@ def _scopes(include_history: bool, as_of: datetime | None) -> list[Filter]:
 
 
 def versions_of(
-    ctx: FactContext, namespace: tuple[str, ...], items: Sequence[StoredItem]
+    ctx: FactContext,
+    namespace: tuple[str, ...],
+    items: Sequence[StoredItem],
+    alive_at: datetime | None = None,
 ) -> Logic[dict[str, list[StoredItem]]]:
-    """Version items of the given facts (one search, only for facts that have versions)."""
+    """Version items of the given facts (one search, only for facts that have versions).
+
+    ``alive_at``: leave out versions expired by then (what reads show); ``None``: every
+    stored one (what a write renumbers and rewrites).
+    """
     keys = list(dict.fromkeys(i.key for i in items if layout.version_count(i) > 0))
     out: dict[str, list[StoredItem]] = {k: [] for k in keys}
     if keys:
         request = SearchRequest(
-            namespace, None, (Condition(("version_of",), "$in", keys),), None, 0
+            namespace, None, (Condition(("version_of",), "$in", keys),), None, 0, alive_at
         )
         (hits,) = yield call(ctx.backend, "search", request)
         for hit in hits:
@@ -168,7 +175,7 @@ def pinned(ctx: FactContext, user_id: str) -> Logic[list[Fact]]:
         SearchRequest(namespace, None, layout.PINNED, None, 0, _clock.utcnow()),
     )
     items = [h.item for h in hits if h.item.namespace == namespace]
-    histories = yield from versions_of(ctx, namespace, items)
+    histories = yield from versions_of(ctx, namespace, items, _clock.utcnow())
     facts = [layout.fact_from_items(i, user_id, histories.get(i.key, ())) for i in items]
     facts.sort(key=lambda f: (f.created_at, f.id))
     return facts
@@ -179,11 +186,12 @@ def history(ctx: FactContext, user_id: str, fact_id: str) -> Logic[list[FactVers
     namespace = ctx.user_namespace(user_id)
     check_id(fact_id)
     (item,) = yield call(ctx.backend, "get", [(namespace, fact_id)])
-    if item is None or not is_alive(item, _clock.utcnow()):
+    now = _clock.utcnow()
+    if item is None or not is_alive(item, now):
         return []
     if layout.is_version(item) or "content" not in item.value:
         return []
-    found = yield from versions_of(ctx, namespace, [item])
+    found = yield from versions_of(ctx, namespace, [item], now)
     return list(layout.fact_from_items(item, user_id, found.get(fact_id, ())).versions)
 
 

@@ -86,7 +86,9 @@ def format_time(moment: datetime) -> str:
             f"{moment!r} has no time zone; pass an aware datetime, e.g. "
             "datetime(2026, 1, 1, tzinfo=timezone.utc)."
         )
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    utc = moment.astimezone(timezone.utc)
+    # the year padded by hand: strftime("%Y") gives "999", which sorts and parses wrong
+    return f"{utc.year:04d}-" + utc.strftime("%m-%dT%H:%M:%S.%fZ")
 
 
 def parse_time(text: Any, default: datetime) -> datetime:

@@ -30,7 +30,14 @@ from langchain_ltm._filters import Condition, Filter
 from langchain_ltm._ids import fact_key
 from langchain_ltm._labels import encode_label
 from langchain_ltm._steps import Logic, Step, call
-from langchain_ltm.backends.base import ItemKey, Record, SearchRequest, StoredItem, is_alive
+from langchain_ltm.backends.base import (
+    ItemKey,
+    Record,
+    SearchRequest,
+    StoredItem,
+    expiry,
+    is_alive,
+)
 from langchain_ltm.errors import DuplicateFactError, FactNotFoundError, InvalidFactError
 from langchain_ltm.facts import timeline
 from langchain_ltm.facts import versions as layout
@@ -177,6 +184,7 @@ def _store_facts(
                 policy=ctx.policy,
                 resolutions=resolutions,
                 moments=[at for at, _ in said],
+                ttl=ttl,
             )
 
         decision = decide(None)
@@ -208,9 +216,14 @@ def _store_facts(
             for key, vector in [*dups, *((item.key, None) for item in recorded.values())]:
                 item = stored.get(key)
                 if item is not None and item.value.get("pinned") is not True:
-                    item = dataclasses.replace(item, value={**item.value, "pinned": True})
+                    item = _rewritten(item, {**item.value, "pinned": True}, now)
                     stored[key] = item
                     rewrites[key] = _rewrite(item, vector, now, item.created_at)
+        for key in [k for k in rewrites if k in stored]:  # a rewrite refreshes a fact's TTL:
+            fact = stored[key]  # its versions follow, or they would expire before it
+            for version in histories.get(key, ()) if fact.ttl_minutes is not None else ():
+                if version.key not in rewrites:
+                    rewrites[version.key] = _with_ttl(version, fact.ttl_minutes, now)
         records += rewrites.values()
         if (records or deletes) and not dry_run:
             records = yield from _embed_versions(ctx, records)
@@ -250,11 +263,15 @@ def update(ctx: FactContext, user_id: str, fact_id: str, text: str) -> Logic[Rem
                 "remember or recall."
             )
         digest = content_hash(text)
-        (same_text,) = yield call(
+        (with_text,) = yield call(
             ctx.backend,
             "search",
-            SearchRequest(namespace, None, with_hashes([digest]), 1, 0, now),
+            SearchRequest(namespace, None, with_hashes([digest]), None, 0),
         )
+        same_text = [h for h in with_text if is_alive(h.item, now)][:1]
+        # a fact with this text whose TTL has passed is gone: its row goes in this write
+        # (not yet swept, it would still hold the text in Postgres' fact-hash constraint)
+        expired = [(h.item.namespace, h.item.key) for h in with_text if not is_alive(h.item, now)]
         histories = yield from versions_of(ctx, namespace, [item, *(h.item for h in same_text)])
         if same_text:  # already the text of this fact, or of another one: nothing to write
             match = same_text[0].item
@@ -268,7 +285,7 @@ def update(ctx: FactContext, user_id: str, fact_id: str, text: str) -> Logic[Rem
             ctx, namespace, decision, vectors, histories, chains, now, False, None
         )
         records = yield from _embed_versions(ctx, records)
-        yield call(ctx.backend, "write", records, deletes)
+        yield call(ctx.backend, "write", records, [*deletes, *expired])
     finally:
         yield from ctx.locks.release(ctx.backend, held)
     fact = _fact_after(state, lines[fact_id], histories, user_id, now)
@@ -471,6 +488,19 @@ def _rewrite(
     )
 
 
+def _rewritten(
+    item: StoredItem, value: dict[str, Any], now: datetime, created: datetime | None = None
+) -> StoredItem:
+    """The stored item as :func:`_rewrite` leaves it: new value, written now, TTL refreshed."""
+    return dataclasses.replace(
+        item,
+        value=value,
+        created_at=created or item.created_at,
+        updated_at=now,
+        expires_at=expiry(now, item.ttl_minutes),
+    )
+
+
 def _said_earlier(
     decision: BatchDecision,
     said: Sequence[tuple[datetime | None, Mapping[str, Any]]],
@@ -502,9 +532,7 @@ def _said_earlier(
             continue
         when = layout.format_time(moment)
         created = moment if last is None else min(item.created_at, moment)
-        item = dataclasses.replace(
-            item, value={**item.value, "valid_from": when}, created_at=created
-        )
+        item = _rewritten(item, {**item.value, "valid_from": when}, now, created)
         stored[key] = item
         out[key] = _rewrite(item, None, now, created)
         if last is not None:

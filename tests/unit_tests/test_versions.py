@@ -571,8 +571,8 @@ async def test_an_expired_fact_can_be_remembered_again(mem, clock):
 async def test_a_new_version_keeps_the_ttl_or_takes_the_one_given(mem, store, clock):
     made = await mem.remember("u1", "I have one kid", ttl=10)
     clock.advance(8)
-    updated = await mem.remember("u1", "I have two kids")  # merges: keeps the TTL, from now
-    assert updated.action == "updated" and updated.fact.id == made.fact.id
+    merged = await mem.remember("u1", "I have two kids", ttl=10)  # merges: the call's TTL
+    assert merged.action == "updated" and merged.fact.id == made.fact.id
     clock.advance(9)  # 17 after the first write, 9 after the update
     assert [f.content for f in await mem.list_all("u1")] == ["I have two kids"]
     longer = await mem.remember("u1", "I have three kids", ttl=100)  # the call's TTL wins
@@ -583,6 +583,90 @@ async def test_a_new_version_keeps_the_ttl_or_takes_the_one_given(mem, store, cl
     clock.advance(51)
     assert await mem.list_all("u1") == []
     assert store.sweep_ttl() == 3
+
+
+async def test_a_lasting_text_and_an_expiring_one_are_never_merged(mem, store, clock):
+    # one lifetime per fact: merging would make a lasting text expire with the fact, or
+    # keep one the user wanted gone
+    lasting = await mem.remember("u1", "My rent is 1200")
+    brief = await mem.remember("u1", "My rent is 1350", ttl=60)
+    assert brief.action == "created" and lasting.fact.id in [s.id for s in brief.similar]
+    expiring = await mem.remember("u2", "I have one kid", ttl=10)
+    kept = await mem.remember("u2", "I have two kids")  # no TTL: not merged into it
+    assert kept.action == "created" and expiring.fact.id in [s.id for s in kept.similar]
+    clock.advance(61)
+    assert [f.content for f in await mem.list_all("u1")] == ["My rent is 1200"]
+    assert [f.content for f in await mem.list_all("u2")] == ["I have two kids"]
+    assert store.sweep_ttl() == 2
+
+
+async def test_rewriting_a_fact_with_a_ttl_keeps_its_versions_alive_as_long(mem, clock):
+    made = await mem.remember("u1", "I live in Paris", ttl=10)
+    await mem.update_fact("u1", made.fact.id, "I live in Berlin")
+    clock.advance(8)
+    pinned = await mem.remember("u1", "I live in Berlin", pinned=True)  # rewrites the fact
+    assert pinned.action == "duplicate" and pinned.fact.expires_at == clock.now + timedelta(
+        minutes=10
+    )
+    clock.advance(5)  # 13 after the update: the old expiry is past, the rewrite's is not
+    assert [v.content for v in await mem.history("u1", made.fact.id)] == [
+        "I live in Paris",
+        "I live in Berlin",
+    ]
+
+
+def test_reading_a_version_through_the_base_store_refreshes_its_fact(store, clock):
+    made = store.remember("u1", "I live in Paris", ttl=10)
+    store.update_fact("u1", made.fact.id, "I live in Berlin")
+    clock.advance(8)
+    hits = store.search(store.user_namespace("u1"), filter={"version": 1})  # the version
+    assert [h.value["content"] for h in hits] == ["I live in Paris"]
+    clock.advance(5)  # 13 after the writes, 5 after the read: fact and version both live
+    assert [v.content for v in store.history("u1", made.fact.id)] == [
+        "I live in Paris",
+        "I live in Berlin",
+    ]
+    clock.advance(6)
+    assert store.history("u1", made.fact.id) == [] and store.list_all("u1") == []
+
+
+async def test_versions_expire_with_their_fact_after_a_restore(mem, store, clock):
+    made = await mem.remember("u1", "I have one kid", ttl=60)
+    await mem.update_fact("u1", made.fact.id, "I have two kids")
+    exported = await mem.export_user("u1")
+    await mem.clear_user("u1")
+    assert (await mem.import_user("u1", exported)).restored == 1
+    items = store.search(store.user_namespace("u1"), refresh_ttl=False)
+    assert {i.key: i.value.get("content") for i in items} == {
+        made.fact.id: "I have two kids",
+        f"{made.fact.id}@1": "I have one kid",
+    }
+    clock.advance(30)
+    store.search(store.user_namespace("u1"))  # a read refreshes both by the same TTL
+    clock.advance(61)
+    assert store.search(store.user_namespace("u1")) == [] and await mem.list_all("u1") == []
+
+
+async def test_an_expired_fact_not_yet_swept_holds_no_text(mem, clock):
+    gone = await mem.remember("u1", "Parks in garage level 3", ttl=5)
+    other = await mem.remember("u1", "Parks on the street")
+    exported = [dict(gone.fact.to_dict(), id="w1")]
+    clock.advance(6)
+    moved = await mem.update_fact("u1", other.fact.id, "Parks in garage level 3")
+    assert moved.action == "updated" and moved.fact.content == "Parks in garage level 3"
+    await mem.forget("u1", other.fact.id)
+    restored = await mem.import_user("u1", [{**exported[0], "expires_at": None}])
+    assert restored.restored == 1 and restored.conflicts == ()
+
+
+async def test_an_observed_at_before_the_year_1000_reads_back(mem):
+    early = datetime(999, 1, 2, tzinfo=timezone.utc)
+    await mem.remember("u1", "Was born in Rome", observed_at=early)
+    (fact,) = await mem.list_all("u1")
+    assert fact.valid_from == early
+    found = await mem.recall("u1", "born in Rome", as_of=datetime(1000, 1, 1, tzinfo=timezone.utc))
+    assert [f.content for f in found] == ["Was born in Rome"]
+    assert await mem.recall("u1", "born", as_of=datetime(998, 1, 1, tzinfo=timezone.utc)) == []
 
 
 def test_reading_a_fact_through_the_base_store_refreshes_its_versions(store, clock):
