@@ -296,13 +296,21 @@ def test_a_message_memory_cannot_search_never_fails_the_turn(store, said):
     assert hook.invoke({"messages": [HumanMessage(said)]}, run("alice"))["llm_input_messages"]
 
 
-def test_a_punctuation_turn_debounced_with_a_real_one_loses_nothing(emb):
+def background(emb, answer, mode: str, debounce: float):
+    """A store, its scripted extractor, a background MemoryMiddleware and its agent."""
     store = LongTermMemoryStore(InMemoryVectorStore(emb))
-    extractor = ScriptedChatModel(answers=[extraction(("Lives in Paris", False))])
+    extractor = ScriptedChatModel(answers=[answer])
     middleware = MemoryMiddleware(
-        store, mode="tools", extract_with=extractor, background=True, debounce=0.3
+        store, mode=mode, extract_with=extractor, background=True, debounce=debounce
     )
     agent = create_agent(RecordingModel(), middleware=[middleware], checkpointer=InMemorySaver())
+    return store, extractor, middleware, agent
+
+
+def test_a_punctuation_turn_debounced_with_a_real_one_loses_nothing(emb):
+    store, _, middleware, agent = background(
+        emb, extraction(("Lives in Paris", False)), "tools", 0.3
+    )
     for said in ("I live in Paris now", "ok", "!"):
         agent.invoke({"messages": [("user", said)]}, run("ana"))
     assert middleware.flush(timeout=10)
@@ -374,12 +382,9 @@ def test_background_extraction_never_blocks_and_is_flushed(emb):
 
 
 def test_background_turns_of_one_thread_are_debounced_into_one_call(emb):
-    store = LongTermMemoryStore(InMemoryVectorStore(emb))
-    extractor = ScriptedChatModel(answers=[extraction(("Likes tea", False))])
-    middleware = MemoryMiddleware(
-        store, mode="recall", extract_with=extractor, background=True, debounce=0.5
+    _, extractor, middleware, agent = background(
+        emb, extraction(("Likes tea", False)), "recall", 0.5
     )
-    agent = create_agent(RecordingModel(), middleware=[middleware], checkpointer=InMemorySaver())
     agent.invoke({"messages": [("user", "I like tea")]}, run("ana"))
     agent.invoke({"messages": [("user", "green tea especially")]}, run("ana"))
     assert middleware.flush(timeout=10)
