@@ -196,16 +196,25 @@ def history(ctx: FactContext, user_id: str, fact_id: str) -> Logic[list[FactVers
 
 
 def forget(ctx: FactContext, user_id: str, fact_id: str) -> Logic[bool]:
-    """The logic of ``LongTermMemoryStore.forget``: the fact and its versions in one write."""
+    """The logic of ``LongTermMemoryStore.forget``: the fact and its versions in one write.
+
+    Under the user's lock, as every write of facts: an update running at the same moment
+    either lands before (and is deleted with the fact) or finds the fact gone; it never
+    writes the fact back after it was forgotten.
+    """
     namespace = ctx.user_namespace(user_id)
     check_id(fact_id)
-    (hits,) = yield call(
-        ctx.backend,
-        "search",
-        SearchRequest(namespace, None, (Condition(("version_of",), "$eq", fact_id),), None, 0),
-    )
-    versions = [(namespace, h.item.key) for h in hits if h.item.namespace == namespace]
-    deleted = yield call(ctx.backend, "write", [], [(namespace, fact_id), *versions])
+    held = yield from ctx.locks.acquire(ctx.backend, namespace[-1])
+    try:
+        (hits,) = yield call(
+            ctx.backend,
+            "search",
+            SearchRequest(namespace, None, (Condition(("version_of",), "$eq", fact_id),), None, 0),
+        )
+        versions = [(namespace, h.item.key) for h in hits if h.item.namespace == namespace]
+        deleted = yield call(ctx.backend, "write", [], [(namespace, fact_id), *versions])
+    finally:
+        yield from ctx.locks.release(ctx.backend, held)
     return bool(deleted > len(versions))
 
 
@@ -218,17 +227,22 @@ def prune_history(ctx: FactContext, user_id: str, fact_id: str | None, keep: int
     if fact_id is not None:
         check_id(fact_id)
         scope = (Condition(("version_of",), "$eq", fact_id),)
-    (hits,) = yield call(ctx.backend, "search", SearchRequest(namespace, None, scope, None, 0))
-    by_fact: dict[str, list[StoredItem]] = {}
-    for hit in hits:
-        if hit.item.namespace != namespace:  # an item of a child namespace
-            continue
-        by_fact.setdefault(str(hit.item.value["version_of"]), []).append(hit.item)
-    doomed: list[tuple[tuple[str, ...], str]] = []
-    for items in by_fact.values():
-        items.sort(key=lambda v: int(v.value.get("version") or 0))
-        doomed.extend((v.namespace, v.key) for v in items[: max(len(items) - keep, 0)])
-    deleted: int = (yield call(ctx.backend, "write", [], doomed)) if doomed else 0
+    held = yield from ctx.locks.acquire(ctx.backend, namespace[-1])  # as every fact write
+    try:
+        request = SearchRequest(namespace, None, scope, None, 0)
+        (hits,) = yield call(ctx.backend, "search", request)
+        by_fact: dict[str, list[StoredItem]] = {}
+        for hit in hits:
+            if hit.item.namespace != namespace:  # an item of a child namespace
+                continue
+            by_fact.setdefault(str(hit.item.value["version_of"]), []).append(hit.item)
+        doomed: list[tuple[tuple[str, ...], str]] = []
+        for items in by_fact.values():
+            items.sort(key=lambda v: int(v.value.get("version") or 0))
+            doomed.extend((v.namespace, v.key) for v in items[: max(len(items) - keep, 0)])
+        deleted: int = (yield call(ctx.backend, "write", [], doomed)) if doomed else 0
+    finally:
+        yield from ctx.locks.release(ctx.backend, held)
     return deleted
 
 

@@ -669,6 +669,38 @@ async def test_an_observed_at_before_the_year_1000_reads_back(mem):
     assert await mem.recall("u1", "born", as_of=datetime(998, 1, 1, tzinfo=timezone.utc)) == []
 
 
+def test_forget_never_loses_to_an_update_running_at_once(store):
+    import threading
+    import time
+
+    made = store.remember("u1", "Secret code 0").fact
+    assert made is not None
+    stop = threading.Event()
+
+    def update_until_gone() -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            try:
+                store.update_fact("u1", made.id, f"Secret code {n}")
+            except FactNotFoundError:
+                return
+
+    for _ in range(3):  # the race, a few times
+        stop.clear()
+        updater = threading.Thread(target=update_until_gone)
+        updater.start()
+        time.sleep(0.02)
+        assert store.forget("u1", made.id) is True
+        stop.set()
+        updater.join()
+        assert store.list_all("u1") == [] and store.history("u1", made.id) == []
+        assert every_item(store, "u1") == []  # no version left behind either
+        with pytest.raises(FactNotFoundError):
+            store.update_fact("u1", made.id, "Secret code again")
+        made = store.remember("u1", "Secret code 0").fact
+
+
 def test_reading_a_fact_through_the_base_store_refreshes_its_versions(store, clock):
     made = store.remember("u1", "I live in Paris", ttl=10)
     store.update_fact("u1", made.fact.id, "I live in Berlin")
