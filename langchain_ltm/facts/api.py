@@ -116,8 +116,10 @@ class FactAPI(ABC):
                 pinned across versions.
             ttl: Minutes the facts live (``None``: for good), for facts that should not
                 outlive a situation ("reported a lost card this morning"). The fact and
-                its versions expire together; a new version keeps the TTL, counted from
-                that write. A duplicate writes nothing, so its TTL is unchanged.
+                its versions expire together; a text with a TTL only merges into a fact
+                that has one (then the call's TTL counts from that write), and a lasting
+                text only into a lasting fact. A duplicate said without a TTL makes a fact
+                that was to expire last; one said with a TTL leaves a lasting fact so.
                 ``ttl_config`` has no say here: ``default_ttl`` is for ``put``. The TTL
                 counts from the write, never from ``observed_at``.
             metadata: JSON fields stored with the facts (where they came from: a source,

@@ -12,8 +12,11 @@ into the store. The decide-and-write of one user holds the user's lock
 (:class:`~langchain_ltm.facts._locks.UserLocks`) from the first read to the write.
 
 TTL: a fact remembered with ``ttl`` (minutes) expires with every version it has; a new
-version of it (``update``, or ``remember`` merging into it) keeps the TTL, refreshed from
-the write (never from ``observed_at``), unless the ``remember`` call gives its own.
+version of it (``update``, or a ``remember`` with a TTL merging into it) takes the TTL,
+refreshed from the write (never from ``observed_at``): the call's own for a ``remember``.
+A lasting text never merges into a fact that expires, nor one with a TTL into a lasting
+fact (one lifetime per fact); said again word for word without a TTL, a fact that was to
+expire lasts from then on (its versions keep their own expiry).
 Expired facts are gone for every read here at once, whatever the store's ``omit_expired``.
 """
 
@@ -211,6 +214,14 @@ def _store_facts(
         written = {(r.namespace, r.key) for r in records}
         deletes += [(i.namespace, i.key) for i in expired if (i.namespace, i.key) not in written]
         rewrites = _said_earlier(decision, said, stored, histories, now)
+        if ttl is None:  # said again for good: a fact that was to expire now lasts
+            for d in decision.decisions:
+                item = stored.get(d.key) if d.action == "duplicate" else None
+                if item is not None and d.key not in decision.touched and item.ttl_minutes:
+                    item = dataclasses.replace(item, ttl_minutes=None, expires_at=None)
+                    item = _rewritten(item, dict(item.value), now)
+                    stored[d.key] = item
+                    rewrites[d.key] = _rewrite(item, None, now, item.created_at)
         if pinned:  # pinning an already stored fact rewrites it, no new version
             dups = [(d.key, vectors[d.row : d.row + 1]) for d in decision.decisions]
             for key, vector in [*dups, *((item.key, None) for item in recorded.values())]:
@@ -531,7 +542,7 @@ def _said_earlier(
         if last is not None and layout.valid_from(last) >= moment:
             continue
         when = layout.format_time(moment)
-        created = moment if last is None else min(item.created_at, moment)
+        created = min(item.created_at, moment)  # never later than it was
         item = _rewritten(item, {**item.value, "valid_from": when}, now, created)
         stored[key] = item
         out[key] = _rewrite(item, None, now, created)

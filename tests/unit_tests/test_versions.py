@@ -571,8 +571,8 @@ async def test_an_expired_fact_can_be_remembered_again(mem, clock):
 async def test_a_new_version_keeps_the_ttl_or_takes_the_one_given(mem, store, clock):
     made = await mem.remember("u1", "I have one kid", ttl=10)
     clock.advance(8)
-    merged = await mem.remember("u1", "I have two kids", ttl=10)  # merges: the call's TTL
-    assert merged.action == "updated" and merged.fact.id == made.fact.id
+    kept = await mem.update_fact("u1", made.fact.id, "I have two kids")  # keeps it, from now
+    assert kept.action == "updated" and kept.fact.id == made.fact.id
     clock.advance(9)  # 17 after the first write, 9 after the update
     assert [f.content for f in await mem.list_all("u1")] == ["I have two kids"]
     longer = await mem.remember("u1", "I have three kids", ttl=100)  # the call's TTL wins
@@ -594,9 +594,17 @@ async def test_a_lasting_text_and_an_expiring_one_are_never_merged(mem, store, c
     expiring = await mem.remember("u2", "I have one kid", ttl=10)
     kept = await mem.remember("u2", "I have two kids")  # no TTL: not merged into it
     assert kept.action == "created" and expiring.fact.id in [s.id for s in kept.similar]
+    # word for word: said again for good, a fact that was to expire lasts; said again
+    # with a TTL, a lasting one stays lasting
+    await mem.remember("u3", "I like green tea", ttl=1)
+    lasting_now = await mem.remember("u3", "I like green tea")
+    assert lasting_now.action == "duplicate" and lasting_now.fact.expires_at is None
+    still = await mem.remember("u1", "My rent is 1200", ttl=1)
+    assert still.action == "duplicate" and still.fact.expires_at is None
     clock.advance(61)
     assert [f.content for f in await mem.list_all("u1")] == ["My rent is 1200"]
     assert [f.content for f in await mem.list_all("u2")] == ["I have two kids"]
+    assert [f.content for f in await mem.list_all("u3")] == ["I like green tea"]
     assert store.sweep_ttl() == 2
 
 
@@ -604,7 +612,7 @@ async def test_rewriting_a_fact_with_a_ttl_keeps_its_versions_alive_as_long(mem,
     made = await mem.remember("u1", "I live in Paris", ttl=10)
     await mem.update_fact("u1", made.fact.id, "I live in Berlin")
     clock.advance(8)
-    pinned = await mem.remember("u1", "I live in Berlin", pinned=True)  # rewrites the fact
+    pinned = await mem.remember("u1", "I live in Berlin", pinned=True, ttl=10)  # a rewrite
     assert pinned.action == "duplicate" and pinned.fact.expires_at == clock.now + timedelta(
         minutes=10
     )

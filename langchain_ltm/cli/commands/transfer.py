@@ -102,10 +102,12 @@ def cmd_import(session: Session) -> int:
     counts = report.counts()
     left = counts["rejected"] + counts["conflict"]
     if left:  # as remember: a line that was not stored is not "done"
+        would = "would not be" if args.dry_run else "were not"
+        others = "the others would be" if args.dry_run else "the others were"
         raise Failure(
             EXIT_USAGE,
-            f"{left} of {len(lines)} lines were not stored ({counts['rejected']} rejected, "
-            f"{counts['conflict']} conflicts: see the report); the others were.",
+            f"{left} of {len(lines)} lines {would} stored ({counts['rejected']} rejected, "
+            f"{counts['conflict']} conflicts: see the report); {others}.",
         )
     return EXIT_OK
 
