@@ -46,6 +46,7 @@ _NEEDS_BASE_STORE = (
     "test_similar_fact_updates_in_place",
     "test_a_lasting_text_and_an_expiring_one_are_never_merged",
     "test_forget_never_loses_to_an_update_running_at_once",
+    "test_deleting_a_fact_through_the_base_store_deletes_its_versions",
     "test_reading_a_version_through_the_base_store_refreshes_its_fact",
     "test_versions_expire_with_their_fact_after_a_restore",
 )

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from langchain_core.vectorstores import InMemoryVectorStore
+from langgraph.store.base import PutOp
 
 from langchain_ltm import (
     ChatModelResolver,
@@ -675,6 +676,19 @@ async def test_an_observed_at_before_the_year_1000_reads_back(mem):
     found = await mem.recall("u1", "born in Rome", as_of=datetime(1000, 1, 1, tzinfo=timezone.utc))
     assert [f.content for f in found] == ["Was born in Rome"]
     assert await mem.recall("u1", "born", as_of=datetime(998, 1, 1, tzinfo=timezone.utc)) == []
+
+
+def test_deleting_a_fact_through_the_base_store_deletes_its_versions(store):
+    made = store.remember("u1", "My gym locker number is 100").fact
+    assert made is not None
+    store.update_fact("u1", made.id, "My gym locker number is 200")
+    store.put(store.user_namespace("u1"), "note", {"content": "Likes tea"})
+    namespace = store.user_namespace("u1")
+    store.delete(namespace, made.id)  # a client's delete (LangMem's delete action)
+    assert [i.key for i in store.search(namespace)] == ["note"]  # no version left behind
+    assert [f["content"] for f in store.export_user("u1")] == ["Likes tea"]
+    store.batch([PutOp(namespace, "note", None)])  # a plain item: nothing else to delete
+    assert store.search(namespace) == []
 
 
 def test_forget_never_loses_to_an_update_running_at_once(store):
