@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 import zlib
 from collections.abc import Callable
@@ -27,6 +28,9 @@ class UserLocks:
 
     def __init__(self) -> None:
         self._stripes = [threading.Lock() for _ in range(_STRIPES)]
+        # stripe -> the event loop whose task holds it (async calls only): a sync call on
+        # that loop's thread could never get it, as the holder runs on the loop it blocks
+        self._loops: dict[int, Any] = {}
 
     def stripe(self, label: str) -> threading.Lock:
         """The in-process lock that serializes ``label`` (shared with other labels)."""
@@ -34,43 +38,81 @@ class UserLocks:
 
     def acquire(self, backend: VectorBackend, label: str) -> Logic[tuple[threading.Lock, Any]]:
         lock = self.stripe(label)
-        yield Step(lock.acquire, _acquire_off_loop(lock))
+        yield Step(lambda: self._wait(lock), _acquire_off_loop(lock, self._loops))
         try:
             token = yield call(backend, "lock", label)
         except BaseException:
+            self._loops.pop(id(lock), None)
             lock.release()
             raise
         return lock, token
 
-    @staticmethod
-    def release(backend: VectorBackend, held: tuple[threading.Lock, Any]) -> Logic[None]:
+    def release(self, backend: VectorBackend, held: tuple[threading.Lock, Any]) -> Logic[None]:
         lock, token = held
         try:
             yield call(backend, "unlock", token)
         finally:
+            self._loops.pop(id(lock), None)
             lock.release()
 
+    def _wait(self, lock: threading.Lock) -> None:
+        """Take ``lock`` for a sync call; refuse to wait forever on the loop's own task.
 
-def _acquire_off_loop(lock: threading.Lock) -> Callable[[], Any]:
+        Raises:
+            RuntimeError: This thread runs an event loop whose task holds the lock (an
+                ``a...`` call of the same user, or of a user sharing the lock, is halfway):
+                waiting would block the loop that task needs to finish.
+        """
+        loop = _running_loop()
+        if loop is None:
+            lock.acquire()
+            return
+        while not lock.acquire(timeout=0.05):  # a holder on another thread releases it
+            if self._loops.get(id(lock)) is loop:
+                raise RuntimeError(
+                    "A sync call of the store was made on an event loop while an async call "
+                    "of the same user (or one sharing its lock) is writing on that loop: it "
+                    "would wait forever. Call the a... method (aremember, aupdate_fact, "
+                    "aforget, ...) with await inside async code."
+                )
+
+
+def _running_loop() -> Any:
+    """The event loop running in this thread, if any (asyncio is not imported for it)."""
+    asyncio = sys.modules.get("asyncio")
+    return None if asyncio is None else asyncio._get_running_loop()
+
+
+def _acquire_off_loop(lock: threading.Lock, loops: dict[int, Any]) -> Callable[[], Any]:
     async def acquire() -> bool:
         import asyncio
 
         # A worker thread waits for the lock, so the event loop keeps serving the holder.
         # If this task is cancelled while waiting, the worker still gets the lock later:
         # release it then, or the user's stripe would stay locked forever.
-        waiting = asyncio.get_running_loop().run_in_executor(None, lock.acquire)
+        loop = asyncio.get_running_loop()
+
+        def take() -> bool:  # the holder is this loop's task from the moment it has it
+            lock.acquire()
+            loops[id(lock)] = loop
+            return True
+
+        waiting = loop.run_in_executor(None, take)
         try:
             return await asyncio.shield(waiting)
         except asyncio.CancelledError:
-            waiting.add_done_callback(_release_when_acquired(lock))
+            waiting.add_done_callback(_release_when_acquired(lock, loops))
             raise
 
     return acquire
 
 
-def _release_when_acquired(lock: threading.Lock) -> Callable[[asyncio.Future[bool]], None]:
+def _release_when_acquired(
+    lock: threading.Lock, loops: dict[int, Any]
+) -> Callable[[asyncio.Future[bool]], None]:
     def release(done: asyncio.Future[bool]) -> None:
         if not done.cancelled() and done.exception() is None and done.result():
+            loops.pop(id(lock), None)
             lock.release()
 
     return release

@@ -299,3 +299,25 @@ async def test_cancelled_recall_leaves_the_store_usable(store):
     with pytest.raises(asyncio.CancelledError):
         await task
     assert len(await asyncio.wait_for(store.arecall("u1", "tea"), timeout=5)) == 2
+
+
+async def test_a_sync_call_on_a_loop_whose_task_holds_the_users_lock_raises_not_hangs(emb):
+    store = LongTermMemoryStore(InMemoryVectorStore(emb))
+    lock = store._locks.stripe(store.user_namespace("alice")[-1])
+
+    async def writing() -> str:
+        return (await store.aremember("alice", "Likes green tea")).action
+
+    async def sync_meanwhile() -> str:
+        for _ in range(10_000):  # until the other call holds alice's lock, mid-write
+            if lock.locked():
+                break
+            await asyncio.sleep(0)
+        with pytest.raises(RuntimeError, match=r"Call the a\.\.\. method"):
+            store.remember("alice", "Works on the payments team")
+        return "refused"
+
+    done = await asyncio.wait_for(asyncio.gather(writing(), sync_meanwhile()), timeout=20)
+    assert done == ["created", "refused"]
+    assert [f.content for f in await store.alist_all("alice")] == ["Likes green tea"]
+    assert store.remember("alice", "Works on the payments team").action == "created"  # free now
