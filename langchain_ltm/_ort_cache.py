@@ -42,14 +42,15 @@ __all__ = ["CACHE_ENV", "cache_folder", "copy_folder", "session"]
 CACHE_ENV = "LTM_MODEL_CACHE"
 """A folder for the optimised model copies, or ``off``; unset or empty: the default folder."""
 
-FORMAT = 1  # bump when what is saved, or how it is loaded, changes
+FORMAT = 2  # bump when what is saved, or how it is loaded, changes (2: the probe file)
 UNUSED_DAYS = 30
 """A copy no process has loaded for this many days is deleted when another copy is made."""
 _DAY = 86_400.0
 _LEFTOVER_SECONDS = 3_600.0  # a work folder this old belongs to no live process
 _COPY_NAME = re.compile(r"onnx-[0-9a-f]{32}")  # copy_folder's names
 _WORK_NAME = re.compile(r"\.making-[a-z0-9_]{8}|\.old-onnx-[0-9a-f]{32}-[0-9]+")  # _make, _publish
-_GRAPH, _WEIGHTS = "model.onnx", "model.onnx.data"
+_GRAPH, _WEIGHTS, _PROBE = "model.onnx", "model.onnx.data", "probe.bin"
+_PROBE_TOKENS = (101, 7592, 2088, 102)  # [CLS] hello world [SEP] in BERT's vocabulary
 _PROVIDERS = ["CPUExecutionProvider"]
 
 
@@ -136,11 +137,13 @@ def session(
         loading.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         try:
             loaded = ort.InferenceSession(str(graph), loading, providers=_PROVIDERS)
+            intact = (folder / _PROBE).read_bytes() == _probe(loaded)
         except Exception:  # damaged after it was published (or emptied): make it again
             pass
         else:
-            _mark_used(folder)
-            return loaded
+            if intact:  # weights that load but compute other numbers are damaged too
+                _mark_used(folder)
+                return loaded
     made = _make(ort, model, threads, root, folder, replace=damaged) if make else None
     if made is not None:
         return made
@@ -176,7 +179,8 @@ def _make(
         except Exception:  # the save failed (disk full...) or the model is bad: the caller
             return None  # builds it the usual way (and reports a bad model as before)
         if (work / _GRAPH).is_file() and (work / _WEIGHTS).is_file():
-            _flush(work / _GRAPH, work / _WEIGHTS, work)
+            (work / _PROBE).write_bytes(_probe(built))  # what the copy must compute
+            _flush(work / _GRAPH, work / _WEIGHTS, work / _PROBE, work)
             _publish(work, folder, replace)
             _flush(root)
             _prune(root, keep=folder)
@@ -283,7 +287,7 @@ def _prune(root: Path, keep: Path) -> None:
         try:
             if not _owned(path) or now - path.lstat().st_mtime < age:
                 continue
-            if not {child.name for child in os.scandir(path)} <= {_GRAPH, _WEIGHTS}:
+            if not {child.name for child in os.scandir(path)} <= {_GRAPH, _WEIGHTS, _PROBE}:
                 continue  # something else lives in it: not a copy of ours
         except OSError:
             continue
@@ -299,6 +303,26 @@ def _owned(folder: Path) -> bool:
     if not stat.S_ISDIR(info.st_mode):  # a symlink or a file in its place
         return False
     return not hasattr(os, "getuid") or info.st_uid == os.getuid()
+
+
+def _probe(session: Any) -> bytes:
+    """The session's output for one fixed input, as bytes: a copy must compute the same.
+
+    Loading a copy checks it against the bytes the session that made it computed (one
+    inference of four tokens, ~2 ms): weights damaged on disk that still load would give
+    other vectors, which would be stored for good. Every layer's weights take part (the
+    token embeddings only for these four tokens).
+    """
+    import numpy as np
+
+    ids = np.array([_PROBE_TOKENS], dtype=np.int64)
+    given = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": 0 * ids}
+    feeds = {}
+    for node in session.get_inputs():
+        value = given.get(node.name, ids)
+        feeds[node.name] = value.astype(np.int32) if "int32" in node.type else value
+    output = session.run([session.get_outputs()[0].name], feeds)[0]
+    return bytes(np.ascontiguousarray(output, dtype=np.float32).tobytes())
 
 
 def _options(ort: Any, threads: int | None) -> Any:

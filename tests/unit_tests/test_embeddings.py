@@ -404,3 +404,12 @@ def test_the_bare_encoder_gives_the_same_vectors_without_langchain(
     assert documents == emb.embed_documents(texts) and query == emb.embed_query("language?")
     with pytest.raises(ValueError, match="batch_size must be a positive int"):
         MiniLMEncoder(batch_size=0)
+
+
+def test_non_finite_vectors_are_never_returned() -> None:
+    from langchain_ltm._minilm import ModelFileError, _pool
+
+    hidden = np.ones((1, 3, 4), dtype=np.float32)
+    hidden[0, 1, 2] = np.nan  # what damaged weights compute
+    with pytest.raises(ModelFileError, match="non-finite values"):
+        _pool(hidden, np.ones((1, 3), dtype=np.int64))

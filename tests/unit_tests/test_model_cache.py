@@ -187,8 +187,27 @@ def test_a_half_emptied_copy_is_made_again(tmp_path: Path, short: np.ndarray) ->
     (folder,) = copies(tmp_path)
     (folder / "model.onnx").unlink()  # a cleaner that removed some files
     assert np.array_equal(MiniLMEncoder(cache_dir=tmp_path).encode(SHORT), short)
-    assert sorted(p.name for p in folder.iterdir()) == ["model.onnx", "model.onnx.data"]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "model.onnx",
+        "model.onnx.data",
+        "probe.bin",
+    ]
     assert [p.name for p in tmp_path.iterdir()] == [folder.name]
+
+
+def test_a_copy_whose_weights_were_damaged_on_disk_is_made_again(
+    tmp_path: Path, short: np.ndarray
+) -> None:
+    MiniLMEncoder(cache_dir=tmp_path).embed_query("warm the copy")
+    (folder,) = copies(tmp_path)
+    weights = folder / "model.onnx.data"
+    data = bytearray(weights.read_bytes())
+    for at in range(1000, len(data), 1 << 20):  # a flipped byte in every megabyte
+        data[at] ^= 0xFF
+    weights.write_bytes(bytes(data))  # still loads, computes other numbers
+    assert np.array_equal(MiniLMEncoder(cache_dir=tmp_path).encode(SHORT), short)
+    assert weights.read_bytes() != bytes(data)  # made again from the pinned model
+    assert np.array_equal(MiniLMEncoder(cache_dir=tmp_path).encode(SHORT), short)
 
 
 def test_a_symlink_in_place_of_the_copy_is_not_followed(
@@ -319,7 +338,11 @@ def test_processes_racing_to_make_the_copy_all_succeed(tmp_path: Path) -> None:
     assert outs[0][0] == expected
     (folder,) = copies(cache)
     assert sorted(p.name for p in cache.iterdir()) == [folder.name]  # no half-made folders
-    assert sorted(p.name for p in folder.iterdir()) == ["model.onnx", "model.onnx.data"]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "model.onnx",
+        "model.onnx.data",
+        "probe.bin",
+    ]
 
 
 def test_publishing_keeps_the_first_copy_and_leaves_nothing(tmp_path: Path) -> None:
