@@ -72,12 +72,12 @@ def cache_folder(setting: str | os.PathLike[str] | bool = True) -> Path | None:
             raise ValueError(
                 f"cache_dir must be a folder, True (the default) or False (none), got {setting!r}"
             )
-        return Path(folder).expanduser()
+        return _expand(folder, "cache_dir")
     value = os.environ.get(CACHE_ENV, "").strip()
     if value.lower() == "off":
         return None
     if value:
-        path = Path(value).expanduser()
+        path = _expand(value, CACHE_ENV)
         if not path.is_absolute():
             raise ValueError(f"{CACHE_ENV} must be an absolute folder or off, got {value!r}")
         return path
@@ -92,6 +92,14 @@ def cache_folder(setting: str | os.PathLike[str] | bool = True) -> Path | None:
         return home / "Library" / "Caches" / "langchain-ltm"
     xdg = os.environ.get("XDG_CACHE_HOME")
     return Path(xdg if xdg and os.path.isabs(xdg) else home / ".cache") / "langchain-ltm"
+
+
+def _expand(folder: str, what: str) -> Path:
+    """``folder`` with ``~`` expanded; ValueError naming ``what`` for an unknown ``~user``."""
+    try:
+        return Path(folder).expanduser()
+    except RuntimeError as exc:  # "~someone" with no such user, or no home to expand
+        raise ValueError(f"{what} {folder!r}: {exc}; give an absolute folder.") from exc
 
 
 def copy_folder(root: Path, model_sha256: str, ort_version: str) -> Path:

@@ -468,3 +468,9 @@ def test_pruning_leaves_folders_that_only_look_like_ours(
     monkeypatch.setattr(onnxruntime, "__version__", "0.0.0-upgraded")
     assert np.array_equal(MiniLMEncoder(cache_dir=tmp_path).encode(SHORT), short)
     assert [p.name for p in mine if not p.exists()] == []
+
+
+def test_a_cache_folder_of_an_unknown_user_is_a_clear_error(monkeypatch) -> None:
+    monkeypatch.setenv("LTM_MODEL_CACHE", "~no_such_user_here_x9/cache")
+    with pytest.raises(ValueError, match="LTM_MODEL_CACHE '~no_such_user_here_x9/cache'"):
+        _ort_cache.cache_folder()

@@ -6,6 +6,7 @@ it started.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -16,6 +17,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from langchain_ltm._minilm import MiniLMEncoder
@@ -165,8 +167,13 @@ def test_a_peer_that_is_not_the_encoder_is_not_believed(runtime, local):
     impostor.bind(str(warm.address))
     impostor.listen(8)
     wrong_key = b'{"ok": true, "key": "someone-else", "rows": 1, "dims": 384}'
+    right = json.dumps({"ok": True, "key": warm.key, "rows": 1, "dims": 384}).encode()
+    nan = np.full(384, np.nan, dtype="<f4").tobytes()
+    short = json.dumps({"ok": True, "key": warm.key, "rows": 1, "dims": 3}).encode()
     replies = [
         len(wrong_key).to_bytes(4, "big") + wrong_key + bytes(384 * 4),  # another encoder's
+        len(right).to_bytes(4, "big") + right + nan,  # the right key, values not finite
+        len(short).to_bytes(4, "big") + short + bytes(3 * 4),  # not this model's size
         b"\x00\x00\x00\x05hello",  # not JSON
         b'\x00\x00\x00\x1d{"ok": true, "rows": 9, "dims": 3}',  # wrong row count
         b"\xff\xff\xff\xff",  # absurd length
@@ -190,6 +197,38 @@ def test_a_peer_that_is_not_the_encoder_is_not_believed(runtime, local):
         thread.join(5)
         impostor.close()
         warm.address.unlink()
+
+
+def test_a_status_without_its_fields_is_no_encoder_not_a_traceback(runtime):
+    warm = WarmEncoder()
+    runtime.mkdir(mode=0o700, parents=True, exist_ok=True)
+    impostor = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    impostor.bind(str(warm.address))
+    impostor.listen(1)
+    bare = json.dumps({"ok": True, "key": warm.key}).encode()
+
+    def serve() -> None:
+        conn, _ = impostor.accept()
+        with conn:
+            conn.recv(1 << 16)
+            conn.sendall(len(bare).to_bytes(4, "big") + bare)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        assert warm.status() is None
+    finally:
+        thread.join(5)
+        impostor.close()
+        warm.address.unlink()
+
+
+def test_a_relative_runtime_folder_is_not_used(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "relrun").mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "relrun")  # the encoder runs in "/": another folder
+    monkeypatch.setattr(protocol, "_FALLBACK_BASE", tmp_path / "fallback")
+    assert protocol.runtime_dir() == tmp_path / "fallback" / f"langchain-ltm-{os.getuid()}"
 
 
 def test_a_folder_others_may_enter_is_not_used(runtime, local):

@@ -55,6 +55,14 @@ IDLE_ENV = "LTM_ENCODER_IDLE_MINUTES"
 """Minutes the warm encoder waits for a request before exiting (default 10)."""
 _MODES = ("auto", "off")
 _CONNECT_TIMEOUT = 0.5
+_DIMS = 384  # all-MiniLM-L6-v2's vectors: the encoder's key names the model
+_STATUS_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "pid": int,
+    "embedded": int,
+    "idle_seconds": (int, float),
+    "idle_limit_seconds": (int, float),
+    "socket": str,
+}
 _REPLY_SECONDS = (10.0, 0.05)  # wait for a reply: 10 s + 0.05 s per text (~20x the need)
 _STARTUP_GRACE = 10.0  # seconds a new encoder may take to lock its files (python + imports)
 # Detach the encoder: fork, leave, exec in a new session; the command waits only for the
@@ -202,19 +210,24 @@ class WarmEncoder:
             send_message(conn, {"v": VERSION, "op": "embed", "texts": list(texts)})
             header = self._ok(_first_reply(conn))
             rows, dims = header.get("rows"), header.get("dims")
-            if rows != len(texts) or not isinstance(dims, int) or dims <= 0:
+            if rows != len(texts) or dims != _DIMS:
                 raise ProtocolError(f"{rows}x{dims} vectors for {len(texts)} texts")
             payload = recv_exact(conn, rows * dims * 4)
-        vectors: list[list[float]] = (
-            np.frombuffer(payload, dtype="<f4").reshape(rows, dims).astype(np.float32).tolist()
-        )
+        array = np.frombuffer(payload, dtype="<f4").reshape(rows, dims).astype(np.float32)
+        if not np.isfinite(array).all():  # never store what this process would not compute
+            raise ProtocolError("the warm encoder sent values that are not finite")
+        vectors: list[list[float]] = array.tolist()
         return vectors
 
     def _ask(self, message: dict[str, Any]) -> dict[str, Any]:
         with self._connect() as conn:
             conn.settimeout(_REPLY_SECONDS[0])
             send_message(conn, message)
-            return self._ok(_first_reply(conn))
+            reply = self._ok(_first_reply(conn))
+        missing = [k for k, kind in _STATUS_FIELDS.items() if not isinstance(reply.get(k), kind)]
+        if missing:
+            raise ProtocolError(f"a status without {', '.join(missing)}: {reply!r}")
+        return reply
 
     def _ok(self, reply: dict[str, Any]) -> dict[str, Any]:
         if reply.get("ok") is not True:

@@ -69,11 +69,13 @@ class EncoderUnavailable(WarmEncoderError):
 def runtime_dir() -> Path:
     """The sockets' folder: ``$XDG_RUNTIME_DIR/langchain-ltm``, else ``/tmp/langchain-ltm-<uid>``.
 
-    ``XDG_RUNTIME_DIR`` is used only when it is the user's own private folder (``sudo -E``
-    can carry another user's) and short enough for a socket path.
+    ``XDG_RUNTIME_DIR`` is used only when it is an absolute path (as the XDG spec asks; a
+    relative one would name another folder in the encoder, which runs in ``/``), the user's
+    own private folder (``sudo -E`` can carry another user's) and short enough for a socket
+    path.
     """
     base = os.environ.get("XDG_RUNTIME_DIR")
-    if base and _owned_and_private(Path(base)):
+    if base and os.path.isabs(base) and _owned_and_private(Path(base)):
         folder = Path(base) / "langchain-ltm"
         if len(os.fsencode(folder)) + 30 <= _MAX_SOCKET_PATH:
             return folder
