@@ -174,6 +174,13 @@ def _store_facts(
         taken = yield call(ctx.backend, "get", [(namespace, fact_key(label, h)) for h in hashes])
         taken = [item for item in taken if item is not None and is_alive(item, alive_at)]
         exact = {str(h.item.value.get("content_hash")): h.item for h in exact_hits}
+        # an item another client stored with the same text (LangMem's {"content": ...},
+        # no hash of ours) is that text already: a duplicate, not a new version of it
+        for hits in neighbours:
+            for hit in hits:
+                value = hit.item.value
+                if "content_hash" not in value and isinstance(value.get("content"), str):
+                    exact.setdefault(content_hash(value["content"]), hit.item)
 
         def decide(resolutions: Mapping[int, Any] | None) -> BatchDecision:
             return decide_batch(

@@ -47,6 +47,7 @@ _NEEDS_BASE_STORE = (
     "test_a_lasting_text_and_an_expiring_one_are_never_merged",
     "test_forget_never_loses_to_an_update_running_at_once",
     "test_deleting_a_fact_through_the_base_store_deletes_its_versions",
+    "test_a_text_another_client_stored_is_a_duplicate_not_a_new_version",
     "test_reading_a_version_through_the_base_store_refreshes_its_fact",
     "test_versions_expire_with_their_fact_after_a_restore",
 )

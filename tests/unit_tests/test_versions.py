@@ -691,6 +691,16 @@ def test_deleting_a_fact_through_the_base_store_deletes_its_versions(store):
     assert store.search(namespace) == []
 
 
+def test_a_text_another_client_stored_is_a_duplicate_not_a_new_version(store):
+    namespace = store.user_namespace("u1")
+    store.put(namespace, "lm-1", {"content": "Prefers dark mode"})  # LangMem's own layout
+    again = store.remember("u1", "prefers dark mode.")
+    assert again.action == "duplicate" and again.fact is not None and again.fact.id == "lm-1"
+    assert [(i.key, i.value) for i in store.search(namespace)] == [
+        ("lm-1", {"content": "Prefers dark mode"})  # left as the client wrote it
+    ]
+
+
 def test_forget_never_loses_to_an_update_running_at_once(store):
     import threading
     import time
