@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -31,6 +32,7 @@ __all__ = [
     "SESSIONS_ROOT",
     "THREADS_ROOT",
     "ThreadRecorder",
+    "new_input",
     "session_namespace",
     "thread_namespace",
     "thread_value",
@@ -62,10 +64,11 @@ def thread_value(thread_id: str, first_seen: datetime, last_seen: datetime) -> d
 class ThreadRecorder:
     """Records which threads belong to which user, in the store itself.
 
-    Both middlewares call :meth:`note` before a model call. Each call reads the pair's
-    registry item (one ``get``): another process, or another store object over the same
-    data, may have erased the user since, and a thread they come back to must be recorded
-    again, or the next ``forget_user`` would leave its checkpoints behind. The item is
+    Both middlewares call :meth:`note` before a model call. The first call for each user
+    message reads the pair's registry item (one ``get``): another process, or another
+    store object over the same data, may have erased the user since, and a thread they come
+    back to must be recorded again, or the next ``forget_user`` would leave its checkpoints
+    behind. Later model calls of the same run (after tool calls) trust the cache. The item is
     written the first time this process sees the pair and whenever it is missing; the
     bounded cache only spares the rewrites.
     """
@@ -81,12 +84,23 @@ class ThreadRecorder:
             for key in [k for k in self._seen if k[0] == id(store) and k[1] == user_id]:
                 del self._seen[key]
 
-    def note(self, store: BaseStore, user_id: str, thread_id: Any) -> Logic[None]:
-        """Record ``thread_id`` (if any) under ``user_id``."""
+    def note(
+        self, store: BaseStore, user_id: str, thread_id: Any, *, check: bool = True
+    ) -> Logic[None]:
+        """Record ``thread_id`` (if any) under ``user_id``.
+
+        ``check=False`` (a later model call of the same run, after tool calls) trusts this
+        process's record of an earlier call instead of reading the item again: one read
+        per user message, not one per model call.
+        """
         if thread_id is None:
             return
         thread = str(thread_id)
         key = (id(store), user_id, thread)
+        if not check:
+            with self._lock:
+                if key in self._seen:
+                    return
         namespace = thread_namespace(user_id)
         existing = yield Step(store.get, store.aget, (namespace, thread))
         with self._lock:
@@ -105,6 +119,11 @@ class ThreadRecorder:
             lambda: store.put(namespace, thread, value, index=False),
             lambda: store.aput(namespace, thread, value, index=False),
         )
+
+
+def new_input(messages: Sequence[Any]) -> bool:
+    """Whether a model call answers a user message (the first call of a run), not tools."""
+    return bool(messages) and getattr(messages[-1], "type", None) == "human"
 
 
 RECORDER = ThreadRecorder()

@@ -20,7 +20,7 @@ which threads belong to which user, so ``forget_user`` can erase them.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
 
 from langchain.agents.middleware.types import (
@@ -50,7 +50,7 @@ from langchain_ltm.agents._recall import (
     recall_block,
     with_memory,
 )
-from langchain_ltm.agents._registry import RECORDER
+from langchain_ltm.agents._registry import RECORDER, new_input
 from langchain_ltm.agents.config import LongTermMemoryConfig
 from langchain_ltm.agents.tools import create_memory_tools, resolve_user_id, scoped_store
 from langchain_ltm.store import LongTermMemoryStore
@@ -138,15 +138,15 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def _user(self, runtime: Any) -> str:
         return resolve_user_id(_current_config(), runtime, self.tool_config.user_id_key)
 
-    def _note_thread(self, user_id: str) -> Logic[None]:
+    def _note_thread(self, user_id: str, messages: Sequence[Any]) -> Logic[None]:
         thread_id = (_current_config() or {}).get("configurable", {}).get("thread_id")
-        yield from self._threads.note(self.store, user_id, thread_id)
+        yield from self._threads.note(self.store, user_id, thread_id, check=new_input(messages))
 
     # ---- automatic recall --------------------------------------------------------------------
 
     def _prepare(self, request: ModelRequest[Any]) -> Logic[ModelRequest[Any]]:
         user_id = self._user(request.runtime)
-        yield from self._note_thread(user_id)
+        yield from self._note_thread(user_id, request.messages)
         if self.mode == "tools":
             return request
         query = latest_user_text(request.messages)

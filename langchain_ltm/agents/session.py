@@ -37,7 +37,7 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore, PutOp, SearchItem
 
 from langchain_ltm._steps import Logic, Step, call, run_async, run_sync
-from langchain_ltm.agents._registry import RECORDER, session_namespace
+from langchain_ltm.agents._registry import RECORDER, new_input, session_namespace
 from langchain_ltm.agents.tools import resolve_user_id
 from langchain_ltm.errors import MissingUserIdError
 from langchain_ltm.facts.versions import format_time
@@ -251,10 +251,14 @@ class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             # no user needed; but when the run has one, record the thread for forget_user
             user_id = _user_or_none(config, request.runtime, self.user_id_key)
             if user_id is not None:
-                yield from self._threads.note(self.store, user_id, _raw_thread_id(config))
+                yield from self._threads.note(
+                    self.store, user_id, _raw_thread_id(config), check=new_input(request.messages)
+                )
             return request.override(messages=view.messages)
         user_id = resolve_user_id(config, request.runtime, self.user_id_key)
-        yield from self._threads.note(self.store, user_id, _raw_thread_id(config))
+        yield from self._threads.note(
+            self.store, user_id, _raw_thread_id(config), check=new_input(request.messages)
+        )
         if not view.query.strip():
             return request.override(messages=view.messages)
         thread_id = _thread_id(config)

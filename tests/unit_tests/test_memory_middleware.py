@@ -508,3 +508,22 @@ def test_show_dates_puts_each_facts_date_in_the_block(emb):
     assert "- [2023-05-07] Went to a support group" in system_text(hooked.requests[0])
     with pytest.raises(TypeError, match="show_dates"):
         MemoryMiddleware(store, show_dates="yes")  # type: ignore[arg-type]
+
+
+def test_the_thread_record_is_read_once_per_user_message_not_per_model_call(store, monkeypatch):
+    from langchain_ltm.agents._registry import THREADS_ROOT
+
+    reads: list[tuple[str, ...]] = []
+    get = store.get
+
+    def counting(namespace, key, **kwargs):
+        if namespace[0] == THREADS_ROOT:
+            reads.append(tuple(namespace))
+        return get(namespace, key, **kwargs)
+
+    monkeypatch.setattr(store, "get", counting)
+    agent = agent_with(store, RecordingModel(), mode="both")
+    agent.invoke({"messages": [("user", "remember: Likes tea; Has a cat")]}, run("alice", "tl"))
+    assert len(reads) == 1  # two model calls (tool calls, then the answer), one read
+    agent.invoke({"messages": [("user", "hello again")]}, run("alice", "tl"))
+    assert len(reads) == 2  # a new user message checks again (an erase may have run)
