@@ -279,6 +279,15 @@ def test_an_encoder_that_cannot_start_is_started_once_and_reported(runtime, monk
     assert _encoders(warm.address) == []
 
 
+def test_an_encoder_that_cannot_even_be_tried_says_why_at_once(runtime, monkeypatch):
+    monkeypatch.setenv("LTM_MODEL_CACHE", "relative/cache")  # the encoder's model would refuse
+    started = time.monotonic()
+    with pytest.raises(protocol.EncoderUnavailable, match="LTM_MODEL_CACHE must be an absolute"):
+        WarmEncoder().start(wait=20)
+    assert time.monotonic() - started < 5  # not the start-up wait for an encoder never run
+    assert _encoders(WarmEncoder().address) == []
+
+
 def test_bad_settings_are_refused(monkeypatch):
     with pytest.raises(ValueError, match="must be auto or off, got 'sometimes'"):
         WarmEncoder(mode="sometimes")

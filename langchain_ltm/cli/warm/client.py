@@ -105,6 +105,7 @@ class WarmEncoder:
         self.key = _key()
         self.files = EncoderFiles.of(self.key)
         self._local: MiniLMEncoder | None = None
+        self.spawn_error: str | None = None  # why the last start was not even tried
         self._started = False
         self.served_remotely = 0  # requests the warm encoder answered (for tests and bench)
 
@@ -165,7 +166,8 @@ class WarmEncoder:
         if found is not None:
             return found
         launched = time.monotonic()
-        self._spawn()
+        if not self._spawn() and self.spawn_error is not None:  # no use waiting for it
+            raise EncoderUnavailable(f"the warm encoder cannot start: {self.spawn_error}")
         while True:
             found = self.status()
             if found is not None:
@@ -277,8 +279,9 @@ class WarmEncoder:
         if self._alive():
             return True
         try:
-            MiniLMEncoder()  # the extra and the model are there (it would only crash)
+            MiniLMEncoder()  # the extra, the model and the cache setting are fine (or it crashes)
         except Exception as exc:
+            self.spawn_error = str(exc)
             _note("no warm encoder started: %s", exc)
             return False
         import subprocess  # here: a command that finds the encoder never spawns one
