@@ -485,3 +485,15 @@ async def test_search_requests_with_several_queries(make_backend):
     assert [[h.item.key for h in column] for column in hits] == [["k2", "k0"], ["k0", "k1"]]
     tail = backend.search(SearchRequest(NS, eye[[3]], (), 10, 3))
     assert [(h.item.key, h.score) for h in tail[0]] == [("k2", 0.0), ("plain", None)]
+
+
+def test_a_table_dropped_behind_the_stores_back_is_named_at_setup(make_backend, pg_conn, emb):
+    backend = make_backend(dims=64)
+    LongTermMemoryStore(backend, embeddings=emb).remember("u1", "Lives in Paris")
+    t = backend.tables
+    pg_conn.execute(f"DROP TABLE {t.items} CASCADE")  # an operator's mistake
+    with pytest.raises(BackendError, match=r"is missing, though .* records schema version 4"):
+        make_backend(table=t.table)
+    backend.drop()  # what the message says to do to start afresh
+    again = LongTermMemoryStore(make_backend(table=t.table, dims=64), embeddings=emb)
+    assert again.remember("u1", "Lives in Paris").action == "created"

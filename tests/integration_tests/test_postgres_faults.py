@@ -9,6 +9,7 @@ import uuid
 
 import psycopg
 import pytest
+from langgraph.store.base import PutOp
 
 from langchain_ltm import BackendError, LongTermMemoryStore
 from langchain_ltm.backends.postgres import postgres_backend
@@ -84,6 +85,35 @@ def test_read_only_database_is_a_clear_error(pg_url):
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,)
         )
         assert store.remember("u1", "likes coffee").action == "created"
+    finally:
+        backend.close()
+        admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+        admin.close()
+
+
+def test_a_statement_timeout_of_the_database_is_named_not_a_broken_connection(pg_url):
+    admin = psycopg.connect(pg_url, autocommit=True)
+    name = f"st_{uuid.uuid4().hex[:8]}"
+    admin.execute(f"CREATE DATABASE {name}")
+    base, _, query = pg_url.partition("?")
+    url = base.rsplit("/", 1)[0] + f"/{name}" + (f"?{query}" if query else "")
+    backend = postgres_backend(url, table="facts", dims=64)
+    store = LongTermMemoryStore(backend, embeddings=KeywordEmbeddings(64))
+    try:
+        store.remember("u1", "likes tea")
+        admin.execute(f"ALTER DATABASE {name} SET statement_timeout = '1ms'")
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,)
+        )
+        ops = [PutOp(("docs",), f"k{i}", {"text": f"a note about topic {i}"}) for i in range(3000)]
+        with pytest.raises(BackendError, match="statement_timeout for this role or database"):
+            store.batch(ops)
+        admin.execute(f"ALTER DATABASE {name} RESET statement_timeout")
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,)
+        )
+        assert store.search(("docs",)) == []  # nothing of the batch was written
+        assert [f.content for f in store.list_all("u1")] == ["likes tea"]
     finally:
         backend.close()
         admin.execute(f"DROP DATABASE {name} WITH (FORCE)")

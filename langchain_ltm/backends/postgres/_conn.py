@@ -127,6 +127,16 @@ def translate(exc: BaseException, what: str, why: str = "") -> Exception:
             f"{message}. Postgres cannot store NUL (\\u0000) characters in text or JSON; "
             "remove them from the value."
         )
+    if isinstance(exc, pg_errors.QueryCanceled | pg_errors.LockNotAvailable):
+        setting = (
+            "lock_timeout" if isinstance(exc, pg_errors.LockNotAvailable) else ("statement_timeout")
+        )
+        return BackendError(
+            f"Postgres stopped {what} ({message}): the server's {setting} for this role or "
+            f"database is shorter than the call needs. Nothing of it was written; raise "
+            f"{setting} (ALTER ROLE ... SET {setting} = ..., or for the database), or send "
+            "smaller batches."
+        )
     if isinstance(exc, psycopg.OperationalError):
         return BackendError(
             f"The connection to Postgres failed during {what} ({message}). Nothing is "

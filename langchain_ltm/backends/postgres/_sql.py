@@ -939,6 +939,18 @@ def setup(
             f"Table {t.items} has schema version {current}, newer than this langchain-ltm "
             f"understands ({SCHEMA_VERSION}). Upgrade langchain-ltm."
         )
+    if current:  # the record says the tables exist: a table dropped since cannot be used
+        rows = yield Statement(
+            "SELECT to_regclass(%s) IS NULL, to_regclass(%s) IS NULL", (t.items, t.vectors)
+        )
+        missing = [name for name, gone in zip((t.items, t.vectors), rows[0], strict=True) if gone]
+        if missing:
+            raise BackendError(
+                f"Table {' and '.join(missing)} is missing, though {t.versions} records schema "
+                f"version {current}: it was dropped behind the store's back. Restore it from a "
+                f"backup, or drop {t.versions} and what is left of the store's tables to start "
+                "afresh (PostgresBackend.drop())."
+            )
     for version, description, statements in _migrations(t, dims, vector_type or "vector"):
         if version <= current:
             continue
