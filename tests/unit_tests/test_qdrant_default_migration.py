@@ -91,5 +91,8 @@ def test_ltm_says_so_in_one_line_until_migrated(legacy):
 
 
 def test_the_note_is_not_printed_for_an_explicit_store(legacy, tmp_path):
+    from langchain_ltm.backends.sqlite import sqlite_backend
+
+    sqlite_backend(tmp_path / "x.db").close()  # a store that exists (list creates none)
     code, _, err = ltm("list", "--user", "alice", "--store", f"sqlite:///{tmp_path / 'x.db'}")
     assert code == 0 and err == ""
