@@ -193,6 +193,7 @@ def _restore(
             ctx.backend, "search", SearchRequest(namespace, None, with_hashes(list(seen)), None, 0)
         )
         now = _clock.utcnow()
+        same_text = [h for h in same_text if h.item.namespace == namespace]  # not a child's
         # a fact whose TTL has passed is gone (if not yet swept): it holds no text, and its
         # row goes in this write (Postgres' fact-hash constraint would still see it)
         gone = [h.item for h in same_text if not is_alive(h.item, now)]
@@ -214,6 +215,7 @@ def _restore(
         )
         # a record may replace the stored fact of its id only if it carries every text of
         # it (an older export restored over newer texts would hide them for good)
+        old_versions = [h for h in old_versions if h.item.namespace == namespace]
         alive = [i if i is not None and is_alive(i, now) else None for i in stored]
         live_versions = [h for h in old_versions if is_alive(h.item, now)]
         held_texts = _stored_texts(candidates, alive, live_versions)

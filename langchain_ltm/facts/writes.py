@@ -150,6 +150,9 @@ def _store_facts(
             "search",
             SearchRequest(namespace, None, with_hashes(hashes), None, 0),
         )
+        # the search covers namespaces below the user's, which another configuration may
+        # use for other users (namespace=("memories", "acme") puts Bob under user acme's)
+        same_hash = [h for h in same_hash if h.item.namespace == namespace]
         exact_hits = [h for h in same_hash if is_alive(h.item, alive_at)]
         # an expired fact with one of these texts is gone: its row goes in this write
         expired = [h.item for h in same_hash if not is_alive(h.item, alive_at)]
@@ -171,6 +174,7 @@ def _store_facts(
             if texts
             else []
         )
+        neighbours = [[h for h in hits if h.item.namespace == namespace] for hits in neighbours]
         taken = yield call(ctx.backend, "get", [(namespace, fact_key(label, h)) for h in hashes])
         taken = [item for item in taken if item is not None and is_alive(item, alive_at)]
         exact = {str(h.item.value.get("content_hash")): h.item for h in exact_hits}
@@ -286,6 +290,7 @@ def update(ctx: FactContext, user_id: str, fact_id: str, text: str) -> Logic[Rem
             "search",
             SearchRequest(namespace, None, with_hashes([digest]), None, 0),
         )
+        with_text = [h for h in with_text if h.item.namespace == namespace]  # not a child's
         same_text = [h for h in with_text if is_alive(h.item, now)][:1]
         # a fact with this text whose TTL has passed is gone: its row goes in this write
         # (not yet swept, it would still hold the text in Postgres' fact-hash constraint)

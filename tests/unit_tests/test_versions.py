@@ -701,6 +701,19 @@ def test_a_text_another_client_stored_is_a_duplicate_not_a_new_version(store):
     ]
 
 
+def test_facts_of_another_configurations_users_below_this_user_are_not_this_users(store):
+    tenant = store.with_options(namespace=("memories", "acme"))  # its users live below acme's
+    bob = tenant.remember("bob", "Prefers dark mode").fact
+    assert bob is not None
+    store.put(tenant.user_namespace("bob"), "lm-bob", {"content": "Likes tea"})  # a client's
+    for text in ("Prefers dark mode", "Likes tea"):
+        made = store.remember("acme", text)  # user acme, the store's own namespace
+        assert made.action == "created", text
+        assert made.fact is not None and made.fact.id not in (bob.id, "lm-bob")
+    assert sorted(f.content for f in store.list_all("acme")) == ["Likes tea", "Prefers dark mode"]
+    assert sorted(f.content for f in tenant.list_all("bob")) == ["Likes tea", "Prefers dark mode"]
+
+
 def test_forget_never_loses_to_an_update_running_at_once(store):
     import threading
     import time

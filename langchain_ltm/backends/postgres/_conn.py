@@ -127,10 +127,11 @@ def translate(exc: BaseException, what: str, why: str = "") -> Exception:
             f"{message}. Postgres cannot store NUL (\\u0000) characters in text or JSON; "
             "remove them from the value."
         )
-    if isinstance(exc, pg_errors.QueryCanceled | pg_errors.LockNotAvailable):
-        setting = (
-            "lock_timeout" if isinstance(exc, pg_errors.LockNotAvailable) else ("statement_timeout")
-        )
+    timed_out = isinstance(exc, pg_errors.LockNotAvailable) or "statement timeout" in message
+    if isinstance(exc, pg_errors.QueryCanceled | pg_errors.LockNotAvailable) and timed_out:
+        # (a query cancelled by an administrator, pg_cancel_backend, is a retryable failure)
+        lock = isinstance(exc, pg_errors.LockNotAvailable)
+        setting = "lock_timeout" if lock else "statement_timeout"
         return BackendError(
             f"Postgres stopped {what} ({message}): the server's {setting} for this role or "
             f"database is shorter than the call needs. Nothing of it was written; raise "

@@ -63,8 +63,8 @@ _STATUS_FIELDS: dict[str, type | tuple[type, ...]] = {
     "idle_limit_seconds": (int, float),
     "socket": str,
 }
-_REPLY_SECONDS = (2.0, 0.05)  # wait for a reply: 2 s + 0.05 s per text (a query takes ms;
-# a stuck encoder, stopped or swapped out, costs a command 2 s before it embeds itself)
+_REPLY_SECONDS = (2.0, 0.15)  # wait for a reply: 2 s + 0.15 s per text (a query takes ms,
+# 256-token texts ~60 ms each on 2 busy cores; a stuck encoder costs a query 2 s)
 _STARTUP_GRACE = 10.0  # seconds a new encoder may take to lock its files (python + imports)
 # Detach the encoder: fork, leave, exec in a new session; the command waits only for the
 # short-lived middle process, so no child of it is left running (or a zombie).
