@@ -63,61 +63,60 @@ def test_batched_load_survives_killed_connections(make_backend, pg_conn):
     assert len(contents) == len(set(contents)) == 800  # every fact exactly once
 
 
-def test_read_only_database_is_a_clear_error(pg_url):
-    admin = psycopg.connect(pg_url, autocommit=True)
-    name = f"ro_{uuid.uuid4().hex[:8]}"
-    admin.execute(f"CREATE DATABASE {name}")
-    base, _, query = pg_url.partition("?")
-    url = base.rsplit("/", 1)[0] + f"/{name}" + (f"?{query}" if query else "")
-    backend = postgres_backend(url, table="facts", dims=64)
-    store = LongTermMemoryStore(backend, embeddings=KeywordEmbeddings(64))
-    try:
-        store.remember("u1", "likes tea")
-        admin.execute(f"ALTER DATABASE {name} SET default_transaction_read_only = on")
-        admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,)
+class _Database:
+    """A database of the test's own with a store on it; ``set`` changes its settings."""
+
+    def __init__(self, pg_url: str) -> None:
+        self.admin = psycopg.connect(pg_url, autocommit=True)
+        self.name = f"db_{uuid.uuid4().hex[:8]}"
+        self.admin.execute(f"CREATE DATABASE {self.name}")
+        base, _, query = pg_url.partition("?")
+        url = base.rsplit("/", 1)[0] + f"/{self.name}" + (f"?{query}" if query else "")
+        self.backend = postgres_backend(url, table="facts", dims=64)
+        self.store = LongTermMemoryStore(self.backend, embeddings=KeywordEmbeddings(64))
+
+    def set(self, setting: str) -> None:
+        """``ALTER DATABASE ... <setting>``, then new sessions (the pool reconnects)."""
+        self.admin.execute(f"ALTER DATABASE {self.name} {setting}")
+        self.admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+            (self.name,),
         )
-        with pytest.raises(BackendError, match="writable primary"):
-            store.remember("u1", "likes coffee")
-        assert [f.content for f in store.list_all("u1")] == ["likes tea"]  # reads still work
-        admin.execute(f"ALTER DATABASE {name} SET default_transaction_read_only = off")
-        admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,)
-        )
-        assert store.remember("u1", "likes coffee").action == "created"
-    finally:
-        backend.close()
-        admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
-        admin.close()
+
+    def close(self) -> None:
+        self.backend.close()
+        self.admin.execute(f"DROP DATABASE {self.name} WITH (FORCE)")
+        self.admin.close()
 
 
-def test_a_statement_timeout_of_the_database_is_named_not_a_broken_connection(pg_url):
-    admin = psycopg.connect(pg_url, autocommit=True)
-    name = f"st_{uuid.uuid4().hex[:8]}"
-    admin.execute(f"CREATE DATABASE {name}")
-    base, _, query = pg_url.partition("?")
-    url = base.rsplit("/", 1)[0] + f"/{name}" + (f"?{query}" if query else "")
-    backend = postgres_backend(url, table="facts", dims=64)
-    store = LongTermMemoryStore(backend, embeddings=KeywordEmbeddings(64))
-    try:
-        store.remember("u1", "likes tea")
-        admin.execute(f"ALTER DATABASE {name} SET statement_timeout = '1ms'")
-        admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,)
-        )
-        ops = [PutOp(("docs",), f"k{i}", {"text": f"a note about topic {i}"}) for i in range(3000)]
-        with pytest.raises(BackendError, match="statement_timeout for this role or database"):
-            store.batch(ops)
-        admin.execute(f"ALTER DATABASE {name} RESET statement_timeout")
-        admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,)
-        )
-        assert store.search(("docs",)) == []  # nothing of the batch was written
-        assert [f.content for f in store.list_all("u1")] == ["likes tea"]
-    finally:
-        backend.close()
-        admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
-        admin.close()
+@pytest.fixture
+def database(pg_url):
+    made = _Database(pg_url)
+    yield made
+    made.close()
+
+
+def test_read_only_database_is_a_clear_error(database):
+    store = database.store
+    store.remember("u1", "likes tea")
+    database.set("SET default_transaction_read_only = on")
+    with pytest.raises(BackendError, match="writable primary"):
+        store.remember("u1", "likes coffee")
+    assert [f.content for f in store.list_all("u1")] == ["likes tea"]  # reads still work
+    database.set("SET default_transaction_read_only = off")
+    assert store.remember("u1", "likes coffee").action == "created"
+
+
+def test_a_statement_timeout_of_the_database_is_named_not_a_broken_connection(database):
+    store = database.store
+    store.remember("u1", "likes tea")
+    database.set("SET statement_timeout = '1ms'")
+    ops = [PutOp(("docs",), f"k{i}", {"text": f"a note about topic {i}"}) for i in range(3000)]
+    with pytest.raises(BackendError, match="statement_timeout for this role or database"):
+        store.batch(ops)
+    database.set("RESET statement_timeout")
+    assert store.search(("docs",)) == []  # nothing of the batch was written
+    assert [f.content for f in store.list_all("u1")] == ["likes tea"]
 
 
 @pytest.fixture
