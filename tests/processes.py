@@ -30,7 +30,12 @@ def run_together(argvs: Sequence[Sequence[str]], timeout: float = 120) -> list[s
     ]
     try:
         for proc in procs:  # every worker connected: start them together
-            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+            assert proc.stdout is not None
+            first = proc.stdout.readline().strip()
+            if first != "ready":  # it died setting up: show why
+                proc.kill()
+                _, err = proc.communicate(timeout=timeout)
+                raise AssertionError(f"a worker did not get ready ({first!r}): {err[-3000:]}")
         for proc in procs:
             assert proc.stdin is not None
             proc.stdin.write("go\n")
