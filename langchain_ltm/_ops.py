@@ -26,6 +26,7 @@ from langgraph.store.base import (
 from langchain_ltm._clock import check_ttl
 from langchain_ltm._codec import copy_value
 from langchain_ltm._filters import Filter, compile_filter
+from langchain_ltm._utf8 import encodes_as_utf8
 
 TokenizedField = tuple[str, Any]
 
@@ -198,22 +199,11 @@ def check_labels(namespace: Any) -> None:
             raise InvalidNamespaceError(
                 f"Invalid namespace label {label!r} in {namespace}: labels cannot contain NUL."
             )
-        if not _unicode(label):
+        if not encodes_as_utf8(label):
             raise InvalidNamespaceError(
                 f"Invalid namespace label {label!r} in {namespace}: it is not valid Unicode "
                 "(a lone surrogate), which no engine but memory can store."
             )
-
-
-def _unicode(text: str) -> bool:
-    """Whether ``text`` encodes as UTF-8 (no lone surrogate); ASCII is checked for free."""
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def fact_prefix(namespace: Any) -> tuple[str, ...]:
@@ -234,7 +224,7 @@ def check_namespace(namespace: Any) -> None:
 def _check_key(key: Any) -> None:
     if not isinstance(key, str):
         raise TypeError(f"key must be a str, got {type(key).__name__}.")
-    if not _unicode(key):
+    if not encodes_as_utf8(key):
         raise ValueError(
             f"key {key!r} is not valid Unicode (a lone surrogate), which no engine but memory "
             "can store; pass a key that encodes as UTF-8."

@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from langchain_ltm._filters import Filter, compile_filter
+from langchain_ltm._utf8 import encodes_as_utf8
 from langchain_ltm.errors import InvalidFactError, InvalidFilterError
 from langchain_ltm.facts.versions import RESERVED
 
@@ -63,12 +64,10 @@ def _storable(text: str, what: str, where: str) -> None:
     """
     if "\x00" in text:
         raise InvalidFactError(f"{what} {where!r} contains a NUL character; remove it.")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
+    if not encodes_as_utf8(text):
         raise InvalidFactError(
             f"{what} {where!r} is not valid Unicode (it has a lone surrogate); remove it."
-        ) from None
+        )
 
 
 def _json(value: Any, where: str, depth: int) -> Any:

@@ -7,6 +7,7 @@ import re
 import unicodedata
 from typing import Any
 
+from langchain_ltm._utf8 import encodes_as_utf8
 from langchain_ltm.errors import InvalidFactError
 
 __all__ = ["content_hash", "normalize_fact", "validate_text"]
@@ -62,10 +63,8 @@ def validate_text(text: Any, what: str, max_chars: int) -> str:
         )
     if "\x00" in text:
         raise InvalidFactError(f"{what} contains a NUL character; remove it.")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidFactError(f"{what} is not valid Unicode (it has a lone surrogate).") from exc
+    if not encodes_as_utf8(text):
+        raise InvalidFactError(f"{what} is not valid Unicode (it has a lone surrogate).")
     if not normalize_fact(text):
         raise InvalidFactError(f"{what} has no content once punctuation is removed.")
     return text

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from langchain_ltm._filters import Condition, Filter, matches
+from langchain_ltm._utf8 import encodes_as_utf8
 from langchain_ltm.backends._index import _top, page
 from langchain_ltm.backends.base import Hit, SearchRequest, StoredItem
 from langchain_ltm.backends.sqlite._cache import ScopeCache, ScopeVectors
@@ -58,17 +59,9 @@ def _strings(cond: Condition) -> list[str] | None:
     if len(operands) > _MAX_OPERANDS:
         return None
     for operand in operands:
-        if not isinstance(operand, str) or "\x00" in operand or not _utf8(operand):
+        if not isinstance(operand, str) or "\x00" in operand or not encodes_as_utf8(operand):
             return None
     return operands
-
-
-def _utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate: not bindable as SQLite text
-        return False
-    return True
 
 
 def _pushdown(cond: Condition, alias: str, params: list[Any]) -> str | None:
