@@ -157,8 +157,41 @@ def _plan_put(op: PutOp, default_fields: list[TokenizedField]) -> PlannedPut:
             texts.append((path, found[0]))
         else:
             texts.extend((f"{path}.{j}", text) for j, text in enumerate(found))
+    _check_value_text(op.value, op.key)
     # copied at planning time: later mutations of the caller's dict cannot reach the store
     return PlannedPut(op, copy_value(dict(op.value)), texts, ttl)
+
+
+def _check_value_text(value: Any, key: str, path: str = "value") -> None:
+    """Refuse a text in the value (a key or a string) that is not valid Unicode.
+
+    A lone surrogate ("\\ud800") has no UTF-8 form: Postgres, Chroma and Milvus failed on it
+    with their own errors, the other engines stored it. Every engine refuses it now, first.
+    """
+    if isinstance(value, str):
+        if not encodes_as_utf8(value):
+            raise ValueError(
+                f"{path} of key {key!r} is not valid Unicode (a lone surrogate), which "
+                "Postgres, Chroma and Milvus cannot store, so no engine takes it; decode "
+                "the source with errors='replace' or drop the character."
+            )
+    elif isinstance(value, Mapping):
+        for name, inner in value.items():
+            if isinstance(name, str) and not encodes_as_utf8(name):
+                raise ValueError(
+                    f"the field name {name!r} in {path} of key {key!r} is not valid Unicode "
+                    "(a lone surrogate), which Postgres, Chroma and Milvus cannot store."
+                )
+            if type(inner) in _TEXT_FREE:
+                continue
+            _check_value_text(inner, key, f"{path}[{name!r}]")
+    elif isinstance(value, (list, tuple)):
+        for i, inner in enumerate(value):
+            if type(inner) not in _TEXT_FREE:
+                _check_value_text(inner, key, f"{path}[{i}]")
+
+
+_TEXT_FREE = frozenset({int, float, bool, type(None)})
 
 
 def as_labels(namespace: Any) -> tuple[str, ...]:

@@ -40,6 +40,7 @@ from langchain_ltm.backends.base import (
     is_alive,
 )
 from langchain_ltm.facts import reads
+from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts._locks import UserLocks
 from langchain_ltm.facts.api import FactAPI
 from langchain_ltm.facts.context import FactContext
@@ -577,6 +578,27 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         op = SearchOp(namespace_prefix, filter, limit, offset, query, refresh_ttl)
         return run_sync(self._search_alone(op))
 
+    async def asearch(
+        self,
+        namespace_prefix: tuple[str, ...],
+        /,
+        *,
+        query: str | None = None,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        refresh_ttl: bool | None = None,
+    ) -> list[SearchItem]:
+        """Async twin of :meth:`search`: the same checks and errors, then a batch operation.
+
+        Concurrent async searches share batch runs (see :meth:`search`).
+        """
+        if refresh_ttl is None:
+            refresh_ttl = (self.ttl_config or {}).get("refresh_on_read", True)
+        op = SearchOp(namespace_prefix, filter, limit, offset, query, refresh_ttl)
+        plan_search(op)  # refused here as search refuses it, before any batching
+        return (await self.abatch([op]))[0]  # type: ignore[return-value]
+
     def _search_alone(self, op: SearchOp) -> Logic[list[SearchItem]]:
         op, conditions = plan_search(op)
         now = _clock.utcnow()
@@ -598,8 +620,11 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         refresh: dict[ItemKey, StoredItem],
     ) -> Logic[list[SearchItem]]:
         """One search's items; those it should refresh go into ``refresh``."""
+        one_user = self.user_id_of(op.namespace_prefix) is not None
+        if one_user:  # a user's facts: the current ones
+            conditions = layout.current_view(op.filter, conditions)
         request = SearchRequest(
-            op.namespace_prefix, vectors, conditions, op.limit, op.offset, alive_at
+            op.namespace_prefix, vectors, conditions, op.limit, op.offset, alive_at, one_user
         )
         (hits,) = yield call(self.backend, "search", request)
         if op.refresh_ttl:

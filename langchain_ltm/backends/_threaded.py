@@ -20,6 +20,30 @@ from langchain_ltm.backends.base import (
 T = TypeVar("T")
 
 
+async def run_to_end(executor: Any, fn: Callable[[], T]) -> T:
+    """``fn()`` on ``executor``; a cancelled caller still waits for it to end, then re-raises.
+
+    A thread cannot be stopped: returning at once would let the caller release the user's
+    lock while its write is still running, and a later write, acknowledged first, would be
+    overwritten by it. So a cancellation (``wait_for``'s timeout, a ``TaskGroup``) waits for
+    the call (bounded by the engine's own timeouts), then raises ``CancelledError``.
+    """
+    import asyncio  # here: a sync process (an `ltm` command) never imports asyncio
+
+    future = asyncio.get_running_loop().run_in_executor(executor, fn)
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        while not future.done():
+            try:
+                await asyncio.wait({future})
+            except asyncio.CancelledError:  # cancelled again: the call still runs
+                continue
+        if not future.cancelled():
+            future.exception()  # retrieved: its error goes with the cancellation
+        raise
+
+
 class ThreadedAsync(VectorBackend):
     """Every async twin runs its sync method through :meth:`_off_loop` (one place)."""
 

@@ -106,6 +106,9 @@ class SearchRequest:
     limit: int | None = 10
     offset: int = 0
     alive_at: datetime | None = None  # TTL: leave out items with expires_at <= alive_at
+    # one user's namespace: exact over the user's rows, never an approximate index walk,
+    # however many rows the user has (engines that choose by scope size read it)
+    one_user: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,15 +6,13 @@ import sys
 import threading
 import zlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain_ltm._steps import Logic, Step, call
 from langchain_ltm.backends.base import VectorBackend
 
-if TYPE_CHECKING:  # asyncio is imported when an async call needs it (not by `ltm` commands)
-    import asyncio
-
 _STRIPES = 64
+_FIRST_PAUSE, _LAST_PAUSE = 0.0005, 0.005  # seconds between tries of an async waiter
 
 
 class UserLocks:
@@ -87,32 +85,16 @@ def _acquire_off_loop(lock: threading.Lock, loops: dict[int, Any]) -> Callable[[
     async def acquire() -> bool:
         import asyncio
 
-        # A worker thread waits for the lock, so the event loop keeps serving the holder.
-        # If this task is cancelled while waiting, the worker still gets the lock later:
-        # release it then, or the user's stripe would stay locked forever.
+        # Polled on the loop, never waited for on a thread: a waiting thread of the
+        # default executor could be the one the holder needs (its embeddings, a sync
+        # resolver), and one cancelled while waiting would take the lock later for a task
+        # that is gone (with its loop closed, nobody would ever release it).
         loop = asyncio.get_running_loop()
-
-        def take() -> bool:  # the holder is this loop's task from the moment it has it
-            lock.acquire()
-            loops[id(lock)] = loop
-            return True
-
-        waiting = loop.run_in_executor(None, take)
-        try:
-            return await asyncio.shield(waiting)
-        except asyncio.CancelledError:
-            waiting.add_done_callback(_release_when_acquired(lock, loops))
-            raise
+        pause = _FIRST_PAUSE
+        while not lock.acquire(blocking=False):
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, _LAST_PAUSE)
+        loops[id(lock)] = loop  # the holder is this loop's task from the moment it has it
+        return True
 
     return acquire
-
-
-def _release_when_acquired(
-    lock: threading.Lock, loops: dict[int, Any]
-) -> Callable[[asyncio.Future[bool]], None]:
-    def release(done: asyncio.Future[bool]) -> None:
-        if not done.cancelled() and done.exception() is None and done.result():
-            loops.pop(id(lock), None)
-            lock.release()
-
-    return release

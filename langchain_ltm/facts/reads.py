@@ -66,7 +66,9 @@ def recall(
     now = _clock.utcnow()
     for scope in scopes:
         per_query = yield call(
-            ctx.backend, "search", SearchRequest(namespace, vectors, scope, wanted, 0, now)
+            ctx.backend,
+            "search",
+            SearchRequest(namespace, vectors, scope, wanted, 0, now, one_user=True),
         )
         for hits in per_query:
             for hit in hits:
@@ -126,12 +128,12 @@ def versions_of(
     items: Sequence[StoredItem],
     alive_at: datetime | None = None,
 ) -> Logic[dict[str, list[StoredItem]]]:
-    """Version items of the given facts (one search, only for facts that have versions).
+    """Version items of the given facts (one search, only for facts that may have some).
 
     ``alive_at``: leave out versions expired by then (what reads show); ``None``: every
     stored one (what a write renumbers and rewrites).
     """
-    keys = list(dict.fromkeys(i.key for i in items if layout.version_count(i) > 0))
+    keys = list(dict.fromkeys(i.key for i in items if layout.may_have_versions(i)))
     out: dict[str, list[StoredItem]] = {k: [] for k in keys}
     if keys:
         request = SearchRequest(

@@ -79,6 +79,20 @@ ANY_TEXT: Filter = (Condition(("content",), "$exists", True),)
 """Facts and their earlier versions."""
 
 
+def current_view(requested: Mapping[str, Any] | None, conditions: Filter) -> Filter:
+    """What ``BaseStore.search`` of one user's namespace finds: no earlier versions, unless asked.
+
+    A superseded text ("Lives in Paris" after "Lives in Berlin") is history, not what the
+    agent should see: a client searching a user's namespace (LangMem's search tool, a
+    prompt calling ``store.search``) gets current items only. A filter that names
+    ``version_of`` asks for versions, and gets them; ``get`` reads any item. Searches of
+    other prefixes (broader ones, other namespaces) are left as they are.
+    """
+    if requested and "version_of" in requested:
+        return conditions
+    return (*conditions, Condition(("version_of",), "$exists", False))
+
+
 def format_time(moment: datetime) -> str:
     """Fixed-width UTC text: sorts like the instant it names."""
     if moment.tzinfo is None:
@@ -150,6 +164,17 @@ def version_count(item: StoredItem) -> int:
     if isinstance(count, int) and not isinstance(count, bool):
         return count
     return len(legacy_history(item))
+
+
+def may_have_versions(item: StoredItem) -> bool:
+    """Whether version items may point at this fact: it counts some, or it keeps no count.
+
+    A fact written by this layout always counts its versions. An item without the count
+    was written by a client (a BaseStore ``put`` over a fact, as LangMem's update action
+    does) or by 0.1.0: versions it had before stay in the store, so they must be looked up.
+    """
+    count = item.value.get("versions")
+    return version_count(item) > 0 or not isinstance(count, int) or isinstance(count, bool)
 
 
 def legacy_history(item: StoredItem) -> list[FactVersion]:

@@ -168,6 +168,7 @@ def _store_facts(
                         len(texts) + ctx.policy.max_similar,
                         0,
                         alive_at,
+                        one_user=True,
                     ),
                 )
             )

@@ -132,3 +132,31 @@ def test_bursts_from_successive_event_loops(store):
     for loop_no in range(3):
         items = asyncio.run(burst(loop_no))
         assert [item.value["i"] for item in items] == list(range(500))
+
+
+async def test_a_call_cancelled_during_its_pool_checkout_is_cancelled(make_backend):
+    """A task cancelled around its pooled connection checkout raises ``CancelledError``
+    (``asyncio.wait_for`` on 3.10/3.11 could hand it the connection and drop the cancel).
+    The first loop turns of ``alist_all`` are its checkout."""
+    import asyncio
+
+    from langchain_ltm import LongTermMemoryStore
+    from tests.fakes import KeywordEmbeddings
+
+    store = LongTermMemoryStore(make_backend(dims=64), embeddings=KeywordEmbeddings(dims=64))
+    await store.aremember("alice", "My favourite colour is blue")
+    ignored = []
+    for turns in range(6):
+        for _ in range(5):
+            task = asyncio.create_task(store.alist_all("alice"))
+            for _ in range(turns):  # let it reach a pool checkout
+                await asyncio.sleep(0)
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                continue
+            if not task.cancelled():
+                ignored.append(turns)
+    assert ignored == [], ignored
+    assert [f.content for f in await store.alist_all("alice")] == ["My favourite colour is blue"]

@@ -331,3 +331,67 @@ def test_broad_ef_search_sets_the_walk_and_bad_values_are_refused(broad):
     backend.broad_ef_search = None  # the default: the calibrated value, else 200
     (again,) = backend.search(request)
     assert [h.item.key for h in again]  # the backend still works after a refused value
+
+
+def test_a_user_with_more_rows_than_the_threshold_is_searched_exactly(make_backend, pg_conn):
+    """One user's namespace is never walked, however large (the statistics count a user
+    among the most common values in full): the store marks it ``one_user``."""
+    backend = make_backend(dims=DIMS)
+    store = LongTermMemoryStore(backend, embeddings=DeterministicFakeEmbedding(size=DIMS))
+    heavy = store.user_namespace("heavy")
+    ops = [PutOp(heavy, f"n{n}", {"text": f"note {n}"}, None) for n in range(1_500)]
+    ops += [PutOp(("memories", f"u{n}"), f"n{n}", {"text": f"note {n}"}, None) for n in range(300)]
+    for start in range(0, len(ops), 500):
+        store.batch(ops[start : start + 500])
+    backend.create_hnsw_index()
+    pg_conn.execute(f"ANALYZE {backend.tables.items}, {backend.tables.vectors}")
+    backend.broad_min_rows = 1_000
+    backend.search(SearchRequest(("memories",), _queries(3, 1), limit=1))  # reads the stats
+    assert backend._scope_stats is not None
+    assert backend._scope_stats.lower_bound(heavy) >= 1_000  # it would count as broad
+    asked: list[SearchRequest] = []
+    search = backend.search
+
+    def watched(request: SearchRequest) -> Any:
+        asked.append(request)
+        return search(request)
+
+    backend.search = watched  # type: ignore[method-assign]
+    store.recall("heavy", "note 7", limit=3)
+    store.search(heavy, query="note 7", limit=K)
+    stats = backend._scope_stats
+    assert asked and all(
+        _broad.wants_index(stats, r, backend.broad_min_rows) is False for r in asked
+    )
+    for n in range(5):
+        query = f"note {n * 11}"
+        got = [(i.key, i.score) for i in store.search(heavy, query=query, limit=K)]
+        backend.broad_min_rows = None
+        exact = [(i.key, i.score) for i in store.search(heavy, query=query, limit=K)]
+        backend.broad_min_rows = 1_000
+        assert got == exact
+
+
+def test_a_walk_with_fewer_candidates_than_asked_gives_way_to_the_exact_statement(
+    broad, monkeypatch
+):
+    """Fewer candidates than the walk was to re-rank (a walk stopped by ``max_scan_tuples``,
+    a filter few rows pass) need not be the best ones, even when they fill ``limit``: the
+    exact statement answers."""
+    backend, vectors = broad
+    exact_statements: list[SearchRequest] = []
+    exact_search = _pg_sql.search
+
+    def counted(t: Any, request: SearchRequest) -> Any:
+        exact_statements.append(request)
+        return exact_search(t, request)
+
+    monkeypatch.setattr(_pg_sql, "search", counted)
+    rare = np.arange(0, len(vectors), RARE_EVERY)  # 8 rows: enough for a limit of 5
+    queries = _queries(21, 4)
+    for query in queries:
+        request = SearchRequest(("m",), query[None, :], compile_filter({"rare": True}), 5)
+        (hits,) = backend.search(request)
+        assert [h.item.key for h in hits] == _exact(vectors, query, rare, 5)
+        assert _broad.wants_index(backend._scope_stats, request, backend.broad_min_rows)
+    assert len(exact_statements) == len(queries)

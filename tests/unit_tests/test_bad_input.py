@@ -191,3 +191,38 @@ def test_raw_batch_ops_are_validated(store):
         store.batch([SearchOp(("memories",), None, -3, 0, None)])
     with pytest.raises(ValueError, match="Unknown operation"):
         store.batch(["not an op"])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize(
+    "prefix", [None, ("a", ""), ("a", 5), ("a", "b.c"), ("a", "x\x00y"), "memories"]
+)
+async def test_search_and_asearch_refuse_a_bad_prefix_alike(prefix):
+    store = LongTermMemoryStore(InMemoryVectorStore(KeywordEmbeddings(dims=16)))
+    with pytest.raises((InvalidNamespaceError, TypeError, ValueError)) as sync:
+        store.search(prefix, query="tea")
+    with pytest.raises((InvalidNamespaceError, TypeError, ValueError)) as async_:
+        await store.asearch(prefix, query="tea")
+    assert type(async_.value) is type(sync.value)
+    assert str(async_.value) == str(sync.value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [{"text": "x\ud800y"}, {"a": [1, {"b": "\udfff"}]}, {"bad\ud800name": 1}],
+)
+async def test_a_value_with_a_lone_surrogate_is_refused_and_keeps_the_old_one(value, tmp_path):
+    from langchain_ltm.backends.sqlite import sqlite_backend
+
+    for store in (
+        LongTermMemoryStore(InMemoryVectorStore(KeywordEmbeddings(dims=16))),
+        LongTermMemoryStore(
+            sqlite_backend(tmp_path / "v.sqlite"), embeddings=KeywordEmbeddings(dims=16)
+        ),
+    ):
+        store.put(("docs",), "k", {"text": "old"})
+        with pytest.raises(ValueError, match="lone surrogate"):
+            store.put(("docs",), "k", value)
+        with pytest.raises(ValueError, match="lone surrogate"):
+            await store.aput(("docs",), "k", value)
+        assert store.get(("docs",), "k").value == {"text": "old"}
+        store.close()

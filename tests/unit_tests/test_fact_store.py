@@ -48,6 +48,8 @@ _NEEDS_BASE_STORE = (
     "test_forget_never_loses_to_an_update_running_at_once",
     "test_deleting_a_fact_through_the_base_store_deletes_its_versions",
     "test_a_text_another_client_stored_is_a_duplicate_not_a_new_version",
+    "test_a_client_put_over_a_fact_loses_none_of_its_versions",
+    "test_base_store_search_of_a_user_shows_current_texts_only",
     "test_facts_of_another_configurations_users_below_this_user_are_not_this_users",
     "test_reading_a_version_through_the_base_store_refreshes_its_fact",
     "test_versions_expire_with_their_fact_after_a_restore",

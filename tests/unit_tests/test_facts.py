@@ -17,6 +17,7 @@ from langchain_ltm import (
     content_hash,
     normalize_fact,
 )
+from langchain_ltm._steps import run_async
 from tests.fakes import KeywordEmbeddings
 
 
@@ -303,18 +304,23 @@ async def test_cancelled_recall_leaves_the_store_usable(store):
 
 async def test_a_sync_call_on_a_loop_whose_task_holds_the_users_lock_raises_not_hangs(emb):
     store = LongTermMemoryStore(InMemoryVectorStore(emb))
-    lock = store._locks.stripe(store.user_namespace("alice")[-1])
+    label = store.user_namespace("alice")[-1]
+    holding, done_checking = asyncio.Event(), asyncio.Event()
 
-    async def writing() -> str:
+    async def writing() -> str:  # an async write of alice, halfway (it awaits its engine)
+        held = await run_async(store._locks.acquire(store.backend, label))
+        holding.set()
+        await done_checking.wait()
+        await run_async(store._locks.release(store.backend, held))
         return (await store.aremember("alice", "Likes green tea")).action
 
     async def sync_meanwhile() -> str:
-        for _ in range(10_000):  # until the other call holds alice's lock, mid-write
-            if lock.locked():
-                break
-            await asyncio.sleep(0)
-        with pytest.raises(RuntimeError, match=r"Call the a\.\.\. method"):
-            store.remember("alice", "Works on the payments team")
+        await holding.wait()
+        try:
+            with pytest.raises(RuntimeError, match=r"Call the a\.\.\. method"):
+                store.remember("alice", "Works on the payments team")
+        finally:
+            done_checking.set()
         return "refused"
 
     done = await asyncio.wait_for(asyncio.gather(writing(), sync_meanwhile()), timeout=20)

@@ -296,3 +296,38 @@ def test_migrate_reads_without_refreshing_ttls_and_keeps_them(tmp_path):
             assert copied.expires_at == note.expires_at
         else:  # put() counts a TTL from the copy's moment: the same expiry, to the millisecond
             assert abs((copied.expires_at - note.expires_at).total_seconds()) < 1
+
+
+def test_migrate_copies_other_clients_items_in_a_users_namespace_as_they_are(tmp_path):
+    """LangMem memories and deepagents files beside a user's facts are items, not new
+    facts: none is checked as one (length, secrets, '@' in a key, a non-text content)."""
+    folder = tmp_path / "source"
+    odd = {
+        "/.env": {"content": "OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"},
+        "empty": {"content": ""},
+        "/big.md": {"content": "\n".join(f"line {i}" for i in range(500))},
+        "/team@corp.md": {"content": "team file"},
+        "profile": {"kind": "Memory", "content": {"name": "Al", "langs": ["es"]}},
+    }
+    with opened(folder) as store:
+        alice = store.user_namespace("alice")
+        fact = store.remember("alice", "Lives in Paris").fact
+        store.update_fact("alice", fact.id, "Lives in Berlin")
+        for key, value in odd.items():
+            store.put(alice, key, value, index=False)
+        store.put(("docs",), "notes", {"text": "Changes in 2.0", "version_of": "langgraph"})
+    target = tmp_path / "target"
+    code, out, err = ltm("migrate", "--from", folder, "--to", target, "--json")
+    assert (code, err) == (0, "")
+    report = json.loads(out)
+    assert report["verified"] is True
+    assert (report["source"]["facts"], report["source"]["versions"]) == (1, 1)
+    assert report["target"]["items"] == report["source"]["items"] == len(odd) + 1
+    with opened(target) as copied:
+        for key, value in odd.items():
+            assert copied.get(alice, key).value == value  # byte for byte
+        assert copied.get(("docs",), "notes").value["version_of"] == "langgraph"
+        assert [v.content for v in copied.history("alice", fact.id)] == [
+            "Lives in Paris",
+            "Lives in Berlin",
+        ]

@@ -43,7 +43,10 @@ class ListResolver:
 
 
 def every_item(store, user_id):
-    return store.search(store.user_namespace(user_id), limit=1000)
+    """Facts and versions: a filter naming ``version_of`` asks search for versions too."""
+    return store.search(
+        store.user_namespace(user_id), filter={"version_of": {"$ne": ""}}, limit=1000
+    )
 
 
 async def test_updates_keep_every_text_recoverable(mem, store):
@@ -628,7 +631,8 @@ def test_reading_a_version_through_the_base_store_refreshes_its_fact(store, cloc
     made = store.remember("u1", "I live in Paris", ttl=10)
     store.update_fact("u1", made.fact.id, "I live in Berlin")
     clock.advance(8)
-    hits = store.search(store.user_namespace("u1"), filter={"version": 1})  # the version
+    # the version: a filter naming version_of asks for versions
+    hits = store.search(store.user_namespace("u1"), filter={"version_of": made.fact.id})
     assert [h.value["content"] for h in hits] == ["I live in Paris"]
     clock.advance(5)  # 13 after the writes, 5 after the read: fact and version both live
     assert [v.content for v in store.history("u1", made.fact.id)] == [
@@ -645,7 +649,9 @@ async def test_versions_expire_with_their_fact_after_a_restore(mem, store, clock
     exported = await mem.export_user("u1")
     await mem.clear_user("u1")
     assert (await mem.import_user("u1", exported)).restored == 1
-    items = store.search(store.user_namespace("u1"), refresh_ttl=False)
+    items = store.search(
+        store.user_namespace("u1"), filter={"version_of": {"$ne": ""}}, refresh_ttl=False
+    )
     assert {i.key: i.value.get("content") for i in items} == {
         made.fact.id: "I have two kids",
         f"{made.fact.id}@1": "I have one kid",
@@ -762,3 +768,43 @@ async def test_remember_ttl_is_checked(mem):
         with pytest.raises(ValueError, match="ttl"):
             await mem.remember("u1", "I like green tea", ttl=bad)
     assert await mem.list_all("u1") == []
+
+
+def test_a_client_put_over_a_fact_loses_none_of_its_versions(store):
+    made = store.remember("u1", "I live in Paris").fact
+    assert made is not None
+    store.update_fact("u1", made.id, "I live in Berlin")  # Paris is version 1
+    namespace = store.user_namespace("u1")
+    # LangMem's update action: a plain put, no version count left in the value
+    store.put(namespace, made.id, {"content": "I live in Rome"})
+    store.update_fact("u1", made.id, "I live in Madrid")  # Rome becomes a version too
+    assert [v.content for v in store.history("u1", made.id)] == [
+        "I live in Paris",
+        "I live in Rome",
+        "I live in Madrid",
+    ]
+    assert [h.content for h in store.list_all("u1")[0].history] == [
+        "I live in Paris",
+        "I live in Rome",
+    ]
+
+
+def test_base_store_search_of_a_user_shows_current_texts_only(store):
+    made = store.remember("u1", "I live in Paris").fact
+    assert made is not None
+    store.update_fact("u1", made.id, "I live in Berlin")
+    namespace = store.user_namespace("u1")
+    # what LangMem's search tool or a prompt's store.search sees: no superseded text
+    assert [i.value["content"] for i in store.search(namespace, query="where do I live")] == [
+        "I live in Berlin"
+    ]
+    assert [i.value["content"] for i in store.search(namespace)] == ["I live in Berlin"]
+    # a filter naming version_of asks for versions; get reads any item
+    asked = store.search(namespace, filter={"version_of": made.id})
+    assert [i.value["content"] for i in asked] == ["I live in Paris"]
+    assert store.get(namespace, f"{made.id}@1").value["content"] == "I live in Paris"
+    # outside the users' namespaces a version_of field is a client's own: never hidden
+    store.put(("docs",), "notes", {"text": "Changes in 2.0", "version_of": "langgraph"})
+    assert [i.key for i in store.search(("docs",))] == ["notes"]
+    store.put((*namespace, "child"), "c", {"text": "x", "version_of": "y"})
+    assert [i.key for i in store.search((*namespace, "child"))] == ["c"]

@@ -11,8 +11,11 @@ searches no round trip, and it only ever errs towards the exact plan:
 
 - the estimate is a *lower bound*: only histogram buckets lying wholly inside the scope,
   plus the most common values in it, count. A per-user prefix inside one bucket counts 0,
-  whatever the table's size, so the per-user plan stays the pinned exact one;
-- whenever the index walk gives fewer than ``offset + limit`` items (a rare filter, more
+  whatever the table's size, so the per-user plan stays the pinned exact one; a request
+  marked ``one_user`` (the store's searches of one user's namespace) is never walked, even
+  for a user among the most common values;
+- whenever the index walk gathers fewer candidates than it re-ranks, or gives fewer than
+  ``offset + limit`` items (a rare filter, more
   than ``hnsw.max_scan_tuples`` tuples visited, items with several texts), the exact
   statement runs instead, in the same transaction, so ``limit`` is filled as before.
 
@@ -117,7 +120,7 @@ def wants_index(
     stats: ScopeStats | None, request: SearchRequest, min_rows: int | None
 ) -> bool | None:
     """Whether ``request`` walks the HNSW index; ``None``: read the statistics first."""
-    if request.vectors is None or request.limit is None or min_rows is None:
+    if request.vectors is None or request.limit is None or min_rows is None or request.one_user:
         return False
     if request.offset + request.limit > MAX_WANTED:
         return False
@@ -297,12 +300,14 @@ WITH c AS MATERIALIZED (
     SELECT ns_path, key, max(score) AS score FROM c GROUP BY ns_path, key
     ORDER BY score DESC, ns_path, key LIMIT %s
 )
-SELECT b.score, {sql._ITEM_COLUMNS} FROM best b
+SELECT b.score, (SELECT count(*) FROM c), {sql._ITEM_COLUMNS} FROM best b
 JOIN {t.items} i ON i.ns_path = b.ns_path AND i.key = b.key
 ORDER BY b.score DESC, b.ns_path, b.key""",
             tuple(params),
         )
-        if len(rows) < wanted:  # a rare filter or a short walk: the exact plan fills it
+        # fewer candidates than asked for: the walk stopped early (max_scan_tuples, a rare
+        # filter) or the scope is small, so they need not be the best ones: the exact plan
+        if len(rows) < wanted or rows[0][1] < candidates:
             return (yield from sql.search(t, request))
-        out.append([Hit(sql._item(r, 1), float(r[0])) for r in rows][request.offset : wanted])
+        out.append([Hit(sql._item(r, 2), float(r[0])) for r in rows][request.offset : wanted])
     return out

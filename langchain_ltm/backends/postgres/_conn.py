@@ -398,15 +398,32 @@ class LoopPool:
 
     async def getconn(self, timeout: float | None = None) -> psycopg.AsyncConnection[Any]:
         """A connection that the caller hands back with :meth:`putconn`."""
+        # not asyncio.wait_for: on Python 3.10 and 3.11 it can return the slot to a task
+        # that was cancelled meanwhile, and the cancellation is lost
+        waiting = asyncio.ensure_future(self._slots.acquire())
         try:
-            await asyncio.wait_for(self._slots.acquire(), timeout or self.timeout)
-        except asyncio.TimeoutError:
-            raise PoolTimeout(f"no free connection after {timeout or self.timeout} s") from None
+            done, _ = await asyncio.wait({waiting}, timeout=timeout or self.timeout)
+        except BaseException:
+            self._give_back_if_taken(waiting)
+            raise
+        if not done:
+            self._give_back_if_taken(waiting)
+            raise PoolTimeout(f"no free connection after {timeout or self.timeout} s")
         try:
             return await self._take()
         except BaseException:
             self._slots.release()
             raise
+
+    def _give_back_if_taken(self, waiting: asyncio.Future[Any]) -> None:
+        """Stop waiting for a slot; one it got anyway goes back (nobody will use it)."""
+        waiting.cancel()
+
+        def give_back(done: asyncio.Future[Any]) -> None:
+            if not done.cancelled() and done.exception() is None:
+                self._slots.release()
+
+        waiting.add_done_callback(give_back)
 
     async def putconn(self, conn: psycopg.AsyncConnection[Any]) -> None:
         """Take a connection back: kept if idle, closed if in a transaction or broken."""

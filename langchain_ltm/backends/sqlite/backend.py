@@ -57,7 +57,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from langchain_ltm.backends._threaded import ThreadedAsync
+from langchain_ltm.backends._threaded import ThreadedAsync, run_to_end
 from langchain_ltm.backends.base import (
     Capabilities,
     Hit,
@@ -424,10 +424,7 @@ class SqliteBackend(ThreadedAsync):
 
                 self._executor = ThreadPoolExecutor(_WORKERS, thread_name_prefix="ltm-sqlite")
             executor = self._executor
-        import asyncio  # here: a sync process (an `ltm` command) never imports asyncio
-
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(executor, functools.partial(fn, *args))
+        return await run_to_end(executor, functools.partial(fn, *args))
 
     # ---- checks and errors --------------------------------------------------------------
 

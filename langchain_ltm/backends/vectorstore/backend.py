@@ -101,7 +101,6 @@ filters :mod:`._layout`, the catalog :mod:`._catalog`, each store's dialect
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import os
 import shutil
@@ -114,7 +113,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from langchain_ltm._steps import Step, run_async, run_sync
-from langchain_ltm.backends._threaded import ThreadedAsync
+from langchain_ltm.backends._threaded import ThreadedAsync, run_to_end
 from langchain_ltm.backends.base import (
     Capabilities,
     Hit,
@@ -501,8 +500,7 @@ class VectorStoreBackend(ThreadedAsync):
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(_WORKERS, thread_name_prefix="ltm-vs")
             executor = self._executor
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(executor, functools.partial(fn, *args))
+        return await run_to_end(executor, functools.partial(fn, *args))
 
 
 def vectorstore_backend(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -12,8 +12,9 @@ from typing import Any
 from langgraph.store.base import PutOp, SearchItem
 
 from langchain_ltm._clock import utcnow
+from langchain_ltm._codec import to_search_item
 from langchain_ltm._vectorstore_urls import folder_catalog, is_vectorstore_url
-from langchain_ltm.backends.base import StoredItem
+from langchain_ltm.backends.base import SearchRequest, StoredItem
 from langchain_ltm.cli.exits import EXIT_ENGINE, EXIT_OK, EXIT_USAGE, Failure
 from langchain_ltm.cli.io import (
     ImportReport,
@@ -245,7 +246,7 @@ def _copy_facts(
     facts: dict[str, dict[str, int]] = {}
     conflicts: dict[str, list[str]] = {}
     for user in users:
-        records = source.export_user(user)
+        records = _own_facts(source, user, source.export_user(user))
         facts[user] = {str(r["id"]): len(r["history"]) for r in records}
         for start in range(0, len(records), session.args.batch_size):
             batch = records[start : start + session.args.batch_size]
@@ -255,6 +256,29 @@ def _copy_facts(
                 facts[user].pop(fact_id, None)
             progress.advance(sum(1 + len(r["history"]) for r in batch))
     return facts, {user: ids for user, ids in conflicts.items() if ids}
+
+
+def _own_facts(
+    source: LongTermMemoryStore, user: str, records: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The records of facts this layout wrote; other clients' items are copied as they are.
+
+    An item another client put in the user's namespace (a LangMem memory, a deepagents
+    file: ``content`` but no ``content_hash``) is exported like a fact, but restoring it
+    would check it as a new fact (length, secrets, a non-text ``content``) and rewrite its
+    value: it is copied byte for byte with the other items instead.
+    """
+    namespace = source.user_namespace(user)
+    stored = source.backend.get([(namespace, str(r["id"])) for r in records])
+    return [
+        r
+        for r, item in zip(records, stored, strict=True)
+        if item is not None and _is_own_fact(item.value)
+    ]
+
+
+def _is_own_fact(value: Mapping[str, Any]) -> bool:
+    return "content_hash" in value and isinstance(value.get("content"), str)
 
 
 def _copy_items(
@@ -299,7 +323,11 @@ def _other_items(
     offset = 0
     while True:
         # refresh_ttl=False: reading must not move any TTL (the source is only read)
-        page = store.search(scope, limit=size, offset=offset, refresh_ttl=False)
+        # the engine's own search: a user's earlier versions included (BaseStore.search of
+        # a user's namespace leaves them out)
+        alive_at = utcnow() if store.omit_expired else None
+        (hits,) = store.backend.search(SearchRequest(scope, None, (), size, offset, alive_at))
+        page = [to_search_item(hit) for hit in hits]
         offset += len(page)
         kept = [item for item in page if not _is_fact(store, item, facts)]
         if kept:
@@ -315,7 +343,9 @@ def _is_fact(
     if user is None or "content" not in item.value:
         return False
     of = item.value.get("version_of")
-    return of is None or of in facts.get(user, {})
+    if of is None:
+        return item.key in facts.get(user, {})
+    return of in facts.get(user, {})
 
 
 def _digest(value: dict[str, Any]) -> str:
@@ -332,7 +362,10 @@ def _verify(
     """Count what arrived: the source's facts (by id) with their versions, and its items."""
     others = [user for user, _ in all_users(target)] if not scope else []
     in_target = {
-        user: {str(r["id"]): len(r["history"]) for r in target.export_user(user)}
+        user: {
+            str(r["id"]): len(r["history"])
+            for r in _own_facts(target, user, target.export_user(user))
+        }
         for user in dict.fromkeys([*facts, *others])
     }
     users: list[dict[str, Any]] = []

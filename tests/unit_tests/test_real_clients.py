@@ -1,0 +1,126 @@
+"""Real clients of the store, run against it: LangMem's memory tools and deepagents'
+``StoreBackend`` (the packages themselves, not imitations), on the in-memory, SQLite and
+Qdrant engines, each beside LangGraph's ``InMemoryStore`` doing the same work."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from deepagents.backends.store import StoreBackend
+from langchain_core.vectorstores import InMemoryVectorStore
+from langgraph.store.base import BaseStore
+from langgraph.store.memory import InMemoryStore
+from langmem import create_manage_memory_tool, create_search_memory_tool
+
+from langchain_ltm import LongTermMemoryStore
+from langchain_ltm.backends.qdrant import qdrant_backend
+from langchain_ltm.backends.sqlite import sqlite_backend
+from tests.fakes import KeywordEmbeddings
+
+DIMS = 64
+
+
+@pytest.fixture(params=["oracle", "memory", "sqlite", "qdrant"])
+def store(request, tmp_path) -> Iterator[BaseStore]:
+    emb = KeywordEmbeddings(dims=DIMS)
+    if request.param == "oracle":
+        yield InMemoryStore(index={"dims": DIMS, "embed": emb, "fields": ["content"]})
+        return
+    if request.param == "memory":
+        made = LongTermMemoryStore(InMemoryVectorStore(emb), fields=["content"])
+    elif request.param == "sqlite":
+        made = LongTermMemoryStore(
+            sqlite_backend(tmp_path / "clients.sqlite"), embeddings=emb, fields=["content"]
+        )
+    else:
+        made = LongTermMemoryStore(
+            qdrant_backend(":memory:", dims=DIMS), embeddings=emb, fields=["content"]
+        )
+    yield made
+    made.close()
+
+
+def _files(backend: StoreBackend, path: str) -> list[str]:
+    listed = backend.ls(path)
+    assert listed.error is None
+    return sorted(entry["path"] for entry in listed.entries)
+
+
+async def test_deepagents_files_round_trip(store):
+    files = StoreBackend(store=store, namespace=lambda _rt: ("filesystem", "alice"))
+    other = StoreBackend(store=store, namespace=lambda _rt: ("filesystem", "bob"))
+    assert files.write("/notes.md", "hello world\nline two").error is None
+    assert (await files.awrite("/dir/sub/a.py", "print('x')\n" * 3)).error is None
+    assert files.write("/dir/empty.txt", "").error is None
+    assert files.edit("/notes.md", "line two", "line 2").occurrences == 1
+    read = files.read("/notes.md")
+    assert read.file_data is not None
+    assert read.file_data["content"] == "hello world\nline 2"
+    assert _files(files, "/") == ["/dir/", "/notes.md"]
+    assert _files(files, "/dir/") == ["/dir/empty.txt", "/dir/sub/"]
+    assert [m["path"] for m in files.grep("line").matches] == ["/notes.md"]
+    assert [m["path"] for m in files.glob("**/*.py").matches] == ["/dir/sub/a.py"]
+    for i in range(120):  # more than one page of the backend's search
+        files.write(f"/many/f{i:03d}.txt", f"file {i}")
+    assert len(_files(files, "/many/")) == 120
+    assert files.delete("/dir/empty.txt").error is None
+    assert _files(files, "/dir/") == ["/dir/sub/"]
+    data = bytes(range(256))
+    assert files.upload_files([("/bin.dat", data)])[0].error is None
+    assert files.download_files(["/bin.dat"])[0].content == data
+    assert _files(other, "/") == []  # bob sees nothing of alice's
+
+
+def _config(user: str) -> dict[str, Any]:
+    return {"configurable": {"langgraph_user_id": user}}
+
+
+async def test_langmem_tools_create_update_search_delete(store):
+    namespace = ("memories", "{langgraph_user_id}")
+    manage = create_manage_memory_tool(namespace, store=store)
+    search = create_search_memory_tool(
+        namespace, store=store, response_format="content_and_artifact"
+    )
+    made = manage.invoke({"content": "Prefers dark mode"}, _config("alice"))
+    memory_id = made.split()[-1]
+    await manage.ainvoke({"content": "Has a cat named Tom"}, _config("alice"))
+    manage.invoke(
+        {"action": "update", "id": memory_id, "content": "Prefers light mode now"}, _config("alice")
+    )
+    call = {"type": "tool_call", "id": "1", "name": "search_memory", "args": {"query": "mode"}}
+    found = search.invoke(call, _config("alice")).artifact
+    assert [i.value["content"] for i in found] == ["Prefers light mode now", "Has a cat named Tom"]
+    assert search.invoke({**call, "id": "2"}, _config("bob")).artifact == []
+    await manage.ainvoke({"action": "delete", "id": memory_id}, _config("alice"))
+    found = (await search.ainvoke({**call, "id": "3"}, _config("alice"))).artifact
+    assert [i.value["content"] for i in found] == ["Has a cat named Tom"]
+
+
+def test_langmem_update_of_a_fact_keeps_its_history_and_search_shows_the_current_text(tmp_path):
+    store = LongTermMemoryStore(
+        sqlite_backend(tmp_path / "facts.sqlite"), embeddings=KeywordEmbeddings(dims=DIMS)
+    )
+    try:
+        fact = store.remember("alice", "I live in Paris").fact
+        assert fact is not None
+        store.update_fact("alice", fact.id, "I live in Berlin")
+        manage = create_manage_memory_tool(("memories", "{langgraph_user_id}"), store=store)
+        search = create_search_memory_tool(
+            ("memories", "{langgraph_user_id}"), store=store, response_format="content_and_artifact"
+        )
+        manage.invoke(
+            {"action": "update", "id": fact.id, "content": "I live in Rome"}, _config("alice")
+        )
+        store.update_fact("alice", fact.id, "I live in Madrid")
+        call = {"type": "tool_call", "id": "1", "name": "search_memory", "args": {"query": "live"}}
+        seen = [i.value["content"] for i in search.invoke(call, _config("alice")).artifact]
+        assert seen == ["I live in Madrid"]  # the agent sees what is true now
+        assert [v.content for v in store.history("alice", fact.id)] == [
+            "I live in Paris",
+            "I live in Rome",
+            "I live in Madrid",
+        ]
+    finally:
+        store.close()
