@@ -799,6 +799,13 @@ def test_base_store_search_of_a_user_shows_current_texts_only(store):
         "I live in Berlin"
     ]
     assert [i.value["content"] for i in store.search(namespace)] == ["I live in Berlin"]
+    store.remember("u1", ["I like jazz", "I live near a park"])
+    paged = [
+        item.value["content"]
+        for offset in range(4)
+        for item in store.search(namespace, query="I live in Paris", limit=1, offset=offset)
+    ]
+    assert sorted(paged) == ["I like jazz", "I live in Berlin", "I live near a park"]
     # a filter naming version_of asks for versions; get reads any item
     asked = store.search(namespace, filter={"version_of": made.id})
     assert [i.value["content"] for i in asked] == ["I live in Paris"]
