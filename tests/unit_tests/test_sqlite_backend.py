@@ -150,8 +150,10 @@ def test_values_sqlite_cannot_store_are_clear(backend):
         store.put(("docs",), "k", {"x": float("nan")}, index=False)
     with pytest.raises(TypeError, match="convert datetimes"):
         store.put(("docs",), "k", {"when": NOW}, index=False)
-    store.put(("docs",), "surrogate", {"s": "a\udc80b"}, index=False)  # kept, escaped
-    assert store.get(("docs",), "surrogate").value == {"s": "a\udc80b"}
+    with pytest.raises(ValueError, match="lone surrogate"):
+        store.put(("docs",), "surrogate", {"s": "a\udc80b"}, index=False)
+    assert store.get(("docs",), "surrogate") is None
+    store.put(("docs",), "fine", {"s": "ab"}, index=False)
     assert store.list_namespaces() == [("docs",)]
 
 
