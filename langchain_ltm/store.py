@@ -574,9 +574,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
             >>> [item.key for item in store.search(("memories", "ada"), query="tea")]
             ['k1']
         """
-        if refresh_ttl is None:  # as BaseStore.search: the TTL config decides, else refresh
-            refresh_ttl = (self.ttl_config or {}).get("refresh_on_read", True)
-        op = SearchOp(namespace_prefix, filter, limit, offset, query, refresh_ttl)
+        op = self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl)
         return run_sync(self._search_alone(op))
 
     async def asearch(
@@ -594,11 +592,23 @@ class LongTermMemoryStore(FactAPI, BaseStore):
 
         Concurrent async searches share batch runs (see :meth:`search`).
         """
-        if refresh_ttl is None:
-            refresh_ttl = (self.ttl_config or {}).get("refresh_on_read", True)
-        op = SearchOp(namespace_prefix, filter, limit, offset, query, refresh_ttl)
+        op = self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl)
         plan_search(op)  # refused here as search refuses it, before any batching
         return (await self.abatch([op]))[0]  # type: ignore[return-value]
+
+    def _search_op(
+        self,
+        namespace_prefix: tuple[str, ...],
+        query: str | None,
+        filter: dict[str, Any] | None,
+        limit: int,
+        offset: int,
+        refresh_ttl: bool | None,
+    ) -> SearchOp:
+        """The ``SearchOp`` of a ``search``/``asearch`` call (``BaseStore.search``'s defaults)."""
+        if refresh_ttl is None:  # as BaseStore.search: the TTL config decides, else refresh
+            refresh_ttl = (self.ttl_config or {}).get("refresh_on_read", True)
+        return SearchOp(namespace_prefix, filter, limit, offset, query, refresh_ttl)
 
     def _search_alone(self, op: SearchOp) -> Logic[list[SearchItem]]:
         op, conditions = plan_search(op)

@@ -8,6 +8,7 @@ runs; the probes below count the engine calls (each one round trip, or a few).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from collections import Counter
 from typing import Any
@@ -160,3 +161,48 @@ async def test_a_call_cancelled_during_its_pool_checkout_is_cancelled(make_backe
                 ignored.append(turns)
     assert ignored == [], ignored
     assert [f.content for f in await store.alist_all("alice")] == ["My favourite colour is blue"]
+
+
+@pytest.mark.parametrize("pool", ["own", "handed in"])
+async def test_a_write_cancelled_while_its_pipeline_closes_leaves_no_pipelined_connection(
+    make_backend, pg_url, pool
+):
+    """A cancellation that lands while psycopg closes a write's pipeline stops the exit
+    half-way: the connection is idle but still pipelined, and the next call on it read the
+    cancelled statements' answers (a user's facts came back as ``[]``, 3-4 reads in 300
+    before the fix). Such a connection is closed, on our pool and on one handed in."""
+    import random
+
+    from psycopg_pool import AsyncConnectionPool
+
+    from langchain_ltm.backends.postgres import postgres_backend
+
+    handed_in = None
+    if pool == "handed in":
+        handed_in = AsyncConnectionPool(pg_url, min_size=1, max_size=2, open=False)
+        await handed_in.open()
+        backend = postgres_backend(handed_in, table=f"t_cancel_{random.getrandbits(40):x}", dims=64)
+    else:
+        backend = make_backend(dims=64)
+    store = LongTermMemoryStore(backend, embeddings=KeywordEmbeddings(dims=64))
+    try:
+        await store.aremember("alice", "alice likes blue")
+        await store.aremember("bob", "bob likes green")
+        rng = random.Random(1)
+        wrong = []
+        for i in range(600):
+            task = asyncio.create_task(store.aput(("docs",), "k", {"content": f"x{i}"}))
+            await asyncio.sleep(rng.random() * 0.004)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            user = rng.choice(["alice", "bob"])
+            got = [f.content for f in await store.alist_all(user)]
+            if got != [f"{user} likes {'blue' if user == 'alice' else 'green'}"]:
+                wrong.append((i, user, got))
+        assert wrong == []
+    finally:
+        if handed_in is not None:
+            await asyncio.to_thread(backend.drop)
+            await store.aclose()
+            await handed_in.close()

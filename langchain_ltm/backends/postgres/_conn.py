@@ -28,7 +28,7 @@ from typing import Any, Protocol, TypeVar
 
 import psycopg
 from psycopg import errors as pg_errors
-from psycopg.pq import ExecStatus, TransactionStatus
+from psycopg.pq import ExecStatus, PipelineStatus, TransactionStatus
 from psycopg.types import TypeInfo
 from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
@@ -325,6 +325,17 @@ async def _exchange_async(
         return stop.value  # type: ignore[no-any-return]
 
 
+def left_in_pipeline(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool:
+    """Whether an open connection is still in pipeline mode after its pipeline block.
+
+    A cancellation (or ``KeyboardInterrupt``) that arrives while psycopg closes a
+    pipeline interrupts the exit half-way: the connection is idle but still pipelined, and
+    the next call on it would read the answers of the cancelled statements (an empty list
+    for a user's facts, measured). Such a connection is closed, never handed on.
+    """
+    return not conn.closed and conn.pgconn.pipeline_status != PipelineStatus.OFF
+
+
 def rollback_or_close_sync(conn: psycopg.Connection[Any]) -> None:
     """End the connection's transaction (and the locks it holds); close it if that fails."""
     if conn.closed:
@@ -428,7 +439,12 @@ class LoopPool:
     async def putconn(self, conn: psycopg.AsyncConnection[Any]) -> None:
         """Take a connection back: kept if idle, closed if in a transaction or broken."""
         try:
-            if self._closed or conn.closed or conn.info.transaction_status != _IDLE:
+            if (
+                self._closed
+                or conn.closed
+                or conn.info.transaction_status != _IDLE
+                or left_in_pipeline(conn)
+            ):
                 await conn.close()
             else:
                 self._idle.append(conn)
@@ -634,8 +650,12 @@ class Connector:
                         if vectors:
                             self._prepare(conn, self._owns_pool)
                         if transaction and pipeline and psycopg.Pipeline.is_supported():
-                            with conn.pipeline() as pipe, conn.transaction():
-                                return _drive_sync(conn, make(), pipe)
+                            try:
+                                with conn.pipeline() as pipe, conn.transaction():
+                                    return _drive_sync(conn, make(), pipe)
+                            finally:
+                                if left_in_pipeline(conn):  # interrupted while closing it
+                                    conn.close()
                         if transaction:
                             with conn.transaction():
                                 return _drive_sync(conn, make(), keep_cursor=keep_cursor)
@@ -685,8 +705,12 @@ class Connector:
                         if vectors:
                             await self._aprepare(conn, self._apool is None)
                         if transaction and pipeline and psycopg.AsyncPipeline.is_supported():
-                            async with conn.pipeline() as pipe, conn.transaction():
-                                return await _drive_async(conn, make(), pipe)
+                            try:
+                                async with conn.pipeline() as pipe, conn.transaction():
+                                    return await _drive_async(conn, make(), pipe)
+                            finally:
+                                if left_in_pipeline(conn):  # cancelled while closing it
+                                    await conn.close()
                         if transaction:
                             async with conn.transaction():
                                 return await _drive_async(conn, make(), keep_cursor=keep_cursor)
