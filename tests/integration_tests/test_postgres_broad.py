@@ -146,6 +146,17 @@ async def test_async_broad_search_matches_sync_and_offset_pages(broad):
     assert [h.item.key for h in page] == [h.item.key for h in first][3:8]
 
 
+async def test_a_broad_search_for_no_items_answers_empty(broad):
+    """``limit=0`` under a broad prefix: no walk (its answer check read a first row of
+    none, ``IndexError``), the exact plan's empty answer, sync and async."""
+    backend, _ = broad
+    for offset in (0, 3):
+        request = SearchRequest(("m",), _queries(2, 1), limit=0, offset=offset)
+        assert backend.search(request) == [[]]
+        assert await backend.asearch(request) == [[]]
+        assert _broad.wants_index(backend._scope_stats, request, backend.broad_min_rows) is False
+
+
 def test_inner_product_index_serves_unnormalized_vectors(make_backend, pg_conn):
     """Our score is the inner product: an ``vector_ip_ops`` index is preferred and walked
     in that order, so vectors that are not unit length still rank right."""

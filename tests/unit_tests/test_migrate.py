@@ -308,6 +308,7 @@ def test_migrate_copies_other_clients_items_in_a_users_namespace_as_they_are(tmp
         "/big.md": {"content": "\n".join(f"line {i}" for i in range(500))},
         "/team@corp.md": {"content": "team file"},
         "profile": {"kind": "Memory", "content": {"name": "Al", "langs": ["es"]}},
+        "notes": {"content": "release notes", "version_of": ["2.0", "2.1"]},  # not a str
     }
     with opened(folder) as store:
         alice = store.user_namespace("alice")

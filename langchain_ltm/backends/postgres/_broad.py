@@ -120,8 +120,8 @@ def wants_index(
     stats: ScopeStats | None, request: SearchRequest, min_rows: int | None
 ) -> bool | None:
     """Whether ``request`` walks the HNSW index; ``None``: read the statistics first."""
-    if request.vectors is None or request.limit is None or min_rows is None or request.one_user:
-        return False
+    if request.vectors is None or not request.limit or min_rows is None or request.one_user:
+        return False  # limit 0 asks for nothing: no walk (its answer check reads a row)
     if request.offset + request.limit > MAX_WANTED:
         return False
     if stats is None or not stats.fresh(time.monotonic()):

@@ -345,7 +345,7 @@ def _is_fact(
     of = item.value.get("version_of")
     if of is None:
         return item.key in facts.get(user, {})
-    return of in facts.get(user, {})
+    return isinstance(of, str) and of in facts.get(user, {})  # a client's list is its own
 
 
 def _digest(value: dict[str, Any]) -> str:
