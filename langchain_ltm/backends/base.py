@@ -64,7 +64,9 @@ class Record:
     backup: the item is stored with exactly that ``created_at`` even if it exists already.
     Left ``None``, an existing item keeps its ``created_at`` and a new one gets ``now``.
     ``ttl_minutes`` (TTL engines): the item expires at ``now + ttl_minutes``; ``None``
-    means it never expires (a re-write without a TTL clears an earlier one).
+    means it never expires (a re-write without a TTL clears an earlier one). ``expires_at``
+    (timezone-aware) is for restoring a copy: the item expires exactly then, and reads
+    refresh it by ``ttl_minutes`` from there (its last refresh need not be ``now``).
     """
 
     namespace: tuple[str, ...]
@@ -76,13 +78,23 @@ class Record:
     now: datetime
     created_at: datetime | None = None
     ttl_minutes: float | None = None
+    expires_at: datetime | None = None
 
     def __post_init__(self) -> None:
-        if self.created_at is not None and self.created_at.utcoffset() is None:
-            raise ValueError(
-                f"Record.created_at must be timezone-aware, got {self.created_at!r}: use "
-                "datetime(..., tzinfo=timezone.utc) or datetime.fromisoformat('...+00:00')."
-            )
+        for name in ("created_at", "expires_at"):
+            moment = getattr(self, name)
+            if moment is not None and moment.utcoffset() is None:
+                raise ValueError(
+                    f"Record.{name} must be timezone-aware, got {moment!r}: use "
+                    "datetime(..., tzinfo=timezone.utc) or datetime.fromisoformat('...+00:00')."
+                )
+
+    @property
+    def expires(self) -> datetime | None:
+        """When the written item expires: ``expires_at`` if given, else ``now + ttl_minutes``."""
+        if self.expires_at is not None:
+            return self.expires_at
+        return expiry(self.now, self.ttl_minutes)
 
 
 class Hit(NamedTuple):

@@ -28,7 +28,6 @@ from langchain_ltm.backends.base import (
     StoredItem,
     VectorBackend,
     dimension_error,
-    expiry,
     is_alive,
 )
 
@@ -115,7 +114,7 @@ class MemoryBackend(VectorBackend):
             value=record.value,
             created_at=created,
             updated_at=record.now,
-            expires_at=expiry(record.now, record.ttl_minutes),
+            expires_at=record.expires,
             ttl_minutes=record.ttl_minutes,
         )
         self._index.put(item, record.vectors)

@@ -12,6 +12,7 @@ valid from next year would stay current over every later write. A merge counts t
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -285,9 +286,11 @@ def _fact_records(
 ) -> list[Record]:
     """A fact as it was exported: same id, timestamps, versions and other fields."""
     out = []
-    # versions expire with their fact, and a read refreshes them with it: the fact's TTL,
-    # counted from the same moment (written at the fact's updated_at, not their own end)
-    ttl = _minutes_until(fact.expires_at, fact.updated_at)
+    # versions expire with their fact, and a read refreshes them with it: the fact's TTL
+    # and expiry (an export before ttl_minutes: the TTL counted from updated_at)
+    ttl = fact.ttl_minutes
+    if ttl is None:
+        ttl = _minutes_until(fact.expires_at, fact.updated_at)
     for number, version in enumerate(fact.history, 1):
         end = version.valid_to or fact.valid_from or fact.updated_at
         i = row[version.content]
@@ -304,6 +307,7 @@ def _fact_records(
                 now=end if ttl is None else fact.updated_at,
                 created_at=version.valid_from,
                 ttl_minutes=ttl,
+                expires_at=fact.expires_at,
             )
         )
     i = row[fact.content]
@@ -323,7 +327,8 @@ def _fact_records(
             vectors=vectors[i : i + 1],
             now=fact.updated_at,
             created_at=fact.created_at,
-            ttl_minutes=_minutes_until(fact.expires_at, fact.updated_at),
+            ttl_minutes=ttl,
+            expires_at=fact.expires_at,
         )
     )
     return out
@@ -369,6 +374,7 @@ def _parse_record(
                 f"{where}: expires_at {expires.isoformat()} is not after updated_at "
                 f"{updated.isoformat()}."
             )
+        ttl = _ttl_minutes(record.get("ttl_minutes"), expires, where)
         history = tuple(
             _version(ctx, v, f"{where}: history[{n}]", created, updated, since)
             for n, v in enumerate(record.get("history") or ())
@@ -398,9 +404,25 @@ def _parse_record(
         metadata=metadata,
         pinned=record.get("pinned") is True,
         expires_at=expires,
+        ttl_minutes=ttl,
     )
     dated = record.get("valid_from") is not None or record.get("created_at") is not None
     return fact, fact_id is not None, dated
+
+
+def _ttl_minutes(raw: Any, expires: datetime | None, where: str) -> float | None:
+    """The record's ``ttl_minutes``: a positive number, or ``None``.
+
+    Older exports have none: a restore then counts the TTL from ``updated_at``. Without
+    ``expires_at`` (a line edited to last) the fact has no TTL, whatever it says.
+    """
+    if raw is None:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 < raw < math.inf:
+        raise InvalidFactError(
+            f"{where}: ttl_minutes must be a positive number of minutes, got {raw!r}."
+        )
+    return None if expires is None else float(raw)
 
 
 def _not_future(where: str, now: datetime, **times: datetime | None) -> None:

@@ -80,6 +80,8 @@ class Fact:
         pinned: Always shown to the model by ``MemoryMiddleware`` (a profile fact).
         expires_at: When the fact (with its versions) expires (``remember(..., ttl=)``);
             ``None``: never.
+        ttl_minutes: The fact's TTL: how far each read (with refresh on read) or write
+            pushes ``expires_at``; ``None``: no TTL.
 
     Example:
         >>> from datetime import datetime, timezone
@@ -98,6 +100,7 @@ class Fact:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     pinned: bool = False
     expires_at: datetime | None = None
+    ttl_minutes: float | None = None
 
     @property
     def versions(self) -> tuple[FactVersion, ...]:
@@ -118,6 +121,7 @@ class Fact:
             "metadata": dict(self.metadata),
             "pinned": self.pinned,
             "expires_at": self.expires_at.isoformat() if self.expires_at else None,
+            "ttl_minutes": self.ttl_minutes,
         }
 
 

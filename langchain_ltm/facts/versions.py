@@ -221,6 +221,7 @@ def fact_from_items(item: StoredItem, user_id: str, versions: Sequence[StoredIte
         metadata=metadata_of(item.value),
         pinned=item.value.get("pinned") is True,
         expires_at=item.expires_at,
+        ttl_minutes=item.ttl_minutes,
     )
 
 
@@ -249,6 +250,7 @@ def recalled(fact: Fact, score: float, version: StoredItem | None = None) -> Rec
         metadata=superseded.metadata if superseded else fact.metadata,
         pinned=fact.pinned,
         expires_at=fact.expires_at,
+        ttl_minutes=fact.ttl_minutes,
         score=score,
         superseded=superseded is not None,
         valid_to=superseded.valid_to if superseded else None,

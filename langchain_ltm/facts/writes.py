@@ -627,6 +627,7 @@ def _fact_after(
         metadata=dict(line.current.metadata),
         pinned=pinned or (base is not None and base.value.get("pinned") is True),
         expires_at=now + timedelta(minutes=lifetime) if lifetime is not None else None,
+        ttl_minutes=lifetime,
     )
 
 

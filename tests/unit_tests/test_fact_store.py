@@ -53,6 +53,7 @@ _NEEDS_BASE_STORE = (
     "test_facts_of_another_configurations_users_below_this_user_are_not_this_users",
     "test_reading_a_version_through_the_base_store_refreshes_its_fact",
     "test_versions_expire_with_their_fact_after_a_restore",
+    "test_a_restored_fact_keeps_its_ttl_when_reads_have_moved_its_expiry",
 )
 
 

@@ -528,6 +528,54 @@ async def test_a_ttl_travels_through_export_and_import(mem, clock):
     assert await mem.list_all("u6") == []
 
 
+async def test_a_restored_fact_keeps_its_ttl_when_reads_have_moved_its_expiry(mem, store, clock):
+    """Reads push ``expires_at`` without touching ``updated_at``: the export carries the TTL
+    itself (``ttl_minutes``), so the copy expires when the source does and each later read
+    pushes both by the same hour (the TTL came back as ``expires_at - updated_at``, 110
+    minutes, and the copy outlived the source)."""
+    made = await mem.remember("u1", "Reported a lost card this morning", ttl=60)
+    assert made.fact.ttl_minutes == 60
+    clock.advance(50)
+    assert store.get(store.user_namespace("u1"), made.fact.id) is not None  # refreshed
+    (record,) = await mem.export_user("u1")
+    assert record["ttl_minutes"] == 60
+    assert datetime.fromisoformat(record["expires_at"]) == clock.now + timedelta(minutes=60)
+    assert (await mem.import_user("u2", [record])).restored == 1
+    (copy,) = await mem.list_all("u2")
+    assert copy.ttl_minutes == 60 and copy.expires_at == datetime.fromisoformat(
+        record["expires_at"]
+    )
+    for step in (50, 50):  # read both, then wait less than an hour: both alive
+        clock.advance(step)
+        for user in ("u1", "u2"):
+            assert store.get(store.user_namespace(user), made.fact.id) is not None
+    clock.advance(61)
+    assert await mem.list_all("u1") == [] and await mem.list_all("u2") == []
+
+
+@pytest.mark.parametrize(
+    ("ttl", "match"),
+    [
+        ("60", "positive number"),
+        (0, "positive number"),
+        (-5, "positive number"),
+        (True, "positive number"),
+        (float("inf"), "positive number"),
+        (float("nan"), "positive number"),
+    ],
+)
+async def test_a_bad_ttl_minutes_in_an_export_is_refused_and_nothing_is_stored(
+    mem, clock, ttl, match
+):
+    made = await mem.remember("u1", "Reported a lost card this morning", ttl=60)
+    (record,) = await mem.export_user("u1")
+    record = {**record, "ttl_minutes": ttl}
+    with pytest.raises(InvalidFactError, match=match):
+        await mem.import_user("u2", [record])
+    assert await mem.list_all("u2") == []
+    assert [f.id for f in await mem.list_all("u1")] == [made.fact.id]
+
+
 async def test_importing_a_ttl_never_shortens_or_drops_what_is_stored(mem, clock):
     """A merge never gives a lasting fact an expiry; an expired line hides no live one."""
     lasting = await mem.remember("u1", "My favourite colour is blue")
@@ -672,6 +720,8 @@ async def test_an_expired_fact_not_yet_swept_holds_no_text(mem, clock):
     await mem.forget("u1", other.fact.id)
     restored = await mem.import_user("u1", [{**exported[0], "expires_at": None}])
     assert restored.restored == 1 and restored.conflicts == ()
+    (lasting,) = await mem.list_all("u1")  # no expiry: no TTL, whatever ttl_minutes says
+    assert (lasting.expires_at, lasting.ttl_minutes) == (None, None)
 
 
 async def test_an_observed_at_before_the_year_1000_reads_back(mem):

@@ -28,7 +28,6 @@ from langchain_ltm.backends.base import (
     Record,
     SearchRequest,
     StoredItem,
-    expiry,
 )
 from langchain_ltm.backends.postgres._wire import JsonbRows, UuidRows, VectorRows
 from langchain_ltm.errors import BackendError
@@ -620,7 +619,7 @@ def _upsert_items(
                 [r.key for r in group],
                 JsonbRows([r.value for r in group]),
                 [r.now for r in group],
-                [expiry(r.now, r.ttl_minutes) for r in group],
+                [r.expires for r in group],
                 [r.ttl_minutes for r in group],
             )
         )

@@ -43,7 +43,7 @@ from qdrant_client import models
 
 from langchain_ltm._filters import Condition, Filter
 from langchain_ltm._ids import vector_id
-from langchain_ltm.backends.base import Record, StoredItem, expiry
+from langchain_ltm.backends.base import Record, StoredItem
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 ITEM_FIELDS = [
@@ -109,7 +109,7 @@ def build_points(
     }
     if len(namespace) >= tenant_depth:
         shared["user"] = namespace[tenant_depth - 1]
-    expires_at = expiry(record.now, record.ttl_minutes)
+    expires_at = record.expires
     if expires_at is not None:
         shared["expires_at_us"] = to_us(expires_at)
         shared["ttl_minutes"] = record.ttl_minutes

@@ -314,7 +314,7 @@ def plan_write(
             fresh = {str(p.id) for p in new}
             stale.extend(i for i in point_ids(ns, key, prev.get("paths") or [""]) if i not in fresh)
         vectors = record.vectors if record.vectors is not None and len(record.vectors) else None
-        expires_at = expiry(record.now, record.ttl_minutes)
+        expires_at = record.expires
         item = StoredItem(
             ns, key, record.value, created, record.now, expires_at, record.ttl_minutes
         )

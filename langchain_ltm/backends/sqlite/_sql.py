@@ -320,7 +320,7 @@ def write(
         ns = ns_key(r.namespace)
         now = to_us(r.now)
         digest = r.value.get("content_hash")
-        expires = expiry(r.now, r.ttl_minutes)
+        expires = r.expires
         items.append(
             (
                 ns,
