@@ -169,6 +169,16 @@ class VectorBackend(ABC):
     def list_namespaces(self, request: ListRequest) -> list[tuple[str, ...]]:
         """Namespaces holding at least one item, sorted, matched on whole labels."""
 
+    def indexed_paths(self, keys: Sequence[ItemKey]) -> list[tuple[str, ...] | None]:
+        """The paths each item's texts were embedded from (``Record.paths``, in any order).
+
+        Aligned with ``keys``: ``()`` for an item without vectors (``index=False``), ``None``
+        for a key the engine does not hold. A copy (``ltm migrate``) uses it to index an
+        item as the source did. An engine that cannot tell raises ``NotImplementedError``
+        (the default), and the copy indexes the store's default fields.
+        """
+        raise NotImplementedError
+
     @abstractmethod
     def write(self, upserts: Sequence[Record], deletes: Sequence[ItemKey]) -> int:
         """Apply a batch of writes atomically; return how many of ``deletes`` existed."""

@@ -54,6 +54,7 @@ class MemoryBackend(VectorBackend):
         self.vectorstore = vectorstore
         self._index = NamespaceIndex()
         self._doc_ids: dict[ItemKey, list[str]] = {}
+        self._paths: dict[ItemKey, tuple[str, ...]] = {}  # of the items with vectors
         self._dims: int | None = None
         self._lock = threading.RLock()
 
@@ -68,6 +69,14 @@ class MemoryBackend(VectorBackend):
     def list_namespaces(self, request: ListRequest) -> list[tuple[str, ...]]:  # noqa: D102
         with self._lock:
             return self._index.list_namespaces(request)
+
+    def indexed_paths(self, keys: Sequence[ItemKey]) -> list[tuple[str, ...] | None]:  # noqa: D102
+        with self._lock:
+            stored = self._index.get(keys)
+            return [
+                None if item is None else self._paths.get(key, ())
+                for key, item in zip(keys, stored, strict=True)
+            ]
 
     def search(self, request: SearchRequest) -> list[list[Hit]]:  # noqa: D102
         if request.vectors is not None:
@@ -132,8 +141,10 @@ class MemoryBackend(VectorBackend):
                 "metadata": {"namespace": list(namespace), "key": key, "path": path},
             }
         self._doc_ids[(namespace, key)] = ids
+        self._paths[(namespace, key)] = tuple(record.paths)
 
     def _drop_docs(self, item_key: ItemKey) -> None:
+        self._paths.pop(item_key, None)
         for doc_id in self._doc_ids.pop(item_key, ()):
             self.vectorstore.store.pop(doc_id, None)
 

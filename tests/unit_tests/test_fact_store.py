@@ -54,6 +54,7 @@ _NEEDS_BASE_STORE = (
     "test_reading_a_version_through_the_base_store_refreshes_its_fact",
     "test_versions_expire_with_their_fact_after_a_restore",
     "test_a_restored_fact_keeps_its_ttl_when_reads_have_moved_its_expiry",
+    "test_the_backend_tells_which_paths_each_item_embedded",
 )
 
 

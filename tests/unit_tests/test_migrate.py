@@ -10,7 +10,6 @@ import pytest
 from langchain_ltm import cli
 from langchain_ltm.cli import session as cli_session
 from langchain_ltm.defaults import open_store
-from langchain_ltm.store import LongTermMemoryStore
 from tests.cli_runs import isolated_home, ltm  # noqa: F401  (isolated_home: autouse fixture)
 
 NOTES = ("agent", "notes")
@@ -167,15 +166,14 @@ def test_migrate_exits_3_when_the_target_is_short(source, tmp_path):
 
 
 def test_migrate_exits_3_when_writes_go_missing(source, tmp_path, monkeypatch):
-    real = LongTermMemoryStore.batch
+    from langchain_ltm.cli.commands import transfer
 
-    def lossy(self, ops):  # the target drops one of the other items
-        ops = list(ops)
-        if ops and all(type(op).__name__ == "PutOp" for op in ops):
-            ops = ops[1:]
-        return real(self, ops)
+    real = transfer.copy_items
 
-    monkeypatch.setattr(LongTermMemoryStore, "batch", lossy)
+    def lossy(store, items, paths, **kwargs):  # the target drops one of the other items
+        return real(store, items[1:], paths[1:], **kwargs)
+
+    monkeypatch.setattr(transfer, "copy_items", lossy)
     code, out, err = ltm("migrate", "--from", source, "--to", tmp_path / "target", "--json")
     report = json.loads(out)
     assert code == 3 and "does not have everything" in err
@@ -292,10 +290,76 @@ def test_migrate_reads_without_refreshing_ttls_and_keeps_them(tmp_path):
             (copied,) = store.backend.get([(NOTES, "code")])
         assert fact.expires_at == card.expires_at  # a read is no refresh, the copy the same
         assert copied is not None and copied.expires_at is not None
-        if url == source:
-            assert copied.expires_at == note.expires_at
-        else:  # put() counts a TTL from the copy's moment: the same expiry, to the millisecond
-            assert abs((copied.expires_at - note.expires_at).total_seconds()) < 1
+        assert (copied.expires_at, copied.ttl_minutes) == (note.expires_at, 120)
+
+
+@pytest.mark.parametrize("to", ["sqlite", "folder"])
+def test_migrate_copies_items_as_they_were_indexed_dated_and_expiring(tmp_path, monkeypatch, to):
+    """An item keeps its timestamps, expiry and TTL (a read had pushed the expiry: the copy
+    got the time left as its TTL, 5 minutes for an hour), and embeds what the source did: an
+    ``index=False`` item had become the best hit for its text, and an item indexed on its
+    title alone was embedded on the default fields."""
+    from datetime import datetime, timedelta, timezone
+
+    from langchain_ltm import _clock
+    from langchain_ltm.cli.commands import transfer
+
+    now = [datetime(2026, 1, 5, 9, 0, tzinfo=timezone.utc)]
+    monkeypatch.setattr(_clock, "utcnow", lambda: now[0])
+    monkeypatch.setattr(transfer, "utcnow", lambda: now[0])
+    source = f"sqlite:///{tmp_path / 'a.db'}"
+    target = f"sqlite:///{tmp_path / 'b.db'}" if to == "sqlite" else tmp_path / "b"
+    codes = {"text": "the launch codes are in the safe"}
+    items = {
+        "private": (codes, False),
+        "titled": ({"title": "weather report", "body": codes["text"]}, ["title"]),
+        "tagged": ({"tags": ["launch codes", "safe"], "text": "x"}, ["tags[*]"]),
+        "plain": ({"text": "a note about lunch"}, None),
+    }
+    with opened(source) as store:
+        for key, (value, index) in items.items():
+            store.put(NOTES, key, value, index=index)
+        store.put(NOTES, "code", {"text": "the door code changes tonight"}, ttl=60)
+        now[0] += timedelta(minutes=50)
+        assert store.get(NOTES, "code") is not None  # refreshed: expires 110 min after the put
+    now[0] += timedelta(minutes=5)
+    code, _, err = ltm("migrate", "--from", source, "--to", target)
+    assert (code, err) == (0, "")
+    seen = {}
+    for url in (source, target):
+        with opened(url) as store:
+            keys = [(NOTES, key) for key in [*items, "code"]]
+            stored = store.backend.get(keys)
+            seen[url] = (
+                [
+                    (s.value, s.created_at, s.updated_at, s.expires_at, s.ttl_minutes)
+                    for s in stored
+                ],
+                [sorted(p) for p in store.backend.indexed_paths(keys)],
+                [
+                    (h.key, h.score is None)
+                    for h in store.search(NOTES, query="where are the launch codes", limit=9)
+                ],
+            )
+    assert seen[source][0] == seen[target][0]  # values, timestamps, expiry, TTL
+    assert (
+        seen[source][1]
+        == seen[target][1]
+        == [
+            [],
+            ["title"],
+            ["tags[*].0", "tags[*].1"],
+            ["$"],  # the CLI's default: the whole value
+            ["$"],
+        ]
+    )
+    assert seen[target][2][-1] == ("private", True)  # still not embedded: never a ranked hit
+    assert sorted(seen[source][2]) == sorted(seen[target][2])
+    for step, alive in ((50, True), (30, True), (61, False)):  # a read pushes both an hour
+        now[0] += timedelta(minutes=step)
+        for url in (source, target):
+            with opened(url) as store:
+                assert (store.get(NOTES, "code") is not None) is alive, (url, step)
 
 
 def test_migrate_copies_other_clients_items_in_a_users_namespace_as_they_are(tmp_path):

@@ -734,6 +734,31 @@ async def test_an_observed_at_before_the_year_1000_reads_back(mem):
     assert await mem.recall("u1", "born", as_of=datetime(998, 1, 1, tzinfo=timezone.utc)) == []
 
 
+def test_the_backend_tells_which_paths_each_item_embedded(store):
+    """``indexed_paths``: what ``ltm migrate`` needs to index a copy as the source did."""
+    ns = ("docs",)
+    store.put(ns, "private", {"text": "launch codes"}, index=False)
+    store.put(ns, "titled", {"title": "weather", "text": "launch codes"}, index=["title"])
+    store.put(ns, "tagged", {"tags": ["a", "b", "c"]}, index=["tags[*]"])
+    store.put(ns, "none", {"body": "x"}, index=["title"])  # no title: no vectors
+    fact = store.remember("u1", "Likes green tea").fact
+    assert fact is not None
+    keys = [(ns, k) for k in ("private", "titled", "tagged", "none", "missing")]
+    keys.append((store.user_namespace("u1"), fact.id))
+    assert [None if p is None else sorted(p) for p in store.backend.indexed_paths(keys)] == [
+        [],
+        ["title"],
+        ["tags[*].0", "tags[*].1", "tags[*].2"],
+        [],
+        None,
+        ["content"],
+    ]
+    store.put(ns, "titled", {"title": "weather", "text": "launch codes"}, index=False)
+    store.delete(ns, "tagged")
+    assert store.backend.indexed_paths([(ns, "titled"), (ns, "tagged")]) == [(), None]
+    assert store.backend.indexed_paths([]) == []
+
+
 def test_deleting_a_fact_through_the_base_store_deletes_its_versions(store):
     made = store.remember("u1", "My gym locker number is 100").fact
     assert made is not None

@@ -210,6 +210,23 @@ def get_items(t: Tables, keys: Sequence[ItemKey]) -> Exchange[list[StoredItem | 
     return [found.get((path, key)) for path, (_, key) in zip(paths, keys, strict=True)]
 
 
+def indexed_paths(t: Tables, keys: Sequence[ItemKey]) -> Exchange[list[tuple[str, ...] | None]]:
+    """Each item's embedded paths (``()``: no vectors; ``None``: no such item)."""
+    if not keys:
+        return []
+    paths = [ns_path(ns) for ns, _ in keys]
+    rows = yield Statement(
+        f"SELECT i.ns_path, i.key, array_remove(array_agg(v.path ORDER BY v.path), NULL) "
+        f"FROM {t.items} i JOIN unnest(%b::text[], %b::text[]) AS k(ns_path, key) "
+        "ON i.ns_path = k.ns_path AND i.key = k.key "
+        f"LEFT JOIN {t.vectors} v ON v.ns_path = i.ns_path AND v.key = i.key "
+        "GROUP BY i.ns_path, i.key",
+        (paths, [key for _, key in keys]),
+    )
+    found = {(row[0], row[1]): tuple(row[2]) for row in rows}
+    return [found.get((path, key)) for path, (_, key) in zip(paths, keys, strict=True)]
+
+
 def count_items(t: Tables, prefix: tuple[str, ...]) -> Exchange[int]:
     params: list[Any] = []
     rows = yield Statement(

@@ -523,6 +523,9 @@ class PostgresBackend(VectorBackend):
             lambda: sql.get_items(self.tables, keys), "get", keep_cursor=_small(len(keys))
         )
 
+    def indexed_paths(self, keys: Sequence[ItemKey]) -> list[tuple[str, ...] | None]:  # noqa: D102
+        return self.connector.run(lambda: sql.indexed_paths(self.tables, keys), "read paths")
+
     broad_min_rows: int | None = _broad.BROAD_MIN_ROWS
     """Scope size (vectors, a lower bound from the planner's statistics) from which a
     search walks an HNSW index of the vectors table with pgvector's iterative scan instead

@@ -135,6 +135,23 @@ def plan_get(layout: Layout, keys: Sequence[ItemKey]) -> Plan[list[StoredItem | 
     return [found.get(i) for i in ids]
 
 
+def plan_indexed_paths(
+    layout: Layout, keys: Sequence[ItemKey]
+) -> Plan[list[tuple[str, ...] | None]]:
+    """Each item's embedded paths, from its head point (``()``: none; ``None``: no item)."""
+    ids = [head_id(ns, key) for ns, key in keys]
+    if not ids:
+        return []
+    records = yield layout.call(
+        "retrieve",
+        ids=list(dict.fromkeys(ids)),
+        with_payload=["namespace", "value", "paths"],
+        with_vectors=False,
+    )
+    found = {str(r.id): tuple(r.payload.get("paths") or ()) for r in records if is_ours(r.payload)}
+    return [found.get(i) for i in ids]
+
+
 def plan_count(layout: Layout, prefix: tuple[str, ...]) -> Plan[int]:
     flt = models.Filter(must=[*scope_conditions(prefix, layout.tenant_depth), HEADS])
     result = yield layout.call("count", count_filter=flt, exact=True)

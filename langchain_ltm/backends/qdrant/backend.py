@@ -81,6 +81,7 @@ from langchain_ltm.backends.qdrant._plans import (
     drive_sync,
     plan_count,
     plan_get,
+    plan_indexed_paths,
     plan_load,
     plan_namespaces,
     plan_search,
@@ -361,6 +362,11 @@ class QdrantBackend(VectorBackend):
         if not self._present():
             return [None] * len(keys)
         return self._sync(plan_get(self.layout, keys))
+
+    def indexed_paths(self, keys: Sequence[ItemKey]) -> list[tuple[str, ...] | None]:  # noqa: D102
+        if not self._present():
+            return [None] * len(keys)
+        return self._sync(plan_indexed_paths(self.layout, keys))
 
     def search(self, request: SearchRequest) -> list[list[Hit]]:  # noqa: D102
         self._check_query(request)

@@ -224,6 +224,30 @@ def get_items(
     return [found.get(k) for k in wanted]
 
 
+def indexed_paths(
+    conn: sqlite3.Connection, t: Tables, keys: Sequence[ItemKey]
+) -> list[tuple[str, ...] | None]:
+    """Each item's embedded paths (``()``: no vectors; ``None``: no such item)."""
+    by_ns: dict[bytes, list[str]] = {}
+    wanted: list[tuple[bytes, str]] = []
+    for namespace, key in keys:
+        ns = ns_key(namespace)
+        wanted.append((ns, key))
+        by_ns.setdefault(ns, []).append(key)
+    found: dict[tuple[bytes, str], tuple[str, ...]] = {}
+    for ns, ns_keys in by_ns.items():
+        for chunk in chunks(list(dict.fromkeys(ns_keys))):
+            rows = conn.execute(
+                f"SELECT i.key, v.paths FROM {t.items} i LEFT JOIN {t.vectors} v "
+                "ON v.ns = i.ns AND v.key = i.key "
+                f"WHERE i.ns = ? AND i.key IN ({', '.join('?' * len(chunk))})",
+                (ns, *chunk),
+            )
+            for key, paths in rows:
+                found[(ns, key)] = tuple(json.loads(paths)) if paths else ()
+    return [found.get(k) for k in wanted]
+
+
 def count_items(conn: sqlite3.Connection, t: Tables, prefix: tuple[str, ...]) -> int:
     params: list[Any] = []
     scope = scope_sql(prefix, "i", params)

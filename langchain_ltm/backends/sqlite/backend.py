@@ -309,6 +309,11 @@ class SqliteBackend(ThreadedAsync):
             return []
         return self._read("get", lambda conn: sql.get_items(conn, self.tables, keys))
 
+    def indexed_paths(self, keys: Sequence[ItemKey]) -> list[tuple[str, ...] | None]:  # noqa: D102
+        if not keys:
+            return []
+        return self._read("read paths", lambda conn: sql.indexed_paths(conn, self.tables, keys))
+
     def search(self, request: SearchRequest) -> list[list[Hit]]:  # noqa: D102
         cache = None
         if request.vectors is not None:  # read before the snapshot: never newer than it

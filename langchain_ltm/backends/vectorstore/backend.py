@@ -286,6 +286,9 @@ class VectorStoreBackend(ThreadedAsync):
     def count(self, prefix: tuple[str, ...]) -> int:  # noqa: D102
         return self.catalog.count(prefix)
 
+    def indexed_paths(self, keys: Sequence[ItemKey]) -> list[tuple[str, ...] | None]:  # noqa: D102
+        return self.catalog.indexed_paths(keys)
+
     def list_namespaces(self, request: ListRequest) -> list[tuple[str, ...]]:  # noqa: D102
         return self.catalog.list_namespaces(request)
 

@@ -5,16 +5,17 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from langgraph.store.base import PutOp, SearchItem
+from langgraph.store.base import SearchItem
 
 from langchain_ltm._clock import utcnow
 from langchain_ltm._codec import to_search_item
+from langchain_ltm._copies import copy_items
+from langchain_ltm._steps import run_sync
 from langchain_ltm._vectorstore_urls import folder_catalog, is_vectorstore_url
-from langchain_ltm.backends.base import SearchRequest, StoredItem
+from langchain_ltm.backends.base import SearchRequest
 from langchain_ltm.cli.exits import EXIT_ENGINE, EXIT_OK, EXIT_USAGE, Failure
 from langchain_ltm.cli.io import (
     ImportReport,
@@ -289,28 +290,31 @@ def _copy_items(
     batch_size: int,
     progress: Progress,
 ) -> dict[tuple[tuple[str, ...], str], str]:
-    """Put every item that is not a fact or a version in the target; their value digests."""
+    """Write every item that is not a fact or a version in the target; their value digests.
+
+    Each copy keeps the source item's timestamps, expiry and TTL, and embeds the fields the
+    source embedded (:mod:`langchain_ltm._copies`).
+    """
     copied: dict[tuple[tuple[str, ...], str], str] = {}
     for page in _other_items(source, scope, facts, batch_size):
-        stored = source.backend.get([(item.namespace, item.key) for item in page])
-        now = utcnow()
-        ttls = [_minutes_left(it, now) if target.supports_ttl else None for it in stored]
-        target.batch(
-            [
-                PutOp(item.namespace, item.key, item.value, ttl=ttl)
-                for item, ttl in zip(page, ttls, strict=True)
-            ]
+        keys = [(item.namespace, item.key) for item in page]
+        found = source.backend.get(keys)
+        try:
+            paths = source.backend.indexed_paths(keys)
+        except NotImplementedError:  # an engine that cannot tell: the default fields
+            paths = [None] * len(keys)
+        kept = [(s, p) for s, p in zip(found, paths, strict=True) if s is not None]
+        run_sync(
+            copy_items(
+                target,
+                [s for s, _ in kept],
+                [p for _, p in kept],
+                keep_ttl=target.supports_ttl,
+            )
         )
-        copied.update(((item.namespace, item.key), _digest(item.value)) for item in page)
+        copied.update(((s.namespace, s.key), _digest(s.value)) for s, _ in kept)
         progress.advance(len(page))
     return copied
-
-
-def _minutes_left(item: StoredItem | None, now: datetime) -> float | None:
-    """The TTL that makes the copy expire when the source item does (None: never)."""
-    if item is None or item.expires_at is None:
-        return None
-    return max((item.expires_at - now).total_seconds() / 60, 1e-6)
 
 
 def _other_items(
