@@ -12,13 +12,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from langchain_ltm._steps import Logic, Step, call, run_sync
 from langchain_ltm.agents._recall import searchable
@@ -129,18 +129,24 @@ def extract(
 ) -> Logic[list[RememberResult]]:
     """Run one extraction: recall related facts, one model call, then remember/update."""
     humans = [m.text for turn in job.turns for m in turn if isinstance(m, HumanMessage)]
-    queries = list(dict.fromkeys(q for q in map(searchable, humans) if q is not None))[-8:]
+    limit = getattr(store, "max_fact_chars", 2000)
+    found = [searchable(text, limit) for text in humans]
+    queries = list(dict.fromkeys(q for q in found if q is not None))[-8:]
     known: list[RecalledFact] = []
     if queries:
-        known = yield Step(
-            lambda: store.recall(job.user_id, queries, related_limit),
-            lambda: store.arecall(job.user_id, queries, related_limit),
-        )
-    structured = model.with_structured_output(MemoryExtraction)
+        try:
+            known = yield Step(
+                lambda: store.recall(job.user_id, queries, related_limit),
+                lambda: store.arecall(job.user_id, queries, related_limit),
+            )
+        except Exception as exc:  # a failing extractor must never fail the agent
+            logger.warning("memory extraction failed for thread %r: %s", job.thread_id, exc)
+            return []
+    structured = model.with_structured_output(MemoryExtraction, include_raw=True)
     messages = prompt(job.turns, known)
     try:
         raw = yield Step(structured.invoke, structured.ainvoke, (messages,))
-        answer = raw if isinstance(raw, MemoryExtraction) else MemoryExtraction.model_validate(raw)
+        answer = _answer(raw)
     except Exception as exc:  # a failing extractor must never fail the agent
         logger.warning("memory extraction failed for thread %r: %s", job.thread_id, exc)
         return []
@@ -165,6 +171,38 @@ def extract(
                 continue
             results.append(result)
     return results
+
+
+def _answer(out: Any) -> MemoryExtraction:
+    """The extractor's answer, from ``with_structured_output(..., include_raw=True)``.
+
+    When the whole answer does not validate, its tool call's arguments are read entry by
+    entry: one malformed entry (``{"fact": null}``) is left out with a warning, and the
+    facts beside it are still remembered.
+    """
+    if isinstance(out, Mapping) and "raw" in out and "parsed" in out:
+        if isinstance(out["parsed"], MemoryExtraction):
+            return out["parsed"]
+        calls = getattr(out["raw"], "tool_calls", None)
+        if not calls:
+            error = out.get("parsing_error")
+            raise error if isinstance(error, Exception) else ValueError("no structured answer")
+        out = calls[0].get("args")
+    if isinstance(out, MemoryExtraction) or not isinstance(out, Mapping):
+        return MemoryExtraction.model_validate(out)
+    raw = out
+    kept: dict[str, list[Any]] = {}
+    for name, entry_type in (("facts", _NewFact), ("supersede", _Supersede)):
+        entries = raw.get(name) or []
+        if not isinstance(entries, list):
+            raise TypeError(f"{name} must be a list, got {type(entries).__name__}")
+        kept[name] = []
+        for entry in entries:
+            try:
+                kept[name].append(entry_type.model_validate(entry))
+            except ValidationError as exc:
+                logger.warning("memory extraction left out %s entry %r: %s", name, entry, exc)
+    return MemoryExtraction(facts=kept["facts"], supersede=kept["supersede"])
 
 
 def _remember(

@@ -14,8 +14,10 @@ from typing import Any
 from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
 
 from langchain_ltm._steps import Logic, Step, call
+from langchain_ltm._utf8 import storable
 from langchain_ltm.errors import InvalidFactError
 from langchain_ltm.facts.model import Fact, RecalledFact
+from langchain_ltm.facts.reads import MAX_LIMIT as MAX_RECALL_LIMIT
 from langchain_ltm.facts.text import validate_text
 from langchain_ltm.store import LongTermMemoryStore
 
@@ -60,8 +62,15 @@ class RecallOptions:
     show_dates: bool = False
 
     def __post_init__(self) -> None:
-        if not isinstance(self.limit, int) or isinstance(self.limit, bool) or self.limit < 0:
-            raise ValueError(f"recall_limit must be an int >= 0, got {self.limit!r}.")
+        if (
+            not isinstance(self.limit, int)
+            or isinstance(self.limit, bool)
+            or not 0 <= self.limit <= MAX_RECALL_LIMIT
+        ):
+            raise ValueError(
+                f"recall_limit must be an int from 0 to {MAX_RECALL_LIMIT} (recall's most), "
+                f"got {self.limit!r}."
+            )
         if not isinstance(self.min_score, (int, float)) or not -1.0 <= self.min_score <= 1.0:
             raise ValueError(f"min_score is a cosine in [-1, 1], got {self.min_score!r}.")
         if not isinstance(self.max_chars, int) or self.max_chars < 100:
@@ -81,9 +90,10 @@ def latest_user_text(messages: Sequence[Any]) -> str | None:
     return None
 
 
-def searchable(text: str) -> str | None:
-    r"""``text`` as a recall query (its first 2,000 characters), or ``None`` if it has none.
+def searchable(text: str, max_chars: int = 2000) -> str | None:
+    r"""``text`` as a recall query, or ``None`` if it has none.
 
+    Its first 2,000 characters (``max_chars``, the store's ``max_fact_chars``, if fewer).
     A message of punctuation only ("?", "...") has nothing to search for, and recall would
     refuse it; a NUL or a lone surrogate is replaced, not refused. A turn never fails over
     what memory cannot search.
@@ -92,9 +102,10 @@ def searchable(text: str) -> str | None:
         >>> searchable("  where do I live?  "), searchable("?!"), searchable("a\x00b")
         ('where do I live?', None, 'a b')
     """
-    text = text.replace("\x00", " ").encode("utf-8", "replace").decode("utf-8").strip()[:2000]
+    limit = min(2000, max_chars)
+    text = storable(text).strip()[:limit]
     try:
-        return validate_text(text, "query", 2000)
+        return validate_text(text, "query", limit)
     except InvalidFactError:
         return None
 
@@ -105,6 +116,8 @@ def recall_block(
     """Pinned facts, then the facts most relevant to ``query``: one embedding call at most."""
     pinned: list[Fact] = yield call(store, "pinned", user_id)
     relevant: list[RecalledFact] = []
+    if query:  # within a store's own query limit (max_fact_chars) too
+        query = searchable(query, getattr(store, "max_fact_chars", 2000))
     if query and options.limit:
         relevant = yield Step(
             lambda: store.recall(user_id, query, options.limit, min_score=options.min_score),

@@ -28,6 +28,7 @@ from langchain_ltm._steps import Logic, Step
 from langchain_ltm.facts.versions import format_time
 
 __all__ = [
+    "DEFAULT_THREAD",
     "RECORDER",
     "SESSIONS_ROOT",
     "THREADS_ROOT",
@@ -40,6 +41,8 @@ __all__ = [
 
 THREADS_ROOT = "ltm_threads"
 SESSIONS_ROOT = "ltm_sessions"
+DEFAULT_THREAD = "default"
+"""The thread part of a session turn's key for a run without a thread id."""
 
 
 def thread_namespace(user_id: str) -> tuple[str, str]:

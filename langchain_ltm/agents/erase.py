@@ -25,7 +25,12 @@ from langgraph.store.base import Item, PutOp, SearchOp
 
 from langchain_ltm._labels import validate_user_id
 from langchain_ltm._steps import Logic, Step, call, run_async, run_sync
-from langchain_ltm.agents._registry import RECORDER, session_namespace, thread_namespace
+from langchain_ltm.agents._registry import (
+    DEFAULT_THREAD,
+    RECORDER,
+    session_namespace,
+    thread_namespace,
+)
 from langchain_ltm.facts import Fact
 from langchain_ltm.store import LongTermMemoryStore
 
@@ -167,7 +172,7 @@ async def aexport_user_data(store: LongTermMemoryStore, user_id: str) -> dict[st
 def _forget(store: LongTermMemoryStore, user_id: str, checkpointer: Any) -> Logic[ErasureReport]:
     registry = yield from _scan(store, thread_namespace(user_id))
     turns = yield from _scan(store, session_namespace(user_id))
-    thread_ids = _thread_ids([*registry, *turns])
+    thread_ids = _thread_ids(registry, turns)
     if checkpointer is not None:  # first: the records naming these threads still exist
         for thread_id in thread_ids:
             yield _delete_thread(checkpointer, thread_id)
@@ -220,8 +225,18 @@ def _delete(store: LongTermMemoryStore, items: list[Item]) -> Logic[None]:
         yield call(store, "batch", ops)
 
 
-def _thread_ids(items: Iterable[Item]) -> tuple[str, ...]:
-    ids = {str(i.value["thread_id"]) for i in items if i.value.get("thread_id") is not None}
+def _thread_ids(registry: Iterable[Item], turns: Iterable[Item]) -> tuple[str, ...]:
+    """The checkpoint threads of a user: those recorded, and those their turns name.
+
+    A turn stored before runs without a thread id recorded ``None`` names ``"default"``;
+    that thread is the user's only if the registry says so (another user's thread may
+    have that name).
+    """
+    ids = {str(i.value["thread_id"]) for i in registry if i.value.get("thread_id") is not None}
+    for item in turns:
+        thread = item.value.get("thread_id")
+        if thread is not None and (str(thread) != DEFAULT_THREAD or DEFAULT_THREAD in ids):
+            ids.add(str(thread))
     return tuple(sorted(ids))
 
 

@@ -15,6 +15,7 @@ from langchain_ltm.agents._recall import (
     memory_messages,
     recall_block,
 )
+from langchain_ltm.agents._registry import RECORDER, new_input
 from langchain_ltm.agents.tools import resolve_user_id
 from langchain_ltm.store import LongTermMemoryStore
 
@@ -52,6 +53,9 @@ def memory_pre_model_hook(
     def logic(state: Any, config: RunnableConfig) -> Logic[dict[str, Any]]:
         user_id = resolve_user_id(config, _runtime(), user_id_key)
         messages = _messages(state)
+        thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
+        # the thread is the user's: forget_user deletes its checkpoints too
+        yield from RECORDER.note(store, user_id, thread_id, check=new_input(messages))
         block = yield from recall_block(store, user_id, latest_user_text(messages), options)
         return {"llm_input_messages": memory_messages(messages, block)}
 

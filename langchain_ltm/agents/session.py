@@ -37,7 +37,13 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore, PutOp, SearchItem
 
 from langchain_ltm._steps import Logic, Step, call, run_async, run_sync
-from langchain_ltm.agents._registry import RECORDER, new_input, session_namespace
+from langchain_ltm._utf8 import storable
+from langchain_ltm.agents._registry import (
+    DEFAULT_THREAD,
+    RECORDER,
+    new_input,
+    session_namespace,
+)
 from langchain_ltm.agents.tools import resolve_user_id
 from langchain_ltm.errors import MissingUserIdError
 from langchain_ltm.facts.versions import format_time
@@ -47,7 +53,6 @@ __all__ = ["DEFAULT_SESSION_MIN_SCORE", "Retrieval", "SaveMode", "SessionMemoryM
 SaveMode = Literal["input_output", "full"]
 Retrieval = Literal["recency", "relevance", "both"]
 
-DEFAULT_THREAD = "default"
 CONTEXT_HEADER = (
     "Earlier conversations with this user (most relevant first; they may be out of date):"
 )
@@ -94,7 +99,9 @@ class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     Args:
         store: Where turns are indexed and searched (a ``LongTermMemoryStore``, or any
-            ``BaseStore`` with an embedding index). Only used by ``"relevance"``/``"both"``.
+            ``BaseStore`` with an embedding index), and where a run's thread is recorded
+            for ``forget_user``. ``None`` only with ``retrieval="recency"`` (nothing
+            recorded).
         save_mode: ``"input_output"`` or ``"full"``: the shape of earlier turns.
         limit: Maximum number of earlier messages sent (``None``: no cap).
         retrieval: ``"recency"``, ``"relevance"`` or ``"both"``.
@@ -105,6 +112,9 @@ class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             (:data:`DEFAULT_SESSION_MIN_SCORE`); with another embedding model, measure
             (``bench/session_relevance.py``). Items a store returns without a score are
             not filtered.
+        max_chars: Budget of the "Earlier conversations" block's turns: each relevant turn
+            gets an equal share, its user message and answer cut (ending in ``…``) to
+            fit, so one pasted log cannot fill the model's context.
         user_id_key: Name of the user id in the runtime context and in ``configurable``.
 
     Raises:
@@ -157,13 +167,14 @@ class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def __init__(
         self,
-        store: BaseStore,
+        store: BaseStore | None,
         *,
         save_mode: SaveMode = "input_output",
         limit: int | None = 20,
         retrieval: Retrieval = "recency",
         relevant_turns: int = 3,
         min_score: float | None = DEFAULT_SESSION_MIN_SCORE,
+        max_chars: int = 4000,
         user_id_key: str = "user_id",
     ) -> None:
         super().__init__()
@@ -171,8 +182,16 @@ class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.save_mode: SaveMode = _choice("save_mode", save_mode, get_args(SaveMode))
         self.limit = None if limit is None else _positive("limit", limit)
         self.retrieval: Retrieval = _choice("retrieval", retrieval, get_args(Retrieval))
+        if store is None and self.retrieval != "recency":
+            raise ValueError(
+                f'retrieval="{self.retrieval}" searches earlier turns in a store: pass one '
+                '(a LongTermMemoryStore), or use retrieval="recency".'
+            )
         self.relevant_turns = _positive("relevant_turns", relevant_turns)
         self.min_score = None if min_score is None else _cosine("min_score", min_score)
+        self.max_chars = _positive("max_chars", max_chars)
+        if self.max_chars < 200:
+            raise ValueError(f"max_chars must be at least 200, got {max_chars!r}.")
         if not isinstance(user_id_key, str) or not user_id_key:
             raise ValueError(f"user_id_key must be a non-empty str, got {user_id_key!r}.")
         self.user_id_key = user_id_key
@@ -250,24 +269,27 @@ class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if self.retrieval == "recency":
             # no user needed; but when the run has one, record the thread for forget_user
             user_id = _user_or_none(config, request.runtime, self.user_id_key)
-            if user_id is not None:
+            if user_id is not None and self.store is not None:
                 yield from self._threads.note(
                     self.store, user_id, _raw_thread_id(config), check=new_input(request.messages)
                 )
             return request.override(messages=view.messages)
+        store = self.store
+        if store is None:  # refused by __init__ outside recency
+            return request.override(messages=view.messages)
         user_id = resolve_user_id(config, request.runtime, self.user_id_key)
         yield from self._threads.note(
-            self.store, user_id, _raw_thread_id(config), check=new_input(request.messages)
+            store, user_id, _raw_thread_id(config), check=new_input(request.messages)
         )
         if not view.query.strip():
             return request.override(messages=view.messages)
-        thread_id = _thread_id(config)
+        thread_id = _thread_of_turns(config)
         shown = {(thread_id, turn) for turn in view.turns}
         namespace, query = session_namespace(user_id), view.query
         fetch = self.relevant_turns + len(shown)
         found: list[SearchItem] = yield Step(
-            lambda: self.store.search(namespace, query=query, limit=fetch),
-            lambda: self.store.asearch(namespace, query=query, limit=fetch),
+            lambda: store.search(namespace, query=query, limit=fetch),
+            lambda: store.asearch(namespace, query=query, limit=fetch),
         )
         picked = [
             item.value
@@ -277,7 +299,7 @@ class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         picked = picked[: self.relevant_turns]
         if not picked:
             return request.override(messages=view.messages)
-        system = with_context(request.system_message, render_turns(picked))
+        system = with_context(request.system_message, render_turns(picked, self.max_chars))
         return request.override(messages=view.messages, system_message=system)
 
     def _index(
@@ -289,11 +311,12 @@ class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         turns = latest_turns(state["messages"])
         if not turns:
             return
-        thread_id = _thread_id(config)
+        prefix = _thread_id(config)
+        thread_id = _thread_of_turns(config)
         now = datetime.now(timezone.utc)
         namespace = session_namespace(user_id)
         ops = [
-            PutOp(namespace, f"{thread_id}:{turn.key}", turn_value(thread_id, turn, now), ["text"])
+            PutOp(namespace, f"{prefix}:{turn.key}", turn_value(thread_id, turn, now), ["text"])
             for turn in turns
         ]
         yield call(self.store, "batch", ops)
@@ -362,12 +385,36 @@ def split_turns(
     return head, turns
 
 
-def final_answer(turn: Sequence[AnyMessage]) -> AIMessage | None:
-    """The turn's last AI message without tool calls (its answer), if any."""
+def final_answer(turn: Sequence[AnyMessage]) -> list[AnyMessage]:
+    """The messages that answer a finished turn (``[]``: none).
+
+    The last AI message without tool calls; or, for a run that ended on a tool (a
+    structured response, ``ToolStrategy``, or a ``return_direct`` tool), the last AI
+    message's tool calls with their results, which then answer the user.
+
+    Example:
+        >>> call = AIMessage("", tool_calls=[{"name": "Answer", "args": {}, "id": "1"}])
+        >>> done = ToolMessage("Returning structured response: 9am", tool_call_id="1")
+        >>> [m.type for m in final_answer([HumanMessage("q"), call, done])]
+        ['ai', 'tool']
+    """
     for message in reversed(turn):
         if isinstance(message, AIMessage) and not message.tool_calls:
-            return message
-    return None
+            return [message]
+    if not turn or not isinstance(turn[-1], ToolMessage):
+        return []
+    start = len(turn) - 1
+    while start > 0 and isinstance(turn[start], ToolMessage):
+        start -= 1
+    block = list(turn[start:])
+    return block if isinstance(block[0], AIMessage) and block[0].tool_calls else []
+
+
+def answer_text(answer: Sequence[AnyMessage]) -> str:
+    """The text of :func:`final_answer`'s messages: the AI message's, or the tool results'."""
+    if len(answer) == 1:
+        return answer[0].text
+    return "\n".join(m.text for m in answer if isinstance(m, ToolMessage))
 
 
 def tool_blocks(messages: Sequence[AnyMessage]) -> list[list[AnyMessage]]:
@@ -418,7 +465,8 @@ def history_view(
     head, turns = split_turns(messages)
     if not turns:
         return HistoryView(list(messages), frozenset(), "")
-    earlier, current = turns[:-1], turns[-1]
+    first = _current_input(turns)  # an input may hold several user messages: all are sent
+    earlier, current = turns[:first], [m for turn in turns[first:] for m in turn]
     pinned: list[AnyMessage] = [m for m in head if isinstance(m, SystemMessage)]
     units: list[tuple[int | None, list[AnyMessage]]] = []
     preamble: list[AnyMessage] = [m for m in head if not isinstance(m, SystemMessage)]
@@ -435,7 +483,8 @@ def history_view(
         out += unit
     numbers = {n for n, _ in kept_units if n is not None}
     ids = {str(earlier[n][0].id) for n in numbers if earlier[n][0].id}
-    return HistoryView([*out, *current], frozenset(numbers), current[0].text, frozenset(ids))
+    query = turns[-1][0].text
+    return HistoryView([*out, *current], frozenset(numbers), query, frozenset(ids))
 
 
 def _compact(messages: list[AnyMessage], *, is_turn: bool) -> list[AnyMessage]:
@@ -445,8 +494,7 @@ def _compact(messages: list[AnyMessage], *, is_turn: bool) -> list[AnyMessage]:
             for m in messages
             if not isinstance(m, ToolMessage) and not (isinstance(m, AIMessage) and m.tool_calls)
         ]
-    answer = final_answer(messages)
-    return [messages[0]] if answer is None else [messages[0], answer]
+    return [messages[0], *final_answer(messages)]
 
 
 def _trim(
@@ -490,45 +538,66 @@ def latest_turns(messages: Sequence[AnyMessage]) -> list[Turn]:
     """
     _, turns = split_turns(messages)
     first = len(turns) - 1
-    while first > 0 and final_answer(turns[first - 1]) is None:
-        first -= 1
+    first = _current_input(turns)
     out = []
-    for number in range(max(first, 0), len(turns)):
+    for number in range(first, len(turns)):
         turn = turns[number]
-        answer = final_answer(turn)
         message_id = str(turn[0].id) if turn[0].id else None
-        text = answer.text if answer is not None else ""
-        out.append(Turn(number, turn[0].text, text, message_id))
+        out.append(Turn(number, turn[0].text, answer_text(final_answer(turn)), message_id))
     return out
 
 
-def turn_value(thread_id: str, turn: Turn, at: datetime) -> dict[str, Any]:
-    """The stored value of one indexed turn (layout in :mod:`langchain_ltm.agents._registry`)."""
+def _current_input(turns: Sequence[Sequence[AnyMessage]]) -> int:
+    """Where the latest input starts: the last turn, and the unanswered ones before it."""
+    first = len(turns) - 1
+    while first > 0 and not final_answer(turns[first - 1]):
+        first -= 1
+    return max(first, 0)
+
+
+def turn_value(thread_id: str | None, turn: Turn, at: datetime) -> dict[str, Any]:
+    """The stored value of one indexed turn (layout in :mod:`langchain_ltm.agents._registry`).
+
+    ``thread_id`` is the run's own (``None`` for a run without one: no checkpoint thread
+    to erase). A NUL or a lone surrogate in the texts is replaced (:func:`storable`): a turn
+    never fails over what memory cannot store.
+    """
+    user, answer = storable(turn.user), storable(turn.answer)
     return {
         "thread_id": thread_id,
         "turn": turn.number,
         "message_id": turn.message_id,
-        "user": turn.user,
-        "answer": turn.answer,
-        "text": f"User: {turn.user}\nAssistant: {turn.answer}",
+        "user": user,
+        "answer": answer,
+        "text": f"User: {user}\nAssistant: {answer}",
         "at": format_time(at),
     }
 
 
-def render_turns(values: Sequence[dict[str, Any]]) -> str:
+def render_turns(values: Sequence[dict[str, Any]], max_chars: int = 4000) -> str:
     """The "Earlier conversations" block for the system message.
+
+    Each turn gets ``max_chars / len(values)`` characters, half for the user's message and
+    half for the answer (a text that does not fit is cut, ending in ``…``).
 
     Example:
         >>> print(render_turns([{"user": "I like tea", "answer": "Noted."}]))
         Earlier conversations with this user (most relevant first; they may be out of date):
         1. User: I like tea
            Assistant: Noted.
+        >>> len(render_turns([{"user": "x" * 9000, "answer": "ok"}], 400)) < 500
+        True
     """
+    share = max(max_chars // max(len(values), 1) // 2, 40)
     lines = [CONTEXT_HEADER]
     for i, value in enumerate(values, start=1):
-        lines.append(f"{i}. User: {value.get('user', '')}")
-        lines.append(f"   Assistant: {value.get('answer', '')}")
+        lines.append(f"{i}. User: {_cut(str(value.get('user', '')), share)}")
+        lines.append(f"   Assistant: {_cut(str(value.get('answer', '')), share)}")
     return "\n".join(lines)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def with_context(system: SystemMessage | None, block: str) -> SystemMessage:
@@ -542,7 +611,9 @@ def with_context(system: SystemMessage | None, block: str) -> SystemMessage:
     return system.model_copy(update={"content": content})
 
 
-def _in_view(value: dict[str, Any], shown: set[tuple[str, int]], ids: frozenset[str]) -> bool:
+def _in_view(
+    value: dict[str, Any], shown: set[tuple[str | None, int]], ids: frozenset[str]
+) -> bool:
     """Whether a stored turn is among the earlier turns the request already shows.
 
     By its user message's id; a turn stored without one (before ids were kept), by thread
@@ -554,8 +625,19 @@ def _in_view(value: dict[str, Any], shown: set[tuple[str, int]], ids: frozenset[
 
 
 def _thread_id(config: RunnableConfig | None) -> str:
+    """The thread part of a turn's key (``"default"`` for a run without a thread id)."""
     thread = ((config or {}).get("configurable") or {}).get("thread_id")
     return str(thread) if thread is not None and str(thread) else DEFAULT_THREAD
+
+
+def _thread_of_turns(config: RunnableConfig | None) -> str | None:
+    """The thread id a turn records: the run's own, ``None`` without one.
+
+    Never ``"default"`` for a run without a thread: ``forget_user`` deletes the checkpoint
+    threads the turns name, and another user's thread may be called ``"default"``.
+    """
+    thread = _raw_thread_id(config)
+    return None if thread is None else str(thread)
 
 
 def _run_config() -> RunnableConfig | None:

@@ -20,6 +20,7 @@ from langgraph.prebuilt import ToolRuntime
 from langchain_ltm._clock import check_ttl
 from langchain_ltm._labels import validate_user_id
 from langchain_ltm._steps import Logic, Step, call, run_async, run_sync
+from langchain_ltm.agents._registry import RECORDER
 from langchain_ltm.agents.config import LongTermMemoryConfig
 from langchain_ltm.errors import FactNotFoundError, InvalidFactError, MissingUserIdError
 from langchain_ltm.facts import Fact, RecalledFact, RememberResult
@@ -276,7 +277,8 @@ def _build(
         runtime: _Runtime = None,
     ) -> str:
         user_id = user_of(config, runtime)
-        return run_sync(_remember_logic(store, user_id, fact, bool(pinned), ttl_minutes))
+        body = _remember_logic(store, user_id, fact, bool(pinned), ttl_minutes)
+        return run_sync(_recorded(store, user_id, config, body))
 
     async def aremember_fact(
         fact: str,
@@ -286,43 +288,51 @@ def _build(
         runtime: _Runtime = None,
     ) -> str:
         user_id = user_of(config, runtime)
-        return await run_async(_remember_logic(store, user_id, fact, bool(pinned), ttl_minutes))
+        body = _remember_logic(store, user_id, fact, bool(pinned), ttl_minutes)
+        return await run_async(_recorded(store, user_id, config, body))
 
     def recall_facts(
         queries: list[str],
         config: RunnableConfig,
-        limit: int = 5,
+        limit: int | None = None,
         runtime: _Runtime = None,
     ) -> str:
         user_id = user_of(config, runtime)
-        limit = _clamp(limit, max_limit)
-        return run_sync(_recall_logic(store, user_id, queries, limit, min_score))
+        body = _recall_logic(store, user_id, queries, _clamp(limit, max_limit), min_score)
+        return run_sync(_recorded(store, user_id, config, body))
 
     async def arecall_facts(
         queries: list[str],
         config: RunnableConfig,
-        limit: int = 5,
+        limit: int | None = None,
         runtime: _Runtime = None,
     ) -> str:
         user_id = user_of(config, runtime)
-        limit = _clamp(limit, max_limit)
-        return await run_async(_recall_logic(store, user_id, queries, limit, min_score))
+        body = _recall_logic(store, user_id, queries, _clamp(limit, max_limit), min_score)
+        return await run_async(_recorded(store, user_id, config, body))
 
     def update_fact(
         fact_id: str, fact: str, config: RunnableConfig, runtime: _Runtime = None
     ) -> str:
-        return run_sync(_update_logic(store, user_of(config, runtime), fact_id, fact))
+        user_id = user_of(config, runtime)
+        body = _update_logic(store, user_id, fact_id, fact)
+        return run_sync(_recorded(store, user_id, config, body))
 
     async def aupdate_fact(
         fact_id: str, fact: str, config: RunnableConfig, runtime: _Runtime = None
     ) -> str:
-        return await run_async(_update_logic(store, user_of(config, runtime), fact_id, fact))
+        user_id = user_of(config, runtime)
+        body = _update_logic(store, user_id, fact_id, fact)
+        return await run_async(_recorded(store, user_id, config, body))
 
     def forget_fact(fact_id: str, config: RunnableConfig, runtime: _Runtime = None) -> str:
-        return run_sync(_forget_logic(store, user_of(config, runtime), fact_id))
+        user_id = user_of(config, runtime)
+        return run_sync(_recorded(store, user_id, config, _forget_logic(store, user_id, fact_id)))
 
     async def aforget_fact(fact_id: str, config: RunnableConfig, runtime: _Runtime = None) -> str:
-        return await run_async(_forget_logic(store, user_of(config, runtime), fact_id))
+        user_id = user_of(config, runtime)
+        body = _forget_logic(store, user_id, fact_id)
+        return await run_async(_recorded(store, user_id, config, body))
 
     bodies: dict[str, tuple[Callable[..., str], Callable[..., Any]]] = {
         "remember_fact": (remember_fact, aremember_fact),
@@ -345,5 +355,20 @@ def _build(
     return tools
 
 
-def _clamp(limit: int, max_limit: int) -> int:
-    return max(1, min(int(limit), max_limit))
+def _clamp(limit: int | None, max_limit: int) -> int:
+    """The number of facts to recall: ``recall_limit`` when the model names none."""
+    return max_limit if limit is None else max(1, min(int(limit), max_limit))
+
+
+def _recorded(
+    store: LongTermMemoryStore, user_id: str, config: RunnableConfig | None, body: Logic[str]
+) -> Logic[str]:
+    """``body``, after recording the run's thread under the user (for ``forget_user``).
+
+    An agent whose only memory is these tools still names its checkpoint threads, so
+    erasing the user deletes them too. The record is read on each call (one ``get``): an
+    erase from another process may have removed it since.
+    """
+    thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
+    yield from RECORDER.note(store, user_id, thread_id)
+    return (yield from body)

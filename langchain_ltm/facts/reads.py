@@ -31,6 +31,9 @@ __all__ = [
     "recall",
 ]
 
+MAX_LIMIT = 1000
+"""The most facts one ``recall`` returns."""
+
 
 def recall(
     ctx: FactContext,
@@ -49,8 +52,8 @@ def recall(
     """
     namespace = ctx.user_namespace(user_id)
     phrasings = _phrasings(ctx, queries)
-    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
-        raise ValueError(f"limit must be an int from 1 to 1000, got {limit!r}.")
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
+        raise ValueError(f"limit must be an int from 1 to {MAX_LIMIT}, got {limit!r}.")
     if min_score is not None and (
         not isinstance(min_score, (int, float)) or not -1.0 <= min_score <= 1.0
     ):

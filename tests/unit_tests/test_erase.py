@@ -400,3 +400,59 @@ async def test_aforget_user_runs_a_sync_only_checkpointer_in_a_thread(store, sav
     report = await aforget_user(store, "alice", checkpointer=SyncOnly())
     assert report == expected_report("alice")
     assert checkpointed_threads(saver) == set(threads_of("bob"))
+
+
+# ---- which threads are a user's ----------------------------------------------------------
+
+
+def test_a_run_without_a_thread_never_erases_another_users_default_thread():
+    """A run without a thread id indexed its turns under the thread "default", and erasing
+    that user deleted the checkpoints of whoever has a thread called "default"."""
+    store = LongTermMemoryStore(InMemoryVectorStore(KeywordEmbeddings(dims=64)))
+    saver = InMemorySaver()
+    session = SessionMemoryMiddleware(store, retrieval="relevance")
+    stateless = create_agent(ScriptedToolModel(), middleware=[session], store=store)
+    stateful = create_agent(
+        ScriptedToolModel(), middleware=[session], store=store, checkpointer=saver
+    )
+    stateless.invoke(say("I live in Oslo"), {"configurable": {"user_id": "alice"}})
+    stateful.invoke(say("bob's private note"), run("bob", "default"))
+    (turn,) = store.search(("ltm_sessions", encode_label("alice")))
+    assert turn.value["thread_id"] is None  # no thread: none to erase
+    # a turn stored by an older release, which wrote "default" for a run without a thread
+    store.put(turn.namespace, "default:9", {**turn.value, "thread_id": "default", "turn": 9})
+    report = forget_user(store, "alice", checkpointer=saver)
+    assert report.thread_ids == ()
+    assert saver.get_tuple(run("bob", "default")) is not None
+    assert store.search(("ltm_sessions", encode_label("alice"))) == []
+    assert forget_user(store, "bob", checkpointer=saver).thread_ids == ("default",)
+    assert saver.get_tuple(run("bob", "default")) is None
+
+
+@pytest.mark.parametrize("kind", ["tools", "hook"])
+def test_agents_built_on_the_tools_or_the_hook_have_their_threads_erased(kind):
+    """The README's agents with memory tools only, or ``create_react_agent`` with the
+    pre-model hook, recorded no thread: ``forget_user`` left their checkpoints behind."""
+    from langgraph.prebuilt import create_react_agent
+
+    from langchain_ltm import create_memory_tools, memory_pre_model_hook
+
+    store = LongTermMemoryStore(InMemoryVectorStore(KeywordEmbeddings(dims=64)))
+    saver = InMemorySaver()
+    tools = create_memory_tools(store)
+    if kind == "tools":
+        agent = create_agent(ScriptedToolModel(), tools=tools, store=store, checkpointer=saver)
+    else:
+        hook = memory_pre_model_hook(store)
+        agent = create_react_agent(
+            ScriptedToolModel(), [], pre_model_hook=hook, store=store, checkpointer=saver
+        )
+    text = "remember: My diagnosis is diabetes" if kind == "tools" else "hello"
+    for user in USERS:
+        agent.invoke(say(text), run(user, f"{user}-t1"))
+    report = forget_user(store, "alice", checkpointer=saver)
+    assert report.thread_ids == ("alice-t1",)
+    assert saver.get_tuple(run("alice", "alice-t1")) is None
+    assert saver.get_tuple(run("bob", "bob-t1")) is not None
+    if kind == "tools":
+        assert store.list_all("alice") == [] and len(store.list_all("bob")) == 1

@@ -296,6 +296,49 @@ def test_a_message_memory_cannot_search_never_fails_the_turn(store, said):
     assert hook.invoke({"messages": [HumanMessage(said)]}, run("alice"))["llm_input_messages"]
 
 
+def test_a_store_with_a_short_query_limit_still_recalls_for_a_long_message(emb):
+    """``max_fact_chars=500``: recall and extraction cut the message to the store's limit
+    (both failed every turn with "query is 1,109 characters long")."""
+    store = LongTermMemoryStore(InMemoryVectorStore(emb), max_fact_chars=500)
+    store.remember("alice", "Lives in Oslo")
+    extractor = ScriptedChatModel(answers=[extraction(("Has a cat named Tom", False))])
+    model = RecordingModel()
+    agent = agent_with(store, model, mode="recall", extract_with=extractor)
+    said = "Here is my long question about Oslo. " * 30
+    out = agent.invoke({"messages": [("user", said)]}, run("alice"))
+    assert out["messages"][-1].content == "ok"
+    assert "Lives in Oslo" in system_text(model.requests[0])
+    assert sorted(f.content for f in store.list_all("alice")) == [
+        "Has a cat named Tom",
+        "Lives in Oslo",
+    ]
+    hook = memory_pre_model_hook(store, min_score=0.1)
+    assert hook.invoke({"messages": [HumanMessage(said)]}, run("alice"))["llm_input_messages"]
+
+
+def test_a_malformed_entry_of_an_extraction_leaves_the_others_stored(emb, caplog):
+    store = LongTermMemoryStore(InMemoryVectorStore(emb))
+    answer = {
+        "facts": [{"content": "Lives in Oslo"}, {"content": None}, "Has a dog"],
+        "supersede": [{"fact": None, "content": "Moved"}],
+    }
+    agent = agent_with(
+        store, RecordingModel(), mode="recall", extract_with=ScriptedChatModel(answers=[answer])
+    )
+    with caplog.at_level(logging.WARNING):
+        agent.invoke({"messages": [("user", "I live in Oslo")]}, run("ana"))
+    assert [f.content for f in store.list_all("ana")] == ["Lives in Oslo"]
+    assert caplog.text.count("memory extraction left out") == 3
+
+
+@pytest.mark.parametrize("bad", [1001, 5000, -1, True])
+def test_a_recall_limit_recall_cannot_serve_is_refused_up_front(store, bad):
+    with pytest.raises(ValueError, match="recall_limit must be an int from 0 to 1000"):
+        MemoryMiddleware(store, recall_limit=bad)
+    with pytest.raises(ValueError, match="recall_limit must be an int from 0 to 1000"):
+        memory_pre_model_hook(store, recall_limit=bad)
+
+
 def background(emb, answer, mode: str, debounce: float):
     """A store, its scripted extractor, a background MemoryMiddleware and its agent."""
     store = LongTermMemoryStore(InMemoryVectorStore(emb))
@@ -522,8 +565,11 @@ def test_the_thread_record_is_read_once_per_user_message_not_per_model_call(stor
         return get(namespace, key, **kwargs)
 
     monkeypatch.setattr(store, "get", counting)
-    agent = agent_with(store, RecordingModel(), mode="both")
+    agent = agent_with(store, RecordingModel(), mode="recall")
     agent.invoke({"messages": [("user", "remember: Likes tea; Has a cat")]}, run("alice", "tl"))
     assert len(reads) == 1  # two model calls (tool calls, then the answer), one read
     agent.invoke({"messages": [("user", "hello again")]}, run("alice", "tl"))
     assert len(reads) == 2  # a new user message checks again (an erase may have run)
+    tools = agent_with(store, RecordingModel(), mode="both")
+    tools.invoke({"messages": [("user", "remember: Likes tea; Has a cat")]}, run("alice", "tl"))
+    assert len(reads) == 5  # and each memory tool call (two here) checks for itself

@@ -620,3 +620,92 @@ def test_no_limit(store):
     for text in ("lookup a", "lookup b", "lookup c", "lookup d", "lookup e", "lookup f"):
         agent.invoke(say(text), run())
     assert len(earlier(model.requests[-1])) == 20
+
+
+# ---- inputs of several messages, structured answers, odd text, size -----------------------
+
+
+def test_relevance_sends_every_user_message_of_the_current_input(store):
+    """With ``retrieval="relevance"`` no earlier turn is sent, and the first of two user
+    messages given in one input was treated as one: the model never saw the flight."""
+    agent, model = build(store, retrieval="relevance")
+    said = [("user", "My flight to Rome leaves at 9am"), ("user", "When should I leave home?")]
+    agent.invoke({"messages": said}, run(thread="A"))
+    humans = [m.text for m in model.requests[0] if isinstance(m, HumanMessage)]
+    assert humans == ["My flight to Rome leaves at 9am", "When should I leave home?"]
+    agent.invoke(say("thanks"), run(thread="A"))  # answered turns are earlier turns again
+    assert [m.text for m in model.requests[-1] if isinstance(m, HumanMessage)] == ["thanks"]
+
+
+class StructuredModel(RecordingModel):
+    """Answers every user message through the ``Answer`` structured-output tool."""
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
+        self.requests.append(list(messages))
+        text = next(m for m in reversed(messages) if isinstance(m, HumanMessage)).text
+        call = {"name": "Answer", "args": {"text": f"sure: {text}"}, "id": f"c{len(messages)}"}
+        return ChatResult(generations=[ChatGeneration(message=AIMessage("", tool_calls=[call]))])
+
+
+def test_a_structured_answer_is_kept_as_the_turns_answer(store):
+    """``ToolStrategy`` answers with a tool call and its result: the earlier turn lost its
+    answer (the user's message was sent alone, and indexed with an empty answer)."""
+    from langchain.agents.structured_output import ToolStrategy
+    from pydantic import BaseModel
+
+    class Answer(BaseModel):
+        text: str
+
+    model = StructuredModel()
+    agent = create_agent(
+        model,
+        response_format=ToolStrategy(Answer),
+        middleware=[SessionMemoryMiddleware(store, retrieval="both", min_score=None)],
+        checkpointer=InMemorySaver(),
+    )
+    agent.invoke(say("My flight is at 9am"), run(thread="S"))
+    agent.invoke(say("what did you answer before?"), run(thread="S"))
+    shown = shape(model.requests[-1])
+    assert ("human", "My flight is at 9am") in shown
+    assert ("ai", "", "Answer") in shown
+    assert any(kind == "tool" and "sure: My flight is at 9am" in text for kind, text, *_ in shown)
+    assert_valid(model.requests[-1])
+    items = store.search(session_namespace("alice"), limit=10)
+    answers = {i.value["user"]: i.value["answer"] for i in items}
+    assert "sure: My flight is at 9am" in answers["My flight is at 9am"]
+
+
+def test_a_lone_surrogate_or_nul_in_a_message_never_fails_the_run(store):
+    agent, _ = build(store, retrieval="relevance")
+    out = agent.invoke(say("my name is \ud800 Eva\x00"), run(thread="U"))
+    assert out["messages"][-1].text.startswith("sure:")
+    (item,) = store.search(session_namespace("alice"), limit=10)
+    assert item.value["user"] == "my name is ? Eva "
+
+
+def test_the_earlier_conversations_block_keeps_to_max_chars(store):
+    agent, model = build(store, retrieval="relevance", min_score=None, max_chars=1000)
+    log = "ERROR disk full on server oslo\n" * 2000
+    agent.invoke(say("my server oslo says: " + log), run(thread="L1"))
+    agent.invoke(say("what was wrong with my server oslo"), run(thread="L2"))
+    block = context_of(model.requests[-1])
+    assert "my server oslo says: ERROR disk full" in block
+    assert len(block) < 1000 + len(CONTEXT_HEADER) + 100
+
+
+def test_recency_needs_no_store_and_relevance_says_it_does():
+    model = RecordingModel()
+    agent = create_agent(model, middleware=[SessionMemoryMiddleware(None)])
+    agent.invoke(say("hello"), run())
+    assert [m.text for m in model.requests[-1] if isinstance(m, HumanMessage)] == ["hello"]
+    for retrieval in ("relevance", "both"):
+        with pytest.raises(ValueError, match="searches earlier turns in a store"):
+            SessionMemoryMiddleware(None, retrieval=retrieval)
+
+
+@pytest.mark.parametrize("bad", [0, 199, -5, True, 2.5, "4000"])
+def test_bad_max_chars_are_refused(store, bad):
+    with pytest.raises(ValueError, match="max_chars must be"):
+        SessionMemoryMiddleware(store, max_chars=bad)

@@ -202,6 +202,18 @@ def test_recall_limit_is_capped_by_config(store):
     assert len(out["facts"]) == 3
 
 
+def test_recall_without_a_limit_returns_the_configured_recall_limit(store):
+    """``recall_limit`` is the default too: a call without ``limit`` returned 5."""
+    store.remember("u1", [f"tea note {w}" for w in ["ab", "cd", "ef", "gh", "ij", "kl", "mn"]])
+    (recall,) = create_memory_tools(
+        store, config=LongTermMemoryConfig(tools=("recall_facts",), recall_limit=7)
+    )
+    out = json.loads(recall.invoke({"queries": ["tea"]}, config=run("u1")))
+    assert len(out["facts"]) == 7
+    out = json.loads(recall.invoke({"queries": ["tea"], "limit": 2}, config=run("u1")))
+    assert len(out["facts"]) == 2
+
+
 async def test_async_tools_share_the_logic(store):
     remember, recall, update, forget = create_memory_tools(store)
     made = json.loads(await remember.ainvoke({"fact": "works on payments"}, config=run("u1")))
