@@ -205,46 +205,42 @@ def get_items(
     conn: sqlite3.Connection, t: Tables, keys: Sequence[ItemKey]
 ) -> list[StoredItem | None]:
     decoder = Decoder()
-    by_ns: dict[bytes, list[str]] = {}
-    wanted: list[tuple[bytes, str]] = []
-    for namespace, key in keys:
-        ns = ns_key(namespace)
-        wanted.append((ns, key))
-        by_ns.setdefault(ns, []).append(key)
-    found: dict[tuple[bytes, str], StoredItem] = {}
-    for ns, ns_keys in by_ns.items():
-        for chunk in chunks(list(dict.fromkeys(ns_keys))):
-            rows = conn.execute(
-                f"SELECT {ITEM_COLUMNS} FROM {t.items} i "
-                f"WHERE i.ns = ? AND i.key IN ({', '.join('?' * len(chunk))})",
-                (ns, *chunk),
-            )
-            for row in rows:
-                found[(row[0], row[1])] = decoder.item(row)
-    return [found.get(k) for k in wanted]
+    rows = _rows_by_key(conn, keys, f"SELECT {ITEM_COLUMNS} FROM {t.items} i")
+    return [None if row is None else decoder.item(row) for row in rows]
 
 
 def indexed_paths(
     conn: sqlite3.Connection, t: Tables, keys: Sequence[ItemKey]
 ) -> list[tuple[str, ...] | None]:
     """Each item's embedded paths (``()``: no vectors; ``None``: no such item)."""
+    select = (
+        f"SELECT i.ns, i.key, v.paths FROM {t.items} i "
+        f"LEFT JOIN {t.vectors} v ON v.ns = i.ns AND v.key = i.key"
+    )
+    rows = _rows_by_key(conn, keys, select)
+    return [None if r is None else tuple(json.loads(r[2])) if r[2] else () for r in rows]
+
+
+def _rows_by_key(conn: sqlite3.Connection, keys: Sequence[ItemKey], select: str) -> list[Any]:
+    """``select``'s row for each key (``None``: none), one query per namespace and chunk.
+
+    ``select`` reads ``{items} i`` (and what it joins), its first columns ``i.ns, i.key``.
+    """
     by_ns: dict[bytes, list[str]] = {}
     wanted: list[tuple[bytes, str]] = []
     for namespace, key in keys:
         ns = ns_key(namespace)
         wanted.append((ns, key))
         by_ns.setdefault(ns, []).append(key)
-    found: dict[tuple[bytes, str], tuple[str, ...]] = {}
+    found: dict[tuple[bytes, str], Any] = {}
     for ns, ns_keys in by_ns.items():
         for chunk in chunks(list(dict.fromkeys(ns_keys))):
             rows = conn.execute(
-                f"SELECT i.key, v.paths FROM {t.items} i LEFT JOIN {t.vectors} v "
-                "ON v.ns = i.ns AND v.key = i.key "
-                f"WHERE i.ns = ? AND i.key IN ({', '.join('?' * len(chunk))})",
+                f"{select} WHERE i.ns = ? AND i.key IN ({', '.join('?' * len(chunk))})",
                 (ns, *chunk),
             )
-            for key, paths in rows:
-                found[(ns, key)] = tuple(json.loads(paths)) if paths else ()
+            for row in rows:
+                found[(row[0], row[1])] = row
     return [found.get(k) for k in wanted]
 
 
