@@ -389,3 +389,92 @@ def test_tables_and_scopes_have_their_own_locks(make_backend, pg_conn):
     in_thread(lambda: second.unlock(second.lock("u1")))  # another table: another lock
     in_thread(lambda: first.unlock(first.lock("u10")))  # another scope: another lock
     first.unlock(token)
+
+
+# ---- a lock lost under its holder ----------------------------------------------------------
+
+
+def test_a_write_made_after_the_lock_was_lost_is_refused(make_backend, pg_conn):
+    """Postgres releases a lock whose connection ends; the holder's next write checks, in
+    its own transaction, that it still holds it (it wrote, and the text another process
+    wrote under the lock since was overwritten)."""
+    backend = make_backend(max_size=4, timeout=3)
+    token = backend.lock("u1")
+    put(backend, "before", {"n": 1})  # held: written
+    terminate(pg_conn, token.conn.info.backend_pid)
+    with pytest.raises(BackendError, match=r"lock of 'u1' ended during this call"):
+        put(backend, "after", {"n": 2})
+    assert backend.get([(NS, "before"), (NS, "after")])[1] is None
+    with pytest.raises(BackendError, match="broke before unlock"):
+        backend.unlock(token)
+    put(backend, "later", {"n": 3})  # no lock held any more: written as usual
+    assert backend.get([(NS, "later")])[0] is not None
+
+
+async def test_an_async_write_made_after_the_lock_was_lost_is_refused(make_backend, pg_conn):
+    backend = make_backend(max_size=4, timeout=3)
+    token = await backend.alock("u1")
+    await asyncio.to_thread(terminate, pg_conn, token.conn.info.backend_pid)
+    record = Record(NS, "after", {"n": 2}, (), (), None, stamp())
+    with pytest.raises(BackendError, match=r"lock of 'u1' ended during this call"):
+        await backend.awrite([record], [])
+    assert await backend.aget([(NS, "after")]) == [None]
+    with pytest.raises(BackendError, match="broke before unlock"):
+        await backend.aunlock(token)
+
+
+def test_a_lock_outlives_the_servers_idle_in_transaction_timeout(make_backend, pg_url):
+    """The holder's transaction is idle while it decides (a resolver calling a model): a
+    server's ``idle_in_transaction_session_timeout`` ended it and released the lock."""
+    options = {"options": "-c idle_in_transaction_session_timeout=300"}
+    backend = make_backend(max_size=4, timeout=3, connect_kwargs=options)
+    token = backend.lock("u1")
+    time.sleep(1.0)  # idle in the lock's transaction for more than the timeout
+    put(backend, "k", {"n": 1})
+    backend.unlock(token)
+    assert backend.get([(NS, "k")])[0] is not None
+
+
+def test_an_update_decided_under_a_lost_lock_loses_no_other_writers_text(make_backend, pg_conn):
+    """Two stores, one user: A's lock is killed while A is about to write its update; B
+    takes the lock and updates; A's write is refused, so B's text stays (it was lost)."""
+    from langchain_ltm import LongTermMemoryStore
+    from tests.fakes import KeywordEmbeddings
+
+    table = f"t_{uuid.uuid4().hex[:12]}"
+    a = LongTermMemoryStore(make_backend(table=table, dims=64), embeddings=KeywordEmbeddings(64))
+    b = LongTermMemoryStore(make_backend(table=table, dims=64), embeddings=KeywordEmbeddings(64))
+    fact = a.remember("u", "likes tea").fact
+    assert fact is not None
+    about_to_write, go = threading.Event(), threading.Event()
+    real_write = a.backend.write
+
+    def slow_write(*args: Any, **kwargs: Any) -> int:
+        about_to_write.set()
+        assert go.wait(DEADLINE)
+        return real_write(*args, **kwargs)
+
+    a.backend.write = slow_write  # type: ignore[method-assign]
+    outcome: dict[str, Any] = {}
+
+    def update() -> None:
+        try:
+            outcome["a"] = a.update_fact("u", fact.id, "likes black coffee")
+        except BackendError as exc:
+            outcome["a"] = exc
+
+    thread = threading.Thread(target=update, daemon=True)
+    thread.start()
+    assert about_to_write.wait(DEADLINE)
+    holders = pg_conn.execute(
+        "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1"
+    ).fetchall()
+    for (pid,) in holders:
+        terminate(pg_conn, pid)
+    assert in_thread(lambda: b.update_fact("u", fact.id, "likes green tea")).action == "updated"
+    go.set()
+    thread.join(DEADLINE)
+    assert isinstance(outcome["a"], BackendError)
+    (current,) = b.list_all("u")
+    assert current.content == "likes green tea"
+    assert [v.content for v in current.history] == ["likes tea"]

@@ -23,6 +23,7 @@ the holders' own reads and writes, at most half of a pool's connections (5 of th
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 import weakref
 from collections.abc import Callable
@@ -48,15 +49,34 @@ S = TypeVar("S", threading.Semaphore, asyncio.Semaphore)
 class HeldLock:
     """The token of a held lock: a pooled connection whose open transaction holds it."""
 
-    __slots__ = ("conn", "is_async", "pool", "released", "scope", "slots")
+    __slots__ = ("conn", "is_async", "owner", "pid", "pool", "released", "scope", "slots")
 
-    def __init__(self, conn: Any, pool: Any, slots: Any, scope: str, *, is_async: bool) -> None:
+    def __init__(
+        self, conn: Any, pool: Any, slots: Any, scope: str, *, is_async: bool, owner: Any
+    ) -> None:
         self.conn, self.pool, self.slots, self.scope = conn, pool, slots, scope
         self.is_async = is_async
+        self.owner = owner  # the AdvisoryLocks that took it
+        self.pid = int(conn.info.backend_pid)  # the server session holding the lock
         self.released = False
 
     def __repr__(self) -> str:
         return f"<HeldLock {self.scope!r} {'released' if self.released else 'held'}>"
+
+
+_HELD: contextvars.ContextVar[tuple[HeldLock, ...]] = contextvars.ContextVar(
+    "langchain_ltm_postgres_held_locks", default=()
+)
+"""The locks this thread or task holds: its writes check they still hold them."""
+
+
+def _hold(held: HeldLock) -> HeldLock:
+    _HELD.set((*_HELD.get(), held))
+    return held
+
+
+def _drop(held: HeldLock) -> None:
+    _HELD.set(tuple(h for h in _HELD.get() if h is not held and not h.released))
 
 
 class AdvisoryLocks:
@@ -82,6 +102,14 @@ class AdvisoryLocks:
                 slots = self._slots.setdefault(pool, kind(max_size // 2))
         return slots  # type: ignore[no-any-return]
 
+    def held(self) -> list[tuple[int, str]]:
+        """``(backend pid, scope)`` of the locks the calling thread or task holds here.
+
+        A write made while holding them checks, in its own transaction, that it still does
+        (:func:`~langchain_ltm.backends.postgres._sql.locks_still_held`).
+        """
+        return [(h.pid, h.scope) for h in _HELD.get() if h.owner is self and not h.released]
+
     def lock(self, statement: Statement, scope: str) -> HeldLock:
         """Run ``statement`` (an advisory lock) in a transaction; keep its connection."""
         pool = self.connector.sync_pool()
@@ -97,7 +125,7 @@ class AdvisoryLocks:
                     if conn.autocommit:
                         conn.execute("BEGIN", prepare=False)
                     conn.execute(statement.sql, statement.params, prepare=False)
-                    return HeldLock(conn, pool, slots, scope, is_async=False)
+                    return _hold(HeldLock(conn, pool, slots, scope, is_async=False, owner=self))
                 except BaseException as exc:
                     lost = conn.broken or conn.closed
                     rollback_or_close_sync(conn)  # a lock granted meanwhile is released too
@@ -128,7 +156,7 @@ class AdvisoryLocks:
                     if conn.autocommit:
                         await conn.execute("BEGIN", prepare=False)
                     await conn.execute(statement.sql, statement.params, prepare=False)
-                    return HeldLock(conn, pool, slots, scope, is_async=True)
+                    return _hold(HeldLock(conn, pool, slots, scope, is_async=True, owner=self))
                 except BaseException as exc:  # cancelled while waiting: nothing stays held
                     lost = conn.broken or conn.closed
                     await rollback_or_close(conn)
@@ -150,6 +178,7 @@ class AdvisoryLocks:
         if held.released:
             return
         held.released = True
+        _drop(held)
         conn = held.conn
         try:
             conn.commit()
@@ -172,6 +201,7 @@ class AdvisoryLocks:
         if held.released:
             return
         held.released = True
+        _drop(held)
         conn = held.conn
         try:
             await conn.commit()

@@ -534,7 +534,11 @@ def normalize_batch(
 
 
 def write(
-    t: Tables, upserts: Sequence[Record], deletes: Sequence[ItemKey], type_column: int | None
+    t: Tables,
+    upserts: Sequence[Record],
+    deletes: Sequence[ItemKey],
+    type_column: int | None,
+    held: Sequence[tuple[int, str]] = (),
 ) -> Exchange[int]:
     """The batch's key locks, then its items, then its vectors (and deletes): one transaction.
 
@@ -553,6 +557,10 @@ def write(
     upsert, then one statement of CTEs deleting items and replacing vectors. The first ones
     do not wait (``Statement.wait``): in pipeline mode the server takes the locks and writes
     the items while the vectors' statement is built and sent.
+
+    ``held``: the ``(backend pid, scope)`` locks the caller holds (``lock()``). The last
+    statement also reads whether they are still held, and a lock released under its holder
+    fails the write whole (:class:`LockLostError`): no round trip of its own.
     """
     for r in upserts:  # before anything is sent: the vectors are built after the items
         if (
@@ -603,7 +611,9 @@ def write(
         after = " AND (SELECT done FROM items_done) >= 0"
     ctes_list.append(_replace_vectors(t, upserts, paths, deletes, gone_paths, params, after))
     counted = "(SELECT count(*) FROM gone)" if deletes else "0"
-    rows = yield Statement(f"WITH {', '.join(ctes_list)} SELECT {counted}", tuple(params))
+    lost = _lost_locks(t, held, params) if held else "'{}'::text[]"
+    rows = yield Statement(f"WITH {', '.join(ctes_list)} SELECT {counted}, {lost}", tuple(params))
+    _refuse_without(rows[0][1])  # raised in the transaction: it rolls back whole
     return int(rows[0][0])
 
 
@@ -818,8 +828,51 @@ def advisory_lock(t: Tables, scope: str) -> Statement:
 
     The key is ``hashtextextended('"schema"."table":' || scope, 0)``, so another tool can
     take the same lock; it never equals the keys of setup or of the vector column typing.
+    The holder's transaction sits idle while it reads, decides (a resolver may call a
+    model) and writes on other connections: a server's ``idle_in_transaction_session_timeout``
+    is turned off for it, so the lock is not dropped under the holder.
     """
-    return Statement("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (lock_key(t, scope),))
+    return Statement(
+        "SELECT set_config('idle_in_transaction_session_timeout', '0', true), "
+        "pg_advisory_xact_lock(hashtextextended(%s, 0))",
+        (lock_key(t, scope),),
+    )
+
+
+def _lost_locks(t: Tables, held: Sequence[tuple[int, str]], params: list[Any]) -> str:
+    """An array of the scopes of ``held`` (``(backend pid, scope)``) no longer held.
+
+    Read in the write's own statement, before it commits: a lock whose connection ended
+    (killed, or closed by a server timeout) was released by Postgres, and another writer
+    may hold it now.
+    """
+    params.extend(
+        (
+            [pid for pid, _ in held],
+            [lock_key(t, scope) for _, scope in held],
+            [scope for _, scope in held],
+        )
+    )
+    return (
+        "ARRAY(SELECT h.scope FROM unnest(%b::int4[], %b::text[], %b::text[]) "
+        "AS h(pid, k, scope) WHERE NOT EXISTS (SELECT 1 FROM pg_locks l "
+        "WHERE l.locktype = 'advisory' AND l.granted AND l.pid = h.pid AND l.objsubid = 1 "
+        "AND ((l.classid::int8 << 32) | l.objid::int8) = hashtextextended(h.k, 0)))"
+    )
+
+
+class LockLostError(BackendError):
+    """A write was refused: a lock its caller held was released under it."""
+
+
+def _refuse_without(lost: Sequence[str]) -> None:
+    if lost:
+        raise LockLostError(
+            f"The Postgres connection holding the lock of {', '.join(map(repr, lost))} "
+            "ended during this call (killed, or closed by a server timeout), so Postgres "
+            "released the lock and another writer may have written since. Nothing of this "
+            "write was made: retry the call (it reads again)."
+        )
 
 
 # ---- schema ----------------------------------------------------------------------------

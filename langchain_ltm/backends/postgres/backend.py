@@ -593,8 +593,9 @@ class PostgresBackend(VectorBackend):
 
     def write(self, upserts: Sequence[Record], deletes: Sequence[ItemKey]) -> int:  # noqa: D102
         upserts, deletes, new_dims = self._plan_write(upserts, deletes)
+        held = self._locks.held()
         deleted = self.connector.run(
-            lambda: sql.write(self.tables, upserts, deletes, new_dims),
+            lambda: sql.write(self.tables, upserts, deletes, new_dims, held),
             "write",
             transaction=True,  # the key locks, then the statements (sql.write)
             pipeline=True,
@@ -604,8 +605,9 @@ class PostgresBackend(VectorBackend):
 
     async def awrite(self, upserts: Sequence[Record], deletes: Sequence[ItemKey]) -> int:  # noqa: D102
         upserts, deletes, new_dims = self._plan_write(upserts, deletes)
+        held = self._locks.held()
         deleted = await self.connector.arun(
-            lambda: sql.write(self.tables, upserts, deletes, new_dims),
+            lambda: sql.write(self.tables, upserts, deletes, new_dims, held),
             "write",
             transaction=True,  # the key locks, then the statements (sql.write)
             pipeline=True,
