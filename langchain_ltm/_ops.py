@@ -150,6 +150,7 @@ def _plan_put(op: PutOp, default_fields: list[TokenizedField]) -> PlannedPut:
         fields = tokenize_fields(op.index)
     else:
         raise TypeError(f"index must be False, None or a list of field paths, got {op.index!r}.")
+    _check_value_text(op.value, op.key)  # first: reading texts walks the value too
     texts: list[tuple[str, str]] = []
     for path, tokens in fields:
         found = _texts_at(op.value, tokens)
@@ -157,17 +158,28 @@ def _plan_put(op: PutOp, default_fields: list[TokenizedField]) -> PlannedPut:
             texts.append((path, found[0]))
         else:
             texts.extend((f"{path}.{j}", text) for j, text in enumerate(found))
-    _check_value_text(op.value, op.key)
     # copied at planning time: later mutations of the caller's dict cannot reach the store
     return PlannedPut(op, copy_value(dict(op.value)), texts, ttl)
 
 
-def _check_value_text(value: Any, key: str, path: str = "value") -> None:
-    """Refuse a text in the value (a key or a string) that is not valid Unicode.
+MAX_DEPTH = 200
+"""Deepest nesting of lists and objects a value may have (a deeper one is refused)."""
+
+
+def _check_value_text(value: Any, key: str, path: str = "value", depth: int = 0) -> None:
+    """Refuse a text in the value (a key or a string) that is not valid Unicode, and a
+    value nested deeper than :data:`MAX_DEPTH`.
 
     A lone surrogate ("\\ud800") has no UTF-8 form: Postgres, Chroma and Milvus failed on it
     with their own errors, the other engines stored it. Every engine refuses it now, first.
+    Past a few hundred levels copying or encoding a value exhausts Python's stack: a bare
+    ``RecursionError``, at a depth that depended on the caller.
     """
+    if depth > MAX_DEPTH:
+        raise ValueError(
+            f"{path[:80]}... of key {key!r} is nested more than {MAX_DEPTH} levels deep; "
+            "store it flatter (or as a JSON string)."
+        )
     if isinstance(value, str):
         if not encodes_as_utf8(value):
             raise ValueError(
@@ -184,11 +196,11 @@ def _check_value_text(value: Any, key: str, path: str = "value") -> None:
                 )
             if type(inner) in _TEXT_FREE:
                 continue
-            _check_value_text(inner, key, f"{path}[{name!r}]")
+            _check_value_text(inner, key, f"{path}[{name!r}]", depth + 1)
     elif isinstance(value, (list, tuple)):
         for i, inner in enumerate(value):
             if type(inner) not in _TEXT_FREE:
-                _check_value_text(inner, key, f"{path}[{i}]")
+                _check_value_text(inner, key, f"{path}[{i}]", depth + 1)
 
 
 _TEXT_FREE = frozenset({int, float, bool, type(None)})
@@ -264,9 +276,18 @@ def _check_key(key: Any) -> None:
         )
 
 
+MAX_WINDOW = 2**53
+"""Largest ``limit`` and ``offset`` (every engine's integers hold their sum)."""
+
+
 def _check_window(limit: Any, offset: Any) -> None:
-    if type(limit) is int and type(offset) is int and limit >= 0 and offset >= 0:
+    if (
+        type(limit) is int
+        and type(offset) is int
+        and 0 <= limit <= MAX_WINDOW
+        and 0 <= offset <= MAX_WINDOW
+    ):
         return  # the usual case, without four isinstance calls
     for name, value in (("limit", limit), ("offset", offset)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise ValueError(f"{name} must be an int >= 0, got {value!r}.")
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_WINDOW:
+            raise ValueError(f"{name} must be an int from 0 to 2**53, got {value!r}.")

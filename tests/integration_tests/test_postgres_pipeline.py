@@ -250,3 +250,38 @@ def test_the_flush_takes_a_socket_past_descriptor_1024(pg_url: str) -> None:
     finally:
         for fd in held:
             os.close(fd)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_the_first_write_types_the_column_without_breaking_prepared_statements(pg_url, mode):
+    """A store opened without ``dims`` types its vector column in its first write. The
+    ``ALTER TABLE`` made psycopg drop its prepared statements after the next one had been
+    prepared in the pipeline, so with a handed-in pool preparing every statement
+    (``prepare_threshold=0``) the second write failed ("prepared statement does not
+    exist") and was not stored."""
+    from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+    kwargs = {"autocommit": True, "prepare_threshold": 0}
+    table = f"t_{uuid.uuid4().hex[:12]}"
+    if mode == "sync":
+        pool: Any = ConnectionPool(pg_url, kwargs=kwargs, min_size=1, max_size=4, open=True)
+    else:
+        pool = AsyncConnectionPool(pg_url, kwargs=kwargs, min_size=1, max_size=4, open=False)
+        await pool.open()
+    store = LongTermMemoryStore(
+        postgres_backend(pool, table=table), embeddings=KeywordEmbeddings(64)
+    )
+    try:
+        for key in ("a", "b", "c"):
+            if mode == "sync":
+                store.put(("docs",), key, {"text": f"note {key}"})
+            else:
+                await store.aput(("docs",), key, {"text": f"note {key}"})
+        assert [i.key for i in store.search(("docs",), limit=10)] == ["c", "b", "a"]
+    finally:
+        await asyncio.to_thread(store.backend.drop)
+        await store.aclose()
+        if mode == "sync":
+            pool.close()
+        else:
+            await pool.close()

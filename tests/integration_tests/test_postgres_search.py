@@ -131,6 +131,26 @@ def test_pgvectorstore_reads_what_the_store_wrote(make_backend, pg_engine, emb):
         twin.close()
 
 
+@pytest.mark.parametrize("form", ["url", "key=value"])
+def test_as_vectorstore_works_from_a_pool_of_either_conninfo_form(make_backend, pg_url, emb, form):
+    """A pool opened on a ``key=value`` conninfo made ``as_vectorstore()`` fail
+    (SQLAlchemy could not parse it)."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+    from psycopg_pool import ConnectionPool
+
+    writer = make_backend(dims=64)
+    LongTermMemoryStore(writer, embeddings=emb).remember("alice", "my cat is called Tom")
+    conninfo = pg_url if form == "url" else make_conninfo(**conninfo_to_dict(pg_url))
+    assert ("://" in conninfo) is (form == "url")
+    with ConnectionPool(conninfo, kwargs={"autocommit": True}, min_size=1, max_size=2) as pool:
+        reader = postgres_backend(pool, table=writer.tables.table)
+        try:
+            found = reader.as_vectorstore(emb).similarity_search("cat", k=1)
+            assert found[0].page_content == "my cat is called Tom"
+        finally:
+            reader.close()
+
+
 HOSTILE = [
     "'; DROP TABLE items; --",
     "%s",

@@ -6,6 +6,7 @@ This is the table in the README's security section, run on the embedded engines.
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 from langchain_core.vectorstores import InMemoryVectorStore
@@ -225,4 +226,37 @@ async def test_a_value_with_a_lone_surrogate_is_refused_and_keeps_the_old_one(va
         with pytest.raises(ValueError, match="lone surrogate"):
             await store.aput(("docs",), "k", value)
         assert store.get(("docs",), "k").value == {"text": "old"}
+        store.close()
+
+
+def _nested(depth: int) -> dict:
+    """A value ``depth`` levels deep (objects and lists in turn) under its top object."""
+    value: Any = "x"
+    for i in range(depth):
+        value = {"k": value} if i % 2 else [value]
+    return {"top": value}
+
+
+async def test_a_value_nested_too_deep_is_refused_clearly_and_keeps_the_old_one(tmp_path):
+    """Nesting past a few hundred levels raised a bare ``RecursionError`` from copying the
+    value, at a depth that depended on the caller's stack."""
+    from langchain_ltm._ops import MAX_DEPTH
+    from langchain_ltm.backends.sqlite import sqlite_backend
+
+    for store in (
+        LongTermMemoryStore(InMemoryVectorStore(KeywordEmbeddings(dims=16))),
+        LongTermMemoryStore(
+            sqlite_backend(tmp_path / "d.sqlite"), embeddings=KeywordEmbeddings(dims=16)
+        ),
+    ):
+        store.put(("docs",), "k", {"text": "old"})
+        for depth in (MAX_DEPTH + 1, 600, 5000):
+            with pytest.raises(ValueError, match=f"nested more than {MAX_DEPTH} levels"):
+                store.put(("docs",), "k", _nested(depth))
+            with pytest.raises(ValueError, match=f"nested more than {MAX_DEPTH} levels"):
+                await store.aput(("docs",), "k", _nested(depth))
+        assert store.get(("docs",), "k").value == {"text": "old"}
+        deep = _nested(MAX_DEPTH - 5)  # within the limit: stored and read back whole
+        store.put(("docs",), "deep", deep)
+        assert store.get(("docs",), "deep").value == deep
         store.close()

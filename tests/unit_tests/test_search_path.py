@@ -97,8 +97,9 @@ def test_a_valid_tuple_namespace_is_kept_and_a_bad_one_still_refused():
     for bad in (("memories", "a.b"), ("memories", ""), ("memories", 3), ("x\x00",)):
         with pytest.raises(InvalidNamespaceError):
             plan_batch([SearchOp(bad, None, 5, 0, "q")], fields)
-    for limit, offset in ((True, 0), (-1, 0), (5, -1), (5.0, 0), (5, None)):
-        with pytest.raises(ValueError, match="must be an int >= 0"):
+    bad_windows = ((True, 0), (-1, 0), (5, -1), (5.0, 0), (5, None), (2**63, 0), (5, 2**60))
+    for limit, offset in bad_windows:
+        with pytest.raises(ValueError, match="must be an int from 0 to 2\\*\\*53"):
             plan_batch([SearchOp(namespace, None, limit, offset, "q")], fields)
 
 

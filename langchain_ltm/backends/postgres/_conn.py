@@ -747,3 +747,22 @@ def conninfo_from_engine(engine: Any) -> str:
         query["sslmode"] = query.pop("ssl")
     libpq = url.set(drivername="postgresql", query=query)
     return str(libpq.render_as_string(hide_password=False))
+
+
+def sqlalchemy_url(conninfo: str, kwargs: dict[str, Any]) -> str:
+    """A ``postgresql+psycopg://`` URL for SQLAlchemy (langchain-postgres' ``PGEngine``).
+
+    From a URL or ``key=value`` conninfo, with the libpq parameters among a pool's connection
+    ``kwargs`` (a password, ``options``) kept, as the pool itself connects.
+
+    Example:
+        >>> sqlalchemy_url("dbname=app host=/tmp user=me", {"autocommit": True})
+        'postgresql+psycopg://?dbname=app&host=%2Ftmp&user=me'
+    """
+    from sqlalchemy.engine import URL
+
+    libpq = {option.keyword.decode() for option in psycopg.pq.Conninfo.get_defaults()}
+    params = psycopg.conninfo.conninfo_to_dict(conninfo)
+    params.update({k: v for k, v in kwargs.items() if k in libpq and v is not None})
+    query = {k: str(v) for k, v in sorted(params.items())}
+    return URL.create("postgresql+psycopg", query=query).render_as_string(hide_password=False)

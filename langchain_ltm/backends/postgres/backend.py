@@ -88,7 +88,11 @@ try:
     from langchain_ltm.backends.postgres import _broad, _calibrate, _compact
     from langchain_ltm.backends.postgres import _sql as sql
     from langchain_ltm.backends.postgres._calibrate import BroadCalibration
-    from langchain_ltm.backends.postgres._conn import Connector, conninfo_from_engine
+    from langchain_ltm.backends.postgres._conn import (
+        Connector,
+        conninfo_from_engine,
+        sqlalchemy_url,
+    )
     from langchain_ltm.backends.postgres._lock import AdvisoryLocks, HeldLock
     from langchain_ltm.backends.postgres._vector_type import migrate_vector_type
 except ImportError as exc:  # pragma: no cover - exercised without the extra
@@ -502,7 +506,7 @@ class PostgresBackend(VectorBackend):
 
         engine = engine or self._engine
         if engine is None:
-            url = self.connector.conninfo.replace("postgresql://", "postgresql+psycopg://", 1)
+            url = sqlalchemy_url(self.connector.conninfo, self.connector.kwargs)
             engine = self._engine = PGEngine.from_connection_string(url)
         return PGVectorStore.create_sync(
             engine,
@@ -598,7 +602,9 @@ class PostgresBackend(VectorBackend):
             lambda: sql.write(self.tables, upserts, deletes, new_dims, held),
             "write",
             transaction=True,  # the key locks, then the statements (sql.write)
-            pipeline=True,
+            # typing the column (ALTER TABLE) makes psycopg drop its prepared statements,
+            # which in pipeline mode lands after the next one was prepared: not pipelined
+            pipeline=new_dims is None,
         )
         self.dims = self.dims or new_dims
         return deleted
@@ -610,7 +616,9 @@ class PostgresBackend(VectorBackend):
             lambda: sql.write(self.tables, upserts, deletes, new_dims, held),
             "write",
             transaction=True,  # the key locks, then the statements (sql.write)
-            pipeline=True,
+            # typing the column (ALTER TABLE) makes psycopg drop its prepared statements,
+            # which in pipeline mode lands after the next one was prepared: not pipelined
+            pipeline=new_dims is None,
         )
         self.dims = self.dims or new_dims
         return deleted
