@@ -734,19 +734,37 @@ class Connector:
         raise AssertionError("unreachable")  # pragma: no cover
 
 
+_ASYNCPG_SSL = {"true": "require", "false": "disable"}
+"""asyncpg's boolean ``ssl`` values as libpq ``sslmode``s (its other values are libpq's)."""
+
+
 def conninfo_from_engine(engine: Any) -> str:
-    """The libpq URL of a langchain-postgres ``PGEngine`` (its SQLAlchemy engine's URL)."""
+    """The libpq conninfo of a langchain-postgres ``PGEngine`` (its SQLAlchemy engine's URL).
+
+    Built from the URL's parts (a database or user name with spaces or ``@`` stays whole),
+    with asyncpg's ``ssl=true`` read as ``sslmode=require``.
+    """
     url = getattr(getattr(engine, "_pool", None), "url", None)
     if url is None:
         raise TypeError(
             "Could not read the database URL of this PGEngine; pass the URL or a "
             "psycopg_pool.ConnectionPool to postgres_backend() instead."
         )
-    query = dict(url.query)
-    if "ssl" in query and "sslmode" not in query:  # asyncpg spelling
-        query["sslmode"] = query.pop("ssl")
-    libpq = url.set(drivername="postgresql", query=query)
-    return str(libpq.render_as_string(hide_password=False))
+    params: dict[str, Any] = {
+        k: v if isinstance(v, str) else ",".join(v) for k, v in url.query.items()
+    }
+    if "ssl" in params and "sslmode" not in params:  # asyncpg spelling
+        ssl = str(params.pop("ssl"))
+        params["sslmode"] = _ASYNCPG_SSL.get(ssl.lower(), ssl)
+    parts = {
+        "host": url.host,
+        "port": url.port,
+        "user": url.username,
+        "password": url.password,
+        "dbname": url.database,
+    }
+    params.update({k: v for k, v in parts.items() if v is not None})
+    return psycopg.conninfo.make_conninfo(**params)
 
 
 def sqlalchemy_url(conninfo: str, kwargs: dict[str, Any]) -> str:
