@@ -160,7 +160,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         self._guard = guard_for(secret_guard)
         self._embedder = Embedder(embeddings)
         self._tokenized_fields = tokenize_fields(self.fields)
-        self._locks = UserLocks()
+        self._locks = UserLocks.shared_by(self.backend)
         self.ttl_config: TTLConfig | None = check_ttl_config(ttl)
         self.supports_ttl = self.backend.capabilities.ttl
         if self.ttl_config and not self.supports_ttl:

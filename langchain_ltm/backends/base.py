@@ -275,6 +275,20 @@ class VectorBackend(ABC):
         return self.count(prefix)
 
 
+def normalize_batch(
+    upserts: Sequence[Record], deletes: Sequence[ItemKey]
+) -> tuple[list[Record], list[ItemKey]]:
+    """A write's own order, as every engine applies it: the last upsert of a key wins.
+
+    A delete beats upserts of its key.
+    """
+    gone = dict.fromkeys(deletes)
+    last: dict[ItemKey, Record] = {}
+    for record in upserts:
+        last[(record.namespace, record.key)] = record
+    return [r for k, r in last.items() if k not in gone], list(gone)
+
+
 def namespace_matches(
     namespace: tuple[str, ...], conditions: tuple[tuple[str, tuple[str, ...]], ...]
 ) -> bool:

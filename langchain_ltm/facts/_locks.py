@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import weakref
 import zlib
 from collections.abc import Callable
 from typing import Any
@@ -29,6 +30,22 @@ class UserLocks:
         # stripe -> the event loop whose task holds it (async calls only): a sync call on
         # that loop's thread could never get it, as the holder runs on the loop it blocks
         self._loops: dict[int, Any] = {}
+
+    @classmethod
+    def shared_by(cls, backend: VectorBackend) -> UserLocks:
+        """The locks of every store over the same data as ``backend``, in this process.
+
+        Keyed by ``backend.lock_domain`` (the backend itself unless it says otherwise: two
+        Qdrant backends over one client share a domain). Two stores over one backend, or
+        over one embedded Qdrant client, each taking only their own lock, let one
+        ``update_fact`` overwrite the other's text.
+        """
+        domain = getattr(backend, "lock_domain", backend)
+        with _SHARED_GUARD:
+            locks = _SHARED.get(domain)
+            if locks is None:
+                locks = _SHARED[domain] = cls()
+            return locks
 
     def stripe(self, label: str) -> threading.Lock:
         """The in-process lock that serializes ``label`` (shared with other labels)."""
@@ -98,3 +115,7 @@ def _acquire_off_loop(lock: threading.Lock, loops: dict[int, Any]) -> Callable[[
         return True
 
     return acquire
+
+
+_SHARED: weakref.WeakKeyDictionary[Any, UserLocks] = weakref.WeakKeyDictionary()
+_SHARED_GUARD = threading.Lock()

@@ -102,7 +102,7 @@ class FactStore(FactAPI):
             policy=decision_policy(merge_threshold, review_threshold),
             resolver=check_resolver(resolver),
             guard=guard_for(secret_guard),
-            locks=UserLocks(),
+            locks=UserLocks.shared_by(backend),
             max_fact_chars=max_fact_chars,
             max_queries=max_queries,
             history_limit=check_history_limit(history_limit),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -339,3 +340,130 @@ def test_scores_are_exact_cosines(emb):
     query = np.asarray(emb.embed_query("tea"), dtype=np.float32)
     doc = np.asarray(emb.embed_documents(['{"text": "green tea"}'])[0], dtype=np.float32)
     assert store.search(NS, query="tea")[0].score == pytest.approx(float(query @ doc), abs=1e-6)
+
+
+# ---- writes that fail half way, odd paths, repeated keys (found by a bug hunt) ------------
+
+
+class _FailOnce:
+    """Wraps a client method: the first call raises ``OSError`` (a full disk, say)."""
+
+    def __init__(self, method):
+        self.method, self.failed = method, False
+
+    def __call__(self, *args, **kwargs):
+        if not self.failed:
+            self.failed = True
+            raise OSError("No space left on device")
+        return self.method(*args, **kwargs)
+
+
+def _keys_points(client: QdrantClient, key: str) -> list[str]:
+    return sorted(
+        str(p.payload.get("page_content")) for p in points(client) if p.payload.get("key") == key
+    )
+
+
+@pytest.mark.parametrize("mode", ["embedded", "server plans"])
+def test_a_write_that_failed_half_way_leaves_no_text_after_a_delete(emb, tmp_path, mode):
+    """The upsert landed, the delete of the old texts did not: those points were named by
+    no head any more, and deleting the item (``forget``) left "my secret diagnosis" in the
+    collection, found by a search on a server."""
+    import dataclasses
+
+    backend = qdrant_backend(tmp_path / "q", dims=64, mirror=mode == "embedded")
+    if mode == "server plans":  # the server's write plan, run on the embedded engine
+        backend.layout = dataclasses.replace(backend.layout, server=True)
+    store = LongTermMemoryStore(backend, embeddings=emb, fields=["text", "tags[*]"])
+    store.put(NS, "k", {"text": "note", "tags": ["my secret diagnosis", "hot"]})
+    backend.client.delete = _FailOnce(backend.client.delete)
+    if mode == "embedded":
+        with pytest.raises(BackendError):
+            store.put(NS, "k", {"text": "note", "tags": []})
+        # the mirror shows what the collection holds after the half write
+        assert store.get(NS, "k").value == {"text": "note", "tags": []}
+        assert "my secret diagnosis" in _keys_points(backend.client, "k")
+    else:  # the server plan sweeps by key: the failing call is that sweep
+        with pytest.raises(BackendError):
+            store.put(NS, "k", {"text": "note", "tags": []})
+    store.delete(NS, "k")
+    assert _keys_points(backend.client, "k") == []
+    assert store.search(NS, query="secret diagnosis") == []
+    store.close()
+
+
+def test_a_field_named_empty_keeps_its_item_after_reopening(emb, tmp_path):
+    """A second text under the path "" got the head point's id and overwrote it: the item
+    was gone once the folder was opened again."""
+    folder = tmp_path / "q"
+    store = LongTermMemoryStore(qdrant_backend(folder, dims=64), embeddings=emb)
+    value = {"text": "green tea", "": "water"}
+    store.put(NS, "k", value, index=["text", ""])
+    store.close()
+    again = LongTermMemoryStore(qdrant_backend(folder, dims=64), embeddings=emb)
+    assert again.get(NS, "k").value == value
+    assert sorted(again.backend.indexed_paths([(NS, "k")])[0]) == ["", "text"]
+    assert [i.key for i in again.search(NS, query="water")] == ["k"]
+    again.delete(NS, "k")
+    assert points(again.backend.client) == []
+    again.close()
+
+
+def test_reload_of_a_backend_opened_before_its_collection_keeps_the_shared_mirror(emb):
+    client = QdrantClient(":memory:")
+    early = QdrantBackend(client)  # no collection yet
+    store = LongTermMemoryStore(QdrantBackend(client, dims=64), embeddings=emb)
+    store.remember("alice", "alice lives in paris")
+    early.reload()
+    assert [f.content for f in store.list_all("alice")] == ["alice lives in paris"]
+    assert store.remember("alice", "alice lives in paris").action == "duplicate"
+
+
+def test_a_write_naming_one_key_twice_applies_it_as_the_other_engines_do(emb):
+    from datetime import datetime, timezone
+
+    from langchain_ltm.backends.base import Record
+
+    backend = QdrantBackend(QdrantClient(":memory:"), dims=4)
+    now = datetime.now(timezone.utc)
+    vectors = np.eye(4, dtype=np.float32)
+    three = Record(NS, "k", {"n": 3}, ("a", "b", "c"), ("x", "y", "z"), vectors[:3], now)
+    one = Record(NS, "k", {"n": 1}, ("a",), ("x",), vectors[:1], now)
+    backend.write([three, one], [])  # the last upsert wins
+    assert backend.get([(NS, "k")])[0].value == {"n": 1}
+    assert len(points(backend.client)) == 1
+    backend.write([], [(NS, "k")])
+    assert points(backend.client) == []
+    backend.write([three], [(NS, "k")])  # a delete beats an upsert of its key
+    assert backend.get([(NS, "k")]) == [None] and points(backend.client) == []
+
+
+def test_two_stores_over_one_embedded_client_take_turns_per_user(emb):
+    """``from_qdrant(client)`` twice: each store serialized only its own calls, so an
+    update running between another's read and write was overwritten ("rome" was lost)."""
+    client = QdrantClient(":memory:")
+    a = LongTermMemoryStore(QdrantBackend(client, dims=64), embeddings=emb)
+    b = LongTermMemoryStore(QdrantBackend(client, dims=64), embeddings=emb)
+    fact = a.remember("alice", "alice lives in paris").fact
+    assert fact is not None
+    b_finished = threading.Event()
+    real_get = a.backend.get
+
+    def slow_get(keys):  # A reads, then waits a little before deciding and writing
+        found = real_get(keys)
+        b_finished.wait(1.0)
+        return found
+
+    a.backend.get = slow_get
+    first = threading.Thread(
+        target=lambda: a.update_fact("alice", fact.id, "alice lives in berlin")
+    )
+    first.start()
+    time.sleep(0.2)  # A holds the user's lock now
+    b.update_fact("alice", fact.id, "alice lives in rome")
+    b_finished.set()
+    first.join(10)
+    a.backend.get = real_get
+    (current,) = a.list_all("alice")
+    texts = {current.content, *(v.content for v in current.history)}
+    assert texts == {"alice lives in paris", "alice lives in berlin", "alice lives in rome"}

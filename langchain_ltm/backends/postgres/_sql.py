@@ -522,17 +522,6 @@ def _unscored(
 # ---- writes ----------------------------------------------------------------------------
 
 
-def normalize_batch(
-    upserts: Sequence[Record], deletes: Sequence[ItemKey]
-) -> tuple[list[Record], list[ItemKey]]:
-    """Apply the batch's own order: the last upsert of a key wins, a delete beats upserts."""
-    gone = dict.fromkeys(deletes)
-    last: dict[ItemKey, Record] = {}
-    for record in upserts:
-        last[(record.namespace, record.key)] = record
-    return [r for k, r in last.items() if k not in gone], list(gone)
-
-
 def write(
     t: Tables,
     upserts: Sequence[Record],

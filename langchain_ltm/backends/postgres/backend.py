@@ -115,6 +115,7 @@ from langchain_ltm.backends.base import (
     check_scope,
     check_token,
     dimension_error,
+    normalize_batch,
 )
 
 if TYPE_CHECKING:
@@ -685,7 +686,7 @@ class PostgresBackend(VectorBackend):
     def _plan_write(
         self, upserts: Sequence[Record], deletes: Sequence[ItemKey]
     ) -> tuple[list[Record], list[ItemKey], int | None]:
-        kept, gone = sql.normalize_batch(upserts, deletes)
+        kept, gone = normalize_batch(upserts, deletes)
         dims = batch_dims(kept, self.dims, "a new table")
         # first vectors of a table created without dims: type the column in the same write
         return kept, gone, dims if self.dims is None else None

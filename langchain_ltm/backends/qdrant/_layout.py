@@ -79,9 +79,28 @@ def _scope_fields(namespace: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
     return ns_json(namespace), tuple(ns_json(namespace[:d]) for d in range(len(namespace) + 1))
 
 
+_EMPTY_PATH = "\x00"
+"""Stands for the path ``""`` in a further text's id: ``vector_id(..., "")`` is the head's."""
+
+
 def point_ids(namespace: tuple[str, ...], key: str, paths: Sequence[str]) -> list[str]:
-    """Ids of an item's points: the head, then one per further text."""
-    return [head_id(namespace, key)] + [vector_id(namespace, key, p) for p in paths[1:]]
+    """Ids of an item's points: the head, then one per further text.
+
+    A further text under the path ``""`` (a value's ``""`` field) gets an id of its own: it
+    took the head's and overwrote it, so the item was gone once the folder was reopened.
+    """
+    return [head_id(namespace, key)] + [
+        vector_id(namespace, key, p or _EMPTY_PATH) for p in paths[1:]
+    ]
+
+
+def item_points(keys: Sequence[tuple[tuple[str, ...], str]]) -> models.Filter:
+    """Every point of the items ``keys`` (exact namespace and key)."""
+    return models.Filter(
+        should=[
+            models.Filter(must=[_match("ns", ns_json(ns)), _match("key", key)]) for ns, key in keys
+        ]
+    )
 
 
 def to_us(moment: datetime) -> int:

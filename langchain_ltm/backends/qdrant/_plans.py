@@ -36,6 +36,7 @@ from langchain_ltm.backends.base import (
     expiry,
     is_alive,
     namespace_matches,
+    normalize_batch,
 )
 from langchain_ltm.backends.qdrant._layout import (
     HEADS,
@@ -47,6 +48,7 @@ from langchain_ltm.backends.qdrant._layout import (
     from_us,
     head_id,
     is_ours,
+    item_points,
     ns_json,
     point_ids,
     scope_conditions,
@@ -302,7 +304,15 @@ def _best_per_item(points: Sequence[models.ScoredPoint], request: SearchRequest)
 def plan_write(
     layout: Layout, upserts: Sequence[Record], deletes: Sequence[ItemKey]
 ) -> Plan[Written]:
-    """Upsert every point of the new versions, then delete points they no longer have."""
+    """Upsert every point of the new versions, then delete the points they no longer have.
+
+    A write interrupted between its upsert and its delete (a crash, a disk error) leaves
+    points no later head names. So deleted items' points are found by namespace and key,
+    and so are rewritten items' on a server (payload indexes); in embedded mode, where a
+    filter is evaluated point by point, a rewrite deletes the points its stored head names
+    and the mirror never reads points a head does not name.
+    """
+    upserts, deletes = normalize_batch(upserts, deletes)
     keys = list(dict.fromkeys([(r.namespace, r.key) for r in upserts] + list(deletes)))
     old: dict[str, dict[str, Any]] = {}
     if keys:
@@ -315,6 +325,8 @@ def plan_write(
         old = {str(r.id): r.payload for r in records if r.payload and "created_at_us" in r.payload}
     points: list[models.PointStruct] = []
     stale: list[models.ExtendedPointId] = []
+    rewritten: list[ItemKey] = []  # (server) items whose earlier points are found by key
+    kept: list[models.ExtendedPointId] = []  # their new points
     items: list[tuple[StoredItem, Vectors | None]] = []
     for record in upserts:
         ns, key = record.namespace, record.key
@@ -327,26 +339,37 @@ def plan_write(
         )
         new = build_points(record, created, layout.tenant_depth, layout.vector_name)
         points.extend(new)
-        if prev:
-            fresh = {str(p.id) for p in new}
-            stale.extend(i for i in point_ids(ns, key, prev.get("paths") or [""]) if i not in fresh)
+        if prev and layout.server:
+            rewritten.append((ns, key))
+            kept.extend(p.id for p in new)
+        elif prev:
+            new_ids = {str(p.id) for p in new}
+            stale.extend(
+                i for i in point_ids(ns, key, prev.get("paths") or [""]) if i not in new_ids
+            )
         vectors = record.vectors if record.vectors is not None and len(record.vectors) else None
         expires_at = record.expires
         item = StoredItem(
             ns, key, record.value, created, record.now, expires_at, record.ttl_minutes
         )
         items.append((item, vectors))
-    removed: list[ItemKey] = []
-    for ns, key in dict.fromkeys(deletes):
-        prev = old.get(head_id(ns, key))
-        if prev:
-            removed.append((ns, key))
-            stale.extend(point_ids(ns, key, prev.get("paths") or [""]))
+    removed = [(ns, key) for ns, key in deletes if head_id(ns, key) in old]
     for start in range(0, len(points), UPSERT_CHUNK):
         yield layout.call("upsert", points=points[start : start + UPSERT_CHUNK], wait=True)
     if stale:
         yield layout.call("delete", points_selector=models.PointIdsList(points=stale), wait=True)
+    swept = [*rewritten, *deletes]  # a deleted key is never rewritten (normalize_batch)
+    for start in range(0, len(swept), _SWEEP_CHUNK):
+        selector = item_points(swept[start : start + _SWEEP_CHUNK])
+        if kept:  # the points just written stay
+            selector = models.Filter(must=[selector], must_not=[models.HasIdCondition(has_id=kept)])
+        yield layout.call(
+            "delete", points_selector=models.FilterSelector(filter=selector), wait=True
+        )
     return Written(len(removed), items, removed)
+
+
+_SWEEP_CHUNK = 256  # items per delete-by-key filter
 
 
 def plan_touch(layout: Layout, keys: Sequence[ItemKey], now: datetime) -> Plan[list[StoredItem]]:

@@ -37,6 +37,7 @@ idempotent upserts, but two read-modify-write sequences on one user may interlea
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 import weakref
@@ -93,6 +94,8 @@ from langchain_ltm.backends.qdrant._plans import (
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
     from langchain_qdrant import QdrantVectorStore
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["IncompatibleCollectionError", "QdrantBackend", "qdrant_backend"]
 
@@ -181,6 +184,8 @@ class QdrantBackend(VectorBackend):
         if use_mirror and not self.local:
             raise ValueError("mirror=True needs an embedded (local mode) client.")
         self._shared = _shared_for(client, collection) if use_mirror else None
+        # the stores over this client and collection share their per-user locks
+        self.lock_domain = _domain_for(client, collection)
         if self._shared is not None:
             with self._shared.lock:
                 if not self._shared.loaded:
@@ -333,17 +338,32 @@ class QdrantBackend(VectorBackend):
         return True
 
     def _load(self, shared: _Shared) -> None:
-        if self._exists:
+        if self._present():  # another backend over the client may have created it since
             for item, vectors in self._sync(plan_load(self.layout)):
                 shared.mirror.put(item, vectors)
         shared.loaded = True
+
+    def _rebuild(self, shared: _Shared, *, quiet: bool = False) -> None:
+        """Swap in a mirror read anew from the collection (kept as is if reading fails).
+
+        ``quiet``: a failure is logged, not raised (after a failed write, whose own error
+        is what the caller needs).
+        """
+        fresh = _Shared(shared.lock)
+        try:
+            self._load(fresh)
+        except Exception:
+            if not quiet:
+                raise
+            logger.warning("could not rebuild the Qdrant mirror of %r", self.collection)
+            return
+        shared.mirror = fresh.mirror
 
     def reload(self) -> None:
         """Rebuild the embedded mirror from the collection (after outside writes)."""
         if self._shared is not None:
             with self._shared.lock:
-                self._shared.mirror = NamespaceIndex()
-                self._load(self._shared)
+                self._rebuild(self._shared)
 
     def close(self) -> None:
         """Close the clients this backend opened (a folder can then be opened again)."""
@@ -396,7 +416,13 @@ class QdrantBackend(VectorBackend):
         if self._shared is None:
             return self._sync(plan_write(self.layout, upserts, deletes)).deleted
         with self._shared.lock:
-            written = self._sync(plan_write(self.layout, upserts, deletes))
+            try:
+                written = self._sync(plan_write(self.layout, upserts, deletes))
+            except BaseException:
+                # part of the write may have landed (points are saved one by one): the
+                # mirror is rebuilt from the collection, so reads show what it holds
+                self._rebuild(self._shared, quiet=True)
+                raise
             _replay(self._shared.mirror, written)
         return written.deleted
 
@@ -607,6 +633,18 @@ def _is_local(client: QdrantClient) -> bool:
 def _local_lock_for(client: QdrantClient) -> threading.RLock:
     with _LOCAL_LOCKS_GUARD:
         return _LOCAL_LOCKS.setdefault(client, threading.RLock())
+
+
+class _Domain:
+    """What two backends over one client and collection share: their users' locks."""
+
+
+_DOMAINS: weakref.WeakKeyDictionary[Any, dict[str, _Domain]] = weakref.WeakKeyDictionary()
+
+
+def _domain_for(client: Any, collection: str) -> _Domain:
+    with _LOCAL_LOCKS_GUARD:
+        return _DOMAINS.setdefault(client, {}).setdefault(collection, _Domain())
 
 
 def _shared_for(client: QdrantClient, collection: str) -> _Shared:

@@ -297,17 +297,6 @@ def list_namespaces(
 # ---- writes ----------------------------------------------------------------------------
 
 
-def normalize_batch(
-    upserts: Sequence[Record], deletes: Sequence[ItemKey]
-) -> tuple[list[Record], list[ItemKey]]:
-    """The batch's own order: the last upsert of a key wins, a delete beats upserts."""
-    gone = dict.fromkeys(deletes)
-    last: dict[ItemKey, Record] = {}
-    for record in upserts:
-        last[(record.namespace, record.key)] = record
-    return [r for k, r in last.items() if k not in gone], list(gone)
-
-
 def _upsert_sql(t: Tables) -> str:
     return (
         f"INSERT INTO {t.items} (ns, key, value, content_hash, created_at, updated_at, "

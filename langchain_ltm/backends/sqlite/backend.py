@@ -70,6 +70,7 @@ from langchain_ltm.backends.base import (
     check_scope,
     check_token,
     dimension_error,
+    normalize_batch,
 )
 from langchain_ltm.backends.sqlite import _search as search_sql
 from langchain_ltm.backends.sqlite import _sql as sql
@@ -354,7 +355,7 @@ class SqliteBackend(ThreadedAsync):
     # ---- writes -------------------------------------------------------------------------
 
     def write(self, upserts: Sequence[Record], deletes: Sequence[ItemKey]) -> int:  # noqa: D102
-        kept, gone = sql.normalize_batch(upserts, deletes)
+        kept, gone = normalize_batch(upserts, deletes)
         if not kept and not gone:
             return 0
         dims = batch_dims(kept, self.dims, "a new file (or table)")

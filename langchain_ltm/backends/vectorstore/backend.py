@@ -123,8 +123,8 @@ from langchain_ltm.backends.base import (
     SearchRequest,
     StoredItem,
     batch_dims,
+    normalize_batch,
 )
-from langchain_ltm.backends.sqlite import _sql as sql
 from langchain_ltm.backends.vectorstore._catalog import Catalog
 from langchain_ltm.backends.vectorstore._layout import scope_equalities, search_equalities
 from langchain_ltm.backends.vectorstore._repair import (
@@ -334,7 +334,7 @@ class VectorStoreBackend(ThreadedAsync):
     # ---- writes -------------------------------------------------------------------------
 
     def write(self, upserts: Sequence[Record], deletes: Sequence[ItemKey]) -> int:  # noqa: D102
-        kept, gone = sql.normalize_batch(upserts, deletes)
+        kept, gone = normalize_batch(upserts, deletes)
         if not kept and not gone:
             return 0
         batch_dims(kept, self.catalog.dims, "a new catalog")  # checked before any I/O
@@ -345,7 +345,7 @@ class VectorStoreBackend(ThreadedAsync):
         """Async twin of :meth:`write`: the store's own coroutines where it has them."""
         if self._aadd is None:
             return await self._off_loop(self.write, upserts, deletes)
-        kept, gone = sql.normalize_batch(upserts, deletes)
+        kept, gone = normalize_batch(upserts, deletes)
         if not kept and not gone:
             return 0
         batch_dims(kept, self.catalog.dims, "a new catalog")
