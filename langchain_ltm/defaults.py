@@ -28,6 +28,7 @@ default; the folder is left as it was.
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -141,7 +142,7 @@ def open_store(
         return open_vectorstore_url(url, embeddings)
     if url.startswith(("http://", "https://")):
         return LongTermMemoryStore.from_qdrant(url, embeddings), f"Qdrant server at {url}"
-    path = Path(url.removeprefix("qdrant:")).expanduser()
+    path = qdrant_folder(url)
     try:  # before the folder is made: no empty folder left behind by a missing extra
         import qdrant_client  # noqa: F401
     except ImportError as exc:
@@ -151,6 +152,53 @@ def open_store(
         ) from exc
     path.mkdir(parents=True, exist_ok=True)
     return LongTermMemoryStore.from_qdrant(str(path), embeddings), f"embedded Qdrant at {path}"
+
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")  # two letters at least: not "C:\\..."
+_STORE_FORMS = (
+    "sqlite:///PATH, postgresql://..., http(s)://HOST (a Qdrant server), chroma:PATH, "
+    "faiss:PATH, qdrant:PATH or a folder path, memory://"
+)
+
+
+def qdrant_folder(url: str) -> Path:
+    """The embedded Qdrant folder ``url`` names (``qdrant:PATH`` or a plain path), checked.
+
+    A URL of an unknown scheme ("sqllite:///x.db", "mysql://...") or a folder holding files
+    but no Qdrant store (a Chroma folder given without ``chroma:``) is refused: it was
+    opened as a new, empty Qdrant store, and a read reported nothing stored.
+
+    Raises:
+        ValueError: ``url`` is not an embedded Qdrant folder.
+
+    Example:
+        >>> qdrant_folder("qdrant:/tmp/memories").name
+        'memories'
+    """
+    rest = url.removeprefix("qdrant:")
+    if not rest.strip():
+        raise ValueError(f"{url!r} names no folder: use {_STORE_FORMS}.")
+    if rest is url and _SCHEME.match(url):
+        scheme = url.split(":", 1)[0]
+        raise ValueError(
+            f"{url!r}: unknown store scheme {scheme!r}; use {_STORE_FORMS} (a folder whose "
+            f"name starts with {scheme + ':'!r} is qdrant:{url})."
+        )
+    path = Path(rest).expanduser()
+    if path.is_dir() and not (path / "meta.json").exists() and any(path.iterdir()):
+        raise ValueError(
+            f"{path} holds files but no embedded Qdrant store: give chroma:{rest} or "
+            f"faiss:{rest} for a folder of those, or an empty or new folder."
+        )
+    return path
+
+
+def is_qdrant_store(url: str) -> bool:
+    """Whether ``url`` names an embedded Qdrant folder that holds a store already."""
+    try:
+        return (qdrant_folder(url) / "meta.json").is_file()
+    except ValueError:
+        return False
 
 
 def open_facts(

@@ -20,7 +20,16 @@ EXIT_ENGINE = 3
 
 # Exceptions raised by these packages are engine failures (server down, network, locks).
 _ENGINE_PACKAGES = frozenset(
-    {"qdrant_client", "psycopg", "psycopg_pool", "httpx", "httpcore", "grpc", "portalocker"}
+    {
+        "qdrant_client",
+        "psycopg",
+        "psycopg_pool",
+        "httpx",
+        "httpcore",
+        "grpc",
+        "portalocker",
+        "chromadb",
+    }
 )
 
 

@@ -6,7 +6,7 @@ import json
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from langchain_ltm.facts import content_hash, validate_text
@@ -165,8 +165,10 @@ def _check_time(record: dict[str, Any], field: str, where: str) -> None:
     try:
         if not isinstance(value, str):
             raise TypeError(f"got {value!r}")
-        datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except (TypeError, ValueError) as exc:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        if parsed.tzinfo is not None:
+            parsed.astimezone(timezone.utc)  # year 1 at +01:00 is year 0 in UTC
+    except (TypeError, ValueError, OverflowError) as exc:
         raise InputError(
             f"{where}: {field} must be an ISO 8601 time like 2026-01-31T12:00:00+00:00 ({exc})."
         ) from exc

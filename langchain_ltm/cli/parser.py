@@ -256,7 +256,12 @@ def moment(text: str) -> datetime:
         raise argparse.ArgumentTypeError(
             f"expected an ISO 8601 time like {example}, got {text!r}"
         ) from None
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    value = value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    try:
+        value.astimezone(timezone.utc)  # year 1 at +01:00 is year 0 in UTC
+    except OverflowError:
+        raise argparse.ArgumentTypeError(f"{text!r} is out of range in UTC") from None
+    return value
 
 
 def _global_options(p: argparse.ArgumentParser, user_help: str, store_help: str | None) -> None:

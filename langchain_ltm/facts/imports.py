@@ -15,7 +15,7 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
 
 from langchain_ltm import _clock
@@ -388,11 +388,14 @@ def _parse_record(
                 _not_future(
                     f"{where}: history[{n}]", now, valid_from=v.valid_from, valid_to=v.valid_to
                 )
-    except (TypeError, ValueError, AttributeError) as exc:
+    except (TypeError, ValueError, AttributeError, OverflowError) as exc:
         if isinstance(exc, InvalidFactError):
             raise
         raise InvalidFactError(f"{where}: {exc}") from exc
     metadata = _metadata(record.get("metadata"), where)
+    pinned = False if record.get("pinned") is None else record["pinned"]
+    if not isinstance(pinned, bool):  # "true" or 1 was read as not pinned
+        raise InvalidFactError(f"{where}: pinned must be true or false, got {pinned!r}.")
     fact = Fact(
         id=fact_id or fact_key(encode_label(user_id), content_hash(content)),
         user_id=user_id,
@@ -402,7 +405,7 @@ def _parse_record(
         history=history,
         valid_from=since,
         metadata=metadata,
-        pinned=record.get("pinned") is True,
+        pinned=pinned,
         expires_at=expires,
         ttl_minutes=ttl,
     )
@@ -488,6 +491,11 @@ def _time(record: Mapping[str, Any], name: str, default: datetime, where: str) -
     if not isinstance(text, str):
         raise InvalidFactError(f"{where}: {name} must be an ISO 8601 string, got {text!r}.")
     try:
-        return layout.parse_time(text, default)
+        moment = layout.parse_time(text, default)
     except ValueError as exc:
         raise InvalidFactError(f"{where}: {name} {text!r} is not an ISO 8601 time.") from exc
+    try:
+        moment.astimezone(timezone.utc)  # year 1 at +01:00 is year 0 in UTC
+    except OverflowError:
+        raise InvalidFactError(f"{where}: {name} {text!r} is out of range in UTC.") from None
+    return moment

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from langchain_ltm._filters import Filter, compile_filter
@@ -120,6 +120,12 @@ def check_observed_at(observed_at: object, now: datetime) -> datetime | None:
             f"observed_at {observed_at!r} has no time zone; pass an aware datetime, e.g. "
             "datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)."
         )
+    try:
+        observed_at.astimezone(timezone.utc)
+    except OverflowError:
+        raise ValueError(
+            f"observed_at {observed_at.isoformat()} is out of range in UTC (before year 1)."
+        ) from None
     if observed_at > now:
         raise ValueError(
             f"observed_at {observed_at.isoformat()} is in the future (now is "

@@ -149,6 +149,30 @@ def test_remember_reads_stdin_lines(ltm, monkeypatch):
     assert code == 2 and "stdin was empty" in err
 
 
+def test_stdin_lines_end_at_newlines_only(ltm, monkeypatch):
+    """``splitlines()`` also split at U+2028, U+0085 and form feeds: one fact became two."""
+    said = "Likes jazz\u2028and blues\nNotes\x0cpage two\r\nSays \x85hi\n"
+    monkeypatch.setattr(sys, "stdin", io.StringIO(said))
+    code, out, _ = ltm("remember", "--user", "alice", "--json", "-")
+    assert code == 0
+    assert len(as_json(out)) == 3
+    assert {r["fact"]["content"] for r in as_json(out)} == {
+        "Likes jazz\u2028and blues",
+        "Notes\x0cpage two",
+        "Says \x85hi",
+    }
+
+
+@pytest.mark.parametrize("at", ["0001-01-01T00:00:00+01:00", "0001-01-01T00:30:00+05:00"])
+def test_a_time_out_of_range_in_utc_is_a_usage_error(ltm, tmp_path, at):
+    code, out, err = ltm("remember", "--user", "alice", "--at", at, "Was born long ago")
+    assert code == 2 and "out of range in UTC" in err and "Traceback" not in err
+    path = tmp_path / "old.jsonl"
+    path.write_text(json.dumps({"content": "Was born long ago", "created_at": at}) + "\n")
+    code, out, err = ltm("import", "--user", "alice", str(path))
+    assert code == 2 and "Traceback" not in err
+
+
 def test_a_bom_or_invisible_marks_change_no_fact(ltm, monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.StringIO("\ufeffsame text\r\nother\u200b text\n"))
     code, out, _ = ltm("remember", "--user", "alice", "--json", "-")

@@ -201,7 +201,10 @@ def test_migrate_shows_a_progress_bar_on_a_terminal(source, tmp_path, monkeypatc
         (["--from", "{s}", "--to", "{s}"], "--from and --to are the same store"),
         (["--from", "{s}", "--to", "qdrant:{s}"], "--from and --to are the same store"),
         (["--from", "{s}"], "the following arguments are required: --to"),
-        (["--from", "{s}/typo", "--to", "{t}"], "typo: there is no store folder there"),
+        (["--from", "{s}/typo", "--to", "{t}"], "typo: there is no store there"),
+        (["--from", "sqllite:///{s}/x.db", "--to", "{t}"], "unknown store scheme 'sqllite'"),
+        (["--from", "mysql://host/db", "--to", "{t}"], "unknown store scheme 'mysql'"),
+        (["--from", "{s}", "--to", "qdrant:"], "'qdrant:' names no folder"),
         (["--from", "{s}", "--to", "{t}", "--user", ""], "user_id is empty"),
     ],
 )
@@ -396,3 +399,18 @@ def test_migrate_copies_other_clients_items_in_a_users_namespace_as_they_are(tmp
             "Lives in Paris",
             "Lives in Berlin",
         ]
+
+
+def test_a_folder_that_holds_no_store_is_neither_read_nor_written(source, tmp_path):
+    """An ordinary folder (or a Chroma folder given without ``chroma:``) was opened as a new
+    Qdrant store: ``migrate --from`` it copied nothing and reported "Verified", and it
+    wrote Qdrant files into the folder the help says is only read."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "notes.txt").write_text("mine")
+    code, out, err = ltm("migrate", "--from", docs, "--to", tmp_path / "target")
+    assert code == 2 and out == "" and "there is no store there" in err
+    code, out, err = ltm("--store", docs, "--user", "u", "list")
+    assert code == 2 and "holds files but no embedded Qdrant store" in err
+    assert sorted(p.name for p in docs.iterdir()) == ["notes.txt"]  # untouched
+    assert not (tmp_path / "target").exists()

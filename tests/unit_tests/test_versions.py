@@ -890,3 +890,27 @@ def test_base_store_search_of_a_user_shows_current_texts_only(store):
     assert [i.key for i in store.search(("docs",))] == ["notes"]
     store.put((*namespace, "child"), "c", {"text": "x", "version_of": "y"})
     assert [i.key for i in store.search((*namespace, "child"))] == ["c"]
+
+
+@pytest.mark.parametrize("pinned", ["true", 1, "yes", [True]])
+async def test_a_pinned_that_is_not_a_boolean_is_refused_and_nothing_is_stored(mem, pinned):
+    """``"pinned": "true"`` was restored as not pinned (a profile fact silently dropped
+    from every model call)."""
+    with pytest.raises(InvalidFactError, match="pinned must be true or false"):
+        await mem.import_user("u1", [{"id": "f1", "content": "Likes tea", "pinned": pinned}])
+    assert await mem.list_all("u1") == []
+    done = await mem.import_user("u1", [{"id": "f1", "content": "Likes tea", "pinned": None}])
+    assert done.restored == 1 and [f.pinned for f in await mem.list_all("u1")] == [False]
+
+
+async def test_an_observed_at_out_of_range_in_utc_is_refused(mem):
+    from datetime import timedelta as td
+
+    early = datetime(1, 1, 1, tzinfo=timezone(td(hours=1)))  # year 0 in UTC
+    with pytest.raises(ValueError, match="out of range in UTC"):
+        await mem.remember("u1", "Was born long ago", observed_at=early)
+    record = {"content": "Was born long ago", "created_at": early.isoformat()}
+    for mode in ("restore", "merge"):
+        with pytest.raises(InvalidFactError):
+            await mem.import_user("u1", [{**record, "id": "f1"}], mode=mode)
+    assert await mem.list_all("u1") == []

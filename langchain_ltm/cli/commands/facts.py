@@ -44,7 +44,8 @@ def cmd_remember(session: Session) -> int:
     for n, arg in enumerate(session.args.facts, start=1):
         if arg == "-":
             text = sys.stdin.read().removeprefix("\ufeff")  # a file saved with a BOM
-            lines = [line.strip() for line in text.splitlines()]
+            # "\n" only: splitlines() also splits at U+2028, U+0085 and form feeds in a fact
+            lines = [line.strip() for line in text.split("\n")]
             facts += [(f"stdin line {i}", t) for i, t in enumerate(lines, start=1) if t]
         else:
             facts.append((f"fact {n}" if len(session.args.facts) > 1 else "fact", arg))

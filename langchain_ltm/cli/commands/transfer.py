@@ -27,7 +27,7 @@ from langchain_ltm.cli.io import (
 )
 from langchain_ltm.cli.jsonl import ImportLine, read_import_jsonl
 from langchain_ltm.cli.session import Session, all_users
-from langchain_ltm.defaults import sqlite_path
+from langchain_ltm.defaults import is_qdrant_store, sqlite_path
 from langchain_ltm.guard import find_secret
 from langchain_ltm.store import LongTermMemoryStore
 
@@ -182,8 +182,13 @@ def cmd_migrate(session: Session) -> int:
                 f"--from {args.source}: {catalog.parent} holds no langchain-ltm store of "
                 f"that URL (no {catalog.name} there).",
             )
-    elif "://" not in args.source and not Path(_identity(args.source)).is_dir():
-        raise Failure(EXIT_USAGE, f"--from {args.source}: there is no store folder there.")
+    elif "://" not in args.source and not is_qdrant_store(args.source):
+        raise Failure(
+            EXIT_USAGE,
+            f"--from {args.source}: there is no store there (no embedded Qdrant store in that "
+            "folder; a SQLite file is sqlite:///PATH, a Chroma or FAISS folder chroma:PATH or "
+            "faiss:PATH).",
+        )
     source, source_where = session.open(args.source, "source")
     target, target_where = session.open(args.target, "target")
     session.target = f"the source ({source_where}) or the target ({target_where})"
