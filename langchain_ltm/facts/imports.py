@@ -93,7 +93,7 @@ def import_user(
     if mode not in ("restore", "merge"):
         raise ValueError(f'mode must be "restore" or "merge", got {mode!r}.')
     parsed = [
-        _parse_record(ctx, record, line, user_id, mode == "restore")
+        _parse_record(ctx, record, f"record {line}", user_id, mode == "restore")
         for line, record in enumerate(records, 1)
     ]
     now = _clock.utcnow()
@@ -341,8 +341,30 @@ def _minutes_until(expires_at: datetime | None, since: datetime) -> float | None
     return max((expires_at - since).total_seconds() / 60, 1e-6)
 
 
+def check_records(
+    ctx: FactContext,
+    user_id: str,
+    records: Sequence[Mapping[str, Any] | str],
+    mode: ImportMode,
+    names: Sequence[str],
+) -> None:
+    """Check ``records`` as :func:`import_user` would, writing and reading nothing.
+
+    For a caller that imports in batches (``ltm import``): every record is checked before
+    the first batch is written, and an error names the record as ``names`` do ("FILE,
+    line 300"), not by its place in a batch.
+
+    Raises:
+        InvalidFactError: The first malformed record, named.
+    """
+    if mode not in ("restore", "merge"):
+        raise ValueError(f'mode must be "restore" or "merge", got {mode!r}.')
+    for name, record in zip(names, records, strict=True):
+        _parse_record(ctx, record, name, user_id, mode == "restore")
+
+
 def _parse_record(
-    ctx: FactContext, record: Any, line: int, user_id: str, restore: bool
+    ctx: FactContext, record: Any, where: str, user_id: str, restore: bool
 ) -> tuple[Fact, bool, bool]:
     """One exported fact, checked; whether it has an id; whether it says when it was said.
 
@@ -350,7 +372,6 @@ def _parse_record(
     now (plus :data:`CLOCK_SKEW`) fail a restore; a merge rejects secrets per text and
     counts future times as now.
     """
-    where = f"record {line}"
     if isinstance(record, str):
         record = {"content": record}
     if not isinstance(record, Mapping):

@@ -165,11 +165,11 @@ def test_stdin_lines_end_at_newlines_only(ltm, monkeypatch):
 
 @pytest.mark.parametrize("at", ["0001-01-01T00:00:00+01:00", "0001-01-01T00:30:00+05:00"])
 def test_a_time_out_of_range_in_utc_is_a_usage_error(ltm, tmp_path, at):
-    code, out, err = ltm("remember", "--user", "alice", "--at", at, "Was born long ago")
+    code, _, err = ltm("remember", "--user", "alice", "--at", at, "Was born long ago")
     assert code == 2 and "out of range in UTC" in err and "Traceback" not in err
     path = tmp_path / "old.jsonl"
     path.write_text(json.dumps({"content": "Was born long ago", "created_at": at}) + "\n")
-    code, out, err = ltm("import", "--user", "alice", str(path))
+    code, _, err = ltm("import", "--user", "alice", str(path))
     assert code == 2 and "Traceback" not in err
 
 
@@ -375,6 +375,29 @@ def test_import_bad_line_names_it_and_stores_nothing(ltm, tmp_path, content, exp
     code, out, err = ltm("import", "--user", "dave", str(path), "--batch-size", "1", *mode)
     assert code == 2 and out == ""
     assert err.startswith("ltm: error: ") and expected in err and "Traceback" not in err
+    assert as_json(ltm("list", "--user", "dave", "--json")[1]) == []
+
+
+@pytest.mark.parametrize(
+    ("bad", "expected"),
+    [
+        ({"created_at": "2921-01-01T00:00:00+00:00"}, "created_at"),
+        ({"ttl_minutes": "sixty", "expires_at": "2999-01-01T00:00:00+00:00"}, "ttl_minutes"),
+        ({"pinned": "yes"}, "pinned must be true or false"),
+    ],
+)
+def test_import_checks_every_line_before_writing_and_names_its_file_line(
+    ltm, tmp_path, bad, expected
+):
+    """A line only the store's own checks refuse (a time in the future, a bad TTL) was found
+    in its batch, after the batches before it were stored, and named "record 44"."""
+    path = tmp_path / "export.jsonl"
+    lines = _export_lines(30).splitlines(keepends=True)
+    lines[29] = _line(**{**json.loads(lines[29]), **bad})
+    path.write_text("".join(lines), encoding="utf-8")
+    code, out, err = ltm("import", "--user", "dave", str(path), "--batch-size", "4")
+    assert code == 2 and out == ""
+    assert f"{path}, line 30: " in err and expected in err and "Traceback" not in err
     assert as_json(ltm("list", "--user", "dave", "--json")[1]) == []
 
 

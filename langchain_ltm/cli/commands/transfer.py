@@ -28,6 +28,7 @@ from langchain_ltm.cli.io import (
 from langchain_ltm.cli.jsonl import ImportLine, read_import_jsonl
 from langchain_ltm.cli.session import Session, all_users
 from langchain_ltm.defaults import is_qdrant_store, sqlite_path
+from langchain_ltm.facts.imports import check_records
 from langchain_ltm.guard import find_secret
 from langchain_ltm.store import LongTermMemoryStore
 
@@ -72,6 +73,15 @@ def cmd_import(session: Session) -> int:
             restore.append(line)
         else:
             merge.append(line)
+    # every line checked as the store reads it before the first batch is written
+    for lines_of, mode in ((restore, "restore"), (merge, "merge")):
+        check_records(
+            store._facts,
+            session.user,
+            [x.record for x in lines_of],
+            mode,  # type: ignore[arg-type]
+            [f"{args.file}, line {x.number}" for x in lines_of],
+        )
     progress = Progress(len(restore) + len(merge), session.err)
     progress.update(0)
     try:
