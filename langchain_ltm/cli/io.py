@@ -340,18 +340,26 @@ def migrate_summary(report: dict[str, Any]) -> str:
         )
     if report["verified"]:
         text += "\n\nVerified: the target has every fact, version and item of the source."
-        if src["items"]:
-            text += " Other items were written with put: their created_at is the time of the copy."
     return text
 
 
 def write_atomically(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` so a reader never sees half a file.
 
+    A symbolic link is followed (the file it points to is replaced, the link stays); a pipe
+    or a device (``-o /dev/stdout``, a FIFO) is written to as it is, never replaced by a
+    file.
+
     Raises:
         OSError: Naming ``path`` (not the temporary file beside it) when its folder is
             missing or ``path`` is a folder.
     """
+    if path.is_symlink():
+        path = path.resolve()
+    if path.exists() and not path.is_file() and not path.is_dir():
+        with open(path, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+        return
     if path.is_dir():
         raise IsADirectoryError(errno.EISDIR, "it is a folder; give a file name", str(path))
     if not path.parent.is_dir():

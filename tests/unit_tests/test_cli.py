@@ -1074,3 +1074,29 @@ def test_bytes_that_are_not_utf8_are_named_as_such(ltm, monkeypatch):
     code, _, err = ltm("remember", "--user", "a", "-")
     assert code == 2 and "stdin line 2 is not UTF-8 text" in err and "surrogate" not in err
     assert as_json(ltm("list", "--user", "a", "--json")[1]) == []  # nothing half-stored
+
+
+def test_export_follows_a_symlink_and_writes_into_a_pipe(ltm, tmp_path):
+    """``-o`` a symlink replaced the link with a new file (the target kept its old text);
+    ``-o`` a FIFO replaced it with a file, and its reader got nothing."""
+    import os
+    import threading
+
+    ltm("remember", "--user", "u", "Likes tea")
+    backups = tmp_path / "backups"
+    backups.mkdir()
+    (backups / "u.jsonl").write_text("old\n")
+    link = tmp_path / "latest.jsonl"
+    link.symlink_to(backups / "u.jsonl")
+    code, _, _ = ltm("export", "--user", "u", "-o", str(link))
+    assert code == 0 and link.is_symlink()
+    assert [json.loads(x)["content"] for x in link.read_text().splitlines()] == ["Likes tea"]
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()), daemon=True)
+    reader.start()
+    code, _, _ = ltm("export", "--user", "u", "-o", str(fifo))
+    reader.join(10)
+    assert code == 0 and not fifo.is_file()
+    assert [json.loads(x)["content"] for x in got[0].splitlines()] == ["Likes tea"]
