@@ -149,6 +149,28 @@ def test_remember_reads_stdin_lines(ltm, monkeypatch):
     assert code == 2 and "stdin was empty" in err
 
 
+def test_an_interrupted_remember_says_how_many_facts_were_stored(ltm, monkeypatch):
+    """Ctrl-C during ``remember -`` of many lines said only "interrupted"."""
+    from langchain_ltm.facts.api import FactAPI
+
+    real, calls = FactAPI.remember, []
+
+    def remember(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(FactAPI, "remember", remember)
+    said = "".join(f"Fact number {i} about thing {i}\n" for i in range(300))
+    monkeypatch.setattr(sys, "stdin", io.StringIO(said))
+    code, _, err = ltm("remember", "--user", "alice", "-")
+    assert code != 0
+    assert "the first 256 of 300 facts were remembered" in err
+    monkeypatch.setattr(FactAPI, "remember", real)
+    assert len(as_json(ltm("list", "--user", "alice", "--json")[1])) == 256
+
+
 def test_stdin_lines_end_at_newlines_only(ltm, monkeypatch):
     """``splitlines()`` also split at U+2028, U+0085 and form feeds: one fact became two."""
     said = "Likes jazz\u2028and blues\nNotes\x0cpage two\r\nSays \x85hi\n"

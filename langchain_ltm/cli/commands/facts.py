@@ -33,8 +33,16 @@ def _remember_batches(session: Session, texts: list[str]) -> list[RememberResult
                 session.user, batch, metadata=metadata, observed_at=session.args.at
             )
             progress.advance(len(batch))
-    finally:
+    except BaseException:  # Ctrl-C, an engine failure: say what is stored already
         progress.finish()
+        if results:
+            print(
+                f"ltm: the first {len(results)} of {len(texts)} facts were remembered before "
+                "it stopped; remembering them all again is safe (those come back duplicate).",
+                file=session.err,
+            )
+        raise
+    progress.finish()
     return results
 
 
