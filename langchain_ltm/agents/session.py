@@ -466,7 +466,10 @@ def history_view(
     if not turns:
         return HistoryView(list(messages), frozenset(), "")
     first = _current_input(turns)  # an input may hold several user messages: all are sent
-    earlier, current = turns[:first], [m for turn in turns[first:] for m in turn]
+    # of the unanswered turns before the last, their user messages (a tool call left
+    # without its result, by a run that stopped, would make the request invalid)
+    waiting = [m for turn in turns[first:-1] for m in turn if isinstance(m, HumanMessage)]
+    earlier, current = turns[:first], [*waiting, *turns[-1]]
     pinned: list[AnyMessage] = [m for m in head if isinstance(m, SystemMessage)]
     units: list[tuple[int | None, list[AnyMessage]]] = []
     preamble: list[AnyMessage] = [m for m in head if not isinstance(m, SystemMessage)]

@@ -709,3 +709,24 @@ def test_recency_needs_no_store_and_relevance_says_it_does():
 def test_bad_max_chars_are_refused(store, bad):
     with pytest.raises(ValueError, match="max_chars must be"):
         SessionMemoryMiddleware(store, max_chars=bad)
+
+
+def test_an_earlier_turn_left_with_a_dangling_tool_call_sends_only_its_message():
+    """A run that stopped after the model asked for a tool (no result, no answer), then a
+    new message: the stopped turn's user message is sent, its dangling call is not."""
+    from langchain_ltm.agents.session import history_view
+
+    call = AIMessage("", tool_calls=[{"name": "lookup", "args": {}, "id": "c1"}])
+    thread = [
+        HumanMessage("q1"),
+        AIMessage("a1"),
+        HumanMessage("lookup pasta"),
+        call,  # the run stopped here
+        HumanMessage("never mind, what time is it?"),
+    ]
+    for limit in (0, 20):
+        view = history_view(thread, "input_output", limit)
+        kinds = [(m.type, m.text) for m in view.messages]
+        assert ("ai", "") not in kinds
+        assert kinds[-2:] == [("human", "lookup pasta"), ("human", "never mind, what time is it?")]
+        assert_valid(view.messages)
