@@ -407,7 +407,12 @@ def final_answer(turn: Sequence[AnyMessage]) -> list[AnyMessage]:
     while start > 0 and isinstance(turn[start], ToolMessage):
         start -= 1
     block = list(turn[start:])
-    return block if isinstance(block[0], AIMessage) and block[0].tool_calls else []
+    call = block[0]
+    if not isinstance(call, AIMessage) or not call.tool_calls:
+        return []
+    # every call answered (a result missing: a run that stopped, not an answer)
+    answered = {m.tool_call_id for m in block[1:] if isinstance(m, ToolMessage)}
+    return block if {c["id"] for c in call.tool_calls} <= answered else []
 
 
 def answer_text(answer: Sequence[AnyMessage]) -> str:

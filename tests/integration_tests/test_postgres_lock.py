@@ -478,3 +478,25 @@ def test_an_update_decided_under_a_lost_lock_loses_no_other_writers_text(make_ba
     (current,) = b.list_all("u")
     assert current.content == "likes green tea"
     assert [v.content for v in current.history] == ["likes tea"]
+
+
+async def test_only_the_task_holding_a_lock_has_its_writes_checked(make_backend, pg_conn):
+    """A task created while a lock was held inherits the context, not the lock: its write
+    (or a coalesced batch run started there) failed once the lock was lost."""
+    backend = make_backend(max_size=4, timeout=3)
+    token = await backend.alock("u1")
+    go = asyncio.Event()
+
+    async def other() -> None:
+        await go.wait()
+        await backend.awrite([Record(NS, "other", {"n": 1}, (), (), None, stamp())], [])
+
+    child = asyncio.create_task(other())
+    await asyncio.to_thread(terminate, pg_conn, token.pid)
+    go.set()
+    await asyncio.wait_for(child, DEADLINE)  # written: it never held the lock
+    assert (await backend.aget([(NS, "other")]))[0] is not None
+    with pytest.raises(BackendError, match=r"lock of 'u1' ended during this call"):
+        await backend.awrite([Record(NS, "mine", {"n": 2}, (), (), None, stamp())], [])
+    with pytest.raises(BackendError, match="broke before unlock"):
+        await backend.aunlock(token)

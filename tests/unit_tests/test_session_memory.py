@@ -730,3 +730,16 @@ def test_an_earlier_turn_left_with_a_dangling_tool_call_sends_only_its_message()
         assert ("ai", "") not in kinds
         assert kinds[-2:] == [("human", "lookup pasta"), ("human", "never mind, what time is it?")]
         assert_valid(view.messages)
+
+
+def test_a_turn_that_stopped_with_a_call_unanswered_is_not_taken_as_answered():
+    from langchain_ltm.agents.session import final_answer, history_view
+
+    calls = [{"name": "lookup", "args": {}, "id": i} for i in ("a", "b")]
+    stopped = [HumanMessage("lookup two things"), AIMessage("", tool_calls=calls)]
+    stopped.append(ToolMessage("result a", tool_call_id="a"))
+    assert final_answer(stopped) == []
+    done = [*stopped, ToolMessage("result b", tool_call_id="b")]
+    assert [m.type for m in final_answer(done)] == ["ai", "tool", "tool"]
+    view = history_view([*stopped, HumanMessage("and now?")], "input_output", 20)
+    assert_valid(view.messages)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import sys
 import threading
 import weakref
 from collections.abc import Callable
@@ -49,15 +50,34 @@ S = TypeVar("S", threading.Semaphore, asyncio.Semaphore)
 class HeldLock:
     """The token of a held lock: a pooled connection whose open transaction holds it."""
 
-    __slots__ = ("conn", "is_async", "owner", "pid", "pool", "released", "scope", "slots")
+    __slots__ = (
+        "conn",
+        "holder",
+        "is_async",
+        "owner",
+        "pid",
+        "pool",
+        "released",
+        "scope",
+        "slots",
+    )
 
     def __init__(
-        self, conn: Any, pool: Any, slots: Any, scope: str, *, is_async: bool, owner: Any
+        self,
+        conn: Any,
+        pool: Any,
+        slots: Any,
+        scope: str,
+        *,
+        is_async: bool,
+        owner: Any,
+        pid: int,
     ) -> None:
         self.conn, self.pool, self.slots, self.scope = conn, pool, slots, scope
         self.is_async = is_async
         self.owner = owner  # the AdvisoryLocks that took it
-        self.pid = int(conn.info.backend_pid)  # the server session holding the lock
+        self.pid = pid  # pg_backend_pid() of the session holding it (a pooler's, not ours)
+        self.holder = _holder()  # the task or thread that took it
         self.released = False
 
     def __repr__(self) -> str:
@@ -68,6 +88,16 @@ _HELD: contextvars.ContextVar[tuple[HeldLock, ...]] = contextvars.ContextVar(
     "langchain_ltm_postgres_held_locks", default=()
 )
 """The locks this thread or task holds: its writes check they still hold them."""
+
+
+def _holder() -> Any:
+    """The asyncio task running now, else this thread: who takes and holds a lock."""
+    asyncio_module = sys.modules.get("asyncio")
+    if asyncio_module is not None and asyncio_module._get_running_loop() is not None:
+        task = asyncio_module.current_task()
+        if task is not None:
+            return task
+    return threading.get_ident()
 
 
 def _hold(held: HeldLock) -> HeldLock:
@@ -108,7 +138,12 @@ class AdvisoryLocks:
         A write made while holding them checks, in its own transaction, that it still does
         (:func:`~langchain_ltm.backends.postgres._sql.locks_still_held`).
         """
-        return [(h.pid, h.scope) for h in _HELD.get() if h.owner is self and not h.released]
+        me = _holder()  # a task created while a lock was held inherits the context, not it
+        return [
+            (h.pid, h.scope)
+            for h in _HELD.get()
+            if h.owner is self and not h.released and h.holder == me
+        ]
 
     def lock(self, statement: Statement, scope: str) -> HeldLock:
         """Run ``statement`` (an advisory lock) in a transaction; keep its connection."""
@@ -124,8 +159,11 @@ class AdvisoryLocks:
                 try:
                     if conn.autocommit:
                         conn.execute("BEGIN", prepare=False)
-                    conn.execute(statement.sql, statement.params, prepare=False)
-                    return _hold(HeldLock(conn, pool, slots, scope, is_async=False, owner=self))
+                    (row,) = conn.execute(statement.sql, statement.params, prepare=False)
+                    pid = int(row[-1])
+                    return _hold(
+                        HeldLock(conn, pool, slots, scope, is_async=False, owner=self, pid=pid)
+                    )
                 except BaseException as exc:
                     lost = conn.broken or conn.closed
                     rollback_or_close_sync(conn)  # a lock granted meanwhile is released too
@@ -155,8 +193,11 @@ class AdvisoryLocks:
                 try:
                     if conn.autocommit:
                         await conn.execute("BEGIN", prepare=False)
-                    await conn.execute(statement.sql, statement.params, prepare=False)
-                    return _hold(HeldLock(conn, pool, slots, scope, is_async=True, owner=self))
+                    cur = await conn.execute(statement.sql, statement.params, prepare=False)
+                    pid = int((await cur.fetchone())[-1])  # type: ignore[index]
+                    return _hold(
+                        HeldLock(conn, pool, slots, scope, is_async=True, owner=self, pid=pid)
+                    )
                 except BaseException as exc:  # cancelled while waiting: nothing stays held
                     lost = conn.broken or conn.closed
                     await rollback_or_close(conn)

@@ -823,7 +823,7 @@ def advisory_lock(t: Tables, scope: str) -> Statement:
     """
     return Statement(
         "SELECT set_config('idle_in_transaction_session_timeout', '0', true), "
-        "pg_advisory_xact_lock(hashtextextended(%s, 0))",
+        "pg_advisory_xact_lock(hashtextextended(%s, 0)), pg_backend_pid()",
         (lock_key(t, scope),),
     )
 
