@@ -517,3 +517,46 @@ def test_vector_cache_size_is_an_option(path):
         assert [f.content for f in store.recall("u1", "tea")] == ["likes tea"]
     assert off.scope_cache.hits == 0  # nothing kept
     off.close()
+
+
+class _RacingFile:
+    """A connection whose switch to WAL is refused at once ``refusals`` times, as SQLite
+    refuses the loser of two processes switching a new file (no ``busy_timeout`` wait)."""
+
+    def __init__(self, refusals: int, error: str = "database is locked") -> None:
+        self.refusals, self.error, self.tries = refusals, error, 0
+
+    def execute(self, sql: str):
+        import sqlite3
+
+        if sql == "PRAGMA journal_mode = WAL":
+            self.tries += 1
+            if self.tries <= self.refusals:
+                raise sqlite3.OperationalError(self.error)
+            return _Row("wal")
+        return _Row("delete")
+
+
+class _Row:
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def fetchone(self):
+        return (self.value,)
+
+
+def test_switching_a_new_file_to_wal_is_tried_again_while_another_process_does(path):
+    """Two workers opening one new catalog: one got "database is locked" at once and failed
+    its setup (2 of 5 full test runs)."""
+    import sqlite3
+
+    backend = sqlite_backend(path, busy_timeout=2)
+    racing = _RacingFile(refusals=3)
+    assert backend._to_wal(racing) == "wal" and racing.tries == 4  # type: ignore[arg-type]
+    with pytest.raises(sqlite3.OperationalError, match="disk I/O error"):
+        backend._to_wal(_RacingFile(1, "disk I/O error"))  # type: ignore[arg-type]
+    stuck = sqlite_backend(path, busy_timeout=0.2)
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        stuck._to_wal(_RacingFile(10_000))  # type: ignore[arg-type]
+    backend.close()
+    stuck.close()

@@ -756,3 +756,15 @@ def test_milvus_refuses_a_text_longer_than_its_field_and_keeps_the_old_one(tmp_p
     assert [i.key for i in store.search(("docs",), query="short text")] == ["k"]
     assert store.backend.repair() == 0  # nothing half-written to clean up
     store.close()
+
+
+def test_a_catalog_that_cannot_be_opened_says_why(tmp_path):
+    """Closing after a failed catalog open raised ``AttributeError`` over the real error."""
+    from langchain_ltm.backends.vectorstore import vectorstore_backend
+    from langchain_ltm.errors import BackendError
+
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"not a database at all" * 100)
+    vs = faiss(KeywordEmbeddings(dims=8), tmp_path / "f")
+    with pytest.raises(BackendError, match="not a usable SQLite database"):
+        vectorstore_backend(vs, catalog=junk)

@@ -216,6 +216,8 @@ class VectorStoreBackend(ThreadedAsync):
         )
         self._tmp: str | None = None
         self._value_fields = False  # set once the catalog is open
+        self._guard = threading.Lock()  # before the catalog: close() after a failed open needs it
+        self._executor: ThreadPoolExecutor | None = None
         if catalog is None:
             self._tmp = tempfile.mkdtemp(prefix="ltm-catalog-")
             path = str(Path(self._tmp) / "catalog.sqlite")
@@ -247,8 +249,6 @@ class VectorStoreBackend(ThreadedAsync):
             },
         )
         self._vs_lock = threading.RLock()  # stores like FAISS are not thread-safe
-        self._guard = threading.Lock()
-        self._executor: ThreadPoolExecutor | None = None
         self._warned_short = False
         self._scores_checked = False  # the first ranked answer is checked to be cosine
         self._ids_usable = True  # until the family's search_ids says it cannot (None)
