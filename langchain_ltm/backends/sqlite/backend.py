@@ -289,22 +289,27 @@ class SqliteBackend(ThreadedAsync):
         refuse the loser at once ("database is locked") without waiting ``busy_timeout``
         (seen in 2 of 5 full test runs: two workers opening one new catalog). The switch is
         tried again, the mode read anew each time (the winner may have switched it), until
-        ``busy_timeout`` has passed.
+        ``busy_timeout`` has passed. Each try waits at most 0.1 s: a file another process
+        has switched meanwhile reads as WAL at the next try.
         """
         deadline = time.monotonic() + self.busy_timeout
         pause = 0.005
-        while True:
-            mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0])
-            if mode.lower() == "wal":
-                return mode
-            try:
-                return str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0])
-            except sqlite3.OperationalError as exc:
-                busy = "locked" in str(exc) or "busy" in str(exc)
-                if not busy or time.monotonic() + pause > deadline:
-                    raise
-            time.sleep(pause)
-            pause = min(pause * 2, 0.1)
+        conn.execute("PRAGMA busy_timeout = 100")
+        try:
+            while True:
+                mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0])
+                if mode.lower() == "wal":
+                    return mode
+                try:
+                    return str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0])
+                except sqlite3.OperationalError as exc:
+                    busy = "locked" in str(exc) or "busy" in str(exc)
+                    if not busy or time.monotonic() + pause > deadline:
+                        raise
+                time.sleep(pause)
+                pause = min(pause * 2, 0.1)
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {round(self.busy_timeout * 1000)}")
 
     def close(self) -> None:
         """Close the pooled connections and worker threads (held locks stay valid)."""
