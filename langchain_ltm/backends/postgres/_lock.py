@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import sys
 import threading
 import weakref
 from collections.abc import Callable
@@ -92,9 +91,8 @@ _HELD: contextvars.ContextVar[tuple[HeldLock, ...]] = contextvars.ContextVar(
 
 def _holder() -> Any:
     """The asyncio task running now, else this thread: who takes and holds a lock."""
-    asyncio_module = sys.modules.get("asyncio")
-    if asyncio_module is not None and asyncio_module._get_running_loop() is not None:
-        task = asyncio_module.current_task()
+    if asyncio._get_running_loop() is not None:
+        task = asyncio.current_task()
         if task is not None:
             return task
     return threading.get_ident()
@@ -136,7 +134,7 @@ class AdvisoryLocks:
         """``(backend pid, scope)`` of the locks the calling thread or task holds here.
 
         A write made while holding them checks, in its own transaction, that it still does
-        (:func:`~langchain_ltm.backends.postgres._sql.locks_still_held`).
+        (``_lost_locks`` in :func:`~langchain_ltm.backends.postgres._sql.write`).
         """
         me = _holder()  # a task created while a lock was held inherits the context, not it
         return [
