@@ -76,16 +76,22 @@ def copy_items(
         keep_ttl: Whether the target keeps TTLs (``store.supports_ttl``); otherwise the
             copies never expire.
     """
-    puts = []
-    for item, item_paths in zip(items, paths, strict=True):
-        index = index_fields(item_paths)
-        put = PutOp(item.namespace, item.key, item.value, index=index)
-        if index and item_paths is not None:
-            alone = plan_batch([put], store._tokenized_fields).puts[(item.namespace, item.key)]
-            if {path for path, _ in alone.texts} != set(item_paths):
-                put = put._replace(index=sorted(set(item_paths)))  # a field named like "a.0"
-        puts.append(put)
+    puts = [
+        PutOp(item.namespace, item.key, item.value, index=index_fields(item_paths))
+        for item, item_paths in zip(items, paths, strict=True)
+    ]
     plan = plan_batch(puts, store._tokenized_fields)
+    # a field named like "a.0" reads as a field with several texts: index its paths as given
+    literal = {
+        i: put._replace(index=sorted(set(item_paths)))
+        for i, (put, item_paths) in enumerate(zip(puts, paths, strict=True))
+        if put.index
+        and item_paths is not None
+        and {path for path, _ in plan.puts[(put.namespace, put.key)].texts} != set(item_paths)
+    }
+    if literal:
+        puts = [literal.get(i, put) for i, put in enumerate(puts)]
+        plan = plan_batch(puts, store._tokenized_fields)
     texts = plan.document_texts
     vectors = (yield call(store._embedder, "embed", texts, False)) if texts else None
     row = {text: i for i, text in enumerate(texts)}
