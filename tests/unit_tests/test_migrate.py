@@ -414,3 +414,11 @@ def test_a_folder_that_holds_no_store_is_neither_read_nor_written(source, tmp_pa
     assert code == 2 and "holds files but no embedded Qdrant store" in err
     assert sorted(p.name for p in docs.iterdir()) == ["notes.txt"]  # untouched
     assert not (tmp_path / "target").exists()
+
+
+def test_migrate_of_a_user_the_source_does_not_hold_is_refused(source, tmp_path):
+    target = tmp_path / "target"
+    code, out, err = ltm("migrate", "--from", source, "--to", target, "--user", "alcie")
+    assert (code, out) == (2, "")  # not "Verified" for a copy of nothing
+    assert "holds nothing for that user" in err and "'alice', 'bob'" in err
+    assert not target.exists()  # checked before the target is opened (and created)

@@ -200,10 +200,12 @@ def cmd_migrate(session: Session) -> int:
             "faiss:PATH).",
         )
     source, source_where = session.open(args.source, "source")
-    target, target_where = session.open(args.target, "target")
-    session.target = f"the source ({source_where}) or the target ({target_where})"
     one = args.user is not None
     scope = source.user_namespace(args.user) if one else ()
+    if one and not source.backend.count(scope):
+        raise Failure(EXIT_USAGE, _no_such_user(source, source_where, args.user))
+    target, target_where = session.open(args.target, "target")
+    session.target = f"the source ({source_where}) or the target ({target_where})"
     held = target.backend.count(scope)
     if held and not args.yes:
         whose = f"for user {args.user!r}" if one else "already"
@@ -232,6 +234,19 @@ def cmd_migrate(session: Session) -> int:
             "source is unchanged: fix the cause and run the same migrate again with --yes.",
         )
     return EXIT_OK
+
+
+def _no_such_user(source: LongTermMemoryStore, where: str, user: str) -> str:
+    """Why ``--user USER`` copies nothing: the users the source does hold, a few of them."""
+    users = [name for name, _ in all_users(source)]
+    if not users:
+        return f"--user {user!r}: the source {where} holds no user's memories at all."
+    shown = ", ".join(repr(name) for name in users[:10])
+    more = f" and {len(users) - 10} more" if len(users) > 10 else ""
+    return (
+        f"--user {user!r}: the source {where} holds nothing for that user. Its users: "
+        f"{shown}{more}."
+    )
 
 
 def _identity(url: str) -> str:
