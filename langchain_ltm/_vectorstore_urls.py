@@ -81,6 +81,28 @@ def store_folder(url: str) -> Path | None:
     return Path(path).expanduser() if path else None
 
 
+def checked_folder(url: str) -> Path:
+    """The folder of a ``chroma:PATH`` or ``faiss:PATH`` URL, its form checked.
+
+    Raises:
+        ValueError: ``url`` is not written as one (the message shows how).
+    """
+    folder = store_folder(url)
+    if url.startswith("faiss:"):
+        if folder is None or "?" in url:
+            raise ValueError(
+                f"{url!r} is not a FAISS folder URL: write faiss:PATH (a folder that "
+                "FAISS.save_local wrote, or a new one)"
+            )
+        return folder
+    if folder is None or set(parse_qs(url.partition("?")[2])) - {"collection"}:
+        raise ValueError(
+            f"{url!r} is not a Chroma folder URL: write chroma:PATH (a folder, created if "
+            "missing), optionally chroma:PATH?collection=NAME"
+        )
+    return folder
+
+
 def folder_catalog(url: str) -> Path | None:
     """The catalog file of a ``chroma:PATH`` or ``faiss:PATH`` URL, else None.
 
@@ -173,15 +195,8 @@ def _chroma_server(url: str, embeddings: Embeddings) -> tuple[LongTermMemoryStor
 
 
 def _chroma_folder(url: str, embeddings: Embeddings) -> tuple[LongTermMemoryStore, str]:
-    folder = store_folder(url)
-    _, _, options = url.partition("?")
-    query = parse_qs(options)
-    if folder is None or set(query) - {"collection"}:
-        raise ValueError(
-            f"{url!r} is not a Chroma folder URL: write chroma:PATH (a folder, created if "
-            "missing), optionally chroma:PATH?collection=NAME"
-        )
-    collection = query.get("collection", [CHROMA_COLLECTION])[0]
+    folder = checked_folder(url)
+    collection = parse_qs(url.partition("?")[2]).get("collection", [CHROMA_COLLECTION])[0]
     chromadb = _chromadb(url)
     _make_folder(folder)
     client = chromadb.PersistentClient(str(folder), settings=_chroma_settings())
@@ -201,12 +216,7 @@ def _chroma(collection: str, embeddings: Embeddings, client: Any) -> Any:
 
 
 def _faiss_folder(url: str, embeddings: Embeddings) -> tuple[LongTermMemoryStore, str]:
-    folder = store_folder(url)
-    if folder is None or "?" in url:
-        raise ValueError(
-            f"{url!r} is not a FAISS folder URL: write faiss:PATH (a folder that "
-            "FAISS.save_local wrote, or a new one)"
-        )
+    folder = checked_folder(url)
     try:
         import faiss
         from langchain_community.docstore.in_memory import InMemoryDocstore

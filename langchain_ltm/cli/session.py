@@ -15,6 +15,7 @@ import os
 import shlex
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar, cast
 
 from langchain_ltm.cli.exits import EXIT_NOT_FOUND, EXIT_USAGE, Failure
@@ -25,6 +26,7 @@ from langchain_ltm.defaults import (
     default_store_path,
     open_facts,
     open_store,
+    qdrant_folder,
     sqlite_path,
 )
 
@@ -135,15 +137,24 @@ class Session:
                 would otherwise open a new, empty store and report nothing stored).
         """
         url = self.url
-        if self.args.command not in _NEEDS_A_STORE or not url or not url.startswith("sqlite:///"):
+        if self.args.command not in _NEEDS_A_STORE or not url:
             return
-        path = sqlite_path(url)
-        if not path.is_file():
+        creates = "`ltm remember` or `ltm import` creates a store"
+        if url.startswith("sqlite:///"):
+            path = sqlite_path(url)
+            if not path.is_file():
+                raise Failure(
+                    EXIT_NOT_FOUND,
+                    f"there is no SQLite store at {path}: nothing to read or delete "
+                    "(sqlite:///name.db is relative to the current folder, "
+                    f"sqlite:////abs/name.db absolute; {creates})",
+                )
+            return
+        folder = _missing_folder(url)
+        if folder is not None:
             raise Failure(
                 EXIT_NOT_FOUND,
-                f"there is no SQLite store at {path}: nothing to read or delete (sqlite:///name.db "
-                "is relative to the current folder, sqlite:////abs/name.db absolute; `ltm "
-                "remember` or `ltm import` creates a store)",
+                f"there is no folder {folder}: no store to read or delete ({creates})",
             )
 
     def _show(self, caught: list[warnings.WarningMessage]) -> None:
@@ -244,6 +255,23 @@ def all_users(store: LongTermMemoryStore) -> list[tuple[str, tuple[str, ...]]]:
         if len(namespaces) < page:
             return found
         offset += page
+
+
+def _missing_folder(url: str) -> Path | None:
+    """The folder a folder store's ``url`` names when it does not exist, else None.
+
+    An embedded Qdrant folder (``qdrant:PATH`` or a plain path), ``chroma:PATH`` or
+    ``faiss:PATH``; opening one creates it. Server URLs and factories are not looked at.
+    """
+    from langchain_ltm._vectorstore_urls import checked_folder, is_vectorstore_url  # at need
+
+    if "://" in url or (is_vectorstore_url(url) and not url.startswith(("chroma:", "faiss:"))):
+        return None
+    try:
+        folder = checked_folder(url) if is_vectorstore_url(url) else qdrant_folder(url)
+    except ValueError:
+        return None  # open_store says what is wrong with the URL
+    return None if folder.exists() else folder
 
 
 def _indent(text: str) -> str:

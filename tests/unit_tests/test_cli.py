@@ -227,6 +227,31 @@ def test_a_mistyped_sqlite_store_is_not_created_by_a_command_that_reads(ltm, tmp
     assert code == 0 and "Likes tea" in out
 
 
+@pytest.mark.parametrize("form", ["{}", "qdrant:{}", "chroma:{}", "faiss:{}"])
+def test_a_mistyped_store_folder_is_not_created_by_a_command_that_reads(ltm, tmp_path, form):
+    """A folder store was created by the first command given it, even one that only reads:
+    a typo in --store made a new, empty store and reported nothing stored."""
+    typo = tmp_path / "typo" / "memories"
+    url = form.format(typo)
+    for args in (
+        ("list", "--user", "a"),
+        ("recall", "--user", "a", "tea"),
+        ("forget", "--user", "a", "abcd1234"),
+        ("clear", "--user", "a", "--yes"),
+        ("stats",),
+        ("export", "--user", "a"),
+        ("export-user-data", "--user", "a"),
+        ("forget-user", "--user", "a", "--yes"),
+    ):
+        code, out, err = ltm(*args, store_url=url)
+        assert (code, out) == (1, ""), (args, err)
+        assert f"there is no folder {typo}: no store to read or delete" in err, (args, err)
+    assert not typo.parent.exists()
+    assert ltm("remember", "--user", "a", "Likes tea", store_url=url)[0] == 0  # this one creates
+    code, out, _ = ltm("list", "--user", "a", store_url=url)
+    assert code == 0 and "Likes tea" in out
+
+
 def test_recall_merges_phrasings_and_lists(ltm):
     ltm("remember", "--user", "alice", "Prefers answers in Spanish", "Works on the payments team")
     code, out, _ = ltm(
@@ -397,7 +422,8 @@ def test_import_bad_line_names_it_and_stores_nothing(ltm, tmp_path, content, exp
     code, out, err = ltm("import", "--user", "dave", str(path), "--batch-size", "1", *mode)
     assert code == 2 and out == ""
     assert err.startswith("ltm: error: ") and expected in err and "Traceback" not in err
-    assert as_json(ltm("list", "--user", "dave", "--json")[1]) == []
+    if (tmp_path / "q").exists():  # opened to read its limits; nothing written
+        assert as_json(ltm("list", "--user", "dave", "--json")[1]) == []
 
 
 @pytest.mark.parametrize(
@@ -662,7 +688,8 @@ def test_secret_is_rejected_not_echoed(ltm):
         (["frobnicate"], "invalid choice"),
     ],
 )
-def test_bad_usage_exits_2_without_traceback(ltm, args, expected):
+def test_bad_usage_exits_2_without_traceback(ltm, tmp_path, args, expected):
+    (tmp_path / "q").mkdir()  # a store to read: the usage is what is wrong
     code, _, err = ltm(*args)
     assert code == 2
     assert expected in err and "Traceback" not in err
@@ -729,6 +756,7 @@ def test_help_and_version_exit_0(capsys):
 
 
 def test_stats_for_the_store_and_one_user(ltm, tmp_path):
+    (tmp_path / "q").mkdir()  # an empty folder is a new store
     code, out, _ = ltm("stats", "--json")
     assert code == 0
     assert as_json(out) == {
@@ -764,7 +792,8 @@ def test_store_from_the_environment(ltm, tmp_path, monkeypatch):
     code, _, _ = ltm("remember", "--user", "alice", "Owns a cat", store_url=None)
     assert code == 0 and (tmp_path / "env-store").is_dir()
     assert len(as_json(ltm("list", "--user", "alice", "--json", store_url=None)[1])) == 1
-    assert as_json(ltm("list", "--user", "alice", "--json")[1]) == []  # --store wins
+    code, _, err = ltm("list", "--user", "alice", "--json")  # --store wins
+    assert code == 1 and f"there is no folder {tmp_path / 'q'}" in err
 
 
 def test_default_store_is_sqlite_in_the_data_dir(ltm, tmp_path):
@@ -875,6 +904,7 @@ def test_table_keeps_rows_on_one_line():
 
 def test_console_entry_point_runs_as_a_module(tmp_path):
     folder = tmp_path / "q"
+    folder.mkdir()
     env = {k: v for k, v in os.environ.items() if k != "LTM_STORE"}
     env["LTM_HOME"] = str(tmp_path / "home")
     done = subprocess.run(
@@ -1085,7 +1115,8 @@ def test_export_to_a_path_it_cannot_use_names_that_path(ltm, tmp_path):
     assert code == 2 and f"cannot use {tmp_path}: it is a folder" in err and ".tmp" not in err
 
 
-def test_an_overlong_query_is_told_to_be_shorter(ltm):
+def test_an_overlong_query_is_told_to_be_shorter(ltm, tmp_path):
+    (tmp_path / "q").mkdir()
     code, _, err = ltm("recall", "--user", "a", "x" * 2001)
     assert code == 2 and "query is 2,001 characters long" in err and "shorter question" in err
 
@@ -1095,7 +1126,8 @@ def test_bytes_that_are_not_utf8_are_named_as_such(ltm, monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.StringIO(f"Likes tea\n{undecoded}\n"))
     code, _, err = ltm("remember", "--user", "a", "-")
     assert code == 2 and "stdin line 2 is not UTF-8 text" in err and "surrogate" not in err
-    assert as_json(ltm("list", "--user", "a", "--json")[1]) == []  # nothing half-stored
+    code, out, _ = ltm("list", "--user", "a", "--json")
+    assert code == 1 or as_json(out) == []  # nothing half-stored (no store at all, or empty)
 
 
 def test_export_follows_a_symlink_and_writes_into_a_pipe(ltm, tmp_path):
