@@ -29,6 +29,7 @@ from typing import Any, Protocol, TypeVar
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg.pq import ExecStatus, PipelineStatus, TransactionStatus
+from psycopg.rows import tuple_row
 from psycopg.types import TypeInfo
 from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
@@ -211,12 +212,14 @@ async def _flush_async(conn: psycopg.AsyncConnection[Any]) -> None:
 # last result (libpq's buffer) until the connection's next read on it, so only search and
 # get use it (the rows a caller asked for), not exports, scans or writes.
 _KEPT_CURSOR = "_langchain_ltm_cursor"
+# Every cursor reads tuples, whatever row factory the connection has: a pool made for
+# LangGraph's PostgresStore or PostgresSaver (``row_factory=dict_row``) is handed in too.
 
 
 def _kept_cursor(conn: Any) -> Any:
     cur = getattr(conn, _KEPT_CURSOR, None)
     if cur is None or cur.closed:
-        cur = conn.cursor(binary=True)
+        cur = conn.cursor(binary=True, row_factory=tuple_row)
         setattr(conn, _KEPT_CURSOR, cur)
     return cur
 
@@ -233,7 +236,7 @@ def _drive_sync(
         if _direct.usable(conn):
             return _direct_sync(conn, exchange)
         return _exchange_sync(conn, _kept_cursor(conn), exchange, None)
-    with conn.cursor(binary=True) as cur:
+    with conn.cursor(binary=True, row_factory=tuple_row) as cur:
         return _exchange_sync(conn, cur, exchange, pipeline)
 
 
@@ -265,7 +268,7 @@ def _exchange_sync(
                     pipeline.sync()  # its results, and the errors of those sent before
                 rows = cur.fetchall() if _has_rows(cur) else []
             else:
-                conn.cursor(binary=True).execute(statement.sql, statement.params)
+                conn.cursor(binary=True, row_factory=tuple_row).execute(statement.sql, statement.params)
                 _flush_sync(conn)
                 rows = []
             statement = exchange.send(rows)
@@ -285,7 +288,7 @@ async def _drive_async(
         if _direct.usable(conn):
             return await _direct_async(conn, exchange)
         return await _exchange_async(conn, _kept_cursor(conn), exchange, None)
-    async with conn.cursor(binary=True) as cur:
+    async with conn.cursor(binary=True, row_factory=tuple_row) as cur:
         return await _exchange_async(conn, cur, exchange, pipeline)
 
 
@@ -317,7 +320,7 @@ async def _exchange_async(
                     await pipeline.sync()
                 rows = await cur.fetchall() if _has_rows(cur) else []
             else:
-                await conn.cursor(binary=True).execute(statement.sql, statement.params)
+                await conn.cursor(binary=True, row_factory=tuple_row).execute(statement.sql, statement.params)
                 await _flush_async(conn)
                 rows = []
             statement = exchange.send(rows)

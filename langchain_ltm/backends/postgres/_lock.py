@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import psycopg
+from psycopg.rows import tuple_row
 from psycopg_pool import PoolTimeout
 
 from langchain_ltm.backends.postgres._conn import (
@@ -157,7 +158,9 @@ class AdvisoryLocks:
                 try:
                     if conn.autocommit:
                         conn.execute("BEGIN", prepare=False)
-                    (row,) = conn.execute(statement.sql, statement.params, prepare=False)
+                    (row,) = conn.cursor(row_factory=tuple_row).execute(
+                        statement.sql, statement.params, prepare=False
+                    )
                     pid = int(row[-1])
                     return _hold(
                         HeldLock(conn, pool, slots, scope, is_async=False, owner=self, pid=pid)
@@ -191,7 +194,8 @@ class AdvisoryLocks:
                 try:
                     if conn.autocommit:
                         await conn.execute("BEGIN", prepare=False)
-                    cur = await conn.execute(statement.sql, statement.params, prepare=False)
+                    cur = conn.cursor(row_factory=tuple_row)  # a dict_row pool's connections too
+                    await cur.execute(statement.sql, statement.params, prepare=False)
                     pid = int((await cur.fetchone())[-1])  # type: ignore[index]
                     return _hold(
                         HeldLock(conn, pool, slots, scope, is_async=True, owner=self, pid=pid)
