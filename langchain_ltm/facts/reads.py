@@ -206,11 +206,18 @@ def forget(ctx: FactContext, user_id: str, fact_id: str) -> Logic[bool]:
     Under the user's lock, as every write of facts: an update running at the same moment
     either lands before (and is deleted with the fact) or finds the fact gone; it never
     writes the fact back after it was forgotten.
+
+    Only a fact is forgotten: the key of an earlier version (``id@1``, which a search of
+    versions returns) or of another client's item without a text (a profile, a file) is
+    not a fact id, and nothing is deleted (``False``).
     """
     namespace = ctx.user_namespace(user_id)
     check_id(fact_id)
     held = yield from ctx.locks.acquire(ctx.backend, namespace[-1])
     try:
+        (item,) = yield call(ctx.backend, "get", [(namespace, fact_id)])
+        if item is not None and (layout.is_version(item) or "content" not in item.value):
+            return False
         (hits,) = yield call(
             ctx.backend,
             "search",

@@ -201,6 +201,24 @@ async def test_forget_list_clear_export(mem):
     assert await mem.clear_user("u1") == 0
 
 
+async def test_forget_takes_only_a_fact_id(mem, store):
+    """The key of an earlier version (``id@1``, from a search of versions) deleted that one
+    text and said True; the key of another client's item without a text deleted it too."""
+    fact = (await mem.remember("u1", "I have one kid")).fact
+    await mem.update_fact("u1", fact.id, "I have two kids now")
+    namespace = store.user_namespace("u1")
+    store.put(namespace, "profile", {"name": "Ann"})
+    for key in (f"{fact.id}@1", "profile"):
+        assert await mem.forget("u1", key) is False
+    assert [v.content for v in (await mem.history("u1", fact.id))] == [
+        "I have one kid",
+        "I have two kids now",
+    ]
+    assert store.get(namespace, "profile").value == {"name": "Ann"}
+    assert await mem.forget("u1", fact.id) is True
+    assert store.search(namespace, filter={"version_of": fact.id}) == []  # versions with it
+
+
 async def test_facts_are_base_store_items(store):
     store.remember("a.b@example.com", "likes tea")
     namespace = store.user_namespace("a.b@example.com")
