@@ -104,13 +104,15 @@ def _import_record(obj: Any, line: str, where: str, max_chars: int) -> dict[str,
         plain: dict[str, Any] = {"content": content}
         if isinstance(obj, dict):
             # expires_at: left out once past; valid_from / created_at: when it was said (as
-            # the API's merge reads them); metadata: kept
+            # the API's merge reads them); metadata and pinned: kept
             for field in ("expires_at", "valid_from", "created_at"):
                 if obj.get(field) is not None:
                     plain[field] = obj[field]
                     _check_time(plain, field, where)
             if obj.get("metadata") is not None:
                 plain["metadata"] = _metadata(obj["metadata"], where)
+            if obj.get("pinned") is not None:  # checked by the store (true or false)
+                plain["pinned"] = obj["pinned"]
         return plain
     fact_id = obj["id"]
     if not isinstance(fact_id, str) or not fact_id.strip() or "@" in fact_id:

@@ -12,6 +12,7 @@ valid from next year would stay current over every later write. A merge counts t
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from langchain_ltm.facts.model import Fact, FactVersion, RememberResult
 from langchain_ltm.facts.provenance import check_metadata
 from langchain_ltm.facts.reads import check_id, list_all
 from langchain_ltm.facts.text import content_hash, validate_text
-from langchain_ltm.facts.writes import remember_each, with_hashes
+from langchain_ltm.facts.writes import pin, remember_each, with_hashes
 
 __all__ = ["ImportMode", "ImportResult", "import_user"]
 
@@ -92,6 +93,7 @@ def import_user(
     """
     if mode not in ("restore", "merge"):
         raise ValueError(f'mode must be "restore" or "merge", got {mode!r}.')
+    _check_sequence(records)
     parsed = [
         _parse_record(ctx, record, f"record {line}", user_id, mode == "restore")
         for line, record in enumerate(records, 1)
@@ -160,11 +162,26 @@ def _merge(
         assert isinstance(out, list)
         decided = [result for _, result in sorted(zip(order, out, strict=True))]
     answers = iter(decided)
-    return [
+    results = [
         RememberResult("duplicate", known[content_hash(t)], similarity=1.0)
         if content_hash(t) in known
         else next(answers)
         for t in texts
+    ]
+    if dry_run:
+        return results
+    # a pinned record pins the fact its current text (its last version) became
+    ends = itertools.accumulate(len(fact.versions) for fact, _ in facts)
+    current = [results[end - 1] for end in ends]
+    wanted = [
+        r.fact.id for (fact, _), r in zip(facts, current, strict=True) if fact.pinned and r.fact
+    ]
+    pinned = set((yield from pin(ctx, user_id, wanted)))
+    return [
+        dataclasses.replace(r, fact=dataclasses.replace(r.fact, pinned=True))
+        if r.fact is not None and r.fact.id in pinned
+        else r
+        for r in results
     ]
 
 
@@ -359,8 +376,22 @@ def check_records(
     """
     if mode not in ("restore", "merge"):
         raise ValueError(f'mode must be "restore" or "merge", got {mode!r}.')
+    _check_sequence(records)
     for name, record in zip(names, records, strict=True):
         _parse_record(ctx, record, name, user_id, mode == "restore")
+
+
+def _check_sequence(records: Any) -> None:
+    """``records`` is a list (or tuple) of records, not one record or one text.
+
+    A single exported record (a dict) was read as its field names, and a text as its
+    letters: each became a fact.
+    """
+    if not isinstance(records, (list, tuple)):
+        raise InvalidFactError(
+            "records must be a list of exported facts (dicts, as export_user returns) or of "
+            f"texts, got {type(records).__name__}; wrap a single record in a list."
+        )
 
 
 def _parse_record(
@@ -396,9 +427,14 @@ def _parse_record(
                 f"{updated.isoformat()}."
             )
         ttl = _ttl_minutes(record.get("ttl_minutes"), expires, where)
+        earlier = record.get("history") or ()
+        if not isinstance(earlier, (list, tuple)):  # an object or a text was read key by key
+            raise InvalidFactError(
+                f"{where}: history must be a list of earlier versions, got {earlier!r}."
+            )
         history = tuple(
             _version(ctx, v, f"{where}: history[{n}]", created, updated, since)
-            for n, v in enumerate(record.get("history") or ())
+            for n, v in enumerate(earlier)
         )
         if restore:
             for n, v in enumerate(history):  # earlier texts are stored as they are too

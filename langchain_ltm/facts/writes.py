@@ -53,7 +53,7 @@ from langchain_ltm.facts.resolution import check_resolutions
 from langchain_ltm.facts.text import content_hash, validate_text
 from langchain_ltm.facts.timeline import Said, Timeline
 
-__all__ = ["remember", "remember_each", "update", "with_hashes"]
+__all__ = ["pin", "remember", "remember_each", "update", "with_hashes"]
 
 # ---- remember / update --------------------------------------------------------------------
 
@@ -314,6 +314,46 @@ def update(ctx: FactContext, user_id: str, fact_id: str, text: str) -> Logic[Rem
         yield from ctx.locks.release(ctx.backend, held)
     fact = _fact_after(state, lines[fact_id], histories, user_id, now)
     return RememberResult("updated", fact, previous=state.superseded[-1])
+
+
+def pin(ctx: FactContext, user_id: str, fact_ids: Sequence[str]) -> Logic[list[str]]:
+    """Pin the user's current facts with these ids (a rewrite: no new version); those pinned.
+
+    What a merge import does for a record that was pinned, once its text is decided: the
+    fact it became (created, updated or already there) is pinned, as ``remember(...,
+    pinned=True)`` pins a duplicate. Ids of no live fact, and facts pinned already, are
+    left as they are.
+    """
+    if not fact_ids:
+        return []
+    label = encode_label(user_id)
+    namespace = (*ctx.namespace, label)
+    held = yield from ctx.locks.acquire(ctx.backend, label)
+    try:
+        now = _clock.utcnow()
+        found = yield call(ctx.backend, "get", [(namespace, k) for k in dict.fromkeys(fact_ids)])
+        facts = [
+            _rewritten(item, {**item.value, "pinned": True}, now)
+            for item in found
+            if item is not None
+            and is_alive(item, now)
+            and not layout.is_version(item)
+            and isinstance(item.value.get("content"), str)
+            and item.value.get("pinned") is not True
+        ]
+        records = [_rewrite(item, None, now, item.created_at) for item in facts]
+        histories = yield from versions_of(ctx, namespace, facts, now)
+        for item in facts:  # the rewrite refreshes the fact's TTL: its live versions follow
+            if item.ttl_minutes is not None:
+                records += [
+                    _with_ttl(v, item.ttl_minutes, now) for v in histories.get(item.key, ())
+                ]
+        if records:
+            records = yield from _embed_versions(ctx, records)
+            yield call(ctx.backend, "write", records, [])
+    finally:
+        yield from ctx.locks.release(ctx.backend, held)
+    return [item.key for item in facts]
 
 
 def with_hashes(hashes: Sequence[str]) -> Filter:

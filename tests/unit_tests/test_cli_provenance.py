@@ -76,6 +76,19 @@ def test_import_keeps_metadata_and_when_a_plain_line_was_said(ltm, tmp_path):
     }
 
 
+def test_import_keeps_pinned_on_a_plain_line_and_checks_it(ltm, tmp_path):
+    """A plain line's ``pinned`` was dropped unchecked: ``"pinned": "yes"`` exited 0."""
+    path = tmp_path / "profile.jsonl"
+    path.write_text(json.dumps({"content": "Name is Alice", "pinned": True}) + "\n")
+    assert ltm("import", "--user", "alice", str(path))[0] == 0
+    (fact,) = as_json(ltm("list", "--user", "alice", "--json")[1])
+    assert fact["pinned"] is True
+    path.write_text(json.dumps({"content": "Likes tea", "pinned": "yes"}) + "\n")
+    code, _, err = ltm("import", "--user", "bob", str(path))
+    assert code == 2 and "pinned must be true or false" in err
+    assert ltm("list", "--user", "bob", "--json")[1].strip() == "[]"
+
+
 def test_a_whole_number_is_a_number_on_both_sides(ltm, tmp_path):
     ltm("remember", "--user", "alice", "--meta", "session=1", "--meta", "zip=02134", "Has a cat")
     (fact,) = as_json(ltm("list", "--user", "alice", "--json")[1])

@@ -283,6 +283,8 @@ async def test_merge_import_redecides_and_dry_run_writes_nothing(mem):
         ({"content": "ok", "metadata": [1]}, "metadata must be an object"),
         ({"content": "ok", "id": "a@1"}, "may not contain '@'"),
         (42, "record 2 must be an object"),
+        ({"id": "x", "content": "ok", "history": {"content": "a"}}, "history must be a list"),
+        ({"id": "x", "content": "ok", "history": "Lived in Paris"}, "history must be a list"),
         ({"content": "my password is hunter2"}, "record 2"),
         (
             {"id": "x", "content": "ok", "history": [{"content": "my password is hunter2"}]},
@@ -294,6 +296,40 @@ async def test_a_bad_import_record_writes_nothing(mem, bad, message):
     with pytest.raises(InvalidFactError, match=message):
         await mem.import_user("u1", [{"content": "I like green tea"}, bad])
     assert await mem.list_all("u1") == []
+
+
+@pytest.mark.parametrize("records", ["tea", {"content": "Likes tea", "id": "f1"}, None])
+async def test_records_that_are_not_a_list_are_refused(mem, records):
+    """One exported record (a dict) was imported as its field names, a text as its letters."""
+    for mode in ("restore", "merge"):
+        with pytest.raises(InvalidFactError, match="records must be a list"):
+            await mem.import_user("u1", records, mode)
+    assert await mem.list_all("u1") == []
+
+
+async def test_a_merge_import_keeps_pinned(mem):
+    """A merge (and a record without an id) re-decides each text and dropped ``pinned``:
+    the profile fact came back unpinned and left the middleware's profile block."""
+    records = [
+        {"content": "Name is Alice", "pinned": True},
+        {"content": "Likes green tea"},
+        {"id": "f9", "content": "Works at a bakery", "pinned": True},
+    ]
+    done = await mem.import_user("u1", records, "merge")
+    assert [(r.action, r.fact.pinned) for r in done.results] == [
+        ("created", True),
+        ("created", False),
+        ("created", True),
+    ]
+    assert sorted(f.content for f in await mem.pinned("u1")) == [
+        "Name is Alice",
+        "Works at a bakery",
+    ]
+    again = await mem.import_user("u1", records, "merge")  # duplicates: nothing changes
+    assert [r.action for r in again.results] == ["duplicate"] * 3
+    assert len(await mem.pinned("u1")) == 2 and len(await mem.list_all("u1")) == 3
+    dry = await mem.import_user("u2", records, "merge", dry_run=True)
+    assert [r.action for r in dry.results] == ["created"] * 3 and await mem.list_all("u2") == []
 
 
 async def test_an_older_export_never_restores_over_newer_texts(mem):

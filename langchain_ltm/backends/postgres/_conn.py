@@ -268,7 +268,9 @@ def _exchange_sync(
                     pipeline.sync()  # its results, and the errors of those sent before
                 rows = cur.fetchall() if _has_rows(cur) else []
             else:
-                conn.cursor(binary=True, row_factory=tuple_row).execute(statement.sql, statement.params)
+                conn.cursor(binary=True, row_factory=tuple_row).execute(
+                    statement.sql, statement.params
+                )
                 _flush_sync(conn)
                 rows = []
             statement = exchange.send(rows)
@@ -320,7 +322,9 @@ async def _exchange_async(
                     await pipeline.sync()
                 rows = await cur.fetchall() if _has_rows(cur) else []
             else:
-                await conn.cursor(binary=True, row_factory=tuple_row).execute(statement.sql, statement.params)
+                await conn.cursor(binary=True, row_factory=tuple_row).execute(
+                    statement.sql, statement.params
+                )
                 await _flush_async(conn)
                 rows = []
             statement = exchange.send(rows)
