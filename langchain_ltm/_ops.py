@@ -129,6 +129,11 @@ def plan_search(op: SearchOp) -> tuple[SearchOp, Filter]:
     _check_window(op.limit, op.offset)
     if op.query is not None and not isinstance(op.query, str):
         raise TypeError(f"query must be a str or None, got {type(op.query).__name__}.")
+    if op.query and not encodes_as_utf8(op.query):  # the tokenizer failed with a TypeError
+        raise ValueError(
+            "query is not valid Unicode (a lone surrogate), which no embedding model reads; "
+            "decode the source with errors='replace' or drop the character."
+        )
     return op, compile_filter(op.filter)
 
 

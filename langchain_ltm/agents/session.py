@@ -285,7 +285,8 @@ class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return request.override(messages=view.messages)
         thread_id = _thread_of_turns(config)
         shown = {(thread_id, turn) for turn in view.turns}
-        namespace, query = session_namespace(user_id), view.query
+        # a lone surrogate in a message cannot be embedded: searched with "?" in its place
+        namespace, query = session_namespace(user_id), storable(view.query)
         fetch = self.relevant_turns + len(shown)
         found: list[SearchItem] = yield Step(
             lambda: store.search(namespace, query=query, limit=fetch),
