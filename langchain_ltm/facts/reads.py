@@ -65,24 +65,34 @@ def recall(
     vectors = yield call(ctx.embedder, "embed", phrasings, True)
     # versions of one fact compete for its place: ask for more so `limit` facts remain
     wanted = limit if len(scopes) == 1 and not include_history else limit * 3
-    best: dict[str, Hit] = {}
     now = _clock.utcnow()
-    for scope in scopes:
-        per_query = yield call(
-            ctx.backend,
-            "search",
-            SearchRequest(namespace, vectors, scope, wanted, 0, now, one_user=True),
-        )
-        for hits in per_query:
-            for hit in hits:
-                if hit.score is None or (min_score is not None and hit.score < min_score):
-                    continue
-                if hit.item.namespace != namespace:  # an item of a child namespace
-                    continue
-                fact_id = str(hit.item.value.get("version_of") or hit.item.key)
-                seen = best.get(fact_id)
-                if seen is None or hit.score > (seen.score or 0.0):
-                    best[fact_id] = hit
+    while True:
+        best: dict[str, Hit] = {}
+        more = False  # whether some search may have hits past its window
+        for scope in scopes:
+            per_query = yield call(
+                ctx.backend,
+                "search",
+                SearchRequest(namespace, vectors, scope, wanted, 0, now, one_user=True),
+            )
+            for hits in per_query:
+                more = more or _may_have_more(hits, wanted, min_score)
+                for hit in hits:
+                    if hit.score is None or (min_score is not None and hit.score < min_score):
+                        continue
+                    if hit.item.namespace != namespace:  # an item of a child namespace
+                        continue
+                    fact_id = str(hit.item.value.get("version_of") or hit.item.key)
+                    seen = best.get(fact_id)
+                    if seen is None or hit.score > (seen.score or 0.0):
+                        best[fact_id] = hit
+        # Fewer than `limit` facts from full windows: the windows went to the versions of a
+        # few facts, or to the items of namespaces below the user's (another configuration's
+        # users: namespace=("memories", "acme") keeps Bob's under user acme's). Search again
+        # with wider windows; a window the engine did not fill has every match already.
+        if len(best) >= limit or not more:
+            break
+        wanted *= 4
     ranked = sorted(best.items(), key=lambda kv: kv[1].score or 0.0, reverse=True)[:limit]
     facts = {h.item.key: h.item for _, h in ranked if not layout.is_version(h.item)}
     missing = [fact_id for fact_id, _ in ranked if fact_id not in facts]
@@ -99,6 +109,14 @@ def recall(
         version = hit.item if layout.is_version(hit.item) else None
         out.append(layout.recalled(fact, float(hit.score or 0.0), version))
     return out
+
+
+def _may_have_more(hits: Sequence[Hit], window: int, min_score: float | None) -> bool:
+    """Whether a wider window could find more hits above ``min_score`` than ``hits``."""
+    if len(hits) < window:
+        return False
+    last = hits[-1].score
+    return min_score is None or (last is not None and last >= min_score)
 
 
 def _phrasings(ctx: FactContext, queries: str | Sequence[str]) -> list[str]:

@@ -34,6 +34,7 @@ from langchain_ltm._ids import fact_key
 from langchain_ltm._labels import encode_label
 from langchain_ltm._steps import Logic, Step, call
 from langchain_ltm.backends.base import (
+    Hit,
     ItemKey,
     Record,
     SearchRequest,
@@ -157,25 +158,8 @@ def _store_facts(
         # an expired fact with one of these texts is gone: its row goes in this write
         expired = [h.item for h in same_hash if not is_alive(h.item, alive_at)]
         neighbours = (
-            (
-                yield call(
-                    ctx.backend,
-                    "search",
-                    SearchRequest(
-                        namespace,
-                        vectors,
-                        layout.CURRENT_FACTS,
-                        len(texts) + ctx.policy.max_similar,
-                        0,
-                        alive_at,
-                        one_user=True,
-                    ),
-                )
-            )
-            if texts
-            else []
+            (yield from _neighbours(ctx, namespace, vectors, len(texts), alive_at)) if texts else []
         )
-        neighbours = [[h for h in hits if h.item.namespace == namespace] for hits in neighbours]
         taken = yield call(ctx.backend, "get", [(namespace, fact_key(label, h)) for h in hashes])
         taken = [item for item in taken if item is not None and is_alive(item, alive_at)]
         exact = {str(h.item.value.get("content_hash")): h.item for h in exact_hits}
@@ -354,6 +338,43 @@ def pin(ctx: FactContext, user_id: str, fact_ids: Sequence[str]) -> Logic[list[s
     finally:
         yield from ctx.locks.release(ctx.backend, held)
     return [item.key for item in facts]
+
+
+_WIDEST = 10_000
+"""The widest window :func:`_neighbours` searches (namespaces below the user's, crowded)."""
+
+
+def _neighbours(
+    ctx: FactContext,
+    namespace: tuple[str, ...],
+    vectors: Any,
+    count: int,
+    alive_at: datetime,
+) -> Logic[list[list[Hit]]]:
+    """The user's current facts nearest each text (``count`` + ``max_similar`` of them).
+
+    The engine searches the namespace with the ones below it, which another configuration
+    may use for its users (``namespace=("memories", "acme")`` keeps Bob's facts under user
+    acme's); when their facts took a window's places, it is searched again, wider, so a
+    restatement is still compared with the user's own fact.
+    """
+    window = wanted = count + ctx.policy.max_similar
+    while True:
+        found = yield call(
+            ctx.backend,
+            "search",
+            SearchRequest(
+                namespace, vectors, layout.CURRENT_FACTS, window, 0, alive_at, one_user=True
+            ),
+        )
+        own = [[h for h in hits if h.item.namespace == namespace] for hits in found]
+        short = any(
+            len(mine) < wanted and len(hits) >= window
+            for mine, hits in zip(own, found, strict=True)
+        )
+        if not short or window >= _WIDEST:
+            return own  # past _WIDEST a restatement is kept apart (created), never lost
+        window *= 4
 
 
 def with_hashes(hashes: Sequence[str]) -> Filter:

@@ -207,16 +207,19 @@ async def test_forget_takes_only_a_fact_id(mem, store):
     fact = (await mem.remember("u1", "I have one kid")).fact
     await mem.update_fact("u1", fact.id, "I have two kids now")
     namespace = store.user_namespace("u1")
-    store.put(namespace, "profile", {"name": "Ann"})
+    client = hasattr(store, "put")  # a LongTermMemoryStore; FactStore has no BaseStore API
+    if client:
+        store.put(namespace, "profile", {"name": "Ann"})
     for key in (f"{fact.id}@1", "profile"):
         assert await mem.forget("u1", key) is False
     assert [v.content for v in (await mem.history("u1", fact.id))] == [
         "I have one kid",
         "I have two kids now",
     ]
-    assert store.get(namespace, "profile").value == {"name": "Ann"}
+    if client:
+        assert store.get(namespace, "profile").value == {"name": "Ann"}
     assert await mem.forget("u1", fact.id) is True
-    assert store.search(namespace, filter={"version_of": fact.id}) == []  # versions with it
+    assert store.backend.count(namespace) == (1 if client else 0)  # its versions went too
 
 
 async def test_facts_are_base_store_items(store):

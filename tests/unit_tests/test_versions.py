@@ -831,6 +831,40 @@ def test_facts_of_another_configurations_users_below_this_user_are_not_this_user
     assert sorted(f.content for f in tenant.list_all("bob")) == ["Likes tea", "Prefers dark mode"]
 
 
+def test_recall_fills_its_limit_past_another_configurations_users_below(store):
+    """The engine's window holds the items of namespaces below the user's too: another
+    configuration's users (``namespace=("memories", "acme")``) took every place, and user
+    acme's recall came back empty, and a restatement was not compared with acme's fact."""
+    tenant = store.with_options(namespace=("memories", "acme"))
+    for i in range(3):
+        store.remember("acme", f"Acme office fact {i} about coffee machines")
+    for i in range(40):
+        tenant.remember(f"bob{i % 3}", f"Bob coffee machines coffee machines note {i}")
+    for include_history in (False, True):
+        got = store.recall("acme", "coffee machines", limit=3, include_history=include_history)
+        assert sorted(f.content for f in got) == [
+            f"Acme office fact {i} about coffee machines" for i in range(3)
+        ]
+    store.remember("acme", "I live in Paris")
+    for i in range(10):
+        tenant.remember(f"bob{i}", ["I live in Paris", "I live in Berlin"])
+    assert store.remember("acme", "I live in Berlin").action == "updated"
+    assert len(tenant.list_all("bob0")) == 15  # theirs are untouched
+
+
+def test_recall_with_history_fills_its_limit_past_one_facts_many_versions(store):
+    made = store.remember("carol", "My rent is 1000 euros per month").fact
+    assert made is not None
+    for n in range(1, 12):
+        store.update_fact("carol", made.id, f"My rent is {1000 + n * 50} euros per month")
+    store.remember("carol", ["My rent includes heating", "My landlord is called Bob"])
+    for include_history in (False, True):
+        got = store.recall(
+            "carol", "my rent euros per month", limit=3, include_history=include_history
+        )
+        assert len({f.id for f in got}) == 3, [f.content for f in got]
+
+
 def test_forget_never_loses_to_an_update_running_at_once(store):
     import threading
     import time
