@@ -545,7 +545,9 @@ class LongTermMemoryStore(FactAPI, BaseStore):
             out.extend(
                 (h.item.namespace, h.item.key)
                 for h in hits
-                if h.item.namespace == namespace and (namespace, h.item.key) not in written
+                if h.item.namespace == namespace
+                and (namespace, h.item.key) not in written
+                and layout.is_version(h.item)
             )
         return out
 

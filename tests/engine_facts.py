@@ -54,6 +54,7 @@ from tests.unit_tests.test_provenance import (
 )
 from tests.unit_tests.test_versions import (
     clock,
+    test_a_clients_item_with_a_version_of_field_is_not_a_version,
     test_a_bad_import_record_writes_nothing,
     test_a_bad_ttl_minutes_in_an_export_is_refused_and_nothing_is_stored,
     test_a_changed_number_is_a_new_version,
@@ -111,6 +112,7 @@ from tests.unit_tests.test_versions import (
 
 __all__ = [
     "clock",
+    "test_a_clients_item_with_a_version_of_field_is_not_a_version",
     "emb",
     "mem",
     "test_a_backfill_before_everything_moves_created_at",

@@ -233,7 +233,9 @@ def _restore(
         )
         # a record may replace the stored fact of its id only if it carries every text of
         # it (an older export restored over newer texts would hide them for good)
-        old_versions = [h for h in old_versions if h.item.namespace == namespace]
+        old_versions = [
+            h for h in old_versions if h.item.namespace == namespace and layout.is_version(h.item)
+        ]
         alive = [i if i is not None and is_alive(i, now) else None for i in stored]
         live_versions = [h for h in old_versions if is_alive(h.item, now)]
         held_texts = _stored_texts(candidates, alive, live_versions)

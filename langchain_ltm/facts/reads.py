@@ -82,7 +82,8 @@ def recall(
                         continue
                     if hit.item.namespace != namespace:  # an item of a child namespace
                         continue
-                    fact_id = str(hit.item.value.get("version_of") or hit.item.key)
+                    item = hit.item
+                    fact_id = str(item.value["version_of"]) if layout.is_version(item) else item.key
                     seen = best.get(fact_id)
                     if seen is None or hit.score > (seen.score or 0.0):
                         best[fact_id] = hit
@@ -162,7 +163,8 @@ def versions_of(
         )
         (hits,) = yield call(ctx.backend, "search", request)
         for hit in hits:
-            if hit.item.namespace == namespace:  # not an item of a child namespace
+            # not an item of a child namespace, nor a client's with a version_of field
+            if hit.item.namespace == namespace and layout.is_version(hit.item):
                 out.setdefault(str(hit.item.value["version_of"]), []).append(hit.item)
     return out
 
@@ -241,7 +243,11 @@ def forget(ctx: FactContext, user_id: str, fact_id: str) -> Logic[bool]:
             "search",
             SearchRequest(namespace, None, (Condition(("version_of",), "$eq", fact_id),), None, 0),
         )
-        versions = [(namespace, h.item.key) for h in hits if h.item.namespace == namespace]
+        versions = [
+            (namespace, h.item.key)
+            for h in hits
+            if h.item.namespace == namespace and layout.is_version_of(h.item, fact_id)
+        ]
         deleted = yield call(ctx.backend, "write", [], [(namespace, fact_id), *versions])
     finally:
         yield from ctx.locks.release(ctx.backend, held)
@@ -263,8 +269,8 @@ def prune_history(ctx: FactContext, user_id: str, fact_id: str | None, keep: int
         (hits,) = yield call(ctx.backend, "search", request)
         by_fact: dict[str, list[StoredItem]] = {}
         for hit in hits:
-            if hit.item.namespace != namespace:  # an item of a child namespace
-                continue
+            if hit.item.namespace != namespace or not layout.is_version(hit.item):
+                continue  # an item of a child namespace, or a client's with a version_of
             by_fact.setdefault(str(hit.item.value["version_of"]), []).append(hit.item)
         doomed: list[tuple[tuple[str, ...], str]] = []
         for items in by_fact.values():

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Protocol
 
 from langchain_ltm._filters import Condition, Filter
 from langchain_ltm.backends.base import StoredItem
@@ -203,9 +203,36 @@ def to_version(item: StoredItem) -> FactVersion:
     )
 
 
-def is_version(item: StoredItem) -> bool:
-    """Whether the item is an earlier version rather than a fact."""
-    return "version_of" in item.value
+class _Keyed(Protocol):
+    """A stored item or LangGraph's ``Item``: what :func:`is_version` reads."""
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def value(self) -> Mapping[str, Any]: ...
+
+
+def is_version(item: _Keyed) -> bool:
+    """Whether the item is an earlier version of a fact, as this layout writes them.
+
+    Its ``version_of`` names a fact and its key is :func:`version_key` of its number: a
+    client's own item that happens to have a ``version_of`` field (``{"text": ...,
+    "version_of": "doc1"}``) is not one, and is never deleted or renumbered with ``doc1``.
+    """
+    value = item.value
+    fact_id, number = value.get("version_of"), value.get("version")
+    return (
+        isinstance(fact_id, str)
+        and isinstance(number, int)
+        and not isinstance(number, bool)
+        and item.key == version_key(fact_id, number)
+    )
+
+
+def is_version_of(item: _Keyed, fact_id: str) -> bool:
+    """Whether the item is one of ``fact_id``'s earlier versions (see :func:`is_version`)."""
+    return is_version(item) and item.value["version_of"] == fact_id
 
 
 def fact_from_items(item: StoredItem, user_id: str, versions: Sequence[StoredItem] = ()) -> Fact:

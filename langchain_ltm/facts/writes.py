@@ -448,7 +448,7 @@ def _said_before(
             h.item.value["version_of"]
         )
         for h in hits
-        if h.item.namespace == namespace and "content" in h.item.value
+        if h.item.namespace == namespace and "content" in h.item.value and layout.is_version(h.item)
     }
     wanted = {
         row: owners[key]

@@ -55,6 +55,7 @@ _NEEDS_BASE_STORE = (
     "test_versions_expire_with_their_fact_after_a_restore",
     "test_a_restored_fact_keeps_its_ttl_when_reads_have_moved_its_expiry",
     "test_the_backend_tells_which_paths_each_item_embedded",
+    "test_a_clients_item_with_a_version_of_field_is_not_a_version",
 )
 
 

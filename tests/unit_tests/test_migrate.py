@@ -422,3 +422,16 @@ def test_migrate_of_a_user_the_source_does_not_hold_is_refused(source, tmp_path)
     assert (code, out) == (2, "")  # not "Verified" for a copy of nothing
     assert "holds nothing for that user" in err and "'alice', 'bob'" in err
     assert not target.exists()  # checked before the target is opened (and created)
+
+
+def test_migrate_copies_a_clients_item_that_names_a_fact_in_version_of(source, tmp_path):
+    """It was taken for one of the fact's versions (in the export already) and not copied."""
+    with opened(source) as store:
+        fact_id = store.list_all("alice")[0].id
+        note = {"content": "a client's note", "version_of": fact_id}
+        store.put(store.user_namespace("alice"), "note", note)
+    target = tmp_path / "target"
+    code, out, _ = ltm("migrate", "--from", source, "--to", target, "--json")
+    assert code == 0 and json.loads(out)["verified"]
+    with opened(target) as store:
+        assert store.get(store.user_namespace("alice"), "note").value == note

@@ -865,6 +865,28 @@ def test_recall_with_history_fills_its_limit_past_one_facts_many_versions(store)
         assert len({f.id for f in got}) == 3, [f.content for f in got]
 
 
+def test_a_clients_item_with_a_version_of_field_is_not_a_version(store):
+    """Any item with a ``version_of`` field in a user's namespace was taken for a version:
+    deleting ``doc1`` deleted a client's ``doc2`` naming it, and ``forget``,
+    ``prune_history`` and ``ltm migrate`` treated it as part of the fact it named."""
+    ns = store.user_namespace("alice")
+    store.put(ns, "doc1", {"text": "first draft"})
+    store.put(ns, "doc2", {"text": "second draft", "version_of": "doc1"})
+    fact = store.remember("alice", "I have one kid").fact
+    assert fact is not None
+    store.update_fact("alice", fact.id, "I have two kids now")
+    note = {"content": "a client note", "version_of": fact.id, "version": 7}
+    store.put(ns, "note", note)
+    store.delete(ns, "doc1")
+    assert store.get(ns, "doc2").value == {"text": "second draft", "version_of": "doc1"}
+    history = [v.content for v in store.history("alice", fact.id)]
+    assert history == ["I have one kid", "I have two kids now"]
+    assert store.prune_history("alice", fact.id, keep=0) == 1  # the real version only
+    assert store.forget("alice", fact.id) is True
+    assert store.get(ns, "note").value == note
+    assert store.get(ns, "doc2") is not None
+
+
 def test_forget_never_loses_to_an_update_running_at_once(store):
     import threading
     import time

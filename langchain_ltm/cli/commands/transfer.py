@@ -28,6 +28,7 @@ from langchain_ltm.cli.io import (
 from langchain_ltm.cli.jsonl import ImportLine, read_import_jsonl
 from langchain_ltm.cli.session import Session, all_users
 from langchain_ltm.defaults import is_qdrant_store, sqlite_path
+from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts.imports import check_records
 from langchain_ltm.guard import find_secret
 from langchain_ltm.store import LongTermMemoryStore
@@ -376,10 +377,9 @@ def _is_fact(
     user = store.user_id_of(item.namespace)
     if user is None or "content" not in item.value:
         return False
-    of = item.value.get("version_of")
-    if of is None:
+    if not layout.is_version(item):  # a fact, or a client's item (its version_of its own)
         return item.key in facts.get(user, {})
-    return isinstance(of, str) and of in facts.get(user, {})  # a client's list is its own
+    return str(item.value["version_of"]) in facts.get(user, {})
 
 
 def _digest(value: dict[str, Any]) -> str:
