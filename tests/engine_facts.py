@@ -54,11 +54,11 @@ from tests.unit_tests.test_provenance import (
 )
 from tests.unit_tests.test_versions import (
     clock,
-    test_a_clients_item_with_a_version_of_field_is_not_a_version,
     test_a_bad_import_record_writes_nothing,
     test_a_bad_ttl_minutes_in_an_export_is_refused_and_nothing_is_stored,
     test_a_changed_number_is_a_new_version,
     test_a_client_put_over_a_fact_loses_none_of_its_versions,
+    test_a_clients_item_with_a_version_of_field_is_not_a_version,
     test_a_fact_from_version_0_1_keeps_its_inline_history,
     test_a_fact_with_a_ttl_expires_with_its_versions,
     test_a_failing_resolver_keeps_both_facts,
@@ -112,7 +112,6 @@ from tests.unit_tests.test_versions import (
 
 __all__ = [
     "clock",
-    "test_a_clients_item_with_a_version_of_field_is_not_a_version",
     "emb",
     "mem",
     "test_a_backfill_before_everything_moves_created_at",
@@ -123,6 +122,7 @@ __all__ = [
     "test_a_bad_ttl_minutes_in_an_export_is_refused_and_nothing_is_stored",
     "test_a_changed_number_is_a_new_version",
     "test_a_client_put_over_a_fact_loses_none_of_its_versions",
+    "test_a_clients_item_with_a_version_of_field_is_not_a_version",
     "test_a_fact_from_version_0_1_keeps_its_inline_history",
     "test_a_fact_with_a_ttl_expires_with_its_versions",
     "test_a_failing_resolver_keeps_both_facts",
