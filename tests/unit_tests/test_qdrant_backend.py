@@ -467,3 +467,10 @@ def test_two_stores_over_one_embedded_client_take_turns_per_user(emb):
     (current,) = a.list_all("alice")
     texts = {current.content, *(v.content for v in current.history)}
     assert texts == {"alice lives in paris", "alice lives in berlin", "alice lives in rome"}
+
+
+def test_an_unreachable_server_is_a_backend_error_when_dims_are_learnt():
+    """With ``embeddings`` and no ``dims``, the first call (does the collection exist?) raised
+    qdrant-client's own exception; with ``dims`` it was a ``BackendError`` already."""
+    with pytest.raises(BackendError, match="reachable"):
+        qdrant_backend("http://127.0.0.1:1", timeout=2, embeddings=KeywordEmbeddings(8))

@@ -604,9 +604,9 @@ def qdrant_backend(
             "qdrant_backend() takes a QdrantClient, an AsyncQdrantClient, a URL, a folder path "
             f"or ':memory:', got {type(target).__name__}."
         )
-    if dims is None and embeddings is not None and not client.collection_exists(collection):
-        dims = len(embeddings.embed_query("dimension probe"))
     try:
+        if dims is None and embeddings is not None and not client.collection_exists(collection):
+            dims = len(embeddings.embed_query("dimension probe"))
         backend = QdrantBackend(
             client,
             collection=collection,
@@ -616,10 +616,17 @@ def qdrant_backend(
             mirror=mirror,
             aclient=aclient,
         )
-    except Exception:
+    except Exception as exc:
         if owned:
             client.close()
-        raise
+        if isinstance(exc, (LTMError, ValueError, TypeError)) or _is_local(client):
+            raise
+        url = client.init_options.get("url") or client.init_options.get("host") or "the server"
+        raise BackendError(
+            f"Could not set up Qdrant collection {collection!r} at {url}: "
+            f"{type(exc).__name__}: {exc}. Check that the server is up and reachable at that "
+            "URL, and the API key if it needs one."
+        ) from exc
     if owned:
         backend._owned.append(client)
     return backend
