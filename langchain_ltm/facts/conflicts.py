@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from langchain_ltm.facts.coverage import LEADING_VERBS as _VERBS
 from langchain_ltm.facts.coverage import PAST_FORMS, fold, value_change
 
 __all__ = ["ENTITY_WORDS", "different_subject", "subjects", "value_change"]
@@ -68,13 +69,6 @@ ENTITY_WORDS = frozenset(_RELATIONS) | _ENTITIES
 
 _POSSESSIVE = re.compile(
     r"\b(?:my|his|her|their|our|your|the user's|user's|the customer's)\s+", re.IGNORECASE
-)
-_VERBS = frozenset(
-    "is was are were has had have likes loves hates prefers works lives plays speaks wants "
-    "needs goes drinks eats studies uses owns drives takes runs enjoys can will does did "
-    "doesn't isn't wasn't moved started stopped visits teaches reads writes cooks "
-    "runs hurts turned turns gets got became becomes keeps kept lost joined "
-    "adores dislikes attends supports follows calls called named".split()
 )
 _PHRASE_STOP = _VERBS | frozenset(
     "to in on at for with from of the a an and or but now also still just always never "

@@ -118,6 +118,15 @@ PAST_FORMS = frozenset(
                                         "teeth", "mice", "geese"}
 )  # fmt: skip
 """Irregular past forms ("went", "made"): a leading name before one is a subject."""
+LEADING_VERBS = frozenset(
+    "is was are were has had have likes loves hates prefers works lives plays speaks wants "
+    "needs goes drinks eats studies uses owns drives takes runs enjoys can will does did "
+    "doesn't isn't wasn't moved started stopped visits teaches reads writes cooks "
+    "runs hurts turned turns gets got became becomes keeps kept lost joined "
+    "adores dislikes attends supports follows calls called named".split()
+)
+"""Verbs a fact often starts with ("Lives in Paris", "Works at Google"): capitalized at the
+start of a sentence, such a word is not a name, as "Caroline" in "Caroline moved ..." is."""
 _COPULAS = frozenset("is are am be been being was were become becomes seems feels".split())
 _VOWELS = frozenset("aeiouy")
 
@@ -215,13 +224,18 @@ def read_words(text: str) -> Words:
             term = stem(lower)
             if term:
                 terms.add(term)
-                if raw[:1].isupper() and (match.start() not in starts or not lower.endswith("ing")):
+                if raw[:1].isupper() and (match.start() not in starts or not _leads(lower)):
                     names.add(term)
             if lower in PAST_FORMS or (
                 lower.endswith("ed") and len(lower) > 4 and previous not in _COPULAS
             ):
                 past = True
     return Words(frozenset(terms), frozenset(names), frozenset(values), negated, past)
+
+
+def _leads(word: str) -> bool:
+    """Whether ``word``, capitalized at the start of a sentence, is a verb, not a name."""
+    return word.endswith("ing") or word in LEADING_VERBS or word in PAST_FORMS
 
 
 _ORDINALS = frozenset({"st", "nd", "rd", "th"})

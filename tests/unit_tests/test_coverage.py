@@ -85,6 +85,26 @@ def test_a_leading_name_with_any_verb_is_the_subject():
     assert not different_subject("Prefers answers in Spanish", "Prefers short answers")
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Lives in Paris", "Lives in Berlin"),
+        ("Works at Google", "Works at Microsoft"),
+        ("Is vegetarian", "Is not vegetarian anymore"),
+    ],
+)
+async def test_a_verb_starting_a_fact_in_sentence_case_is_not_a_name(minilm, old, new):
+    """"Lives" was read as a name (capitalized), so the attribute was lost and the sentence
+    case pair stayed two current facts while the lower-case one was an update."""
+    assert "liv" not in read_words("Lives in Paris").names
+    assert "carolin" in read_words("Caroline lives in Paris").names  # stemmed
+    for case in (str.lower, lambda text: text):
+        store = LongTermMemoryStore(InMemoryVectorStore(minilm))
+        await store.aremember("u", case(old))
+        assert (await store.aremember("u", case(new))).action == "updated", case(new)
+        assert [f.content for f in await store.alist_all("u")] == [case(new)]
+
+
 async def test_remember_keeps_a_related_event_apart_and_merges_a_restatement(minilm):
     store = LongTermMemoryStore(InMemoryVectorStore(minilm))
     first = await store.aremember("u", "Melanie signed up for a pottery class")
