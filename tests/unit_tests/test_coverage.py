@@ -94,7 +94,7 @@ def test_a_leading_name_with_any_verb_is_the_subject():
     ],
 )
 async def test_a_verb_starting_a_fact_in_sentence_case_is_not_a_name(minilm, old, new):
-    """"Lives" was read as a name (capitalized), so the attribute was lost and the sentence
+    """The verb "Lives" was read as a name (capitalized), so the attribute was lost and the sentence
     case pair stayed two current facts while the lower-case one was an update."""
     assert "liv" not in read_words("Lives in Paris").names
     assert "carolin" in read_words("Caroline lives in Paris").names  # stemmed
