@@ -202,13 +202,16 @@ def _store_facts(
         stored.update(
             (item.key, item) for item in recorded.values() if item.key not in decision.touched
         )
-        histories = yield from versions_of(ctx, namespace, [*_bases(decision), *stored.values()])
+        histories, lapsed = yield from _histories(
+            ctx, namespace, [*_bases(decision), *stored.values()], now
+        )
         chains = _chains(decision, said, now)
         records, deletes, lines = _records(
             ctx, namespace, decision, vectors, histories, chains, now, pinned, ttl
         )
         written = {(r.namespace, r.key) for r in records}
         deletes += [(i.namespace, i.key) for i in expired if (i.namespace, i.key) not in written]
+        deletes += [key for key in lapsed if key not in written]
         rewrites = _said_earlier(decision, said, stored, histories, now)
         if ttl is None:  # said again for good: a fact that was to expire now lasts
             for d in decision.decisions:
@@ -280,7 +283,9 @@ def update(ctx: FactContext, user_id: str, fact_id: str, text: str) -> Logic[Rem
         # a fact with this text whose TTL has passed is gone: its row goes in this write
         # (not yet swept, it would still hold the text in Postgres' fact-hash constraint)
         expired = [(h.item.namespace, h.item.key) for h in with_text if not is_alive(h.item, now)]
-        histories = yield from versions_of(ctx, namespace, [item, *(h.item for h in same_text)])
+        histories, lapsed = yield from _histories(
+            ctx, namespace, [item, *(h.item for h in same_text)], now
+        )
         if same_text:  # already the text of this fact, or of another one: nothing to write
             match = same_text[0].item
             fact = layout.fact_from_items(match, user_id, histories.get(match.key, ()))
@@ -293,7 +298,9 @@ def update(ctx: FactContext, user_id: str, fact_id: str, text: str) -> Logic[Rem
             ctx, namespace, decision, vectors, histories, chains, now, False, None
         )
         records = yield from _embed_versions(ctx, records)
-        yield call(ctx.backend, "write", records, [*deletes, *expired])
+        written = {(r.namespace, r.key) for r in records}
+        lapsed = [key for key in lapsed if key not in written]
+        yield call(ctx.backend, "write", records, [*deletes, *expired, *lapsed])
     finally:
         yield from ctx.locks.release(ctx.backend, held)
     fact = _fact_after(state, lines[fact_id], histories, user_id, now)
@@ -465,6 +472,24 @@ def _said_before(
         if f is not None and is_alive(f, alive_at) and not layout.is_version(f)
     }
     return {row: alive[key] for row, key in wanted.items() if key in alive}
+
+
+def _histories(
+    ctx: FactContext, namespace: tuple[str, ...], items: Sequence[StoredItem], now: datetime
+) -> Logic[tuple[dict[str, list[StoredItem]], list[ItemKey]]]:
+    """The live versions of these facts (what a write places, renumbers and rewrites), and
+    the keys of their expired ones, which the write deletes.
+
+    An expired version is gone, as an expired fact is: kept in the timeline, it was
+    rewritten with the fact's TTL and came back ("Lost my blue card", said with ``ttl=1``,
+    in the history of the same text remembered again later).
+    """
+    every = yield from versions_of(ctx, namespace, items)
+    live = {key: [v for v in found if is_alive(v, now)] for key, found in every.items()}
+    lapsed = [
+        (v.namespace, v.key) for found in every.values() for v in found if not is_alive(v, now)
+    ]
+    return live, lapsed
 
 
 def _records(

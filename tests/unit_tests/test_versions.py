@@ -496,6 +496,35 @@ def clock(monkeypatch):
     return _Clock(monkeypatch)
 
 
+async def test_an_expired_version_never_comes_back(mem, clock):
+    """A write read a fact's versions expired or not and rewrote them with the fact's TTL:
+    the same text remembered again after its fact expired (same id) brought back the
+    expired versions, and a backfill into a lasting fact brought back its expired one."""
+    first = (await mem.remember("u1", "Lost my card at the station", ttl=1)).fact
+    await mem.update_fact("u1", first.id, "Lost my blue card at the station")
+    await mem.update_fact("u1", first.id, "Lost my blue card at the train station")
+    clock.advance(5)  # the fact and its versions expired, not swept
+    again = (await mem.remember("u1", "Lost my card at the station", ttl=60)).fact
+    assert again.id == first.id and again.history == ()
+    for text in ("Lost my card at the station today", "Lost my card at the station today at 9"):
+        await mem.update_fact("u1", again.id, text)
+    history = [v.content for v in await mem.history("u1", again.id)]
+    assert history == [
+        "Lost my card at the station",
+        "Lost my card at the station today",
+        "Lost my card at the station today at 9",
+    ]
+
+    rent = (await mem.remember("u2", "My rent is 1200 euros", ttl=10)).fact
+    await mem.update_fact("u2", rent.id, "My rent is 1300 euros")  # 1200: a version, 10 min
+    assert (await mem.remember("u2", "My rent is 1300 euros")).fact.ttl_minutes is None
+    clock.advance(20)  # the lasting fact's version "1200" expired
+    said = datetime(2020, 1, 1, tzinfo=timezone.utc)
+    await mem.remember("u2", "My rent is 1100 euros", observed_at=said)
+    history = [v.content for v in await mem.history("u2", rent.id)]
+    assert "My rent is 1200 euros" not in history and history[-1] == "My rent is 1300 euros"
+
+
 async def test_a_fact_with_a_ttl_expires_with_its_versions(mem, store, clock):
     lasting = await mem.remember("u1", "I like green tea")
     made = await mem.remember("u1", "I live in Paris", ttl=60)
