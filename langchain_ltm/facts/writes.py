@@ -477,10 +477,9 @@ def _said_before(
 def _histories(
     ctx: FactContext, namespace: tuple[str, ...], items: Sequence[StoredItem], now: datetime
 ) -> Logic[tuple[dict[str, list[StoredItem]], list[ItemKey]]]:
-    """The live versions of these facts (what a write places, renumbers and rewrites), and
-    the keys of their expired ones, which the write deletes.
+    """The live versions of these facts, and the keys of their expired ones.
 
-    An expired version is gone, as an expired fact is: kept in the timeline, it was
+    A write places, renumbers and rewrites the live ones, and deletes the others. An expired version is gone, as an expired fact is: kept in the timeline, it was
     rewritten with the fact's TTL and came back ("Lost my blue card", said with ``ttl=1``,
     in the history of the same text remembered again later).
     """
