@@ -479,9 +479,10 @@ def _histories(
 ) -> Logic[tuple[dict[str, list[StoredItem]], list[ItemKey]]]:
     """The live versions of these facts, and the keys of their expired ones.
 
-    A write places, renumbers and rewrites the live ones, and deletes the others. An expired version is gone, as an expired fact is: kept in the timeline, it was
-    rewritten with the fact's TTL and came back ("Lost my blue card", said with ``ttl=1``,
-    in the history of the same text remembered again later).
+    A write places, renumbers and rewrites the live ones, and deletes the others: an
+    expired version is gone, as an expired fact is. Kept in the timeline, it was rewritten
+    with the fact's TTL and came back ("Lost my blue card", said with ``ttl=1``, in the
+    history of the same text remembered again later).
     """
     every = yield from versions_of(ctx, namespace, items)
     live = {key: [v for v in found if is_alive(v, now)] for key, found in every.items()}
