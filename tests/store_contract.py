@@ -477,6 +477,20 @@ class BaseStoreContract:
         assert None not in scores
         assert scores == sorted(scores, reverse=True)
 
+    async def test_paging_over_tied_scores_shows_every_item_once(self, api):
+        """Items with one text score alike; an engine that ranks approximately (Qdrant's
+        server, Chroma) returned ties in an order that changed with the window, so pages
+        repeated some items and skipped others."""
+        for i in range(30):
+            await api.put(NS, f"k{i:02d}", {"text": "same words"})
+        for size in (1, 4, 7):
+            pages = [
+                await api.search(NS, query="same words", limit=size, offset=o)
+                for o in range(0, 30, size)
+            ]
+            flat = [h.key for page in pages for h in page]
+            assert sorted(flat) == [f"k{i:02d}" for i in range(30)], size
+
     async def test_query_lists_scored_items_then_unscored_ones(self, api):
         await api.put(NS, "s1", {"text": "green tea"})
         await api.put(NS, "s2", {"text": "green tea with honey"})

@@ -302,6 +302,36 @@ def namespace_matches(
     return True
 
 
+TIE = 1e-6
+"""Scores closer than this are tied (equal texts can differ in the last float bits)."""
+
+
+def by_score_then_key(hits: list[Hit]) -> list[Hit]:
+    """Ranked ``hits`` in one order, whatever order the engine returned them in.
+
+    Best score first, ties by namespace and key. An engine that ranks approximately
+    (Qdrant's server, Chroma) returns tied items in an order that changes with the number
+    asked for, so one page repeated items of the page before and another skipped some.
+    Scores within :data:`TIE` are equal here.
+    """
+    return sorted(
+        hits, key=lambda h: (-round((h.score or 0.0) / TIE), h.item.namespace, h.item.key)
+    )
+
+
+def tied_past_window(hits: Sequence[Hit], wanted: int, lowest: float) -> bool:
+    """Whether the hit at place ``wanted`` ties with the lowest score of a full window.
+
+    ``lowest``: the lowest score a window that was not exhausted returned. More items of
+    that score may lie past the window, and which of them the page holds would depend on
+    the window: search again, wider.
+    """
+    if len(hits) < wanted:
+        return False
+    score = hits[wanted - 1].score
+    return score is not None and abs(score - lowest) <= TIE
+
+
 def is_alive(item: StoredItem, at: datetime | None) -> bool:
     """Whether ``item`` has not expired at ``at`` (``None``: no TTL check at all)."""
     return at is None or item.expires_at is None or item.expires_at > at

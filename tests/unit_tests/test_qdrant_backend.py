@@ -474,3 +474,21 @@ def test_an_unreachable_server_is_a_backend_error_when_dims_are_learnt():
     qdrant-client's own exception; with ``dims`` it was a ``BackendError`` already."""
     with pytest.raises(BackendError, match="reachable"):
         qdrant_backend("http://127.0.0.1:1", timeout=2, embeddings=KeywordEmbeddings(8))
+
+
+@pytest.mark.parametrize("count", [30, 50])
+def test_server_plans_page_over_tied_scores_showing_every_item_once(count):
+    """The server's plans kept Qdrant's order among equal scores, which changed with the
+    window a page asked for: paging one item at a time repeated one and skipped another."""
+    store = LongTermMemoryStore(
+        qdrant_backend(":memory:", dims=16, mirror=False), embeddings=KeywordEmbeddings(dims=16)
+    )
+    ns = ("docs", "alice")
+    for i in range(count):
+        store.put(ns, f"k{i:02d}", {"text": "same words"})
+    paged = [
+        item.key
+        for offset in range(count)
+        for item in store.search(ns, query="same words", limit=1, offset=offset)
+    ]
+    assert sorted(paged) == [f"k{i:02d}" for i in range(count)]

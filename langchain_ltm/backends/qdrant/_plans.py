@@ -33,10 +33,12 @@ from langchain_ltm.backends.base import (
     SearchRequest,
     StoredItem,
     Vectors,
+    by_score_then_key,
     expiry,
     is_alive,
     namespace_matches,
     normalize_batch,
+    tied_past_window,
 )
 from langchain_ltm.backends.qdrant._layout import (
     HEADS,
@@ -252,9 +254,13 @@ def _ranked(layout: Layout, request: SearchRequest, queries: Vectors) -> Plan[li
         responses = yield layout.call("query_batch_points", requests=requests)
         still = []
         for row, response in zip(pending, responses, strict=True):
-            hits = _best_per_item(response.points, request)
+            hits = by_score_then_key(_best_per_item(response.points, request))
             exhausted = len(response.points) < window[row]
-            if exhausted or (wanted is not None and len(hits) >= wanted):
+            enough = wanted is not None and len(hits) >= wanted
+            if enough and not exhausted and response.points:  # the page's last place tied
+                lowest = float(np.float32(response.points[-1].score))  # with the window's end
+                enough = not tied_past_window(hits, wanted or 0, lowest)
+            if exhausted or enough:
                 done[row] = (hits, exhausted)
             else:
                 window[row] *= 4

@@ -29,8 +29,10 @@ from langchain_ltm.backends.base import (
     ItemKey,
     SearchRequest,
     StoredItem,
+    by_score_then_key,
     dimension_error,
     is_alive,
+    tied_past_window,
 )
 from langchain_ltm.backends.sqlite import _sql as sql
 from langchain_ltm.backends.vectorstore._layout import in_scope, item_key
@@ -92,10 +94,12 @@ def ranked(
         hits = yield from passing(backend, results, items, request)
         if hits and not backend._scores_checked:
             yield from check_scores(backend, hits[0], vector)
-        if wanted is not None and len(hits) >= wanted:
-            return hits[:wanted]
         exhausted = (size is not None and k >= size) if family.post_filter else len(results) < k
-        if exhausted or (cap is not None and k >= cap):  # the store can give no more
+        last = exhausted or (cap is not None and k >= cap)  # the store can give no more
+        if wanted is not None and len(hits) >= wanted:
+            if last or not _tied_past(backend, hits, wanted, results):
+                return hits[:wanted]
+        elif last:
             return (yield from checked(backend, hits, vector, request, wanted))
         k = k * 4 if cap is None else min(k * 4, cap)
 
@@ -139,13 +143,23 @@ def ranked_among_ids(
         hits = yield from passing(backend, results, items, request)
         if hits and not backend._scores_checked:
             yield from check_scores(backend, hits[0], vector)
-        if wanted is not None and len(hits) >= wanted:
+        if (
+            wanted is not None
+            and len(hits) >= wanted
+            and (k >= len(ids) or not _tied_past(backend, hits, wanted, results))
+        ):
             return hits[:wanted]
         if k >= len(ids):
             if len(results) >= len(ids) and len(hits) >= n_items:
                 return hits  # every document of every item in scope came back
             return (yield from checked(backend, hits, vector, request, wanted))
         k = min(k * 4, len(ids))
+
+
+def _tied_past(backend: VectorStoreBackend, hits: list[Hit], wanted: int, results: Scored) -> bool:
+    """Whether the page's last place ties with the lowest score of the engine's window."""
+    lowest = min(backend._to_cosine(float(score)) for _, score in results)
+    return tied_past_window(hits, wanted, lowest)
 
 
 def passing(
@@ -182,7 +196,7 @@ def passing(
         taken.add(key)  # type: ignore[arg-type]
         if is_alive(item, request.alive_at) and matches(item.value, request.filter):
             hits.append(Hit(item, score))
-    return hits
+    return by_score_then_key(hits)  # ties in one order, whatever the window
 
 
 def check_scores(backend: VectorStoreBackend, top: Hit, vector: list[float]) -> Logic[None]:
