@@ -87,18 +87,29 @@ def _operator(path: tuple[str, ...], op: str, operand: Any) -> Condition:
             f"Unsupported filter operator {op!r} on {'.'.join(path)!r}; "
             f"use one of {', '.join(sorted(PUBLIC_OPERATORS))}."
         )
+    operand = _plain(operand)
     if op in RANGE_OPERATORS and not (_is_number(operand) or isinstance(operand, str)):
         raise InvalidFilterError(
             f"{op} on {'.'.join(path)!r} needs a number or a string, got {operand!r}."
         )
-    return Condition(path, op, _plain(operand))
+    return Condition(path, op, operand)
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, tuple):
+    """The operand as JSON holds it: a StrEnum is its text, an IntEnum or numpy.int64 its
+    number (each engine compares JSON values; an exact-type check missed them)."""
+    if isinstance(value, (tuple, list)):
         return [_plain(v) for v in value]
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if type(value).__module__ == "numpy" and getattr(value, "shape", None) == ():
+        return _plain(value.item())
     return value
 
 

@@ -73,18 +73,24 @@ def _storable(text: str, what: str, where: str) -> None:
 def _json(value: Any, where: str, depth: int) -> Any:
     if depth > _MAX_DEPTH:
         raise InvalidFactError(f"metadata {where!r} nests deeper than {_MAX_DEPTH} levels.")
+    # subclasses (a StrEnum, an IntEnum, numpy.float64) become the plain value: stored as
+    # they were, engines gave them back differently and a filter on them matched on one
     if isinstance(value, str):
         _storable(value, "metadata", where)
+        return str.__str__(value)
+    if value is None or isinstance(value, bool):
         return value
-    if value is None or isinstance(value, (bool, int)):
-        return value
+    if isinstance(value, int):
+        return int(value)
     if isinstance(value, float):
         if not math.isfinite(value):
             raise InvalidFactError(
                 f"metadata {where!r} is {value!r}, which JSON cannot hold; use a finite "
                 "number or None."
             )
-        return value
+        return float(value)
+    if type(value).__module__ == "numpy" and getattr(value, "shape", None) == ():
+        return _json(value.item(), where, depth)  # a numpy scalar: numpy.bool, int64, ...
     if isinstance(value, (list, tuple)):
         return [_json(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]
     if isinstance(value, Mapping):
@@ -97,8 +103,14 @@ def _json(value: Any, where: str, depth: int) -> Any:
             _storable(key, "metadata key", f"{where}.{key}")
             out[key] = _json(item, f"{where}.{key}", depth + 1)
         return out
+    kind = type(value)
+    name = (
+        kind.__qualname__
+        if kind.__module__ == "builtins"
+        else f"{kind.__module__}.{kind.__qualname__}"
+    )
     raise InvalidFactError(
-        f"metadata {where!r} is a {type(value).__name__}, which is not JSON; store it as a "
+        f"metadata {where!r} is a {name}, which is not JSON; store it as a "
         "string, number, bool, None, list or dict (a datetime as dt.isoformat())."
     )
 

@@ -6,9 +6,11 @@ Qdrant, Postgres and ``FactStore``, sync and async (``mem``).
 
 from __future__ import annotations
 
+import enum
 import json
 from datetime import datetime, timedelta, timezone
 
+import numpy as np
 import pytest
 from langchain_core.vectorstores import InMemoryVectorStore
 
@@ -199,6 +201,7 @@ BAD_METADATA = {
     "non-string key": ({1: "x"}, "non-empty strings"),
     "a set": ({"tags": {"a"}}, "'tags' is a set, which is not JSON"),
     "a datetime": ({"when": at(1)}, "isoformat"),
+    "a numpy array": ({"v": np.zeros(2)}, "'v' is a numpy.ndarray, which is not JSON"),
     "NaN": ({"score": float("nan")}, "JSON cannot hold"),
     "nested int key": ({"by": {1: "x"}}, "JSON object keys are strings"),
     # Postgres' jsonb holds neither, so no engine takes them (a migrate would fail)
@@ -215,6 +218,35 @@ async def test_bad_metadata_raises_and_stores_nothing(mem, case):
     with pytest.raises(InvalidFactError, match=message):
         await mem.remember("u1", TEA, metadata=metadata)
     assert await mem.list_all("u1") == []
+
+
+class Source(enum.StrEnum):
+    CHAT = "chat"
+
+
+class Level(enum.IntEnum):
+    HIGH = 3
+
+
+async def test_metadata_subclasses_and_numpy_scalars_are_stored_as_plain_json(mem):
+    """A StrEnum or numpy.float64 was stored as the object itself: engines gave it back
+    differently, and a filter on it matched on Postgres only. numpy.bool_ was refused as
+    "a bool, which is not JSON"."""
+    given = {"source": Source.CHAT, "level": Level.HIGH, "w": np.float64(0.5), "ok": np.bool_(True)}
+    made = (await mem.remember("u1", TEA, metadata=given)).fact
+    assert made.metadata == {"source": "chat", "level": 3, "w": 0.5, "ok": True}
+    types = {"source": str, "level": int, "w": float, "ok": bool}
+    assert {k: type(v) for k, v in made.metadata.items()} == types
+    (stored,) = await mem.list_all("u1")
+    assert {k: type(v) for k, v in stored.metadata.items()} == types
+    for wanted in (
+        {"source": Source.CHAT},
+        {"source": "chat"},
+        {"level": 3},
+        {"level": {"$gte": np.int64(3)}},
+        {"ok": True},
+    ):
+        assert [f.id for f in await mem.recall("u1", "tea", filter=wanted)] == [made.id], wanted
 
 
 async def test_bad_observed_at_raises_and_stores_nothing(mem):
