@@ -170,6 +170,19 @@ class SweeperTask:
         self._task = None
         return True
 
+    def signal_stop(self) -> None:
+        """Tell the task to stop, from any thread, without waiting for it (a sync ``close``).
+
+        It stops at its next wake-up; a sweep running meanwhile finishes. A task whose loop
+        is closed is gone already.
+        """
+        task, stop = self._task, self._stop
+        if task is None or task.done() or stop is None:
+            return
+        loop = task.get_loop()
+        if not loop.is_closed():
+            loop.call_soon_threadsafe(stop.set)
+
 
 def _sweep_once(sweep: Callable[[], int]) -> None:
     try:

@@ -380,8 +380,13 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         return {"dims": dims, "embed": self.embeddings, "fields": list(self.fields)}
 
     def close(self) -> None:
-        """Stop the TTL sweeper and release the engine's connections and file locks."""
+        """Stop the TTL sweepers and release the engine's connections and file locks.
+
+        The sweeper thread is stopped and waited for; a sweeper task (``astart_ttl_sweeper``)
+        is told to stop, and stops on its loop (``aclose`` waits for it).
+        """
         self.stop_ttl_sweeper()
+        self._asweeper.signal_stop()
         self._coalescer.drain_threads()  # async calls of loops in other threads finish first
         self.backend.close()
 

@@ -102,7 +102,12 @@ def make_backend(pg_url: str) -> Iterator[Callable[..., PostgresBackend]]:
     yield make
     for backend in made:
         try:
-            backend.drop()
+            if backend.connector._closed:  # closed by the test: drop through a new one
+                again = postgres_backend(pg_url, table=backend.tables.table, setup=False)
+                again.drop()
+                again.close()
+            else:
+                backend.drop()
         finally:
             backend.close()
 

@@ -513,6 +513,25 @@ async def test_a_pool_made_for_langgraphs_postgres_store_is_taken(pg_url, emb, m
             await pool.close()
 
 
+async def test_a_closed_store_stays_closed(pg_url, emb):
+    """A call after ``close()`` opened new pools, whose connections stayed open until the
+    store was garbage-collected (and a sweeper task kept sweeping on them)."""
+    table = f"t_{uuid.uuid4().hex[:12]}"
+    store = LongTermMemoryStore.from_postgres(pg_url, emb, table=table)
+    store.put(("docs",), "k", {"text": "green tea"})
+    task = await store.astart_ttl_sweeper(sweep_interval_minutes=0.0005)
+    store.close()
+    await asyncio.wait_for(task, timeout=10)
+    with pytest.raises(BackendError, match="was closed"):
+        store.get(("docs",), "k")
+    with pytest.raises(BackendError, match="was closed"):
+        await store.aget(("docs",), "k")
+    again = LongTermMemoryStore.from_postgres(pg_url, emb, table=table)
+    assert again.get(("docs",), "k").value == {"text": "green tea"}  # nothing lost
+    again.backend.drop()
+    again.close()
+
+
 async def test_search_requests_with_several_queries(make_backend):
     backend = make_backend(dims=4)
     now = datetime.now(timezone.utc)

@@ -518,6 +518,7 @@ class Connector:
         self.kwargs = {"autocommit": True, **(kwargs or {})}
         self.min_size, self.max_size, self.timeout = min_size, max_size, timeout
         self._pool = pool
+        self._closed = False
         self._owns_pool = pool is None
         self._apool = apool  # handed in: used from the event loop its owner runs it in
         self._loop_pools: dict[asyncio.AbstractEventLoop, LoopPool] = {}
@@ -534,8 +535,23 @@ class Connector:
                 "only the API (sync or async) of the pool you passed."
             )
 
+    def _check_open(self) -> None:
+        """Refuse a call after ``close()``: a closed store stays closed.
+
+        Such a call opened new pools, whose connections were held until the store was
+        garbage-collected (SQLite refuses it too).
+
+        Raises:
+            BackendError: :meth:`close` or :meth:`aclose` was called.
+        """
+        if self._closed:
+            raise BackendError(
+                "This Postgres store was closed (close() or aclose()); open a new one."
+            )
+
     def sync_pool(self) -> ConnectionPool[Any]:
         """The sync pool (opened on first use)."""
+        self._check_open()
         if self._pool is None:
             self._check_conninfo()
             with self._lock:
@@ -553,6 +569,7 @@ class Connector:
 
     def async_pool(self) -> _AsyncPoolLike:
         """The running event loop's async pool (opened on first use)."""
+        self._check_open()
         if self._apool is not None:
             return self._apool
         loop = asyncio.get_running_loop()
@@ -569,6 +586,7 @@ class Connector:
 
     def close(self) -> None:
         """Close the pools this connector created (pools handed in stay open)."""
+        self._closed = True
         pool, self._pool = (self._pool, None) if self._owns_pool else (None, self._pool)
         if pool is not None:
             pool.close()
@@ -579,6 +597,7 @@ class Connector:
 
     async def aclose(self) -> None:
         """Async twin of :meth:`close`."""
+        self._closed = True
         loop = asyncio.get_running_loop()
         with self._lock:
             pools, self._loop_pools = self._loop_pools, {}

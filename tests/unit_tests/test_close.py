@@ -1,0 +1,42 @@
+"""What ``close()`` ends: the sweepers, and every later call."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from langchain_core.vectorstores import InMemoryVectorStore
+
+from langchain_ltm import BackendError, LongTermMemoryStore
+from tests.fakes import KeywordEmbeddings
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def store(request, tmp_path):
+    emb = KeywordEmbeddings(dims=16)
+    if request.param == "memory":
+        return LongTermMemoryStore(InMemoryVectorStore(emb), ttl={"default_ttl": 1})
+    return LongTermMemoryStore.from_sqlite(tmp_path / "m.db", emb, ttl={"default_ttl": 1})
+
+
+async def test_a_sync_close_stops_a_sweeper_task(store):
+    """``close()`` stopped the sweeper thread only: a task started with
+    ``astart_ttl_sweeper`` went on sweeping a closed store (an error logged every tick)."""
+    task = await store.astart_ttl_sweeper(sweep_interval_minutes=0.0005)
+    await asyncio.sleep(0.05)
+    assert not task.done()
+    store.close()
+    await asyncio.wait_for(task, timeout=5)  # stops at its next wake-up
+    assert task.done() and not task.cancelled()
+
+
+def test_a_sync_close_from_another_thread_stops_a_sweeper_task(store):
+    async def main() -> None:
+        task = await store.astart_ttl_sweeper(sweep_interval_minutes=0.0005)
+        await asyncio.to_thread(store.close)
+        await asyncio.wait_for(task, timeout=5)
+
+    asyncio.run(main())
+    if store.backend.capabilities.persistent:
+        with pytest.raises(BackendError, match="was closed"):
+            store.get(("docs",), "k")
