@@ -313,6 +313,13 @@ def _fact_records(
     for number, version in enumerate(fact.history, 1):
         end = version.valid_to or fact.valid_from or fact.updated_at
         i = row[version.content]
+        # an expiry of its own (a fact said again for good keeps its earlier texts'), else
+        # the fact's (exports made before versions carried theirs)
+        expires, lifetime = version.expires_at, version.ttl_minutes
+        if expires is None:
+            expires, lifetime = fact.expires_at, ttl
+        elif lifetime is None:
+            lifetime = _minutes_until(expires, fact.updated_at)
         out.append(
             Record(
                 namespace=namespace,
@@ -323,10 +330,10 @@ def _fact_records(
                 texts=(version.content,),
                 paths=("content",),
                 vectors=vectors[i : i + 1],
-                now=end if ttl is None else fact.updated_at,
+                now=end if lifetime is None else fact.updated_at,
                 created_at=version.valid_from,
-                ttl_minutes=ttl,
-                expires_at=fact.expires_at,
+                ttl_minutes=lifetime,
+                expires_at=expires,
             )
         )
     i = row[fact.content]
@@ -351,6 +358,11 @@ def _fact_records(
         )
     )
     return out
+
+
+def _expired(version: FactVersion, now: datetime) -> bool:
+    """An earlier text whose own expiry has passed: gone, so never restored or merged."""
+    return version.expires_at is not None and version.expires_at <= now
 
 
 def _minutes_until(expires_at: datetime | None, since: datetime) -> float | None:
@@ -434,10 +446,11 @@ def _parse_record(
             raise InvalidFactError(
                 f"{where}: history must be a list of earlier versions, got {earlier!r}."
             )
-        history = tuple(
+        every = [
             _version(ctx, v, f"{where}: history[{n}]", created, updated, since)
             for n, v in enumerate(earlier)
-        )
+        ]
+        history = tuple(v for v in every if not _expired(v, now))
         if restore:
             for n, v in enumerate(history):  # earlier texts are stored as they are too
                 if ctx.guard is not None and (reason := ctx.guard(v.content)):
@@ -534,11 +547,14 @@ def _version(
             f"{where}: valid_to {valid_to.isoformat()} is before valid_from "
             f"{valid_from.isoformat()}; a version ends after it begins."
         )
+    expires = _time(raw, "expires_at", valid_to, where) if raw.get("expires_at") else None
     return FactVersion(
         validate_text(raw.get("content"), f"{where}: content", ctx.max_fact_chars),
         valid_from,
         valid_to,
         _metadata(raw.get("metadata"), where),
+        expires,
+        _ttl_minutes(raw.get("ttl_minutes"), expires, where),
     )
 
 

@@ -29,6 +29,10 @@ class FactVersion:
             (``remember(..., observed_at=)``), else when it was remembered.
         valid_to: When a newer version replaced it (``None`` for the current version).
         metadata: The metadata this text was remembered with (``remember(..., metadata=)``).
+        expires_at: When this earlier text expires (``None``: it lasts). It expires with its
+            fact, or on its own: a fact said again for good keeps the expiry its earlier
+            texts had.
+        ttl_minutes: How far each read pushes ``expires_at`` (``None`` without a TTL).
 
     Example:
         >>> from datetime import datetime, timezone
@@ -41,6 +45,8 @@ class FactVersion:
     valid_from: datetime
     valid_to: datetime | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    expires_at: datetime | None = None
+    ttl_minutes: float | None = None
 
     @property
     def is_current(self) -> bool:
@@ -52,13 +58,17 @@ class FactVersion:
         return self.valid_from <= moment and (self.valid_to is None or moment < self.valid_to)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (timestamps in ISO 8601)."""
-        return {
+        """JSON-ready form (timestamps in ISO 8601); the expiry only when it has one."""
+        out: dict[str, Any] = {
             "content": self.content,
             "valid_from": self.valid_from.isoformat(),
             "valid_to": self.valid_to.isoformat() if self.valid_to else None,
             "metadata": dict(self.metadata),
         }
+        if self.expires_at is not None:
+            out["expires_at"] = self.expires_at.isoformat()
+            out["ttl_minutes"] = self.ttl_minutes
+        return out
 
 
 @dataclass(frozen=True)

@@ -200,6 +200,8 @@ def to_version(item: StoredItem) -> FactVersion:
         parse_time(value.get("valid_from"), item.created_at),
         parse_time(value.get("valid_to"), item.updated_at),
         metadata_of(value),
+        item.expires_at,
+        item.ttl_minutes,
     )
 
 

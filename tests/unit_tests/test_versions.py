@@ -553,6 +553,27 @@ async def test_a_fact_with_a_ttl_expires_with_its_versions(mem, store, clock):
     assert [f.content for f in await mem.list_all("u1")] == ["I like green tea"]
 
 
+async def test_an_earlier_text_keeps_its_own_expiry_through_export_and_import(mem, clock):
+    """A fact said again for good lasts while its earlier texts keep their expiry; the
+    export carried only the fact's, so a restored "1200" lasted for good."""
+    rent = (await mem.remember("u1", "My rent is 1200 euros", ttl=10)).fact
+    await mem.update_fact("u1", rent.id, "My rent is 1300 euros")
+    lasting = (await mem.remember("u1", "My rent is 1300 euros")).fact  # said again, no TTL
+    assert lasting.ttl_minutes is None and lasting.history[0].ttl_minutes == 10
+    exported = await mem.export_user("u1")
+    (entry,) = exported[0]["history"]
+    assert entry["ttl_minutes"] == 10 and entry["expires_at"] is not None
+    await mem.import_user("u2", exported)
+    assert await mem.export_user("u2") == [{**exported[0], "user_id": "u2"}]
+    clock.advance(11)  # the earlier text expired, in the source and in the copy
+    for user in ("u1", "u2"):
+        assert [v.content for v in await mem.history(user, rent.id)] == ["My rent is 1300 euros"]
+    late = await mem.import_user("u3", exported)  # restored after it expired: left out
+    assert late.restored == 1
+    (fact,) = await mem.list_all("u3")
+    assert (fact.content, fact.history) == ("My rent is 1300 euros", ())
+
+
 async def test_a_ttl_travels_through_export_and_import(mem, clock):
     """Exported with its expiry; restored, it still expires then; merged, it is new."""
     made = await mem.remember("u1", "Reported a lost card this morning", ttl=60)
