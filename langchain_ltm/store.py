@@ -44,6 +44,7 @@ from langchain_ltm.facts import reads
 from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts._locks import UserLocks
 from langchain_ltm.facts.api import FactAPI
+from langchain_ltm.facts.client_puts import write_puts
 from langchain_ltm.facts.context import FactContext
 from langchain_ltm.facts.options import (
     DEFAULT_MERGE_THRESHOLD,
@@ -528,7 +529,8 @@ class LongTermMemoryStore(FactAPI, BaseStore):
             deletes += yield from self._versions_of(
                 deletes, {(r.namespace, r.key) for r in upserts}
             )
-            yield call(self.backend, "write", upserts, deletes)
+            # a put over a fact (LangMem's update) keeps the text it replaces as a version
+            yield from write_puts(self._facts, upserts, deletes, now)
         return results
 
     def _versions_of(self, deleted: list[ItemKey], written: set[ItemKey]) -> Logic[list[ItemKey]]:

@@ -119,6 +119,7 @@ def test_langmem_update_of_a_fact_keeps_its_history_and_search_shows_the_current
         assert seen == ["I live in Madrid"]  # the agent sees what is true now
         assert [v.content for v in store.history("alice", fact.id)] == [
             "I live in Paris",
+            "I live in Berlin",  # the text LangMem's update replaced: kept as a version
             "I live in Rome",
             "I live in Madrid",
         ]

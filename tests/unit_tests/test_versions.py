@@ -992,18 +992,30 @@ def test_a_client_put_over_a_fact_loses_none_of_its_versions(store):
     assert made is not None
     store.update_fact("u1", made.id, "I live in Berlin")  # Paris is version 1
     namespace = store.user_namespace("u1")
-    # LangMem's update action: a plain put, no version count left in the value
-    store.put(namespace, made.id, {"content": "I live in Rome"})
+    # LangMem's update action: a plain put, no version count left in the value; the text
+    # it replaces (Berlin) was lost, it is a version now
+    store.put(namespace, made.id, {"content": "I live in Rome", "kind": "Memory"})
+    assert [v.content for v in store.history("u1", made.id)] == [
+        "I live in Paris",
+        "I live in Berlin",
+        "I live in Rome",
+    ]
     store.update_fact("u1", made.id, "I live in Madrid")  # Rome becomes a version too
     assert [v.content for v in store.history("u1", made.id)] == [
         "I live in Paris",
+        "I live in Berlin",
         "I live in Rome",
         "I live in Madrid",
     ]
     assert [h.content for h in store.list_all("u1")[0].history] == [
         "I live in Paris",
+        "I live in Berlin",
         "I live in Rome",
     ]
+    store.put(namespace, made.id, {"content": "i live in madrid."})  # the same text: no version
+    assert len(store.list_all("u1")[0].history) == 3
+    found = store.recall("u1", "Berlin", include_history=True, limit=1)
+    assert (found[0].content, found[0].superseded) == ("I live in Berlin", True)
 
 
 def test_base_store_search_of_a_user_shows_current_texts_only(store):
