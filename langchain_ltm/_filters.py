@@ -100,6 +100,8 @@ def _plain(value: Any) -> Any:
     number (each engine compares JSON values; an exact-type check missed them)."""
     if isinstance(value, (tuple, list)):
         return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {_plain(k): _plain(v) for k, v in value.items()}
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, str):

@@ -319,14 +319,20 @@ def by_score_then_key(hits: list[Hit]) -> list[Hit]:
     )
 
 
-def tied_past_window(hits: Sequence[Hit], wanted: int, lowest: float) -> bool:
-    """Whether the hit at place ``wanted`` ties with the lowest score of a full window.
+TIED_WINDOW = 256
+"""How far past ``4 * wanted`` a window widens to take in a tied group whole: an engine
+that ranks approximately read every copy of a text many users share (13 times slower);
+past it, ties at a page's edge keep the order of what the window held."""
+
+
+def tied_past_window(hits: Sequence[Hit], wanted: int, lowest: float, window: int) -> bool:
+    """Whether the hit at place ``wanted`` ties with the lowest score of a full ``window``.
 
     ``lowest``: the lowest score a window that was not exhausted returned. More items of
     that score may lie past the window, and which of them the page holds would depend on
-    the window: search again, wider.
+    the window: search again, wider (up to :data:`TIED_WINDOW` past ``4 * wanted``).
     """
-    if len(hits) < wanted:
+    if len(hits) < wanted or window >= 4 * wanted + TIED_WINDOW:
         return False
     score = hits[wanted - 1].score
     return score is not None and abs(score - lowest) <= TIE

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
@@ -93,7 +93,7 @@ def import_user(
     """
     if mode not in ("restore", "merge"):
         raise ValueError(f'mode must be "restore" or "merge", got {mode!r}.')
-    _check_sequence(records)
+    records = _as_list(records)
     parsed = [
         _parse_record(ctx, record, f"record {line}", user_id, mode == "restore")
         for line, record in enumerate(records, 1)
@@ -390,22 +390,23 @@ def check_records(
     """
     if mode not in ("restore", "merge"):
         raise ValueError(f'mode must be "restore" or "merge", got {mode!r}.')
-    _check_sequence(records)
+    records = _as_list(records)
     for name, record in zip(names, records, strict=True):
         _parse_record(ctx, record, name, user_id, mode == "restore")
 
 
-def _check_sequence(records: Any) -> None:
-    """``records`` is a list (or tuple) of records, not one record or one text.
+def _as_list(records: Any) -> list[Any]:
+    """``records`` as a list: any iterable of records, but not one record or one text.
 
-    A single exported record (a dict) was read as its field names, and a text as its
-    letters: each became a fact.
+    A generator reading a file is taken. A single exported record (a dict) was read as
+    its field names, and a text as its letters: each became a fact.
     """
-    if not isinstance(records, (list, tuple)):
+    if isinstance(records, (str, bytes, Mapping)) or not isinstance(records, Iterable):
         raise InvalidFactError(
             "records must be a list of exported facts (dicts, as export_user returns) or of "
             f"texts, got {type(records).__name__}; wrap a single record in a list."
         )
+    return list(records)
 
 
 def _parse_record(

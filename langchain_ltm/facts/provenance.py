@@ -52,7 +52,7 @@ def check_metadata(metadata: object) -> dict[str, Any]:
                 f"keys are {', '.join(sorted(RESERVED))})."
             )
         _storable(key, "metadata key", key)
-        out[key] = _json(value, key, 0)
+        out[str.__str__(key)] = _json(value, key, 0)  # a StrEnum key is its text
     return out
 
 
@@ -101,7 +101,7 @@ def _json(value: Any, where: str, depth: int) -> Any:
                     f"metadata {where!r} has the key {key!r}; JSON object keys are strings."
                 )
             _storable(key, "metadata key", f"{where}.{key}")
-            out[key] = _json(item, f"{where}.{key}", depth + 1)
+            out[str.__str__(key)] = _json(item, f"{where}.{key}", depth + 1)
         return out
     kind = type(value)
     name = (

@@ -76,7 +76,7 @@ def recall(
                 SearchRequest(namespace, vectors, scope, wanted, 0, now, one_user=True),
             )
             for hits in per_query:
-                more = more or _may_have_more(hits, wanted, min_score)
+                more = more or may_have_more(hits, wanted, min_score)
                 for hit in hits:
                     if hit.score is None or (min_score is not None and hit.score < min_score):
                         continue
@@ -91,9 +91,9 @@ def recall(
         # few facts, or to the items of namespaces below the user's (another configuration's
         # users: namespace=("memories", "acme") keeps Bob's under user acme's). Search again
         # with wider windows; a window the engine did not fill has every match already.
-        if len(best) >= limit or not more:
-            break
-        wanted *= 4
+        if len(best) >= limit or not more or wanted >= WIDEST:
+            break  # past WIDEST a crowded scope answers with what the window held
+        wanted = min(wanted * 4, WIDEST)
     ranked = sorted(best.items(), key=lambda kv: kv[1].score or 0.0, reverse=True)[:limit]
     facts = {h.item.key: h.item for _, h in ranked if not layout.is_version(h.item)}
     missing = [fact_id for fact_id, _ in ranked if fact_id not in facts]
@@ -112,12 +112,20 @@ def recall(
     return out
 
 
-def _may_have_more(hits: Sequence[Hit], window: int, min_score: float | None) -> bool:
-    """Whether a wider window could find more hits above ``min_score`` than ``hits``."""
+WIDEST = 10_000
+"""The widest window a search of one user's facts widens to (see :func:`recall`)."""
+
+
+def may_have_more(hits: Sequence[Hit], window: int, min_score: float | None = None) -> bool:
+    """Whether a wider window could find more ranked hits above ``min_score`` than ``hits``.
+
+    Not when the window was not filled, nor when it ends in unscored items (the engine
+    lists them after every ranked one: the ranked hits ran out).
+    """
     if len(hits) < window:
         return False
     last = hits[-1].score
-    return min_score is None or (last is not None and last >= min_score)
+    return last is not None and (min_score is None or last >= min_score)
 
 
 def _phrasings(ctx: FactContext, queries: str | Sequence[str]) -> list[str]:

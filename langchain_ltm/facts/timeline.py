@@ -58,10 +58,19 @@ class Entry:
     number: int | None = None
     row: int = -1  # the batch row of a new text (-1: stored)
     changed: bool = False  # valid_to moved, or not stored as a version yet
+    expires_at: datetime | None = None  # a stored version's own expiry, kept when rewritten
+    ttl_minutes: float | None = None
 
     def version(self) -> FactVersion:
         """This text as a :class:`FactVersion`."""
-        return FactVersion(self.content, self.valid_from, self.valid_to, dict(self.metadata))
+        return FactVersion(
+            self.content,
+            self.valid_from,
+            self.valid_to,
+            dict(self.metadata),
+            self.expires_at,
+            self.ttl_minutes,
+        )
 
 
 @dataclass
@@ -110,7 +119,17 @@ def place(
         for item in sorted(stored, key=lambda v: int(v.value.get("version") or 0)):
             v = layout.to_version(item)
             number = int(item.value.get("version") or 0)
-            line.append(Entry(v.content, v.valid_from, v.valid_to, dict(v.metadata), number))
+            line.append(
+                Entry(
+                    v.content,
+                    v.valid_from,
+                    v.valid_to,
+                    dict(v.metadata),
+                    number,
+                    expires_at=v.expires_at,
+                    ttl_minutes=v.ttl_minutes,
+                )
+            )
         line.append(
             Entry(
                 str(base.value["content"]),

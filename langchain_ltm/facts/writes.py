@@ -49,7 +49,7 @@ from langchain_ltm.facts.context import FactContext
 from langchain_ltm.facts.decision import BatchDecision, Decision, FactState, decide_batch
 from langchain_ltm.facts.model import Fact, RememberResult
 from langchain_ltm.facts.provenance import check_metadata, check_observed_at
-from langchain_ltm.facts.reads import check_id, versions_of
+from langchain_ltm.facts.reads import WIDEST, check_id, may_have_more, versions_of
 from langchain_ltm.facts.resolution import check_resolutions
 from langchain_ltm.facts.text import content_hash, validate_text
 from langchain_ltm.facts.timeline import Said, Timeline
@@ -347,10 +347,6 @@ def pin(ctx: FactContext, user_id: str, fact_ids: Sequence[str]) -> Logic[list[s
     return [item.key for item in facts]
 
 
-_WIDEST = 10_000
-"""The widest window :func:`_neighbours` searches (namespaces below the user's, crowded)."""
-
-
 def _neighbours(
     ctx: FactContext,
     namespace: tuple[str, ...],
@@ -376,12 +372,12 @@ def _neighbours(
         )
         own = [[h for h in hits if h.item.namespace == namespace] for hits in found]
         short = any(
-            len(mine) < wanted and len(hits) >= window
+            len(mine) < wanted and may_have_more(hits, window)
             for mine, hits in zip(own, found, strict=True)
         )
-        if not short or window >= _WIDEST:
-            return own  # past _WIDEST a restatement is kept apart (created), never lost
-        window *= 4
+        if not short or window >= WIDEST:
+            return own  # past WIDEST a restatement is kept apart (created), never lost
+        window = min(window * 4, WIDEST)
 
 
 def with_hashes(hashes: Sequence[str]) -> Filter:
@@ -526,6 +522,9 @@ def _records(
             assert entry.valid_to is not None
             key = layout.version_key(state.key, entry.number)
             written.add(key)
+            # a stored text of a lasting fact keeps its own expiry (it was said with a TTL
+            # before the fact was said again for good); otherwise it lives as the fact does
+            own = lifetime is None and entry.row < 0 and entry.expires_at is not None
             records.append(
                 Record(
                     namespace=namespace,
@@ -543,7 +542,8 @@ def _records(
                     # a new text has its vector; a stored one keeps its text's (cached)
                     vectors=vectors[entry.row : entry.row + 1] if entry.row >= 0 else None,
                     now=now,
-                    ttl_minutes=lifetime,
+                    ttl_minutes=entry.ttl_minutes if own else lifetime,
+                    expires_at=entry.expires_at if own else None,
                 )
             )
         gone = {layout.version_key(state.key, n) for n in line.deletes} - written

@@ -233,9 +233,17 @@ async def test_metadata_subclasses_and_numpy_scalars_are_stored_as_plain_json(me
     differently, and a filter on it matched on Postgres only. numpy.bool_ was refused as
     "a bool, which is not JSON"."""
     given = {"source": Source.CHAT, "level": Level.HIGH, "w": np.float64(0.5), "ok": np.bool_(True)}
+    given[Source("chat")] = {Source.CHAT: 1}  # keys too
     made = (await mem.remember("u1", TEA, metadata=given)).fact
-    assert made.metadata == {"source": "chat", "level": 3, "w": 0.5, "ok": True}
-    types = {"source": str, "level": int, "w": float, "ok": bool}
+    assert made.metadata == {
+        "source": "chat",
+        "level": 3,
+        "w": 0.5,
+        "ok": True,
+        "chat": {"chat": 1},
+    }
+    assert all(type(k) is str for k in [*made.metadata, *made.metadata["chat"]])
+    types = {"source": str, "level": int, "w": float, "ok": bool, "chat": dict}
     assert {k: type(v) for k, v in made.metadata.items()} == types
     (stored,) = await mem.list_all("u1")
     assert {k: type(v) for k, v in stored.metadata.items()} == types

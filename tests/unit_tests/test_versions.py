@@ -298,13 +298,15 @@ async def test_a_bad_import_record_writes_nothing(mem, bad, message):
     assert await mem.list_all("u1") == []
 
 
-@pytest.mark.parametrize("records", ["tea", {"content": "Likes tea", "id": "f1"}, None])
+@pytest.mark.parametrize("records", ["tea", {"content": "Likes tea", "id": "f1"}, None, b"x"])
 async def test_records_that_are_not_a_list_are_refused(mem, records):
     """One exported record (a dict) was imported as its field names, a text as its letters."""
     for mode in ("restore", "merge"):
         with pytest.raises(InvalidFactError, match="records must be a list"):
             await mem.import_user("u1", records, mode)
     assert await mem.list_all("u1") == []
+    lines = ({"content": text} for text in ("Likes tea", "Has a dog"))  # any iterable is
+    assert len((await mem.import_user("u1", lines, "merge")).results) == 2
 
 
 async def test_a_merge_import_keeps_pinned(mem):
@@ -572,6 +574,27 @@ async def test_an_earlier_text_keeps_its_own_expiry_through_export_and_import(me
     assert late.restored == 1
     (fact,) = await mem.list_all("u3")
     assert (fact.content, fact.history) == ("My rent is 1300 euros", ())
+
+
+async def test_a_version_rewritten_by_a_backfill_keeps_its_own_expiry(mem, clock):
+    """A backfill renumbers the versions after it; the one rewritten lost its own expiry
+    and lasted for good with the fact."""
+    rent = (await mem.remember("u1", "My rent is 1200 euros", ttl=10)).fact
+    await mem.update_fact("u1", rent.id, "My rent is 1300 euros")
+    await mem.remember("u1", "My rent is 1300 euros")  # said again for good
+    said = datetime(2020, 1, 1, tzinfo=timezone.utc)
+    await mem.remember("u1", "My rent is 1100 euros", observed_at=said)  # before 1200
+    history = await mem.history("u1", rent.id)
+    assert [(v.content, v.ttl_minutes) for v in history] == [
+        ("My rent is 1100 euros", None),
+        ("My rent is 1200 euros", 10),
+        ("My rent is 1300 euros", None),
+    ]
+    clock.advance(11)
+    assert [v.content for v in await mem.history("u1", rent.id)] == [
+        "My rent is 1100 euros",
+        "My rent is 1300 euros",
+    ]
 
 
 async def test_a_ttl_travels_through_export_and_import(mem, clock):

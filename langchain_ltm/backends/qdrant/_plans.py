@@ -259,7 +259,7 @@ def _ranked(layout: Layout, request: SearchRequest, queries: Vectors) -> Plan[li
             enough = wanted is not None and len(hits) >= wanted
             if enough and not exhausted and response.points:  # the page's last place tied
                 lowest = float(np.float32(response.points[-1].score))  # with the window's end
-                enough = not tied_past_window(hits, wanted or 0, lowest)
+                enough = not tied_past_window(hits, wanted or 0, lowest, window[row])
             if exhausted or enough:
                 done[row] = (hits, exhausted)
             else:

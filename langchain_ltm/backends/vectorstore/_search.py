@@ -97,7 +97,7 @@ def ranked(
         exhausted = (size is not None and k >= size) if family.post_filter else len(results) < k
         last = exhausted or (cap is not None and k >= cap)  # the store can give no more
         if wanted is not None and len(hits) >= wanted:
-            if last or not _tied_past(backend, hits, wanted, results):
+            if last or not _tied_past(backend, hits, wanted, results, k):
                 return hits[:wanted]
         elif last:
             return (yield from checked(backend, hits, vector, request, wanted))
@@ -146,7 +146,7 @@ def ranked_among_ids(
         if (
             wanted is not None
             and len(hits) >= wanted
-            and (k >= len(ids) or not _tied_past(backend, hits, wanted, results))
+            and (k >= len(ids) or not _tied_past(backend, hits, wanted, results, k))
         ):
             return hits[:wanted]
         if k >= len(ids):
@@ -156,10 +156,12 @@ def ranked_among_ids(
         k = min(k * 4, len(ids))
 
 
-def _tied_past(backend: VectorStoreBackend, hits: list[Hit], wanted: int, results: Scored) -> bool:
+def _tied_past(
+    backend: VectorStoreBackend, hits: list[Hit], wanted: int, results: Scored, k: int
+) -> bool:
     """Whether the page's last place ties with the lowest score of the engine's window."""
     lowest = min(backend._to_cosine(float(score)) for _, score in results)
-    return tied_past_window(hits, wanted, lowest)
+    return tied_past_window(hits, wanted, lowest, k)
 
 
 def passing(
