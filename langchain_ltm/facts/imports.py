@@ -144,7 +144,14 @@ def _merge(
     ]
     texts = [v.content for v, _ in said]
     stored: list[Fact] = yield from list_all(ctx, user_id)
-    known = {content_hash(v.content): f for f in stored for v in f.versions}
+    # a text the user holds for good is a duplicate; one held only with an expiry goes
+    # through remember, which makes it last (as any text said again without a TTL)
+    known = {
+        content_hash(v.content): f
+        for f in stored
+        for v, expires in [*((h, h.expires_at) for h in f.history), (f.versions[-1], f.expires_at)]
+        if expires is None
+    }
     fresh = [(v, at) for v, at in said if content_hash(v.content) not in known]
     # in the order they were said (undated ones last, as said now): a text met again at
     # an earlier date than its first line is then decided at that date, not after it

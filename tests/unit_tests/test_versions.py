@@ -597,6 +597,19 @@ async def test_a_version_rewritten_by_a_backfill_keeps_its_own_expiry(mem, clock
     ]
 
 
+async def test_a_merge_makes_a_text_held_only_with_an_expiry_last(mem, clock):
+    """A merged text the user held only with a TTL was reported a duplicate and written
+    nowhere: it expired with the user's fact, though the import acknowledged it."""
+    text = "Prefers answers in Spanish"
+    await mem.remember("alice", text)
+    await mem.remember("bob", text, ttl=5)
+    exported = await mem.export_user("alice")
+    done = await mem.import_user("bob", exported, mode="merge")
+    assert [(r.action, r.fact.expires_at) for r in done.results] == [("duplicate", None)]
+    clock.advance(10)
+    assert [f.content for f in await mem.list_all("bob")] == [text]
+
+
 async def test_a_ttl_travels_through_export_and_import(mem, clock):
     """Exported with its expiry; restored, it still expires then; merged, it is new."""
     made = await mem.remember("u1", "Reported a lost card this morning", ttl=60)
