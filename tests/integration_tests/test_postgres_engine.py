@@ -8,7 +8,6 @@ import threading
 import time
 import uuid
 from datetime import datetime, timezone
-from typing import Any
 
 import numpy as np
 import psycopg
@@ -24,6 +23,7 @@ from langchain_ltm.backends.postgres import (
     postgres_backend,
 )
 from tests.fakes import KeywordEmbeddings
+from tests.pg_pools import handed_in_pool
 
 NS = ("memories", "u1")
 
@@ -482,35 +482,28 @@ async def test_a_pool_made_for_langgraphs_postgres_store_is_taken(pg_url, emb, m
 
     kwargs = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
     table, docs = f"t_{uuid.uuid4().hex[:12]}", ("docs",)
-    if mode == "sync":
-        pool: Any = ConnectionPool(pg_url, kwargs=kwargs, min_size=1, max_size=4, open=True)
-    else:
-        pool = AsyncConnectionPool(pg_url, kwargs=kwargs, min_size=1, max_size=4, open=False)
-        await pool.open()
-    store = LongTermMemoryStore.from_postgres(pool, emb, table=table)
-    try:
-        if mode == "sync":
-            assert store.remember("u1", "I like green tea").action == "created"  # takes the lock
-            store.put(docs, "k", {"text": "green tea"})
-            assert [f.content for f in store.recall("u1", "tea")] == ["I like green tea"]
-            assert store.get(docs, "k").value == {"text": "green tea"}
-            assert [h.key for h in store.search(docs, query="tea")] == ["k"]
-            assert store.list_namespaces(prefix=docs) == [docs]
-        else:
-            assert (await store.aremember("u1", "I like green tea")).action == "created"
-            await store.aput(docs, "k", {"text": "green tea"})
-            assert [f.content for f in await store.arecall("u1", "tea")] == ["I like green tea"]
-            assert (await store.aget(docs, "k")).value == {"text": "green tea"}
-            assert [h.key for h in await store.asearch(docs, query="tea")] == ["k"]
-            assert await store.alist_namespaces(prefix=docs) == [docs]
-        assert store.export_user("u1")[0]["content"] == "I like green tea"
-    finally:
-        await asyncio.to_thread(store.backend.drop)
-        await store.aclose()
-        if mode == "sync":
-            pool.close()
-        else:
-            await pool.close()
+    async with handed_in_pool(pg_url, mode, **kwargs) as pool:
+        store = LongTermMemoryStore.from_postgres(pool, emb, table=table)
+        try:
+            if mode == "sync":
+                assert store.remember("u1", "I like green tea").action == "created"  # a lock
+                store.put(docs, "k", {"text": "green tea"})
+                assert [f.content for f in store.recall("u1", "tea")] == ["I like green tea"]
+                assert store.get(docs, "k").value == {"text": "green tea"}
+                assert [h.key for h in store.search(docs, query="tea")] == ["k"]
+                assert store.list_namespaces(prefix=docs) == [docs]
+            else:
+                assert (await store.aremember("u1", "I like green tea")).action == "created"
+                await store.aput(docs, "k", {"text": "green tea"})
+                found = await store.arecall("u1", "tea")
+                assert [f.content for f in found] == ["I like green tea"]
+                assert (await store.aget(docs, "k")).value == {"text": "green tea"}
+                assert [h.key for h in await store.asearch(docs, query="tea")] == ["k"]
+                assert await store.alist_namespaces(prefix=docs) == [docs]
+            assert store.export_user("u1")[0]["content"] == "I like green tea"
+        finally:
+            await asyncio.to_thread(store.backend.drop)
+            await store.aclose()
 
 
 async def test_a_closed_store_stays_closed(pg_url, emb):

@@ -25,6 +25,7 @@ from langgraph.store.base import PutOp
 from langchain_ltm import LongTermMemoryStore
 from langchain_ltm.backends.postgres import _conn, postgres_backend
 from tests.fakes import KeywordEmbeddings
+from tests.pg_pools import handed_in_pool
 
 ROWS = 5_000
 VALUE_BYTES = 2_000  # ~10 MB of values in the item statement
@@ -259,29 +260,19 @@ async def test_the_first_write_types_the_column_without_breaking_prepared_statem
     prepared in the pipeline, so with a handed-in pool preparing every statement
     (``prepare_threshold=0``) the second write failed ("prepared statement does not
     exist") and was not stored."""
-    from psycopg_pool import AsyncConnectionPool, ConnectionPool
-
-    kwargs = {"autocommit": True, "prepare_threshold": 0}
     table = f"t_{uuid.uuid4().hex[:12]}"
-    if mode == "sync":
-        pool: Any = ConnectionPool(pg_url, kwargs=kwargs, min_size=1, max_size=4, open=True)
-    else:
-        pool = AsyncConnectionPool(pg_url, kwargs=kwargs, min_size=1, max_size=4, open=False)
-        await pool.open()
-    store = LongTermMemoryStore(
-        postgres_backend(pool, table=table), embeddings=KeywordEmbeddings(64)
-    )
-    try:
-        for key in ("a", "b", "c"):
-            if mode == "sync":
-                store.put(("docs",), key, {"text": f"note {key}"})
-            else:
-                await store.aput(("docs",), key, {"text": f"note {key}"})
-        assert [i.key for i in store.search(("docs",), limit=10)] == ["c", "b", "a"]
-    finally:
-        await asyncio.to_thread(store.backend.drop)
-        await store.aclose()
-        if mode == "sync":
-            pool.close()
-        else:
-            await pool.close()
+    kwargs = {"autocommit": True, "prepare_threshold": 0}
+    async with handed_in_pool(pg_url, mode, **kwargs) as pool:
+        store = LongTermMemoryStore(
+            postgres_backend(pool, table=table), embeddings=KeywordEmbeddings(64)
+        )
+        try:
+            for key in ("a", "b", "c"):
+                if mode == "sync":
+                    store.put(("docs",), key, {"text": f"note {key}"})
+                else:
+                    await store.aput(("docs",), key, {"text": f"note {key}"})
+            assert [i.key for i in store.search(("docs",), limit=10)] == ["c", "b", "a"]
+        finally:
+            await asyncio.to_thread(store.backend.drop)
+            await store.aclose()

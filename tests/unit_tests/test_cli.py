@@ -208,17 +208,23 @@ def test_a_bom_or_invisible_marks_change_no_fact(ltm, monkeypatch):
     assert len(as_json(ltm("list", "--user", "alice", "--json")[1])) == 2
 
 
+READ_OR_DELETE = (
+    ("list", "--user", "a"),
+    ("recall", "--user", "a", "tea"),
+    ("forget", "--user", "a", "abcd1234"),
+    ("clear", "--user", "a", "--yes"),
+    ("stats",),
+    ("export", "--user", "a"),
+    ("export-user-data", "--user", "a"),
+    ("forget-user", "--user", "a", "--yes"),
+)
+"""Commands that only read or delete: none of them creates the store it is given."""
+
+
 def test_a_mistyped_sqlite_store_is_not_created_by_a_command_that_reads(ltm, tmp_path):
     typo = tmp_path / "typo" / "memories.db"
     url = f"sqlite:///{typo}"
-    for args in (
-        ("list", "--user", "a"),
-        ("recall", "--user", "a", "tea"),
-        ("forget", "--user", "a", "abcd1234"),
-        ("clear", "--user", "a", "--yes"),
-        ("stats",),
-        ("export", "--user", "a"),
-    ):
+    for args in READ_OR_DELETE:
         code, _, err = ltm(*args, store_url=url)
         assert code == 1 and f"there is no SQLite store at {typo}" in err, (args, err)
     assert not typo.parent.exists()  # neither the file nor its folder was made
@@ -233,16 +239,7 @@ def test_a_mistyped_store_folder_is_not_created_by_a_command_that_reads(ltm, tmp
     a typo in --store made a new, empty store and reported nothing stored."""
     typo = tmp_path / "typo" / "memories"
     url = form.format(typo)
-    for args in (
-        ("list", "--user", "a"),
-        ("recall", "--user", "a", "tea"),
-        ("forget", "--user", "a", "abcd1234"),
-        ("clear", "--user", "a", "--yes"),
-        ("stats",),
-        ("export", "--user", "a"),
-        ("export-user-data", "--user", "a"),
-        ("forget-user", "--user", "a", "--yes"),
-    ):
+    for args in READ_OR_DELETE:
         code, out, err = ltm(*args, store_url=url)
         assert (code, out) == (1, ""), (args, err)
         assert f"there is no folder {typo}: no store to read or delete" in err, (args, err)
