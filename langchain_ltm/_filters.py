@@ -96,12 +96,26 @@ def _operator(path: tuple[str, ...], op: str, operand: Any) -> Condition:
 
 
 def _plain(value: Any) -> Any:
-    """The operand as JSON holds it: a StrEnum is its text, an IntEnum or numpy.int64 its
-    number (each engine compares JSON values; an exact-type check missed them)."""
+    """The operand as JSON holds it (each engine compares JSON values; an exact-type check
+    missed a StrEnum or numpy.int64)."""
     if isinstance(value, (tuple, list)):
         return [_plain(v) for v in value]
     if isinstance(value, Mapping):
         return {_plain(k): _plain(v) for k, v in value.items()}
+    return plain_scalar(value)
+
+
+def plain_scalar(value: Any) -> Any:
+    """A JSON scalar as its plain Python type: a StrEnum is its text, an IntEnum, a numpy
+    integer or float its number, ``numpy.bool_`` a bool; anything else as it is.
+
+    Example:
+        >>> import enum
+        >>> class Source(enum.StrEnum):
+        ...     CHAT = "chat"
+        >>> type(plain_scalar(Source.CHAT)).__name__, plain_scalar(True)
+        ('str', True)
+    """
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, str):
@@ -111,7 +125,7 @@ def _plain(value: Any) -> Any:
     if isinstance(value, float):
         return float(value)
     if type(value).__module__ == "numpy" and getattr(value, "shape", None) == ():
-        return _plain(value.item())
+        return plain_scalar(value.item())
     return value
 
 

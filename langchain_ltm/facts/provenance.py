@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-from langchain_ltm._filters import Filter, compile_filter
+from langchain_ltm._filters import Filter, compile_filter, plain_scalar
 from langchain_ltm._utf8 import encodes_as_utf8
 from langchain_ltm.errors import InvalidFactError, InvalidFilterError
 from langchain_ltm.facts.versions import RESERVED
@@ -52,7 +52,7 @@ def check_metadata(metadata: object) -> dict[str, Any]:
                 f"keys are {', '.join(sorted(RESERVED))})."
             )
         _storable(key, "metadata key", key)
-        out[str.__str__(key)] = _json(value, key, 0)  # a StrEnum key is its text
+        out[plain_scalar(key)] = _json(value, key, 0)  # a StrEnum key is its text
     return out
 
 
@@ -73,24 +73,22 @@ def _storable(text: str, what: str, where: str) -> None:
 def _json(value: Any, where: str, depth: int) -> Any:
     if depth > _MAX_DEPTH:
         raise InvalidFactError(f"metadata {where!r} nests deeper than {_MAX_DEPTH} levels.")
-    # subclasses (a StrEnum, an IntEnum, numpy.float64) become the plain value: stored as
-    # they were, engines gave them back differently and a filter on them matched on one
+    # subclasses (a StrEnum, an IntEnum, numpy.float64) and numpy scalars become the plain
+    # value: stored as they were, engines gave them back differently and a filter matched
+    # on one engine only
+    value = plain_scalar(value)
     if isinstance(value, str):
         _storable(value, "metadata", where)
-        return str.__str__(value)
-    if value is None or isinstance(value, bool):
         return value
-    if isinstance(value, int):
-        return int(value)
+    if value is None or isinstance(value, (bool, int)):
+        return value
     if isinstance(value, float):
         if not math.isfinite(value):
             raise InvalidFactError(
                 f"metadata {where!r} is {value!r}, which JSON cannot hold; use a finite "
                 "number or None."
             )
-        return float(value)
-    if type(value).__module__ == "numpy" and getattr(value, "shape", None) == ():
-        return _json(value.item(), where, depth)  # a numpy scalar: numpy.bool, int64, ...
+        return value
     if isinstance(value, (list, tuple)):
         return [_json(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]
     if isinstance(value, Mapping):
@@ -101,7 +99,7 @@ def _json(value: Any, where: str, depth: int) -> Any:
                     f"metadata {where!r} has the key {key!r}; JSON object keys are strings."
                 )
             _storable(key, "metadata key", f"{where}.{key}")
-            out[str.__str__(key)] = _json(item, f"{where}.{key}", depth + 1)
+            out[plain_scalar(key)] = _json(item, f"{where}.{key}", depth + 1)
         return out
     kind = type(value)
     name = (
