@@ -25,7 +25,7 @@ from langchain_ltm import _clock
 from langchain_ltm._coalesce import Coalescer
 from langchain_ltm._codec import to_item, to_search_item
 from langchain_ltm._embedder import Embedder
-from langchain_ltm._filters import Condition, Filter
+from langchain_ltm._filters import Filter
 from langchain_ltm._ops import fact_prefix, plan_batch, plan_search, tokenize_fields
 from langchain_ltm._steps import Logic, call, run_async, run_sync
 from langchain_ltm._ttl import SweeperTask, SweeperThread, check_ttl_config, interval_minutes
@@ -526,37 +526,10 @@ class LongTermMemoryStore(FactAPI, BaseStore):
                         ttl_minutes=put.ttl,
                     )
                 )
-            deletes += yield from self._versions_of(
-                deletes, {(r.namespace, r.key) for r in upserts}
-            )
-            # a put over a fact (LangMem's update) keeps the text it replaces as a version
+            # a put over a fact (LangMem's update) keeps the text it replaces as a version,
+            # a delete of one deletes its versions: under the user's lock (client_puts)
             yield from write_puts(self._facts, upserts, deletes, now)
         return results
-
-    def _versions_of(self, deleted: list[ItemKey], written: set[ItemKey]) -> Logic[list[ItemKey]]:
-        """The earlier versions of the facts a batch deletes (a client's ``delete``).
-
-        Deleting a fact through BaseStore (LangMem's delete action, say) deletes it whole,
-        as ``forget`` does: its versions would otherwise stay searchable, and no export of
-        the user would show them. One search per user namespace with deletes.
-        """
-        by_namespace: dict[tuple[str, ...], list[str]] = {}
-        for namespace, key in deleted:
-            if self.user_id_of(namespace) is not None:
-                by_namespace.setdefault(namespace, []).append(key)
-        out: list[ItemKey] = []
-        for namespace, keys in by_namespace.items():
-            versions = (Condition(("version_of",), "$in", keys),)
-            request = SearchRequest(namespace, None, versions, None, 0)
-            (hits,) = yield call(self.backend, "search", request)
-            out.extend(
-                (h.item.namespace, h.item.key)
-                for h in hits
-                if h.item.namespace == namespace
-                and (namespace, h.item.key) not in written
-                and layout.is_version(h.item)
-            )
-        return out
 
     def search(
         self,

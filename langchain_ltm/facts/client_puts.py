@@ -1,28 +1,38 @@
-"""A client's BaseStore ``put`` over a fact: the text it replaces is kept as a version.
+"""A client's BaseStore ``put`` or ``delete`` of a fact: written as the fact API would.
 
 LangMem's update action, or any client that rewrites an item of a user's namespace by its
 key, puts a new ``content`` over a fact. Written as it came, the fact's earlier text was
-gone; ``update_fact`` would have kept it. Here such a put writes the replaced text as the
-fact's newest earlier version (``{fact_id}@{n}``) in the same write, under the user's lock
-(as every write of facts), so ``history``, ``recall(include_history=True)`` and exports
-still have it.
+gone (``update_fact`` keeps it), and a value read, changed and put back carried the old
+text's hash, version count and ``valid_from``. Here such a put, under the user's lock (as
+every write of facts):
 
-A batch reads the items its puts into user namespaces overwrite (one ``get``); when none of
-them replaces a text, it is written as before, with no lock. Otherwise each user whose
-facts are replaced is written on its own, under that user's lock, after reading the
-items again: a batch replacing facts of several users is several writes.
+- keeps the replaced text as the fact's newest earlier version (``{fact_id}@{n}``),
+  with the replaced text's own expiry, or the put's TTL when it has one (then the fact's
+  other versions take it too: versions never outlive their fact), pruned to the store's
+  ``history_limit``;
+- writes the layout fields a copied value carries (``content_hash``, ``versions``,
+  ``valid_from``) for the new text;
+- is refused when its value has no text ``content`` (``ValueError``): the fact and its
+  versions would be left as an item that is no fact, their texts out of every export.
+
+A ``delete`` of a fact deletes its versions, found under the lock too. A batch reads the
+items its puts and deletes in user namespaces touch (one ``get``); puts of new keys and
+writes outside user namespaces go in one write, with no lock, and each user with a fact
+touched is written on its own, under that user's lock, after reading again.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
+from langchain_ltm._filters import Condition
 from langchain_ltm._steps import Logic, call
-from langchain_ltm.backends.base import ItemKey, Record, StoredItem, is_alive
+from langchain_ltm.backends.base import ItemKey, Record, SearchRequest, StoredItem, is_alive
 from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts.context import FactContext
-from langchain_ltm.facts.reads import versions_of
 from langchain_ltm.facts.text import content_hash
 
 __all__ = ["write_puts"]
@@ -31,87 +41,173 @@ __all__ = ["write_puts"]
 def write_puts(
     ctx: FactContext, upserts: list[Record], deletes: list[ItemKey], now: datetime
 ) -> Logic[None]:
-    """Write a batch's puts and deletes, keeping every fact text a put replaces."""
-    candidates = [r for r in upserts if _may_replace(ctx, r)]
-    found = (yield call(ctx.backend, "get", _keys(candidates))) if candidates else []
+    """Write a batch's puts and deletes; those touching a user's fact as described above.
+
+    Raises:
+        ValueError: A put over a fact has no text ``content`` (nothing of the batch written).
+    """
+    puts = [r for r in upserts if _in_users(ctx, r.namespace) and not layout.is_version(r)]
+    gone = [key for key in deletes if _in_users(ctx, key[0])]
+    keys = [*_keys(puts), *gone]
+    found = dict(zip(keys, (yield call(ctx.backend, "get", keys)), strict=True)) if keys else {}
+    for record in puts:
+        _check_put(found[(record.namespace, record.key)], record, now)
     users = sorted(
-        {
-            r.namespace[-1]
-            for item, r in zip(found, candidates, strict=True)
-            if _replaces(item, r, now)
-        }
+        {r.namespace[-1] for r in puts if _is_fact(found[(r.namespace, r.key)], now)}
+        | {namespace[-1] for namespace, _ in gone}
     )
     if not users:
         yield call(ctx.backend, "write", upserts, deletes)
         return
-    mine = {label: [r for r in candidates if r.namespace[-1] == label] for label in users}
-    locked = {id(r) for records in mine.values() for r in records}
+    locked = {id(r) for r in puts if r.namespace[-1] in users}
     rest = [r for r in upserts if id(r) not in locked]
-    if rest or deletes:
-        yield call(ctx.backend, "write", rest, deletes)
-    for label, records in mine.items():
+    loose = [key for key in deletes if key not in gone]
+    if rest or loose:
+        yield call(ctx.backend, "write", rest, loose)
+    for label in users:
+        mine = [r for r in puts if r.namespace[-1] == label]
+        theirs = [key for key in gone if key[0][-1] == label]
         held = yield from ctx.locks.acquire(ctx.backend, label)
         try:
-            items = yield call(ctx.backend, "get", _keys(records))  # again, under the lock
-            replaced = [(i, r) for i, r in zip(items, records, strict=True) if _replaces(i, r, now)]
-            kept = (yield from _kept_texts(ctx, replaced, now)) if replaced else []
-            yield call(ctx.backend, "write", [*records, *kept], [])
+            records, removed = yield from _user_write(ctx, mine, theirs, now)
+            yield call(ctx.backend, "write", records, removed)
         finally:
             yield from ctx.locks.release(ctx.backend, held)
 
 
-def _may_replace(ctx: FactContext, record: Record) -> bool:
-    """A put into a user's namespace whose value is a fact (a text ``content``)."""
-    namespace = record.namespace
+def _user_write(
+    ctx: FactContext, puts: list[Record], deletes: list[ItemKey], now: datetime
+) -> Logic[tuple[list[Record], list[ItemKey]]]:
+    """One user's puts and deletes, read again under the lock: the records and keys to write."""
+    namespace = puts[0].namespace if puts else deletes[0][0]
+    items = yield call(ctx.backend, "get", [*_keys(puts), *deletes])
+    current = dict(zip([r.key for r in puts], items[: len(puts)], strict=True))
+    for record in puts:
+        _check_put(current[record.key], record, now)
+    replaced = [r for r in puts if _is_fact(current[r.key], now)]
+    owners = [r.key for r in replaced] + [key for _, key in deletes]
+    stored = (yield from _versions(ctx, namespace, owners)) if owners else {}
+    removed = [*deletes, *((namespace, v.key) for _, key in deletes for v in stored.get(key, ()))]
+    facts = {id(r) for r in replaced}
+    records = [r for r in puts if id(r) not in facts]
+    kept: list[Record] = []
+    for record in replaced:
+        item = current[record.key]
+        assert item is not None
+        versions = stored.get(record.key, [])
+        new_text = content_hash(item.value["content"]) != content_hash(record.value["content"])
+        number = max([layout.version_count(item), *(int(v.value["version"]) for v in versions)])
+        added = [_replaced_version(item, record, number + 1, now)] if new_text else []
+        lasting = [v for v in versions if is_alive(v, now)]
+        if record.ttl_minutes is not None:  # versions never outlive their fact
+            added += [_with_ttl(v, record.ttl_minutes, now) for v in lasting]
+        doomed = _pruned(ctx, [*lasting, *added[:1]] if new_text else lasting)
+        kept += [k for k in added if (k.namespace, k.key) not in doomed]
+        removed += sorted(doomed - {(namespace, layout.version_key(item.key, number + 1))})
+        records.append(_as_fact(record, number + new_text, new_text, now))
+    if kept:
+        kept = yield from _embedded(ctx, kept)
+    return [*records, *kept], removed
+
+
+def _in_users(ctx: FactContext, namespace: tuple[str, ...]) -> bool:
+    return len(namespace) == len(ctx.namespace) + 1 and tuple(namespace[:-1]) == ctx.namespace
+
+
+def _is_fact(item: StoredItem | None, now: datetime) -> bool:
+    """A live fact: a text ``content``, not an earlier version."""
     return (
-        len(namespace) == len(ctx.namespace) + 1
-        and tuple(namespace[:-1]) == ctx.namespace
-        and isinstance(record.value.get("content"), str)
-        and "version_of" not in record.value
+        item is not None
+        and is_alive(item, now)
+        and not layout.is_version(item)
+        and isinstance(item.value.get("content"), str)
     )
 
 
-def _replaces(item: StoredItem | None, record: Record, now: datetime) -> bool:
-    """Whether writing ``record`` over ``item`` replaces a live fact's text with another."""
-    if item is None or not is_alive(item, now) or layout.is_version(item):
-        return False
-    old = item.value.get("content")
-    return isinstance(old, str) and content_hash(old) != content_hash(record.value["content"])
-
-
-def _kept_texts(
-    ctx: FactContext, replaced: Sequence[tuple[StoredItem | None, Record]], now: datetime
-) -> Logic[list[Record]]:
-    """The replaced texts as the facts' newest versions (numbered after every stored one)."""
-    facts = [item for item, _ in replaced if item is not None]
-    stored = yield from versions_of(ctx, facts[0].namespace, facts)
-    texts = [str(item.value["content"]) for item in facts]
-    vectors = yield call(ctx.embedder, "embed", texts, False)
-    out = []
-    for row, (item, record) in enumerate(replaced):
-        assert item is not None
-        numbers = [int(v.value["version"]) for v in stored.get(item.key, ())]
-        number = max([*numbers, layout.version_count(item), 0]) + 1
-        out.append(
-            Record(
-                namespace=item.namespace,
-                key=layout.version_key(item.key, number),
-                value=layout.version_value(
-                    item.key,
-                    number,
-                    texts[row],
-                    layout.valid_from(item),
-                    now,
-                    layout.metadata_of(item.value),
-                ),
-                texts=(texts[row],),
-                paths=("content",),
-                vectors=vectors[row : row + 1],
-                now=now,
-                ttl_minutes=record.ttl_minutes,  # versions expire with their fact
-            )
+def _check_put(item: StoredItem | None, record: Record, now: datetime) -> None:
+    if _is_fact(item, now) and not isinstance(record.value.get("content"), str):
+        raise ValueError(
+            f"{record.key!r} in {record.namespace!r} is one of the user's facts: put a value "
+            "with a text 'content' (the text it replaces is kept as a version), or delete it "
+            "first (its versions go with it). Nothing of the batch was written."
         )
+
+
+def _versions(
+    ctx: FactContext, namespace: tuple[str, ...], owners: Sequence[str]
+) -> Logic[dict[str, list[StoredItem]]]:
+    """Every stored version of these facts (expired ones too: their numbers are taken)."""
+    request = SearchRequest(
+        namespace, None, (Condition(("version_of",), "$in", list(owners)),), None, 0
+    )
+    (hits,) = yield call(ctx.backend, "search", request)
+    out: dict[str, list[StoredItem]] = {}
+    for hit in hits:
+        if hit.item.namespace == namespace and layout.is_version(hit.item):
+            out.setdefault(str(hit.item.value["version_of"]), []).append(hit.item)
     return out
+
+
+def _replaced_version(item: StoredItem, record: Record, number: int, now: datetime) -> Record:
+    """The text ``record`` replaces, as version ``number``: its own expiry, or the put's TTL."""
+    text = str(item.value["content"])
+    own = record.ttl_minutes is None
+    return Record(
+        namespace=item.namespace,
+        key=layout.version_key(item.key, number),
+        value=layout.version_value(
+            item.key, number, text, layout.valid_from(item), now, layout.metadata_of(item.value)
+        ),
+        texts=(text,),
+        paths=("content",),
+        vectors=None,
+        now=now,
+        ttl_minutes=item.ttl_minutes if own else record.ttl_minutes,
+        expires_at=item.expires_at if own else None,
+    )
+
+
+def _with_ttl(version: StoredItem, ttl: float, now: datetime) -> Record:
+    text = str(version.value["content"])
+    return Record(
+        version.namespace,
+        version.key,
+        version.value,
+        (text,),
+        ("content",),
+        None,
+        now,
+        created_at=version.created_at,
+        ttl_minutes=ttl,
+    )
+
+
+def _pruned(ctx: FactContext, versions: Sequence[Any]) -> set[ItemKey]:
+    """The oldest versions past the store's ``history_limit`` (``None``: none)."""
+    limit = ctx.history_limit
+    if limit is None or len(versions) <= limit:
+        return set()
+    ordered = sorted(versions, key=lambda v: int(v.value["version"]))
+    return {(v.namespace, v.key) for v in ordered[: len(ordered) - limit]}
+
+
+def _as_fact(record: Record, number: int, new_text: bool, now: datetime) -> Record:
+    """The put as written: layout fields a copied value carries, set for its text."""
+    value: dict[str, Any] = dict(record.value)
+    if "content_hash" in value:
+        value["content_hash"] = content_hash(value["content"])
+    if "versions" in value:
+        value["versions"] = number
+    if new_text and "valid_from" in value:
+        value["valid_from"] = layout.format_time(now)
+    return dataclasses.replace(record, value=value) if value != record.value else record
+
+
+def _embedded(ctx: FactContext, records: list[Record]) -> Logic[list[Record]]:
+    """Vectors for version records (one embedding call; usually cached)."""
+    texts = [r.texts[0] for r in records]
+    vectors = yield call(ctx.embedder, "embed", texts, False)
+    return [dataclasses.replace(r, vectors=vectors[i : i + 1]) for i, r in enumerate(records)]
 
 
 def _keys(records: Sequence[Record]) -> list[ItemKey]:

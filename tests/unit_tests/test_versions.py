@@ -1054,6 +1054,67 @@ def test_a_client_put_over_a_fact_loses_none_of_its_versions(store):
     assert (found[0].content, found[0].superseded) == ("I live in Berlin", True)
 
 
+def test_a_client_put_read_changed_and_put_back_keeps_every_text(store):
+    """A value read, changed and put back carried the old text's hash, version count and
+    valid_from: every put wrote version 1 over the last, and the old hash made the first
+    text a "duplicate" of the fact holding another one."""
+    made = store.remember("u1", "I live in Paris").fact
+    assert made is not None
+    namespace = store.user_namespace("u1")
+    for city in ("Berlin", "Rome", "Oslo"):
+        value = store.get(namespace, made.id).value
+        store.put(namespace, made.id, {**value, "content": f"I live in {city}"})
+    assert [v.content for v in store.history("u1", made.id)] == [
+        f"I live in {city}" for city in ("Paris", "Berlin", "Rome", "Oslo")
+    ]
+    (fact,) = store.list_all("u1")
+    assert fact.valid_from > fact.history[-1].valid_from
+    assert store.remember("u1", "I live in Oslo").action == "duplicate"
+    assert store.remember("u1", "I live in Paris").action != "duplicate"
+
+
+def test_a_client_put_without_a_text_over_a_fact_is_refused(store):
+    made = store.remember("u1", "I live in Paris").fact
+    assert made is not None
+    store.update_fact("u1", made.id, "I live in Berlin")
+    namespace = store.user_namespace("u1")
+    for value in ({"text": "a note"}, {"content": None}, {"content": ["I live in Rome"]}):
+        with pytest.raises(ValueError, match="is one of the user's facts"):
+            store.put(namespace, made.id, value)
+    assert [v.content for v in store.history("u1", made.id)] == [
+        "I live in Paris",
+        "I live in Berlin",
+    ]
+    store.delete(namespace, made.id)  # deleting it is how: its versions go with it
+    assert store.search(namespace, filter={"version_of": made.id}) == []
+
+
+def test_a_client_put_keeps_expiries_and_the_history_limit(store, clock):
+    """A put with a TTL left the fact's older versions lasting (orphans once it expired);
+    one without a TTL kept a replaced text meant to expire for good; puts ignored
+    ``history_limit``."""
+    namespace = store.user_namespace("u1")
+    lasting = store.remember("u1", "I live in Paris").fact
+    store.update_fact("u1", lasting.id, "I live in Berlin")
+    store.put(namespace, lasting.id, {"content": "I live in Rome"}, ttl=1)
+    code = store.remember("u1", "My door code is 4711", ttl=1).fact
+    store.put(namespace, code.id, {"content": "My door code changed"})  # lasting now
+    clock.advance(5)
+    assert [f.content for f in store.list_all("u1")] == ["My door code changed"]
+    assert store.search(namespace, filter={"version_of": lasting.id}) == []  # no orphan
+    assert [v.content for v in store.history("u1", code.id)] == ["My door code changed"]
+
+    store.history_limit = 2  # as LongTermMemoryStore(..., history_limit=2)
+    made = store.remember("u2", "My rent is 1000").fact
+    for rent in (1100, 1200, 1300, 1400):
+        store.put(store.user_namespace("u2"), made.id, {"content": f"My rent is {rent}"})
+    assert [v.content for v in store.history("u2", made.id)] == [
+        "My rent is 1200",
+        "My rent is 1300",
+        "My rent is 1400",
+    ]
+
+
 def test_base_store_search_of_a_user_shows_current_texts_only(store):
     made = store.remember("u1", "I live in Paris").fact
     assert made is not None
