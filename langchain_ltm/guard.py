@@ -41,9 +41,24 @@ _API_KEYS: list[tuple[str, re.Pattern[str]]] = [
     ),
     ("a private key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")),
 ]
-_PASSWORD = re.compile(
+_PASSWORD_WORDS = (
     r"\b(?:password|passwd|passcode|passphrase|pwd|pin(?: code)?|secret key|api[ _-]?key|"
-    r"access token|auth token|token)\b\s*(?:is|was|=|:)\s*[\"'`]?(?P<value>[^\s\"'`,;]{4,})",
+    r"access token|auth token|token)\b"
+)
+_PASSWORD = re.compile(
+    _PASSWORD_WORDS + r"\s*(?:(?:is|was|has been)\s+(?:changed|set|reset|updated)\s+to|"
+    r"(?:changed|set|reset|updated)\s+to|is|was|=|:)\s*[\"'`]?(?P<value>[^\s\"'`,;]{4,})",
+    re.IGNORECASE,
+)
+_QUOTED_PASSWORD = re.compile(  # "uses the password 'hunter2' for everything"
+    _PASSWORD_WORDS + r"\s+[\"'`](?P<value>[^\s\"'`]{4,})[\"'`]", re.IGNORECASE
+)
+_SSN = re.compile(
+    r"\b(?:ssn|social security(?: number)?)\b\D{0,20}(?<!\d)\d{3}-?\d{2}-?\d{4}(?!\d)",
+    re.IGNORECASE,
+)
+_CARD_CODE = re.compile(
+    r"\b(?:cvv2?|cvc2?|card security code)\b\s*(?:is|was|=|:)?\s*(?P<value>\d{3,4})\b",
     re.IGNORECASE,
 )
 _NOT_A_VALUE = frozenset({"reset", "expired", "changed", "required", "needed", "wrong", "secret"})
@@ -80,7 +95,12 @@ def find_secret(text: str) -> str | None:
     for name, pattern in _API_KEYS:
         if pattern.search(text):
             return f"Not stored: it contains what looks like {name}. {_ADVICE}"
-    for match in _PASSWORD.finditer(text):
-        if match.group("value").lower() not in _NOT_A_VALUE:
-            return f"Not stored: it states a password, PIN or token. {_ADVICE}"
+    for pattern in (_PASSWORD, _QUOTED_PASSWORD):
+        for match in pattern.finditer(text):
+            if match.group("value").lower() not in _NOT_A_VALUE:
+                return f"Not stored: it states a password, PIN or token. {_ADVICE}"
+    if _SSN.search(text):
+        return f"Not stored: it contains what looks like a social security number. {_ADVICE}"
+    if _CARD_CODE.search(text):
+        return f"Not stored: it contains what looks like a card's security code. {_ADVICE}"
     return None
