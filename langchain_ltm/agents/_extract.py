@@ -21,9 +21,10 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from langchain_ltm._steps import Logic, Step, call, run_sync
+from langchain_ltm._utf8 import storable
 from langchain_ltm.agents._recall import searchable
 from langchain_ltm.facts.model import RecalledFact, RememberResult
-from langchain_ltm.facts.resolvers import ChatModelResolver
+from langchain_ltm.facts.resolvers import ChatModelResolver, internal_call_config
 from langchain_ltm.store import LongTermMemoryStore
 
 __all__ = ["BackgroundExtractor", "ExtractionJob", "extract"]
@@ -100,17 +101,28 @@ def turn_messages(messages: Sequence[Any]) -> list[BaseMessage]:
     return list(messages[start:])
 
 
+MESSAGE_CHARS = 4000
+"""Most characters of one message the extraction request carries (a tool result: 500).
+
+A pasted log made the request 2 million characters long; the model refused it, and the
+facts said beside the paste were lost with it."""
+
+
 def _transcript(turns: Sequence[Sequence[BaseMessage]]) -> str:
     lines = []
     for turn in turns:
         for m in turn:
             if isinstance(m, HumanMessage):
-                lines.append(f"User: {m.text}")
+                lines.append(f"User: {_cut(m.text, MESSAGE_CHARS)}")
             elif isinstance(m, AIMessage) and m.text:
-                lines.append(f"Assistant: {m.text}")
+                lines.append(f"Assistant: {_cut(m.text, MESSAGE_CHARS)}")
             elif isinstance(m, ToolMessage):
-                lines.append(f"Tool result: {str(m.content)[:500]}")
+                lines.append(f"Tool result: {_cut(str(m.content), 500)}")
     return "\n".join(lines)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def prompt(
@@ -144,8 +156,9 @@ def extract(
             return []
     structured = model.with_structured_output(MemoryExtraction, include_raw=True)
     messages = prompt(job.turns, known)
+    internal = internal_call_config("memory_extraction")  # kept out of the user's stream
     try:
-        raw = yield Step(structured.invoke, structured.ainvoke, (messages,))
+        raw = yield Step(structured.invoke, structured.ainvoke, (messages, internal))
         answer = _answer(raw)
     except Exception as exc:  # a failing extractor must never fail the agent
         logger.warning("memory extraction failed for thread %r: %s", job.thread_id, exc)
@@ -153,19 +166,17 @@ def extract(
     results: list[RememberResult] = []
     resolving = store.with_options(resolver=ChatModelResolver(model))
     for pinned in (True, False):
-        texts = [
-            f.content.strip() for f in answer.facts if f.pinned is pinned and f.content.strip()
-        ]
+        texts = [_storable_fact(f.content, limit) for f in answer.facts if f.pinned is pinned]
+        texts = [text for text in texts if text]
         if texts:
             done = yield from _remember(resolving, job.user_id, texts, pinned)
             results.extend(done)
     for change in answer.supersede:
-        if 1 <= change.fact <= len(known) and change.content.strip():
+        content = _storable_fact(change.content, limit)
+        if 1 <= change.fact <= len(known) and content:
             target = known[change.fact - 1]
             try:
-                result = yield call(
-                    resolving, "update_fact", job.user_id, target.id, change.content
-                )
+                result = yield call(resolving, "update_fact", job.user_id, target.id, content)
             except Exception as exc:  # forgotten meanwhile, a bad text: keep going
                 logger.warning("memory extraction could not update %r: %s", target.id, exc)
                 continue
@@ -205,6 +216,15 @@ def _answer(out: Any) -> MemoryExtraction:
     return MemoryExtraction(facts=kept["facts"], supersede=kept["supersede"])
 
 
+def _storable_fact(text: str, limit: int) -> str:
+    """An extracted text as a fact can hold it, cut to ``limit`` characters.
+
+    What no engine stores is replaced: a NUL, or a lone surrogate the model echoed from a
+    paste (the fact was refused, and dropped without a word).
+    """
+    return _cut(storable(text).strip(), limit)
+
+
 def _remember(
     store: LongTermMemoryStore, user_id: str, texts: list[str], pinned: bool
 ) -> Logic[list[RememberResult]]:
@@ -222,9 +242,13 @@ def _remember(
                     lambda t=text: store.remember(user_id, t, pinned=pinned),
                     lambda t=text: store.aremember(user_id, t, pinned=pinned),
                 )
-            except ValueError:
+            except ValueError as refused:
+                logger.warning("memory extraction left out %r: %s", text[:80], refused)
                 continue
             results.append(one)
+    except Exception as exc:  # the store is down: a failing extractor never fails the agent
+        logger.warning("memory extraction could not store %d facts: %s", len(texts), exc)
+        return []
     return results
 
 

@@ -6,6 +6,7 @@ Shared by ``MemoryMiddleware`` (``wrap_model_call``) and :func:`memory_pre_model
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timezone
@@ -15,7 +16,7 @@ from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
 
 from langchain_ltm._steps import Logic, Step, call
 from langchain_ltm._utf8 import storable
-from langchain_ltm.errors import InvalidFactError
+from langchain_ltm.errors import BackendError, InvalidFactError
 from langchain_ltm.facts.model import Fact, RecalledFact
 from langchain_ltm.facts.reads import MAX_LIMIT as MAX_RECALL_LIMIT
 from langchain_ltm.facts.text import validate_text
@@ -28,6 +29,8 @@ __all__ = [
     "recall_block",
     "with_memory",
 ]
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_HEADER = (
     "## What you remember about this user\n"
@@ -113,16 +116,24 @@ def searchable(text: str, max_chars: int = 2000) -> str | None:
 def recall_block(
     store: LongTermMemoryStore, user_id: str, query: str | None, options: RecallOptions
 ) -> Logic[str | None]:
-    """Pinned facts, then the facts most relevant to ``query``: one embedding call at most."""
-    pinned: list[Fact] = yield call(store, "pinned", user_id)
-    relevant: list[RecalledFact] = []
-    if query:  # within a store's own query limit (max_fact_chars) too
-        query = searchable(query, getattr(store, "max_fact_chars", 2000))
-    if query and options.limit:
-        relevant = yield Step(
-            lambda: store.recall(user_id, query, options.limit, min_score=options.min_score),
-            lambda: store.arecall(user_id, query, options.limit, min_score=options.min_score),
-        )
+    """Pinned facts, then the facts most relevant to ``query``: one embedding call at most.
+
+    An engine that fails (``BackendError``: the database is down) gives no block and a
+    warning: the model answers without memories rather than the turn failing.
+    """
+    try:
+        pinned: list[Fact] = yield call(store, "pinned", user_id)
+        relevant: list[RecalledFact] = []
+        if query:  # within a store's own query limit (max_fact_chars) too
+            query = searchable(query, getattr(store, "max_fact_chars", 2000))
+        if query and options.limit:
+            relevant = yield Step(
+                lambda: store.recall(user_id, query, options.limit, min_score=options.min_score),
+                lambda: store.arecall(user_id, query, options.limit, min_score=options.min_score),
+            )
+    except BackendError as exc:
+        logger.warning("memory recall failed; answering without memories: %s", exc)
+        return None
     return render_block(pinned, relevant, options)
 
 

@@ -18,6 +18,7 @@ shells.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -45,10 +46,12 @@ from langchain_ltm.agents._registry import (
     session_namespace,
 )
 from langchain_ltm.agents.tools import resolve_user_id
-from langchain_ltm.errors import MissingUserIdError
+from langchain_ltm.errors import BackendError, MissingUserIdError
 from langchain_ltm.facts.versions import format_time
 
 __all__ = ["DEFAULT_SESSION_MIN_SCORE", "Retrieval", "SaveMode", "SessionMemoryMiddleware"]
+
+logger = logging.getLogger(__name__)
 
 SaveMode = Literal["input_output", "full"]
 Retrieval = Literal["recency", "relevance", "both"]
@@ -288,10 +291,14 @@ class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         # a lone surrogate in a message cannot be embedded: searched with "?" in its place
         namespace, query = session_namespace(user_id), storable(view.query)
         fetch = self.relevant_turns + len(shown)
-        found: list[SearchItem] = yield Step(
-            lambda: store.search(namespace, query=query, limit=fetch),
-            lambda: store.asearch(namespace, query=query, limit=fetch),
-        )
+        try:
+            found: list[SearchItem] = yield Step(
+                lambda: store.search(namespace, query=query, limit=fetch),
+                lambda: store.asearch(namespace, query=query, limit=fetch),
+            )
+        except BackendError as exc:  # the database is down: answer without earlier turns
+            logger.warning("session memory search failed; answering without it: %s", exc)
+            return request.override(messages=view.messages)
         picked = [
             item.value
             for item in found
@@ -320,7 +327,10 @@ class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             PutOp(namespace, f"{prefix}:{turn.key}", turn_value(thread_id, turn, now), ["text"])
             for turn in turns
         ]
-        yield call(self.store, "batch", ops)
+        try:
+            yield call(self.store, "batch", ops)
+        except BackendError as exc:  # after the answer: the turn stands, unindexed
+            logger.warning("session memory could not index %d turns: %s", len(ops), exc)
 
 
 # ---- pure helpers ------------------------------------------------------------------------

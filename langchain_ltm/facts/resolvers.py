@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -31,7 +31,7 @@ logger = logging.getLogger(_RESOLVERS_LOGGER)  # the resolvers' notes, with chec
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel, LanguageModelInput
-    from langchain_core.runnables import Runnable
+    from langchain_core.runnables import Runnable, RunnableConfig
 
 __all__ = [
     "DIFFERENT",
@@ -279,7 +279,9 @@ class ChatModelResolver:
         if not items:
             return []
         try:
-            output = self._structured.invoke(self.messages(items))
+            output = self._structured.invoke(
+                self.messages(items), internal_call_config("memory_resolver")
+            )
         except Exception as exc:  # a failing resolver must not fail remember
             return _failed(items, exc)
         return _answers(items, output)
@@ -289,7 +291,9 @@ class ChatModelResolver:
         if not items:
             return []
         try:
-            output = await self._structured.ainvoke(self.messages(items))
+            output = await self._structured.ainvoke(
+                self.messages(items), internal_call_config("memory_resolver")
+            )
         except Exception as exc:  # a failing resolver must not fail remember
             return _failed(items, exc)
         return _answers(items, output)
@@ -300,6 +304,25 @@ def _answers(items: Sequence[Ambiguity], output: Any) -> list[Resolution]:
         return _to_resolutions(items, output)
     except ValidationError as exc:
         return _failed(items, exc)
+
+
+def internal_call_config(source: str) -> RunnableConfig:
+    """The config of a model call memory makes for itself (extraction, a resolver).
+
+    Tagged as LangChain's own middleware tags its internal calls (``nostream``, and
+    ``internal_call_metadata`` where langchain has it), so ``stream_mode="messages"``
+    does not show a chat UI the memory's structured answer.
+    """
+    metadata: dict[str, Any] = {"lc_source": source}
+    try:
+        from langchain.agents.middleware.internal_call_transformer import (
+            internal_call_metadata,
+        )
+    except ImportError:  # an older langchain, or none: the tag alone
+        pass
+    else:
+        metadata.update(internal_call_metadata())
+    return cast("RunnableConfig", {"metadata": metadata, "tags": ["nostream"]})
 
 
 def _failed(items: Sequence[Ambiguity], exc: Exception) -> list[Resolution]:

@@ -283,6 +283,79 @@ def test_a_failing_extractor_logs_and_the_answer_still_comes(emb, caplog):
     assert "extraction failed" in caplog.text and store.list_all("ana") == []
 
 
+def test_an_extracted_fact_with_a_nul_or_a_surrogate_is_stored_cleaned(emb):
+    """The extractor echoed a pasted NUL or lone surrogate: the fact was refused and left
+    out without a word. A fact longer than the store's limit was left out whole."""
+    store = LongTermMemoryStore(InMemoryVectorStore(emb))
+    long_fact = "Likes tea " + "very " * 500
+    extractor = ScriptedChatModel(
+        answers=[
+            extraction(
+                ("Name is Ana\x00Lopez", True),
+                ("Lives on Caf\udce9 street", False),
+                (long_fact, False),
+            )
+        ]
+    )
+    agent = agent_with(store, RecordingModel(), mode="recall", extract_with=extractor)
+    agent.invoke({"messages": [("user", "I'm Ana")]}, run("ana"))
+    long_one, *stored = sorted(f.content for f in store.list_all("ana"))
+    assert stored == ["Lives on Caf? street", "Name is Ana Lopez"]
+    assert long_one.startswith("Likes tea very") and len(long_one) == 2000
+
+
+def test_the_extraction_request_carries_at_most_a_share_of_a_pasted_log(emb):
+    store = LongTermMemoryStore(InMemoryVectorStore(emb))
+    extractor = ScriptedChatModel(answers=[extraction(("Works on the payments team", False))])
+    agent = agent_with(store, RecordingModel(), mode="recall", extract_with=extractor)
+    paste = "I'm on the payments team. Here is the log: " + "ERROR disk full\n" * 100_000
+    agent.invoke({"messages": [("user", paste)]}, run("ana"))
+    (request,) = extractor.requests
+    assert len(str(request[-1].content)) < 6000  # 1.6 million characters before
+    assert [f.content for f in store.list_all("ana")] == ["Works on the payments team"]
+
+
+@pytest.mark.parametrize("down", ["pinned", "recall", "remember"])
+def test_a_store_that_is_down_never_fails_the_turn(emb, caplog, down):
+    """Recall before the answer gives no memory block, extraction after it stores
+    nothing; each logs a warning. (Noting the thread, which ``forget_user`` needs, still
+    fails the turn: a thread it could not erase later is not run.)"""
+    from langchain_ltm import BackendError
+
+    store = LongTermMemoryStore(InMemoryVectorStore(emb))
+    store.remember("alice", "Prefers tea", pinned=True)
+
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise BackendError("connection dropped")
+
+    async def afail(*args: Any, **kwargs: Any) -> Any:
+        raise BackendError("connection dropped")
+
+    setattr(store, down, fail)
+    setattr(store, "a" + down, afail)
+    extractor = ScriptedChatModel(answers=[extraction(("Likes green tea", False))] * 2)
+    model = RecordingModel()
+    agent = agent_with(store, model, mode="recall", extract_with=extractor)
+    with caplog.at_level(logging.WARNING):
+        out = agent.invoke({"messages": [("user", "hello there")]}, run("alice"))
+        again = asyncio.run(agent.ainvoke({"messages": [("user", "hi")]}, run("alice", "t2")))
+    assert out["messages"][-1].content == again["messages"][-1].content == "ok"
+    assert "connection dropped" in caplog.text
+
+
+def test_the_extraction_call_is_kept_out_of_the_users_stream(emb):
+    store = LongTermMemoryStore(InMemoryVectorStore(emb))
+    extractor = ScriptedChatModel(answers=[extraction(("Works at ACME as a nurse", False))])
+    agent = agent_with(store, RecordingModel(), mode="recall", extract_with=extractor)
+    streamed = list(
+        agent.stream(
+            {"messages": [("user", "I'm a nurse at ACME")]}, run("ana"), stream_mode="messages"
+        )
+    )
+    assert [message.content for message, _ in streamed] == ["ok"]
+    assert [f.content for f in store.list_all("ana")] == ["Works at ACME as a nurse"]
+
+
 @pytest.mark.parametrize("said", ["?", "...", "!?", "hello\x00world", "caf\udce9"])
 def test_a_message_memory_cannot_search_never_fails_the_turn(store, said):
     extractor = ScriptedChatModel(answers=[extraction(("Works on the payments team", False))])

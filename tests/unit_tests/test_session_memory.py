@@ -743,3 +743,33 @@ def test_a_turn_that_stopped_with_a_call_unanswered_is_not_taken_as_answered():
     assert [m.type for m in final_answer(done)] == ["ai", "tool", "tool"]
     view = history_view([*stopped, HumanMessage("and now?")], "input_output", 20)
     assert_valid(view.messages)
+
+
+def test_a_store_that_is_down_never_fails_a_turn_over_session_memory(store, caplog):
+    """A failed search of earlier turns (before the answer) and a failed index of this
+    turn (after it) failed the turn; each logs a warning now, and the answer comes."""
+    import logging
+
+    from langchain_ltm import BackendError
+
+    agent, _ = build(store, retrieval="relevance")
+    agent.invoke(say("my marathon is in May"), run(thread="D1"))
+
+    def fail(*args, **kwargs):
+        raise BackendError("connection dropped")
+
+    real_batch = store.batch
+
+    def batch_without_puts(ops):
+        ops = list(ops)
+        if any(type(op).__name__ == "PutOp" for op in ops):
+            fail()
+        return real_batch(ops)
+
+    store.search = fail
+    store.batch = batch_without_puts
+    with caplog.at_level(logging.WARNING):
+        out = agent.invoke(say("when is my marathon"), run(thread="D1"))  # noted already
+    assert out["messages"][-1].text.startswith("sure:")
+    assert "session memory search failed" in caplog.text
+    assert "could not index" in caplog.text
