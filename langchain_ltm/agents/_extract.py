@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from langchain_ltm._steps import Logic, Step, call, run_sync
 from langchain_ltm._utf8 import storable
-from langchain_ltm.agents._recall import searchable
+from langchain_ltm.agents._recall import said_by_user, searchable
 from langchain_ltm.facts.model import RecalledFact, RememberResult
 from langchain_ltm.facts.resolvers import ChatModelResolver, internal_call_config
 from langchain_ltm.store import LongTermMemoryStore
@@ -88,7 +88,7 @@ def turn_messages(messages: Sequence[Any]) -> list[BaseMessage]:
         ["I'm Eva", "what's new?", 'not much']
     """
     last = next(
-        (i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], HumanMessage)),
+        (i for i in range(len(messages) - 1, -1, -1) if said_by_user(messages[i])),
         None,
     )
     if last is None:
@@ -112,8 +112,10 @@ def _transcript(turns: Sequence[Sequence[BaseMessage]]) -> str:
     lines = []
     for turn in turns:
         for m in turn:
-            if isinstance(m, HumanMessage):
+            if said_by_user(m):
                 lines.append(f"User: {_cut(m.text, MESSAGE_CHARS)}")
+            elif isinstance(m, HumanMessage):  # a summary of earlier messages
+                lines.append(f"Summary of earlier messages: {_cut(m.text, MESSAGE_CHARS)}")
             elif isinstance(m, AIMessage) and m.text:
                 lines.append(f"Assistant: {_cut(m.text, MESSAGE_CHARS)}")
             elif isinstance(m, ToolMessage):
@@ -140,7 +142,7 @@ def extract(
     store: LongTermMemoryStore, model: BaseChatModel, job: ExtractionJob, related_limit: int = 10
 ) -> Logic[list[RememberResult]]:
     """Run one extraction: recall related facts, one model call, then remember/update."""
-    humans = [m.text for turn in job.turns for m in turn if isinstance(m, HumanMessage)]
+    humans = [m.text for turn in job.turns for m in turn if said_by_user(m)]
     limit = getattr(store, "max_fact_chars", 2000)
     found = [searchable(text, limit) for text in humans]
     queries = list(dict.fromkeys(q for q in found if q is not None))[-8:]

@@ -27,6 +27,7 @@ __all__ = [
     "RecallOptions",
     "latest_user_text",
     "recall_block",
+    "said_by_user",
     "with_memory",
 ]
 
@@ -85,12 +86,24 @@ class RecallOptions:
 def latest_user_text(messages: Sequence[Any]) -> str | None:
     """The latest human message as a recall query (``None``: none, or nothing to search).
 
-    See :func:`searchable`.
+    See :func:`searchable`. A summary of earlier messages is not the user's.
     """
     for message in reversed(messages):
-        if isinstance(message, HumanMessage):
+        if said_by_user(message):
             return searchable(message.text if hasattr(message, "text") else str(message.content))
     return None
+
+
+def said_by_user(message: Any) -> bool:
+    """Whether ``message`` is a human message the user wrote.
+
+    Not the summary langchain's ``SummarizationMiddleware`` puts in place of earlier
+    messages (a ``HumanMessage`` too), which was taken for the user's words: the recall
+    query, extracted, and indexed as a turn.
+    """
+    return isinstance(message, HumanMessage) and (
+        getattr(message, "additional_kwargs", {}).get("lc_source") != "summarization"
+    )
 
 
 def searchable(text: str, max_chars: int = 2000) -> str | None:

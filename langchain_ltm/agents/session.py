@@ -39,6 +39,7 @@ from langgraph.store.base import BaseStore, PutOp, SearchItem
 
 from langchain_ltm._steps import Logic, Step, call, run_async, run_sync
 from langchain_ltm._utf8 import storable
+from langchain_ltm.agents._recall import said_by_user
 from langchain_ltm.agents._registry import (
     DEFAULT_THREAD,
     RECORDER,
@@ -561,6 +562,8 @@ def latest_turns(messages: Sequence[AnyMessage]) -> list[Turn]:
     out = []
     for number in range(first, len(turns)):
         turn = turns[number]
+        if not said_by_user(turn[0]):  # a summary of earlier messages: not a turn of the user
+            continue
         message_id = str(turn[0].id) if turn[0].id else None
         out.append(Turn(number, turn[0].text, answer_text(final_answer(turn)), message_id))
     return out
@@ -597,7 +600,9 @@ def render_turns(values: Sequence[dict[str, Any]], max_chars: int = 4000) -> str
     """The "Earlier conversations" block for the system message.
 
     Each turn gets ``max_chars / len(values)`` characters, half for the user's message and
-    half for the answer (a text that does not fit is cut, ending in ``…``).
+    half for the answer (a text that does not fit is cut, ending in ``…``), and at least
+    40 for each: turns past ``max_chars / 80`` are left out, so the turns' text stays within
+    ``max_chars`` (ten turns at ``max_chars=400`` made 797).
 
     Example:
         >>> print(render_turns([{"user": "I like tea", "answer": "Noted."}]))
@@ -607,12 +612,17 @@ def render_turns(values: Sequence[dict[str, Any]], max_chars: int = 4000) -> str
         >>> len(render_turns([{"user": "x" * 9000, "answer": "ok"}], 400)) < 500
         True
     """
-    share = max(max_chars // max(len(values), 1) // 2, 40)
+    values = values[: max(max_chars // (2 * _LEAST_SHARE), 1)]
+    share = max(max_chars // max(len(values), 1) // 2, _LEAST_SHARE)
     lines = [CONTEXT_HEADER]
     for i, value in enumerate(values, start=1):
         lines.append(f"{i}. User: {_cut(str(value.get('user', '')), share)}")
         lines.append(f"   Assistant: {_cut(str(value.get('answer', '')), share)}")
     return "\n".join(lines)
+
+
+_LEAST_SHARE = 40
+"""The fewest characters a turn's message (and its answer) is cut to."""
 
 
 def _cut(text: str, limit: int) -> str:

@@ -773,3 +773,34 @@ def test_a_store_that_is_down_never_fails_a_turn_over_session_memory(store, capl
     assert out["messages"][-1].text.startswith("sure:")
     assert "session memory search failed" in caplog.text
     assert "could not index" in caplog.text
+
+
+def test_the_turns_shown_keep_within_max_chars_however_many_are_relevant():
+    """Each turn's message and answer kept 40 characters at least: ten turns at
+    ``max_chars=400`` made 797 characters of turns."""
+    from langchain_ltm.agents.session import render_turns
+
+    turns = [{"user": f"message {i} " + "x" * 300, "answer": "y" * 300} for i in range(10)]
+    block = render_turns(turns, 400)
+    shown = block.count("User: ")
+    texts = len(block) - len(CONTEXT_HEADER) - shown * len("\n1. User: \n   Assistant: ")
+    assert shown == 5 and texts <= 400
+    assert "1. User: message 0" in block and "5. User: message 4" in block
+
+
+def test_a_summary_of_earlier_messages_is_not_a_turn_of_the_user():
+    """langchain's SummarizationMiddleware puts its summary in a HumanMessage: it was
+    indexed as something the user said, and became the recall query."""
+    from langchain_ltm.agents._recall import latest_user_text
+    from langchain_ltm.agents.session import latest_turns
+
+    summary = HumanMessage(
+        "Here is a summary of the conversation to date: ...",
+        additional_kwargs={"lc_source": "summarization"},
+    )
+    messages = [summary, HumanMessage("my marathon is in May"), AIMessage("noted")]
+    assert [t.user for t in latest_turns(messages)] == ["my marathon is in May"]
+    assert latest_user_text([HumanMessage("when is my marathon"), summary]) == (
+        "when is my marathon"
+    )
+    assert latest_turns([summary]) == []
