@@ -34,6 +34,7 @@ from langchain_ltm.backends.base import ItemKey, Record, SearchRequest, StoredIt
 from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts.context import FactContext
 from langchain_ltm.facts.text import content_hash
+from langchain_ltm.facts.writes import embed_versions, with_ttl
 
 __all__ = ["write_puts"]
 
@@ -100,13 +101,13 @@ def _user_write(
         added = [_replaced_version(item, record, number + 1, now)] if new_text else []
         lasting = [v for v in versions if is_alive(v, now)]
         if record.ttl_minutes is not None:  # versions never outlive their fact
-            added += [_with_ttl(v, record.ttl_minutes, now) for v in lasting]
+            added += [with_ttl(v, record.ttl_minutes, now) for v in lasting]
         doomed = _pruned(ctx, [*lasting, *added[:1]] if new_text else lasting)
         kept += [k for k in added if (k.namespace, k.key) not in doomed]
         removed += sorted(doomed - {(namespace, layout.version_key(item.key, number + 1))})
         records.append(_as_fact(record, number + new_text, new_text, now))
     if kept:
-        kept = yield from _embedded(ctx, kept)
+        kept = yield from embed_versions(ctx, kept)
     return [*records, *kept], removed
 
 
@@ -167,21 +168,6 @@ def _replaced_version(item: StoredItem, record: Record, number: int, now: dateti
     )
 
 
-def _with_ttl(version: StoredItem, ttl: float, now: datetime) -> Record:
-    text = str(version.value["content"])
-    return Record(
-        version.namespace,
-        version.key,
-        version.value,
-        (text,),
-        ("content",),
-        None,
-        now,
-        created_at=version.created_at,
-        ttl_minutes=ttl,
-    )
-
-
 def _pruned(ctx: FactContext, versions: Sequence[Any]) -> set[ItemKey]:
     """The oldest versions past the store's ``history_limit`` (``None``: none)."""
     limit = ctx.history_limit
@@ -201,13 +187,6 @@ def _as_fact(record: Record, number: int, new_text: bool, now: datetime) -> Reco
     if new_text and "valid_from" in value:
         value["valid_from"] = layout.format_time(now)
     return dataclasses.replace(record, value=value) if value != record.value else record
-
-
-def _embedded(ctx: FactContext, records: list[Record]) -> Logic[list[Record]]:
-    """Vectors for version records (one embedding call; usually cached)."""
-    texts = [r.texts[0] for r in records]
-    vectors = yield call(ctx.embedder, "embed", texts, False)
-    return [dataclasses.replace(r, vectors=vectors[i : i + 1]) for i, r in enumerate(records)]
 
 
 def _keys(records: Sequence[Record]) -> list[ItemKey]:

@@ -54,7 +54,15 @@ from langchain_ltm.facts.resolution import check_resolutions
 from langchain_ltm.facts.text import content_hash, validate_text
 from langchain_ltm.facts.timeline import Said, Timeline
 
-__all__ = ["pin", "remember", "remember_each", "update", "with_hashes"]
+__all__ = [
+    "embed_versions",
+    "pin",
+    "remember",
+    "remember_each",
+    "update",
+    "with_hashes",
+    "with_ttl",
+]
 
 # ---- remember / update --------------------------------------------------------------------
 
@@ -233,10 +241,10 @@ def _store_facts(
             fact = stored[key]  # its versions follow, or they would expire before it
             for version in histories.get(key, ()) if fact.ttl_minutes is not None else ():
                 if version.key not in rewrites:
-                    rewrites[version.key] = _with_ttl(version, fact.ttl_minutes, now)
+                    rewrites[version.key] = with_ttl(version, fact.ttl_minutes, now)
         records += rewrites.values()
         if (records or deletes) and not dry_run:
-            records = yield from _embed_versions(ctx, records)
+            records = yield from embed_versions(ctx, records)
             yield call(ctx.backend, "write", records, deletes)
     finally:
         yield from ctx.locks.release(ctx.backend, held)
@@ -297,7 +305,7 @@ def update(ctx: FactContext, user_id: str, fact_id: str, text: str) -> Logic[Rem
         records, deletes, lines = _records(
             ctx, namespace, decision, vectors, histories, chains, now, False, None
         )
-        records = yield from _embed_versions(ctx, records)
+        records = yield from embed_versions(ctx, records)
         written = {(r.namespace, r.key) for r in records}
         lapsed = [key for key in lapsed if key not in written]
         yield call(ctx.backend, "write", records, [*deletes, *expired, *lapsed])
@@ -336,11 +344,9 @@ def pin(ctx: FactContext, user_id: str, fact_ids: Sequence[str]) -> Logic[list[s
         histories = yield from versions_of(ctx, namespace, facts, now)
         for item in facts:  # the rewrite refreshes the fact's TTL: its live versions follow
             if item.ttl_minutes is not None:
-                records += [
-                    _with_ttl(v, item.ttl_minutes, now) for v in histories.get(item.key, ())
-                ]
+                records += [with_ttl(v, item.ttl_minutes, now) for v in histories.get(item.key, ())]
         if records:
-            records = yield from _embed_versions(ctx, records)
+            records = yield from embed_versions(ctx, records)
             yield call(ctx.backend, "write", records, [])
     finally:
         yield from ctx.locks.release(ctx.backend, held)
@@ -550,7 +556,7 @@ def _records(
         deletes.extend((namespace, key) for key in sorted(gone))
         if lifetime is not None:
             records.extend(
-                _with_ttl(v, lifetime, now) for v in stored if v.key not in written | gone
+                with_ttl(v, lifetime, now) for v in stored if v.key not in written | gone
             )
         current = line.current
         records.append(
@@ -652,7 +658,7 @@ def _said_earlier(
     return out
 
 
-def _with_ttl(version: StoredItem, ttl: float, now: datetime) -> Record:
+def with_ttl(version: StoredItem, ttl: float, now: datetime) -> Record:
     """A stored version written again with the fact's TTL (its vector comes from the cache)."""
     text = str(version.value["content"])
     return Record(
@@ -668,7 +674,7 @@ def _with_ttl(version: StoredItem, ttl: float, now: datetime) -> Record:
     )
 
 
-def _embed_versions(ctx: FactContext, records: list[Record]) -> Logic[list[Record]]:
+def embed_versions(ctx: FactContext, records: list[Record]) -> Logic[list[Record]]:
     """Vectors for version records (usually cached: they were embedded when they were new).
 
     A cache miss costs one more embedding call for the batch.
