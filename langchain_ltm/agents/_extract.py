@@ -244,7 +244,7 @@ def _remember(
                     lambda t=text: store.remember(user_id, t, pinned=pinned),
                     lambda t=text: store.aremember(user_id, t, pinned=pinned),
                 )
-            except ValueError as refused:
+            except Exception as refused:  # a bad text, or the store went down meanwhile
                 logger.warning("memory extraction left out %r: %s", text[:80], refused)
                 continue
             results.append(one)
