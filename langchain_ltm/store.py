@@ -44,7 +44,7 @@ from langchain_ltm.facts import reads
 from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts._locks import UserLocks
 from langchain_ltm.facts.api import FactAPI
-from langchain_ltm.facts.client_puts import write_puts
+from langchain_ltm.facts.client_puts import keys_to_read, write_puts
 from langchain_ltm.facts.context import FactContext
 from langchain_ltm.facts.options import (
     DEFAULT_MERGE_THRESHOLD,
@@ -477,9 +477,17 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         doc_vectors = (yield call(self._embedder, "embed", texts, False)) if texts else None
         query_vectors = (yield call(self._embedder, "embed", queries, True)) if queries else None
         query_row = {q: i for i, q in enumerate(queries)}
-        if plan.gets:
+        # the items the puts and deletes of user namespaces touch are read with the gets:
+        # one round trip (client_puts decides from them what to keep and what to lock)
+        touched = keys_to_read(self._facts, plan.puts.items())
+        if plan.gets or touched:
             keys = [(op.namespace, op.key) for _, op in plan.gets]
-            found = yield call(self.backend, "get", keys)
+            found = yield call(self.backend, "get", [*keys, *touched])
+            before = dict(zip(touched, found[len(keys) :], strict=True))
+            found = found[: len(keys)]
+        else:
+            before = {}
+        if plan.gets:
             for (i, get_op), item in zip(plan.gets, found, strict=True):
                 if item is None or not is_alive(item, alive_at):
                     continue
@@ -528,7 +536,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
                 )
             # a put over a fact (LangMem's update) keeps the text it replaces as a version,
             # a delete of one deletes its versions: under the user's lock (client_puts)
-            yield from write_puts(self._facts, upserts, deletes, now)
+            yield from write_puts(self._facts, upserts, deletes, now, before)
         return results
 
     def search(

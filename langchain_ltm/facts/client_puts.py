@@ -24,7 +24,7 @@ touched is written on its own, under that user's lock, after reading again.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -39,10 +39,34 @@ from langchain_ltm.facts.writes import embed_versions, with_ttl
 __all__ = ["write_puts"]
 
 
+def keys_to_read(ctx: FactContext, puts: Iterable[tuple[ItemKey, Any]]) -> list[ItemKey]:
+    """The keys :func:`write_puts` reads first, with the batch's gets.
+
+    The batch's puts (``value``: a dict) and deletes (``value`` None) in user namespaces,
+    but no put of a version item.
+    """
+    out = []
+    for (namespace, key), put in puts:
+        value = getattr(put, "value", put)
+        if not _in_users(ctx, namespace):
+            continue
+        if value is not None and layout.is_version(_Keyed(key, value)):
+            continue
+        out.append((namespace, key))
+    return out
+
+
 def write_puts(
-    ctx: FactContext, upserts: list[Record], deletes: list[ItemKey], now: datetime
+    ctx: FactContext,
+    upserts: list[Record],
+    deletes: list[ItemKey],
+    now: datetime,
+    found: dict[ItemKey, StoredItem | None] | None = None,
 ) -> Logic[None]:
     """Write a batch's puts and deletes; those touching a user's fact as described above.
+
+    ``found``: the items at :func:`keys_to_read`'s keys, read with the batch's gets (else
+    read here).
 
     Raises:
         ValueError: A put over a fact has no text ``content`` (nothing of the batch written).
@@ -50,7 +74,8 @@ def write_puts(
     puts = [r for r in upserts if _in_users(ctx, r.namespace) and not layout.is_version(r)]
     gone = [key for key in deletes if _in_users(ctx, key[0])]
     keys = [*_keys(puts), *gone]
-    found = dict(zip(keys, (yield call(ctx.backend, "get", keys)), strict=True)) if keys else {}
+    if found is None:
+        found = dict(zip(keys, (yield call(ctx.backend, "get", keys)), strict=True)) if keys else {}
     for record in puts:
         _check_put(found[(record.namespace, record.key)], record, now)
     users = sorted(
@@ -109,6 +134,12 @@ def _user_write(
     if kept:
         kept = yield from embed_versions(ctx, kept)
     return [*records, *kept], removed
+
+
+@dataclasses.dataclass(frozen=True)
+class _Keyed:
+    key: str
+    value: Any
 
 
 def _in_users(ctx: FactContext, namespace: tuple[str, ...]) -> bool:

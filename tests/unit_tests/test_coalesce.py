@@ -26,6 +26,7 @@ from langchain_ltm.errors import BackendError
 from tests.fakes import KeywordEmbeddings
 
 NS = ("memories", "u1")
+DOCS = ("docs", "u1")  # not a user's namespace: a put there is written without a read first
 
 
 class Probe(MemoryBackend):
@@ -338,8 +339,8 @@ async def test_cancelling_a_call_during_its_run_leaves_the_run_alone():
     probe = Probe()
     store = make_store(probe)
     first = await held_first_call(store, probe)
-    a = asyncio.create_task(store.aput(NS, "a", {"v": 1}))
-    b = asyncio.create_task(store.aput(NS, "b", {"v": 2}))
+    a = asyncio.create_task(store.aput(DOCS, "a", {"v": 1}))
+    b = asyncio.create_task(store.aput(DOCS, "b", {"v": 2}))
     await asyncio.sleep(0)
     probe.gate.set()
     await first
@@ -350,7 +351,7 @@ async def test_cancelling_a_call_during_its_run_leaves_the_run_alone():
     await b
     with pytest.raises(asyncio.CancelledError):
         await a
-    assert (await store.aget(NS, "a")).value == {"v": 1}  # its write was under way: it landed
+    assert (await store.aget(DOCS, "a")).value == {"v": 1}  # its write was under way: it landed
 
 
 async def test_cancelling_the_call_that_runs_alone_hands_over_to_the_waiting_ones():
@@ -371,14 +372,14 @@ async def test_a_cancelled_flush_cancels_its_calls_and_the_store_goes_on():
     probe = Probe()
     store = make_store(probe)
     first = await held_first_call(store, probe)
-    waiting = [asyncio.create_task(store.aput(NS, f"w{i}", {"v": i})) for i in range(3)]
+    waiting = [asyncio.create_task(store.aput(DOCS, f"w{i}", {"v": i})) for i in range(3)]
     await asyncio.sleep(0)
     probe.gate.set()
     await first
     probe.gate = asyncio.Event()
     await until(lambda: probe.calls["write"] >= 1)
     queue = store._coalescer._queue(asyncio.get_running_loop())
-    later = asyncio.create_task(store.aget(NS, "w0"))  # waits behind the held run
+    later = asyncio.create_task(store.aget(DOCS, "w0"))  # waits behind the held run
     await asyncio.sleep(0)
     queue.task.cancel()
     results = await asyncio.gather(*waiting, later, return_exceptions=True)
