@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from langchain_ltm._steps import Logic, Step, call, run_sync
 from langchain_ltm._utf8 import storable
-from langchain_ltm.agents._recall import said_by_user, searchable
+from langchain_ltm.agents._recall import cut, said_by_user, searchable
 from langchain_ltm.facts.model import RecalledFact, RememberResult
 from langchain_ltm.facts.resolvers import ChatModelResolver, internal_call_config
 from langchain_ltm.store import LongTermMemoryStore
@@ -113,18 +113,14 @@ def _transcript(turns: Sequence[Sequence[BaseMessage]]) -> str:
     for turn in turns:
         for m in turn:
             if said_by_user(m):
-                lines.append(f"User: {_cut(m.text, MESSAGE_CHARS)}")
+                lines.append(f"User: {cut(m.text, MESSAGE_CHARS)}")
             elif isinstance(m, HumanMessage):  # a summary of earlier messages
-                lines.append(f"Summary of earlier messages: {_cut(m.text, MESSAGE_CHARS)}")
+                lines.append(f"Summary of earlier messages: {cut(m.text, MESSAGE_CHARS)}")
             elif isinstance(m, AIMessage) and m.text:
-                lines.append(f"Assistant: {_cut(m.text, MESSAGE_CHARS)}")
+                lines.append(f"Assistant: {cut(m.text, MESSAGE_CHARS)}")
             elif isinstance(m, ToolMessage):
-                lines.append(f"Tool result: {_cut(str(m.content), 500)}")
+                lines.append(f"Tool result: {cut(str(m.content), 500)}")
     return "\n".join(lines)
-
-
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def prompt(
@@ -224,7 +220,7 @@ def _storable_fact(text: str, limit: int) -> str:
     What no engine stores is replaced: a NUL, or a lone surrogate the model echoed from a
     paste (the fact was refused, and dropped without a word).
     """
-    return _cut(storable(text).strip(), limit)
+    return cut(storable(text).strip(), limit)
 
 
 def _remember(

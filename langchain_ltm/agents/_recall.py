@@ -25,6 +25,7 @@ from langchain_ltm.store import LongTermMemoryStore
 __all__ = [
     "DEFAULT_MIN_SCORE",
     "RecallOptions",
+    "cut",
     "latest_user_text",
     "recall_block",
     "said_by_user",
@@ -150,6 +151,16 @@ def recall_block(
     return render_block(pinned, relevant, options)
 
 
+def cut(text: str, limit: int) -> str:
+    """``text`` within ``limit`` characters, ending in ``…`` when it was longer.
+
+    Example:
+        >>> cut("green tea", 20), cut("green tea", 6)
+        ('green tea', 'green…')
+    """
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def render_block(
     pinned: Sequence[Fact], relevant: Sequence[RecalledFact], options: RecallOptions
 ) -> str | None:
@@ -172,13 +183,12 @@ def render_block(
     for heading, lines in sections:
         started = False
         for line in lines:
-            if len(line) > cap:
-                line = line[: cap - 1] + "…"
+            line = cut(line, cap)
             room = options.max_chars - len(out) - 1 - (0 if started else len(heading) + 1)
             if len(line) > room:
                 if room < _MIN_CUT:
                     continue
-                line = line[: room - 1] + "…"
+                line = cut(line, room)
             if not started:
                 out += "\n" + heading
                 started = True

@@ -39,7 +39,7 @@ from langgraph.store.base import BaseStore, PutOp, SearchItem
 
 from langchain_ltm._steps import Logic, Step, call, run_async, run_sync
 from langchain_ltm._utf8 import storable
-from langchain_ltm.agents._recall import said_by_user
+from langchain_ltm.agents._recall import cut, said_by_user
 from langchain_ltm.agents._registry import (
     DEFAULT_THREAD,
     RECORDER,
@@ -616,17 +616,13 @@ def render_turns(values: Sequence[dict[str, Any]], max_chars: int = 4000) -> str
     share = max(max_chars // max(len(values), 1) // 2, _LEAST_SHARE)
     lines = [CONTEXT_HEADER]
     for i, value in enumerate(values, start=1):
-        lines.append(f"{i}. User: {_cut(str(value.get('user', '')), share)}")
-        lines.append(f"   Assistant: {_cut(str(value.get('answer', '')), share)}")
+        lines.append(f"{i}. User: {cut(str(value.get('user', '')), share)}")
+        lines.append(f"   Assistant: {cut(str(value.get('answer', '')), share)}")
     return "\n".join(lines)
 
 
 _LEAST_SHARE = 40
 """The fewest characters a turn's message (and its answer) is cut to."""
-
-
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def with_context(system: SystemMessage | None, block: str) -> SystemMessage:
