@@ -479,7 +479,8 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         query_row = {q: i for i, q in enumerate(queries)}
         # the items the puts and deletes of user namespaces touch are read with the gets:
         # one round trip (client_puts decides from them what to keep and what to lock)
-        touched = keys_to_read(self._facts, plan.puts.items())
+        facts = self._facts  # (a context built per call: built once for the batch)
+        touched = keys_to_read(facts, plan.puts.items())
         if plan.gets or touched:
             keys = [(op.namespace, op.key) for _, op in plan.gets]
             found = yield call(self.backend, "get", [*keys, *touched])
@@ -536,7 +537,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
                 )
             # a put over a fact (LangMem's update) keeps the text it replaces as a version,
             # a delete of one deletes its versions: under the user's lock (client_puts)
-            yield from write_puts(self._facts, upserts, deletes, now, before)
+            yield from write_puts(facts, upserts, deletes, now, before)
         return results
 
     def search(

@@ -50,7 +50,7 @@ def keys_to_read(ctx: FactContext, puts: Iterable[tuple[ItemKey, Any]]) -> list[
         value = getattr(put, "value", put)
         if not _in_users(ctx, namespace):
             continue
-        if value is not None and layout.is_version(_Keyed(key, value)):
+        if value is not None and layout.is_version_value(key, value):
             continue
         out.append((namespace, key))
     return out
@@ -134,12 +134,6 @@ def _user_write(
     if kept:
         kept = yield from embed_versions(ctx, kept)
     return [*records, *kept], removed
-
-
-@dataclasses.dataclass(frozen=True)
-class _Keyed:
-    key: str
-    value: Any
 
 
 def _in_users(ctx: FactContext, namespace: tuple[str, ...]) -> bool:

@@ -222,13 +222,17 @@ def is_version(item: _Keyed) -> bool:
     client's own item that happens to have a ``version_of`` field (``{"text": ...,
     "version_of": "doc1"}``) is not one, and is never deleted or renumbered with ``doc1``.
     """
-    value = item.value
+    return is_version_value(item.key, item.value)
+
+
+def is_version_value(key: str, value: Mapping[str, Any]) -> bool:
+    """:func:`is_version` of the item ``value`` at ``key`` (a put not yet written)."""
     fact_id, number = value.get("version_of"), value.get("version")
     return (
         isinstance(fact_id, str)
         and isinstance(number, int)
         and not isinstance(number, bool)
-        and item.key == version_key(fact_id, number)
+        and key == version_key(fact_id, number)
     )
 
 
