@@ -28,11 +28,11 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from langchain_ltm._filters import Condition
 from langchain_ltm._steps import Logic, call
-from langchain_ltm.backends.base import ItemKey, Record, SearchRequest, StoredItem, is_alive
+from langchain_ltm.backends.base import ItemKey, Record, StoredItem, is_alive
 from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts.context import FactContext
+from langchain_ltm.facts.reads import versions_by_fact
 from langchain_ltm.facts.text import content_hash
 from langchain_ltm.facts.writes import embed_versions, with_ttl
 
@@ -112,7 +112,7 @@ def _user_write(
         _check_put(current[record.key], record, now)
     replaced = [r for r in puts if _is_fact(current[r.key], now)]
     owners = [r.key for r in replaced] + [key for _, key in deletes]
-    stored = (yield from _versions(ctx, namespace, owners)) if owners else {}
+    stored = yield from versions_by_fact(ctx, namespace, owners)
     removed = [*deletes, *((namespace, v.key) for _, key in deletes for v in stored.get(key, ()))]
     facts = {id(r) for r in replaced}
     records = [r for r in puts if id(r) not in facts]
@@ -157,21 +157,6 @@ def _check_put(item: StoredItem | None, record: Record, now: datetime) -> None:
             "with a text 'content' (the text it replaces is kept as a version), or delete it "
             "first (its versions go with it). Nothing of the batch was written."
         )
-
-
-def _versions(
-    ctx: FactContext, namespace: tuple[str, ...], owners: Sequence[str]
-) -> Logic[dict[str, list[StoredItem]]]:
-    """Every stored version of these facts (expired ones too: their numbers are taken)."""
-    request = SearchRequest(
-        namespace, None, (Condition(("version_of",), "$in", list(owners)),), None, 0
-    )
-    (hits,) = yield call(ctx.backend, "search", request)
-    out: dict[str, list[StoredItem]] = {}
-    for hit in hits:
-        if hit.item.namespace == namespace and layout.is_version(hit.item):
-            out.setdefault(str(hit.item.value["version_of"]), []).append(hit.item)
-    return out
 
 
 def _replaced_version(item: StoredItem, record: Record, number: int, now: datetime) -> Record:

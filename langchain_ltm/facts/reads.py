@@ -163,7 +163,22 @@ def versions_of(
     ``alive_at``: leave out versions expired by then (what reads show); ``None``: every
     stored one (what a write renumbers and rewrites).
     """
-    keys = list(dict.fromkeys(i.key for i in items if layout.may_have_versions(i)))
+    keys = [i.key for i in items if layout.may_have_versions(i)]
+    return (yield from versions_by_fact(ctx, namespace, keys, alive_at))
+
+
+def versions_by_fact(
+    ctx: FactContext,
+    namespace: tuple[str, ...],
+    fact_ids: Sequence[str],
+    alive_at: datetime | None = None,
+) -> Logic[dict[str, list[StoredItem]]]:
+    """Version items of these fact ids, whatever the facts count (one search, none for none).
+
+    For a write that must see every stored version (a client's put or delete of a fact,
+    ``forget``): a count a client copied into a value can be stale.
+    """
+    keys = list(dict.fromkeys(fact_ids))
     out: dict[str, list[StoredItem]] = {k: [] for k in keys}
     if keys:
         request = SearchRequest(
@@ -246,16 +261,8 @@ def forget(ctx: FactContext, user_id: str, fact_id: str) -> Logic[bool]:
         (item,) = yield call(ctx.backend, "get", [(namespace, fact_id)])
         if item is not None and (layout.is_version(item) or "content" not in item.value):
             return False
-        (hits,) = yield call(
-            ctx.backend,
-            "search",
-            SearchRequest(namespace, None, (Condition(("version_of",), "$eq", fact_id),), None, 0),
-        )
-        versions = [
-            (namespace, h.item.key)
-            for h in hits
-            if h.item.namespace == namespace and layout.is_version_of(h.item, fact_id)
-        ]
+        found = yield from versions_by_fact(ctx, namespace, [fact_id])
+        versions = [(namespace, v.key) for v in found[fact_id]]
         deleted = yield call(ctx.backend, "write", [], [(namespace, fact_id), *versions])
     finally:
         yield from ctx.locks.release(ctx.backend, held)

@@ -236,11 +236,6 @@ def is_version_value(key: str, value: Mapping[str, Any]) -> bool:
     )
 
 
-def is_version_of(item: _Keyed, fact_id: str) -> bool:
-    """Whether the item is one of ``fact_id``'s earlier versions (see :func:`is_version`)."""
-    return is_version(item) and item.value["version_of"] == fact_id
-
-
 def fact_from_items(item: StoredItem, user_id: str, versions: Sequence[StoredItem] = ()) -> Fact:
     """A fact from its item and its version items (any order)."""
     return Fact(
