@@ -15,7 +15,6 @@ import os
 import shlex
 import warnings
 from collections.abc import Callable
-from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar, cast
 
 from langchain_ltm.cli.exits import EXIT_NOT_FOUND, EXIT_USAGE, Failure
@@ -23,6 +22,7 @@ from langchain_ltm.cli.io import Progress, dumps, is_terminal, table
 from langchain_ltm.defaults import (
     DefaultStoreWarning,
     _redact,
+    check_sqlite_url,
     default_store_path,
     open_facts,
     open_store,
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 _Opened = TypeVar("_Opened")
 
-__all__ = ["MANY", "MIN_PREFIX", "Session", "all_users", "default_embeddings"]
+__all__ = ["MANY", "MIN_PREFIX", "Session", "all_users", "default_embeddings", "no_store_at"]
 
 MANY = 1000
 """From how many facts, items or users ``remember``, ``export``, ``export-user-data``,
@@ -49,7 +49,7 @@ always do)."""
 _NEEDS_A_STORE = frozenset(
     {"list", "recall", "forget", "clear", "stats", "export", "export-user-data", "forget-user"}
 )
-"""Commands that only read or delete: given a SQLite file that is not there, they stop."""
+"""Commands that only read or delete: given a store that is not there, they stop."""
 
 MIN_PREFIX = 4
 """The fewest characters of an id taken as its prefix (a whole id of any length is taken)."""
@@ -130,31 +130,21 @@ class Session:
         return opened
 
     def _exists_to_read(self) -> None:
-        """A command that only reads or deletes never creates the SQLite file it is given.
+        """A command that only reads or deletes never creates the store it is given.
 
         Raises:
-            Failure: ``EXIT_NOT_FOUND``: ``--store sqlite:///PATH`` names no file (a typo
-                would otherwise open a new, empty store and report nothing stored).
+            Failure: ``EXIT_NOT_FOUND``: ``--store`` names a SQLite file or a folder store
+                that is not there (a typo would otherwise open a new, empty store and report
+                nothing stored).
         """
-        url = self.url
-        if self.args.command not in _NEEDS_A_STORE or not url:
+        if self.args.command not in _NEEDS_A_STORE or not self.url:
             return
-        creates = "`ltm remember` or `ltm import` creates a store"
-        if url.startswith("sqlite:///"):
-            path = sqlite_path(url)
-            if not path.is_file():
-                raise Failure(
-                    EXIT_NOT_FOUND,
-                    f"there is no SQLite store at {path}: nothing to read or delete "
-                    "(sqlite:///name.db is relative to the current folder, "
-                    f"sqlite:////abs/name.db absolute; {creates})",
-                )
-            return
-        folder = _missing_folder(url)
-        if folder is not None:
+        missing = no_store_at(self.url)
+        if missing is not None:
             raise Failure(
                 EXIT_NOT_FOUND,
-                f"there is no folder {folder}: no store to read or delete ({creates})",
+                f"{missing}: nothing to read or delete; `ltm remember` or `ltm import` "
+                "creates a store",
             )
 
     def _show(self, caught: list[warnings.WarningMessage]) -> None:
@@ -257,21 +247,57 @@ def all_users(store: LongTermMemoryStore) -> list[tuple[str, tuple[str, ...]]]:
         offset += page
 
 
-def _missing_folder(url: str) -> Path | None:
-    """The folder a folder store's ``url`` names when it does not exist, else None.
+def no_store_at(url: str) -> str | None:
+    """Why there is no store at ``url`` yet, or None where there is one (or may be).
 
-    An embedded Qdrant folder (``qdrant:PATH`` or a plain path), ``chroma:PATH`` or
-    ``faiss:PATH``; opening one creates it. Server URLs and factories are not looked at.
-    """
-    from langchain_ltm._vectorstore_urls import checked_folder, is_vectorstore_url  # at need
+    Looks at the stores that live in a file or folder, which opening would create: a SQLite
+    file (``sqlite:///PATH``), an embedded Qdrant folder (``qdrant:PATH`` or a plain path)
+    and a ``chroma:PATH`` or ``faiss:PATH`` folder (its catalog file). Servers, factories and
+    malformed URLs are not looked at (opening them says what is wrong).
 
-    if "://" in url or (is_vectorstore_url(url) and not url.startswith(("chroma:", "faiss:"))):
+    Example:
+        >>> no_store_at("sqlite:////no/such/folder/memories.db")
+        'there is no SQLite file at /no/such/folder/memories.db (sqlite:///name.db is relative to the current folder, sqlite:////abs/name.db absolute)'
+    """  # noqa: E501
+    from langchain_ltm._vectorstore_urls import (  # at need
+        checked_folder,
+        folder_catalog,
+        is_vectorstore_url,
+    )
+
+    if url.startswith("sqlite:"):
+        try:
+            path = sqlite_path(check_sqlite_url(url))
+        except ValueError:
+            return None  # open_store says how to write one
+        if path.is_file():
+            return None
+        return (
+            f"there is no SQLite file at {path} (sqlite:///name.db is relative to the current "
+            "folder, sqlite:////abs/name.db absolute)"
+        )
+    if "://" in url:
         return None
+    if is_vectorstore_url(url):
+        try:
+            folder = checked_folder(url)  # chroma:PATH or faiss:PATH
+        except ValueError:
+            return None  # a factory (module:function), or a URL open_store refuses
+        catalog = folder_catalog(url)
+        if not folder.exists():
+            return f"there is no folder {folder}"
+        if not folder.is_dir() or catalog is None or catalog.is_file():
+            return None
+        return f"{folder} holds no langchain-ltm store of that URL (no {catalog.name})"
     try:
-        folder = checked_folder(url) if is_vectorstore_url(url) else qdrant_folder(url)
+        folder = qdrant_folder(url)
     except ValueError:
         return None  # open_store says what is wrong with the URL
-    return None if folder.exists() else folder
+    if not folder.exists():
+        return f"there is no folder {folder}"
+    if not folder.is_dir() or (folder / "meta.json").is_file():
+        return None
+    return f"{folder} holds no embedded Qdrant store"
 
 
 def _indent(text: str) -> str:

@@ -226,7 +226,7 @@ def test_a_mistyped_sqlite_store_is_not_created_by_a_command_that_reads(ltm, tmp
     url = f"sqlite:///{typo}"
     for args in READ_OR_DELETE:
         code, _, err = ltm(*args, store_url=url)
-        assert code == 1 and f"there is no SQLite store at {typo}" in err, (args, err)
+        assert code == 1 and f"there is no SQLite file at {typo}" in err, (args, err)
     assert not typo.parent.exists()  # neither the file nor its folder was made
     assert ltm("remember", "--user", "a", "Likes tea", store_url=url)[0] == 0  # this one creates
     code, out, _ = ltm("list", "--user", "a", store_url=url)
@@ -242,11 +242,31 @@ def test_a_mistyped_store_folder_is_not_created_by_a_command_that_reads(ltm, tmp
     for args in READ_OR_DELETE:
         code, out, err = ltm(*args, store_url=url)
         assert (code, out) == (1, ""), (args, err)
-        assert f"there is no folder {typo}: no store to read or delete" in err, (args, err)
+        assert f"there is no folder {typo}: nothing to read or delete" in err, (args, err)
     assert not typo.parent.exists()
     assert ltm("remember", "--user", "a", "Likes tea", store_url=url)[0] == 0  # this one creates
     code, out, _ = ltm("list", "--user", "a", store_url=url)
     assert code == 0 and "Likes tea" in out
+
+
+@pytest.mark.parametrize("form", ["{}", "qdrant:{}", "chroma:{}", "faiss:{}"])
+def test_an_empty_folder_is_not_made_a_store_by_a_command_that_reads(ltm, tmp_path, form):
+    """An existing folder without a store in it was turned into a new, empty store by
+    `ltm list` (Qdrant files or a Chroma/FAISS catalog written into it), which reported
+    nothing stored; `ltm migrate --from` the same folder already refused it."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    url = form.format(empty)
+    for args in READ_OR_DELETE:
+        code, out, err = ltm(*args, store_url=url)
+        assert (code, out) == (1, ""), (args, err)
+        assert f"{empty} holds no " in err and "nothing to read or delete" in err, (args, err)
+    assert list(empty.iterdir()) == []
+    code, _, err = ltm(
+        "migrate", "--from", url, "--to", f"sqlite:///{tmp_path / 'to.db'}", store_url=None
+    )
+    assert code == 2 and f"--from {url}: {empty} holds no " in err
+    assert list(empty.iterdir()) == [] and not (tmp_path / "to.db").exists()
 
 
 def test_recall_merges_phrasings_and_lists(ltm):
@@ -686,7 +706,7 @@ def test_secret_is_rejected_not_echoed(ltm):
     ],
 )
 def test_bad_usage_exits_2_without_traceback(ltm, tmp_path, args, expected):
-    (tmp_path / "q").mkdir()  # a store to read: the usage is what is wrong
+    ltm("remember", "--user", "someone", "Likes tea")  # a store to read: the usage is wrong
     code, _, err = ltm(*args)
     assert code == 2
     assert expected in err and "Traceback" not in err
@@ -753,7 +773,8 @@ def test_help_and_version_exit_0(capsys):
 
 
 def test_stats_for_the_store_and_one_user(ltm, tmp_path):
-    (tmp_path / "q").mkdir()  # an empty folder is a new store
+    ltm("remember", "--user", "alice@example.com", "Owns a cat")
+    ltm("clear", "--user", "alice@example.com", "--yes")
     code, out, _ = ltm("stats", "--json")
     assert code == 0
     assert as_json(out) == {
@@ -900,12 +921,10 @@ def test_table_keeps_rows_on_one_line():
 
 
 def test_console_entry_point_runs_as_a_module(tmp_path):
-    folder = tmp_path / "q"
-    folder.mkdir()
     env = {k: v for k, v in os.environ.items() if k != "LTM_STORE"}
     env["LTM_HOME"] = str(tmp_path / "home")
     done = subprocess.run(
-        [sys.executable, "-m", "langchain_ltm.cli", "stats", "--store", str(folder), "--json"],
+        [sys.executable, "-m", "langchain_ltm.cli", "stats", "--store", "memory://", "--json"],
         capture_output=True,
         text=True,
         env=env,
@@ -1113,7 +1132,7 @@ def test_export_to_a_path_it_cannot_use_names_that_path(ltm, tmp_path):
 
 
 def test_an_overlong_query_is_told_to_be_shorter(ltm, tmp_path):
-    (tmp_path / "q").mkdir()
+    ltm("remember", "--user", "a", "Likes tea")
     code, _, err = ltm("recall", "--user", "a", "x" * 2001)
     assert code == 2 and "query is 2,001 characters long" in err and "shorter question" in err
 

@@ -256,7 +256,7 @@ def test_migrate_from_a_folder_without_a_store_exits_2(tmp_path):
     code, _, err = ltm("migrate", "--from", f"chroma:{tmp_path}/c", "--to", same)
     assert code == 2 and "the same store" in err
     code, _, err = ltm("migrate", "--from", f"chroma:{tmp_path}/c?collection=x", "--to", same)
-    assert code == 2 and "no ltm-catalog-x.sqlite there" in err
+    assert code == 2 and "no ltm-catalog-x.sqlite)" in err
 
 
 def test_two_collections_of_one_chroma_folder_keep_apart(tmp_path):

@@ -201,7 +201,7 @@ def test_migrate_shows_a_progress_bar_on_a_terminal(source, tmp_path, monkeypatc
         (["--from", "{s}", "--to", "{s}"], "--from and --to are the same store"),
         (["--from", "{s}", "--to", "qdrant:{s}"], "--from and --to are the same store"),
         (["--from", "{s}"], "the following arguments are required: --to"),
-        (["--from", "{s}/typo", "--to", "{t}"], "typo: there is no store there"),
+        (["--from", "{s}/typo", "--to", "{t}"], "typo: there is no folder"),
         (["--from", "sqllite:///{s}/x.db", "--to", "{t}"], "unknown store scheme 'sqllite'"),
         (["--from", "mysql://host/db", "--to", "{t}"], "unknown store scheme 'mysql'"),
         (["--from", "{s}", "--to", "qdrant:"], "'qdrant:' names no folder"),
@@ -409,7 +409,7 @@ def test_a_folder_that_holds_no_store_is_neither_read_nor_written(source, tmp_pa
     docs.mkdir()
     (docs / "notes.txt").write_text("mine")
     code, out, err = ltm("migrate", "--from", docs, "--to", tmp_path / "target")
-    assert code == 2 and out == "" and "there is no store there" in err
+    assert code == 2 and out == "" and "holds files but no embedded Qdrant store" in err
     code, out, err = ltm("--store", docs, "--user", "u", "list")
     assert code == 2 and "holds files but no embedded Qdrant store" in err
     assert sorted(p.name for p in docs.iterdir()) == ["notes.txt"]  # untouched

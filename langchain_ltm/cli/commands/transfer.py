@@ -26,8 +26,8 @@ from langchain_ltm.cli.io import (
     write_atomically,
 )
 from langchain_ltm.cli.jsonl import ImportLine, read_import_jsonl
-from langchain_ltm.cli.session import Session, all_users
-from langchain_ltm.defaults import is_qdrant_store, sqlite_path
+from langchain_ltm.cli.session import Session, all_users, no_store_at
+from langchain_ltm.defaults import sqlite_path
 from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts.imports import check_records
 from langchain_ltm.guard import find_secret
@@ -177,29 +177,9 @@ def cmd_migrate(session: Session) -> int:
             )
     if _identity(args.source) == _identity(args.target):
         raise Failure(EXIT_USAGE, "--from and --to are the same store; pass another --to.")
-    if args.source.startswith("sqlite:"):  # opening a missing file would create an empty one
-        if _is_sqlite_url(args.source) and not sqlite_path(args.source).is_file():
-            raise Failure(
-                EXIT_USAGE,
-                f"--from {args.source}: there is no SQLite file at {sqlite_path(args.source)} "
-                "(sqlite:///name.db is relative to the current folder, sqlite:////abs/name.db "
-                "absolute).",
-            )
-    elif is_vectorstore_url(args.source):
-        catalog = folder_catalog(args.source)  # chroma:PATH, faiss:PATH (not a server, a factory)
-        if catalog is not None and not catalog.is_file():
-            raise Failure(
-                EXIT_USAGE,
-                f"--from {args.source}: {catalog.parent} holds no langchain-ltm store of "
-                f"that URL (no {catalog.name} there).",
-            )
-    elif "://" not in args.source and not is_qdrant_store(args.source):
-        raise Failure(
-            EXIT_USAGE,
-            f"--from {args.source}: there is no store there (no embedded Qdrant store in that "
-            "folder; a SQLite file is sqlite:///PATH, a Chroma or FAISS folder chroma:PATH or "
-            "faiss:PATH).",
-        )
+    missing = no_store_at(args.source)  # opening it would create an empty store
+    if missing is not None:
+        raise Failure(EXIT_USAGE, f"--from {args.source}: {missing}.")
     source, source_where = session.open(args.source, "source")
     one = args.user is not None
     scope = source.user_namespace(args.user) if one else ()
