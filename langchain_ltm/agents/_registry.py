@@ -118,9 +118,10 @@ class ThreadRecorder:
         value = thread_value(thread, now, now)
         if existing is not None:
             value["first_seen"] = existing.value.get("first_seen", value["first_seen"])
+        # never the store's default_ttl: an expired record hid the thread from forget_user
         yield Step(
-            lambda: store.put(namespace, thread, value, index=False),
-            lambda: store.aput(namespace, thread, value, index=False),
+            lambda: store.put(namespace, thread, value, index=False, ttl=None),
+            lambda: store.aput(namespace, thread, value, index=False, ttl=None),
         )
 
 

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from langgraph.store.base import Item, PutOp, SearchOp
+from langgraph.store.base import PutOp
 
 from langchain_ltm._labels import validate_user_id
 from langchain_ltm._steps import Logic, Step, call, run_async, run_sync
@@ -31,6 +31,7 @@ from langchain_ltm.agents._registry import (
     session_namespace,
     thread_namespace,
 )
+from langchain_ltm.backends.base import SearchRequest, StoredItem
 from langchain_ltm.facts import Fact
 from langchain_ltm.store import LongTermMemoryStore
 
@@ -204,28 +205,25 @@ def _export(store: LongTermMemoryStore, user_id: str) -> Logic[dict[str, Any]]:
     }
 
 
-def _scan(store: LongTermMemoryStore, namespace: tuple[str, ...]) -> Logic[list[Item]]:
-    """Every item of one namespace, page by page (each once)."""
-    found: dict[str, Item] = {}
-    offset = 0
-    while True:
-        op = SearchOp(namespace, None, _PAGE, offset)
-        (page,) = yield call(store, "batch", [op])
-        for item in page:
-            if tuple(item.namespace) == namespace:
-                found.setdefault(item.key, item)
-        if len(page) < _PAGE:
-            return list(found.values())
-        offset += _PAGE
+def _scan(store: LongTermMemoryStore, namespace: tuple[str, ...]) -> Logic[list[StoredItem]]:
+    """Every item of one namespace, expired ones too: the engine holds them until its sweep.
+
+    A thread record or a session turn written with a TTL (the store's ``default_ttl``, in
+    earlier releases) still names the user's data once it has expired; an erase that
+    skipped it left that thread's checkpoints behind.
+    """
+    request = SearchRequest(namespace, None, (), None, 0)  # no alive_at: expired ones too
+    (hits,) = yield call(store.backend, "search", request)
+    return [hit.item for hit in hits if hit.item.namespace == namespace]  # not a child's
 
 
-def _delete(store: LongTermMemoryStore, items: list[Item]) -> Logic[None]:
+def _delete(store: LongTermMemoryStore, items: list[StoredItem]) -> Logic[None]:
     for start in range(0, len(items), _PAGE):
         ops = [PutOp(tuple(i.namespace), i.key, None) for i in items[start : start + _PAGE]]
         yield call(store, "batch", ops)
 
 
-def _thread_ids(registry: Iterable[Item], turns: Iterable[Item]) -> tuple[str, ...]:
+def _thread_ids(registry: Iterable[StoredItem], turns: Iterable[StoredItem]) -> tuple[str, ...]:
     """The checkpoint threads of a user: those recorded, and those their turns name.
 
     A turn stored before runs without a thread id recorded ``None`` names ``"default"``;
@@ -240,7 +238,7 @@ def _thread_ids(registry: Iterable[Item], turns: Iterable[Item]) -> tuple[str, .
     return tuple(sorted(ids))
 
 
-def _turn_order(item: Item) -> tuple[str, int]:
+def _turn_order(item: StoredItem) -> tuple[str, int]:
     turn = item.value.get("turn")
     return str(item.value.get("thread_id", "")), turn if isinstance(turn, int) else 0
 

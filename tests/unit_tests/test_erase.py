@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -20,9 +21,9 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import PutOp
 
-from langchain_ltm import InvalidUserIdError, LongTermMemoryStore
+from langchain_ltm import InvalidUserIdError, LongTermMemoryStore, _clock
 from langchain_ltm._labels import encode_label
-from langchain_ltm.agents._registry import SESSIONS_ROOT, THREADS_ROOT
+from langchain_ltm.agents._registry import SESSIONS_ROOT, THREADS_ROOT, thread_namespace
 from langchain_ltm.agents.erase import (
     ErasureReport,
     aexport_user_data,
@@ -32,6 +33,7 @@ from langchain_ltm.agents.erase import (
 )
 from langchain_ltm.agents.middleware import MemoryMiddleware
 from langchain_ltm.agents.session import SessionMemoryMiddleware
+from langchain_ltm.backends.base import SearchRequest
 from tests.fakes import KeywordEmbeddings, ScriptedToolModel
 
 USERS = ("alice", "bob")
@@ -361,6 +363,35 @@ def test_export_reads_every_page(store, monkeypatch):
     assert len(data["threads"]) == 7
     assert forget_user(store, "alice").session_turns == 7
     assert of_user(everything(store), "alice") == {}
+
+
+def test_threads_are_erased_after_the_stores_default_ttl_has_passed(saver, monkeypatch):
+    """The thread record took the store's ``default_ttl``: once a user had been idle for
+    longer, forget_user no longer found the thread and left its checkpoints (the whole
+    conversation) behind. A record an earlier release wrote with that TTL, expired but
+    not yet swept, is found too."""
+    now = [datetime.now(timezone.utc)]
+    monkeypatch.setattr(_clock, "utcnow", lambda: now[0])
+    store = LongTermMemoryStore(
+        InMemoryVectorStore(KeywordEmbeddings(dims=64)), ttl={"default_ttl": 60}
+    )
+    agent = build_agent(store, saver)
+    agent.invoke(say("My test came back positive"), run("alice", "alice-1"))
+    agent.invoke(say("Hello"), run("alice", "alice-old"))
+    agent.invoke(say("Hello"), run("bob", "bob-1"))
+    old = store.get(thread_namespace("alice"), "alice-old")
+    assert old is not None
+    store.put(thread_namespace("alice"), "alice-old", old.value, index=False, ttl=60)
+    now[0] += timedelta(minutes=61)  # alice comes back a day later, say
+    assert store.get(thread_namespace("alice"), "alice-1") is not None
+    assert store.get(thread_namespace("alice"), "alice-old") is None  # expired, not swept
+
+    report = forget_user(store, "alice", checkpointer=saver)
+
+    assert report.thread_ids == ("alice-1", "alice-old") and report.threads == 2
+    assert checkpointed_threads(saver) == {"bob-1"}
+    (held,) = store.backend.search(SearchRequest((THREADS_ROOT,), None, (), None, 0))
+    assert [hit.item.key for hit in held] == ["bob-1"]  # the expired record went too
 
 
 # ---- async twins -------------------------------------------------------------------------
