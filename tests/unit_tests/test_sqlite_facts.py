@@ -117,3 +117,45 @@ async def test_many_async_writers_of_one_user_never_starve_the_default_executor(
         assert [r.action for r in results] == ["updated"] * 16
     finally:
         backend.close()
+
+
+async def test_a_sync_call_on_a_loop_whose_task_holds_its_lock_file_raises_not_hangs(emb, tmp_path):
+    """Two users share one of the 256 lock files but not an in-process stripe: a sync
+    ``remember`` of one on the event loop while an async write of the other held that
+    file waited in ``flock`` for good (the holder needed the loop it blocked)."""
+    import asyncio
+
+    from langchain_ltm._steps import run_async
+
+    store = LongTermMemoryStore(sqlite_backend(tmp_path / "m.db"), embeddings=emb)
+    files = store.backend._locks
+    alice = store.user_namespace("alice")[-1]
+    other = next(
+        f"user{n}"
+        for n in range(100_000)
+        if files.stripe_path(f"user{n}") == files.stripe_path(alice)
+        and store._locks.stripe(f"user{n}") is not store._locks.stripe(alice)
+    )
+    holding, done_checking = asyncio.Event(), asyncio.Event()
+
+    async def writing() -> str:  # an async write of alice, halfway (it awaits a resolver)
+        held = await run_async(store._locks.acquire(store.backend, alice))
+        holding.set()
+        await done_checking.wait()
+        await run_async(store._locks.release(store.backend, held))
+        return (await store.aremember("alice", "Likes green tea")).action
+
+    async def sync_meanwhile() -> str:
+        await holding.wait()
+        try:
+            with pytest.raises(RuntimeError, match=r"SQLite lock.*Call the a\.\.\. method"):
+                store.remember(other, "Works on the payments team")
+        finally:
+            done_checking.set()
+        return "refused"
+
+    done = await asyncio.wait_for(asyncio.gather(writing(), sync_meanwhile()), timeout=20)
+    assert done == ["created", "refused"]
+    assert await store.alist_all(other) == []  # nothing half written
+    assert store.remember(other, "Works on the payments team").action == "created"  # free now
+    store.close()

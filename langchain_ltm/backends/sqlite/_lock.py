@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import threading
 from typing import Any
 
@@ -38,15 +39,19 @@ CROSS_PROCESS = fcntl is not None
 
 _local_guard = threading.Lock()
 _local_stripes: dict[str, threading.Lock] = {}  # Windows: stripe file path -> lock
+# stripe file path -> the event loop whose task holds it (taken by alock): a sync lock()
+# on that loop's thread would wait forever, as the holder runs on the loop it blocks
+_held_on_loop: dict[str, Any] = {}
+_POLL = 0.05  # seconds: how often a sync lock() on a running loop looks again
 
 
 class HeldLock:
     """The token of a held lock: the open stripe file whose ``flock`` holds it."""
 
-    __slots__ = ("fd", "local", "path", "released", "scope")
+    __slots__ = ("fd", "local", "loop", "path", "released", "scope")
 
-    def __init__(self, scope: str, path: str, fd: int | None, local: Any) -> None:
-        self.scope, self.path, self.fd, self.local = scope, path, fd, local
+    def __init__(self, scope: str, path: str, fd: int | None, local: Any, loop: Any = None) -> None:
+        self.scope, self.path, self.fd, self.local, self.loop = scope, path, fd, local, loop
         self.released = False
 
     def __repr__(self) -> str:
@@ -81,13 +86,22 @@ class FileLocks:
             ) from exc
 
     def lock(self, scope: str) -> HeldLock:
-        """Wait (as long as it takes) until this caller holds ``scope``."""
+        """Wait (as long as it takes) until this caller holds ``scope``.
+
+        Raises:
+            RuntimeError: Called on a thread that runs an event loop whose task holds the
+                stripe (an async write of the same user, or of one sharing its lock file):
+                waiting would block the loop that task needs to finish.
+        """
         path, fd, local = self._open(scope)
         try:
-            if fd is None:  # pragma: no cover - Windows
+            loop = _running_loop()
+            if loop is None and fd is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            elif loop is None:  # pragma: no cover - Windows
                 local.acquire()
             else:
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                _wait_on_loop(path, fd, local, loop)
         except BaseException:
             if fd is not None:
                 os.close(fd)
@@ -108,7 +122,8 @@ class FileLocks:
             if fd is not None:
                 os.close(fd)
             raise
-        return HeldLock(scope, path, fd, local)
+        loop = _held_on_loop[path] = asyncio.get_running_loop()
+        return HeldLock(scope, path, fd, local, loop)
 
     @staticmethod
     def unlock(held: HeldLock) -> None:
@@ -116,10 +131,34 @@ class FileLocks:
         if held.released:
             return
         held.released = True
+        if held.loop is not None:
+            _held_on_loop.pop(held.path, None)
         if held.fd is None:  # pragma: no cover - Windows
             held.local.release()
         else:
             os.close(held.fd)  # closing the file releases its flock
+
+
+def _running_loop() -> Any:
+    """The event loop running in this thread, if any (asyncio is not imported for it)."""
+    asyncio = sys.modules.get("asyncio")
+    return None if asyncio is None else asyncio._get_running_loop()
+
+
+def _wait_on_loop(path: str, fd: int | None, local: Any, loop: Any) -> None:
+    """Take the stripe on a thread running ``loop``, refusing to wait for the loop's own task."""
+    import time
+
+    while not _try(fd, local):
+        if _held_on_loop.get(path) is loop:
+            raise RuntimeError(
+                "A sync call of the store was made on an event loop while an async call on "
+                "that loop holds the SQLite lock it needs (the same user's, or one of the "
+                "256 lock files shared with other users): it would wait forever. Call the "
+                "a... method (aremember, aupdate_fact, aforget, ...) with await inside "
+                "async code."
+            )
+        time.sleep(_POLL)
 
 
 def _try(fd: int | None, local: Any) -> bool:
