@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from langchain_ltm._labels import decode_label, encode_label
 from langchain_ltm._steps import run_async, run_sync
+from langchain_ltm.errors import InvalidUserIdError
 from langchain_ltm.facts import imports, reads, writes
 from langchain_ltm.facts.context import FactContext
 from langchain_ltm.facts.imports import ImportMode, ImportResult
@@ -63,11 +64,21 @@ class FactAPI(ABC):
         return (*self.namespace, encode_label(user_id))
 
     def user_id_of(self, namespace: tuple[str, ...]) -> str | None:
-        """Invert :meth:`user_namespace` (``None`` for namespaces outside the facts API)."""
+        """Invert :meth:`user_namespace` (``None`` for namespaces outside the facts API).
+
+        A label :meth:`user_namespace` never makes is no user's: ``("memories", "50%")``,
+        written by a client that filled a template with a raw id (``"50%"``'s facts are
+        under ``"50%25"``), or an empty label.
+        """
         n = len(self.namespace)
         if len(namespace) != n + 1 or tuple(namespace[:n]) != self.namespace:
             return None
-        return decode_label(namespace[n])
+        label = namespace[n]
+        user_id = decode_label(label)
+        try:
+            return user_id if encode_label(user_id) == label else None
+        except InvalidUserIdError:
+            return None
 
     @overload
     def remember(

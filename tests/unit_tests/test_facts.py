@@ -222,6 +222,21 @@ async def test_forget_takes_only_a_fact_id(mem, store):
     assert store.backend.count(namespace) == (1 if client else 0)  # its versions went too
 
 
+def test_a_label_the_fact_api_never_makes_is_no_users(store):
+    """A client that fills ("memories", "{user_id}") with a raw id (LangMem) writes user
+    "50%" under the label "50%", where the fact API keeps the facts of nobody ("50%"'s are
+    under "50%25"): it was taken for user "50%" (listed as a user, searched as one)."""
+    store.put(("memories", "50%"), "m1", {"content": "Raw label memory"})
+    store.remember("50%", "Likes tea")
+    assert store.user_id_of(("memories", "50%")) is None
+    assert store.user_id_of(store.user_namespace("50%")) == "50%"
+    assert store.user_id_of(("memories", "a%2Eb")) == "a.b"
+    assert store.user_id_of(("memories", "")) is None
+    assert store.user_id_of(("memories", "   ")) is None
+    assert [f.content for f in store.list_all("50%")] == ["Likes tea"]
+    assert [i.key for i in store.search(("memories", "50%"))] == ["m1"]
+
+
 async def test_facts_are_base_store_items(store):
     store.remember("a.b@example.com", "likes tea")
     namespace = store.user_namespace("a.b@example.com")
