@@ -75,14 +75,17 @@ def _run(argv: Sequence[str] | None) -> int:
         return exit_status(exc.code)
     from langchain_ltm._labels import validate_user_id
     from langchain_ltm.cli.commands import load
+    from langchain_ltm.cli.io import Output
     from langchain_ltm.cli.session import Session
 
-    session = Session(args, sys.stdout, sys.stderr)
+    session = Session(args, Output(sys.stdout), sys.stderr)
     try:
         if args.user is not None:
             validate_user_id(args.user)  # before the (slower) store opens
         try:
-            return load(args.command)(session)
+            code = load(args.command)(session)
+            session.out.flush()  # here, so a full disk is this command's error
+            return code
         finally:
             session.close()
     except Failure as exc:

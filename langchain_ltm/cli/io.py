@@ -10,6 +10,8 @@ import dataclasses
 import errno
 import json
 import os
+import re
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -132,7 +134,62 @@ class Progress:
             self.finish()
 
 
-def is_terminal(stream: IO[str]) -> bool:
+class Output:
+    """A command's stdout: a write that fails names stdout in the error, not the store.
+
+    ``ltm list > /dev/full`` said "cannot use the store at ...: No space left on device";
+    with stdout closed (``>&-``), ``ltm export`` died on ``None.write``.
+
+    Example:
+        >>> import io
+        >>> out = Output(io.StringIO())
+        >>> out.write("hello")
+        5
+        >>> Output(None).write("x")
+        Traceback (most recent call last):
+        OSError: [Errno 9] it is closed: 'stdout'
+    """
+
+    def __init__(self, stream: IO[str] | None) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        """Write ``text``; an ``OSError`` names stdout (a closed pipe is re-raised as is)."""
+        with self._named():
+            return self._open().write(text)
+
+    def flush(self) -> None:
+        """Flush what was written (the write that fails may be this one)."""
+        if self._stream is not None:
+            with self._named():
+                self._stream.flush()
+
+    def fileno(self) -> int:
+        """The descriptor of stdout."""
+        return self._open().fileno()
+
+    def isatty(self) -> bool:
+        """Whether stdout is a terminal."""
+        return self._stream is not None and self._stream.isatty()
+
+    def _open(self) -> IO[str]:
+        if self._stream is None:
+            raise OSError(errno.EBADF, "it is closed", "stdout")
+        return self._stream
+
+    @contextlib.contextmanager
+    def _named(self) -> Iterator[None]:
+        try:
+            yield
+        except BrokenPipeError:  # `ltm export | head`: the reader has what it wanted
+            raise
+        except OSError as exc:
+            if exc.filename is not None:
+                raise
+            raise OSError(exc.errno, exc.strerror, "stdout") from exc
+
+
+def is_terminal(stream: IO[str] | Output) -> bool:
     """Whether ``stream`` is a terminal (progress bars are drawn only there)."""
     return bool(getattr(stream, "isatty", lambda: False)())
 
@@ -343,22 +400,65 @@ def migrate_summary(report: dict[str, Any]) -> str:
     return text
 
 
+_DESCRIPTOR_PATH = re.compile(r"/(?:dev|proc/self)/fd/(\d+)")
+_STANDARD_STREAMS = {"/dev/stdout": 1, "/dev/stderr": 2}
+
+
+@contextlib.contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """An ``OSError`` without a file name (a full device) names ``path``."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is not None or isinstance(exc, BrokenPipeError):
+            raise
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
+
+
+def descriptor_named(path: Path) -> int | None:
+    """The open file descriptor ``path`` names (``/dev/stdout``, ``/dev/fd/N``), or None.
+
+    Symbolic links are followed one step at a time: the last step, ``/proc/self/fd/1``,
+    points at the file behind the descriptor, or at ``pipe:[...]``, a name that is no file.
+    """
+    name = os.path.abspath(path)
+    for _ in range(40):  # the kernel's own limit on links followed
+        match = _DESCRIPTOR_PATH.fullmatch(name)
+        if match is not None:
+            return int(match.group(1))
+        if name in _STANDARD_STREAMS:
+            return _STANDARD_STREAMS[name]
+        if not os.path.islink(name):
+            return None
+        name = os.path.join(os.path.dirname(name), os.readlink(name))
+        name = os.path.abspath(name)
+    return None
+
+
 def write_atomically(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` so a reader never sees half a file.
 
-    A symbolic link is followed (the file it points to is replaced, the link stays); a pipe
-    or a device (``-o /dev/stdout``, a FIFO) is written to as it is, never replaced by a
+    A symbolic link is followed (the file it points to is replaced, the link stays). A
+    name of an open file descriptor (``-o /dev/stdout``, ``/dev/fd/3``) is written to
+    through that descriptor, as the shell opened it (``>> log`` appends, a pipe is fed);
+    a pipe or a device (a FIFO, ``/dev/null``) is written to as it is, never replaced by a
     file.
 
     Raises:
         OSError: Naming ``path`` (not the temporary file beside it) when its folder is
-            missing or ``path`` is a folder.
+            missing or not writable, or ``path`` is a folder.
     """
+    fd = descriptor_named(path)
+    if fd is not None:
+        sys.stdout.flush()
+        with _naming(path), open(fd, "w", encoding="utf-8", newline="\n", closefd=False) as out:
+            out.write(text)
+        return
     if path.is_symlink():
         path = path.resolve()
     if path.exists() and not path.is_file() and not path.is_dir():
-        with open(path, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
+        with _naming(path), open(path, "w", encoding="utf-8", newline="\n") as out:
+            out.write(text)
         return
     if path.is_dir():
         raise IsADirectoryError(errno.EISDIR, "it is a folder; give a file name", str(path))
@@ -366,7 +466,10 @@ def write_atomically(path: Path, text: str) -> None:
         raise FileNotFoundError(
             errno.ENOENT, f"there is no folder {path.parent} to write it in", str(path)
         )
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:  # a folder this user may not write in: name the file asked for
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(text)

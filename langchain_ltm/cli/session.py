@@ -15,10 +15,11 @@ import os
 import shlex
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar, cast
 
 from langchain_ltm.cli.exits import EXIT_NOT_FOUND, EXIT_USAGE, Failure
-from langchain_ltm.cli.io import Progress, dumps, is_terminal, table
+from langchain_ltm.cli.io import Output, Progress, descriptor_named, dumps, is_terminal, table
 from langchain_ltm.defaults import (
     DefaultStoreWarning,
     _redact,
@@ -76,7 +77,7 @@ def default_embeddings() -> WarmEncoder:
 class Session:
     """One command's streams, options and (lazily opened, always closed) store."""
 
-    def __init__(self, args: argparse.Namespace, out: IO[str], err: IO[str]) -> None:
+    def __init__(self, args: argparse.Namespace, out: Output | IO[str], err: IO[str]) -> None:
         self.args = args
         self.out = out
         self.err = err
@@ -222,6 +223,26 @@ class Session:
                 failure = failure or exc
         if failure is not None:
             raise failure
+
+    def output_path(self) -> Path | None:
+        """The file ``-o`` names, or None for stdout: no ``-o``, ``-``, or ``/dev/stdout``.
+
+        Written through stdout as the shell opened it, ``-o /dev/stdout >> log`` appends
+        (reopened by name, the file was replaced) and the summary stays off the output.
+        """
+        target = self.args.output
+        if target is None or target == "-":
+            return None
+        path = Path(target).expanduser()
+        fd = descriptor_named(path)
+        return None if fd is not None and fd == self.out_fd() else path
+
+    def out_fd(self) -> int | None:
+        """The file descriptor of :attr:`out`, if it has one."""
+        try:
+            return self.out.fileno()
+        except (AttributeError, OSError, ValueError):
+            return None
 
     def emit(self, data: Any, human: str) -> None:
         """Print ``data`` as JSON with ``--json``, else the human text (if any)."""

@@ -1,6 +1,7 @@
 """The `ltm` command, driven in-process through main() against an embedded Qdrant folder."""
 
 import contextlib
+import errno
 import io
 import json
 import os
@@ -1120,6 +1121,90 @@ def test_ctrl_c_while_starting_is_an_interrupt_not_a_traceback(monkeypatch, caps
     monkeypatch.setattr(cli, "parse", interrupted)  # Ctrl-C before the command runs
     assert cli.main(["list", "--user", "a"]) == 130
     assert capsys.readouterr().err == "ltm: interrupted\n"
+
+
+@pytest.mark.parametrize("command", ["export", "export-user-data"])
+def test_export_to_dev_stdout_appends_where_the_shell_says(ltm, tmp_path, command):
+    """`-o /dev/stdout >> all.jsonl` replaced all.jsonl with the export (its lines and mode
+    gone: /dev/stdout was resolved to the file and a temporary file renamed over it), and
+    `-o /dev/stdout | wc` failed naming a `pipe:[...]` temporary file."""
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    assert ltm("remember", "--user", "bob", "Likes tea", store_url=url)[0] == 0
+    log = tmp_path / "all.jsonl"
+    log.write_text('{"content": "already here"}\n')
+    log.chmod(0o644)
+    env = {**os.environ, "LTM_HOME": str(tmp_path / "home"), "LTM_ENCODER_SERVER": "off"}
+    argv = [sys.executable, "-m", "langchain_ltm.cli", command, "--store", url, "--user", "bob"]
+    with open(log, "a") as appended:
+        done = subprocess.run(
+            [*argv, "-o", "/dev/stdout"],
+            stdout=appended,
+            stderr=subprocess.PIPE,
+            env=env,
+            timeout=120,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr
+    text = log.read_text()
+    assert text.startswith('{"content": "already here"}\n') and "Likes tea" in text
+    assert "Exported" not in text  # the summary is not part of the output
+    assert log.stat().st_mode & 0o777 == 0o644
+    piped = subprocess.run(
+        [*argv, "-o", "/dev/stdout"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert piped.returncode == 0 and "Likes tea" in piped.stdout, piped.stderr
+
+
+def test_export_into_a_folder_it_may_not_write_names_the_file_asked_for(ltm, tmp_path, monkeypatch):
+    """A folder this user may not write in: the error named the temporary file beside the
+    one asked for (`.b.jsonl.8yt7jrt8.tmp`)."""
+    from langchain_ltm.cli import io as cli_io
+
+    ltm("remember", "--user", "b", "Likes tea")
+
+    def refused(dir, prefix, suffix):  # what the kernel says in a folder one may not write
+        name = os.path.join(dir, f"{prefix}x1y2z3{suffix}")
+        raise PermissionError(errno.EACCES, "Permission denied", name)
+
+    monkeypatch.setattr(cli_io.tempfile, "mkstemp", refused)
+    code, _, err = ltm("export", "--user", "b", "-o", str(tmp_path / "b.jsonl"))
+    assert code == 2 and f"cannot use {tmp_path / 'b.jsonl'}: Permission denied" in err
+    assert ".tmp" not in err
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+def test_a_full_output_is_named_not_the_store(ltm, tmp_path, monkeypatch):
+    """`ltm list > /dev/full` said "cannot use the store at ...: No space left on device"."""
+    ltm("remember", "--user", "u", "Likes tea")
+    code, _, err = ltm("export", "--user", "u", "-o", "/dev/full")
+    assert code == 2 and "cannot use /dev/full: No space left on device" in err
+    full = open("/dev/full", "w")  # noqa: SIM115 (closed below, its failure expected)
+    try:
+        monkeypatch.setattr(sys, "stdout", full)
+        err_stream = io.StringIO()
+        monkeypatch.setattr(sys, "stderr", err_stream)
+        assert cli.main(["list", "--user", "u", "--store", str(tmp_path / "q")]) == 2
+    finally:
+        with contextlib.suppress(OSError):  # what was not written is still buffered
+            full.close()
+    assert "cannot use stdout: No space left on device" in err_stream.getvalue()
+    assert "the store" not in err_stream.getvalue()
+
+
+@pytest.mark.parametrize("command", ["export", "export-user-data", "list"])
+def test_a_closed_stdout_is_an_error_not_a_traceback(ltm, tmp_path, monkeypatch, command):
+    """`ltm export >&-`: sys.stdout is None, and export died on None.write."""
+    ltm("remember", "--user", "u", "Likes tea")
+    monkeypatch.setattr(sys, "stdout", None)
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    assert cli.main([command, "--user", "u", "--store", str(tmp_path / "q")]) == 2
+    assert err.getvalue() == "ltm: error: cannot use stdout: it is closed.\n"
 
 
 def test_export_to_a_path_it_cannot_use_names_that_path(ltm, tmp_path):

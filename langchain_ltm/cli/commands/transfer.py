@@ -41,11 +41,10 @@ def cmd_export(session: Session) -> int:
     with session.progress("export", "items", count).step():
         records = store.export_user(session.user)
     lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-    target = session.args.output
-    if target is None or target == "-":
+    path = session.output_path()
+    if path is None:
         session.out.write(lines)
         return EXIT_OK
-    path = Path(target).expanduser()
     write_atomically(path, lines)
     session.emit(
         {"user_id": session.user, "path": str(path), "exported": len(records)},

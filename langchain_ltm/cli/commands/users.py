@@ -109,11 +109,10 @@ def cmd_export_user_data(session: Session) -> int:
     with _everything(session, "export-user-data").step():
         data = export_user_data(session.store, session.user)
     text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
-    target = session.args.output
-    if target is None or target == "-":
+    path = session.output_path()
+    if path is None:
         session.out.write(text)
         return EXIT_OK
-    path = Path(target).expanduser()
     write_atomically(path, text)
     counts = {k: len(data[k]) for k in ("facts", "session_turns", "threads")}
     session.emit(
