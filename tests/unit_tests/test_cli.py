@@ -602,6 +602,26 @@ def test_a_secret_in_an_exported_history_is_refused_like_one_in_its_text(ltm, tm
     assert CARD not in exported and "Pays by bank transfer" not in exported
 
 
+@pytest.mark.parametrize(
+    "form", ["sqlite:///{}.db", "{}", "qdrant:{}", "chroma:{}", "faiss:{}", "default"]
+)
+def test_a_dry_run_import_creates_no_store(ltm, tmp_path, form):
+    """`ltm import --dry-run` ("nothing written") created the store it was given, so a
+    mistyped path became a store that `ltm list` then read as holding nothing."""
+    typo = tmp_path / "typo" / "memories"
+    path = tmp_path / "in.jsonl"
+    path.write_text(_line(content="Lives in Paris") + json.dumps("Owns a cat") + "\n")
+    url = None if form == "default" else form.format(typo)
+    for mode in ([], ["--merge"]):
+        code, out, err = ltm("import", "--user", "a", str(path), *mode, "--dry-run", store_url=url)
+        assert code == 0, err
+        assert out.startswith("Dry run, nothing written: importing 2 facts"), out
+        assert "2 created" in out
+    assert not typo.parent.exists() and not (tmp_path / "home").exists()
+    code, _, err = ltm("list", "--user", "a", store_url=url)
+    assert code == (0 if form == "default" else 1), err  # the default store reads as empty
+
+
 def test_import_merge_dry_run_threshold(ltm, tmp_path):
     ltm("remember", "--user", "alice", "Likes black tea", "Lives in Paris")
     before = as_json(ltm("list", "--user", "alice", "--json")[1])
