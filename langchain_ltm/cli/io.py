@@ -67,8 +67,21 @@ def dumps(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, indent=2)
 
 
+_UNSHOWN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+"""What a terminal would act on instead of showing: control characters (a lone carriage
+return overwrites the row, ESC starts a sequence the terminal runs) and the bidirectional
+overrides that reorder what is shown. Facts are other people's words: they are escaped."""
+
+
 def _one_line(text: str) -> str:
-    return text.replace("\r\n", "\n").replace("\n", "\\n").replace("\t", " ")
+    r"""``text`` as one row of a table: newlines as ``\n``, controls as ``\xNN``."""
+    text = text.replace("\r\n", "\n").replace("\n", "\\n").replace("\t", " ")
+    return _UNSHOWN.sub(_escaped, text)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 class Progress:

@@ -76,6 +76,16 @@ def read_import_jsonl(
             raise InputError(
                 f"{where}: not valid JSON ({exc.msg} at column {exc.colno}); {_LINE_HINT}."
             ) from exc
+        except RecursionError as exc:  # Python's parser gives up near 1,000 levels
+            raise InputError(
+                f"{where}: its JSON nests too deeply to read (arrays or objects inside each "
+                f"other about a thousand times); {_LINE_HINT}."
+            ) from exc
+        except ValueError as exc:  # Python reads no integer of more than 4,300 digits
+            raise InputError(
+                f"{where}: it holds a number of more than 4,300 digits, which is not read; "
+                "write such a value as a string"
+            ) from exc
         record = _import_record(obj, line, where, max_chars)
         if "id" in record:
             for seen, key, what in (

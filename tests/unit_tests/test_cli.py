@@ -413,6 +413,15 @@ def test_import_accepts_fact_lines_and_reports_rejections(ltm, tmp_path):
         ('{"content": "ok"}\n{"other": "x"}\n', "line 2: each line must be one JSON object"),
         ('{"content": "ok"}\n{"content": "   "}\n', "line 2: fact is empty"),
         (b'{"content": "caf\xe9"}\n', "line 1: not UTF-8 text"),
+        # a traceback (RecursionError) and Python's own advice, naming no line
+        (
+            '{"content": "ok"}\n{"content": "x", "m": ' + "[" * 5000 + "]" * 5000 + "}\n",
+            "line 2: its JSON nests too deeply",
+        ),
+        (
+            '{"content": "ok"}\n{"content": "x", "n": ' + "9" * 5000 + "}\n",
+            "line 2: it holds a number of more than 4,300 digits",
+        ),
         ('{"content": "ok"}\n' + json.dumps({"content": "x" * 2001}), "line 2: fact is 2,001"),
         # exported facts: the first bad line stops the file before the first batch is written
         (_export_lines(3) + _line(id="z", created_at="yesterday"), "line 4: created_at must be"),
@@ -939,6 +948,20 @@ def test_table_keeps_rows_on_one_line():
         "A     B\nx     two\\nlines\nlong  y"
     )
     assert table([], [["k", "v"], ["key", "value"]]) == "k    v\nkey  value"
+
+
+def test_a_table_shows_control_characters_instead_of_sending_them_to_the_terminal(ltm):
+    """A fact's lone carriage return overwrote its row's ID on a terminal and its ESC
+    sequences ran there: facts are other people's words, often extracted from chat."""
+    assert table([], [["x", "ok\rEVIL \x1b[31mred\x1b[0m \u202etxet \x85 café"]]) == (
+        "x  ok\\x0dEVIL \\x1b[31mred\\x1b[0m \\u202etxet \\x85 café"
+    )
+    code, _, _ = ltm("remember", "--user", "a", "harmless looking fact\rEVIL")
+    assert code == 0
+    code, out, _ = ltm("list", "--user", "a")
+    assert code == 0 and "harmless looking fact\\x0dEVIL" in out and "\r" not in out
+    code, out, _ = ltm("list", "--user", "a", "--json")  # the data itself is unchanged
+    assert json.loads(out)[0]["content"] == "harmless looking fact\rEVIL"
 
 
 def test_console_entry_point_runs_as_a_module(tmp_path):
