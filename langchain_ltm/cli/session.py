@@ -25,6 +25,7 @@ from langchain_ltm.defaults import (
     _redact,
     check_sqlite_url,
     default_store_path,
+    legacy_store_folder,
     open_facts,
     open_store,
     qdrant_folder,
@@ -201,6 +202,22 @@ class Session:
     def counter(self, *namespaces: tuple[str, ...]) -> Callable[[], int]:
         """Count the items under ``namespaces`` in the store (for :meth:`progress`)."""
         return lambda: sum(self.facts.backend.count(ns) for ns in namespaces)
+
+    def store_or_empty(self) -> LongTermMemoryStore:
+        """:attr:`store`, or an empty in-memory one where there is no store yet.
+
+        What ``import --dry-run`` decides against: a dry run writes nothing, not even the
+        store a real run would create (a mistyped path then looked like a store that exists).
+        """
+        if self.url is None:
+            exists = default_store_path().exists() or legacy_store_folder() is not None
+        else:
+            exists = no_store_at(self.url) is None
+        if exists:
+            return self.store
+        empty, _ = open_store("memory://", embeddings=cast("Embeddings", default_embeddings()))
+        self._opened.append(empty)
+        return empty
 
     def open(self, url: str, role: str) -> tuple[LongTermMemoryStore, str]:
         """Open one more store (``migrate``'s source and target); closed with the session."""

@@ -58,7 +58,7 @@ def cmd_import(session: Session) -> int:
     args = session.args
     raw = _read_lines(args.file)
     read_import_jsonl(raw, args.file)  # the whole file is checked before the store opens
-    store = session.store
+    store = session.store_or_empty() if args.dry_run else session.store
     if args.threshold is not None:
         store = store.with_options(merge_threshold=args.threshold)
     lines = read_import_jsonl(raw, args.file, store.max_fact_chars)
