@@ -8,6 +8,7 @@ are thrown back into the generator, so ``try/finally`` inside the logic works in
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any, NamedTuple, TypeVar
 
@@ -26,6 +27,15 @@ Logic = Generator[Step, Any, T]
 def call(obj: Any, method: str, *args: Any) -> Step:
     """A step calling ``obj.method(*args)`` or ``await obj.amethod(*args)``."""
     return Step(getattr(obj, method), getattr(obj, "a" + method), args)
+
+
+def running_loop() -> Any:
+    """The event loop running in this thread, if any (asyncio is not imported for it).
+
+    A sync call made on that loop's thread must never wait for a task of the same loop.
+    """
+    asyncio = sys.modules.get("asyncio")
+    return None if asyncio is None else asyncio._get_running_loop()
 
 
 def run_sync(logic: Logic[T]) -> T:

@@ -168,13 +168,13 @@ class Output:
 
     def write(self, text: str) -> int:
         """Write ``text``; an ``OSError`` names stdout (a closed pipe is re-raised as is)."""
-        with self._named():
+        with _naming("stdout"):
             return self._open().write(text)
 
     def flush(self) -> None:
         """Flush what was written (the write that fails may be this one)."""
         if self._stream is not None:
-            with self._named():
+            with _naming("stdout"):
                 self._stream.flush()
 
     def fileno(self) -> int:
@@ -189,17 +189,6 @@ class Output:
         if self._stream is None:
             raise OSError(errno.EBADF, "it is closed", "stdout")
         return self._stream
-
-    @contextlib.contextmanager
-    def _named(self) -> Iterator[None]:
-        try:
-            yield
-        except BrokenPipeError:  # `ltm export | head`: the reader has what it wanted
-            raise
-        except OSError as exc:
-            if exc.filename is not None:
-                raise
-            raise OSError(exc.errno, exc.strerror, "stdout") from exc
 
 
 def is_terminal(stream: IO[str] | Output) -> bool:
@@ -418,8 +407,12 @@ _STANDARD_STREAMS = {"/dev/stdout": 1, "/dev/stderr": 2}
 
 
 @contextlib.contextmanager
-def _naming(path: Path) -> Iterator[None]:
-    """An ``OSError`` without a file name (a full device) names ``path``."""
+def _naming(path: Path | str) -> Iterator[None]:
+    """An ``OSError`` without a file name (a full device) names ``path``.
+
+    A closed pipe is re-raised as it is (``ltm export | head``: the reader has what it
+    wanted).
+    """
     try:
         yield
     except OSError as exc:

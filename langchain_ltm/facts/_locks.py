@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 import threading
 import weakref
 import zlib
 from collections.abc import Callable
 from typing import Any
 
-from langchain_ltm._steps import Logic, Step, call
+from langchain_ltm._steps import Logic, Step, call, running_loop
 from langchain_ltm.backends.base import VectorBackend
 
 _STRIPES = 64
@@ -78,7 +77,7 @@ class UserLocks:
                 ``a...`` call of the same user, or of a user sharing the lock, is halfway):
                 waiting would block the loop that task needs to finish.
         """
-        loop = _running_loop()
+        loop = running_loop()
         if loop is None:
             lock.acquire()
             return
@@ -90,12 +89,6 @@ class UserLocks:
                     "would wait forever. Call the a... method (aremember, aupdate_fact, "
                     "aforget, ...) with await inside async code."
                 )
-
-
-def _running_loop() -> Any:
-    """The event loop running in this thread, if any (asyncio is not imported for it)."""
-    asyncio = sys.modules.get("asyncio")
-    return None if asyncio is None else asyncio._get_running_loop()
 
 
 def _acquire_off_loop(lock: threading.Lock, loops: dict[int, Any]) -> Callable[[], Any]:

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 import threading
 from typing import Any
 
+from langchain_ltm._steps import running_loop
 from langchain_ltm.errors import BackendError
 
 try:
@@ -95,7 +95,7 @@ class FileLocks:
         """
         path, fd, local = self._open(scope)
         try:
-            loop = _running_loop()
+            loop = running_loop()
             if loop is None and fd is not None:
                 fcntl.flock(fd, fcntl.LOCK_EX)
             elif loop is None:  # pragma: no cover - Windows
@@ -137,12 +137,6 @@ class FileLocks:
             held.local.release()
         else:
             os.close(held.fd)  # closing the file releases its flock
-
-
-def _running_loop() -> Any:
-    """The event loop running in this thread, if any (asyncio is not imported for it)."""
-    asyncio = sys.modules.get("asyncio")
-    return None if asyncio is None else asyncio._get_running_loop()
 
 
 def _wait_on_loop(path: str, fd: int | None, local: Any, loop: Any) -> None:
