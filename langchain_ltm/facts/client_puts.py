@@ -123,14 +123,17 @@ def _user_write(
         versions = stored.get(record.key, [])
         new_text = content_hash(item.value["content"]) != content_hash(record.value["content"])
         number = max([layout.version_count(item), *(int(v.value["version"]) for v in versions)])
-        added = [_replaced_version(item, record, number + 1, now)] if new_text else []
+        # the new text starts now, or where the old one started if a clock ran ahead
+        # (a restored fact, another writer): never a version that ends before it begins
+        switch = max(now, layout.valid_from(item))
+        added = [_replaced_version(item, record, number + 1, now, switch)] if new_text else []
         lasting = [v for v in versions if is_alive(v, now)]
         if record.ttl_minutes is not None:  # versions never outlive their fact
             added += [with_ttl(v, record.ttl_minutes, now) for v in lasting]
         doomed = _pruned(ctx, [*lasting, *added[:1]] if new_text else lasting)
         kept += [k for k in added if (k.namespace, k.key) not in doomed]
         removed += sorted(doomed - {(namespace, layout.version_key(item.key, number + 1))})
-        records.append(_as_fact(record, number + new_text, new_text, now))
+        records.append(_as_fact(record, number + new_text, new_text, switch))
     if kept:
         kept = yield from embed_versions(ctx, kept)
     return [*records, *kept], removed
@@ -159,15 +162,20 @@ def _check_put(item: StoredItem | None, record: Record, now: datetime) -> None:
         )
 
 
-def _replaced_version(item: StoredItem, record: Record, number: int, now: datetime) -> Record:
-    """The text ``record`` replaces, as version ``number``: its own expiry, or the put's TTL."""
+def _replaced_version(
+    item: StoredItem, record: Record, number: int, now: datetime, ended: datetime
+) -> Record:
+    """The text ``record`` replaces, as version ``number`` valid until ``ended``.
+
+    It keeps its own expiry, or takes the put's TTL.
+    """
     text = str(item.value["content"])
     own = record.ttl_minutes is None
     return Record(
         namespace=item.namespace,
         key=layout.version_key(item.key, number),
         value=layout.version_value(
-            item.key, number, text, layout.valid_from(item), now, layout.metadata_of(item.value)
+            item.key, number, text, layout.valid_from(item), ended, layout.metadata_of(item.value)
         ),
         texts=(text,),
         paths=("content",),
@@ -187,7 +195,7 @@ def _pruned(ctx: FactContext, versions: Sequence[Any]) -> set[ItemKey]:
     return {(v.namespace, v.key) for v in ordered[: len(ordered) - limit]}
 
 
-def _as_fact(record: Record, number: int, new_text: bool, now: datetime) -> Record:
+def _as_fact(record: Record, number: int, new_text: bool, valid_from: datetime) -> Record:
     """The put as written: layout fields a copied value carries, set for its text."""
     value: dict[str, Any] = dict(record.value)
     if "content_hash" in value:
@@ -195,7 +203,7 @@ def _as_fact(record: Record, number: int, new_text: bool, now: datetime) -> Reco
     if "versions" in value:
         value["versions"] = number
     if new_text and "valid_from" in value:
-        value["valid_from"] = layout.format_time(now)
+        value["valid_from"] = layout.format_time(valid_from)
     return dataclasses.replace(record, value=value) if value != record.value else record
 
 

@@ -60,6 +60,11 @@ def recall(
         raise ValueError(f"min_score is a cosine in [-1, 1], got {min_score!r}.")
     if as_of is not None and not isinstance(as_of, datetime):
         raise TypeError(f"as_of must be a datetime, got {type(as_of).__name__}.")
+    if as_of is not None:
+        try:
+            layout.format_time(as_of)
+        except ValueError as exc:  # naive, or out of UTC's range: before the first step
+            raise ValueError(f"as_of: {exc}") from None
     wanted_meta = metadata_filter(filter)
     scopes = [(*scope, *wanted_meta) for scope in _scopes(include_history, as_of)]
     vectors = yield call(ctx.embedder, "embed", phrasings, True)

@@ -94,13 +94,22 @@ def current_view(requested: Mapping[str, Any] | None, conditions: Filter) -> Fil
 
 
 def format_time(moment: datetime) -> str:
-    """Fixed-width UTC text: sorts like the instant it names."""
+    """Fixed-width UTC text: sorts like the instant it names.
+
+    Raises:
+        ValueError: ``moment`` is naive, or out of UTC's range.
+    """
     if moment.tzinfo is None:
         raise ValueError(
             f"{moment!r} has no time zone; pass an aware datetime, e.g. "
             "datetime(2026, 1, 1, tzinfo=timezone.utc)."
         )
-    utc = moment.astimezone(timezone.utc)
+    try:
+        utc = moment.astimezone(timezone.utc)
+    except OverflowError:  # 0001-01-01T01:00+05:00 is before year 1 in UTC
+        raise ValueError(
+            f"{moment.isoformat()} is out of range in UTC (before year 1 or after 9999)."
+        ) from None
     # the year padded by hand: strftime("%Y") gives "999", which sorts and parses wrong
     return f"{utc.year:04d}-" + utc.strftime("%m-%dT%H:%M:%S.%fZ")
 

@@ -49,6 +49,7 @@ _NEEDS_BASE_STORE = (
     "test_deleting_a_fact_through_the_base_store_deletes_its_versions",
     "test_a_text_another_client_stored_is_a_duplicate_not_a_new_version",
     "test_a_client_put_over_a_fact_loses_none_of_its_versions",
+    "test_a_client_put_over_a_fact_from_a_clock_ahead_keeps_versions_in_order",
     "test_base_store_search_of_a_user_shows_current_texts_only",
     "test_facts_of_another_configurations_users_below_this_user_are_not_this_users",
     "test_reading_a_version_through_the_base_store_refreshes_its_fact",

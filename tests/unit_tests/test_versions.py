@@ -86,6 +86,13 @@ async def test_as_of_answers_with_what_was_true_then(mem):
     assert await mem.recall("u1", "where do I live", as_of=before) == []
     with pytest.raises(ValueError, match="time zone"):
         await mem.recall("u1", "live", as_of=datetime(2026, 1, 1))
+    # a moment outside UTC's range raised a bare OverflowError ("date value out of range")
+    for edge in (
+        datetime(9999, 12, 31, 23, tzinfo=timezone(timedelta(hours=-5))),
+        datetime(1, 1, 1, 1, tzinfo=timezone(timedelta(hours=5))),
+    ):
+        with pytest.raises(ValueError, match="as_of: .* is out of range in UTC"):
+            await mem.recall("u1", "live", as_of=edge)
 
 
 async def test_different_subject_is_kept_and_listed_as_similar(mem):
@@ -1071,6 +1078,25 @@ def test_a_client_put_read_changed_and_put_back_keeps_every_text(store):
     assert fact.valid_from > fact.history[-1].valid_from
     assert store.remember("u1", "I live in Oslo").action == "duplicate"
     assert store.remember("u1", "I live in Paris").action != "duplicate"
+
+
+def test_a_client_put_over_a_fact_from_a_clock_ahead_keeps_versions_in_order(store):
+    """A fact restored from a machine whose clock runs ahead (allowed up to 5 minutes)
+    and then put over: the replaced text ended before it began, no `as_of` found it, and
+    the store's own export could not be imported again."""
+    ahead = (datetime.now(timezone.utc) + timedelta(minutes=3)).isoformat()
+    record = {"id": "f1", "content": "I live in Paris", "created_at": ahead}
+    store.import_user("u1", [{**record, "updated_at": ahead, "valid_from": ahead}])
+    namespace = store.user_namespace("u1")
+    value = store.get(namespace, "f1").value
+    store.put(namespace, "f1", {**value, "content": "I live in Berlin"})
+    paris, berlin = store.history("u1", "f1")
+    assert paris.valid_from <= paris.valid_to == berlin.valid_from
+    assert berlin.content == "I live in Berlin" and berlin.valid_to is None
+    exported = store.export_user("u1")
+    store.clear_user("u1")
+    assert store.import_user("u1", exported).restored == 1  # its own export is valid
+    assert store.export_user("u1") == exported
 
 
 def test_a_client_put_without_a_text_over_a_fact_is_refused(store):
