@@ -91,13 +91,27 @@ class DecisionPolicy:
 
 @dataclass
 class FactState:
-    """A fact this batch touches: its current text and the texts it supersedes."""
+    """A fact this batch touches: its texts in decision order, and the one that leads.
+
+    ``content``/``row``/``superseded`` follow the order the batch decided its rows in
+    (what the writer's chains are built from). ``current``/``current_row``/``current_at``
+    are the text its timeline will show as current, the latest said: a row said before it
+    (a backfill) becomes an earlier version and leaves it leading, so later rows of the
+    batch are compared with it, not with the backfilled text.
+    """
 
     key: str
     content: str
-    row: int  # batch row holding its current vector (-1: unchanged stored fact)
+    row: int  # batch row of the last text decided for it (-1: unchanged stored fact)
     base: StoredItem | None  # the stored item it updates, if any
     superseded: list[str] = field(default_factory=list)  # texts replaced by this batch
+    current: str = ""  # the leading text (set by decide_batch)
+    current_row: int = -1  # its batch row (-1: the stored text leads)
+    current_at: datetime | None = None  # when it was said (None: now, after every date)
+
+    def leads_after(self, moment: datetime | None) -> bool:
+        """Whether a text said at ``moment`` comes before the leading one (a backfill)."""
+        return moment is not None and (self.current_at is None or moment < self.current_at)
 
 
 @dataclass
@@ -196,15 +210,19 @@ def decide_batch(
 
                 key = str(uuid.uuid4())
             decision.key = key
-            out.touched[key] = FactState(key=key, content=text, row=i, base=None)
+            out.touched[key] = FactState(key, text, i, None, [], text, i, said[i])
             out.rows[i] = key
         elif decision.action == "updated":
             state = _touch(out, decision.key, candidates)
-            by_hash.pop(_hash_of(state), None)
-            decision.previous = state.content
+            decision.previous = state.current  # the text leading when this one came
             state.superseded.append(state.content)
-            out.rows.pop(state.row, None)
             state.content, state.row = text, i
+            if state.leads_after(said[i]):  # an earlier version: the leading text stays
+                out.decisions.append(decision)
+                continue
+            by_hash.pop(content_hash(state.current), None)
+            out.rows.pop(state.current_row, None)
+            state.current, state.current_row, state.current_at = text, i, said[i]
             out.rows[i] = state.key
         by_hash.setdefault(digest, decision.key)
         out.decisions.append(decision)
@@ -237,7 +255,8 @@ def _candidates(
         for hit in hits
         if hit.score is not None
         and hit.score >= policy.review_threshold
-        and hit.item.key not in out.touched  # its text changed in this batch: compared below
+        # a fact whose leading text changed in this batch is compared below, with that text
+        and (hit.item.key not in out.touched or out.touched[hit.item.key].current_row < 0)
     ]
     if out.rows:
         earlier = np.fromiter(out.rows, dtype=np.int64, count=len(out.rows))
@@ -249,7 +268,7 @@ def _candidates(
             at = int(earlier[j])
             key = out.rows[at]
             found.append(
-                _Candidate(key, out.touched[key].content, float(scores[j]), None, said[at])
+                _Candidate(key, out.touched[key].current, float(scores[j]), None, said[at])
             )
     found.sort(key=lambda c: c.score, reverse=True)
     return found
@@ -365,10 +384,7 @@ def _touch(out: BatchDecision, key: str, candidates: list[_Candidate]) -> FactSt
     if state is None:
         item = next(c.item for c in candidates if c.key == key)
         assert item is not None
-        state = FactState(key=key, content=str(item.value["content"]), row=-1, base=item)
+        text = str(item.value["content"])
+        state = FactState(key, text, -1, item, [], text, -1, valid_from(item))
         out.touched[key] = state
     return state
-
-
-def _hash_of(state: FactState) -> str:
-    return content_hash(state.content)

@@ -142,7 +142,6 @@ def _merge(
         for fact, dated in facts
         for v in fact.versions
     ]
-    texts = [v.content for v, _ in said]
     stored: list[Fact] = yield from list_all(ctx, user_id)
     # a text the user holds for good is a duplicate; one held only with an expiry goes
     # through remember, which makes it last (as any text said again without a TTL)
@@ -152,7 +151,9 @@ def _merge(
         for v, expires in [*((h, h.expires_at) for h in f.history), (f.versions[-1], f.expires_at)]
         if expires is None
     }
-    fresh = [(v, at) for v, at in said if content_hash(v.content) not in known]
+    # ... unless the record says it after the stored fact's current text began: the user
+    # said it again since (Paris, Berlin, Paris again), and the last word must lead
+    fresh = [(v, at) for v, at in said if not _held_already(known, v.content, at)]
     # in the order they were said (undated ones last, as said now): a text met again at
     # an earlier date than its first line is then decided at that date, not after it
     order = sorted(range(len(fresh)), key=lambda i: (fresh[i][1] is None, fresh[i][1] or now))
@@ -170,10 +171,10 @@ def _merge(
         decided = [result for _, result in sorted(zip(order, out, strict=True))]
     answers = iter(decided)
     results = [
-        RememberResult("duplicate", known[content_hash(t)], similarity=1.0)
-        if content_hash(t) in known
+        RememberResult("duplicate", known[content_hash(v.content)], similarity=1.0)
+        if _held_already(known, v.content, at)
         else next(answers)
-        for t in texts
+        for v, at in said
     ]
     if dry_run:
         return results
@@ -190,6 +191,17 @@ def _merge(
         else r
         for r in results
     ]
+
+
+def _held_already(known: Mapping[str, Fact], text: str, said_at: datetime | None) -> bool:
+    """Whether a merged text is one the user holds already, as said then (a duplicate).
+
+    An undated text counts as said now: one the user holds, current or replaced, stays as
+    it is (re-importing an export never brings a replaced text back). A dated one is new
+    if it was said after the holding fact's current text began.
+    """
+    fact = known.get(content_hash(text))
+    return fact is not None and (said_at is None or said_at <= (fact.valid_from or fact.updated_at))
 
 
 def _restore(

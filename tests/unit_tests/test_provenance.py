@@ -499,3 +499,53 @@ async def test_a_merge_decides_texts_in_the_order_they_were_said(mem):
         at(1, 1, 2019).replace(hour=0, minute=0),
         {"s": 1},
     )
+
+
+PARIS, BERLIN = "I live in Paris", "I live in Berlin"
+
+
+def _dated(text: str, year: int, **fields: object) -> dict[str, object]:
+    return {"content": text, "valid_from": f"{year}-01-01T00:00:00Z", **fields}
+
+
+def _lived(fact) -> list[tuple[str, int, int | None]]:
+    return [(v.content, v.valid_from.year, v.valid_to and v.valid_to.year) for v in fact.versions]
+
+
+async def test_a_merge_backfill_in_a_batch_never_hides_a_later_saying_of_it(mem):
+    """A merge batch's backfill row (said before the stored text) was taken for the new
+    current text: a later saying of the same text in the batch was then a "duplicate", and
+    the stored older value stayed current."""
+    await mem.import_user("u1", [_dated(BERLIN, 2022)], "merge")
+    history = [{"content": PARIS, "valid_from": "2021-01-01T00:00:00Z"}]
+    history.append({"content": BERLIN, "valid_from": "2022-01-01T00:00:00Z"})
+    record = _dated(PARIS, 2023, id="x1", history=history)
+    merged = await mem.import_user("u1", [record], "merge")
+    assert [r.action for r in merged.results] == ["updated", "duplicate", "updated"]
+    (fact,) = await mem.list_all("u1")
+    assert _lived(fact) == [(PARIS, 2021, 2022), (BERLIN, 2022, 2023), (PARIS, 2023, None)]
+    then = await mem.recall(
+        "u1", "where do I live", as_of=datetime(2023, 6, 1, tzinfo=timezone.utc)
+    )
+    assert [f.content for f in then] == [PARIS]
+
+
+async def test_a_merge_of_a_newer_export_leads_with_its_last_word(mem):
+    """Merging a newer export (Paris, Berlin, Paris again) into an older copy that holds
+    only Paris: every text the copy held was a duplicate whatever its date, so Paris said
+    again in 2023 was dropped and Berlin stayed current."""
+    await mem.import_user("u1", [_dated(PARIS, 2021)], "merge")
+    history = [{"content": PARIS, "valid_from": "2021-01-01T00:00:00Z"}]
+    history.append({"content": BERLIN, "valid_from": "2022-01-01T00:00:00Z"})
+    newer = [_dated(PARIS, 2023, id="x1", history=history)]
+    merged = await mem.import_user("u1", newer, "merge")
+    assert [r.action for r in merged.results] == ["duplicate", "updated", "updated"]
+    (fact,) = await mem.list_all("u1")
+    assert _lived(fact) == [(PARIS, 2021, 2022), (BERLIN, 2022, 2023), (PARIS, 2023, None)]
+    # an older export merged again changes nothing: its texts were all said by then
+    again = await mem.import_user("u1", newer, "merge")
+    assert {r.action for r in again.results} == {"duplicate"}
+    old = await mem.import_user("u1", [_dated(PARIS, 2021)], "merge")
+    assert [r.action for r in old.results] == ["duplicate"]
+    (same,) = await mem.list_all("u1")
+    assert _lived(same) == _lived(fact)

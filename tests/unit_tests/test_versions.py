@@ -91,7 +91,7 @@ async def test_as_of_answers_with_what_was_true_then(mem):
         datetime(9999, 12, 31, 23, tzinfo=timezone(timedelta(hours=-5))),
         datetime(1, 1, 1, 1, tzinfo=timezone(timedelta(hours=5))),
     ):
-        with pytest.raises(ValueError, match="as_of: .* is out of range in UTC"):
+        with pytest.raises(ValueError, match=r"as_of: .* is out of range in UTC"):
             await mem.recall("u1", "live", as_of=edge)
 
 
