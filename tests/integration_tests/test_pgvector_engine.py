@@ -11,11 +11,16 @@ here on PGVectorStore); the isolation fuzz.
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import re
+
 import numpy as np
 import pytest
 
 from langchain_ltm import LongTermMemoryStore, UnsupportedVectorStoreError
 from langchain_ltm.backends.vectorstore import VectorStoreBackend, vectorstore_backend
+from langchain_ltm.backends.vectorstore._catalog import ADDING
 from langchain_ltm.backends.vectorstore.dialects.pgvector import IterativeScan
 from tests.fakes import KeywordEmbeddings
 from tests.isolation import run_isolation, summary
@@ -198,6 +203,42 @@ def test_a_cancelled_async_write_is_whole_or_absent(kind, at, tmp_path, monkeypa
     unit.check_cancelled_write(kind, at, tmp_path, monkeypatch)
 
 
+# a put holding a NUL where Postgres would get it: (key, value, the field the error names)
+NUL_PUTS = {
+    "value-field": ("note", {"text": "alice note", "tag": "a\x00b"}, "The value's field 'tag'"),
+    "key": ("no\x00te", {"text": "alice note"}, "The key 'no"),
+    "text": ("note", {"text": "alice\x00note"}, "The text at 'text'"),
+}
+NUL_STORES = {
+    "pgvector": pgvector,
+    "pgvector-columns": functools.partial(pgvector, metadata_columns=True),
+    "pgvector-legacy": pgvector_legacy,
+}
+
+
+@pytest.mark.parametrize("mode", unit.MODES)
+@pytest.mark.parametrize("case", sorted(NUL_PUTS))
+@pytest.mark.parametrize("kind", sorted(NUL_STORES))
+def test_a_nul_is_refused_before_anything_is_written(kind, case, mode, tmp_path):
+    """Postgres text has no NUL: PGVectorStore took one into its JSON metadata, and then
+    every user's search on the table failed on that row (``->>``: DataError)."""
+    emb = KeywordEmbeddings(DIMS)
+    vs = NUL_STORES[kind](emb)
+    backend = vectorstore_backend(vs, catalog=tmp_path / "c.db")
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    store.remember("bob", "Bob likes green tea")
+    key, value, named = NUL_PUTS[case]
+    with pytest.raises(ValueError, match=re.escape(named) + ".* NUL .*nothing of this batch"):
+        _put_text(store, mode, ("docs", "alice"), key, value)
+    assert store.get(("docs", "alice"), key) is None
+    assert count_documents(vs) == 1
+    assert backend.catalog.journal_ids(ADDING) == []
+    assert [f.content for f in store.recall("bob", "tea")] == ["Bob likes green tea"]
+    assert store.remember("bob", "Bob has a dog").action == "created"
+    assert store.search(("docs",), query="note") == []
+    store.close()
+
+
 def test_the_older_pgvector_scopes_in_its_sql_and_never_under_fills(tmp_path):
     emb = KeywordEmbeddings(DIMS)
     vs = pgvector_legacy(emb)
@@ -291,6 +332,14 @@ def test_a_value_filter_is_one_more_equality_postgres_applies(columns, tmp_path)
     hits = store.search(("docs", "u1"), query="tea", limit=20, filter={"kind": {"$ne": "other"}})
     assert sorted(int(h.key) for h in hits) == [i for i in range(12) if i % 3 != 2]
     store.close()
+
+
+def _put_text(store, mode, namespace, key, value):
+    """A put indexing the value's ``text`` (``aput`` when ``mode`` is ``"async"``)."""
+    if mode == "async":
+        asyncio.run(store.aput(namespace, key, value, index=["text"]))
+    else:
+        store.put(namespace, key, value, index=["text"])
 
 
 def _put(namespace, key, text):

@@ -126,6 +126,43 @@ def append_docs(
         metadatas.append({**common, "ltm_path": path})
 
 
+def holding(char: str, texts: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> str | None:
+    r"""Where the documents first hold ``char``, said for an error message; ``None``: nowhere.
+
+    Every page content and every string of the metadata (the key, the namespace labels,
+    the index path, the value's ``ltm_v_<field>`` copies) is looked at.
+
+    Example:
+        >>> meta = {"ltm_ns": '["docs"]', "ltm_key": "k", "ltm_v_tag": "a\x00"}
+        >>> holding("\x00", ["fine"], [meta])
+        "the value's field 'tag' of key 'k'"
+    """
+    for text, meta in zip(texts, metadatas, strict=True):
+        if char in text:
+            return _field("", meta)
+        for name, value in meta.items():
+            if type(value) is str and char in value:
+                return _field(name, meta)
+    return None
+
+
+def _field(name: str, meta: Mapping[str, Any]) -> str:
+    """The document field ``name`` (``""``: the page content), as a user knows it."""
+    key, path = meta.get("ltm_key"), meta.get("ltm_path")
+    of = f"of key {key!r}"
+    if not name:
+        return f"the text at {path!r} {of}"
+    if name == "ltm_key":
+        return f"the key {key!r}"
+    if name == "ltm_path":
+        return f"the index path {path!r} {of}"
+    if name.startswith(VALUE_PREFIX):
+        return f"the value's field {name[len(VALUE_PREFIX) :]!r} {of}"
+    if name.startswith("ltm_n"):  # ltm_n0, ltm_n1, ... and ltm_ns
+        return f"a namespace label {of}"
+    return f"the metadata {name!r} {of}"
+
+
 def text_at(value: Mapping[str, Any], path: str) -> str:
     """The text a document of ``value`` at ``path`` embedded (``path.j``: the j-th of many)."""
     found = get_text_at_path(value, tokenize_path(path))

@@ -44,10 +44,15 @@ class Landed(asyncio.CancelledError):
 def write_logic(
     backend: VectorStoreBackend, kept: Sequence[Record], gone: Sequence[ItemKey]
 ) -> Logic[int]:
-    """One write, sans I/O: journal, add, commit (the moment it shows), collect."""
+    """One write, sans I/O: check, journal, add, commit (the moment it shows), collect.
+
+    The family's ``check`` refuses documents its store cannot hold before any I/O.
+    """
     ids, texts, vectors, metadatas = documents(
         kept, backend.catalog.store_id, backend._value_fields
     )
+    if ids and backend.family.check is not None:
+        backend.family.check(texts, metadatas)  # refused before anything is written
     writer = uuid.uuid4().hex if ids else ""
     if ids:
         yield backend._cat("journal_add", ids, ADDING, writer)

@@ -40,6 +40,7 @@ SearchFn = Callable[[Any, list[float], int, Any], Scored]
 SearchIdsFn = Callable[[Any, list[float], int, list[str]], Scored | None]
 GetFn = Callable[[Any, list[str]], list[Document]]
 DeleteFn = Callable[[Any, list[str]], None]
+CheckFn = Callable[[list[str], list[dict[str, Any]]], None]
 
 AAddFn = Callable[
     [Any, list[str], list[str], list[list[float]], list[dict[str, Any]]], Awaitable[None]
@@ -143,6 +144,10 @@ class StoreFamily:
             and expiry applied, instead of a filter; every returned document is still
             checked against the catalog. Sync only (the async shell runs it on the
             backend's threads). FAISS's family has one.
+        check: ``check(texts, metadatas)``, raising ``ValueError`` (naming the field) for
+            documents the store cannot hold; run on a write's documents before anything
+            of the write is journaled or added, sync and async. PGVectorStore's and the
+            older PGVector's refuse a NUL character, which Postgres text cannot hold.
 
     Example:
         >>> fam = StoreFamily("mine", filter_builder=lambda eq: dict(eq), distance="cosine")
@@ -166,6 +171,7 @@ class StoreFamily:
     max_k: int | None = None
     value_filters: bool = True
     search_ids: SearchIdsFn | None = None
+    check: CheckFn | None = None
 
     def __post_init__(self) -> None:
         if self.post_filter and self.size is None:
@@ -278,8 +284,8 @@ def register_vectorstore(
             a ready :class:`StoreFamily`; the other arguments are then ignored).
         **options: The other fields of :class:`StoreFamily` (``distance=``, ``post_filter=``,
             ``add=``, ``search=``, ``size=``, ``get=``, ``delete=``, ``aadd=``, ``asearch=``,
-            ``native_async=``, ``max_k=``, ``value_filters=``, ``search_ids=``), as
-            keywords.
+            ``native_async=``, ``max_k=``, ``value_filters=``, ``search_ids=``,
+            ``check=``), as keywords.
 
     Returns:
         The registered family.

@@ -1,4 +1,4 @@
-"""PGVectorStore (``langchain-postgres``), on its own table layout; and the older ``PGVector``.
+r"""PGVectorStore (``langchain-postgres``), on its own table layout; and the older ``PGVector``.
 
 Filter: ``{"k": {"$eq": v}}``, several joined with ``$and``. PGVectorStore turns it into
 SQL (``langchain_metadata->>'k' = :v``, or ``"k" = :v`` for a key declared in
@@ -17,6 +17,12 @@ upserts (``ON CONFLICT DO UPDATE``) row by row.
 Speed: ``metadata_columns=["ltm_store", "ltm_n0", "ltm_n1"]`` (TEXT) turns the scope into
 plain columns that a B-tree index serves, instead of JSON lookups.
 
+Text: Postgres cannot hold a NUL character (``\x00``) in text. PGVectorStore's JSON
+metadata column takes one (``json`` keeps it escaped), and then every filtered search on
+the table fails on that row (``->>`` turns it into text): one user's put broke every
+user's search. Both families refuse such documents before anything is written
+(:func:`refuse_nul`).
+
 The older ``langchain_postgres.PGVector`` (one ``langchain_pg_embedding`` table for every
 collection, JSONB metadata) takes the same filter, which it runs as ``jsonb_path_match``
 in the ``WHERE`` of its ranked query, beside its collection's id. Its scores: cosine
@@ -29,6 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from langchain_ltm.backends.vectorstore._layout import holding
 from langchain_ltm.backends.vectorstore.family import StoreFamily, eq_and
 from langchain_ltm.errors import UnsupportedVectorStoreError
 
@@ -109,6 +116,34 @@ async def aadd(
     await vectorstore.aadd_embeddings(texts, vectors, metadatas=metadatas, ids=ids)
 
 
+def refuse_nul(texts: list[str], metadatas: list[dict[str, Any]]) -> None:
+    r"""Refuse documents holding a NUL character, which Postgres text cannot hold.
+
+    Run on a write's documents before anything is written: PGVectorStore would store one
+    in its JSON metadata, after which every search on the table fails (see the module
+    docstring); the older PGVector's JSONB and both content columns fail mid-write.
+
+    Raises:
+        ValueError: A text, key, namespace label or copied value field holds ``\x00``
+            (named in the message).
+
+    Example:
+        >>> meta = {"ltm_ns": '["docs"]', "ltm_key": "a\x00b", "ltm_path": "text"}
+        >>> refuse_nul(["fine"], [meta])
+        Traceback (most recent call last):
+        ...
+        ValueError: The key 'a\x00b' contains a NUL character (\x00), ...
+    """
+    where = holding("\x00", texts, metadatas)
+    if where is not None:
+        raise ValueError(
+            f"{where[:1].upper()}{where[1:]} contains a NUL character (\\x00), which Postgres "
+            "cannot store in text (in PGVectorStore's JSON metadata it would make every "
+            "search on the table fail). Remove the character; nothing of this batch was "
+            "written."
+        )
+
+
 @dataclass
 class IterativeScan:
     """Query options for an HNSW-indexed table: the index scan goes on until ``k`` rows pass.
@@ -151,11 +186,14 @@ class IterativeScan:
 # PGVectorStore's async methods are its own (its sync ones block on a loop thread of its
 # engine); the older PGVector has coroutines only when built with async_mode=True, so its
 # async calls run the sync ones on the backend's threads
-FAMILY = StoreFamily("pgvector", filter_builder=where, distance=distance, add=add, aadd=aadd)
+FAMILY = StoreFamily(
+    "pgvector", filter_builder=where, distance=distance, add=add, aadd=aadd, check=refuse_nul
+)
 LEGACY_FAMILY = StoreFamily(
     "pgvector-legacy",
     filter_builder=where,
     distance=legacy_distance,
     add=add,
     native_async=False,
+    check=refuse_nul,
 )
