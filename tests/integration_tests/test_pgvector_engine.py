@@ -12,6 +12,7 @@ here on PGVectorStore); the isolation fuzz.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import re
 
@@ -236,6 +237,43 @@ def test_a_nul_is_refused_before_anything_is_written(kind, case, mode, tmp_path)
     assert [f.content for f in store.recall("bob", "tea")] == ["Bob likes green tea"]
     assert store.remember("bob", "Bob has a dog").action == "created"
     assert store.search(("docs",), query="note") == []
+    store.close()
+
+
+def test_a_batch_above_the_older_pgvectors_insert_limit_is_stored_whole(tmp_path):
+    """Its add is one INSERT, 5 bind parameters a row, 65,535 at most: 13,107 rows."""
+    from langgraph.store.base import PutOp
+
+    emb = KeywordEmbeddings(DIMS)
+    vs = pgvector_legacy(emb)
+    store = LongTermMemoryStore(vectorstore_backend(vs, catalog=tmp_path / "c.db"), embeddings=emb)
+    n = 14_000  # one INSERT of these failed: "number of parameters must be between 0 and 65535"
+    store.batch([PutOp(("docs",), f"k{i}", {"text": f"note {i}"}) for i in range(n)])
+    assert count_documents(vs) == n
+    assert len(store.search(("docs",), query="note", limit=n)) == n
+    store.close()
+
+
+def test_pgvectorstores_native_async_add_is_split_at_max_batch(tmp_path):
+    from langgraph.store.base import PutOp
+
+    from langchain_ltm.backends.vectorstore.dialects import pgvector as dialect
+
+    sizes: list[int] = []
+
+    async def aadd(vs, ids, *rest):
+        sizes.append(len(ids))
+        await dialect.aadd(vs, ids, *rest)
+
+    family = dataclasses.replace(dialect.FAMILY, max_batch=4, aadd=aadd)
+    emb = KeywordEmbeddings(DIMS)
+    vs = pgvector(emb)
+    backend = vectorstore_backend(vs, catalog=tmp_path / "c.db", family=family)
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    asyncio.run(store.abatch([PutOp(("docs",), f"k{i}", {"text": f"n {i}"}) for i in range(10)]))
+    assert sizes == [4, 4, 2]
+    assert count_documents(vs) == 10
+    assert backend.catalog.journal_ids(ADDING) == []
     store.close()
 
 

@@ -52,6 +52,21 @@ def test_no_leaks_and_nothing_lost_on_a_chroma_server(tmp_path, capsys):
     store.close()
 
 
+def test_a_batch_above_the_servers_max_batch_size_is_stored_whole(tmp_path):
+    """The server's upsert refuses more than its ``max_batch_size``: the write is split."""
+    from langgraph.store.base import PutOp
+
+    from tests.vectorstores import count_documents
+
+    store = open_store("chroma-server", KeywordEmbeddings(64), tmp_path)
+    vs = store.backend.vectorstore
+    n = vs._client.get_max_batch_size() + 100
+    store.batch([PutOp(("docs",), f"k{i}", {"text": f"note {i}"}) for i in range(n)])
+    assert count_documents(vs) == n
+    assert len(store.search(("docs",), query="note", limit=n)) == n
+    store.close()
+
+
 WORKER = """
 import json, sys
 import chromadb

@@ -18,10 +18,12 @@ import numbers
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from langchain_ltm._steps import run_sync
 from langchain_ltm.backends.sqlite import _sql as sql
 from langchain_ltm.backends.vectorstore._catalog import ADDING, StoredDocs
 from langchain_ltm.backends.vectorstore._layout import Documents, append_docs, item_key, text_at
 from langchain_ltm.backends.vectorstore._search import FIRST_K
+from langchain_ltm.backends.vectorstore._write import add
 from langchain_ltm.backends.vectorstore.family import present
 
 if TYPE_CHECKING:
@@ -138,7 +140,7 @@ def restore(backend: VectorStoreBackend, page_: list[StoredDocs]) -> int:
     # journaled like a write: a crash, or the item replaced meanwhile, leaves no orphan
     writer = uuid.uuid4().hex
     catalog.journal_add(ids, ADDING, writer)
-    backend._vs_add(ids, texts, vectors, metas)
+    run_sync(add(backend, (ids, texts, vectors, metas)))
     keys = list(dict.fromkeys((tuple(json.loads(m["ltm_ns"])), m["ltm_key"]) for m in metas))
     now = dict(zip(keys, catalog.get(keys), strict=True))
     stale = []

@@ -1,14 +1,14 @@
 """The generic engine's write, written once as a sans-I/O generator for both shells.
 
 A write is three steps: journal the new documents ``adding`` (rows of this write's own,
-under a random token) and add them to the vectorstore; one catalog commit (the moment the
-new version shows) that journals the replaced documents as ``garbage``; then delete the
-garbage (:func:`collect`). A commit that did not land drops the new documents again, but
-only those nobody needs (:func:`settle` asks the catalog, since an exception can arrive
-after the ``COMMIT``, and since document ids are deterministic: a re-put of the current
-version writes the current documents' own ids); whatever a crash leaves, ``repair()``
-finds in the journal. :func:`acommit` is the async commit that knows its outcome even
-when cancelled.
+under a random token) and add them to the vectorstore (:func:`add`, in calls as large as
+the store takes); one catalog commit (the moment the new version shows) that journals the
+replaced documents as ``garbage``; then delete the garbage (:func:`collect`). A commit that
+did not land drops the new documents again, but only those nobody needs (:func:`settle`
+asks the catalog, since an exception can arrive after the ``COMMIT``, and since document
+ids are deterministic: a re-put of the current version writes the current documents' own
+ids); whatever a crash leaves, ``repair()`` finds in the journal. :func:`acommit` is the
+async commit that knows its outcome even when cancelled.
 
 Each function takes the :class:`~.backend.VectorStoreBackend` whose steps it yields.
 """
@@ -56,7 +56,7 @@ def write_logic(
     writer = uuid.uuid4().hex if ids else ""
     if ids:
         yield backend._cat("journal_add", ids, ADDING, writer)
-        yield Step(backend._vs_add, backend._avs_add, (ids, texts, vectors, metadatas))
+        yield from add(backend, (ids, texts, vectors, metadatas))
     try:
         deleted, garbage = yield Step(
             backend.catalog.commit, backend._acommit, (kept, gone, ids, writer)
@@ -69,6 +69,20 @@ def write_logic(
         raise
     yield from collect(backend, garbage)
     return deleted  # type: ignore[no-any-return]
+
+
+def add(backend: VectorStoreBackend, docs: Documents) -> Logic[None]:
+    """Add ``docs`` to the vectorstore, in calls of at most the store's ``max_batch``.
+
+    Every caller has journaled all of ``docs`` ``adding`` before the first call, so a
+    crash or an error between two calls leaves documents that no search shows (no
+    current version has their ``ltm_at``) and ``repair()`` finds in the journal: what a
+    failed single add leaves, in more calls.
+    """
+    size = backend._max_batch or len(docs[0]) or 1
+    for start in range(0, len(docs[0]), size):
+        part = tuple(column[start : start + size] for column in docs)
+        yield Step(backend._vs_add, backend._avs_add, part)
 
 
 def settle(
@@ -112,7 +126,7 @@ def settle(
                 [docs[2][n] for n in at],
                 [docs[3][n] for n in at],
             )
-            yield Step(backend._vs_add, backend._avs_add, docs)
+            yield from add(backend, docs)
     except Exception:  # the original error is the one to report; repair() retries
         pass
 

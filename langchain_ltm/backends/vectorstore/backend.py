@@ -32,7 +32,9 @@ never under-fills. Scores are converted from the engine's distance to cosine sim
 (:data:`DISTANCES`).
 
 A write is three steps: (1) the new documents' ids are journaled ``adding`` and the
-documents upserted into the vectorstore (one add for the whole batch); (2) one catalog
+documents upserted into the vectorstore (one add for the whole batch, split into adds of
+at most the store's ``max_batch`` documents: Chroma's ``max_batch_size``, 13,107 rows for
+the older ``PGVector``); (2) one catalog
 transaction writes the items and journals the replaced documents as ``garbage`` (the
 moment the new version becomes visible: until then every reader sees the old one, whose
 documents are still current); (3) the garbage is deleted from the vectorstore and its
@@ -204,6 +206,7 @@ class VectorStoreBackend(ThreadedAsync):
         self.vectorstore = vectorstore
         self.family = family_for(vectorstore, filter_builder, family)
         self._to_cosine = self.family.converter(vectorstore)  # learnt once
+        self._max_batch = self.family.batch_limit(vectorstore)  # asked once
         self._add = self.family.add or functools.partial(default_add, family=self.family)
         self._search = self.family.search or default_search
         self._aadd, self._asearch = self.family.async_calls(vectorstore)

@@ -144,6 +144,10 @@ class StoreFamily:
             and expiry applied, instead of a filter; every returned document is still
             checked against the catalog. Sync only (the async shell runs it on the
             backend's threads). FAISS's family has one.
+        max_batch: The most documents the store's ``add`` takes in one call (Chroma's
+            ``max_batch_size``), or a function of the vectorstore returning it (asked
+            once, when the backend opens); the backend splits a larger add into calls of
+            at most this many. ``None``: no limit.
         check: ``check(texts, metadatas)``, raising ``ValueError`` (naming the field) for
             documents the store cannot hold; run on a write's documents before anything
             of the write is journaled or added, sync and async. PGVectorStore's and the
@@ -172,6 +176,7 @@ class StoreFamily:
     value_filters: bool = True
     search_ids: SearchIdsFn | None = None
     check: CheckFn | None = None
+    max_batch: int | Callable[[Any], int | None] | None = None
 
     def __post_init__(self) -> None:
         if self.post_filter and self.size is None:
@@ -194,6 +199,22 @@ class StoreFamily:
                 f"turn into a cosine similarity; supported: {sorted(DISTANCES)}."
             )
         return DISTANCES[kind]
+
+    def batch_limit(self, vectorstore: Any) -> int | None:
+        """The most documents one add on ``vectorstore`` may carry (``None``: no limit).
+
+        Raises:
+            ValueError: The limit is not a positive integer.
+        """
+        limit = self.max_batch(vectorstore) if callable(self.max_batch) else self.max_batch
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
+        ):
+            raise ValueError(
+                f"max_batch gave {limit!r} for {type(vectorstore).__name__}: give a positive "
+                "integer (the most documents its add takes in one call) or None."
+            )
+        return limit
 
     def cosine(self, vectorstore: Any, score: float) -> float:
         """One engine score as a cosine similarity."""
@@ -285,7 +306,7 @@ def register_vectorstore(
         **options: The other fields of :class:`StoreFamily` (``distance=``, ``post_filter=``,
             ``add=``, ``search=``, ``size=``, ``get=``, ``delete=``, ``aadd=``, ``asearch=``,
             ``native_async=``, ``max_k=``, ``value_filters=``, ``search_ids=``,
-            ``check=``), as keywords.
+            ``check=``, ``max_batch=``), as keywords.
 
     Returns:
         The registered family.

@@ -2,7 +2,9 @@
 
 Filter: ``{"k": {"$eq": v}}``, several joined with ``$and``. Distance: the collection's
 ``space`` (``l2`` by default; ``ip`` is ``1 - dot``, the cosine distance on unit vectors).
-Vectors go straight to the collection's ``upsert``.
+Vectors go straight to the collection's ``upsert``, which refuses more records than the
+client's ``get_max_batch_size()`` (5,461 in process, the server's own over HTTP): asked
+once per backend, larger writes are split (:func:`batch_limit`).
 """
 
 from __future__ import annotations
@@ -46,6 +48,11 @@ def add(
     )
 
 
+def batch_limit(vectorstore: Any) -> int:
+    """The most records one ``upsert`` takes: the client's ``max_batch_size``."""
+    return int(vectorstore._client.get_max_batch_size())
+
+
 def search(vectorstore: Any, vector: list[float], k: int, filter_: Any) -> Scored:
     """The ``k`` nearest in scope (langchain-chroma's "relevance" call returns distances)."""
     return list(
@@ -59,5 +66,11 @@ def size(vectorstore: Any) -> int | None:
 
 
 FAMILY = StoreFamily(
-    "chroma", filter_builder=where, distance=space, add=add, search=search, size=size
+    "chroma",
+    filter_builder=where,
+    distance=space,
+    add=add,
+    search=search,
+    size=size,
+    max_batch=batch_limit,
 )

@@ -27,7 +27,9 @@ The older ``langchain_postgres.PGVector`` (one ``langchain_pg_embedding`` table 
 collection, JSONB metadata) takes the same filter, which it runs as ``jsonb_path_match``
 in the ``WHERE`` of its ranked query, beside its collection's id. Its scores: cosine
 distance, Euclidean distance, or for ``MAX_INNER_PRODUCT`` pgvector's ``<#>``, minus the
-inner product.
+inner product. Its ``add_embeddings`` is one ``INSERT`` of five bind parameters a row, and
+Postgres takes at most 65,535 in a statement: larger writes are split
+(:data:`LEGACY_MAX_BATCH` rows).
 """
 
 from __future__ import annotations
@@ -183,6 +185,10 @@ class IterativeScan:
         return ", ".join(self.to_parameter())
 
 
+# the older PGVector's INSERT: id, collection_id, embedding, document, cmetadata per row,
+# within Postgres' 65,535 bind parameters a statement
+LEGACY_MAX_BATCH = 65_535 // 5
+
 # PGVectorStore's async methods are its own (its sync ones block on a loop thread of its
 # engine); the older PGVector has coroutines only when built with async_mode=True, so its
 # async calls run the sync ones on the backend's threads
@@ -196,4 +202,5 @@ LEGACY_FAMILY = StoreFamily(
     add=add,
     native_async=False,
     check=refuse_nul,
+    max_batch=LEGACY_MAX_BATCH,
 )
