@@ -338,28 +338,34 @@ async def test_cancelled_recall_leaves_the_store_usable(store):
     assert len(await asyncio.wait_for(store.arecall("u1", "tea"), timeout=5)) == 2
 
 
-async def test_a_sync_call_on_a_loop_whose_task_holds_the_users_lock_raises_not_hangs(emb):
-    store = LongTermMemoryStore(InMemoryVectorStore(emb))
-    label = store.user_namespace("alice")[-1]
+async def sync_remember_while_held(store, holder: str, caller: str, match: str) -> list[str]:
+    """A sync ``remember`` of ``caller`` on the loop's thread while an async write of
+    ``holder`` holds its locks on that loop; [the holder's action, "refused"]."""
+    label = store.user_namespace(holder)[-1]
     holding, done_checking = asyncio.Event(), asyncio.Event()
 
-    async def writing() -> str:  # an async write of alice, halfway (it awaits its engine)
+    async def writing() -> str:  # an async write of the holder, halfway (awaiting a model)
         held = await run_async(store._locks.acquire(store.backend, label))
         holding.set()
         await done_checking.wait()
         await run_async(store._locks.release(store.backend, held))
-        return (await store.aremember("alice", "Likes green tea")).action
+        return (await store.aremember(holder, "Likes green tea")).action
 
     async def sync_meanwhile() -> str:
         await holding.wait()
         try:
-            with pytest.raises(RuntimeError, match=r"Call the a\.\.\. method"):
-                store.remember("alice", "Works on the payments team")
+            with pytest.raises(RuntimeError, match=match):
+                store.remember(caller, "Works on the payments team")
         finally:
             done_checking.set()
         return "refused"
 
-    done = await asyncio.wait_for(asyncio.gather(writing(), sync_meanwhile()), timeout=20)
+    return await asyncio.wait_for(asyncio.gather(writing(), sync_meanwhile()), timeout=20)
+
+
+async def test_a_sync_call_on_a_loop_whose_task_holds_the_users_lock_raises_not_hangs(emb):
+    store = LongTermMemoryStore(InMemoryVectorStore(emb))
+    done = await sync_remember_while_held(store, "alice", "alice", r"Call the a\.\.\. method")
     assert done == ["created", "refused"]
     assert [f.content for f in await store.alist_all("alice")] == ["Likes green tea"]
     assert store.remember("alice", "Works on the payments team").action == "created"  # free now

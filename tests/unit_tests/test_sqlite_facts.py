@@ -123,9 +123,7 @@ async def test_a_sync_call_on_a_loop_whose_task_holds_its_lock_file_raises_not_h
     """Two users share one of the 256 lock files but not an in-process stripe: a sync
     ``remember`` of one on the event loop while an async write of the other held that
     file waited in ``flock`` for good (the holder needed the loop it blocked)."""
-    import asyncio
-
-    from langchain_ltm._steps import run_async
+    from tests.unit_tests.test_facts import sync_remember_while_held
 
     store = LongTermMemoryStore(sqlite_backend(tmp_path / "m.db"), embeddings=emb)
     files = store.backend._locks
@@ -136,25 +134,8 @@ async def test_a_sync_call_on_a_loop_whose_task_holds_its_lock_file_raises_not_h
         if files.stripe_path(f"user{n}") == files.stripe_path(alice)
         and store._locks.stripe(f"user{n}") is not store._locks.stripe(alice)
     )
-    holding, done_checking = asyncio.Event(), asyncio.Event()
-
-    async def writing() -> str:  # an async write of alice, halfway (it awaits a resolver)
-        held = await run_async(store._locks.acquire(store.backend, alice))
-        holding.set()
-        await done_checking.wait()
-        await run_async(store._locks.release(store.backend, held))
-        return (await store.aremember("alice", "Likes green tea")).action
-
-    async def sync_meanwhile() -> str:
-        await holding.wait()
-        try:
-            with pytest.raises(RuntimeError, match=r"SQLite lock.*Call the a\.\.\. method"):
-                store.remember(other, "Works on the payments team")
-        finally:
-            done_checking.set()
-        return "refused"
-
-    done = await asyncio.wait_for(asyncio.gather(writing(), sync_meanwhile()), timeout=20)
+    match = r"SQLite lock.*Call the a\.\.\. method"
+    done = await sync_remember_while_held(store, "alice", other, match)
     assert done == ["created", "refused"]
     assert await store.alist_all(other) == []  # nothing half written
     assert store.remember(other, "Works on the payments team").action == "created"  # free now
