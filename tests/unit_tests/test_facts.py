@@ -6,6 +6,7 @@ import asyncio
 import json
 import threading
 
+import numpy as np
 import pytest
 from langchain_core.vectorstores import InMemoryVectorStore
 
@@ -139,6 +140,34 @@ async def test_batch_is_one_embedding_call_and_decided_in_order(mem, emb):
     assert results[3].fact.id == results[1].fact.id and results[3].previous == "I like green tea"
     contents = sorted(f.content for f in await mem.list_all("u1"))
     assert contents == ["I like green tea a lot", "I live in Paris", "my cat is called Tom"]
+
+
+def test_a_batch_is_decided_the_same_whatever_block_its_similarities_come_in(emb, monkeypatch):
+    """A batch's cosines were one n x n matrix: 10 GB at 50,000 texts, and OpenBLAS
+    crashed the process (SIGSEGV) past 46,341. They come a block of rows at a time now."""
+    from langchain_ltm.facts.decision import BatchSimilarities
+
+    texts = [
+        "I live in Paris",
+        "I like green tea",
+        "i live in paris!",
+        "I like green tea a lot",
+        "my cat is called Tom",
+        "I like green tea a lot with honey",
+        "my cat is called Tom and is grey",
+    ]
+    outcomes = []
+    for block in (1024, 1, 2, 3):
+        monkeypatch.setattr(BatchSimilarities, "BLOCK", block)
+        store = LongTermMemoryStore(InMemoryVectorStore(emb))
+        results = store.remember("u1", texts)
+        ids = [r.fact.id if r.fact else None for r in results]
+        outcomes.append([(r.action, ids.index(i)) for r, i in zip(results, ids, strict=True)])
+    assert outcomes[0][:4] == [("created", 0), ("created", 1), ("duplicate", 0), ("updated", 1)]
+    assert outcomes[1:] == outcomes[:1] * 3, outcomes
+    vectors = np.asarray(emb.embed_documents(texts), dtype=np.float32)
+    sims, full = BatchSimilarities(vectors), vectors @ vectors.T
+    assert all(np.allclose(sims.row(i), full[i], atol=1e-6) for i in (0, 6, 3, 1, 5))
 
 
 async def test_a_fact_updated_away_can_come_back_as_new(emb):
