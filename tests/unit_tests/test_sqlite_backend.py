@@ -411,6 +411,24 @@ def test_filters_sqlite_cannot_bind_are_left_to_python(backend):
     assert found(Condition(("k",), "$eq", "a\udc80b")) == ["a"]
 
 
+def test_a_filter_of_many_conditions_is_answered_not_refused(backend):
+    """1,000 equality conditions (one AND a level) passed SQLite's expression depth:
+    "Expression tree is too large (maximum depth 1000)". So did 70 lists of 500 strings,
+    SQLite's 32,766 bound values. Past a few, the rest are checked in Python."""
+    ns = ("memories", "u1")
+    value = {f"f{i}": f"v{i}" for i in range(1_000)}
+    backend.write([Record(ns, "k", value, (), (), None, NOW)], [])
+    backend.write([Record(ns, "other", {**value, "f999": "x"}, (), (), None, NOW)], [])
+    conditions = tuple(Condition((f"f{i}",), "$eq", f"v{i}") for i in range(1_000))
+    lists = tuple(
+        Condition((f"f{i}",), "$in", [f"v{i}", *(f"w{j}" for j in range(499))]) for i in range(70)
+    )
+    for where in (conditions, lists, (*lists, *conditions)):
+        (hits,) = backend.search(SearchRequest(ns, None, where, None, 0))
+        expected = ["k", "other"] if where is lists else ["k"]
+        assert sorted(h.item.key for h in hits) == expected
+
+
 @pytest.mark.skipif(not hasattr(sqlite3.Connection, "setlimit"), reason="Python 3.11+")
 def test_a_scope_past_sqlites_value_limit_is_read_row_by_row(path, monkeypatch):
     rng = np.random.default_rng(3)

@@ -29,6 +29,11 @@ from langchain_ltm.errors import BackendError
 
 _JSON_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MAX_OPERANDS = 500
+_MAX_PUSHED = 64
+"""Conditions pushed into one query's SQL; the rest are checked in Python (a filter of
+1,000 conditions passed SQLite's expression depth: "Expression tree is too large")."""
+_MAX_PUSHED_PARAMS = 2_000
+"""Bound values the pushed conditions may add (SQLite takes 32,766 per statement)."""
 
 
 # ---- filters ---------------------------------------------------------------------------
@@ -43,7 +48,17 @@ def prefilter(conditions: Filter, alias: str, params: list[Any]) -> str:
     column. Everything else (ranges, nested paths, numbers, containers) is left to
     :func:`langchain_ltm._filters.matches`, which callers apply to every row anyway.
     """
-    parts = [sql for cond in conditions if (sql := _pushdown(cond, alias, params))]
+    parts: list[str] = []
+    start = len(params)
+    for cond in conditions:
+        mark = len(params)
+        sql = _pushdown(cond, alias, params)
+        if sql is None or len(params) - start > _MAX_PUSHED_PARAMS:
+            del params[mark:]  # left to Python, which checks every row anyway
+            continue
+        parts.append(sql)
+        if len(parts) == _MAX_PUSHED:
+            break  # SQLite nests each AND one level deeper, 1,000 at most
     return " AND ".join(parts) if parts else "1"
 
 
