@@ -17,6 +17,7 @@ __all__ = [
     "BackendError",
     "DuplicateFactError",
     "EmbeddingDimensionError",
+    "EngineLimitError",
     "FactNotFoundError",
     "InvalidFactError",
     "InvalidFilterError",
@@ -70,6 +71,15 @@ class MissingDependencyError(LTMError, ImportError):
 
 class BackendError(LTMError, RuntimeError):
     """The storage engine failed (connection dropped, disk full, read-only database)."""
+
+
+class EngineLimitError(LTMError, ValueError):
+    """What was asked is past a limit of the engine; the message names it and what to change.
+
+    A key and its namespace longer than a Postgres index entry holds, or a statement with
+    more values than Postgres binds. Nothing of the call was written, and repeating it
+    fails the same way.
+    """
 
 
 class DuplicateFactError(BackendError):

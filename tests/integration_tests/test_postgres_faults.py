@@ -11,7 +11,7 @@ import psycopg
 import pytest
 from langgraph.store.base import PutOp
 
-from langchain_ltm import BackendError, LongTermMemoryStore
+from langchain_ltm import BackendError, EngineLimitError, LongTermMemoryStore
 from langchain_ltm.backends.postgres import postgres_backend
 from tests.fakes import KeywordEmbeddings
 
@@ -117,6 +117,21 @@ def test_a_statement_timeout_of_the_database_is_named_not_a_broken_connection(da
     database.set("RESET statement_timeout")
     assert store.search(("docs",)) == []  # nothing of the batch was written
     assert [f.content for f in store.list_all("u1")] == ["likes tea"]
+
+
+def test_a_limit_of_postgres_is_named_not_a_broken_connection(database):
+    """A key past the B-tree entry size and a filter past 65,535 bound values were reported
+    as "the connection to Postgres failed ... retry the call": a retry fails the same way."""
+    store = database.store
+    store.put(("docs",), "short", {"text": "hello"})
+    with pytest.raises(EngineLimitError, match="shorter key or namespace labels") as raised:
+        store.put(("docs",), "".join(uuid.uuid4().hex for _ in range(100)), {"text": "hello"})
+    assert isinstance(raised.value, ValueError) and "retry" not in str(raised.value)
+    assert [item.key for item in store.search(("docs",))] == ["short"]  # nothing written
+    many = {f"f{i}": f"v{i}" for i in range(40_000)}
+    with pytest.raises(EngineLimitError, match="at most 65,535 values"):
+        store.search(("docs",), filter=many)
+    assert store.get(("docs",), "short") is not None  # the store still works
 
 
 @pytest.fixture

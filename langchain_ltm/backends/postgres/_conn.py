@@ -37,7 +37,12 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 from langchain_ltm.backends._compaction import StoreInUseError
 from langchain_ltm.backends.postgres import _direct, _wire
 from langchain_ltm.backends.postgres._sql import Exchange, Statement
-from langchain_ltm.errors import BackendError, DuplicateFactError, EmbeddingDimensionError
+from langchain_ltm.errors import (
+    BackendError,
+    DuplicateFactError,
+    EmbeddingDimensionError,
+    EngineLimitError,
+)
 
 T = TypeVar("T")
 
@@ -139,12 +144,39 @@ def translate(exc: BaseException, what: str, why: str = "") -> Exception:
             f"{setting} (ALTER ROLE ... SET {setting} = ..., or for the database), or send "
             "smaller batches."
         )
+    limit = _limit_passed(exc, message)
+    if limit is not None:
+        return EngineLimitError(
+            f"Postgres cannot do this {what} ({message}): {limit} Nothing of it was written."
+        )
     if isinstance(exc, psycopg.OperationalError):
         return BackendError(
             f"The connection to Postgres failed during {what} ({message}). Nothing is "
             "half-written: retry the call (a retried batch is idempotent)."
         )
     return BackendError(f"Postgres failed during {what}: {message}")
+
+
+def _limit_passed(exc: BaseException, message: str) -> str | None:
+    """What to change when ``exc`` is a limit of Postgres, not a failure; else None.
+
+    Repeating such a call fails the same way, so it must not read as a lost connection
+    ("retry the call"): psycopg raises both as ``OperationalError``.
+    """
+    if "index row size" in message or "index row requires" in message:
+        return (
+            "a key with its namespace must fit one entry of the table's B-tree index (about "
+            "2,700 bytes in all): use a shorter key or namespace labels (a hash of a long "
+            "one, say)."
+        )
+    if "number of parameters must be between" in message:
+        return (
+            "one statement binds at most 65,535 values: use fewer filter conditions or "
+            "operands (split a long $in list over several searches)."
+        )
+    if isinstance(exc, pg_errors.ProgramLimitExceeded):
+        return "it is past a limit of the server: send less in one call."
+    return None
 
 
 def _has_rows(cur: psycopg.Cursor[Any] | psycopg.AsyncCursor[Any]) -> bool:
