@@ -192,7 +192,13 @@ def _labels(raw: Any) -> list[str]:
 
 
 def _scroll_items(layout: Layout, flt: models.Filter) -> Plan[list[StoredItem]]:
-    items: list[StoredItem] = []
+    records = yield from _scroll(layout, flt, ITEM_FIELDS)
+    return [stored_item(r.payload) for r in records if is_ours(r.payload)]
+
+
+def _scroll(layout: Layout, flt: models.Filter, fields: Sequence[str]) -> Plan[list[Any]]:
+    """Every point ``flt`` matches, page by page, with the payload ``fields``."""
+    found: list[Any] = []
     offset = None
     while True:
         records, offset = yield layout.call(
@@ -200,12 +206,12 @@ def _scroll_items(layout: Layout, flt: models.Filter) -> Plan[list[StoredItem]]:
             scroll_filter=flt,
             limit=SCROLL_PAGE,
             offset=offset,
-            with_payload=ITEM_FIELDS,
+            with_payload=list(fields),
             with_vectors=False,
         )
-        items.extend(stored_item(r.payload) for r in records if is_ours(r.payload))
+        found += records
         if offset is None:
-            return items
+            return found
 
 
 def _alive(request: SearchRequest) -> list[models.Condition]:
@@ -397,24 +403,12 @@ def _points_of(layout: Layout, keys: Sequence[ItemKey]) -> Plan[list[models.Exte
             )
         ]
     )
-    found: list[models.ExtendedPointId] = []
-    offset = None
-    while True:
-        records, offset = yield layout.call(
-            "scroll",
-            scroll_filter=flt,
-            limit=SCROLL_PAGE,
-            offset=offset,
-            with_payload=["ns", "key"],
-            with_vectors=False,
-        )
-        found += [
-            r.id
-            for r in records
-            if r.payload and (r.payload.get("ns"), r.payload.get("key")) in wanted
-        ]
-        if offset is None:
-            return found
+    records = yield from _scroll(layout, flt, ["ns", "key"])
+    return [r.id for r in records if r.payload and _pair(r.payload) in wanted]
+
+
+def _pair(payload: dict[str, Any]) -> tuple[Any, Any]:
+    return payload.get("ns"), payload.get("key")
 
 
 def plan_touch(layout: Layout, keys: Sequence[ItemKey], now: datetime) -> Plan[list[StoredItem]]:
