@@ -166,16 +166,24 @@ def test_a_peer_that_is_not_the_encoder_is_not_believed(runtime, local):
     impostor = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     impostor.bind(str(warm.address))
     impostor.listen(8)
-    wrong_key = b'{"ok": true, "key": "someone-else", "rows": 1, "dims": 384}'
-    right = json.dumps({"ok": True, "key": warm.key, "rows": 1, "dims": 384}).encode()
+
+    def message(fields: dict[str, object]) -> bytes:
+        data = json.dumps(fields).encode()
+        return len(data).to_bytes(4, "big") + data
+
+    taken = message({"ok": True, "key": warm.key, "accepted": 1})
     nan = np.full(384, np.nan, dtype="<f4").tobytes()
-    short = json.dumps({"ok": True, "key": warm.key, "rows": 1, "dims": 3}).encode()
     replies = [
-        len(wrong_key).to_bytes(4, "big") + wrong_key + bytes(384 * 4),  # another encoder's
-        len(right).to_bytes(4, "big") + right + nan,  # the right key, values not finite
-        len(short).to_bytes(4, "big") + short + bytes(3 * 4),  # not this model's size
+        message({"ok": True, "key": "someone-else", "accepted": 1}),  # another encoder's
+        taken
+        + message({"ok": True, "key": "someone-else", "rows": 1, "dims": 384})
+        + bytes(384 * 4),
+        taken + message({"ok": True, "key": warm.key, "rows": 1, "dims": 384}) + nan,  # NaN
+        taken + message({"ok": True, "key": warm.key, "rows": 1, "dims": 3}) + bytes(3 * 4),
+        message({"ok": True, "key": warm.key, "accepted": 7}),  # took other texts
+        taken + message({"ok": True, "key": warm.key}),  # vectors never come
         b"\x00\x00\x00\x05hello",  # not JSON
-        b'\x00\x00\x00\x1d{"ok": true, "rows": 9, "dims": 3}',  # wrong row count
+        taken + message({"ok": True, "key": warm.key, "rows": 9, "dims": 384}),  # row count
         b"\xff\xff\xff\xff",  # absurd length
         b"",  # closes at once
     ]
@@ -190,13 +198,32 @@ def test_a_peer_that_is_not_the_encoder_is_not_believed(runtime, local):
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     try:
-        for _ in replies:
+        for _ in replies:  # each a new command (one that was fooled once asks no more)
+            warm = WarmEncoder()
             assert warm.embed_query("language?") == local.embed_query("language?")
-        assert warm.served_remotely == 0
+            assert warm.served_remotely == 0 and warm.given_up is not None
     finally:
         thread.join(5)
         impostor.close()
         warm.address.unlink()
+
+
+def test_a_stuck_encoder_costs_a_command_one_wait_not_one_per_call(runtime, local):
+    """bug hunt: a stopped encoder made `ltm import` of 600 lines wait 2 s for each batch."""
+    import signal
+
+    pid = WarmEncoder().start()["pid"]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        warm = WarmEncoder()
+        started = time.monotonic()
+        for text in TEXTS:  # three batches of one command
+            assert warm.embed_query(text) == local.embed_query(text)
+        took = time.monotonic() - started
+        assert took < 2 * 2.0, took  # one reply wait (2 s), not one per call
+        assert warm.served_remotely == 0 and "timed out" in (warm.given_up or "")
+    finally:
+        os.kill(pid, signal.SIGCONT)
 
 
 def test_a_status_without_its_fields_is_no_encoder_not_a_traceback(runtime):

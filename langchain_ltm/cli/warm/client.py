@@ -63,8 +63,9 @@ _STATUS_FIELDS: dict[str, type | tuple[type, ...]] = {
     "idle_limit_seconds": (int, float),
     "socket": str,
 }
-_REPLY_SECONDS = (2.0, 0.15)  # wait for a reply: 2 s + 0.15 s per text (a query takes ms,
-# 256-token texts ~60 ms each on 2 busy cores; a stuck encoder costs a query 2 s)
+_REPLY_SECONDS = (2.0, 0.15)  # wait 2 s for the encoder to take a request, then 2 s + 0.15 s
+# per text for the vectors (a query takes ms, 256-token texts ~60 ms each on 2 busy cores);
+# a stuck encoder costs a command one 2 s wait, whatever the size of its batches
 _STARTUP_GRACE = 10.0  # seconds a new encoder may take to lock its files (python + imports)
 # Detach the encoder: fork, leave, exec in a new session; the command waits only for the
 # short-lived middle process, so no child of it is left running (or a zombie).
@@ -108,6 +109,9 @@ class WarmEncoder:
         self._local: MiniLMEncoder | None = None
         self.spawn_error: str | None = None  # why the last start was not even tried
         self._started = False
+        # why this process stopped asking the encoder (a timeout, a bad reply): once is
+        # enough, every later call embeds here (a stuck encoder cost each call the wait)
+        self.given_up: str | None = None
         self.served_remotely = 0  # requests the warm encoder answered (for tests and bench)
 
     @property
@@ -185,7 +189,7 @@ class WarmEncoder:
 
     def _embed(self, texts: Sequence[str]) -> list[list[float]]:
         launch = False
-        if self.mode == "auto":
+        if self.mode == "auto" and self.given_up is None:
             try:
                 vectors = self._remote(texts)
                 self.served_remotely += 1
@@ -194,7 +198,8 @@ class WarmEncoder:
                 launch = not self._started
                 self._started = True
             except OSError as exc:  # ProtocolError, a timeout, a folder that is not private
-                _note("warm encoder not used (%s); embedding in this process", exc)
+                self.given_up = str(exc) or type(exc).__name__
+                _note("warm encoder not used (%s); embedding in this process", self.given_up)
         if self._local is None:
             # the encoder started below makes the model's optimised copy: making it here too
             # would cost this command 0.3-1 s more
@@ -209,9 +214,13 @@ class WarmEncoder:
 
     def _remote(self, texts: Sequence[str]) -> list[list[float]]:
         with self._connect() as conn:
-            conn.settimeout(_REPLY_SECONDS[0] + _REPLY_SECONDS[1] * len(texts))
+            conn.settimeout(_REPLY_SECONDS[0])  # a stuck encoder: caught in 2 s, any size
             send_message(conn, {"v": VERSION, "op": "embed", "texts": list(texts)})
-            header = self._ok(_first_reply(conn))
+            accepted = self._ok(_first_reply(conn)).get("accepted")
+            if accepted != len(texts):
+                raise ProtocolError(f"the warm encoder took {accepted!r} of {len(texts)} texts")
+            conn.settimeout(_REPLY_SECONDS[0] + _REPLY_SECONDS[1] * len(texts))
+            header = self._ok(read_message(conn))
             rows, dims = header.get("rows"), header.get("dims")
             if rows != len(texts) or dims != _DIMS:
                 raise ProtocolError(f"{rows}x{dims} vectors for {len(texts)} texts")

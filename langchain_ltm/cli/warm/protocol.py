@@ -5,9 +5,11 @@ One request per connection, over a Unix socket in a folder only the user may ent
 - request: a 4-byte big-endian length, then that many bytes of JSON:
   ``{"v": 1, "op": "embed", "texts": [...]}``, ``{"v": 1, "op": "status"}`` or
   ``{"v": 1, "op": "stop"}``;
-- reply: a length-prefixed JSON header, ``{"ok": true, "key": k, "rows": n, "dims": d}``
-  followed by ``n * d`` little-endian float32 (embed), or ``{"ok": true, "key": k, ...}``
-  (status, stop), or ``{"ok": false, "error": "..."}``.
+- reply: for embed, ``{"ok": true, "key": k, "accepted": n}`` as soon as the request is
+  read (a client waits seconds for it, so a stuck encoder is found at once), then a
+  length-prefixed JSON header, ``{"ok": true, "key": k, "rows": n, "dims": d}`` followed by
+  ``n * d`` little-endian float32; ``{"ok": true, "key": k, ...}`` (status, stop); or
+  ``{"ok": false, "error": "..."}`` instead of any of them.
 
 The key (also the socket's name) is a digest of everything that decides the vectors: the
 model's and tokenizer's digests, onnxruntime's version, and the source of the encoder,

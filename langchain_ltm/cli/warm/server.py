@@ -148,6 +148,9 @@ class _Server:
             if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
                 send_message(conn, {"ok": False, "error": "texts must be a list of strings"})
                 return
+            # taken: the client now waits as long as the texts take (a stuck encoder never
+            # sends this, so the client knows in seconds, not after 0.15 s per text)
+            send_message(conn, {"ok": True, "key": self.key, "accepted": len(texts)})
             try:
                 with self.embedders:
                     vectors = self.encoder.encode(texts).astype("<f4", copy=False)
