@@ -6,6 +6,7 @@ it started.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -224,6 +225,42 @@ def test_a_stuck_encoder_costs_a_command_one_wait_not_one_per_call(runtime, loca
         assert warm.served_remotely == 0 and "timed out" in (warm.given_up or "")
     finally:
         os.kill(pid, signal.SIGCONT)
+
+
+def _ltm(*args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "langchain_ltm.cli", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+
+def test_a_stuck_encoder_is_reported_and_stopped(runtime):
+    """bug hunt: status and stop said "No warm encoder is running" while it held the socket."""
+    import signal
+
+    pid = WarmEncoder().start()["pid"]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        status = _ltm("encoder", "status")
+        assert status.returncode == 3, status
+        assert f"Not answering: pid {pid} holds" in status.stdout
+        stop = _ltm("encoder", "stop")
+        assert stop.returncode == 0 and f"Stopped: pid {pid} held" in stop.stdout, stop
+        assert _wait_for(lambda: _encoders(WarmEncoder().address) == [], 10)
+        assert _ltm("encoder", "status").returncode == 1
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+
+
+def test_stop_ends_an_encoder_still_starting(runtime):
+    """bug hunt: right after the command that started it, stop found none and it stayed up."""
+    warm = WarmEncoder()
+    assert warm._spawn()  # as the first command does: no socket yet, the model is loading
+    (pid,) = _encoders(warm.address)
+    stopped = warm.stop()
+    assert stopped is not None and stopped["pid"] == pid and stopped["answering"] is False
+    assert _wait_for(lambda: _encoders(warm.address) == [], 10)
+    time.sleep(1)
+    assert WarmEncoder().status() is None and warm.holder() is None
 
 
 def test_a_status_without_its_fields_is_no_encoder_not_a_traceback(runtime):

@@ -12,7 +12,8 @@ from langchain_ltm.cli.warm.client import MODE_ENV, EncoderUnavailable, WarmEnco
 def cmd_encoder(session: Session) -> int:
     """Print the running encoder (or none), start one and wait for it, or stop it.
 
-    ``status`` and ``stop`` exit 1 when none is running.
+    ``status`` and ``stop`` exit 1 when none is running; ``status`` exits 3 for one that
+    holds its lock but does not answer (still starting, or stuck), which ``stop`` ends.
     """
     encoder = default_embeddings()
     if not isinstance(encoder, WarmEncoder):
@@ -26,9 +27,20 @@ def cmd_encoder(session: Session) -> int:
         except EncoderUnavailable as exc:
             raise Failure(EXIT_ENGINE, str(exc)) from exc
     elif action == "stop":
-        found = encoder.stop()
+        try:
+            found = encoder.stop()
+        except EncoderUnavailable as exc:
+            raise Failure(EXIT_ENGINE, str(exc)) from exc
     else:
         found = encoder.status()
+        pid = encoder.holder() if found is None else None
+        if pid is not None:
+            session.emit(
+                {"running": True, "answering": False, "pid": pid, "socket": str(encoder.address)},
+                f"Not answering: pid {pid} holds the warm encoder's lock but does not answer "
+                f"(still starting, or stuck); `ltm encoder stop` ends it",
+            )
+            return EXIT_ENGINE
     if found is None:
         why = encoder.unusable()
         session.emit(
@@ -38,6 +50,13 @@ def cmd_encoder(session: Session) -> int:
             else f"No warm encoder can run: {why}.",
         )
         return EXIT_NOT_FOUND
+    if found.get("answering") is False:  # stop ended one that did not answer, by signal
+        session.emit(
+            {"running": False, **found},
+            f"Stopped: pid {found['pid']} held the warm encoder's lock but did not answer "
+            f"(still starting, or stuck); ended with {found['signal']}",
+        )
+        return EXIT_OK
     verb = {"start": "Running", "stop": "Stopping", "status": "Running"}[action]
     session.emit(
         {"running": action != "stop", **{k: v for k, v in found.items() if k != "ok"}},

@@ -33,12 +33,14 @@ from langchain_ltm._minilm import (
     in_executor,
 )
 from langchain_ltm.cli.warm.protocol import (
+    SERVER_MODULE,
     VERSION,
     EncoderFiles,
     EncoderUnavailable,
     ProtocolError,
     encoder_key,
     files_of,
+    is_encoder,
     peer_is_me,
     private_dir,
     read_message,
@@ -67,12 +69,18 @@ _REPLY_SECONDS = (2.0, 0.15)  # wait 2 s for the encoder to take a request, then
 # per text for the vectors (a query takes ms, 256-token texts ~60 ms each on 2 busy cores);
 # a stuck encoder costs a command one 2 s wait, whatever the size of its batches
 _STARTUP_GRACE = 10.0  # seconds a new encoder may take to lock its files (python + imports)
-# Detach the encoder: fork, leave, exec in a new session; the command waits only for the
-# short-lived middle process, so no child of it is left running (or a zombie).
+# Detach the encoder: take its lock (argv[1]; held already: one runs, leave), fork, write the
+# child's pid in the lock and leave; the child execs the server in a new session, holding
+# the lock. The command waits only for the short-lived middle process, so no child of it is
+# left running (or a zombie), and once it returns `ltm encoder stop` finds the new encoder.
 _LAUNCH = (
-    "import os,sys\nif os.fork():os._exit(0)\nos.setsid()\n"
-    "os.execv(sys.executable,[sys.executable,*sys.argv[1:]])"
+    "import fcntl,os,sys\nlock=os.open(sys.argv[1],os.O_WRONLY|os.O_CREAT|os.O_APPEND,0o600)\n"
+    "try:fcntl.flock(lock,fcntl.LOCK_EX|fcntl.LOCK_NB)\nexcept BlockingIOError:os._exit(0)\n"
+    "pid=os.fork()\nif pid:os.ftruncate(lock,0);os.write(lock,b'%d\\n'%pid);os._exit(0)\n"
+    "os.setsid();os.set_inheritable(lock,True)\n"
+    "os.execv(sys.executable,[sys.executable,*sys.argv[2:],'--lock-fd',str(lock)])"
 )
+_END_WAIT = 3.0  # seconds an encoder that does not answer gets to exit after each signal
 
 
 def _note(message: str, *args: object) -> None:
@@ -151,11 +159,32 @@ class WarmEncoder:
             return None
 
     def stop(self) -> dict[str, Any] | None:
-        """Ask the running encoder to exit; its last status, or ``None`` if none was running."""
+        """Ask the running encoder to exit; its last status, or ``None`` if none was running.
+
+        One that holds the lock but does not answer (still starting, or stuck) is ended by
+        signal: its pid, ``"answering": False`` and the signal that ended it are returned.
+
+        Raises:
+            EncoderUnavailable: It did not exit even on SIGKILL.
+        """
         try:
             return self._ask({"v": VERSION, "op": "stop"})
         except OSError:
+            pid = self.holder()
+            if pid is None:
+                return None
+        ended = self._end(pid)
+        return {"pid": pid, "answering": False, "signal": ended, "socket": str(self.address)}
+
+    def holder(self) -> int | None:
+        """The pid of the encoder holding the lock (answering or not); ``None`` if none does."""
+        if self.unusable() is not None or not self._alive():
             return None
+        try:
+            pid = int(self.files.lock.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+        return pid if is_encoder(pid, self.address) else None
 
     def start(self, wait: float = 60.0) -> dict[str, Any]:
         """Start an encoder (unless one runs) and wait until it answers; its status.
@@ -266,6 +295,23 @@ class WarmEncoder:
             raise
         return conn
 
+    def _end(self, pid: int) -> str:
+        """End the encoder ``pid`` by signal (SIGTERM, then SIGKILL); the one that did it."""
+        import signal
+
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            if not is_encoder(pid, self.address):  # exited meanwhile (its pid may be reused)
+                return "none"
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+                os.kill(pid, signal.SIGCONT)  # a stopped process acts on its SIGTERM
+            deadline = time.monotonic() + _END_WAIT
+            while time.monotonic() < deadline:
+                if self.holder() != pid:
+                    return sig.name
+                time.sleep(0.05)
+        raise EncoderUnavailable(f"the warm encoder (pid {pid}) did not exit on SIGKILL")
+
     def _alive(self) -> bool:
         """Whether an encoder holds the lock (also while it loads the model)."""
         import fcntl
@@ -299,12 +345,12 @@ class WarmEncoder:
         package_root = str(Path(__file__).resolve().parents[3])
         env = dict(os.environ)  # the encoder imports this very package, from anywhere
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
-        server = ["-m", "langchain_ltm.cli.warm.server", "--socket", str(self.address)]
+        server = ["-m", SERVER_MODULE, "--socket", str(self.address)]
         server += ["--key", self.key, "--idle", str(self.idle_minutes * 60)]
         try:
             with open(self.files.log, "ab") as log:
                 launched = subprocess.run(
-                    [sys.executable, "-c", _LAUNCH, *server],
+                    [sys.executable, "-c", _LAUNCH, str(self.files.lock), *server],
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=log,

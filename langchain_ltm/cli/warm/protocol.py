@@ -34,6 +34,7 @@ from typing import Any
 from langchain_ltm.errors import LTMError
 
 __all__ = [
+    "SERVER_MODULE",
     "VERSION",
     "EncoderFiles",
     "EncoderUnavailable",
@@ -41,12 +42,14 @@ __all__ = [
     "WarmEncoderError",
     "encoder_key",
     "files_of",
+    "is_encoder",
     "peer_is_me",
     "private_dir",
     "read_message",
     "recv_exact",
     "runtime_dir",
     "send_message",
+    "write_pid",
 ]
 
 VERSION = 1
@@ -54,6 +57,7 @@ _LENGTH = struct.Struct(">I")
 _MAX_HEADER = 64 * 1024 * 1024  # a request of 100,000 long texts fits; a corrupt length not
 _MAX_SOCKET_PATH = 100  # AF_UNIX allows 107 bytes (103 on macOS): keep a margin
 _FALLBACK_BASE = Path("/tmp")  # where the folder goes without a usable XDG_RUNTIME_DIR
+SERVER_MODULE = "langchain_ltm.cli.warm.server"
 
 
 class WarmEncoderError(LTMError, OSError):
@@ -89,6 +93,8 @@ class EncoderFiles:
     """The socket of the encoder with one key, and its lock and log files beside it.
 
     The encoder holds the lock (``flock``) from its start to its exit: one encoder per key.
+    The lock file holds the pid of the encoder holding it (:func:`write_pid`), so one that
+    does not answer (still starting, or stuck) can be named and stopped.
     """
 
     socket: Path
@@ -107,6 +113,45 @@ class EncoderFiles:
     def log(self) -> Path:
         """What the encoder prints (errors only)."""
         return self.socket.with_suffix(".log")
+
+
+def write_pid(lock_fd: int, pid: int) -> None:
+    """Make the (held) lock file name ``pid`` as its holder."""
+    os.ftruncate(lock_fd, 0)
+    os.write(lock_fd, f"{pid}\n".encode())
+
+
+def is_encoder(pid: int, socket_path: Path) -> bool:
+    """Whether ``pid`` is an encoder of this user for ``socket_path`` (or its launcher).
+
+    Read from ``/proc`` on Linux, else from ``ps``: its owner and its arguments (the server
+    module and this socket), so a pid reused by another program is never taken for it.
+    """
+    if pid <= 0:
+        return False
+    argv: list[bytes]
+    if Path("/proc/self/cmdline").exists():
+        try:
+            owner = os.stat(f"/proc/{pid}").st_uid
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            return False
+    else:
+        import subprocess
+
+        try:
+            shown = subprocess.run(
+                ["ps", "-o", "uid=", "-o", "command=", "-p", str(pid)],
+                capture_output=True,
+                timeout=10,
+                check=False,
+            ).stdout.split()
+            owner, argv = int(shown[0]), shown[1:]
+        except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+            return False
+    return (
+        owner == os.getuid() and SERVER_MODULE.encode() in argv and os.fsencode(socket_path) in argv
+    )
 
 
 def private_dir(folder: Path) -> str | None:

@@ -33,6 +33,7 @@ from langchain_ltm.cli.warm.protocol import (
     peer_is_me,
     read_message,
     send_message,
+    write_pid,
 )
 
 __all__ = ["main", "serve"]
@@ -46,16 +47,23 @@ class _Encoder(Protocol):
     def encode(self, texts: list[str]) -> npt.NDArray[np.float32]: ...
 
 
-def serve(path: Path, key: str, idle_seconds: float, encoder: _Encoder | None = None) -> bool:
+def serve(
+    path: Path,
+    key: str,
+    idle_seconds: float,
+    encoder: _Encoder | None = None,
+    lock_fd: int | None = None,
+) -> bool:
     """Answer on ``path`` (as the encoder with ``key``) until idle or asked to stop.
 
-    Returns ``False`` at once when another encoder holds the socket's lock.
+    ``lock_fd``: the socket's lock, already held for this process (``ltm`` takes it before
+    starting the encoder, so that ``ltm encoder stop`` finds one still starting); else it
+    is taken here. Returns ``False`` at once when another encoder holds it.
     """
-    with open(EncoderFiles(path).lock, "a") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
+    lock = lock_fd if lock_fd is not None else _take_lock(EncoderFiles(path).lock)
+    if lock is None:
+        return False
+    try:
         if encoder is None:
             from langchain_ltm._minilm import MiniLMEncoder
 
@@ -63,6 +71,20 @@ def serve(path: Path, key: str, idle_seconds: float, encoder: _Encoder | None = 
         encoder.encode(["warm up"])  # load the model before anyone can connect
         _Server(path, key, idle_seconds, encoder).run()
         return True
+    finally:
+        os.close(lock)
+
+
+def _take_lock(path: Path) -> int | None:
+    """The lock file, locked and naming this process; ``None`` if another encoder holds it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    write_pid(fd, os.getpid())
+    return fd
 
 
 class _Server:
@@ -191,8 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--socket", required=True, type=Path, help="where to listen")
     parser.add_argument("--key", required=True, help="the key clients check in every reply")
     parser.add_argument("--idle", type=float, default=600.0, help="seconds before exiting")
+    parser.add_argument("--lock-fd", type=int, help="the lock, held for this process (ltm's)")
     args = parser.parse_args(argv)
-    serve(args.socket, args.key, args.idle)
+    serve(args.socket, args.key, args.idle, lock_fd=args.lock_fd)
     return 0
 
 
