@@ -263,6 +263,26 @@ def test_stop_ends_an_encoder_still_starting(runtime):
     assert WarmEncoder().status() is None and warm.holder() is None
 
 
+def test_start_after_stop_waits_for_the_stopping_encoder_and_starts_a_new_one(runtime, local):
+    """bug hunt: a draining encoder answered status ok, so start reported it as running."""
+    old = WarmEncoder().start()["pid"]
+    long = [f"{i} " + "word " * 200 for i in range(120)]  # seconds of work
+    vectors: list[list[list[float]]] = []
+    busy = threading.Thread(target=lambda: vectors.append(WarmEncoder().embed_documents(long)))
+    busy.start()
+    time.sleep(0.5)  # the request is being embedded
+    warm = WarmEncoder()
+    assert warm.stop()["pid"] == old
+    status = warm.status()  # still answering, while it drains
+    assert status is None or status.get("stopping") is True
+    assert _ltm("encoder", "status").returncode == 1
+    new = warm.start()
+    assert new["pid"] != old and new.get("stopping") is False
+    busy.join(60)
+    assert vectors == [local.embed_documents(long)]  # the request in flight was answered
+    assert _encoders(warm.address) == [new["pid"]]
+
+
 def test_a_status_without_its_fields_is_no_encoder_not_a_traceback(runtime):
     warm = WarmEncoder()
     runtime.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -336,9 +356,12 @@ def test_an_encoder_that_cannot_start_is_started_once_and_reported(runtime, monk
     warm = WarmEncoder()
     monkeypatch.setattr("langchain_ltm.cli.warm.client._STARTUP_GRACE", 1.0)
     monkeypatch.setattr(warm, "idle_minutes", "x")  # the server refuses its --idle and exits
+    runtime.mkdir(mode=0o700, parents=True, exist_ok=True)
+    warm.files.log.write_text("an old encoder's last words\n")
     with pytest.raises(protocol.EncoderUnavailable, match="invalid float value") as info:
         warm.start(wait=20)
     assert "did not start within" in str(info.value)
+    assert "old encoder" not in str(info.value)  # only what this start logged
     assert warm.files.log.read_text().count("usage:") == 1  # started once, not every 50 ms
     assert _encoders(warm.address) == []
 

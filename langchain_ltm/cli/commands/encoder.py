@@ -12,8 +12,9 @@ from langchain_ltm.cli.warm.client import MODE_ENV, EncoderUnavailable, WarmEnco
 def cmd_encoder(session: Session) -> int:
     """Print the running encoder (or none), start one and wait for it, or stop it.
 
-    ``status`` and ``stop`` exit 1 when none is running; ``status`` exits 3 for one that
-    holds its lock but does not answer (still starting, or stuck), which ``stop`` ends.
+    ``status`` and ``stop`` exit 1 when none is running (``status`` also for one that is
+    stopping); ``status`` exits 3 for one that holds its lock but does not answer (still
+    starting, or stuck), which ``stop`` ends.
     """
     encoder = default_embeddings()
     if not isinstance(encoder, WarmEncoder):
@@ -21,26 +22,15 @@ def cmd_encoder(session: Session) -> int:
     action = session.args.action
     if action == "start" and encoder.mode == "off":
         print(f"ltm: note: {MODE_ENV}=off, so commands will not use it", file=session.err)
-    if action == "start":
-        try:
+    try:
+        if action == "start":
             found: dict[str, Any] | None = encoder.start()
-        except EncoderUnavailable as exc:
-            raise Failure(EXIT_ENGINE, str(exc)) from exc
-    elif action == "stop":
-        try:
+        elif action == "stop":
             found = encoder.stop()
-        except EncoderUnavailable as exc:
-            raise Failure(EXIT_ENGINE, str(exc)) from exc
-    else:
-        found = encoder.status()
-        pid = encoder.holder() if found is None else None
-        if pid is not None:
-            session.emit(
-                {"running": True, "answering": False, "pid": pid, "socket": str(encoder.address)},
-                f"Not answering: pid {pid} holds the warm encoder's lock but does not answer "
-                f"(still starting, or stuck); `ltm encoder stop` ends it",
-            )
-            return EXIT_ENGINE
+        else:
+            found = encoder.status() or _silent(encoder)
+    except EncoderUnavailable as exc:
+        raise Failure(EXIT_ENGINE, str(exc)) from exc
     if found is None:
         why = encoder.unusable()
         session.emit(
@@ -50,18 +40,45 @@ def cmd_encoder(session: Session) -> int:
             else f"No warm encoder can run: {why}.",
         )
         return EXIT_NOT_FOUND
-    if found.get("answering") is False:  # stop ended one that did not answer, by signal
-        session.emit(
-            {"running": False, **found},
-            f"Stopped: pid {found['pid']} held the warm encoder's lock but did not answer "
-            f"(still starting, or stuck); ended with {found['signal']}",
-        )
-        return EXIT_OK
-    verb = {"start": "Running", "stop": "Stopping", "status": "Running"}[action]
+    if found.get("answering") is False:
+        return _report_silent(session, action, found)
+    stopping = action == "stop" or found.get("stopping") is True
     session.emit(
-        {"running": action != "stop", **{k: v for k, v in found.items() if k != "ok"}},
-        f"{verb}: pid {found['pid']}, {found['embedded']} embedding requests served, idle "
-        f"{found['idle_seconds']:.0f} s of {found['idle_limit_seconds']:.0f} s, "
-        f"socket {found['socket']}",
+        {**{k: v for k, v in found.items() if k != "ok"}, "running": not stopping},
+        f"{'Stopping' if stopping else 'Running'}: pid {found['pid']}, {found['embedded']} "
+        f"embedding requests served, idle {found['idle_seconds']:.0f} s of "
+        f"{found['idle_limit_seconds']:.0f} s, socket {found['socket']}"
+        + ("; it answers the requests it holds, then exits" if stopping else ""),
     )
-    return EXIT_OK
+    # a stopping one serves no new command: status says none is running (exit 1)
+    return EXIT_NOT_FOUND if action == "status" and stopping else EXIT_OK
+
+
+def _silent(encoder: WarmEncoder) -> dict[str, Any] | None:
+    """The encoder holding the lock when none answers (stopping, starting or stuck)."""
+    held = encoder.holder()
+    if held is None:
+        return None
+    return {"pid": held[0], "answering": False, "stopping": held[1], "socket": str(encoder.address)}
+
+
+def _report_silent(session: Session, action: str, found: dict[str, Any]) -> int:
+    """Print an encoder that holds the lock but does not answer; the exit code."""
+    pid = found["pid"]
+    if found.get("stopping"):  # asked to stop, its socket gone: it drains, then exits
+        line = f"Stopping: pid {pid} answers the requests it holds, then exits"
+        code = EXIT_NOT_FOUND if action == "status" else EXIT_OK
+    elif "signal" in found:  # stop ended it
+        line = (
+            f"Stopped: pid {pid} held the warm encoder's lock but did not answer (still "
+            f"starting, or stuck); ended with {found['signal']}"
+        )
+        code = EXIT_OK
+    else:
+        line = (
+            f"Not answering: pid {pid} holds the warm encoder's lock but does not answer "
+            f"(still starting, or stuck); `ltm encoder stop` ends it"
+        )
+        code = EXIT_ENGINE
+    session.emit({"running": "signal" not in found and not found.get("stopping"), **found}, line)
+    return code

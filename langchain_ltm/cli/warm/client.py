@@ -170,49 +170,73 @@ class WarmEncoder:
         try:
             return self._ask({"v": VERSION, "op": "stop"})
         except OSError:
-            pid = self.holder()
-            if pid is None:
+            held = self.holder()
+            if held is None:
                 return None
+        pid, stopping = held
+        if stopping:  # asked already: it answers the requests it holds, then exits
+            return {"pid": pid, "answering": False, "stopping": True, "socket": str(self.address)}
         ended = self._end(pid)
         return {"pid": pid, "answering": False, "signal": ended, "socket": str(self.address)}
 
-    def holder(self) -> int | None:
-        """The pid of the encoder holding the lock (answering or not); ``None`` if none does."""
+    def holder(self) -> tuple[int, bool] | None:
+        """The encoder holding the lock, answering or not: its pid, and whether it is stopping.
+
+        ``None`` if none holds it.
+        """
         if self.unusable() is not None or not self._alive():
             return None
         try:
-            pid = int(self.files.lock.read_text().split()[0])
-        except (OSError, ValueError, IndexError):
+            pid, *state = self.files.lock.read_text().split()
+            held = int(pid), state == ["stopping"]
+        except (OSError, ValueError):
             return None
-        return pid if is_encoder(pid, self.address) else None
+        return held if is_encoder(held[0], self.address) else None
 
     def start(self, wait: float = 60.0) -> dict[str, Any]:
         """Start an encoder (unless one runs) and wait until it answers; its status.
 
+        One that is stopping is waited for (it answers the requests it holds, then exits)
+        before the new one starts.
+
         Raises:
             EncoderUnavailable: None can run here (the reason), or it did not answer within
-                ``wait`` seconds or exited (the end of its log is in the message).
+                ``wait`` seconds or exited (the lines it logged since are in the message).
         """
         reason = self.unusable()
         if reason is not None:
             raise EncoderUnavailable(f"no warm encoder can run: {reason}")
-        found = self.status()
-        if found is not None:
-            return found
-        launched = time.monotonic()
-        if not self._spawn() and self.spawn_error is not None:  # no use waiting for it
-            raise EncoderUnavailable(f"the warm encoder cannot start: {self.spawn_error}")
+        began = time.monotonic()
+        launched: float | None = None
+        log_from = _size(self.files.log)
         while True:
             found = self.status()
-            if found is not None:
+            if found is not None and not found.get("stopping"):
                 return found
-            waited = time.monotonic() - launched
-            if waited > wait or (waited > _STARTUP_GRACE and not self._alive()):
-                raise EncoderUnavailable(
-                    f"the warm encoder did not start within {waited:.0f} s; the end of its "
-                    f"log ({self.files.log}):\n{_tail(self.files.log)}"
-                )
+            if found is None and launched is None and not self._alive():  # none to wait for
+                log_from = _size(self.files.log)
+                if not self._spawn() and self.spawn_error is not None:  # no use waiting
+                    raise EncoderUnavailable(f"the warm encoder cannot start: {self.spawn_error}")
+                launched = time.monotonic()
+            now = time.monotonic()
+            exited = launched is not None and now - launched > _STARTUP_GRACE
+            if now - began > wait or (exited and not self._alive()):
+                raise EncoderUnavailable(self._not_started(now - began, launched, log_from))
             time.sleep(0.05)
+
+    def _not_started(self, waited: float, launched: float | None, log_from: int) -> str:
+        """Why :meth:`start` gave up: what holds the lock, or the log of the start it made."""
+        held = self.holder()
+        if launched is None and held is not None:
+            return (
+                f"the warm encoder did not start within {waited:.0f} s: pid {held[0]} holds "
+                f"its lock and does not answer (still stopping, or stuck); `ltm encoder stop` "
+                f"ends it"
+            )
+        return (
+            f"the warm encoder did not start within {waited:.0f} s; what it logged "
+            f"({self.files.log}):\n{_tail(self.files.log, log_from)}"
+        )
 
     # internals
 
@@ -307,7 +331,7 @@ class WarmEncoder:
                 os.kill(pid, signal.SIGCONT)  # a stopped process acts on its SIGTERM
             deadline = time.monotonic() + _END_WAIT
             while time.monotonic() < deadline:
-                if self.holder() != pid:
+                if (self.holder() or (0,))[0] != pid:
                     return sig.name
                 time.sleep(0.05)
         raise EncoderUnavailable(f"the warm encoder (pid {pid}) did not exit on SIGKILL")
@@ -374,10 +398,21 @@ def _first_reply(conn: socket.socket) -> dict[str, Any]:
         raise EncoderUnavailable(f"the warm encoder went away: {exc}") from exc
 
 
-def _tail(path: Path, lines: int = 5) -> str:
+def _tail(path: Path, offset: int = 0, lines: int = 5) -> str:
+    """The last ``lines`` lines of ``path`` written after byte ``offset`` (this start's)."""
     with contextlib.suppress(OSError):
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+        with open(path, "rb") as log:
+            log.seek(offset)
+            written = log.read().decode(errors="replace").splitlines()[-lines:]
+        return "\n".join(written) if written else "(nothing)"
     return "(no log)"
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _idle_minutes(given: float | None) -> float:

@@ -115,10 +115,10 @@ class EncoderFiles:
         return self.socket.with_suffix(".log")
 
 
-def write_pid(lock_fd: int, pid: int) -> None:
-    """Make the (held) lock file name ``pid`` as its holder."""
+def write_pid(lock_fd: int, pid: int, stopping: bool = False) -> None:
+    """Make the (held) lock file name ``pid`` as its holder (``PID`` or ``PID stopping``)."""
     os.ftruncate(lock_fd, 0)
-    os.write(lock_fd, f"{pid}\n".encode())
+    os.write(lock_fd, f"{pid}{' stopping' if stopping else ''}\n".encode())
 
 
 def is_encoder(pid: int, socket_path: Path) -> bool:

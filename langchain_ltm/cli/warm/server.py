@@ -69,7 +69,7 @@ def serve(
 
             encoder = MiniLMEncoder()
         encoder.encode(["warm up"])  # load the model before anyone can connect
-        _Server(path, key, idle_seconds, encoder).run()
+        _Server(path, key, idle_seconds, encoder, lock).run()
         return True
     finally:
         os.close(lock)
@@ -88,8 +88,11 @@ def _take_lock(path: Path) -> int | None:
 
 
 class _Server:
-    def __init__(self, path: Path, key: str, idle_seconds: float, encoder: _Encoder) -> None:
+    def __init__(
+        self, path: Path, key: str, idle_seconds: float, encoder: _Encoder, lock_fd: int
+    ) -> None:
         self.path = path
+        self.lock_fd = lock_fd  # held; names this process (and whether it is stopping)
         self.key = key
         self.idle_seconds = idle_seconds
         self.encoder = encoder
@@ -188,6 +191,8 @@ class _Server:
             send_message(conn, {"ok": True, **self._status()})
         elif op == "stop":
             self.stopping.set()
+            with contextlib.suppress(OSError):  # its socket goes now: the lock tells who drains
+                write_pid(self.lock_fd, os.getpid(), stopping=True)
             send_message(conn, {"ok": True, **self._status()})
         else:
             send_message(conn, {"ok": False, "error": f"unknown op {op!r}"})
@@ -204,6 +209,9 @@ class _Server:
                 "embedded": self.embedded,
                 "idle_seconds": round(idle, 3),
                 "idle_limit_seconds": self.idle_seconds,
+                # asked to stop: it answers the requests it holds, then exits (a client
+                # starting an encoder waits for that instead of taking it for a live one)
+                "stopping": self.stopping.is_set(),
             }
 
 
