@@ -103,6 +103,7 @@ class MiniLMEncoder:
         intra_op_num_threads: int | None = None,
         cache_dir: str | os.PathLike[str] | bool = True,
         make_copy: bool = True,
+        memory_arena: bool = True,
     ) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
@@ -118,6 +119,9 @@ class MiniLMEncoder:
         # False: load the optimised copy if there is one, never make it (another process
         # does: ``ltm``'s first command leaves it to the warm encoder it starts)
         self._make_copy = bool(make_copy)
+        # False: onnxruntime frees each run's memory (the warm encoder, which lives on: its
+        # arena grew to 1.5 GB after one batch of long texts and kept it); same vectors
+        self._memory_arena = bool(memory_arena)
         _require(["onnxruntime", "tokenizers"])
         if model_dir is None:
             if expected_sha256 is not None:
@@ -266,6 +270,7 @@ class MiniLMEncoder:
                 self.intra_op_num_threads,
                 self._cache_folder,
                 make=self._make_copy,
+                arena=self._memory_arena,
             )
         except Exception as exc:  # onnxruntime raises its own exception types
             raise ModelFileError(f"onnxruntime cannot load {self.model_path}: {exc}") from exc

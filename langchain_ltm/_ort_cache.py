@@ -118,6 +118,7 @@ def session(
     threads: int | None,
     root: Path | None,
     make: bool = True,
+    arena: bool = True,
 ) -> Any:
     """An ``InferenceSession`` of ``model``: from its optimised copy under ``root`` if any.
 
@@ -129,19 +130,22 @@ def session(
         root: The cache folder, or ``None`` not to use one.
         make: Make the copy when there is none (saving it costs 0.3-1 s more than the
             usual build); ``False``: the usual build, another process makes it.
+        arena: onnxruntime's CPU memory arena (its default). ``False``: each run's memory
+            is freed when it ends, as a long-lived process needs (the arena keeps the
+            largest batch's memory for good); the same vectors.
 
     Raises:
         Whatever ``onnxruntime`` raises for a model it cannot load (never for the cache).
     """
     if root is None or not _safe_root(root):
-        return ort.InferenceSession(model, _options(ort, threads), providers=_PROVIDERS)
+        return ort.InferenceSession(model, _options(ort, threads, arena), providers=_PROVIDERS)
     folder = copy_folder(root, model_sha256, ort.__version__)
     damaged = os.path.lexists(folder)
     if damaged:
         if not _owned(folder):  # not loaded, and not replaced either: the usual build
-            return ort.InferenceSession(model, _options(ort, threads), providers=_PROVIDERS)
+            return ort.InferenceSession(model, _options(ort, threads, arena), providers=_PROVIDERS)
         graph = folder / _GRAPH
-        loading = _options(ort, threads)
+        loading = _options(ort, threads, arena)
         loading.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         try:
             loaded = ort.InferenceSession(str(graph), loading, providers=_PROVIDERS)
@@ -152,14 +156,20 @@ def session(
             if intact:  # weights that load but compute other numbers are damaged too
                 _mark_used(folder)
                 return loaded
-    made = _make(ort, model, threads, root, folder, replace=damaged) if make else None
+    made = _make(ort, model, threads, arena, root, folder, replace=damaged) if make else None
     if made is not None:
         return made
-    return ort.InferenceSession(model, _options(ort, threads), providers=_PROVIDERS)
+    return ort.InferenceSession(model, _options(ort, threads, arena), providers=_PROVIDERS)
 
 
 def _make(
-    ort: Any, model: bytes, threads: int | None, root: Path, folder: Path, replace: bool
+    ort: Any,
+    model: bytes,
+    threads: int | None,
+    arena: bool,
+    root: Path,
+    folder: Path,
+    replace: bool,
 ) -> Any:
     """Build a session that saves its optimised graph, publish the copy; ``None`` if unwritable."""
     import shutil  # here: a process that finds its copy never makes one
@@ -171,7 +181,7 @@ def _make(
     except OSError:
         return None  # a read-only or missing cache folder: no copy, the usual build
     try:
-        saving = _options(ort, threads)
+        saving = _options(ort, threads, arena)
         # EXTENDED, not ALL: what ALL adds is layout changes for convolutions (none here)
         # that onnxruntime calls specific to the machine it ran on
         saving.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
@@ -333,8 +343,9 @@ def _probe(session: Any) -> bytes:
     return bytes(np.ascontiguousarray(output, dtype=np.float32).tobytes())
 
 
-def _options(ort: Any, threads: int | None) -> Any:
+def _options(ort: Any, threads: int | None, arena: bool = True) -> Any:
     options = ort.SessionOptions()
+    options.enable_cpu_mem_arena = arena  # math and kernels unchanged: the same vectors
     # Idle worker threads wait instead of spinning: a spinning thread takes the core the
     # next operator (or another process) needs; the same threads and the same vectors.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")

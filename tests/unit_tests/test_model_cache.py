@@ -78,6 +78,11 @@ def test_the_copy_gives_the_same_vectors_bit_for_bit(tmp_path: Path, today: np.n
     loaded = MiniLMEncoder(cache_dir=tmp_path).encode(TEXTS)  # loads the copy
     assert np.array_equal(making, today)
     assert np.array_equal(loaded, today)
+    # the warm encoder's session (no memory arena): the same bits
+    assert np.array_equal(
+        MiniLMEncoder(cache_dir=tmp_path, memory_arena=False).encode(TEXTS), today
+    )
+    assert np.array_equal(MiniLMEncoder(cache_dir=False, memory_arena=False).encode(TEXTS), today)
     assert [p.name for p in tmp_path.iterdir()] == [folder.name]  # nothing left over
     # one by one (other shapes) and in small batches, too
     one = MiniLMEncoder(cache_dir=tmp_path, batch_size=1).encode(TEXTS)

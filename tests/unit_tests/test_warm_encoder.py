@@ -283,6 +283,25 @@ def test_start_after_stop_waits_for_the_stopping_encoder_and_starts_a_new_one(ru
     assert _encoders(warm.address) == [new["pid"]]
 
 
+def _rss_mb(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return (
+        int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1])
+        // 1024
+    )
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_the_encoder_gives_a_big_request_s_memory_back(runtime, local):
+    """bug hunt: 1.5 GB after one request of 256 long texts, kept for the encoder's life."""
+    warm = WarmEncoder()
+    pid = warm.start()["pid"]
+    base = _rss_mb(pid)
+    long = [f"{i} " + "zażółć gęślą jaźń 日本 " * 60 for i in range(32)]  # 256 tokens each
+    assert warm.embed_documents(long) == local.embed_documents(long)
+    assert _wait_for(lambda: _rss_mb(pid) < base + 250, 5), (base, _rss_mb(pid))
+
+
 def test_a_status_without_its_fields_is_no_encoder_not_a_traceback(runtime):
     warm = WarmEncoder()
     runtime.mkdir(mode=0o700, parents=True, exist_ok=True)
