@@ -52,6 +52,7 @@ _WORK_NAME = re.compile(r"\.making-[a-z0-9_]{8}|\.old-onnx-[0-9a-f]{32}-[0-9]+")
 _GRAPH, _WEIGHTS, _PROBE = "model.onnx", "model.onnx.data", "probe.bin"
 _PROBE_TOKENS = (101, 7592, 2088, 102)  # [CLS] hello world [SEP] in BERT's vocabulary
 _PROVIDERS = ["CPUExecutionProvider"]
+_FATAL = 4  # onnxruntime's log severities: 0 verbose, 1 info, 2 warning, 3 error, 4 fatal
 
 
 def cache_folder(setting: str | os.PathLike[str] | bool = True) -> Path | None:
@@ -346,6 +347,10 @@ def _probe(session: Any) -> bytes:
 def _options(ort: Any, threads: int | None, arena: bool = True) -> Any:
     options = ort.SessionOptions()
     options.enable_cpu_mem_arena = arena  # math and kernels unchanged: the same vectors
+    # onnxruntime's own log lines (colored, on stderr) never reach the user: a damaged copy
+    # printed a kernel's ERROR while it was quietly made again. Its errors are still raised
+    # as exceptions, which say what to do; only FATAL lines are left.
+    options.log_severity_level = _FATAL
     # Idle worker threads wait instead of spinning: a spinning thread takes the core the
     # next operator (or another process) needs; the same threads and the same vectors.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")

@@ -187,6 +187,19 @@ def test_a_damaged_copy_is_made_again(tmp_path: Path, short: np.ndarray) -> None
     assert [p.name for p in tmp_path.iterdir()] == [folder.name]
 
 
+def test_a_copy_of_random_weights_is_made_again_without_onnxruntime_s_log(
+    tmp_path: Path, short: np.ndarray, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """bug hunt: onnxruntime printed its colored ERROR line on stderr while the copy was remade."""
+    MiniLMEncoder(cache_dir=tmp_path).embed_query("warm the copy")
+    (folder,) = copies(tmp_path)
+    weights = folder / "model.onnx.data"
+    weights.write_bytes(os.urandom(weights.stat().st_size))  # loads; its Gather fails
+    capfd.readouterr()
+    assert np.array_equal(MiniLMEncoder(cache_dir=tmp_path).encode(SHORT), short)
+    assert capfd.readouterr().err == ""  # onnxruntime writes to the process's fd 2
+
+
 def test_a_half_emptied_copy_is_made_again(tmp_path: Path, short: np.ndarray) -> None:
     MiniLMEncoder(cache_dir=tmp_path).embed_query("warm the copy")
     (folder,) = copies(tmp_path)
