@@ -83,6 +83,8 @@ class _Runtime:
     feeds: tuple[tuple[str, str], ...]  # (input name, numpy dtype name) in session order
     output: str
     pad_id: int
+    copy: Path | None = None  # the optimised copy whose weights file the session maps
+    stamp: tuple[int, ...] | None = None  # _ort_cache.stamp of it, before it was loaded
 
 
 class MiniLMEncoder:
@@ -193,6 +195,20 @@ class MiniLMEncoder:
         """Async twin of :meth:`embed_query` (runs it in the default executor)."""
         return await in_executor(self.embed_query, text)
 
+    def copy_changed(self) -> str | None:
+        """The optimised copy this encoder loaded, if its files changed since; else ``None``.
+
+        The session maps the copy's weights file, so a write to it changes the vectors
+        (a truncation crashes the process). Two ``stat`` calls (a few microseconds); for a
+        long-lived process (the warm encoder asks before every request).
+        """
+        runtime = self._runtime
+        if runtime is None or runtime.copy is None:
+            return None
+        from langchain_ltm._ort_cache import stamp
+
+        return None if stamp(runtime.copy) == runtime.stamp else str(runtime.copy)
+
     # internals
 
     def _embed(self, texts: Sequence[str]) -> _Array:
@@ -263,7 +279,7 @@ class MiniLMEncoder:
         from langchain_ltm import _ort_cache
 
         try:
-            session = _ort_cache.session(
+            built = _ort_cache.session(
                 ort,
                 source,
                 digest,
@@ -274,8 +290,11 @@ class MiniLMEncoder:
             )
         except Exception as exc:  # onnxruntime raises its own exception types
             raise ModelFileError(f"onnxruntime cannot load {self.model_path}: {exc}") from exc
+        session = built.session
         return _Runtime(
             session=session,
+            copy=built.copy,
+            stamp=built.stamp,
             tokenizer=tokenizer,
             feeds=_feeds(session, self.model_path),
             output=_output(session, self.model_path),

@@ -35,9 +35,9 @@ import re
 import stat
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ["CACHE_ENV", "cache_folder", "copy_folder", "session"]
+__all__ = ["CACHE_ENV", "Built", "cache_folder", "copy_folder", "session", "stamp"]
 
 CACHE_ENV = "LTM_MODEL_CACHE"
 """A folder for the optimised model copies, or ``off``; unset or empty: the default folder."""
@@ -112,6 +112,28 @@ def copy_folder(root: Path, model_sha256: str, ort_version: str) -> Path:
     return root / f"onnx-{hashlib.sha256(key.encode()).hexdigest()[:32]}"
 
 
+class Built(NamedTuple):
+    """A session, and the copy it was loaded from (``None``: built from the model's bytes).
+
+    A session loaded from a copy maps the copy's weights file: a change to that file
+    changes what it computes (or crashes it, for a truncated one). ``stamp`` is
+    :func:`stamp` of the copy as it was loaded; a long-lived process compares it.
+    """
+
+    session: Any
+    copy: Path | None = None
+    stamp: tuple[int, ...] | None = None
+
+
+def stamp(folder: Path) -> tuple[int, ...] | None:
+    """What changes when a copy's files are written, truncated or replaced (two ``stat``)."""
+    try:
+        infos = [os.stat(folder / name) for name in (_GRAPH, _WEIGHTS)]
+    except OSError:
+        return None
+    return tuple(v for i in infos for v in (i.st_ino, i.st_size, i.st_mtime_ns, i.st_ctime_ns))
+
+
 def session(
     ort: Any,
     model: bytes,
@@ -120,7 +142,7 @@ def session(
     root: Path | None,
     make: bool = True,
     arena: bool = True,
-) -> Any:
+) -> Built:
     """An ``InferenceSession`` of ``model``: from its optimised copy under ``root`` if any.
 
     Args:
@@ -138,16 +160,18 @@ def session(
     Raises:
         Whatever ``onnxruntime`` raises for a model it cannot load (never for the cache).
     """
+    build = _options(ort, threads, arena)
     if root is None or not _safe_root(root):
-        return ort.InferenceSession(model, _options(ort, threads, arena), providers=_PROVIDERS)
+        return Built(ort.InferenceSession(model, build, providers=_PROVIDERS))
     folder = copy_folder(root, model_sha256, ort.__version__)
     damaged = os.path.lexists(folder)
     if damaged:
         if not _owned(folder):  # not loaded, and not replaced either: the usual build
-            return ort.InferenceSession(model, _options(ort, threads, arena), providers=_PROVIDERS)
+            return Built(ort.InferenceSession(model, build, providers=_PROVIDERS))
         graph = folder / _GRAPH
         loading = _options(ort, threads, arena)
         loading.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        before = stamp(folder)  # before loading: a change while it loads is seen too
         try:
             loaded = ort.InferenceSession(str(graph), loading, providers=_PROVIDERS)
             intact = (folder / _PROBE).read_bytes() == _probe(loaded)
@@ -156,11 +180,11 @@ def session(
         else:
             if intact:  # weights that load but compute other numbers are damaged too
                 _mark_used(folder)
-                return loaded
+                return Built(loaded, folder, before)
     made = _make(ort, model, threads, arena, root, folder, replace=damaged) if make else None
     if made is not None:
-        return made
-    return ort.InferenceSession(model, _options(ort, threads, arena), providers=_PROVIDERS)
+        return Built(made)  # built from the model's bytes: the files are not mapped
+    return Built(ort.InferenceSession(model, build, providers=_PROVIDERS))
 
 
 def _make(
@@ -199,6 +223,8 @@ def _make(
             return None  # builds it the usual way (and reports a bad model as before)
         if (work / _GRAPH).is_file() and (work / _WEIGHTS).is_file():
             (work / _PROBE).write_bytes(_probe(built))  # what the copy must compute
+            for name in (_GRAPH, _WEIGHTS, _PROBE):  # loading maps the weights: a write
+                os.chmod(work / name, 0o444)  # to them would change a running encoder's
             _flush(work / _GRAPH, work / _WEIGHTS, work / _PROBE, work)
             _publish(work, folder, replace)
             _flush(root)

@@ -75,6 +75,8 @@ def test_the_copy_gives_the_same_vectors_bit_for_bit(tmp_path: Path, today: np.n
     (folder,) = copies(tmp_path)
     assert (folder / "model.onnx").is_file()
     assert (folder / "model.onnx.data").stat().st_size > 50_000_000  # the folded weights
+    modes = {p.name: p.stat().st_mode & 0o777 for p in folder.iterdir()}
+    assert modes == dict.fromkeys(["model.onnx", "model.onnx.data", "probe.bin"], 0o444)
     loaded = MiniLMEncoder(cache_dir=tmp_path).encode(TEXTS)  # loads the copy
     assert np.array_equal(making, today)
     assert np.array_equal(loaded, today)
@@ -179,6 +181,7 @@ def test_a_damaged_copy_is_made_again(tmp_path: Path, short: np.ndarray) -> None
     (folder,) = copies(tmp_path)
     weights = folder / "model.onnx.data"
     size = weights.stat().st_size
+    weights.chmod(0o644)  # made read-only
     with open(weights, "r+b") as handle:
         handle.truncate(size // 2)  # what a crashed disk or a careless cleaner leaves
     assert np.array_equal(MiniLMEncoder(cache_dir=tmp_path).encode(SHORT), short)
@@ -194,6 +197,7 @@ def test_a_copy_of_random_weights_is_made_again_without_onnxruntime_s_log(
     MiniLMEncoder(cache_dir=tmp_path).embed_query("warm the copy")
     (folder,) = copies(tmp_path)
     weights = folder / "model.onnx.data"
+    weights.chmod(0o644)  # made read-only
     weights.write_bytes(os.urandom(weights.stat().st_size))  # loads; its Gather fails
     capfd.readouterr()
     assert np.array_equal(MiniLMEncoder(cache_dir=tmp_path).encode(SHORT), short)
@@ -222,6 +226,7 @@ def test_a_copy_whose_weights_were_damaged_on_disk_is_made_again(
     data = bytearray(weights.read_bytes())
     for at in range(1000, len(data), 1 << 20):  # a flipped byte in every megabyte
         data[at] ^= 0xFF
+    weights.chmod(0o644)  # made read-only
     weights.write_bytes(bytes(data))  # still loads, computes other numbers
     assert np.array_equal(MiniLMEncoder(cache_dir=tmp_path).encode(SHORT), short)
     assert weights.read_bytes() != bytes(data)  # made again from the pinned model

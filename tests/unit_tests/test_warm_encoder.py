@@ -302,6 +302,28 @@ def test_the_encoder_gives_a_big_request_s_memory_back(runtime, local):
     assert _wait_for(lambda: _rss_mb(pid) < base + 250, 5), (base, _rss_mb(pid))
 
 
+def test_an_encoder_whose_model_copy_changed_on_disk_serves_no_more(
+    runtime, local, monkeypatch, tmp_path
+):
+    """bug hunt: it mapped the copy's weights file and served other vectors once it changed."""
+    monkeypatch.setenv("LTM_MODEL_CACHE", str(tmp_path))
+    MiniLMEncoder().embed_query("make the copy")
+    (folder,) = [p for p in tmp_path.iterdir() if p.name.startswith("onnx-")]
+    warm = WarmEncoder()
+    pid = warm.start()["pid"]  # loads the copy
+    weights = folder / "model.onnx.data"
+    weights.chmod(0o644)
+    with open(weights, "r+b") as handle:  # written in place (here: the same bytes again)
+        handle.seek(1 << 20)
+        same = handle.read(4096)
+        handle.seek(1 << 20)
+        handle.write(same)
+    assert warm.embed_documents(TEXTS) == local.embed_documents(TEXTS)
+    assert warm.served_remotely == 0 and "changed on disk" in (warm.given_up or "")
+    assert _wait_for(lambda: pid not in _encoders(warm.address), 10)
+    assert "changed on disk" in warm.files.log.read_text()
+
+
 def test_a_status_without_its_fields_is_no_encoder_not_a_traceback(runtime):
     warm = WarmEncoder()
     runtime.mkdir(mode=0o700, parents=True, exist_ok=True)

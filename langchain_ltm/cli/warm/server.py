@@ -46,6 +46,8 @@ _REQUEST_TIMEOUT = 30.0  # seconds a client may take to send its request
 class _Encoder(Protocol):
     def encode(self, texts: list[str]) -> npt.NDArray[np.float32]: ...
 
+    def copy_changed(self) -> str | None: ...
+
 
 def serve(
     path: Path,
@@ -181,12 +183,15 @@ class _Server:
         elif op == "status":
             send_message(conn, {"ok": True, **self._status()})
         elif op == "stop":
-            self.stopping.set()
-            with contextlib.suppress(OSError):  # its socket goes now: the lock tells who drains
-                write_pid(self.lock_fd, os.getpid(), stopping=True)
+            self._stop()
             send_message(conn, {"ok": True, **self._status()})
         else:
             send_message(conn, {"ok": False, "error": f"unknown op {op!r}"})
+
+    def _stop(self) -> None:
+        self.stopping.set()
+        with contextlib.suppress(OSError):  # its socket goes now: the lock tells who drains
+            write_pid(self.lock_fd, os.getpid(), stopping=True)
 
     def _embed(self, conn: socket.socket, texts: list[str]) -> None:
         # taken: the client now waits as long as the texts take (a stuck encoder never
@@ -204,6 +209,13 @@ class _Server:
                 self.trim(0)  # what the runs freed goes back to the system (~1-3 ms)
 
     def _send_vectors(self, conn: socket.socket, texts: list[str]) -> None:
+        changed = self.encoder.copy_changed()
+        if changed is not None:  # its weights may be other numbers now: never serve them
+            self._stop()
+            why = f"the model's optimised copy {changed} changed on disk; this encoder exits"
+            print(f"ltm encoder: {why}", file=sys.stderr)
+            send_message(conn, {"ok": False, "error": why})
+            return
         try:
             with self.embedders:
                 vectors = self.encoder.encode(texts).astype("<f4", copy=False)
