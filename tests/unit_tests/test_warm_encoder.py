@@ -161,6 +161,23 @@ def test_a_stale_socket_file_is_replaced(runtime, local):
     assert _wait_for(lambda: WarmEncoder().status() is not None, 60)
 
 
+def test_a_folder_at_the_socket_s_path_is_reported_in_a_line(runtime, local):
+    """bug hunt: each new encoder died with a traceback and left a `.PID` socket behind."""
+    warm = WarmEncoder()
+    runtime.mkdir(mode=0o700, parents=True, exist_ok=True)
+    warm.address.mkdir()
+    started = time.monotonic()
+    with pytest.raises(protocol.EncoderUnavailable, match="is a folder, where its socket goes"):
+        warm.start(wait=20)
+    assert time.monotonic() - started < 5  # none started to die
+    assert warm.embed_query("language?") == local.embed_query("language?")
+    server = [sys.executable, "-m", "langchain_ltm.cli.warm.server", "--socket"]
+    ran = subprocess.run([*server, str(warm.address), "--key", warm.key], capture_output=True)
+    assert ran.returncode == 0 and "Traceback" not in ran.stderr.decode()
+    assert f"cannot listen on {warm.address}: Is a directory; a folder" in ran.stderr.decode()
+    assert [p.name for p in runtime.iterdir() if p.name.startswith(".")] == []  # no staging
+
+
 def test_a_peer_that_is_not_the_encoder_is_not_believed(runtime, local):
     warm = WarmEncoder()
     runtime.mkdir(mode=0o700, parents=True, exist_ok=True)

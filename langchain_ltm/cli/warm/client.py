@@ -358,6 +358,10 @@ class WarmEncoder:
             return False
         if self._alive():
             return True
+        if self.address.is_dir():  # it could not listen there: never start one to die
+            self.spawn_error = f"{self.address} is a folder, where its socket goes: remove it"
+            _note("no warm encoder started: %s", self.spawn_error)
+            return False
         try:
             MiniLMEncoder()  # the extra, the model and the cache setting are fine (or it crashes)
         except Exception as exc:

@@ -112,14 +112,9 @@ class _Server:
         self.trim = _heap_trimmer()
 
     def run(self) -> None:
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        staging = self.path.with_name(f".{os.getpid()}")  # not longer than the socket's name
-        with contextlib.suppress(FileNotFoundError):
-            staging.unlink()
-        listener.bind(str(staging))
-        os.chmod(staging, 0o600)
-        listener.listen(64)
-        os.replace(staging, self.path)  # clients see a socket only once it listens
+        listener = self._listen()
+        if listener is None:
+            return
         mine = os.stat(self.path).st_ino
         listener.settimeout(0.5)
         try:
@@ -143,6 +138,30 @@ class _Server:
                     self._start(pool, conn)
         finally:
             listener.close()
+
+    def _listen(self) -> socket.socket | None:
+        """A socket listening at :attr:`path`; ``None`` (and why, in the log) if it cannot."""
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        staging = self.path.with_name(f".{os.getpid()}")  # not longer than the socket's name
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                staging.unlink()
+            listener.bind(str(staging))
+            os.chmod(staging, 0o600)
+            listener.listen(64)
+            os.replace(staging, self.path)  # clients see a socket only once it listens
+        except OSError as exc:  # a folder in its place, say: nothing else here moves it
+            listener.close()
+            with contextlib.suppress(OSError):
+                staging.unlink()
+            what = "a folder" if self.path.is_dir() else "something"
+            print(
+                f"ltm encoder: cannot listen on {self.path}: {exc.strerror or exc}; {what} "
+                f"is in the way: remove it (commands embed in their own process until then)",
+                file=sys.stderr,
+            )
+            return None
+        return listener
 
     def _start(self, pool: ThreadPoolExecutor, conn: socket.socket) -> None:
         with self.mutex:
