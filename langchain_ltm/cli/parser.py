@@ -477,8 +477,9 @@ def build_parser() -> Parser:
         nargs="?",
         default="status",
         choices=("status", "start", "stop"),
-        help="status (default): is one running; start: start one and wait until it answers; "
-        "stop: ask it to exit",
+        help="status (default): is one running; start: start one and wait until it answers "
+        "(after one that is stopping has exited); stop: ask it to exit (one that does not "
+        "answer, still starting or stuck, is ended by signal)",
     )
     _global_options(p, "not used", None)
     return parser
@@ -490,6 +491,9 @@ their time. The first one starts a background process that keeps it loaded and a
 next ones on a socket only you can reach (in $XDG_RUNTIME_DIR/langchain-ltm, else
 /tmp/langchain-ltm-<uid>); it exits after LTM_ENCODER_IDLE_MINUTES (default 10) without a
 request. The vectors are the same either way. LTM_ENCODER_SERVER=off: no background process.
+
+status exits 0 when one answers, 1 when none runs (or the one there is stopping), 3 when one
+holds its lock but does not answer (still starting, or stuck: stop ends it).
 """
 
 _COMPACT = """\
