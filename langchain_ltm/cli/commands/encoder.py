@@ -71,7 +71,8 @@ def _report_silent(session: Session, action: str, found: dict[str, Any]) -> int:
     elif "signal" in found:  # stop ended it
         line = (
             f"Stopped: pid {pid} held the warm encoder's lock but did not answer (still "
-            f"starting, or stuck); ended with {found['signal']}"
+            f"starting, or stuck); "
+            + (f"ended with {found['signal']}" if found["signal"] else "it exited meanwhile")
         )
         code = EXIT_OK
     else:

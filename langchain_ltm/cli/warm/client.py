@@ -68,7 +68,7 @@ _STATUS_FIELDS: dict[str, type | tuple[type, ...]] = {
 _REPLY_SECONDS = (2.0, 0.15)  # wait 2 s for the encoder to take a request, then 2 s + 0.15 s
 # per text for the vectors (a query takes ms, 256-token texts ~60 ms each on 2 busy cores);
 # a stuck encoder costs a command one 2 s wait, whatever the size of its batches
-_STARTUP_GRACE = 10.0  # seconds a new encoder may take to lock its files (python + imports)
+_STARTUP_GRACE = 10.0  # seconds after a launch before a free lock means the encoder is gone
 # Detach the encoder: take its lock (argv[1]; held already: one runs, leave), fork, write the
 # child's pid in the lock and leave; the child execs the server in a new session, holding
 # the lock. The command waits only for the short-lived middle process, so no child of it is
@@ -319,13 +319,16 @@ class WarmEncoder:
             raise
         return conn
 
-    def _end(self, pid: int) -> str:
-        """End the encoder ``pid`` by signal (SIGTERM, then SIGKILL); the one that did it."""
+    def _end(self, pid: int) -> str | None:
+        """End the encoder ``pid`` by signal (SIGTERM, then SIGKILL); the one that did it.
+
+        ``None``: it exited by itself meanwhile (and its pid may be another's now).
+        """
         import signal
 
         for sig in (signal.SIGTERM, signal.SIGKILL):
-            if not is_encoder(pid, self.address):  # exited meanwhile (its pid may be reused)
-                return "none"
+            if not is_encoder(pid, self.address):
+                return None
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
                 os.kill(pid, signal.SIGCONT)  # a stopped process acts on its SIGTERM
