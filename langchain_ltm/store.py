@@ -45,7 +45,7 @@ from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts._locks import UserLocks
 from langchain_ltm.facts.api import FactAPI
 from langchain_ltm.facts.client_puts import keys_to_read, write_puts
-from langchain_ltm.facts.context import FactContext
+from langchain_ltm.facts.context import FactContext, is_user_namespace
 from langchain_ltm.facts.options import (
     DEFAULT_MERGE_THRESHOLD,
     DEFAULT_REVIEW_THRESHOLD,
@@ -622,7 +622,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         refresh: dict[ItemKey, StoredItem],
     ) -> Logic[list[SearchItem]]:
         """One search's items; those it should refresh go into ``refresh``."""
-        one_user = self.user_id_of(op.namespace_prefix) is not None
+        one_user = is_user_namespace(self.namespace, op.namespace_prefix)
         # a user's namespace shows current texts (layout.current_view). From the first
         # rank, the search runs as asked and again without versions only if one came back:
         # the condition costs every per-user search about 7% on Postgres, and most users'
@@ -665,7 +665,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         by_namespace: dict[tuple[str, ...], list[StoredItem]] = {}
         owners: dict[ItemKey, None] = {}  # the facts of versions read on their own
         for item in items:
-            if self.user_id_of(item.namespace) is None:
+            if not is_user_namespace(self.namespace, item.namespace):
                 continue
             if "content_hash" in item.value:
                 by_namespace.setdefault(item.namespace, []).append(item)

@@ -144,8 +144,11 @@ def export_user_data(store: LongTermMemoryStore, user_id: str) -> dict[str, Any]
         ``store.export_user(user_id)`` (every field and every version, restorable with
         ``store.import_user``); ``session_turns`` are the values of the indexed session
         turns, oldest first; ``threads`` the thread registry's values (``thread_id``,
-        ``first_seen``, ``last_seen``), oldest first. The checkpoints themselves are the
-        checkpointer's: read them with ``agent.get_state`` for each ``thread_id``.
+        ``first_seen``, ``last_seen``), oldest first. Turns and thread records whose TTL
+        has passed but that the engine still holds (until its sweep) are included, as
+        :func:`forget_user` deletes them; expired facts are not (``export_user`` leaves
+        them out). The checkpoints themselves are the checkpointer's: read them with
+        ``agent.get_state`` for each ``thread_id``.
 
     Raises:
         InvalidUserIdError: ``user_id`` is missing, empty, not a string or too long.

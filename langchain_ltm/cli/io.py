@@ -456,7 +456,8 @@ def write_atomically(path: Path, text: str) -> None:
     """
     fd = descriptor_named(path)
     if fd is not None:
-        sys.stdout.flush()
+        if sys.stdout is not None:  # what was printed comes first
+            sys.stdout.flush()
         with _naming(path), open(fd, "w", encoding="utf-8", newline="\n", closefd=False) as out:
             out.write(text)
         return

@@ -252,7 +252,8 @@ class Session:
             return None
         path = Path(target).expanduser()
         fd = descriptor_named(path)
-        return None if fd is not None and fd == self.out_fd() else path
+        ours = self.out_fd()  # None: stdout closed (>&-) or not a file
+        return None if fd is not None and fd == (1 if ours is None else ours) else path
 
     def out_fd(self) -> int | None:
         """The file descriptor of :attr:`out`, if it has one."""

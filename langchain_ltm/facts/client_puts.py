@@ -48,7 +48,7 @@ def keys_to_read(ctx: FactContext, puts: Iterable[tuple[ItemKey, Any]]) -> list[
     out = []
     for (namespace, key), put in puts:
         value = getattr(put, "value", put)
-        if not _in_users(ctx, namespace):
+        if not ctx.is_user_namespace(namespace):
             continue
         if value is not None and layout.is_version_value(key, value):
             continue
@@ -71,8 +71,8 @@ def write_puts(
     Raises:
         ValueError: A put over a fact has no text ``content`` (nothing of the batch written).
     """
-    puts = [r for r in upserts if _in_users(ctx, r.namespace) and not layout.is_version(r)]
-    gone = [key for key in deletes if _in_users(ctx, key[0])]
+    puts = [r for r in upserts if ctx.is_user_namespace(r.namespace) and not layout.is_version(r)]
+    gone = [key for key in deletes if ctx.is_user_namespace(key[0])]
     keys = [*_keys(puts), *gone]
     if found is None:
         found = dict(zip(keys, (yield call(ctx.backend, "get", keys)), strict=True)) if keys else {}
@@ -139,10 +139,6 @@ def _user_write(
     return [*records, *kept], removed
 
 
-def _in_users(ctx: FactContext, namespace: tuple[str, ...]) -> bool:
-    return len(namespace) == len(ctx.namespace) + 1 and tuple(namespace[:-1]) == ctx.namespace
-
-
 def _is_fact(item: StoredItem | None, now: datetime) -> bool:
     """A live fact: a text ``content``, not an earlier version."""
     return (
@@ -202,7 +198,7 @@ def _as_fact(record: Record, number: int, new_text: bool, valid_from: datetime) 
         value["content_hash"] = content_hash(value["content"])
     if "versions" in value:
         value["versions"] = number
-    if new_text and "valid_from" in value:
+    if new_text:  # set even where the value had none: when the text took over
         value["valid_from"] = layout.format_time(valid_from)
     return dataclasses.replace(record, value=value) if value != record.value else record
 

@@ -12,7 +12,7 @@ from langchain_ltm.facts.decision import DecisionPolicy
 from langchain_ltm.facts.resolution import Resolver
 from langchain_ltm.guard import SecretGuard
 
-__all__ = ["FactContext"]
+__all__ = ["FactContext", "is_user_namespace"]
 
 
 @dataclass(frozen=True)
@@ -33,3 +33,18 @@ class FactContext:
     def user_namespace(self, user_id: str) -> tuple[str, ...]:
         """The namespace of ``user_id``'s facts."""
         return (*self.namespace, encode_label(user_id))
+
+    def is_user_namespace(self, namespace: tuple[str, ...]) -> bool:
+        """Whether ``namespace`` is where one user's facts live (by shape: one label below).
+
+        Any label counts, one a client wrote from a raw id too (``("memories", "50%")``):
+        its items get the fact layout (versions kept, current texts searched), though
+        :meth:`~langchain_ltm.facts.api.FactAPI.user_id_of` names no user for it.
+        """
+        return is_user_namespace(self.namespace, namespace)
+
+
+def is_user_namespace(root: tuple[str, ...], namespace: tuple[str, ...]) -> bool:
+    """Whether ``namespace`` is one label below ``root``: where one user's facts live."""
+    n = len(root)
+    return len(namespace) == n + 1 and tuple(namespace[:n]) == root

@@ -105,9 +105,13 @@ class FactState:
     row: int  # batch row of the last text decided for it (-1: unchanged stored fact)
     base: StoredItem | None  # the stored item it updates, if any
     superseded: list[str] = field(default_factory=list)  # texts replaced by this batch
-    current: str = ""  # the leading text (set by decide_batch)
+    current: str = ""  # the leading text ("": ``content``, as made)
     current_row: int = -1  # its batch row (-1: the stored text leads)
     current_at: datetime | None = None  # when it was said (None: now, after every date)
+
+    def __post_init__(self) -> None:
+        if not self.current:  # a fact as made leads with its own text
+            self.current, self.current_row = self.content, self.row
 
     def leads_after(self, moment: datetime | None) -> bool:
         """Whether a text said at ``moment`` comes before the leading one (a backfill)."""
@@ -187,10 +191,16 @@ def decide_batch(
     batch_sims = BatchSimilarities(vectors)
     out = BatchDecision(decisions=[])
     by_hash: dict[str, str] = {h: item.key for h, item in exact.items()}
+    backfilled: dict[str, str] = {}  # texts this batch made earlier versions: their facts
     said = list(moments) if moments is not None else [None] * len(texts)
     for i, (text, digest) in enumerate(zip(texts, hashes, strict=True)):
         if digest in by_hash:
             out.decisions.append(Decision("duplicate", by_hash[digest], i, similarity=1.0))
+            continue
+        earlier = backfilled.get(digest)
+        if earlier is not None and out.touched[earlier].leads_after(said[i]):
+            # said again, still before the fact's leading text: that version holds it
+            out.decisions.append(Decision("duplicate", earlier, i, similarity=1.0))
             continue
         candidates = _candidates(i, neighbours[i], out, batch_sims, policy, said, ttl)
         resolution = (resolutions or {}).get(i)
@@ -210,7 +220,7 @@ def decide_batch(
 
                 key = str(uuid.uuid4())
             decision.key = key
-            out.touched[key] = FactState(key, text, i, None, [], text, i, said[i])
+            out.touched[key] = FactState(key, text, i, None, current_at=said[i])
             out.rows[i] = key
         elif decision.action == "updated":
             state = _touch(out, decision.key, candidates)
@@ -218,6 +228,7 @@ def decide_batch(
             state.superseded.append(state.content)
             state.content, state.row = text, i
             if state.leads_after(said[i]):  # an earlier version: the leading text stays
+                backfilled.setdefault(digest, state.key)
                 out.decisions.append(decision)
                 continue
             by_hash.pop(content_hash(state.current), None)
@@ -414,6 +425,6 @@ def _touch(out: BatchDecision, key: str, candidates: list[_Candidate]) -> FactSt
         item = next(c.item for c in candidates if c.key == key)
         assert item is not None
         text = str(item.value["content"])
-        state = FactState(key, text, -1, item, [], text, -1, valid_from(item))
+        state = FactState(key, text, -1, item, current_at=valid_from(item))
         out.touched[key] = state
     return state

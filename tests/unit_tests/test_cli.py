@@ -1239,14 +1239,17 @@ def test_a_full_output_is_named_not_the_store(ltm, tmp_path, monkeypatch):
     assert "the store" not in err_stream.getvalue()
 
 
-@pytest.mark.parametrize("command", ["export", "export-user-data", "list"])
+@pytest.mark.parametrize(
+    "command", [["export"], ["export-user-data"], ["list"], ["export", "-o", "/dev/stdout"]]
+)
 def test_a_closed_stdout_is_an_error_not_a_traceback(ltm, tmp_path, monkeypatch, command):
-    """`ltm export >&-`: sys.stdout is None, and export died on None.write."""
+    """`ltm export >&-`: sys.stdout is None, and export died on None.write (with
+    `-o /dev/stdout`, on None.flush)."""
     ltm("remember", "--user", "u", "Likes tea")
     monkeypatch.setattr(sys, "stdout", None)
     err = io.StringIO()
     monkeypatch.setattr(sys, "stderr", err)
-    assert cli.main([command, "--user", "u", "--store", str(tmp_path / "q")]) == 2
+    assert cli.main([*command, "--user", "u", "--store", str(tmp_path / "q")]) == 2
     assert err.getvalue() == "ltm: error: cannot use stdout: it is closed.\n"
 
 

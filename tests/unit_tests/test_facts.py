@@ -264,6 +264,12 @@ def test_a_label_the_fact_api_never_makes_is_no_users(store):
     assert store.user_id_of(("memories", "   ")) is None
     assert [f.content for f in store.list_all("50%")] == ["Likes tea"]
     assert [i.key for i in store.search(("memories", "50%"))] == ["m1"]
+    # still a namespace of facts by its shape: a put over m1 keeps the text it replaces,
+    # and a search shows the current text only (as under any user's label)
+    store.put(("memories", "50%"), "m1", {"content": "Raw label memory, changed"})
+    found = store.search(("memories", "50%"), query="raw label memory")
+    assert [(i.key, i.value["content"]) for i in found] == [("m1", "Raw label memory, changed")]
+    assert store.get(("memories", "50%"), "m1@1").value["content"] == "Raw label memory"
 
 
 async def test_facts_are_base_store_items(store):

@@ -549,3 +549,20 @@ async def test_a_merge_of_a_newer_export_leads_with_its_last_word(mem):
     assert [r.action for r in old.results] == ["duplicate"]
     (same,) = await mem.list_all("u1")
     assert _lived(same) == _lived(fact)
+
+
+async def test_a_backfill_said_twice_in_a_merge_is_one_earlier_version(mem):
+    """Two records of one merge carrying the same dated text, said before the stored one:
+    each became another zero-length version, and they pushed real texts out of history."""
+    history = [{"content": "I live in London", "valid_from": "2019-01-01T00:00:00Z"}]
+    history.append({"content": BERLIN, "valid_from": "2022-01-01T00:00:00Z"})
+    await mem.import_user("u1", [_dated(BERLIN, 2022, id="x0", history=history)], "merge")
+    twice = [_dated(PARIS, 2021, id=name) for name in ("x1", "x2", "x3")]
+    merged = await mem.import_user("u1", twice, "merge")
+    assert [r.action for r in merged.results] == ["updated", "duplicate", "duplicate"]
+    (fact,) = await mem.list_all("u1")
+    assert _lived(fact) == [
+        ("I live in London", 2019, 2021),
+        (PARIS, 2021, 2022),
+        (BERLIN, 2022, None),
+    ]

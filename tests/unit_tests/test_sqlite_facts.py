@@ -119,10 +119,13 @@ async def test_many_async_writers_of_one_user_never_starve_the_default_executor(
         backend.close()
 
 
-async def test_a_sync_call_on_a_loop_whose_task_holds_its_lock_file_raises_not_hangs(emb, tmp_path):
+def test_a_sync_call_on_a_loop_whose_task_holds_its_lock_file_raises_not_hangs(emb, tmp_path):
     """Two users share one of the 256 lock files but not an in-process stripe: a sync
     ``remember`` of one on the event loop while an async write of the other held that
     file waited in ``flock`` for good (the holder needed the loop it blocked)."""
+    import asyncio
+    import threading
+
     from tests.unit_tests.test_facts import sync_remember_while_held
 
     store = LongTermMemoryStore(sqlite_backend(tmp_path / "m.db"), embeddings=emb)
@@ -135,8 +138,19 @@ async def test_a_sync_call_on_a_loop_whose_task_holds_its_lock_file_raises_not_h
         and store._locks.stripe(f"user{n}") is not store._locks.stripe(alice)
     )
     match = r"SQLite lock.*Call the a\.\.\. method"
-    done = await sync_remember_while_held(store, "alice", other, match)
+    outcome: list[list[str]] = []
+    # on a thread of its own: were it to wait in flock again, the test fails, not hangs
+    loop = threading.Thread(
+        target=lambda: outcome.append(
+            asyncio.run(sync_remember_while_held(store, "alice", other, match))
+        ),
+        daemon=True,
+    )
+    loop.start()
+    loop.join(60)
+    assert not loop.is_alive(), "the sync call waited for the loop's own task: a deadlock"
+    (done,) = outcome
     assert done == ["created", "refused"]
-    assert await store.alist_all(other) == []  # nothing half written
+    assert store.list_all(other) == []  # nothing half written
     assert store.remember(other, "Works on the payments team").action == "created"  # free now
     store.close()
