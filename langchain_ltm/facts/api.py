@@ -15,7 +15,7 @@ from langchain_ltm._labels import decode_label, encode_label
 from langchain_ltm._steps import run_async, run_sync
 from langchain_ltm.errors import InvalidUserIdError
 from langchain_ltm.facts import imports, reads, writes
-from langchain_ltm.facts.context import FactContext
+from langchain_ltm.facts.context import FactContext, is_user_namespace
 from langchain_ltm.facts.imports import ImportMode, ImportResult
 from langchain_ltm.facts.model import Fact, FactVersion, RecalledFact, RememberResult
 
@@ -70,10 +70,9 @@ class FactAPI(ABC):
         written by a client that filled a template with a raw id (``"50%"``'s facts are
         under ``"50%25"``), or an empty label.
         """
-        n = len(self.namespace)
-        if len(namespace) != n + 1 or tuple(namespace[:n]) != self.namespace:
+        if not is_user_namespace(self.namespace, namespace):
             return None
-        label = namespace[n]
+        label = namespace[-1]
         user_id = decode_label(label)
         try:
             return user_id if encode_label(user_id) == label else None
