@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import numpy as np
 from psycopg.types.json import Jsonb
 
-from langchain_ltm._filters import RANGE_OPERATORS, Condition, Filter
+from langchain_ltm._filters import RANGE_OPERATORS, Condition, Filter, matches
 from langchain_ltm._ids import vector_id_bytes
 from langchain_ltm.backends.base import (
     Hit,
@@ -138,8 +138,59 @@ def _json_at(alias: str, path: tuple[str, ...], params: list[Any]) -> str:
 
 def filter_sql(conditions: Filter, alias: str, params: list[Any]) -> str:
     """Translate the compiled filter AST into a WHERE fragment over ``alias.value``."""
-    parts = [_condition(cond, alias, params) for cond in conditions]
+    parts: list[str] = []
+    for cond in conditions:
+        kept = without_nul(cond)
+        if kept is not True:
+            parts.append("FALSE" if kept is False else _condition(kept, alias, params))
     return " AND ".join(parts) if parts else "TRUE"
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, (list, tuple)):
+        return any(_has_nul(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    return False
+
+
+def has_nul(key: ItemKey) -> bool:
+    """Whether an item key holds a NUL: no stored item does (Postgres text cannot)."""
+    return "\x00" in key[1] or any("\x00" in label for label in key[0])
+
+
+def without_nul(cond: Condition) -> Condition | bool:
+    r"""``cond`` as it applies to stored values, which hold no NUL: the same answers, no NUL.
+
+    Postgres refuses a NUL in a parameter, so a filter naming one (a key, a value) raised
+    where every other engine finds what matches. No stored value has a key or a string with
+    a NUL: a path through one is missing (the condition is then a constant, as for an empty
+    value); a value holding one equals nothing stored; and among stored strings, those
+    below ``p + "\x00" + rest`` are those up to ``p``.
+
+    Example:
+        >>> without_nul(Condition(("a",), "$lt", "b\x00c"))
+        Condition(path=('a',), op='$lte', operand='b')
+        >>> without_nul(Condition(("a\x00",), "$exists", False))
+        True
+    """
+    if any("\x00" in part for part in cond.path):
+        return matches({}, (Condition(("missing",), cond.op, cond.operand),))
+    if not _has_nul(cond.operand):
+        return cond
+    if cond.op == "$eq":
+        return False
+    if cond.op == "$ne":
+        return True
+    if cond.op == "$in":
+        kept = [member for member in cond.operand if not _has_nul(member)]
+        return Condition(cond.path, "$in", kept) if kept else False
+    if cond.op in RANGE_OPERATORS:  # a string: stored ones compare with its part before NUL
+        head = cond.operand.split("\x00", 1)[0]
+        return Condition(cond.path, "$lte" if cond.op in ("$lt", "$lte") else "$gt", head)
+    return cond
 
 
 def _condition(cond: Condition, alias: str, params: list[Any]) -> str:
@@ -197,14 +248,18 @@ def _alive(at: datetime | None, alias: str, params: list[Any]) -> str:
 
 
 def get_items(t: Tables, keys: Sequence[ItemKey]) -> Exchange[list[StoredItem | None]]:
-    if not keys:
-        return []
+    """Each key's item, ``None`` where there is none (a key holding a NUL never has one)."""
     paths = [ns_path(ns) for ns, _ in keys]
+    asked = [
+        (path, key) for path, (ns, key) in zip(paths, keys, strict=True) if not has_nul((ns, key))
+    ]
+    if not asked:
+        return [None] * len(keys)
     rows = yield Statement(
         f"SELECT {_ITEM_COLUMNS} FROM {t.items} i "
         "JOIN unnest(%b::text[], %b::text[]) AS k(ns_path, key) "
         "ON i.ns_path = k.ns_path AND i.key = k.key",
-        (paths, [key for _, key in keys]),
+        ([path for path, _ in asked], [key for _, key in asked]),
     )
     found = {(row[0], row[1]): _item(row) for row in rows}
     return [found.get((path, key)) for path, (_, key) in zip(paths, keys, strict=True)]
@@ -212,16 +267,19 @@ def get_items(t: Tables, keys: Sequence[ItemKey]) -> Exchange[list[StoredItem | 
 
 def indexed_paths(t: Tables, keys: Sequence[ItemKey]) -> Exchange[list[tuple[str, ...] | None]]:
     """Each item's embedded paths (``()``: no vectors; ``None``: no such item)."""
-    if not keys:
-        return []
     paths = [ns_path(ns) for ns, _ in keys]
+    asked = [
+        (path, key) for path, (ns, key) in zip(paths, keys, strict=True) if not has_nul((ns, key))
+    ]
+    if not asked:
+        return [None] * len(keys)
     rows = yield Statement(
         f"SELECT i.ns_path, i.key, array_remove(array_agg(v.path ORDER BY v.path), NULL) "
         f"FROM {t.items} i JOIN unnest(%b::text[], %b::text[]) AS k(ns_path, key) "
         "ON i.ns_path = k.ns_path AND i.key = k.key "
         f"LEFT JOIN {t.vectors} v ON v.ns_path = i.ns_path AND v.key = i.key "
         "GROUP BY i.ns_path, i.key",
-        (paths, [key for _, key in keys]),
+        ([path for path, _ in asked], [key for _, key in asked]),
     )
     found = {(row[0], row[1]): tuple(row[2]) for row in rows}
     return [found.get((path, key)) for path, (_, key) in zip(paths, keys, strict=True)]
@@ -561,6 +619,7 @@ def write(
                 f"Record {r.key!r} has {len(r.vectors)} vectors for {len(r.texts)} texts and "
                 f"{len(r.paths)} paths: give one vector per text."
             )
+    deletes = [key for key in deletes if not has_nul(key)]  # no stored item has a NUL
     paths = [ns_path(r.namespace) for r in upserts]  # each record's path, built once
     gone_paths = [ns_path(ns) for ns, _ in deletes]
     keys = list(zip(paths, [r.key for r in upserts], strict=True))
