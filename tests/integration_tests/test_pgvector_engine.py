@@ -21,7 +21,7 @@ import pytest
 
 from langchain_ltm import LongTermMemoryStore, UnsupportedVectorStoreError
 from langchain_ltm.backends.vectorstore import VectorStoreBackend, vectorstore_backend
-from langchain_ltm.backends.vectorstore._catalog import ADDING
+from langchain_ltm.backends.vectorstore._catalog import ADDING, GARBAGE
 from langchain_ltm.backends.vectorstore.dialects.pgvector import IterativeScan
 from tests.fakes import KeywordEmbeddings
 from tests.isolation import run_isolation, summary
@@ -251,6 +251,56 @@ def test_a_batch_above_the_older_pgvectors_insert_limit_is_stored_whole(tmp_path
     store.batch([PutOp(("docs",), f"k{i}", {"text": f"note {i}"}) for i in range(n)])
     assert count_documents(vs) == n
     assert len(store.search(("docs",), query="note", limit=n)) == n
+    store.close()
+
+
+def test_deleting_more_documents_than_one_statement_binds_deletes_them_all(tmp_path):
+    """The older PGVector binds one value an id, 65,535 at most a statement: the drop is split."""
+    from langgraph.store.base import PutOp
+
+    emb = KeywordEmbeddings(DIMS)
+    vs = pgvector_legacy(emb)
+    backend = vectorstore_backend(vs, catalog=tmp_path / "c.db")
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    n = 66_000  # one delete of these failed: "number of parameters must be between 0 and 65535"
+    store.batch([PutOp(("docs",), f"k{i}", {"text": f"note {i}"}) for i in range(n)])
+    store.batch([PutOp(("docs",), f"k{i}", None) for i in range(n)])
+    assert count_documents(vs) == 0
+    assert backend.catalog.journal_ids(GARBAGE) == []  # nothing left for repair()
+    assert store.search(("docs",)) == []
+    store.close()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_pgvectorstores_drops_are_split_in_parts(mode, tmp_path, monkeypatch):
+    """PGVectorStore's own async delete too (the part size made small to see it)."""
+    from langgraph.store.base import PutOp
+
+    from langchain_ltm.backends.vectorstore import backend as module
+
+    monkeypatch.setattr(module, "DROP_PART", 3)
+    sizes: list[int] = []
+    for name in ("delete_present", "adelete_present"):
+        real = getattr(module, name)
+
+        def recorded(vs, ids, *rest, real=real):
+            sizes.append(len(ids))
+            return real(vs, ids, *rest)
+
+        monkeypatch.setattr(module, name, recorded)
+    emb = KeywordEmbeddings(DIMS)
+    vs = pgvector(emb)
+    backend = vectorstore_backend(vs, catalog=tmp_path / "c.db")
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    store.batch([PutOp(("docs",), f"k{i}", {"text": f"n {i}"}) for i in range(8)])
+    deletes = [PutOp(("docs",), f"k{i}", None) for i in range(8)]
+    if mode == "async":
+        asyncio.run(store.abatch(deletes))
+    else:
+        store.batch(deletes)
+    assert sizes == [3, 3, 2]
+    assert count_documents(vs) == 0
+    assert backend.catalog.journal_ids(GARBAGE) == []
     store.close()
 
 

@@ -155,6 +155,13 @@ T = TypeVar("T")
 _WORKERS = 4
 
 
+DROP_PART = 10_000
+"""The most document ids one delete (and its presence check) names. Both pgvector
+families bind one value per id, and Postgres takes at most 65,535 a statement: deleting
+66,000 items failed there and left every document journaled for ``repair()``, whose own
+delete failed the same way."""
+
+
 class VectorStoreBackend(ThreadedAsync):
     """Memories in a LangChain vectorstore, items in a SQLite catalog beside it.
 
@@ -417,13 +424,20 @@ class VectorStoreBackend(ThreadedAsync):
         else:
             await self._aadd(self.vectorstore, ids, texts, vectors, metas)
 
+    def _drop_parts(self, ids: Sequence[str]) -> list[Sequence[str]]:
+        """``ids`` in parts a store's presence check and delete take (:data:`DROP_PART`)."""
+        size = min(self._max_batch or DROP_PART, DROP_PART)
+        return [ids[start : start + size] for start in range(0, len(ids), size)]
+
     def _vs_drop(self, ids: Sequence[str]) -> None:
         with self._vs_lock:
-            delete_present(self.vectorstore, ids, self.family)
+            for part in self._drop_parts(ids):
+                delete_present(self.vectorstore, part, self.family)
 
     async def _avs_drop(self, ids: Sequence[str]) -> None:
         if self._native_drop:
-            await adelete_present(self.vectorstore, ids)
+            for part in self._drop_parts(ids):
+                await adelete_present(self.vectorstore, part)
         else:
             await self._off_loop(self._vs_drop, ids)
 
