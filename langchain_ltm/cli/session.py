@@ -129,6 +129,14 @@ class Session:
             self._show(caught)  # _show looped over its own growing list until memory ran out
         if self.url is None:
             self.target = f"the default store ({self.where})"
+        elif self.url != "memory://" and not opened.backend.capabilities.persistent:
+            # a module:factory returning an InMemoryVectorStore (or an in-memory Qdrant):
+            # "created" and then nothing at the next command, with no word of it
+            print(
+                f"ltm: note: {self.where} keeps nothing on disk: what this command writes "
+                "is gone when it ends",
+                file=self.err,
+            )
         return opened
 
     def _exists_to_read(self) -> None:

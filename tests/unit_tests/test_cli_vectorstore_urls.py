@@ -204,6 +204,11 @@ def factories(tmp_path, monkeypatch):
         def not_a_store():
             return {{"chroma": "please"}}
 
+        def in_memory(embeddings):
+            from langchain_core.vectorstores import InMemoryVectorStore
+
+            return InMemoryVectorStore(embeddings)
+
         def broken():
             raise ConnectionError("no route to the vector database")
 
@@ -229,6 +234,14 @@ def test_a_factory_returning_a_store_is_used_as_it_is(factories, tmp_path):
     assert code == 0, err
     with opened(f"sqlite:///{tmp_path / 'mine.db'}") as store:
         assert [f.content for f in store.list_all("a")] == ["Likes tea"]
+
+
+def test_a_factory_returning_an_in_memory_vectorstore_says_it_keeps_nothing(factories):
+    code, _, err = ltm("--store", "ltm_factories:in_memory", "remember", "--user", "a", "Likes tea")
+    assert code == 0
+    assert "ltm: note: ltm_factories:in_memory (InMemoryVectorStore) keeps nothing on disk" in err
+    code, _, err = ltm("--store", "memory://", "remember", "--user", "a", "Likes tea")
+    assert code == 0 and "note" not in err  # memory:// says so in --help already
 
 
 @pytest.mark.parametrize(
