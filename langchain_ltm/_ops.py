@@ -163,6 +163,11 @@ def _plan_put(op: PutOp, default_fields: list[TokenizedField]) -> PlannedPut:
             texts.append((path, found[0]))
         else:
             texts.extend((f"{path}.{j}", text) for j, text in enumerate(found))
+    if len(texts) > 1:  # a path named twice ("text" twice, or "a" listing "a.0"): once
+        firsts: dict[str, str] = {}
+        for path, text in texts:
+            firsts.setdefault(path, text)
+        texts = list(firsts.items())
     # copied at planning time: later mutations of the caller's dict cannot reach the store
     return PlannedPut(op, copy_value(dict(op.value)), texts, ttl)
 

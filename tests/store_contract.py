@@ -440,6 +440,15 @@ class BaseStoreContract:
         assert (await api.search(NS, query="green tea"))[0].key == "b"
         assert (await api.search(NS, query="mountain bike"))[0].key == "a"
 
+    async def test_a_field_named_twice_is_embedded_once(self, make_api):
+        api = make_api(["text", "text"])  # the store's fields, and a put's own index
+        await api.put(NS, "a", {"text": "green tea"}, index=["text", "text"])
+        await api.put(NS, "b", {"text": "mountain bike"})
+        await api.put(NS, "c", {"items": ["green tea", "black tea"]}, index=["items", "items.0"])
+        assert (await api.search(NS, query="green tea"))[0].key in ("a", "c")
+        assert (await api.search(NS, query="mountain bike"))[0].key == "b"
+        assert {item.key for item in await api.search(NS, query="tea")} == {"a", "b", "c"}
+
     async def test_store_fields_choose_what_is_embedded(self, make_api):
         api = make_api(["text"])
         await api.put(NS, "a", {"text": "green tea", "note": "mountain bike"})

@@ -139,10 +139,10 @@ Copy a store into another one (another engine, or another place), then check the
 Every user's facts are copied with all their versions, exactly as `ltm export` and
 `ltm import` would (same ids, texts, created_at/updated_at, valid_from/valid_to of every
 version, metadata). Every other BaseStore item (anything not a fact, e.g. what an agent
-stored with store.put) is copied with the same namespace, key and value; BaseStore put
-cannot set timestamps, so their created_at and updated_at become the time of the copy,
-and they are indexed with the target's default fields; an item with a TTL expires in the
-copy when it does in the source. The source is only read (no TTL is refreshed).
+stored with store.put) is copied byte for byte: the same namespace, key, value,
+created_at and updated_at, embedded at the same fields (an item stored with index=False
+stays unembedded); an item with a TTL expires in the copy when it does in the source.
+The source is only read (no TTL is refreshed).
 
 Afterwards the target is counted: facts per user (by id), versions and other items. The
 exit code is 0 when the target has all of them, 3 (with the counts) when it does not.
@@ -486,9 +486,9 @@ def build_parser() -> Parser:
 
 
 _ENCODER = """\
-The commands that embed (remember, recall, import) load the MiniLM model, which takes most of
-their time. The first one starts a background process that keeps it loaded and answers the
-next ones on a socket only you can reach (in $XDG_RUNTIME_DIR/langchain-ltm, else
+The commands that embed (remember, recall, import, migrate) load the MiniLM model, which
+takes most of their time. The first one starts a background process that keeps it loaded
+and answers the next ones on a socket only you can reach (in $XDG_RUNTIME_DIR/langchain-ltm, else
 /tmp/langchain-ltm-<uid>); it exits after LTM_ENCODER_IDLE_MINUTES (default 10) without a
 request. The vectors are the same either way. LTM_ENCODER_SERVER=off: no background process.
 
@@ -507,7 +507,7 @@ changes nothing and exits 3; stop that, then run it again.
 Postgres tables (--store postgresql://...): each table is rewritten in user order (CLUSTER),
 so a user's facts sit on a few pages and per-user searches read fewer of them; the indexes
 are rebuilt and deleted rows' space is given back. Reads and writes of the store wait while
-it runs (15-40 s a million facts here); if other sessions keep a table busy for 10 s
+it runs (13-37 s a million facts here); if other sessions keep a table busy for 10 s
 (--lock-timeout), it changes nothing and exits 3. An HNSW index is rebuilt too: calibrate
 it again afterwards.
 

@@ -129,7 +129,7 @@ class Session:
             self._show(caught)  # _show looped over its own growing list until memory ran out
         if self.url is None:
             self.target = f"the default store ({self.where})"
-        elif self.url != "memory://" and not opened.backend.capabilities.persistent:
+        elif self.url != "memory://" and not cast("Any", opened).backend.capabilities.persistent:
             # a module:factory returning an InMemoryVectorStore (or an in-memory Qdrant):
             # "created" and then nothing at the next command, with no word of it
             print(

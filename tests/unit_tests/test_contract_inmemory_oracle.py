@@ -54,6 +54,10 @@ class TestInMemoryStoreOracle(BaseStoreContract):
         "test_batch_puts_sharing_a_text": (
             "langgraph #8822: two puts embedding the same text in one batch raise ValueError"
         ),
+        "test_a_field_named_twice_is_embedded_once": (
+            "langgraph #8822 again: a field named twice in index gives one text two paths, "
+            "and the put raises ValueError (PostgresStore: CardinalityViolation)"
+        ),
         "test_batch_validates_ops_like_the_methods": (
             "langgraph #8832: batch()/abatch() skip namespace validation"
         ),

@@ -20,3 +20,13 @@ def test_importing_the_store_does_not_import_the_agent_side():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_fact_store_with_the_light_encoder_imports_no_langchain_core_nor_langgraph():
+    code = (
+        "import sys; from langchain_ltm import FactStore; "
+        "from langchain_ltm.encoder import MiniLMEncoder; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'langchain_core', 'langgraph'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

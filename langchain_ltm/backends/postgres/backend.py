@@ -171,6 +171,7 @@ class PostgresBackend(VectorBackend):
         >>> from langchain_ltm import LongTermMemoryStore
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
         >>> store = LongTermMemoryStore(backend, embeddings=DeterministicFakeEmbedding(size=16))
+        >>> backend.setup()  # the tables, once (setup=True does it on opening)  # doctest: +SKIP
         >>> store.remember("alice@example.com", "Prefers Spanish").action  # doctest: +SKIP
         'created'
     """
