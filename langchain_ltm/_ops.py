@@ -8,6 +8,7 @@ bad op in a batch leaves the store untouched (LangGraph #8832: ops given straigh
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -177,8 +178,8 @@ MAX_DEPTH = 200
 
 
 def _check_value_text(value: Any, key: str, path: str = "value", depth: int = 0) -> None:
-    """Refuse a text in the value (a key or a string) that is not valid Unicode, and a
-    value nested deeper than :data:`MAX_DEPTH`.
+    """Refuse a text in the value (a key or a string) that is not valid Unicode, a NaN or
+    infinite number, and a value nested deeper than :data:`MAX_DEPTH`.
 
     A lone surrogate ("\\ud800") has no UTF-8 form: Postgres, Chroma and Milvus failed on it
     with their own errors, the other engines stored it. Every engine refuses it now, first.
@@ -206,14 +207,32 @@ def _check_value_text(value: Any, key: str, path: str = "value", depth: int = 0)
                 )
             if type(inner) in _TEXT_FREE:
                 continue
+            if type(inner) is float:
+                _check_finite(inner, key, f"{path}[{name!r}]")
+                continue
             _check_value_text(inner, key, f"{path}[{name!r}]", depth + 1)
     elif isinstance(value, (list, tuple)):
         for i, inner in enumerate(value):
-            if type(inner) not in _TEXT_FREE:
+            if type(inner) is float:
+                _check_finite(inner, key, f"{path}[{i}]")
+            elif type(inner) not in _TEXT_FREE:
                 _check_value_text(inner, key, f"{path}[{i}]", depth + 1)
+    elif isinstance(value, float):
+        _check_finite(value, key, path)
 
 
-_TEXT_FREE = frozenset({int, float, bool, type(None)})
+def _check_finite(number: float, key: str, path: str) -> None:
+    """Refuse NaN and the infinities: SQLite and Postgres refused them, memory and Qdrant
+    stored them, so a store could not be migrated from one engine to the other."""
+    if not math.isfinite(number):
+        raise ValueError(
+            f"{path} of key {key!r} is {number!r}: JSON has no NaN or Infinity (not JSON "
+            "compliant), so SQLite, Postgres and the vectorstore catalogs cannot store it "
+            "and no engine takes it; store None or a string such as 'inf' instead."
+        )
+
+
+_TEXT_FREE = frozenset({int, bool, type(None)})
 
 
 def as_labels(namespace: Any) -> tuple[str, ...]:

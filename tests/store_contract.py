@@ -384,6 +384,16 @@ class BaseStoreContract:
         with pytest.raises(ValueError, match="offset"):
             await api.search(NS, offset=-1)
 
+    async def test_a_value_holding_nan_or_infinity_is_refused_whole(self, api):
+        await api.put(NS, "k", {"n": 1.5})
+        for bad in (float("nan"), float("inf"), -float("inf")):
+            for value in ({"n": bad}, {"deep": {"list": [1, bad]}}):
+                with pytest.raises(ValueError, match="NaN or Infinity"):
+                    await api.put(NS, "k", value)
+                with pytest.raises(ValueError, match="NaN or Infinity"):
+                    await api.batch([PutOp(NS, "other", {"n": 2}), PutOp(NS, "k2", value)])
+        assert [(item.key, item.value) for item in await api.search(NS)] == [("k", {"n": 1.5})]
+
     async def test_search_defaults_to_limit_10_offset_0(self, api):
         names = await put_many(api, 12)
         first = await api.search(NS)

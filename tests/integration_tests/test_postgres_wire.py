@@ -347,21 +347,26 @@ def test_a_global_json_dumps_and_a_dumper_of_the_users_own_are_honoured(pg_url: 
 
 
 @pytest.mark.parametrize(
-    ("value", "error", "why"),
+    ("value", "error", "match"),
     [
-        ({"text": "t", "when": _WHEN}, TypeError, "datetime is not JSON serializable"),
-        ({"text": "t", "x": float("nan")}, ValueError, "not JSON compliant"),
-        ({"text": "t", "x": float("-inf")}, ValueError, "not JSON compliant"),
+        (
+            {"text": "t", "when": _WHEN},
+            TypeError,
+            r"stores values as jsonb \(.*datetime is not JSON serializable.*set_json_dumps",
+        ),
+        # refused by every engine when the write is planned (the store's own check)
+        ({"text": "t", "x": float("nan")}, ValueError, r"NaN or Infinity \(not JSON compliant"),
+        ({"text": "t", "x": float("-inf")}, ValueError, r"NaN or Infinity \(not JSON compliant"),
     ],
 )
 def test_values_json_cannot_hold_are_refused_with_what_to_change(
-    pg_url: str, value: Any, error: type[Exception], why: str
+    pg_url: str, value: Any, error: type[Exception], match: str
 ) -> None:
-    """psycopg's default dumps: a clear error before the statement is sent, nothing written."""
+    """A clear error before the statement is sent, nothing written."""
     store = _pg_store(pg_url, f"wire_{uuid.uuid4().hex[:8]}")
     try:
         store.put(("u",), "k", {"text": "before"})
-        with pytest.raises(error, match=rf"stores values as jsonb \(.*{why}.*set_json_dumps"):
+        with pytest.raises(error, match=match):
             store.put(("u",), "k", value)
         got = store.get(("u",), "k")
         assert got is not None and got.value == {"text": "before"}
