@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import sys
 import threading
 import weakref
 import zlib
@@ -10,6 +12,8 @@ from typing import Any
 
 from langchain_ltm._steps import Logic, Step, call, running_loop
 from langchain_ltm.backends.base import VectorBackend
+
+logger = logging.getLogger(__name__)
 
 _STRIPES = 64
 _FIRST_PAUSE, _LAST_PAUSE = 0.0005, 0.005  # seconds between tries of an async waiter
@@ -50,7 +54,11 @@ class UserLocks:
         """The in-process lock that serializes ``label`` (shared with other labels)."""
         return self._stripes[zlib.crc32(label.encode("utf-8")) % _STRIPES]
 
-    def acquire(self, backend: VectorBackend, label: str) -> Logic[tuple[threading.Lock, Any]]:
+    def acquire(
+        self, backend: VectorBackend, label: str
+    ) -> Logic[tuple[threading.Lock, Any, BaseException | None]]:
+        # an exception the caller's own code is handling around this call: not the body's
+        outside = sys.exc_info()[1]
         lock = self.stripe(label)
         yield Step(lambda: self._wait(lock), _acquire_off_loop(lock, self._loops))
         try:
@@ -59,12 +67,27 @@ class UserLocks:
             self._loops.pop(id(lock), None)
             lock.release()
             raise
-        return lock, token
+        return lock, token, outside
 
-    def release(self, backend: VectorBackend, held: tuple[threading.Lock, Any]) -> Logic[None]:
-        lock, token = held
+    def release(
+        self, backend: VectorBackend, held: tuple[threading.Lock, Any, BaseException | None]
+    ) -> Logic[None]:
+        """Release ``held``; called in the ``finally`` of the body that held it.
+
+        When the body raised, its error is what the caller gets: an unlock failing then
+        (the connection holding the lock ended, which the body's error often reports
+        already, with what to do) is logged and noted on it, never raised in its place.
+        """
+        lock, token, outside = held
+        failed = sys.exc_info()[1]  # the body's error, as this runs in its ``finally``
         try:
             yield call(backend, "unlock", token)
+        except Exception as exc:
+            if failed is None or failed is outside:
+                raise
+            logger.warning("Unlocking a user after the call failed failed too: %s", exc)
+            if hasattr(failed, "add_note"):  # Python 3.11+
+                failed.add_note(f"Unlocking afterwards failed too: {exc}")
         finally:
             self._loops.pop(id(lock), None)
             lock.release()

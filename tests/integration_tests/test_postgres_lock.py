@@ -9,6 +9,7 @@ hanging the suite.
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 import time
 import uuid
@@ -433,6 +434,110 @@ def test_a_lock_outlives_the_servers_idle_in_transaction_timeout(make_backend, p
     put(backend, "k", {"n": 1})
     backend.unlock(token)
     assert backend.get([(NS, "k")])[0] is not None
+
+
+def test_a_lock_outlives_the_servers_transaction_timeout(make_backend, pg_url):
+    """Postgres 17+ ends a transaction older than ``transaction_timeout``, the lock's too:
+    its holder's write was refused and its unlock failed, whatever the holder did."""
+    options = {"options": "-c transaction_timeout=300"}
+    backend = make_backend(max_size=4, timeout=3, connect_kwargs=options)
+    token = backend.lock("u1")
+    time.sleep(1.0)  # the lock's transaction lives past the timeout
+    put(backend, "k", {"n": 1})
+    backend.unlock(token)
+    assert backend.get([(NS, "k")])[0] is not None
+
+
+def _store_whose_lock_dies_before_it_writes(make_backend, pg_conn, *, after: bool = False):
+    """A store whose user lock's session is terminated just before (or after) its write."""
+    from langchain_ltm import LongTermMemoryStore
+    from tests.fakes import KeywordEmbeddings
+
+    store = LongTermMemoryStore(make_backend(dims=64), embeddings=KeywordEmbeddings(64))
+    real_write, real_awrite = store.backend.write, store.backend.awrite
+
+    def kill_the_lock() -> None:
+        holders = pg_conn.execute(
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted "
+            "AND objsubid = 1 AND pid <> pg_backend_pid()"
+        ).fetchall()
+        assert holders
+        for (pid,) in holders:
+            terminate(pg_conn, pid)
+
+    def write(*args: Any, **kwargs: Any) -> int:
+        if not after:
+            kill_the_lock()
+        done = real_write(*args, **kwargs)
+        if after:
+            kill_the_lock()
+        return done
+
+    async def awrite(*args: Any, **kwargs: Any) -> int:
+        await asyncio.to_thread(kill_the_lock)
+        return await real_awrite(*args, **kwargs)
+
+    store.backend.write = write  # type: ignore[method-assign]
+    store.backend.awrite = awrite  # type: ignore[method-assign]
+    return store
+
+
+def test_a_write_refused_for_a_lost_lock_is_not_hidden_by_the_failed_unlock(make_backend, pg_conn):
+    """The write said "nothing of this write was made: retry", then the unlock of the dead
+    connection raised "broke before unlock" in its place (from the lock's ``finally``)."""
+    from langchain_ltm.backends.postgres._sql import LockLostError
+
+    store = _store_whose_lock_dies_before_it_writes(make_backend, pg_conn)
+    with pytest.raises(LockLostError, match="Nothing of this write was made") as raised:
+        store.remember("u", "likes tea")
+    if sys.version_info >= (3, 11):  # and the unlock's failure is noted on it
+        assert "broke before unlock" in " ".join(raised.value.__notes__)
+    assert store.list_all("u") == []
+    del store.backend.write  # its own again: the user's lock is free in process and server
+    assert store.remember("u", "likes coffee").action == "created"
+
+
+async def test_an_async_write_refused_for_a_lost_lock_is_not_hidden_by_the_unlock(
+    make_backend, pg_conn
+):
+    from langchain_ltm.backends.postgres._sql import LockLostError
+
+    store = _store_whose_lock_dies_before_it_writes(make_backend, pg_conn)
+    with pytest.raises(LockLostError, match="Nothing of this write was made"):
+        await store.aremember("u", "likes tea")
+    assert await store.alist_all("u") == []
+
+
+def test_an_unlock_failing_after_a_good_write_still_raises_in_an_except_block(
+    make_backend, pg_conn
+):
+    """The body's error is kept only when the body raised: an exception the caller is
+    handling around the call is not one, so the unlock's own failure is raised."""
+    store = _store_whose_lock_dies_before_it_writes(make_backend, pg_conn, after=True)
+    try:
+        raise KeyError("the caller's own")
+    except KeyError:
+        with pytest.raises(BackendError, match="broke before unlock"):
+            store.remember("u", "likes tea")
+    assert [f.content for f in store.list_all("u")] == ["likes tea"]  # committed on its own
+
+
+def test_a_transaction_timeout_names_the_setting(pg_url):
+    """``TransactionTimeout`` is an ``InternalError``: it read "Postgres failed during
+    unlock: terminating connection due to transaction timeout", naming no setting."""
+    from langchain_ltm.backends.postgres._conn import translate
+    from langchain_ltm.backends.postgres._lock import _unlock_error
+
+    with psycopg.connect(pg_url, options="-c transaction_timeout=100") as conn:
+        conn.execute("SELECT 1")  # psycopg opened the transaction
+        time.sleep(0.5)
+        with pytest.raises(psycopg.Error) as raised:
+            conn.execute("SELECT 1")
+    assert raised.value.sqlstate == "25P04"
+    message = str(translate(raised.value, "write"))
+    assert "transaction_timeout" in message and "options=" in message
+    message = str(_unlock_error(raised.value, "u1"))
+    assert "broke before unlock" in message and "transaction_timeout" in message
 
 
 def test_an_update_decided_under_a_lost_lock_loses_no_other_writers_text(make_backend, pg_conn):

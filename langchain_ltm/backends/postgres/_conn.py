@@ -137,13 +137,10 @@ def translate(exc: BaseException, what: str, why: str = "") -> Exception:
     if isinstance(exc, pg_errors.QueryCanceled | pg_errors.LockNotAvailable) and timed_out:
         # (a query cancelled by an administrator, pg_cancel_backend, is a retryable failure)
         lock = isinstance(exc, pg_errors.LockNotAvailable)
-        setting = "lock_timeout" if lock else "statement_timeout"
-        return BackendError(
-            f"Postgres stopped {what} ({message}): the server's {setting} for this role or "
-            f"database is shorter than the call needs. Nothing of it was written; raise "
-            f"{setting} (ALTER ROLE ... SET {setting} = ..., or for the database), or send "
-            "smaller batches."
-        )
+        return _timeout_error(what, message, "lock_timeout" if lock else "statement_timeout")
+    ended_by = ENDED_BY_TIMEOUT.get(str(getattr(exc, "sqlstate", None) or ""))
+    if ended_by is not None:
+        return _timeout_error(what, message, ended_by)
     limit = _limit_passed(exc, message)
     if limit is not None:
         return EngineLimitError(
@@ -155,6 +152,24 @@ def translate(exc: BaseException, what: str, why: str = "") -> Exception:
             "half-written: retry the call (a retried batch is idempotent)."
         )
     return BackendError(f"Postgres failed during {what}: {message}")
+
+
+ENDED_BY_TIMEOUT = {
+    "25P03": "idle_in_transaction_session_timeout",
+    "25P04": "transaction_timeout",  # Postgres 17+
+}
+"""SQLSTATEs of a server timeout that ends the session, and the setting to raise."""
+
+
+def _timeout_error(what: str, message: str, setting: str) -> BackendError:
+    """The error of a call a server timeout stopped: name the setting and where it is set."""
+    return BackendError(
+        f"Postgres stopped {what} ({message}): the {setting} of this role, database or "
+        f"connection is shorter than the call needs. Nothing of it was written; raise "
+        f"{setting} (ALTER ROLE ... SET {setting} = ..., or for the database, or in the "
+        f"connection's options: options='-c {setting}=...' in the URL or connect_kwargs), "
+        "or send smaller batches."
+    )
 
 
 def _limit_passed(exc: BaseException, message: str) -> str | None:

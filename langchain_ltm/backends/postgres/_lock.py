@@ -34,6 +34,7 @@ from psycopg.rows import tuple_row
 from psycopg_pool import PoolTimeout
 
 from langchain_ltm.backends.postgres._conn import (
+    ENDED_BY_TIMEOUT,
     Connector,
     rollback_or_close,
     rollback_or_close_sync,
@@ -261,12 +262,19 @@ class AdvisoryLocks:
 
 
 def _unlock_error(exc: psycopg.Error, scope: str) -> Exception:
-    if isinstance(exc, psycopg.OperationalError):
+    ended_by = ENDED_BY_TIMEOUT.get(str(exc.sqlstate or ""))
+    if isinstance(exc, psycopg.OperationalError) or ended_by is not None:
+        why = (
+            f" The server's {ended_by} ended it: raise that setting for this role, database "
+            "or connection (options='-c ...'), or set it to 0."
+            if ended_by is not None
+            else ""
+        )
         return BackendError(
             f"The Postgres connection holding lock {scope!r} broke before unlock "
             f"({str(exc).strip()}). Postgres released the lock when that connection ended, "
             "so another writer may have taken it since; each write made while holding it "
             "committed (or not) on its own. Re-read and retry the call: a retried batch is "
-            "idempotent."
+            f"idempotent.{why}"
         )
     return translate(exc, "unlock")

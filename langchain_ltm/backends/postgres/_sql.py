@@ -878,10 +878,16 @@ def advisory_lock(t: Tables, scope: str) -> Statement:
     take the same lock; it never equals the keys of setup or of the vector column typing.
     The holder's transaction sits idle while it reads, decides (a resolver may call a
     model) and writes on other connections: a server's ``idle_in_transaction_session_timeout``
-    is turned off for it, so the lock is not dropped under the holder.
+    and, on Postgres 17 and newer, its ``transaction_timeout`` are turned off for it, so the
+    lock is not dropped under the holder. (Older servers have no ``transaction_timeout`` and
+    refuse to set it: ``CASE`` sets it only where ``current_setting`` finds it, and does not
+    call the volatile ``set_config`` otherwise. Turning it off mid-transaction stops the
+    timer ``BEGIN`` started.)
     """
     return Statement(
         "SELECT set_config('idle_in_transaction_session_timeout', '0', true), "
+        "CASE WHEN current_setting('transaction_timeout', true) IS NOT NULL "
+        "THEN set_config('transaction_timeout', '0', true) END, "
         "pg_advisory_xact_lock(hashtextextended(%s, 0)), pg_backend_pid()",
         (lock_key(t, scope),),
     )
