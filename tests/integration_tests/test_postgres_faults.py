@@ -119,6 +119,61 @@ def test_a_statement_timeout_of_the_database_is_named_not_a_broken_connection(da
     assert [f.content for f in store.list_all("u1")] == ["likes tea"]
 
 
+def _blocked_write(backend, pg_conn, then) -> BaseException:
+    """A put waiting for a table lock ``pg_conn`` holds; ``then(pid)`` once it waits."""
+    store = LongTermMemoryStore(backend, embeddings=KeywordEmbeddings(64))
+    outcome: dict[str, BaseException] = {}
+
+    def put() -> None:
+        try:
+            store.put(("docs",), "k", {"text": "hello"})
+        except BaseException as exc:
+            outcome["error"] = exc
+
+    with pg_conn.transaction():
+        pg_conn.execute(f"LOCK TABLE {backend.tables.items} IN EXCLUSIVE MODE")
+        thread = threading.Thread(target=put, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 20
+        waiting: list = []
+        while not waiting and time.monotonic() < deadline:
+            time.sleep(0.01)
+            waiting = pg_conn.execute(
+                "SELECT pid FROM pg_locks WHERE NOT granted AND relation = %s::regclass",
+                (backend.tables.items,),
+            ).fetchall()
+        assert waiting, "the put never waited for the table lock"
+        then(waiting[0][0])
+        thread.join(20)
+    assert store.get(("docs",), "k") is None  # nothing of it was written
+    return outcome["error"]
+
+
+def test_a_write_cancelled_by_an_administrator_says_so_not_a_failed_connection(
+    make_backend, pg_conn
+):
+    """pg_cancel_backend read "The connection to Postgres failed during write": it did not."""
+    backend = make_backend(dims=64)
+
+    def cancel(pid: int) -> None:
+        assert pg_conn.execute("SELECT pg_cancel_backend(%s)", (pid,)).fetchone()[0]
+
+    error = _blocked_write(backend, pg_conn, cancel)
+    assert isinstance(error, BackendError)
+    assert "cancelled the statement" in str(error)
+    assert "connection did not fail" in str(error)
+    assert "Nothing of it was written" in str(error)
+
+
+def test_a_statement_timeout_of_the_connection_names_its_options(make_backend, pg_conn):
+    """A timeout set in the URL's options was met with "ALTER ROLE ... SET" advice only."""
+    backend = make_backend(dims=64, connect_kwargs={"options": "-c statement_timeout=300"})
+    error = _blocked_write(backend, pg_conn, lambda pid: time.sleep(1.0))
+    assert isinstance(error, BackendError)
+    assert "statement_timeout of this role, database or connection" in str(error)
+    assert "options='-c statement_timeout=...'" in str(error)
+
+
 def test_a_limit_of_postgres_is_named_not_a_broken_connection(database):
     """A key past the B-tree entry size and a filter past 65,535 bound values were reported
     as "the connection to Postgres failed ... retry the call": a retry fails the same way."""

@@ -12,7 +12,9 @@ not, and writing the same batch again leaves the same rows. A second failure rai
 serialization failure (SQLSTATE class 40): our writes cannot deadlock with each other
 (``_sql.write_locks``), but a writer outside that discipline can, and so do two
 transactions swapping two facts' contents (each waits for the other in the fact-hash
-index, across keys); the retry then reports the duplicate.
+index, across keys); the retry then reports the duplicate. A statement cancelled with
+``pg_cancel_backend`` is not retried (someone asked it to stop; its transaction was rolled
+back, the connection is fine): its error says so.
 """
 
 from __future__ import annotations
@@ -135,12 +137,17 @@ def translate(exc: BaseException, what: str, why: str = "") -> Exception:
         )
     timed_out = isinstance(exc, pg_errors.LockNotAvailable) or "statement timeout" in message
     if isinstance(exc, pg_errors.QueryCanceled | pg_errors.LockNotAvailable) and timed_out:
-        # (a query cancelled by an administrator, pg_cancel_backend, is a retryable failure)
         lock = isinstance(exc, pg_errors.LockNotAvailable)
         return _timeout_error(what, message, "lock_timeout" if lock else "statement_timeout")
     ended_by = ENDED_BY_TIMEOUT.get(str(getattr(exc, "sqlstate", None) or ""))
     if ended_by is not None:
         return _timeout_error(what, message, ended_by)
+    if isinstance(exc, pg_errors.QueryCanceled):  # pg_cancel_backend, or a client's cancel
+        return BackendError(
+            f"Postgres cancelled {what} ({message}): an administrator or another client "
+            "cancelled the statement (pg_cancel_backend); the connection did not fail. "
+            "Nothing of it was written: retry the call if it should run."
+        )
     limit = _limit_passed(exc, message)
     if limit is not None:
         return EngineLimitError(
