@@ -550,3 +550,40 @@ def test_a_table_dropped_behind_the_stores_back_is_named_at_setup(make_backend, 
     backend.drop()  # what the message says to do to start afresh
     again = LongTermMemoryStore(make_backend(table=t.table, dims=64), embeddings=emb)
     assert again.remember("u1", "Lives in Paris").action == "created"
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "found"),
+    [
+        ("{x}_vectors", "{x}", "the items table of the store with table='{x}_vectors'"),
+        ("{x}", "{x}_vectors", "the vectors table of the store with table='{x}'"),
+        ("{x}", "{x}_schema", "the schema versions table of the store with table='{x}'"),
+        ("{x}_schema", "{x}", "the items table of the store with table='{x}_schema'"),
+    ],
+)
+def test_a_table_name_clashing_with_another_stores_tables_is_refused(
+    make_backend, pg_conn, emb, first, second, found
+):
+    """Store "x" keeps its vectors in "x_vectors", the items table of store "x_vectors":
+    setup reused it and failed with an IndexError, or with Postgres errors about foreign
+    keys, depending on which store was opened first."""
+    x = f"t_{uuid.uuid4().hex[:12]}"
+    first, second, found = (s.format(x=x) for s in (first, second, found))
+    store = LongTermMemoryStore(make_backend(table=first, dims=64), embeddings=emb)
+    store.remember("u1", "Lives in Paris")
+
+    def relations() -> list[tuple[str, str]]:
+        rows = pg_conn.execute(
+            "SELECT relname::text, relkind::text FROM pg_class WHERE relname LIKE %s ORDER BY 1",
+            (f"{x}%",),
+        )
+        return rows.fetchall()
+
+    before = relations()
+    with pytest.raises(ValueError, match=rf"Cannot use table='{second}'") as raised:
+        make_backend(table=second, dims=64)
+    assert found in str(raised.value)
+    assert "another table name" in str(raised.value)
+    assert relations() == before  # nothing created or changed
+    assert [f.content for f in store.list_all("u1")] == ["Lives in Paris"]
+    assert store.remember("u1", "Works in Lyon").action == "created"  # the first one works

@@ -1040,6 +1040,58 @@ def _migrations(
     ]
 
 
+# what each of a store's tables holds: the columns that tell it from the other two
+_LAYOUTS = {
+    "": ("items", frozenset({"ns_path", "key", "value", "created_at"})),
+    "_vectors": ("vectors", frozenset({"langchain_id", "embedding", "ns_path", "key"})),
+    "_schema": ("schema versions", frozenset({"version", "description", "applied_at"})),
+}
+
+
+def _layout_of(kind: str, columns: Sequence[str]) -> tuple[str, str] | None:
+    """``(suffix, what)`` of the store table whose layout ``columns`` has (None: none)."""
+    if kind not in ("r", "p"):  # a view, an index, a sequence...
+        return None
+    for suffix, (what, needed) in _LAYOUTS.items():
+        if needed <= set(columns) and (suffix == "_vectors") == ("embedding" in columns):
+            return suffix, what
+    return None
+
+
+def _check_layouts(t: Tables) -> Exchange[None]:
+    """Raise ValueError if a relation bearing one of ``t``'s names is not that table.
+
+    One store's names are another's with a suffix (``table="x"`` keeps its vectors in
+    ``x_vectors``, the items of ``table="x_vectors"``): setup would reuse the other store's
+    table (``CREATE TABLE IF NOT EXISTS``) and fail on it halfway, or worse.
+    """
+    names = {t.items: "", t.vectors: "_vectors", t.versions: "_schema"}
+    rows = yield Statement(
+        "SELECT r.name, c.relkind::text, ARRAY(SELECT a.attname::text FROM pg_attribute a "
+        "WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) "
+        "FROM unnest(%s::text[]) AS r(name) JOIN pg_class c ON c.oid = to_regclass(r.name)",
+        (list(names),),
+    )
+    for name, kind, columns in rows:
+        suffix = names[name]
+        found = _layout_of(str(kind), list(columns))
+        if found is not None and found[0] == suffix:
+            continue
+        qualified = name.rsplit(".", 1)[-1].strip('"')
+        if found is None:
+            what = "a table of something else" if kind in ("r", "p") else "not a table"
+        else:
+            owner = qualified[: len(qualified) - len(found[0])]
+            what = f"the {found[1]} table of the store with table={owner!r}"
+        raise ValueError(
+            f"Cannot use table={t.table!r}: its {_LAYOUTS[suffix][0]} table would be {name}, "
+            f"which exists and is {what}. A store keeps its data in the tables {{table}}, "
+            "{table}_vectors and {table}_schema, so two stores whose names differ by one of "
+            "those suffixes collide. Open this store with another table name (nothing was "
+            "created or changed)."
+        )
+
+
 def setup(
     t: Tables, dims: int | None, vector_type: str | None = None
 ) -> Exchange[tuple[int | None, str]]:
@@ -1049,6 +1101,7 @@ def setup(
     and asking for the other raises ``ValueError`` naming the migration.
     """
     yield Statement("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (_SETUP_LOCK,))
+    yield from _check_layouts(t)
     yield Statement("CREATE EXTENSION IF NOT EXISTS vector")
     yield Statement(f'CREATE SCHEMA IF NOT EXISTS "{t.schema}"')
     yield Statement(

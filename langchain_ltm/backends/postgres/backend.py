@@ -757,7 +757,8 @@ def postgres_backend(
             the pool's ``configure=`` (a sync callback cannot configure async
             connections): for custom JSON on both, call ``set_json_dumps(dumps)`` and
             ``set_json_loads(loads)`` globally, or hand in the pool you use.
-        table: Items table name (vectors go to ``{table}_vectors``).
+        table: Items table name (vectors go to ``{table}_vectors``, the schema version to
+            ``{table}_schema``: a name that is another store's table is refused).
         schema: Postgres schema for the tables (created if missing).
         dims: Embedding size. ``None``: read from the table, or learnt at the first write.
         setup: Create/migrate the tables now (sync). Pass ``False`` and await
@@ -815,7 +816,11 @@ def postgres_backend(
         connector, table=table, schema=schema, dims=dims, engine=engine, vector_type=vector_type
     )
     if setup:
-        backend.setup()
+        try:
+            backend.setup()
+        except BaseException:
+            backend.close()  # the pools opened here (a pool handed in stays open)
+            raise
     return backend
 
 
