@@ -40,6 +40,7 @@ from langchain_ltm.backends.base import (
     Vectors,
     is_alive,
 )
+from langchain_ltm.errors import BackendError
 from langchain_ltm.facts import reads
 from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts._locks import UserLocks
@@ -171,6 +172,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
             )
         self._sweeper = SweeperThread()
         self._asweeper = SweeperTask()
+        self._closed = False  # close() or aclose() began: no sweeper may start
         if self.ttl_config and self.ttl_config.get("sweep_interval_minutes"):
             self.start_ttl_sweeper()
         self._coalescer = Coalescer(lambda ops: run_async(self._batch(ops)))
@@ -386,6 +388,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         The sweeper thread is stopped and waited for; a sweeper task (``astart_ttl_sweeper``)
         is told to stop, and stops on its loop (``aclose`` waits for it).
         """
+        self._closed = True
         self.stop_ttl_sweeper()
         self._asweeper.signal_stop()
         self._coalescer.drain_threads()  # async calls of loops in other threads finish first
@@ -393,6 +396,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
 
     async def aclose(self) -> None:
         """Async twin of :meth:`close` (stops both sweeper variants)."""
+        self._closed = True
         await self.astop_ttl_sweeper()
         self.stop_ttl_sweeper()
         await self._coalescer.adrain_all()  # waiting and running async calls finish first
@@ -415,7 +419,8 @@ class LongTermMemoryStore(FactAPI, BaseStore):
 
         The interval is ``sweep_interval_minutes``, else ``ttl_config``'s, else 5 minutes.
         Already running: returns a future for the running sweeper. Cancelling the future
-        or :meth:`stop_ttl_sweeper` stops it; ``close()`` does too.
+        or :meth:`stop_ttl_sweeper` stops it; ``close()`` does too. A closed store refuses
+        to start one (``BackendError``).
 
         Example:
             >>> from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -450,6 +455,16 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         return await self._asweeper.stop(timeout)
 
     def _require_ttl(self) -> None:
+        """Refuse to start a sweeper: the engine has no TTL, or the store was closed.
+
+        A sweeper of a closed store failed at each tick (logging the engine's "was closed"
+        error every interval) on the engines that refuse calls once closed.
+        """
+        if self._closed:
+            raise BackendError(
+                "This store was closed (close() or aclose()): it starts no TTL sweeper. "
+                "Open a new store."
+            )
         if not self.supports_ttl:
             raise NotImplementedError(
                 f"The {self.backend.capabilities.name} engine does not support TTL."

@@ -519,6 +519,10 @@ async def test_a_closed_store_stays_closed(pg_url, emb):
         store.get(("docs",), "k")
     with pytest.raises(BackendError, match="was closed"):
         await store.aget(("docs",), "k")
+    with pytest.raises(BackendError, match="was closed"):  # it logged an error every tick
+        store.start_ttl_sweeper(sweep_interval_minutes=0.0005)
+    with pytest.raises(BackendError, match="was closed"):
+        await store.astart_ttl_sweeper(sweep_interval_minutes=0.0005)
     again = LongTermMemoryStore.from_postgres(pg_url, emb, table=table)
     assert again.get(("docs",), "k").value == {"text": "green tea"}  # nothing lost
     again.backend.drop()

@@ -40,3 +40,34 @@ def test_a_sync_close_from_another_thread_stops_a_sweeper_task(store):
     if store.backend.capabilities.persistent:
         with pytest.raises(BackendError, match="was closed"):
             store.get(("docs",), "k")
+
+
+@pytest.fixture(params=["memory", "sqlite", "qdrant", "chroma"])
+def any_store(request, tmp_path):
+    """A store of each kind of engine (Chroma in process: the generic vectorstore engine)."""
+    emb = KeywordEmbeddings(dims=16)
+    if request.param == "memory":
+        return LongTermMemoryStore(InMemoryVectorStore(emb))
+    if request.param == "sqlite":
+        return LongTermMemoryStore.from_sqlite(tmp_path / "m.db", emb)
+    if request.param == "qdrant":
+        return LongTermMemoryStore.from_qdrant(":memory:", emb)
+    from tests.vectorstores import chroma
+
+    return LongTermMemoryStore(chroma(emb))
+
+
+def test_a_closed_store_starts_no_sweeper(any_store):
+    """``start_ttl_sweeper()`` after ``close()`` started a thread that logged the engine's
+    "was closed" error every interval; every other call of a closed store is refused."""
+    any_store.close()
+    with pytest.raises(BackendError, match="was closed"):
+        any_store.start_ttl_sweeper(sweep_interval_minutes=0.0005)
+    assert any_store.stop_ttl_sweeper(timeout=5)  # nothing runs
+
+
+async def test_a_closed_store_starts_no_sweeper_task(any_store):
+    await any_store.aclose()
+    with pytest.raises(BackendError, match="was closed"):
+        await any_store.astart_ttl_sweeper(sweep_interval_minutes=0.0005)
+    assert await any_store.astop_ttl_sweeper(timeout=5)
