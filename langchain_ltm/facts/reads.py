@@ -258,6 +258,10 @@ def forget(ctx: FactContext, user_id: str, fact_id: str) -> Logic[bool]:
     Only a fact is forgotten: the key of an earlier version (``id@1``, which a search of
     versions returns) or of another client's item without a text (a profile, a file) is
     not a fact id, and nothing is deleted (``False``).
+
+    The answer is what the read under the lock found (the fact was there), not the
+    engine's count of deleted rows: a write whose commit answer was lost is retried on a
+    fresh connection (Postgres), and the retry, finding the rows gone, deletes none.
     """
     namespace = ctx.user_namespace(user_id)
     check_id(fact_id)
@@ -268,14 +272,18 @@ def forget(ctx: FactContext, user_id: str, fact_id: str) -> Logic[bool]:
             return False
         found = yield from versions_by_fact(ctx, namespace, [fact_id])
         versions = [(namespace, v.key) for v in found[fact_id]]
-        deleted = yield call(ctx.backend, "write", [], [(namespace, fact_id), *versions])
+        yield call(ctx.backend, "write", [], [(namespace, fact_id), *versions])
     finally:
         yield from ctx.locks.release(ctx.backend, held)
-    return bool(deleted > len(versions))
+    return item is not None
 
 
 def prune_history(ctx: FactContext, user_id: str, fact_id: str | None, keep: int) -> Logic[int]:
-    """The logic of ``LongTermMemoryStore.prune_history``."""
+    """The logic of ``LongTermMemoryStore.prune_history``.
+
+    Returns how many versions it chose to delete under the lock (see :func:`forget`: not
+    the engine's count, which a retried write reports as 0).
+    """
     if not isinstance(keep, int) or isinstance(keep, bool) or keep < 0:
         raise ValueError(f"keep must be an int >= 0, got {keep!r}.")
     namespace = ctx.user_namespace(user_id)
@@ -296,10 +304,11 @@ def prune_history(ctx: FactContext, user_id: str, fact_id: str | None, keep: int
         for items in by_fact.values():
             items.sort(key=lambda v: int(v.value.get("version") or 0))
             doomed.extend((v.namespace, v.key) for v in items[: max(len(items) - keep, 0)])
-        deleted: int = (yield call(ctx.backend, "write", [], doomed)) if doomed else 0
+        if doomed:
+            yield call(ctx.backend, "write", [], doomed)
     finally:
         yield from ctx.locks.release(ctx.backend, held)
-    return deleted
+    return len(doomed)
 
 
 def clear_user(ctx: FactContext, user_id: str) -> Logic[int]:
@@ -308,16 +317,19 @@ def clear_user(ctx: FactContext, user_id: str) -> Logic[int]:
     Only the user's own namespace: a namespace below it may be another configuration's
     (tools with ``namespace=("memories", "acme")`` keep Bob's facts under
     ``("memories", "acme", "bob")``, below user ``acme``'s), as every read here assumes.
+
+    Returns how many items it found to delete under the lock (see :func:`forget`).
     """
     namespace = ctx.user_namespace(user_id)
     held = yield from ctx.locks.acquire(ctx.backend, namespace[-1])
     try:
         (hits,) = yield call(ctx.backend, "search", SearchRequest(namespace, None, (), None, 0))
         keys = [(h.item.namespace, h.item.key) for h in hits if h.item.namespace == namespace]
-        deleted: int = (yield call(ctx.backend, "write", [], keys)) if keys else 0
+        if keys:
+            yield call(ctx.backend, "write", [], keys)
     finally:
         yield from ctx.locks.release(ctx.backend, held)
-    return deleted
+    return len(keys)
 
 
 def check_id(fact_id: object) -> None:

@@ -13,6 +13,7 @@ from langgraph.store.base import PutOp
 
 from langchain_ltm import BackendError, EngineLimitError, LongTermMemoryStore
 from langchain_ltm.backends.postgres import postgres_backend
+from tests.ack_proxy import AckProxy
 from tests.fakes import KeywordEmbeddings
 
 
@@ -256,3 +257,43 @@ def test_server_restart_in_the_middle_of_a_batched_load(own_server):
     assert len(contents) == len(set(contents)) == 601  # every fact exactly once
     assert set(acknowledged) <= set(contents)
     backend.close()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_a_lost_commit_answer_still_reports_what_was_deleted(make_backend, pg_url, mode):
+    """The COMMIT of a delete reached the server but its answer was lost: the connector ran
+    the batch again on a fresh connection, the retry deleted nothing, and forget said False,
+    clear_user and prune_history 0, for rows the call had deleted."""
+    table = make_backend(dims=64).tables.table  # the fixture drops it after the test
+    with AckProxy(pg_url) as proxy:
+        backend = postgres_backend(proxy.url, table=table, dims=64, setup=False)
+        store = LongTermMemoryStore(backend, embeddings=KeywordEmbeddings(64))
+        try:
+
+            async def call(name: str, *args: object) -> object:
+                if mode == "async":
+                    return await getattr(store, "a" + name)(*args)
+                return getattr(store, name)(*args)
+
+            paris = store.remember("u1", "I live in Paris").fact
+            store.update_fact("u1", paris.id, "I live in Berlin")
+            store.update_fact("u1", paris.id, "I live in Rome")
+            store.remember("u1", ["I listen to jazz", "My sister is allergic to peanuts"])
+            proxy.arm()
+            assert await call("prune_history", "u1") == 2  # Paris and Berlin
+            assert proxy.dropped == 1  # the answer was lost (and the call retried)
+            assert [f.history for f in store.list_all("u1")] == [(), (), ()]
+            proxy.arm()
+            assert await call("forget", "u1", paris.id) is True
+            assert proxy.dropped == 2
+            assert sorted(f.content for f in store.list_all("u1")) == [
+                "I listen to jazz",
+                "My sister is allergic to peanuts",
+            ]
+            assert await call("forget", "u1", paris.id) is False  # gone: really nothing now
+            proxy.arm()
+            assert await call("clear_user", "u1") == 2
+            assert proxy.dropped == 3
+            assert store.list_all("u1") == []
+        finally:
+            store.close()

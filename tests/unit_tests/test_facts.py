@@ -230,6 +230,48 @@ async def test_forget_list_clear_export(mem):
     assert await mem.clear_user("u1") == 0
 
 
+def write_twice(monkeypatch, backend):
+    """Each write of ``backend`` runs twice, answering with the second run's count.
+
+    What the Postgres connector does when the answer to a COMMIT is lost: the batch runs
+    again on a fresh connection, and deletes find their rows already gone.
+    """
+    write, awrite = backend.write, backend.awrite
+
+    def twice(upserts, deletes):
+        write(upserts, deletes)
+        return write(upserts, deletes)
+
+    async def atwice(upserts, deletes):
+        await awrite(upserts, deletes)
+        return await awrite(upserts, deletes)
+
+    monkeypatch.setattr(backend, "write", twice)
+    monkeypatch.setattr(backend, "awrite", atwice)
+
+
+async def test_deletes_answer_what_they_found_not_what_a_retried_write_counted(
+    mem, store, monkeypatch
+):
+    """forget said False, clear_user and prune_history 0, when their write ran again after a
+    lost COMMIT answer (the second run deletes nothing): they answered with the engine's
+    count, not with what they had found and deleted under the user's lock."""
+    paris = (await mem.remember("u1", "I live in Paris")).fact
+    await mem.update_fact("u1", paris.id, "I live in Berlin")
+    await mem.update_fact("u1", paris.id, "I live in Rome")
+    await mem.remember("u1", ["I listen to jazz", "My sister is allergic to peanuts"])
+    write_twice(monkeypatch, store.backend)
+    assert await mem.prune_history("u1", keep=0) == 2  # Paris and Berlin
+    assert [f.history for f in await mem.list_all("u1")] == [(), (), ()]
+    assert await mem.prune_history("u1") == 0
+    assert await mem.forget("u1", paris.id) is True
+    assert await mem.forget("u1", paris.id) is False
+    assert len(await mem.list_all("u1")) == 2
+    assert await mem.clear_user("u1") == 2
+    assert await mem.list_all("u1") == []
+    assert await mem.clear_user("u1") == 0
+
+
 async def test_forget_takes_only_a_fact_id(mem, store):
     """The key of an earlier version (``id@1``, from a search of versions) deleted that one
     text and said True; the key of another client's item without a text deleted it too."""
