@@ -45,13 +45,17 @@ _DESCRIPTIONS = {
         "passwords, card numbers or keys. Returns the action taken (created, duplicate, "
         "updated, rejected) and the fact id. If the result lists 'similar' facts, the store "
         "was unsure whether the new fact replaces one of them and kept both: if it does, "
-        "call update_fact with that fact's id and forget_fact with the new id."
+        "call update_fact with that fact's id and the same text. The new fact is then "
+        "merged into it; there is nothing to forget."
     ),
     "update_fact": (
         "Replace the text of one stored fact about the current user with a new version, by "
         "its id (from recall_facts or remember_fact), when the fact has changed ('moved to "
-        "Berlin' replaces 'lives in Paris'). The old text stays in the fact's history. Use "
-        "remember_fact for new facts."
+        "Berlin' replaces 'lives in Paris'). The old text stays in the fact's history. If "
+        "another fact already has exactly this text (one remember_fact just created), it "
+        "is merged into this one and its id is gone ('merged'); if it cannot be merged, "
+        "nothing changes and 'reason' says why: keep that fact. Use remember_fact for new "
+        "facts."
     ),
     "recall_facts": (
         "Search what you remember about the current user. Pass two or three different "
@@ -256,6 +260,12 @@ def _render_result(result: RememberResult) -> dict[str, Any]:
         out["similar"] = [s.to_dict() for s in result.similar]
     if result.reason is not None:
         out["reason"] = result.reason
+    if result.merged is not None:
+        out["merged"] = result.merged
+        out["note"] = (
+            f"Fact {result.merged} had this same text; it is merged into this fact (its text "
+            "is this fact's current version) and no longer exists: there is nothing to forget."
+        )
     return out
 
 

@@ -237,8 +237,11 @@ class FactAPI(ABC):
 
         A fact remembered with a TTL keeps it, counted again from this update.
 
-        Returns ``updated``, ``duplicate`` (the text is already this fact's, or another
-        fact's: nothing written) or ``rejected`` (a secret).
+        Returns ``updated``, ``duplicate`` (nothing written: the text is already this
+        fact's, or another fact's that cannot be merged, with a ``reason``) or ``rejected``
+        (a secret). A text another fact already holds merges that fact in when it has no
+        earlier versions: ``updated`` with ``merged`` set to its id (it is deleted in the
+        same write), so no text is lost when the caller then forgets it.
 
         Raises:
             FactNotFoundError: The user has no fact with this id.

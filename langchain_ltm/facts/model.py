@@ -214,7 +214,13 @@ class RememberResult:
         similar: Stored facts close to a ``created`` one that were not merged because the
             decision was uncertain: both are kept, and the caller (or the agent, through the
             ``update_fact`` tool) can decide.
-        reason: Why a fact was rejected, in words a model can act on.
+        reason: Why a fact was rejected, in words a model can act on; for an
+            ``update_fact`` answered ``duplicate`` because another fact holds the text,
+            why that fact was not merged (it has earlier versions, or it lasts while the
+            updated fact expires).
+        merged: ``update_fact`` only: the id of another fact that held the new text (with
+            no earlier versions). It was merged into this one, its text now this fact's
+            current version, and deleted in the same write.
 
     Example:
         >>> RememberResult(action="rejected", fact=None, reason="looks like a password").action
@@ -227,3 +233,4 @@ class RememberResult:
     similarity: float | None = None
     similar: tuple[SimilarFact, ...] = ()
     reason: str | None = None
+    merged: str | None = None

@@ -260,7 +260,18 @@ def _store_facts(
 
 
 def update(ctx: FactContext, user_id: str, fact_id: str, text: str) -> Logic[RememberResult]:
-    """A new version of one fact, chosen by the caller (the ``update_fact`` tool)."""
+    """A new version of one fact, chosen by the caller (the ``update_fact`` tool).
+
+    A text that is already another fact of the user's (X) merges X into this one, in one
+    write under the user's lock: the text becomes this fact's new version (with the
+    metadata X had, said when X was, if that is after this fact's current text began;
+    pinned if X was) and X is deleted. What an agent does when ``remember`` kept a new fact
+    apart and listed this one as ``similar``: the new fact becomes this fact's new version
+    and a ``forget`` of it afterwards finds nothing, so no text is lost either way round.
+    An X with earlier versions of its own, or one that lasts while this fact expires, is
+    not merged (its history, or its text, would be lost): the answer is ``duplicate`` with
+    X, a ``reason`` saying so, and nothing changes.
+    """
     text = validate_text(text, "fact", ctx.max_fact_chars)
     check_id(fact_id)
     reason = ctx.guard(text) if ctx.guard else None
@@ -287,23 +298,30 @@ def update(ctx: FactContext, user_id: str, fact_id: str, text: str) -> Logic[Rem
             SearchRequest(namespace, None, with_hashes([digest]), None, 0),
         )
         with_text = [h for h in with_text if h.item.namespace == namespace]  # not a child's
-        same_text = [h for h in with_text if is_alive(h.item, now)][:1]
+        same_text = [h.item for h in with_text if is_alive(h.item, now)]
+        # this fact's own text, else another fact's (one: Postgres allows no second)
+        same_text = sorted(same_text, key=lambda i: i.key != fact_id)[:1]
         # a fact with this text whose TTL has passed is gone: its row goes in this write
         # (not yet swept, it would still hold the text in Postgres' fact-hash constraint)
         expired = [(h.item.namespace, h.item.key) for h in with_text if not is_alive(h.item, now)]
-        histories, lapsed = yield from _histories(
-            ctx, namespace, [item, *(h.item for h in same_text)], now
-        )
-        if same_text:  # already the text of this fact, or of another one: nothing to write
-            match = same_text[0].item
-            fact = layout.fact_from_items(match, user_id, histories.get(match.key, ()))
-            return RememberResult("duplicate", fact, similarity=1.0)
+        histories, lapsed = yield from _histories(ctx, namespace, [item, *same_text], now)
+        # after the current text even if a writer's clock ran ahead: an update is current
+        said = Said(text, 0, max(now, layout.valid_from(item)), {})
+        other = same_text[0] if same_text else None
+        if other is not None:
+            holder = layout.fact_from_items(other, user_id, histories.get(other.key, ()))
+            if other.key == fact_id:  # already this fact's text: nothing to write
+                return RememberResult("duplicate", holder, similarity=1.0)
+            reason = _kept_apart(holder, item)
+            if reason:  # another fact's, which stays as it is
+                return RememberResult("duplicate", holder, similarity=1.0, reason=reason)
+            said = _merged(said, other, item)
+            expired.append((other.namespace, other.key))  # merged: gone in the same write
         state = FactState(fact_id, text, 0, item, [str(item.value["content"])])
         decision = BatchDecision(decisions=[], touched={fact_id: state})
-        # after the current text even if a writer's clock ran ahead: an update is current
-        chains = {fact_id: [Said(text, 0, max(now, layout.valid_from(item)), {})]}
+        pinned = other is not None and other.value.get("pinned") is True
         records, deletes, lines = _records(
-            ctx, namespace, decision, vectors, histories, chains, now, False, None
+            ctx, namespace, decision, vectors, histories, {fact_id: [said]}, now, pinned, None
         )
         records = yield from embed_versions(ctx, records)
         written = {(r.namespace, r.key) for r in records}
@@ -311,8 +329,35 @@ def update(ctx: FactContext, user_id: str, fact_id: str, text: str) -> Logic[Rem
         yield call(ctx.backend, "write", records, [*deletes, *expired, *lapsed])
     finally:
         yield from ctx.locks.release(ctx.backend, held)
-    fact = _fact_after(state, lines[fact_id], histories, user_id, now)
-    return RememberResult("updated", fact, previous=state.superseded[-1])
+    fact = _fact_after(state, lines[fact_id], histories, user_id, now, pinned)
+    merged = other.key if other is not None else None
+    return RememberResult("updated", fact, previous=state.superseded[-1], merged=merged)
+
+
+def _kept_apart(holder: Fact, item: StoredItem) -> str | None:
+    """Why ``holder`` (another fact with the new text) is not merged into ``item``, if so."""
+    if holder.history:
+        why = "which has earlier versions of its own (merged, they would be lost)"
+    elif holder.ttl_minutes is None and item.ttl_minutes is not None:
+        why = "which lasts, while this one expires (merged, the text would expire with it)"
+    else:
+        return None
+    return (
+        f"This text is already fact {holder.id}, {why}, so it was not merged into fact "
+        f"{item.key}: nothing changed. Fact {holder.id} keeps the text: do not forget it."
+    )
+
+
+def _merged(update: Said, other: StoredItem, item: StoredItem) -> Said:
+    """The new text of ``item`` as ``other`` (another fact that holds it, merged in) said it.
+
+    It keeps ``other``'s metadata, and the moment ``other``'s text began when that is after
+    ``item``'s current text began: it was said then. Otherwise it is said as any update
+    (``update.at``: now, or just after a current text from a clock ahead).
+    """
+    began = layout.valid_from(other)
+    at = began if began > layout.valid_from(item) else update.at
+    return Said(update.content, 0, at, layout.metadata_of(other.value))
 
 
 def pin(ctx: FactContext, user_id: str, fact_ids: Sequence[str]) -> Logic[list[str]]:

@@ -35,7 +35,9 @@ class ScriptedChatModel(BaseChatModel):
     """Answers each call with the next scripted tool-call arguments (or raises them).
 
     An answer is a dict (the arguments of a call to the bound tool), an ``AIMessage`` (sent
-    as is) or an exception (raised). Every request's messages are recorded.
+    as is), an exception (raised), or a function of the request's messages returning one
+    of those (an answer that depends on a tool's result). Every request's messages are
+    recorded.
     """
 
     answers: list[Any] = Field(default_factory=list)
@@ -57,6 +59,8 @@ class ScriptedChatModel(BaseChatModel):
         self.requests.append(list(messages))
         self.modes.append(mode)
         answer = self.answers.pop(0)
+        if callable(answer):
+            answer = answer(messages)
         if isinstance(answer, Exception):
             raise answer
         if not isinstance(answer, AIMessage):

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 from langchain.agents import create_agent
+from langchain_core.messages import AIMessage
 from langchain_core.tools import StructuredTool
 from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.checkpoint.memory import InMemorySaver
@@ -23,6 +24,7 @@ from langchain_ltm import (
     memory_tools_for,
 )
 from tests.fakes import KeywordEmbeddings, ScriptedToolModel, tool_outputs
+from tests.unit_tests.test_resolvers import ScriptedChatModel
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -273,6 +275,83 @@ def test_agent_sees_similar_facts_and_resolves_with_update_fact(store, build):
     other = agent.invoke(say(f"update: {sister} => stolen"), run("u2", "t4"))
     assert "no fact with id" in other["messages"][-1].content
     assert store.list_all("u1")[0].content == "my sister likes black tea"
+
+
+def calls(*pairs):
+    """One model message with these tool calls: ``calls(("forget_fact", {...}), ...)``."""
+    return AIMessage(
+        "",
+        tool_calls=[
+            {"name": name, "args": args, "id": f"call-{n}-{name}", "type": "tool_call"}
+            for n, (name, args) in enumerate(pairs)
+        ],
+    )
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("plan", ["update, then forget", "both at once", "forget first at once"])
+async def test_an_agent_acting_on_a_similar_answer_keeps_the_new_text(store, mode, plan):
+    """remember_fact's description said, for a 'similar' answer: call update_fact with that
+    fact's id and forget_fact with the new id. update_fact found the text was the new
+    fact's, wrote nothing and answered duplicate; forget_fact then deleted the only copy of
+    the text. Now the update merges the new fact in, and a forget of it, after or in the
+    same message in either order, loses nothing."""
+    store.remember("u1", "prefers answers in Spanish")
+    ids = {}
+
+    def act_on_similar(messages):
+        made = json.loads(messages[-1].content)
+        assert made["action"] == "created" and len(made["similar"]) == 1
+        ids["new"], ids["old"] = made["id"], made["similar"][0]["id"]
+        update = ("update_fact", {"fact_id": ids["old"], "fact": made["fact"]})
+        forget = ("forget_fact", {"fact_id": ids["new"]})
+        if plan == "update, then forget":
+            return calls(update)
+        return calls(update, forget) if plan == "both at once" else calls(forget, update)
+
+    answers = [calls(("remember_fact", {"fact": "prefers answers in French"})), act_on_similar]
+    if plan == "update, then forget":
+        answers.append(lambda messages: calls(("forget_fact", {"fact_id": ids["new"]})))
+    model = ScriptedChatModel(answers=[*answers, AIMessage("Done: French from now on.")])
+    agent = build_create_agent(store, model)
+    request = say("From now on answer me in French, not Spanish")
+    if mode == "sync":
+        out = agent.invoke(request, run("u1"))
+    else:
+        out = await agent.ainvoke(request, run("u1"))
+    (fact,) = store.list_all("u1")
+    assert fact.id == ids["old"]
+    assert [v.content for v in fact.versions] == [
+        "prefers answers in Spanish",
+        "prefers answers in French",
+    ]
+    (updated,) = [o for o in tool_outputs(out) if o.get("action") == "updated"]
+    assert updated["fact"] == "prefers answers in French"
+    if updated.get("merged"):  # the update ran first: the forget found nothing
+        assert updated["merged"] == ids["new"] and "nothing to forget" in updated["note"]
+    forgot = [o for o in tool_outputs(out) if "deleted" in o]
+    assert len(forgot) == 1 and forgot[0]["id"] == ids["new"]
+    assert forgot[0]["deleted"] is not bool(updated.get("merged"))
+
+
+def test_update_fact_says_to_keep_a_fact_it_could_not_merge(store):
+    """The text is another fact's, which has history: nothing changes, and the answer names
+    that fact and tells the model not to forget it."""
+    remember, _, update, _ = create_memory_tools(store)
+    rent = json.loads(remember.invoke({"fact": "my rent is 1200 euros"}, config=run("u1")))
+    update.invoke({"fact_id": rent["id"], "fact": "my rent is 1300 euros"}, config=run("u1"))
+    jazz = json.loads(remember.invoke({"fact": "I listen to jazz"}, config=run("u1")))
+    args = {"fact_id": jazz["id"], "fact": "my rent is 1300 euros"}
+    answer = json.loads(update.invoke(args, config=run("u1")))
+    assert (answer["action"], answer["id"]) == ("duplicate", rent["id"])
+    assert "merged" not in answer and f"Fact {rent['id']} keeps the text" in answer["reason"]
+    assert "do not forget it" in answer["reason"]
+    assert sorted(f.content for f in store.list_all("u1")) == [
+        "I listen to jazz",
+        "my rent is 1300 euros",
+    ]
+    assert "forget_fact with the new id" not in remember.description
+    assert "nothing to forget" in remember.description and "merged" in update.description
 
 
 @pytest.mark.parametrize("build", BUILDERS)

@@ -21,6 +21,8 @@ from tests.fakes import KeywordEmbeddings
 from tests.unit_tests.test_facts import emb, mem  # noqa: F401  (fixtures)
 from tests.unit_tests.test_resolvers import ScriptedChatModel, decisions
 
+T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+
 
 @pytest.fixture
 def store(emb):
@@ -187,15 +189,117 @@ async def test_update_fact_of_someone_else_raises_and_changes_nothing(mem):
     assert [f.content for f in await mem.list_all("alice")] == ["I like green tea"]
 
 
-async def test_update_to_the_text_of_another_fact_is_a_duplicate(mem):
-    tea = await mem.remember("u1", "I like green tea")
-    jazz = await mem.remember("u1", "I listen to jazz")
-    same = await mem.update_fact("u1", jazz.fact.id, "i like green tea.")
-    assert same.action == "duplicate" and same.fact.id == tea.fact.id
-    assert sorted(f.content for f in await mem.list_all("u1")) == [
-        "I like green tea",
+async def test_update_to_the_text_of_another_fact_merges_that_fact_in(mem):
+    """The text was another fact's: update wrote nothing and answered duplicate, so an agent
+    that then forgot the other fact (as remember_fact's description said to do with the new
+    fact of a 'similar' answer) lost the text everywhere. It is merged in instead."""
+    jazz = (await mem.remember("u1", "I listen to jazz", observed_at=T0)).fact
+    said = T0 + timedelta(days=30)
+    tea = await mem.remember("u1", "I like green tea", metadata={"session": 2}, observed_at=said)
+    merged = await mem.update_fact("u1", jazz.id, "i like green tea.")
+    assert (merged.action, merged.merged, merged.previous) == (
+        "updated",
+        tea.fact.id,
         "I listen to jazz",
+    )
+    assert merged.fact.id == jazz.id and merged.fact.content == "i like green tea."
+    (fact,) = await mem.list_all("u1")
+    assert (fact.id, fact.content, dict(fact.metadata)) == (
+        jazz.id,
+        "i like green tea.",
+        {"session": 2},  # as the merged fact's text was said
+    )
+    assert [(v.content, v.valid_from, v.valid_to) for v in fact.history] == [
+        ("I listen to jazz", T0, said)  # the tea fact's text began then
     ]
+    assert fact.valid_from == said and fact.created_at == jazz.created_at
+    assert await mem.forget("u1", tea.fact.id) is False  # gone with the merge: no text lost
+    assert [v.content for v in await mem.history("u1", jazz.id)] == [
+        "I listen to jazz",
+        "i like green tea.",
+    ]
+    same = await mem.update_fact("u1", jazz.id, "I like green tea")  # its own text now
+    assert (same.action, same.fact.id, same.merged) == ("duplicate", jazz.id, None)
+
+
+async def test_a_merged_text_said_before_the_current_one_is_current_from_now(mem):
+    """The other fact's text began before this fact's current text: the update makes it
+    current now, as any update (with the other fact's metadata)."""
+    old = await mem.remember("u1", "I like green tea", metadata={"s": 1}, observed_at=T0)
+    later = (await mem.remember("u1", "I listen to jazz", observed_at=T0 + timedelta(1))).fact
+    before = datetime.now(timezone.utc)
+    merged = await mem.update_fact("u1", later.id, "I like green tea")
+    assert merged.merged == old.fact.id
+    (fact,) = await mem.list_all("u1")
+    assert fact.content == "I like green tea" and fact.valid_from >= before
+    assert fact.history[0].valid_to == fact.valid_from and dict(fact.metadata) == {"s": 1}
+
+
+async def test_a_pinned_fact_merged_in_leaves_the_fact_pinned(mem):
+    spanish = (await mem.remember("u1", "Prefers answers in Spanish")).fact
+    french = (await mem.remember("u1", "Prefers answers in French", pinned=True)).fact
+    merged = await mem.update_fact("u1", spanish.id, "Prefers answers in French")
+    assert merged.merged == french.id and merged.fact.pinned
+    (fact,) = await mem.list_all("u1")
+    assert fact.id == spanish.id and fact.pinned
+    assert [v.content for v in fact.versions] == [
+        "Prefers answers in Spanish",
+        "Prefers answers in French",
+    ]
+
+
+async def test_update_and_forget_of_the_merged_fact_lose_no_text_in_either_order(mem):
+    """An agent that updates the similar fact and forgets the new one (the older tool
+    description's advice, or both calls in one message) keeps the new text either way."""
+    for order in ("update first", "forget first"):
+        user = f"u-{order}"
+        spanish = (await mem.remember(user, "Prefers answers in Spanish")).fact
+        french = (await mem.remember(user, "Prefers answers in French")).fact
+        steps = [
+            ("update_fact", (user, spanish.id, "Prefers answers in French")),
+            ("forget", (user, french.id)),
+        ]
+        for name, args in steps if order == "update first" else steps[::-1]:
+            await getattr(mem, name)(*args)
+        (fact,) = await mem.list_all(user)
+        assert [v.content for v in fact.versions] == [
+            "Prefers answers in Spanish",
+            "Prefers answers in French",
+        ], order
+
+
+async def test_update_to_the_text_of_a_fact_with_history_changes_nothing(mem):
+    """Merged in, the other fact's earlier versions would be lost: nothing changes, and the
+    answer names the fact that keeps the text and says not to forget it."""
+    rent = (await mem.remember("u1", "My rent is 1200 euros")).fact
+    await mem.update_fact("u1", rent.id, "My rent is 1300 euros")
+    jazz = (await mem.remember("u1", "I listen to jazz")).fact
+    before = await mem.export_user("u1")
+    kept = await mem.update_fact("u1", jazz.id, "My rent is 1300 euros")
+    assert (kept.action, kept.fact.id, kept.merged) == ("duplicate", rent.id, None)
+    assert rent.id in kept.reason and "earlier versions" in kept.reason
+    assert "do not forget it" in kept.reason and "nothing changed" in kept.reason
+    assert await mem.export_user("u1") == before
+
+
+async def test_a_lasting_text_is_never_merged_into_a_fact_that_expires(mem, clock):
+    """Merged, the lasting text would expire with the fact: nothing changes. A text that was
+    to expire merges into a lasting fact and lasts with it."""
+    lost = (await mem.remember("u1", "Reported a lost card", ttl=60)).fact
+    card = (await mem.remember("u1", "Has a blue card")).fact
+    kept = await mem.update_fact("u1", lost.id, "Has a blue card")
+    assert (kept.action, kept.fact.id) == ("duplicate", card.id) and "expires" in kept.reason
+    assert sorted(f.content for f in await mem.list_all("u1")) == [
+        "Has a blue card",
+        "Reported a lost card",
+    ]
+    brief = (await mem.remember("u2", "Is in Rome this week", ttl=60)).fact
+    home = (await mem.remember("u2", "Lives in Paris")).fact
+    merged = await mem.update_fact("u2", home.id, "Is in Rome this week")
+    assert merged.merged == brief.id and merged.fact.ttl_minutes is None
+    clock.advance(120)
+    (fact,) = await mem.list_all("u2")
+    assert [v.content for v in fact.versions] == ["Lives in Paris", "Is in Rome this week"]
 
 
 async def test_forget_removes_the_fact_and_its_versions(mem, store):
