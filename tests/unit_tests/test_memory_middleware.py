@@ -273,6 +273,27 @@ def test_extraction_supersedes_a_stored_fact_by_number(emb):
     ]
 
 
+def test_extraction_superseding_with_a_text_it_just_remembered_keeps_one_fact(emb):
+    """The extractor listed the new text as a fact and as the supersede of the stored one:
+    remember kept it apart (similar), and the update answered duplicate and wrote nothing,
+    so the old text stayed current beside the new one. The new fact is merged in now."""
+    store = LongTermMemoryStore(InMemoryVectorStore(emb))
+    made = store.remember("ana", "Prefers answers in Spanish")
+    answer = extraction(
+        ("Prefers answers in French", True),
+        supersede=[{"fact": 1, "content": "Prefers answers in French"}],
+    )
+    extractor = ScriptedChatModel(answers=[answer, AIMessage("not sure")])  # 2nd: resolver
+    agent = agent_with(store, RecordingModel(), mode="recall", extract_with=extractor)
+    agent.invoke({"messages": [("user", "Answer me in French from now on")]}, run("ana"))
+    (fact,) = store.list_all("ana")
+    assert fact.id == made.fact.id and fact.pinned
+    assert [v.content for v in fact.versions] == [
+        "Prefers answers in Spanish",
+        "Prefers answers in French",
+    ]
+
+
 def test_a_failing_extractor_logs_and_the_answer_still_comes(emb, caplog):
     store = LongTermMemoryStore(InMemoryVectorStore(emb))
     extractor = ScriptedChatModel(answers=[RuntimeError("extractor down")])
