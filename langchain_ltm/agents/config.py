@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from langchain_ltm.guard import SecretGuard
+
 __all__ = ["LongTermMemoryConfig", "ToolName"]
 
 ToolName = Literal["remember_fact", "recall_facts", "update_fact", "forget_fact"]
@@ -26,7 +28,9 @@ class LongTermMemoryConfig(BaseModel):
         upsert_threshold: The 0.1 name of ``merge_threshold``.
         recall_limit: Default and maximum number of facts ``recall_facts`` returns.
         min_score: ``recall_facts`` leaves out facts scoring below this similarity.
-        secret_guard: Refuse facts that look like card numbers, IBANs, keys or passwords.
+        secret_guard: ``True``: refuse facts that look like card numbers, IBANs, keys or
+            passwords; ``False``: store anything; or your own ``guard(text) -> reason |
+            None`` (default: the store's, as given to ``LongTermMemoryStore``).
         user_id_key: Name of the user id in ``config["configurable"]`` and in the runtime
             context.
 
@@ -45,7 +49,7 @@ class LongTermMemoryConfig(BaseModel):
     upsert_threshold: float | None = Field(default=None, ge=-1.0, le=1.0)
     recall_limit: int = Field(default=5, ge=1, le=100)
     min_score: float | None = Field(default=None, ge=-1.0, le=1.0)
-    secret_guard: bool = True
+    secret_guard: bool | SecretGuard | None = None
     user_id_key: str = Field(default="user_id", min_length=1)
 
     @field_validator("tools")
@@ -56,3 +60,13 @@ class LongTermMemoryConfig(BaseModel):
         if len(set(tools)) != len(tools):
             raise ValueError(f"tools are listed twice: {tools}")
         return tools
+
+    @field_validator("secret_guard", mode="before")
+    @classmethod
+    def _guard_or_flag(cls, guard: Any) -> Any:
+        if guard is None or isinstance(guard, bool) or callable(guard):
+            return guard
+        raise ValueError(
+            f"secret_guard must be True, False, a guard(text) -> reason | None, or None "
+            f"(the store's), got {type(guard).__name__}"
+        )

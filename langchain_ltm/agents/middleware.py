@@ -121,11 +121,11 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.mode: MemoryMode = mode
         self.options = RecallOptions(recall_limit, min_score, max_chars, header, show_dates)
         self.tool_config = config or LongTermMemoryConfig()
-        # recall, extraction and the tools share the config's namespace and options: one
-        # place for all of a user's memory
-        self.store = store if config is None else scoped_store(store, self.tool_config)
+        # recall, extraction and the tools share the config's namespace and options (the
+        # store's own where the config leaves one unset): one place for all of a user's memory
+        self.store = scoped_store(store, self.tool_config)
         self.extract_with = extract_with
-        self.tools = [] if mode == "recall" else create_memory_tools(store, config=config)
+        self.tools = [] if mode == "recall" else create_memory_tools(store, config=self.tool_config)
         self._background = (
             BackgroundExtractor(run_job(self.store, extract_with), debounce)
             if background and extract_with is not None

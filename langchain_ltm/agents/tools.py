@@ -156,7 +156,9 @@ def scoped_store(store: LongTermMemoryStore, options: LongTermMemoryConfig) -> L
     """``store`` with the config's namespace, thresholds, resolver and secret guard.
 
     What the memory tools act on, and what ``MemoryMiddleware`` recalls from and extracts
-    into, so a configured namespace holds all of a user's memory.
+    into, so a configured namespace holds all of a user's memory. An option the config
+    leaves at ``None`` keeps the store's own (its ``secret_guard`` too: a store built with
+    ``secret_guard=my_guard`` or ``False`` guards the tools the same way).
     """
     return store.with_options(
         namespace=options.namespace,

@@ -490,6 +490,42 @@ def test_a_configured_namespace_holds_all_of_a_users_memory(emb):
     assert store.list_all("ana") == []  # nothing in the store's default namespace
 
 
+def no_health_data(text):
+    return "health data is not stored" if "diagnosed" in text.lower() else None
+
+
+@pytest.mark.parametrize("with_config", [False, True])
+def test_tools_and_extraction_keep_the_stores_own_secret_guard(emb, with_config):
+    """The store's ``secret_guard=`` guards the middleware's tools and its extraction.
+
+    The tools replaced it with the built-in guard, and so did extraction once a config was
+    passed: a custom guard let health data in, ``secret_guard=False`` still refused.
+    """
+    from langchain_ltm import LongTermMemoryConfig
+
+    config = LongTermMemoryConfig(recall_limit=3) if with_config else None
+    guarded = LongTermMemoryStore(InMemoryVectorStore(emb), secret_guard=no_health_data)
+    extractor = ScriptedChatModel(answers=[extraction(("Was diagnosed with asthma", False))])
+    middleware = MemoryMiddleware(guarded, config=config, extract_with=extractor)
+    agent = create_agent(RecordingModel(), middleware=[middleware], store=guarded)
+    said = {"messages": [("user", "remember: Was diagnosed with diabetes")]}
+    out = agent.invoke(said, run("alice"))
+    assert "health data is not stored" in str(out["messages"][2].content)  # the tool's answer
+    assert guarded.list_all("alice") == []  # neither the tool nor the extraction stored it
+
+    lenient = LongTermMemoryStore(InMemoryVectorStore(emb), secret_guard=False)
+    extractor = ScriptedChatModel(answers=[extraction(("My bank PIN is 4821", False))])
+    middleware = MemoryMiddleware(lenient, config=config, extract_with=extractor)
+    agent = create_agent(RecordingModel(), middleware=[middleware], store=lenient)
+    asyncio.run(
+        agent.ainvoke({"messages": [("user", "remember: My wifi password is hunter2")]}, run("bob"))
+    )
+    assert sorted(f.content for f in lenient.list_all("bob")) == [
+        "My bank PIN is 4821",
+        "My wifi password is hunter2",
+    ]
+
+
 class BlockingExtractor(ScriptedChatModel):
     """Waits for ``gate`` before answering, so a test can see the agent return first."""
 

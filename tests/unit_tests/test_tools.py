@@ -192,6 +192,58 @@ def test_secret_is_rejected_with_a_reason(store):
     assert out["action"] == "created"
 
 
+def no_health_data(text):
+    """An application's own guard, stricter than the built-in one."""
+    return "health data is not stored" if "diagnosed" in text.lower() else None
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_the_tools_keep_the_stores_own_secret_guard(emb, mode):
+    """A store's ``secret_guard=`` guards its tools: the config's default replaced it.
+
+    A custom guard was bypassed (health data stored as ``created``), and a store built
+    with ``secret_guard=False`` still had its tools refuse a wifi password.
+    """
+
+    def remember(tool, fact, user):
+        args, config = {"fact": fact}, run(user)
+        if mode == "sync":
+            return json.loads(tool.invoke(args, config=config))
+        return json.loads(asyncio.run(tool.ainvoke(args, config=config)))
+
+    guarded = LongTermMemoryStore(InMemoryVectorStore(emb), secret_guard=no_health_data)
+    assert guarded.remember("u1", "Was diagnosed with diabetes").action == "rejected"
+    for tool in (create_memory_tools(guarded)[0], memory_tools_for(guarded, run("u1"))[0]):
+        out = remember(tool, "Was diagnosed with diabetes", "u1")
+        assert out == {"action": "rejected", "reason": "health data is not stored"}
+    assert guarded.list_all("u1") == []
+    (scoped,) = create_memory_tools(
+        guarded, config=LongTermMemoryConfig(tools=("remember_fact",), recall_limit=3)
+    )
+    assert remember(scoped, "Was diagnosed with diabetes", "u1")["action"] == "rejected"
+
+    lenient = LongTermMemoryStore(InMemoryVectorStore(emb), secret_guard=False)
+    out = remember(create_memory_tools(lenient)[0], "My wifi password is hunter2", "u2")
+    assert out["action"] == "created"
+    # the config still decides when it says so
+    (strict,) = create_memory_tools(
+        lenient, config=LongTermMemoryConfig(tools=("remember_fact",), secret_guard=True)
+    )
+    assert remember(strict, "My wifi password is hunter3", "u2")["action"] == "rejected"
+    (own,) = create_memory_tools(
+        lenient,
+        config=LongTermMemoryConfig(tools=("remember_fact",), secret_guard=no_health_data),
+    )
+    assert remember(own, "Was diagnosed with asthma", "u2")["action"] == "rejected"
+    assert remember(own, "My wifi password is hunter4", "u3")["action"] == "created"
+
+
+def test_the_configs_secret_guard_is_checked():
+    assert LongTermMemoryConfig().secret_guard is None  # the store's
+    with pytest.raises(ValueError, match="secret_guard"):
+        LongTermMemoryConfig(secret_guard="yes")  # type: ignore[arg-type]
+
+
 def test_recall_limit_is_capped_by_config(store):
     store.remember(
         "u1",
