@@ -25,6 +25,7 @@ from langchain_ltm._utf8 import storable
 from langchain_ltm.agents._recall import cut, said_by_user, searchable
 from langchain_ltm.facts.model import RecalledFact, RememberResult
 from langchain_ltm.facts.resolvers import ChatModelResolver, internal_call_config
+from langchain_ltm.facts.text import normalize_fact
 from langchain_ltm.store import LongTermMemoryStore
 
 __all__ = ["BackgroundExtractor", "ExtractionJob", "extract"]
@@ -163,12 +164,9 @@ def extract(
         return []
     results: list[RememberResult] = []
     resolving = store.with_options(resolver=ChatModelResolver(model))
-    for pinned in (True, False):
-        texts = [_storable_fact(f.content, limit) for f in answer.facts if f.pinned is pinned]
-        texts = [text for text in texts if text]
-        if texts:
-            done = yield from _remember(resolving, job.user_id, texts, pinned)
-            results.extend(done)
+    # supersedes first: a model often lists the new text as a fact too, and remembered
+    # first it made the update a duplicate of it, leaving the outdated fact current
+    superseded: dict[str, RememberResult] = {}  # normalized new text -> its update
     for change in answer.supersede:
         content = _storable_fact(change.content, limit)
         if 1 <= change.fact <= len(known) and content:
@@ -178,8 +176,35 @@ def extract(
             except Exception as exc:  # forgotten meanwhile, a bad text: keep going
                 logger.warning("memory extraction could not update %r: %s", target.id, exc)
                 continue
+            if result.action == "duplicate" and result.fact and result.fact.id != target.id:
+                logger.warning(
+                    "memory extraction could not supersede %r: its new text %r is "
+                    "already the fact %r, so both stay current",
+                    target.id,
+                    content[:80],
+                    result.fact.id,
+                )
+            superseded[normalize_fact(content)] = result
             results.append(result)
+    for pinned in (True, False):
+        texts = [_storable_fact(f.content, limit) for f in answer.facts if f.pinned is pinned]
+        texts = [t for t in texts if t and not _stored_by(superseded, t, pinned)]
+        if texts:
+            done = yield from _remember(resolving, job.user_id, texts, pinned)
+            results.extend(done)
     return results
+
+
+def _stored_by(superseded: Mapping[str, RememberResult], text: str, pinned: bool) -> bool:
+    """Whether a supersede of this extraction already stored ``text`` (pinned if asked).
+
+    A text to pin whose fact is not pinned is remembered anyway: ``remember`` pins the
+    duplicate. A supersede that failed stored nothing, so its text is remembered as new.
+    """
+    result = superseded.get(normalize_fact(text))
+    if result is None:
+        return False
+    return not pinned or (result.fact is not None and result.fact.pinned)
 
 
 def _answer(out: Any) -> MemoryExtraction:

@@ -294,6 +294,103 @@ def test_extraction_superseding_with_a_text_it_just_remembered_keeps_one_fact(em
     ]
 
 
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_supersede_whose_text_is_also_listed_as_a_fact_still_supersedes(emb, mode):
+    """The new text listed both as a fact and as a supersede: the old fact is outdated.
+
+    Facts were remembered first, so the supersede then answered ``duplicate`` (another fact
+    had the text) and was dropped without a word: both languages stayed current.
+    """
+    store = LongTermMemoryStore(InMemoryVectorStore(emb))
+    spanish = store.remember("ana", "Prefers answers in Spanish").fact
+    french = "Prefers answers in French"
+    extractor = ScriptedChatModel(
+        answers=[
+            extraction(
+                ("prefers answers in french.", False),  # the same text, as dedup compares
+                ("Has a cat named Tom", False),
+                supersede=[{"fact": 1, "content": french}],
+            )
+        ]
+    )
+    agent = agent_with(store, RecordingModel(), mode="recall", extract_with=extractor)
+    said = {"messages": [("user", "Answer me in French from now on. My cat is Tom.")]}
+    if mode == "async":
+        asyncio.run(agent.ainvoke(said, run("ana")))
+    else:
+        agent.invoke(said, run("ana"))
+    facts = {f.content: f for f in store.list_all("ana")}
+    assert sorted(facts) == ["Has a cat named Tom", french]
+    assert facts[french].id == spanish.id
+    assert [v.content for v in store.history("ana", spanish.id)] == [spanish.content, french]
+
+
+def test_a_fact_listed_beside_a_supersede_that_fails_is_still_remembered(emb):
+    """Only a supersede that stored the text spares remembering it: nothing said is lost."""
+    store = LongTermMemoryStore(InMemoryVectorStore(emb))
+    made = store.remember("ana", "Lives in Paris")
+    extractor = ScriptedChatModel(
+        answers=[
+            extraction(
+                ("Lives in Berlin", False),
+                ("Name is Ana", True),
+                supersede=[
+                    {"fact": 1, "content": "Lives in Berlin"},
+                    {"fact": 7, "content": "Name is Ana"},  # no stored fact 7
+                ],
+            )
+        ]
+    )
+    agent = agent_with(store, RecordingModel(), mode="recall", extract_with=extractor)
+    store.forget("ana", made.fact.id)  # between the recall and the update, say
+    agent.invoke({"messages": [("user", "I'm Ana and I live in Berlin")]}, run("ana"))
+    assert sorted(f.content for f in store.list_all("ana")) == ["Lives in Berlin", "Name is Ana"]
+    assert [f.content for f in store.pinned("ana")] == ["Name is Ana"]
+
+
+def test_a_pinned_fact_listed_beside_its_supersede_pins_the_updated_fact(emb):
+    store = LongTermMemoryStore(InMemoryVectorStore(emb))
+    made = store.remember("ana", "Prefers answers in Spanish")
+    extractor = ScriptedChatModel(
+        answers=[
+            extraction(
+                ("Prefers answers in French", True),
+                supersede=[{"fact": 1, "content": "Prefers answers in French"}],
+            )
+        ]
+    )
+    agent = agent_with(store, RecordingModel(), mode="recall", extract_with=extractor)
+    agent.invoke({"messages": [("user", "Answer me in French, always")]}, run("ana"))
+    assert [(f.id, f.content) for f in store.pinned("ana")] == [
+        (made.fact.id, "Prefers answers in French")
+    ]
+    assert len(store.list_all("ana")) == 1
+
+
+def test_a_supersede_onto_another_facts_text_is_logged(emb, caplog):
+    """The new text is already another fact: never a silent no-op.
+
+    ``update_fact`` answers ``duplicate`` here (both stay current) or retires the
+    superseded fact; when it answers ``duplicate`` the extraction says so in the log.
+    """
+    store = LongTermMemoryStore(InMemoryVectorStore(emb))
+    spanish = store.remember("ana", "Prefers answers in Spanish").fact
+    store.remember("ana", "Prefers answers in French")
+    extractor = ScriptedChatModel(
+        answers=[extraction(supersede=[{"fact": 1, "content": "Prefers answers in French"}])]
+    )
+    agent = agent_with(store, RecordingModel(), mode="recall", extract_with=extractor)
+    with caplog.at_level(logging.WARNING):
+        agent.invoke({"messages": [("user", "Only Spanish, not French")]}, run("ana"))
+    prompt = str(extractor.requests[0][-1].content)
+    assert "1. Prefers answers in Spanish" in prompt  # fact 1 is the Spanish one
+    still_current = any(
+        f.id == spanish.id and "Spanish" in f.content for f in store.list_all("ana")
+    )
+    warned = any("could not supersede" in r.getMessage() for r in caplog.records)
+    assert warned == still_current
+
+
 def test_a_failing_extractor_logs_and_the_answer_still_comes(emb, caplog):
     store = LongTermMemoryStore(InMemoryVectorStore(emb))
     extractor = ScriptedChatModel(answers=[RuntimeError("extractor down")])
