@@ -272,11 +272,13 @@ class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         view = history_view(request.messages, self.save_mode, limit)
         if self.retrieval == "recency":
             # no user needed; but when the run has one, record the thread for forget_user
-            user_id = _user_or_none(config, request.runtime, self.user_id_key)
-            if user_id is not None and self.store is not None:
-                yield from self._threads.note(
-                    self.store, user_id, _raw_thread_id(config), check=new_input(request.messages)
-                )
+            # (without a store nothing is recorded, and the user is not even read)
+            if self.store is not None:
+                user_id = _user_or_none(config, request.runtime, self.user_id_key)
+                if user_id is not None:
+                    check = new_input(request.messages)
+                    thread = _raw_thread_id(config)
+                    yield from self._threads.note(self.store, user_id, thread, check=check)
             return request.override(messages=view.messages)
         store = self.store
         if store is None:  # refused by __init__ outside recency

@@ -705,6 +705,30 @@ def test_recency_needs_no_store_and_relevance_says_it_does():
             SessionMemoryMiddleware(None, retrieval=retrieval)
 
 
+@pytest.mark.parametrize("user_id", [42, "", "  "])
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_recency_without_a_store_never_reads_the_user(user_id, mode):
+    """No store, nothing recorded: an app's user id the store would refuse is no error.
+
+    ``InvalidUserIdError`` was raised for an int or empty ``user_id`` in ``configurable``.
+    """
+    model = RecordingModel()
+    agent = create_agent(
+        model, middleware=[SessionMemoryMiddleware(None, limit=4)], checkpointer=InMemorySaver()
+    )
+    config = {"configurable": {"thread_id": "t1", "user_id": user_id}}
+    for text in ("hello", "again"):
+        if mode == "async":
+            out = asyncio.run(agent.ainvoke(say(text), config))
+        else:
+            out = agent.invoke(say(text), config)
+        assert out["messages"][-1].text == f"sure: {text}"
+    assert [m.text for m in model.requests[-1] if isinstance(m, HumanMessage)] == [
+        "hello",
+        "again",
+    ]
+
+
 @pytest.mark.parametrize("bad", [0, 199, -5, True, 2.5, "4000"])
 def test_bad_max_chars_are_refused(store, bad):
     with pytest.raises(ValueError, match="max_chars must be"):
