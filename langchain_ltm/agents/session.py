@@ -93,8 +93,11 @@ class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
       Every finished turn is indexed in ``store`` by ``after_agent`` (one batched put, one
       embedding call), and every model call runs one search (a ``LongTermMemoryStore``
       caches the query's embedding, so a tool loop embeds it once).
-      Without a thread id every run is turn 0 of the thread ``"default"``, so each run's
-      turn replaces the previous one: use a checkpointer and a ``thread_id``.
+      Without a thread id, a run's turns are indexed under the thread ``"default"`` (their
+      ``thread_id`` is ``None``), each keyed by its user message's id, so every run adds
+      its turns beside the earlier ones and they all come back as relevant; the recency
+      window then holds only the run's own messages: use a checkpointer and a
+      ``thread_id`` for a thread's history.
 
     The user comes from each run (the runtime context's ``user_id_key``, else
     ``config["configurable"][user_id_key]``), the thread from
