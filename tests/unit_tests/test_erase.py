@@ -487,3 +487,69 @@ def test_agents_built_on_the_tools_or_the_hook_have_their_threads_erased(kind):
     assert saver.get_tuple(run("bob", "bob-t1")) is not None
     if kind == "tools":
         assert store.list_all("alice") == [] and len(store.list_all("bob")) == 1
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("kind", ["middleware", "tools"])
+def test_last_seen_moves_when_the_user_comes_back_and_is_written_at_most_once_a_minute(
+    saver, monkeypatch, mode, kind
+):
+    """``last_seen`` of a thread record never changed after its first write.
+
+    It moves now when the user comes back, rewritten only once it is a minute old, so a
+    tool loop (two memory tool calls in one turn) or a quick reply costs no extra write.
+    """
+    from langchain_ltm import create_memory_tools
+
+    now = [datetime(2026, 12, 7, 9, 0, tzinfo=timezone.utc)]
+    monkeypatch.setattr(_clock, "utcnow", lambda: now[0])
+    store = LongTermMemoryStore(InMemoryVectorStore(KeywordEmbeddings(dims=64)))
+    writes: list[str] = []
+    put, aput = store.put, store.aput
+
+    def counting(namespace, key, *args, **kwargs):
+        if namespace[0] == THREADS_ROOT:
+            writes.append(key)
+        return put(namespace, key, *args, **kwargs)
+
+    async def acounting(namespace, key, *args, **kwargs):
+        if namespace[0] == THREADS_ROOT:
+            writes.append(key)
+        return await aput(namespace, key, *args, **kwargs)
+
+    monkeypatch.setattr(store, "put", counting)  # before the tools take their view of it
+    monkeypatch.setattr(store, "aput", acounting)
+    if kind == "tools":
+        tools = create_memory_tools(store)
+        agent = create_agent(ScriptedToolModel(), tools=tools, store=store, checkpointer=saver)
+    else:
+        agent = build_agent(store, saver)
+
+    def turn(text: str) -> None:
+        said = say(f"remember: {text}; Has a cat" if kind == "tools" else text)
+        if mode == "async":
+            asyncio.run(agent.ainvoke(said, run("alice", "t1")))
+        else:
+            agent.invoke(said, run("alice", "t1"))
+
+    def record() -> tuple[str, str]:
+        (thread,) = export_user_data(store, "alice")["threads"]
+        return thread["first_seen"], thread["last_seen"]
+
+    turn("Likes tea")
+    assert record() == ("2026-12-07T09:00:00.000000Z", "2026-12-07T09:00:00.000000Z")
+    assert writes == ["t1"]  # the turn's two tool calls write the record once
+    now[0] += timedelta(seconds=30)
+    turn("Likes green tea")
+    assert record() == ("2026-12-07T09:00:00.000000Z", "2026-12-07T09:00:00.000000Z")
+    assert writes == ["t1"]  # fresh enough: no write
+    now[0] += timedelta(minutes=2)
+    turn("Likes black tea")
+    assert record() == ("2026-12-07T09:00:00.000000Z", "2026-12-07T09:02:30.000000Z")
+    assert writes == ["t1", "t1"]
+
+    assert forget_user(store, "alice", checkpointer=saver).thread_ids == ("t1",)
+    assert export_user_data(store, "alice")["threads"] == []
+    now[0] += timedelta(seconds=10)
+    turn("Likes coffee")  # back right after the erase: recorded again, from now
+    assert record() == ("2026-12-07T09:02:40.000000Z", "2026-12-07T09:02:40.000000Z")
