@@ -80,8 +80,10 @@ def forget_user(
     Deletes, in this order: the checkpoints of every thread recorded for the user (when
     ``checkpointer`` is given), the user's facts and all their versions
     (``store.clear_user``), the session turns indexed for the user, and last the thread
-    registry. Threads are found in the registry ``MemoryMiddleware`` writes and in the
-    session turns ``SessionMemoryMiddleware`` indexes. Other users are untouched.
+    registry. Threads are found in the registry (both middlewares and the pre-model hook
+    record every thread of the user; the memory tools alone only a thread where one of them
+    was called) and in the session turns ``SessionMemoryMiddleware`` indexes. Other users
+    are untouched.
 
     Idempotent: if it stops half way (a crash, a dropped connection), run it again; the
     records naming the threads are deleted last, so the second run finds the same threads

@@ -553,3 +553,18 @@ def test_last_seen_moves_when_the_user_comes_back_and_is_written_at_most_once_a_
     now[0] += timedelta(seconds=10)
     turn("Likes coffee")  # back right after the erase: recorded again, from now
     assert record() == ("2026-12-07T09:02:40.000000Z", "2026-12-07T09:02:40.000000Z")
+
+
+def test_tools_through_the_middleware_have_every_thread_erased(saver):
+    """What the README recommends over ``create_memory_tools`` alone, which records a thread
+    only when the model calls a memory tool: ``MemoryMiddleware(mode="tools")``."""
+    store = LongTermMemoryStore(InMemoryVectorStore(KeywordEmbeddings(dims=64)))
+    middleware = MemoryMiddleware(store, mode="tools")
+    agent = create_agent(
+        ScriptedToolModel(), middleware=[middleware], store=store, checkpointer=saver
+    )
+    agent.invoke(say("remember: Works on the payments team"), run("alice", "t1"))
+    agent.invoke(say("My doctor says I have diabetes"), run("alice", "t2"))  # no tool called
+    assert "remember_fact" in [t.name for t in middleware.tools]
+    assert forget_user(store, "alice", checkpointer=saver).thread_ids == ("t1", "t2")
+    assert checkpointed_threads(saver) == set()
