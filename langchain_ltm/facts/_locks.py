@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 import threading
 import weakref
@@ -12,8 +11,6 @@ from typing import Any
 
 from langchain_ltm._steps import Logic, Step, call, running_loop
 from langchain_ltm.backends.base import VectorBackend
-
-logger = logging.getLogger(__name__)
 
 _STRIPES = 64
 _FIRST_PAUSE, _LAST_PAUSE = 0.0005, 0.005  # seconds between tries of an async waiter
@@ -85,7 +82,11 @@ class UserLocks:
         except Exception as exc:
             if failed is None or failed is outside:
                 raise
-            logger.warning("Unlocking a user after the call failed failed too: %s", exc)
+            import logging  # here: `ltm list` and the like import no logging at all
+
+            logging.getLogger(__name__).warning(
+                "Unlocking a user after the call failed failed too: %s", exc
+            )
             if hasattr(failed, "add_note"):  # Python 3.11+
                 failed.add_note(f"Unlocking afterwards failed too: {exc}")
         finally:
