@@ -146,6 +146,40 @@ async def test_async_broad_search_matches_sync_and_offset_pages(broad):
     assert [h.item.key for h in page] == [h.item.key for h in first][3:8]
 
 
+@pytest.mark.parametrize("ef", [40, 200])
+def test_paging_a_broad_search_neither_repeats_nor_skips_an_item(broad, ef):
+    """Every page of one size is a slice of one ranking: the walk's best quarter of its
+    candidates, then every other item in exact order (the candidates grew with the offset,
+    so pages re-ranked other sets and repeated or skipped items)."""
+    backend, vectors = broad
+    backend.broad_ef_search = ef
+    head = ef // 4
+    everyone = np.arange(len(vectors))
+    for query in _queries(33, 4):
+        pages = [
+            [
+                h.item.key
+                for h in backend.search(SearchRequest(("m",), query[None, :], limit=10, offset=o))[
+                    0
+                ]
+            ]
+            for o in range(0, 150, 10)
+        ]
+        keys = [key for page in pages for key in page]
+        assert len(keys) == 150 and len(set(keys)) == 150
+        walked = keys[:head]
+        rest = [k for k in _exact(vectors, query, everyone, 150 + head) if k not in set(walked)]
+        assert keys[head:] == rest[: 150 - head]
+        assert (
+            _broad.wants_index(
+                backend._scope_stats,
+                SearchRequest(("m",), query[None, :], limit=10, offset=140),
+                backend.broad_min_rows,
+            )
+            is True
+        )
+
+
 async def test_a_broad_search_for_no_items_answers_empty(broad):
     """``limit=0`` under a broad prefix: no walk (its answer check read a first row of
     none, ``IndexError``), the exact plan's empty answer, sync and async."""

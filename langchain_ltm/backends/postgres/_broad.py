@@ -14,10 +14,12 @@ searches no round trip, and it only ever errs towards the exact plan:
   whatever the table's size, so the per-user plan stays the pinned exact one; a request
   marked ``one_user`` (the store's searches of one user's namespace) is never walked, even
   for a user among the most common values;
-- whenever the index walk gathers fewer candidates than it re-ranks, or gives fewer than
-  ``offset + limit`` items (a rare filter, more
+- whenever the index walk gathers fewer candidates than it re-ranks, or gives fewer
+  items than a quarter of them (a rare filter, more
   than ``hnsw.max_scan_tuples`` tuples visited, items with several texts), the exact
-  statement runs instead, in the same transaction, so ``limit`` is filled as before.
+  statement runs instead, in the same transaction, so ``limit`` is filled as before;
+- pages of one size are slices of one ranking (:func:`search`), so paging a broad search
+  neither repeats nor skips an item.
 
 The walk's ``hnsw.ef_search`` is the backend's ``broad_ef_search`` when set, else the
 value a calibration (``_calibrate``) measured on the current index, else
@@ -36,7 +38,7 @@ import itertools
 import json
 import time
 from bisect import bisect_left
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -49,7 +51,8 @@ BROAD_MIN_ROWS = 50_000
 STATS_TTL = 60.0
 """Seconds a copy of the scope statistics is used before it is read again."""
 MAX_WANTED = 100
-"""Largest ``offset + limit`` served through the index (larger: exact)."""
+"""Largest ``limit`` served through the index (larger: exact; ``hnsw.ef_search`` stops at
+1,000 candidates, and a walk takes four a result)."""
 EF_SEARCH = 200
 """``hnsw.ef_search`` of the index walk, and the least number of candidates taken."""
 CALIBRATION_MARK = ("langchain_ltm", "broad_search")
@@ -122,7 +125,7 @@ def wants_index(
     """Whether ``request`` walks the HNSW index; ``None``: read the statistics first."""
     if request.vectors is None or not request.limit or min_rows is None or request.one_user:
         return False  # limit 0 asks for nothing: no walk (its answer check reads a row)
-    if request.offset + request.limit > MAX_WANTED:
+    if request.limit > MAX_WANTED:
         return False
     if stats is None or not stats.fresh(time.monotonic()):
         return None
@@ -261,12 +264,22 @@ def search(
 ) -> sql.Exchange[list[list[Hit]]]:
     """Walk the HNSW index per query row; the exact statement if it cannot fill ``limit``.
 
+    Every page of one page size is a slice of one ranking, so paging neither repeats nor
+    skips an item: the walk's best quarter of its candidates (their number depends on the
+    page size, never on the offset), then every other item in exact order. A page inside
+    that quarter costs one walk; a deeper one a walk and the exact statement. (The
+    candidates grew with ``offset + limit``, so each page re-ranked another set: pages
+    repeated items and skipped others.)
+
     Run in a transaction: the ``SET LOCAL``s end with it.
     """
     assert request.vectors is not None
     assert request.limit is not None
     wanted = request.offset + request.limit
-    candidates = max(ef_search, 4 * wanted)
+    candidates = max(ef_search, 4 * request.limit)
+    head = candidates // 4
+    if wanted > head:
+        return (yield from _deeper(t, request, operator, vector_type, ef_search, head))
     settings = (
         ("hnsw.iterative_scan", "relaxed_order"),
         ("hnsw.ef_search", str(candidates)),
@@ -286,7 +299,7 @@ def search(
         vscope = sql._scope(request.prefix, "v", params)
         where = sql.filter_sql(request.filter, "i", params)
         alive = sql._alive(request.alive_at, "i", params)
-        params.extend((query, candidates, wanted))
+        params.extend((query, candidates, head))  # every page ranks the same head
         # relaxed_order: the walk is roughly in index order; candidates are re-ranked by
         # their exact score (best text per item) before the limit
         rows = yield sql.Statement(
@@ -307,7 +320,31 @@ ORDER BY b.score DESC, b.ns_path, b.key""",
         )
         # fewer candidates than asked for: the walk stopped early (max_scan_tuples, a rare
         # filter) or the scope is small, so they need not be the best ones: the exact plan
-        if len(rows) < wanted or rows[0][1] < candidates:
+        if len(rows) < head or rows[0][1] < candidates:
             return (yield from sql.search(t, request))
         out.append([Hit(sql._item(r, 2), float(r[0])) for r in rows][request.offset : wanted])
+    return out
+
+
+def _deeper(
+    t: sql.Tables,
+    request: SearchRequest,
+    operator: str,
+    vector_type: str | None,
+    ef_search: int,
+    head: int,
+) -> sql.Exchange[list[list[Hit]]]:
+    """A page past the walk's ``head`` results: the walk's, then the rest in exact order."""
+    assert request.limit is not None
+    wanted = request.offset + request.limit
+    # the same walk as the first pages' (its candidates depend on ef_search and head only)
+    walked = yield from search(
+        t, replace(request, offset=0, limit=head), operator, vector_type, ef_search
+    )
+    exact = yield from sql.search(t, replace(request, offset=0, limit=wanted))
+    out: list[list[Hit]] = []
+    for first, ranked in zip(walked, exact, strict=True):
+        seen = {(hit.item.namespace, hit.item.key) for hit in first}
+        rest = [hit for hit in ranked if (hit.item.namespace, hit.item.key) not in seen]
+        out.append([*first, *rest][request.offset : wanted])
     return out
