@@ -253,39 +253,42 @@ class ImportReport:
         self,
         batch: list[ImportLine],
         results: Sequence[RememberResult],
-        expired: Sequence[str] = (),
+        sources: Sequence[tuple[int, str]],
     ) -> None:
-        """Record a merged batch: one row per text (earlier versions first).
+        """Record a merged batch: one row per text decided (earlier versions first).
 
-        A line whose ``expires_at`` had passed (its ``id`` in ``expired``) gets one
-        ``expired`` row and no results.
+        ``sources`` (``ImportResult.sources``) names the line (its place in ``batch``) and
+        the text of each result. A line with no result had expired (its ``expires_at`` had
+        passed): it gets one ``expired`` row. An earlier text whose own expiry had passed
+        was left out, and gets no row.
         """
-        live = []
-        for line in batch:
-            if line.record.get("id") is not None and str(line.record["id"]) in expired:
-                self.rows.append(
-                    ImportRow(
-                        line.number, "expired", str(line.record["id"]), line.record["content"]
-                    )
+        decided = {n for n, _ in sources}
+        rows: list[tuple[int, ImportRow]] = []
+        for n, line in enumerate(batch):
+            if n not in decided:
+                fact_id = line.record.get("id")
+                row = ImportRow(
+                    line.number,
+                    "expired",
+                    None if fact_id is None else str(fact_id),
+                    line.record["content"],
                 )
-            else:
-                live.append(line)
-        texts = [
-            (line.number, text)
-            for line in live
-            for text in [
-                *(v["content"] for v in line.record.get("history") or ()),
-                line.record["content"],
-            ]
-        ]
-        for (number, text), r in zip(texts, results, strict=True):
+                rows.append((n, row))
+        for (n, text), r in zip(sources, results, strict=True):
             fact_id = r.fact.id if r.fact else None
             close = [s.to_dict() for s in r.similar]
-            self.rows.append(
-                ImportRow(
-                    number, r.action, fact_id, text, r.previous, r.similarity, r.reason, close
-                )
+            row = ImportRow(
+                batch[n].number,
+                r.action,
+                fact_id,
+                text,
+                r.previous,
+                r.similarity,
+                r.reason,
+                close,
             )
+            rows.append((n, row))
+        self.rows.extend(row for _, row in sorted(rows, key=lambda pair: pair[0]))
 
     def counts(self) -> Counter[str]:
         """How many rows of each action."""

@@ -6,10 +6,10 @@ import json
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 
 from langchain_ltm.facts import content_hash, validate_text
+from langchain_ltm.facts.imports import check_record
 
 __all__ = ["ImportLine", "InputError", "read_import_jsonl"]
 
@@ -28,8 +28,9 @@ _LINE_HINT = (
 class ImportLine:
     """One line of an import file, checked.
 
-    ``record`` is an exported fact (it has an ``id``: restored as it was) or
-    ``{"content": text}`` (a new fact, decided by ``remember``).
+    ``record`` is the line as ``import_user`` takes it (``{"fact": ...}`` and a JSON string
+    become ``{"content": ...}``): with an ``id`` an exported fact, restored as it was;
+    without one, texts decided by ``remember``.
     """
 
     number: int
@@ -38,12 +39,7 @@ class ImportLine:
     @property
     def exported(self) -> bool:
         """Whether the line is a fact written by ``ltm export`` (it has an id)."""
-        return "id" in self.record
-
-    @property
-    def texts(self) -> int:
-        """How many texts a merge re-decides for this line (earlier versions, then current)."""
-        return len(self.record.get("history") or ()) + 1
+        return self.record.get("id") is not None
 
 
 def read_import_jsonl(
@@ -87,7 +83,7 @@ def read_import_jsonl(
                 "write such a value as a string"
             ) from exc
         record = _import_record(obj, line, where, max_chars)
-        if "id" in record:
+        if record.get("id") is not None:
             for seen, key, what in (
                 (ids, record["id"], "id"),
                 (texts, content_hash(record["content"]), "text"),
@@ -103,6 +99,13 @@ def read_import_jsonl(
 
 
 def _import_record(obj: Any, line: str, where: str, max_chars: int) -> dict[str, Any]:
+    """The record ``import_user`` is given for one line, checked by its own parser.
+
+    Every field passes on as the line has it (a null is a missing field), so the command
+    and the API read a line the same way: each earlier version keeps its own times,
+    metadata, ``expires_at`` and ``ttl_minutes``, and a line without an ``id`` keeps its
+    ``history`` (a merge re-decides every text of it).
+    """
     text = obj
     if isinstance(obj, dict):
         text = obj["content"] if "content" in obj else obj.get("fact")
@@ -110,77 +113,8 @@ def _import_record(obj: Any, line: str, where: str, max_chars: int) -> dict[str,
         shown = line if len(line) <= 60 else line[:57] + "..."
         raise InputError(f"{where}: {_LINE_HINT}; got {shown}")
     content = validate_text(text, f"{where}: fact", max_chars)
-    if not isinstance(obj, dict) or "id" not in obj:
-        plain: dict[str, Any] = {"content": content}
-        if isinstance(obj, dict):
-            # expires_at: left out once past; valid_from / created_at: when it was said (as
-            # the API's merge reads them); metadata and pinned: kept
-            for field in ("expires_at", "valid_from", "created_at"):
-                if obj.get(field) is not None:
-                    plain[field] = obj[field]
-                    _check_time(plain, field, where)
-            if obj.get("metadata") is not None:
-                plain["metadata"] = _metadata(obj["metadata"], where)
-            if obj.get("pinned") is not None:  # checked by the store (true or false)
-                plain["pinned"] = obj["pinned"]
-        return plain
-    fact_id = obj["id"]
-    if not isinstance(fact_id, str) or not fact_id.strip() or "@" in fact_id:
-        raise InputError(f"{where}: id must be a non-empty string without '@', got {fact_id!r}.")
-    record = {k: v for k, v in obj.items() if v is not None}  # fields we do not know pass on
-    for field in ("created_at", "updated_at", "valid_from", "expires_at"):
-        _check_time(record, field, where)
-    history = obj.get("history") or []
-    if not isinstance(history, list):
-        raise InputError(f"{where}: history must be a list, got {history!r}.")
-    if any(isinstance(v, str) for v in history):  # 0.1 export: earlier texts, no dates
-        record.setdefault("valid_from", record.get("updated_at"))
-        history = [
-            {
-                "content": v,
-                "valid_from": record.get("created_at"),
-                "valid_to": record.get("updated_at"),
-            }
-            if isinstance(v, str)
-            else v
-            for v in history
-        ]
-    for n, version in enumerate(history, start=1):
-        what = f"{where}: history[{n}]"
-        if not isinstance(version, dict):
-            raise InputError(f"{what} must be an object with a content, got {version!r}.")
-        validate_text(version.get("content"), f"{what} content", max_chars)
-        for field in ("valid_from", "valid_to"):
-            _check_time(version, field, what)
-    record["history"] = [
-        {
-            **{k: v.get(k) for k in ("content", "valid_from", "valid_to")},
-            "metadata": _metadata(v.get("metadata") or {}, f"{where}: history[{n}]"),
-        }
-        for n, v in enumerate(history, start=1)
-    ]
-    record["metadata"] = _metadata(obj.get("metadata") or {}, where)
+    fields = obj if isinstance(obj, dict) else {}
+    record = {k: v for k, v in fields.items() if v is not None and k != "fact"}
     record["content"] = content
+    check_record(record, where, max_chars)
     return record
-
-
-def _metadata(metadata: Any, where: str) -> dict[str, Any]:
-    if not isinstance(metadata, dict):
-        raise InputError(f"{where}: metadata must be an object, got {metadata!r}.")
-    return metadata
-
-
-def _check_time(record: dict[str, Any], field: str, where: str) -> None:
-    value = record.get(field)
-    if value is None:
-        return
-    try:
-        if not isinstance(value, str):
-            raise TypeError(f"got {value!r}")
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        if parsed.tzinfo is not None:
-            parsed.astimezone(timezone.utc)  # year 1 at +01:00 is year 0 in UTC
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise InputError(
-            f"{where}: {field} must be an ISO 8601 time like 2026-01-31T12:00:00+00:00 ({exc})."
-        ) from exc

@@ -24,17 +24,19 @@ from langchain_ltm._filters import Condition
 from langchain_ltm._ids import fact_key
 from langchain_ltm._labels import encode_label
 from langchain_ltm._steps import Logic, call
+from langchain_ltm._utf8 import encodes_as_utf8
 from langchain_ltm.backends.base import Record, SearchRequest, is_alive
 from langchain_ltm.errors import InvalidFactError
 from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts.context import FactContext
 from langchain_ltm.facts.model import Fact, FactVersion, RememberResult
 from langchain_ltm.facts.provenance import check_metadata
-from langchain_ltm.facts.reads import check_id, list_all
+from langchain_ltm.facts.reads import list_all
 from langchain_ltm.facts.text import content_hash, validate_text
 from langchain_ltm.facts.writes import pin, remember_each, with_hashes
+from langchain_ltm.guard import SecretGuard
 
-__all__ = ["ImportMode", "ImportResult", "import_user"]
+__all__ = ["ImportMode", "ImportResult", "check_record", "check_records", "import_user"]
 
 ImportMode = Literal["restore", "merge"]
 
@@ -58,6 +60,10 @@ class ImportResult:
         dry_run: Nothing was written.
         expired: Ids of records left out because their ``expires_at`` had passed (a fact
             remembered with a TTL is not brought back by importing an old export).
+        sources: One ``(record, text)`` per entry of ``results`` (merge): the index in
+            ``records`` of the record the text came from, and the text. An earlier text
+            whose own ``expires_at`` had passed is left out, so a record may bring fewer
+            results than it has texts.
 
     Example:
         >>> ImportResult("merge").counts()
@@ -70,6 +76,7 @@ class ImportResult:
     results: tuple[RememberResult, ...] = ()
     dry_run: bool = False
     expired: tuple[str, ...] = ()
+    sources: tuple[tuple[int, str], ...] = ()
 
     def counts(self) -> dict[str, int]:
         """How many texts got each action (merge)."""
@@ -101,10 +108,12 @@ def import_user(
     now = _clock.utcnow()
     gone = [f.expires_at is not None and f.expires_at <= now for f, _, _ in parsed]
     expired = tuple(f.id for (f, _, _), out in zip(parsed, gone, strict=True) if out)
-    live = [record for record, out in zip(parsed, gone, strict=True) if not out]
+    live = [
+        (n, record) for n, (record, out) in enumerate(zip(parsed, gone, strict=True)) if not out
+    ]
     if (
         mode == "restore"
-        and any(f.expires_at for f, _, _ in live)
+        and any(f.expires_at for _, (f, _, _) in live)
         and not ctx.backend.capabilities.ttl
     ):
         raise InvalidFactError(
@@ -113,14 +122,17 @@ def import_user(
         )
     if mode == "restore":
         _one_record_per_id(parsed)
-    exact = [fact for fact, has_id, _ in live if has_id and mode == "restore"]
-    loose = [(fact, dated) for fact, has_id, dated in live if not (has_id and mode == "restore")]
+    exact = [fact for _, (fact, has_id, _) in live if has_id and mode == "restore"]
+    loose = [
+        (n, fact, dated) for n, (fact, has_id, dated) in live if not (has_id and mode == "restore")
+    ]
     result = ImportResult(mode, dry_run=dry_run)
     if exact:
         result = yield from _restore(ctx, user_id, exact, dry_run)
     if loose:
-        merged = yield from _merge(ctx, user_id, loose, dry_run)
-        result = dataclasses.replace(result, results=tuple(merged))
+        merged = yield from _merge(ctx, user_id, [(f, d) for _, f, d in loose], dry_run)
+        sources = tuple((n, v.content) for n, fact, _ in loose for v in fact.versions)
+        result = dataclasses.replace(result, results=tuple(merged), sources=sources)
     return dataclasses.replace(result, expired=expired)
 
 
@@ -428,6 +440,21 @@ def _as_list(records: Any) -> list[Any]:
     return list(records)
 
 
+def check_record(record: Any, where: str, max_chars: int) -> None:
+    """Check one record as :func:`import_user` reads it, before any store is opened.
+
+    For ``ltm import``, which checks a whole file first: every field a restore and a merge
+    both read (the id, times, ``ttl_minutes``, each earlier version with its own times,
+    expiry and metadata), the way :func:`import_user` does, so the file and the API take
+    and refuse the same records. What only a restore refuses (secrets, times in the
+    future) is checked by :func:`check_records` once the store is open.
+
+    Raises:
+        InvalidFactError: Naming ``where`` and the field.
+    """
+    _parse(record, where, None, False, max_chars, None)
+
+
 def _parse_record(
     ctx: FactContext, record: Any, where: str, user_id: str, restore: bool
 ) -> tuple[Fact, bool, bool]:
@@ -437,23 +464,41 @@ def _parse_record(
     now (plus :data:`CLOCK_SKEW`) fail a restore; a merge rejects secrets per text and
     counts future times as now.
     """
+    return _parse(record, where, user_id, restore, ctx.max_fact_chars, ctx.guard)
+
+
+def _parse(
+    record: Any,
+    where: str,
+    user_id: str | None,
+    restore: bool,
+    max_chars: int,
+    guard: SecretGuard | None,
+) -> tuple[Fact, bool, bool]:
+    """:func:`_parse_record` without a store (``user_id`` None: the fact id stays empty)."""
     if isinstance(record, str):
         record = {"content": record}
     if not isinstance(record, Mapping):
         raise InvalidFactError(f"{where} must be an object with a 'content', got {record!r}.")
-    content = validate_text(record.get("content"), f"{where}: content", ctx.max_fact_chars)
-    if restore and ctx.guard is not None and (reason := ctx.guard(content)):
+    content = validate_text(record.get("content"), f"{where}: content", max_chars)
+    if restore and guard is not None and (reason := guard(content)):
         raise InvalidFactError(f"{where}: {reason}")
     fact_id = record.get("id")
     if fact_id is not None:
-        check_id(fact_id)
-        if "@" in fact_id:
-            raise InvalidFactError(f"{where}: id {fact_id!r} may not contain '@'.")
+        _check_id(fact_id, where)
     now = _clock.utcnow()
     try:
+        earlier = record.get("history") or ()
+        if not isinstance(earlier, (list, tuple)):  # an object or a text was read key by key
+            raise InvalidFactError(
+                f"{where}: history must be a list of earlier versions, got {earlier!r}."
+            )
         created = _time(record, "created_at", now, where)
         updated = _time(record, "updated_at", created, where)
-        since = _time(record, "valid_from", created, where)
+        # a 0.1 export (earlier texts as strings, no valid_from): its earlier texts held
+        # until updated_at, so the current text holds from then, not from created_at
+        old = any(isinstance(v, str) for v in earlier)
+        since = _time(record, "valid_from", updated if old else created, where)
         expires = _time(record, "expires_at", now, where) if record.get("expires_at") else None
         if expires is not None and record.get("updated_at") and expires <= updated:
             raise InvalidFactError(
@@ -461,19 +506,14 @@ def _parse_record(
                 f"{updated.isoformat()}."
             )
         ttl = _ttl_minutes(record.get("ttl_minutes"), expires, where)
-        earlier = record.get("history") or ()
-        if not isinstance(earlier, (list, tuple)):  # an object or a text was read key by key
-            raise InvalidFactError(
-                f"{where}: history must be a list of earlier versions, got {earlier!r}."
-            )
         every = [
-            _version(ctx, v, f"{where}: history[{n}]", created, updated, since)
+            _version(v, f"{where}: history[{n}]", created, updated, since, max_chars)
             for n, v in enumerate(earlier)
         ]
         history = tuple(v for v in every if not _expired(v, now))
         if restore:
             for n, v in enumerate(history):  # earlier texts are stored as they are too
-                if ctx.guard is not None and (reason := ctx.guard(v.content)):
+                if guard is not None and (reason := guard(v.content)):
                     raise InvalidFactError(f"{where}: history[{n}]: {reason}")
             _not_future(where, now, created_at=created, updated_at=updated, valid_from=since)
             for n, v in enumerate(history):
@@ -488,9 +528,11 @@ def _parse_record(
     pinned = False if record.get("pinned") is None else record["pinned"]
     if not isinstance(pinned, bool):  # "true" or 1 was read as not pinned
         raise InvalidFactError(f"{where}: pinned must be true or false, got {pinned!r}.")
+    if fact_id is None and user_id is not None:
+        fact_id = fact_key(encode_label(user_id), content_hash(content))
     fact = Fact(
-        id=fact_id or fact_key(encode_label(user_id), content_hash(content)),
-        user_id=user_id,
+        id=fact_id or "",
+        user_id=user_id or "",
         content=content,
         created_at=created,
         updated_at=updated,
@@ -502,7 +544,25 @@ def _parse_record(
         ttl_minutes=ttl,
     )
     dated = record.get("valid_from") is not None or record.get("created_at") is not None
-    return fact, fact_id is not None, dated
+    return fact, record.get("id") is not None, dated
+
+
+def _check_id(fact_id: Any, where: str) -> None:
+    """Raise InvalidFactError unless ``fact_id`` is an id every engine stores as a key.
+
+    A NUL or a lone surrogate passed every check and then failed the write on Postgres,
+    part way through a file; they are refused here, on every engine, naming the record.
+    """
+    if not isinstance(fact_id, str) or not fact_id.strip():
+        raise InvalidFactError(f"{where}: id must be a non-empty string, got {fact_id!r}.")
+    if "@" in fact_id:
+        raise InvalidFactError(f"{where}: id {fact_id!r} may not contain '@'.")
+    if "\x00" in fact_id:
+        raise InvalidFactError(f"{where}: id {fact_id!r} contains a NUL character; remove it.")
+    if not encodes_as_utf8(fact_id):
+        raise InvalidFactError(
+            f"{where}: id {fact_id!r} is not valid Unicode (it has a lone surrogate)."
+        )
 
 
 def _ttl_minutes(raw: Any, expires: datetime | None, where: str) -> float | None:
@@ -527,8 +587,8 @@ def _not_future(where: str, now: datetime, **times: datetime | None) -> None:
             raise InvalidFactError(
                 f"{where}: {name} {moment.isoformat()} is in the future (now is "
                 f"{now.isoformat()}); a restored text would stay current over every later "
-                'write. Correct the time, or import with mode="merge" (future times count '
-                "as now)."
+                "write. Correct the time, or import it as a merge, where future times count "
+                'as now (mode="merge"; on the command line, ltm import --merge).'
             )
 
 
@@ -543,12 +603,12 @@ def _metadata(raw: Any, where: str) -> dict[str, Any]:
 
 
 def _version(
-    ctx: FactContext,
     raw: Any,
     where: str,
     created: datetime,
     updated: datetime,
     since: datetime,
+    max_chars: int,
 ) -> FactVersion:
     """One exported version; a plain string is a 0.1 export's history entry (no dates).
 
@@ -556,7 +616,7 @@ def _version(
     strings (missing: the record's), and it may not end before it begins.
     """
     if isinstance(raw, str):
-        text = validate_text(raw, f"{where}: content", ctx.max_fact_chars)
+        text = validate_text(raw, f"{where}: content", max_chars)
         return FactVersion(text, created, updated)
     if not isinstance(raw, Mapping):
         raise InvalidFactError(f"{where}: a history entry must be an object, got {raw!r}.")
@@ -569,7 +629,7 @@ def _version(
         )
     expires = _time(raw, "expires_at", valid_to, where) if raw.get("expires_at") else None
     return FactVersion(
-        validate_text(raw.get("content"), f"{where}: content", ctx.max_fact_chars),
+        validate_text(raw.get("content"), f"{where}: content", max_chars),
         valid_from,
         valid_to,
         _metadata(raw.get("metadata"), where),
@@ -584,11 +644,17 @@ def _time(record: Mapping[str, Any], name: str, default: datetime, where: str) -
     if text is None:
         return default
     if not isinstance(text, str):
-        raise InvalidFactError(f"{where}: {name} must be an ISO 8601 string, got {text!r}.")
+        raise InvalidFactError(
+            f"{where}: {name} must be an ISO 8601 string like 2026-01-31T12:00:00+00:00, "
+            f"got {text!r}."
+        )
     try:
         moment = layout.parse_time(text, default)
     except ValueError as exc:
-        raise InvalidFactError(f"{where}: {name} {text!r} is not an ISO 8601 time.") from exc
+        raise InvalidFactError(
+            f"{where}: {name} must be an ISO 8601 time like 2026-01-31T12:00:00+00:00, "
+            f"got {text!r}."
+        ) from exc
     try:
         moment.astimezone(timezone.utc)  # year 1 at +01:00 is year 0 in UTC
     except OverflowError:

@@ -425,17 +425,34 @@ def test_import_accepts_fact_lines_and_reports_rejections(ltm, tmp_path):
         ('{"content": "ok"}\n' + json.dumps({"content": "x" * 2001}), "line 2: fact is 2,001"),
         # exported facts: the first bad line stops the file before the first batch is written
         (_export_lines(3) + _line(id="z", created_at="yesterday"), "line 4: created_at must be"),
-        (_export_lines(3) + _line(id="a@1"), "line 4: id must be a non-empty string without '@'"),
+        (_export_lines(3) + _line(id="a@1"), "line 4: id 'a@1' may not contain '@'"),
         (_export_lines(3) + _line(id=7), "line 4: id must be"),
         (_export_lines(3) + _line(id="f1", content="Other"), "line 4: the same id as line 1"),
         (_export_lines(3) + _line(id="z", content="Fact 0"), "line 4: the same text as line 1"),
         (_export_lines(3) + _line(id="z", history="Had a dog"), "line 4: history must be a list"),
         (
             _export_lines(3) + _line(id="z", history=[{"content": " "}]),
-            "line 4: history[1] content",
+            "line 4: history[0]: content",
         ),
         (_export_lines(3) + _line(id="z", history=[{"content": "a", "valid_to": 5}]), "valid_to"),
         (_export_lines(3) + _line(id="z", metadata=["x"]), "line 4: metadata must be an object"),
+        # an earlier text's own expiry: checked as the line's own (it was dropped unread)
+        (
+            _export_lines(3) + _line(id="z", history=[{"content": "a", "expires_at": "soon"}]),
+            "line 4: history[0]: expires_at must be",
+        ),
+        (
+            _export_lines(3)
+            + _line(
+                id="z",
+                history=[{"content": "a", "expires_at": "2999-01-01T00:00Z", "ttl_minutes": -1}],
+            ),
+            "line 4: history[0]: ttl_minutes must be a positive number",
+        ),
+        # a line without an id: its history is checked like an exported line's (it was dropped)
+        (_line(history=[{"content": "a", "valid_from": "nope"}]), "line 1: history[0]: valid_from"),
+        # a NUL passed the file check, then failed on Postgres part way through the file
+        (_export_lines(3) + _line(id="bad\x00id"), "line 4: id 'bad\\x00id' contains a NUL"),
         (_export_lines(3) + _line(id="z", content=None), "line 4: each line must be one JSON"),
     ],
 )
@@ -473,7 +490,96 @@ def test_import_checks_every_line_before_writing_and_names_its_file_line(
     code, out, err = ltm("import", "--user", "dave", str(path), "--batch-size", "4")
     assert code == 2 and out == ""
     assert f"{path}, line 30: " in err and expected in err and "Traceback" not in err
-    assert as_json(ltm("list", "--user", "dave", "--json")[1]) == []
+    if (tmp_path / "q").exists():  # a line refused by the file check: not even opened
+        assert as_json(ltm("list", "--user", "dave", "--json")[1]) == []
+
+
+def test_import_messages_name_the_command_lines_flag_and_count_history_from_0(ltm, tmp_path):
+    """A time in the future told the command's user to import with mode="merge" (the
+    Python argument), and one history entry was history[1] in one message, history[0] in
+    another."""
+    path = tmp_path / "in.jsonl"
+    path.write_text(_line(id="f1", created_at="2999-01-01T00:00:00+00:00"), encoding="utf-8")
+    code, _, err = ltm("import", "--user", "u", str(path))
+    assert code == 2 and "created_at" in err and "ltm import --merge" in err
+    entry = {"content": "Likes coffee", "valid_from": "2024-01-01T00:00:00+00:00"}
+    for bad, expected in (
+        ({**entry, "valid_from": "nope"}, "history[0]: valid_from must be"),
+        ({**entry, "valid_to": "2023-01-01T00:00:00+00:00"}, "history[0]: valid_to 2023"),
+    ):
+        path.write_text(_line(id="f1", history=[bad]), encoding="utf-8")
+        code, _, err = ltm("import", "--user", "u", str(path))
+        assert code == 2 and f"{path}, line 1: {expected}" in err, err
+
+
+def test_a_line_without_an_id_keeps_its_history_and_expiry(ltm, tmp_path):
+    """`ltm import` kept only the text of a line without an id and dropped its ``history``,
+    where ``import_user(..., "merge")`` re-decides every text of it; and such a line whose
+    ``expires_at`` had passed stopped the import on a ``zip()`` error."""
+    history = [
+        {
+            "content": "Has a pet parrot called Polly",
+            "valid_from": "2020-01-01T00:00:00+00:00",
+            "valid_to": "2021-01-01T00:00:00+00:00",
+        }
+    ]
+    line = {"content": "Works at Globex as CTO", "valid_from": "2021-01-01T00:00:00+00:00"}
+    path = tmp_path / "plain.jsonl"
+    path.write_text(
+        json.dumps({**line, "history": history})
+        + "\n"
+        + _line(content="Likes tea", expires_at="2020-01-01T00:00:00+00:00"),
+        encoding="utf-8",
+    )
+    code, out, _ = ltm("import", "--user", "dave", str(path), "--dry-run", "--json")
+    assert code == 0
+    assert [(r["line"], r["action"], r["content"]) for r in as_json(out)["lines"]] == [
+        (1, "created", "Has a pet parrot called Polly"),
+        (1, "created", "Works at Globex as CTO"),
+        (2, "expired", "Likes tea"),
+    ]
+    for n, extra in enumerate(([], ["--merge"])):
+        url = f"sqlite:///{tmp_path}/s{n}.db"
+        code, out, err = ltm("import", "--user", "dave", str(path), *extra, "--json", store_url=url)
+        assert (code, err) == (0, "")
+        assert (as_json(out)["created"], as_json(out)["expired"]) == (2, 1)
+        listed = as_json(ltm("list", "--user", "dave", "--json", store_url=url)[1])
+        assert sorted((f["content"], f["valid_from"][:4]) for f in listed) == [
+            ("Has a pet parrot called Polly", "2020"),
+            ("Works at Globex as CTO", "2021"),
+        ]
+
+
+def test_import_keeps_each_earlier_texts_own_expiry(ltm, tmp_path, monkeypatch):
+    """`ltm import` rebuilt each history entry from its text, times and metadata: an
+    earlier text's own ``expires_at`` and ``ttl_minutes`` were dropped, so a text meant to
+    expire was kept for good, and came back once expired (``import_user`` leaves it out)."""
+    import langchain_ltm._clock as clock
+
+    url = f"sqlite:///{tmp_path}/src.db"
+    with opened(url) as store:
+        paris = store.remember("carol", "Lives in Paris", ttl=60).fact
+        store.update_fact("carol", paris.id, "Lives in Berlin")
+        assert store.remember("carol", "Lives in Berlin").action == "duplicate"  # for good
+    path = tmp_path / "carol.jsonl"
+    assert ltm("export", "--user", "carol", "-o", str(path), store_url=url)[0] == 0
+    (exported,) = [json.loads(line) for line in path.read_text().splitlines()]
+    assert exported["expires_at"] is None and exported["history"][0]["ttl_minutes"] == 60
+    copy = f"sqlite:///{tmp_path}/copy.db"
+    assert ltm("import", "--user", "carol", str(path), store_url=copy)[0] == 0
+    assert ltm("export", "--user", "carol", store_url=copy)[1] == path.read_text()
+    # an hour later Paris has expired: neither a restore nor a merge brings it back
+    later = datetime.now(timezone.utc) + timedelta(minutes=61)
+    monkeypatch.setattr(clock, "utcnow", lambda: later)
+    for n, extra in enumerate(([], ["--merge"])):
+        late = f"sqlite:///{tmp_path}/late{n}.db"
+        code, _, err = ltm("import", "--user", "carol", str(path), *extra, store_url=late)
+        assert (code, err) == (0, "")
+        (fact,) = as_json(ltm("list", "--user", "carol", "--json", store_url=late)[1])
+        assert (fact["content"], fact["history"]) == ("Lives in Berlin", [])
+    with opened(copy) as store:  # and the restored copy lost it when the source did
+        (fact,) = store.list_all("carol")
+        assert (fact.content, fact.history) == ("Lives in Berlin", ())
 
 
 def test_import_from_stdin(ltm, monkeypatch):

@@ -393,6 +393,10 @@ async def test_merge_import_redecides_and_dry_run_writes_nothing(mem):
         ),
         ({"content": "ok", "metadata": [1]}, "metadata must be an object"),
         ({"content": "ok", "id": "a@1"}, "may not contain '@'"),
+        # a NUL passed every check, then failed the write on Postgres part way through
+        ({"content": "ok", "id": "bad\x00id"}, r"record 2: id 'bad\\x00id' contains a NUL"),
+        ({"content": "ok", "id": "bad\ud800"}, r"record 2: id .* lone surrogate"),
+        ({"content": "ok", "id": 7}, "record 2: id must be a non-empty string"),
         (42, "record 2 must be an object"),
         ({"id": "x", "content": "ok", "history": {"content": "a"}}, "history must be a list"),
         ({"id": "x", "content": "ok", "history": "Lived in Paris"}, "history must be a list"),
@@ -569,6 +573,13 @@ async def test_a_version_0_1_export_restores(mem):
         "I live in Paris",
         "I live in Berlin",
     ]
+    # Paris held until updated_at, and Berlin from then (it was made current at created_at,
+    # so in March both held, and as_of answered with either)
+    (fact,) = await mem.list_all("u1")
+    assert fact.valid_from == datetime(2025, 6, 1, tzinfo=timezone.utc)
+    march = datetime(2025, 3, 1, tzinfo=timezone.utc)
+    then = await mem.recall("u1", "where do I live", as_of=march)
+    assert [(f.content, f.superseded) for f in then] == [("I live in Paris", True)]
 
 
 async def test_items_of_a_child_namespace_are_not_versions(mem, store):

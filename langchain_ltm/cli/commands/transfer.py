@@ -97,7 +97,7 @@ def cmd_import(session: Session) -> int:
             done = store.import_user(
                 session.user, [x.record for x in batch], "merge", dry_run=args.dry_run
             )
-            report.merged(batch, done.results, done.expired)
+            report.merged(batch, done.results, done.sources)
             progress.advance(len(batch))
     except BaseException:
         progress.finish()
