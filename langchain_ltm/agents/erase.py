@@ -35,7 +35,14 @@ from langchain_ltm.backends.base import SearchRequest, StoredItem
 from langchain_ltm.facts import Fact
 from langchain_ltm.store import LongTermMemoryStore
 
-__all__ = ["ErasureReport", "aexport_user_data", "aforget_user", "export_user_data", "forget_user"]
+__all__ = [
+    "ErasureReport",
+    "aexport_user_data",
+    "aforget_user",
+    "export_user_data",
+    "forget_user",
+    "user_namespaces",
+]
 
 _PAGE = 500  # items read per search, and keys deleted per batch
 
@@ -170,6 +177,23 @@ def export_user_data(store: LongTermMemoryStore, user_id: str) -> dict[str, Any]
 async def aexport_user_data(store: LongTermMemoryStore, user_id: str) -> dict[str, Any]:
     """Async twin of :func:`export_user_data`."""
     return await run_async(_export(store, validate_user_id(user_id)))
+
+
+def user_namespaces(store: LongTermMemoryStore, user_id: str) -> tuple[tuple[str, ...], ...]:
+    """Every namespace that holds something of ``user_id``'s in ``store``.
+
+    The user's facts with their versions, the session turns and the thread registry: what
+    :func:`forget_user` erases and :func:`export_user_data` returns (checkpoints aside),
+    and what ``ltm migrate --user`` copies.
+
+    Example:
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> from langchain_core.vectorstores import InMemoryVectorStore
+        >>> store = LongTermMemoryStore(InMemoryVectorStore(DeterministicFakeEmbedding(size=16)))
+        >>> user_namespaces(store, "alice")
+        (('memories', 'alice'), ('ltm_sessions', 'alice'), ('ltm_threads', 'alice'))
+    """
+    return (store.user_namespace(user_id), session_namespace(user_id), thread_namespace(user_id))
 
 
 # ---- logic, written once ----------------------------------------------------------------

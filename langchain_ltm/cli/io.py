@@ -370,6 +370,14 @@ def _row_note(row: ImportRow) -> str:
     return ""
 
 
+_NOT_RESTORED = {
+    "other_texts": "the target's fact with this id holds other texts",
+    "same_text": "the target has its text as another fact",
+    "missing": "not in the target",
+}
+"""Why a source fact is not in the target as it was (``ltm migrate``'s ``not_restored``)."""
+
+
 def migrate_summary(report: dict[str, Any]) -> str:
     """The human form of ``ltm migrate``'s report: counts in the source and the target."""
     src, dst = report["source"], report["target"]
@@ -385,15 +393,14 @@ def migrate_summary(report: dict[str, Any]) -> str:
             u["user_id"],
             f"{u['target_facts']}/{u['facts']}",
             f"{u['target_versions']}/{u['versions']}",
-            ", ".join(u["conflicts"]) or "-",
+            "; ".join(f"{x['id']} ({_NOT_RESTORED[x['reason']]})" for x in u["not_restored"])
+            or "-",
         ]
         for u in report["users"]
-        if (u["facts"], u["versions"]) != (u["target_facts"], u["target_versions"])
+        if u["not_restored"]
     ]
     if wrong:
-        text += "\n\n" + table(
-            ["USER", "FACTS", "VERSIONS", "NOT RESTORED (same text as another fact)"], wrong
-        )
+        text += "\n\n" + table(["USER", "FACTS", "VERSIONS", "NOT RESTORED (WHY)"], wrong)
     extra = report["extra_in_target"]
     if extra["facts"] or extra["items"]:
         text += (

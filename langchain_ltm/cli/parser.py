@@ -144,8 +144,11 @@ created_at and updated_at, embedded at the same fields (an item stored with inde
 stays unembedded); an item with a TTL expires in the copy when it does in the source.
 The source is only read (no TTL is refreshed).
 
-Afterwards the target is counted: facts per user (by id), versions and other items. The
-exit code is 0 when the target has all of them, 3 (with the counts) when it does not.
+Afterwards the target is checked: each fact by id, holding the same texts (current and
+earlier) as in the source, and every other item by value. The exit code is 0 when the
+target has all of them, 3 (with the counts and the facts not restored, and why) when it
+does not: also when the target held a fact of the same id with other texts, or one of the
+texts as another fact (nothing of the target is overwritten).
 
 URLs are what --store takes: sqlite:///PATH (a SQLite file; the source must exist),
 a folder (embedded Qdrant), postgresql://..., http(s)://host:6333 (a Qdrant server),
@@ -435,7 +438,10 @@ def build_parser() -> Parser:
     p.add_argument("--from", dest="source", metavar="URL", required=True, help="the store to copy")
     p.add_argument("--to", dest="target", metavar="URL", required=True, help="the store to fill")
     _global_options(
-        p, f"copy only this user's facts and items (default: all; ${USER_ENV} is not used)", None
+        p,
+        "copy only this user's facts (with the items beside them), session turns and threads "
+        f"(default: all; ${USER_ENV} is not used)",
+        None,
     )
     p.add_argument(
         "--yes",

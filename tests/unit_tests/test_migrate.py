@@ -156,13 +156,121 @@ def test_migrate_exits_3_when_the_target_is_short(source, tmp_path):
     rows = [line.split() for line in out.splitlines()]
     assert ["facts", "4", "3"] in rows
     paris = next(f for f in snapshot(source)[0]["alice"] if f["content"] == "Lives in Paris")
-    assert ["alice", "1/2", "2/2", paris["id"]] in rows
+    assert ["USER", "FACTS", "VERSIONS", "NOT", "RESTORED", "(WHY)"] in rows
+    assert f"{paris['id']} (the target has its text as another fact)" in out
+    assert ["alice", "1/2", "2/2", paris["id"]] in [row[:4] for row in rows]
 
     code, out, _ = ltm("migrate", "--from", source, "--to", target, "--yes", "--json")
     report = json.loads(out)
     assert code == 3 and report["verified"] is False
     alice = next(u for u in report["users"] if u["user_id"] == "alice")
     assert (alice["facts"], alice["target_facts"], alice["conflicts"]) == (2, 1, [paris["id"]])
+    assert alice["not_restored"] == [{"id": paris["id"], "reason": "same_text"}]
+
+
+def test_migrate_is_not_verified_when_the_targets_fact_of_an_id_holds_other_texts(tmp_path):
+    """The target's fact of the same id held other texts (Paris, then Rome): the source's
+    (Paris, then Berlin) was not restored, a conflict, yet migrate said "Verified" and
+    exited 0: it only checked that the id was there with as many versions."""
+    source, target = f"sqlite:///{tmp_path / 'src.db'}", f"sqlite:///{tmp_path / 'dst.db'}"
+    with opened(source) as store:
+        fact = store.remember("u", "Lives in Paris").fact
+        store.update_fact("u", fact.id, "Lives in Berlin")
+    with opened(target) as store:
+        store.import_user("u", [{"id": fact.id, "content": "Lives in Paris"}])
+        store.update_fact("u", fact.id, "Lives in Rome")
+    code, out, err = ltm("migrate", "--from", source, "--to", target, "--yes")
+    assert code == 3 and "does not have everything" in err
+    assert "Verified" not in out
+    assert f"{fact.id} (the target's fact with this id holds other texts)" in out
+    assert "same text as another fact" not in out
+    code, out, _ = ltm("migrate", "--from", source, "--to", target, "--yes", "--json")
+    report = json.loads(out)
+    assert code == 3 and report["verified"] is False
+    (user,) = report["users"]
+    assert (user["target_facts"], user["conflicts"]) == (0, [fact.id])
+    assert user["not_restored"] == [{"id": fact.id, "reason": "other_texts"}]
+    with opened(target) as store:  # nothing of the target was overwritten
+        assert [v.content for v in store.history("u", fact.id)] == [
+            "Lives in Paris",
+            "Lives in Rome",
+        ]
+
+
+def test_migrate_of_one_user_copies_their_session_turns_and_threads(tmp_path):
+    """``--user`` copied the user's facts alone and said "Verified": the session turns
+    and the thread records (what forget_user erases) stayed behind."""
+    from langchain_ltm.agents._registry import session_namespace, thread_namespace
+
+    source, target = f"sqlite:///{tmp_path / 'src.db'}", f"sqlite:///{tmp_path / 'dst.db'}"
+    turn = {"thread_id": "t1", "turn": 1, "user": "hi", "answer": "hello", "text": "hi hello"}
+    thread = {"thread_id": "t1", "first_seen": "2024-01-01T00:00:00+00:00"}
+    with opened(source) as store:
+        store.remember("bob", "Likes tea")
+        for user in ("bob", "carol"):
+            store.put(session_namespace(user), "t1:m1", turn, index=["text"])
+            store.put(thread_namespace(user), "t1", thread, index=False)
+        store.remember("carol", "Likes coffee")
+    code, out, err = ltm("migrate", "--from", source, "--to", target, "--user", "bob", "--json")
+    assert (code, err) == (0, "")
+    report = json.loads(out)
+    assert report["verified"] is True
+    assert (report["source"]["items"], report["target"]["items"]) == (2, 2)
+    with opened(target) as store:
+        assert [f.content for f in store.list_all("bob")] == ["Likes tea"]
+        assert store.get(session_namespace("bob"), "t1:m1").value == turn
+        assert store.get(thread_namespace("bob"), "t1").value == thread
+        assert store.list_all("carol") == []
+        assert store.get(session_namespace("carol"), "t1:m1") is None  # not bob's
+    code, out, err = ltm("migrate", "--from", source, "--to", target, "--user", "bob")
+    assert code == 2 and "holds 3 items for user 'bob'" in err  # the turn and thread count
+
+
+def test_migrate_reads_every_page_as_of_one_moment(tmp_path, monkeypatch):
+    """Items expiring while migrate ran made it skip live ones: each page was read by
+    offset with the clock read again, so the expired items before it moved every later item
+    up a place, and the ones at the page boundary were never read (nor copied)."""
+    from datetime import datetime, timedelta, timezone
+
+    from langgraph.store.base import PutOp
+
+    from langchain_ltm.cli.commands import transfer
+
+    source, target = f"sqlite:///{tmp_path / 'src.db'}", f"sqlite:///{tmp_path / 'dst.db'}"
+    with opened(source) as store:
+        store.batch([PutOp(("docs",), f"keep-{i:02}", {"text": f"doc {i}"}) for i in range(30)])
+        store.batch([PutOp(("cache",), f"tmp-{i}", {"text": f"c {i}"}, ttl=1) for i in range(10)])
+    start, calls = datetime.now(timezone.utc), []
+
+    def ticking():  # each reading of the clock is two minutes later: the cache expires
+        calls.append(None)
+        return start + timedelta(minutes=2 * (len(calls) - 1))
+
+    monkeypatch.setattr(transfer, "utcnow", ticking)
+    code, out, err = ltm("migrate", "--from", source, "--to", target, "--batch-size", "10")
+    assert (code, err) == (0, ""), err
+    assert "Verified" in out
+    with opened(target) as store:
+        (hits,) = store.backend.search(transfer.SearchRequest(("docs",), None, (), None, 0))
+    assert sorted(h.item.key for h in hits) == [f"keep-{i:02}" for i in range(30)]
+
+
+def test_migrate_into_the_same_file_through_a_hard_link_is_refused(tmp_path):
+    """A hard link is the same SQLite file under another name: it was taken for another
+    store, and with --yes the migrate failed with "disk I/O error" (two WAL files)."""
+    import os
+
+    source = tmp_path / "a.db"
+    with opened(f"sqlite:///{source}") as store:
+        store.remember("alice", "Likes tea")
+    os.link(source, tmp_path / "b.db")
+    for extra in ([], ["--yes"]):
+        code, out, err = ltm(
+            "migrate", "--from", f"sqlite:///{source}", "--to", f"sqlite:///{tmp_path}/b.db", *extra
+        )
+        assert (code, out) == (2, "") and "the same store" in err
+    with opened(f"sqlite:///{source}") as store:
+        assert [f.content for f in store.list_all("alice")] == ["Likes tea"]
 
 
 def test_migrate_exits_3_when_writes_go_missing(source, tmp_path, monkeypatch):

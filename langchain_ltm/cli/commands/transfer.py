@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ from langchain_ltm._codec import to_search_item
 from langchain_ltm._copies import copy_items
 from langchain_ltm._steps import run_sync
 from langchain_ltm._vectorstore_urls import folder_catalog, is_vectorstore_url
+from langchain_ltm.agents.erase import user_namespaces
 from langchain_ltm.backends.base import SearchRequest
 from langchain_ltm.cli.exits import EXIT_ENGINE, EXIT_OK, EXIT_USAGE, Failure
 from langchain_ltm.cli.io import (
@@ -28,6 +31,7 @@ from langchain_ltm.cli.io import (
 from langchain_ltm.cli.jsonl import ImportLine, read_import_jsonl
 from langchain_ltm.cli.session import Session, all_users, no_store_at
 from langchain_ltm.defaults import sqlite_path
+from langchain_ltm.facts import content_hash
 from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts.imports import check_records
 from langchain_ltm.guard import find_secret
@@ -164,7 +168,7 @@ def _chunks(items: list[ImportLine], size: int) -> Iterator[list[ImportLine]]:
 
 
 def cmd_migrate(session: Session) -> int:
-    """``ltm migrate``: copy a store into another, then count what arrived (exit 3 if short)."""
+    """``ltm migrate``: copy a store into another, then check what arrived (exit 3 if short)."""
     args = session.args
     for url, flag in ((args.source, "--from"), (args.target, "--to")):
         if url.strip() == "memory://":
@@ -174,19 +178,20 @@ def cmd_migrate(session: Session) -> int:
                 "when ltm ends. Migrate between stores that persist (sqlite:///PATH, a "
                 "folder, postgresql://..., http(s)://...).",
             )
-    if _identity(args.source) == _identity(args.target):
+    if _same_store(args.source, args.target):
         raise Failure(EXIT_USAGE, "--from and --to are the same store; pass another --to.")
     missing = no_store_at(args.source)  # opening it would create an empty store
     if missing is not None:
         raise Failure(EXIT_USAGE, f"--from {args.source}: {missing}.")
     source, source_where = session.open(args.source, "source")
     one = args.user is not None
-    scope = source.user_namespace(args.user) if one else ()
-    if one and not source.backend.count(scope):
+    # one user: their facts, session turns and threads (what forget_user erases)
+    scopes = user_namespaces(source, args.user) if one else ((),)
+    if one and not _count(source, scopes):
         raise Failure(EXIT_USAGE, _no_such_user(source, source_where, args.user))
     target, target_where = session.open(args.target, "target")
     session.target = f"the source ({source_where}) or the target ({target_where})"
-    held = target.backend.count(scope)
+    held = _count(target, scopes)
     if held and not args.yes:
         whose = f"for user {args.user!r}" if one else "already"
         raise Failure(
@@ -197,15 +202,18 @@ def cmd_migrate(session: Session) -> int:
             "repeating one is safe).",
         )
     users = [args.user] if one else [user for user, _ in all_users(source)]
-    progress = Progress(source.backend.count(scope), session.err, "migrate", "items")
+    progress = Progress(_count(source, scopes), session.err, "migrate", "items")
     progress.update(0)
+    # one moment for every page of the copy and of the check: items expiring meanwhile
+    # shifted the pages read after them (by offset), so live items were never read
+    now = utcnow()
     try:
         facts, conflicts = _copy_facts(session, source, target, users, progress)
-        items = _copy_items(source, target, scope, facts, args.batch_size, progress)
+        items = _copy_items(source, target, scopes, facts, now, args.batch_size, progress)
     finally:
         progress.finish()
     report = {"from": source_where, "to": target_where, "user_id": args.user}
-    report.update(_verify(target, scope, facts, items, conflicts))
+    report.update(_verify(target, scopes, facts, items, conflicts, now))
     session.emit(report, migrate_summary(report))
     if not report["verified"]:
         raise Failure(
@@ -214,6 +222,10 @@ def cmd_migrate(session: Session) -> int:
             "source is unchanged: fix the cause and run the same migrate again with --yes.",
         )
     return EXIT_OK
+
+
+def _count(store: LongTermMemoryStore, scopes: Sequence[tuple[str, ...]]) -> int:
+    return sum(store.backend.count(scope) for scope in scopes)
 
 
 def _no_such_user(source: LongTermMemoryStore, where: str, user: str) -> str:
@@ -229,21 +241,63 @@ def _no_such_user(source: LongTermMemoryStore, where: str, user: str) -> str:
     )
 
 
+def _same_store(source: str, target: str) -> bool:
+    """Whether two URLs name one store: the same name, or one file or folder by two paths.
+
+    A hard link (or a bind mount) is the same file under another path: two SQLite
+    connections through it kept two WAL files for one database.
+    """
+    if _identity(source) == _identity(target):
+        return True
+    paths = _local_path(source), _local_path(target)
+    if paths[0] is None or paths[1] is None:
+        return False
+    try:
+        return os.path.samefile(paths[0], paths[1])
+    except OSError:  # one of them does not exist (yet): not the same
+        return False
+
+
 def _identity(url: str) -> str:
+    path = _local_path(url)
+    if path is not None:
+        return ("sqlite:" if _is_sqlite_url(url) else "") + str(path.resolve())
+    return url if is_vectorstore_url(url) else url.rstrip("/")
+
+
+def _local_path(url: str) -> Path | None:
+    """The file or folder that holds the store ``url`` names, or None for a server."""
     if _is_sqlite_url(url):
-        return "sqlite:" + str(sqlite_path(url).resolve())
+        return sqlite_path(url)
     catalog = folder_catalog(url)
     if catalog is not None:  # chroma:PATH, faiss:PATH: one store per catalog file
-        return str(catalog.resolve())
-    if is_vectorstore_url(url):
-        return url
-    if "://" in url:
-        return url.rstrip("/")
-    return str(Path(url.removeprefix("qdrant:")).expanduser().resolve())
+        return catalog
+    if is_vectorstore_url(url) or "://" in url:
+        return None
+    return Path(url.removeprefix("qdrant:")).expanduser()
 
 
 def _is_sqlite_url(url: str) -> bool:
     return url.startswith("sqlite:///") and url != "sqlite:///"  # else open_store says why
+
+
+Texts = tuple[tuple[str, "datetime | None"], ...]
+"""A fact's texts, oldest first: each one's content hash and when it expires (or None)."""
+
+
+def _texts(record: Mapping[str, Any]) -> Texts:
+    """The texts of an exported fact: its earlier versions, then its current text."""
+    lasts = _expiry(record.get("expires_at"))  # versions expire with it, or on their own
+    out = [
+        (content_hash(v["content"]), _expiry(v.get("expires_at")) or lasts)
+        for v in record.get("history") or ()
+    ]
+    out.append((content_hash(record["content"]), lasts))
+    return tuple(out)
+
+
+def _expiry(value: Any) -> datetime | None:
+    return layout.parse_time(value, datetime.max) if isinstance(value, str) else None
 
 
 def _copy_facts(
@@ -252,13 +306,13 @@ def _copy_facts(
     target: LongTermMemoryStore,
     users: list[str],
     progress: Progress,
-) -> tuple[dict[str, dict[str, int]], dict[str, list[str]]]:
-    """Restore every user's facts in the target; ``{user: {fact id: versions}}``, conflicts."""
-    facts: dict[str, dict[str, int]] = {}
+) -> tuple[dict[str, dict[str, Texts]], dict[str, list[str]]]:
+    """Restore every user's facts in the target; ``{user: {fact id: texts}}``, conflicts."""
+    facts: dict[str, dict[str, Texts]] = {}
     conflicts: dict[str, list[str]] = {}
     for user in users:
         records = _own_facts(source, user, source.export_user(user))
-        facts[user] = {str(r["id"]): len(r["history"]) for r in records}
+        facts[user] = {str(r["id"]): _texts(r) for r in records}
         for start in range(0, len(records), session.args.batch_size):
             batch = records[start : start + session.args.batch_size]
             done = target.import_user(user, batch, "restore")
@@ -295,18 +349,19 @@ def _is_own_fact(value: Mapping[str, Any]) -> bool:
 def _copy_items(
     source: LongTermMemoryStore,
     target: LongTermMemoryStore,
-    scope: tuple[str, ...],
-    facts: dict[str, dict[str, int]],
+    scopes: Sequence[tuple[str, ...]],
+    facts: Mapping[str, Mapping[str, Texts]],
+    now: datetime,
     batch_size: int,
     progress: Progress,
 ) -> dict[tuple[tuple[str, ...], str], str]:
     """Write every item that is not a fact or a version in the target; their value digests.
 
     Each copy keeps the source item's timestamps, expiry and TTL, and embeds the fields the
-    source embedded (:mod:`langchain_ltm._copies`).
+    source embedded (:mod:`langchain_ltm._copies`). The items are those alive at ``now``.
     """
     copied: dict[tuple[tuple[str, ...], str], str] = {}
-    for page in _other_items(source, scope, facts, batch_size):
+    for page in _other_items(source, scopes, facts, batch_size, now):
         keys = [(item.namespace, item.key) for item in page]
         found = source.backend.get(keys)
         try:
@@ -329,29 +384,37 @@ def _copy_items(
 
 def _other_items(
     store: LongTermMemoryStore,
-    scope: tuple[str, ...],
-    facts: dict[str, dict[str, int]],
+    scopes: Sequence[tuple[str, ...]],
+    facts: Mapping[str, Mapping[str, Any]],
     size: int,
+    now: datetime,
 ) -> Iterator[list[SearchItem]]:
-    """Pages of the items under ``scope`` that ``export_user`` does not carry."""
-    offset = 0
-    while True:
-        # refresh_ttl=False: reading must not move any TTL (the source is only read)
-        # the engine's own search: a user's earlier versions included (BaseStore.search of
-        # a user's namespace leaves them out)
-        alive_at = utcnow() if store.omit_expired else None
-        (hits,) = store.backend.search(SearchRequest(scope, None, (), size, offset, alive_at))
-        page = [to_search_item(hit) for hit in hits]
-        offset += len(page)
-        kept = [item for item in page if not _is_fact(store, item, facts)]
-        if kept:
-            yield kept
-        if len(page) < size:
-            return
+    """Pages of the items under ``scopes`` that ``export_user`` does not carry.
+
+    Every page leaves out what had expired at ``now``, one moment for all of them: pages
+    are read by offset, and an item expiring between two pages moved every later item one
+    place up, so the item at the page boundary was never read.
+    """
+    # refresh_ttl=False: reading must not move any TTL (the source is only read)
+    # the engine's own search: a user's earlier versions included (BaseStore.search of
+    # a user's namespace leaves them out)
+    alive_at = now if store.omit_expired else None
+    for scope in scopes:
+        offset = 0
+        while True:
+            request = SearchRequest(scope, None, (), size, offset, alive_at)
+            (hits,) = store.backend.search(request)
+            page = [to_search_item(hit) for hit in hits]
+            offset += len(page)
+            kept = [item for item in page if not _is_fact(store, item, facts)]
+            if kept:
+                yield kept
+            if len(page) < size:
+                break
 
 
 def _is_fact(
-    store: LongTermMemoryStore, item: SearchItem, facts: dict[str, dict[str, int]]
+    store: LongTermMemoryStore, item: SearchItem, facts: Mapping[str, Mapping[str, Any]]
 ) -> bool:
     user = store.user_id_of(item.namespace)
     if user is None or "content" not in item.value:
@@ -367,38 +430,57 @@ def _digest(value: dict[str, Any]) -> str:
 
 def _verify(
     target: LongTermMemoryStore,
-    scope: tuple[str, ...],
-    facts: dict[str, dict[str, int]],
-    items: dict[tuple[tuple[str, ...], str], str],
-    conflicts: dict[str, list[str]],
+    scopes: Sequence[tuple[str, ...]],
+    facts: Mapping[str, Mapping[str, Texts]],
+    items: Mapping[tuple[tuple[str, ...], str], str],
+    conflicts: Mapping[str, list[str]],
+    now: datetime,
 ) -> dict[str, Any]:
-    """Count what arrived: the source's facts (by id) with their versions, and its items."""
-    others = [user for user, _ in all_users(target)] if not scope else []
-    in_target = {
-        user: {
-            str(r["id"]): len(r["history"])
-            for r in _own_facts(target, user, target.export_user(user))
-        }
+    """Check what arrived: each source fact by id with the same texts, and every item.
+
+    A fact counts when the target's fact of that id holds the same texts (current and
+    earlier, compared by content hash), not only as many. A text that expired since the
+    copy counts on neither side; an item is looked for as the copy read it (at ``now``).
+    """
+    others = [user for user, _ in all_users(target)] if scopes == ((),) else []
+    exported = {
+        user: _own_facts(target, user, target.export_user(user))
         for user in dict.fromkeys([*facts, *others])
     }
+    checked = utcnow()  # after the target was read: what expired by then is gone from both
+    in_target = {
+        user: {str(r["id"]): _live(_texts(r), checked) for r in records}
+        for user, records in exported.items()
+    }
     users: list[dict[str, Any]] = []
-    for user, wanted in facts.items():
+    for user, source_facts in facts.items():
         got = in_target[user]
-        found = [fact_id for fact_id in wanted if fact_id in got]
+        wanted = {  # a fact whose own expiry has passed is gone, with its versions
+            i: _live(t, checked)
+            for i, t in source_facts.items()
+            if t[-1][1] is None or t[-1][1] > checked
+        }
+        found = [i for i, t in wanted.items() if got.get(i) == t]
+        not_restored = [
+            {"id": i, "reason": _why(i, t, got, conflicts.get(user, ()))}
+            for i, t in wanted.items()
+            if got.get(i) != t
+        ]
         users.append(
             {
                 "user_id": user,
                 "facts": len(wanted),
-                "versions": sum(wanted.values()),
+                "versions": sum(len(t) - 1 for t in wanted.values()),
                 "target_facts": len(found),
-                "target_versions": sum(got[fact_id] for fact_id in found),
+                "target_versions": sum(len(wanted[i]) - 1 for i in found),
                 "conflicts": conflicts.get(user, []),
+                "not_restored": not_restored,
             }
         )
-    extra = sum(len(got) for got in in_target.values()) - sum(u["target_facts"] for u in users)
+    extra = sum(len(set(got) - set(facts.get(user, {}))) for user, got in in_target.items())
     held = {
         (item.namespace, item.key): _digest(item.value)
-        for page in _other_items(target, scope, in_target, 1000)
+        for page in _other_items(target, scopes, in_target, 1000, now)
         for item in page
     }
     arrived = sum(held.get(key) == digest for key, digest in items.items())
@@ -409,9 +491,22 @@ def _verify(
         "source": {"users": len(users), **totals, "items": len(items)},
         "target": {"users": len(users), **found_totals, "items": arrived},
         "extra_in_target": {"facts": extra, "items": len(held) - arrived},
-        "verified": totals == found_totals
-        and arrived == len(items)
-        and all(
-            (u["facts"], u["versions"]) == (u["target_facts"], u["target_versions"]) for u in users
-        ),
+        "verified": arrived == len(items)
+        and not any(u["not_restored"] or u["conflicts"] for u in users),
     }
+
+
+def _live(texts: Texts, at: datetime) -> tuple[str, ...]:
+    """The content hashes of the texts that had not expired ``at``."""
+    return tuple(digest for digest, expires in texts if expires is None or expires > at)
+
+
+def _why(
+    fact_id: str, texts: tuple[str, ...], got: Mapping[str, tuple[str, ...]], conflicts: Any
+) -> str:
+    """Why a source fact is not in the target as it is in the source (for the report)."""
+    if fact_id in got:
+        return "other_texts"  # the target's fact of this id holds other texts
+    if fact_id in conflicts or any(texts[-1] in held for held in got.values()):
+        return "same_text"  # the target holds its text as another fact
+    return "missing"

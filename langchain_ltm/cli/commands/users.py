@@ -9,8 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from langchain_ltm.agents._registry import session_namespace, thread_namespace
-from langchain_ltm.agents.erase import export_user_data, forget_user
+from langchain_ltm.agents.erase import export_user_data, forget_user, user_namespaces
 from langchain_ltm.cli.exits import EXIT_OK, EXIT_USAGE, Failure
 from langchain_ltm.cli.io import Progress, plural, table, write_atomically
 from langchain_ltm.cli.session import Session, all_users
@@ -95,12 +94,7 @@ def _checkpoint_module(engine: str) -> Any:
 
 def _everything(session: Session, label: str) -> Progress:
     """A progress bar over the items kept about the user: facts, versions, turns, threads."""
-    user = session.user
-    namespaces = (
-        session.store.user_namespace(user),
-        session_namespace(user),
-        thread_namespace(user),
-    )
+    namespaces = user_namespaces(session.store, session.user)
     return session.progress(label, "items", session.counter(*namespaces))
 
 
