@@ -438,6 +438,7 @@ async def test_a_merge_import_keeps_pinned(mem):
         ("created", False),
         ("created", True),
     ]
+    assert done.sources == ((0, "Name is Alice"), (1, "Likes green tea"), (2, "Works at a bakery"))
     assert sorted(f.content for f in await mem.pinned("u1")) == [
         "Name is Alice",
         "Works at a bakery",
