@@ -216,8 +216,8 @@ class RememberResult:
             ``update_fact`` tool) can decide.
         reason: Why a fact was rejected, in words a model can act on; for an
             ``update_fact`` answered ``duplicate`` because another fact holds the text,
-            why that fact was not merged (it has earlier versions, or it lasts while the
-            updated fact expires).
+            why that fact was not merged (it has earlier versions, or it lasts longer than
+            the updated fact would from now).
         merged: ``update_fact`` only: the id of another fact that held the new text (with
             no earlier versions). It was merged into this one, its text now this fact's
             current version, and deleted in the same write.

@@ -16,7 +16,9 @@ version of it (``update``, or a ``remember`` with a TTL merging into it) takes t
 refreshed from the write (never from ``observed_at``): the call's own for a ``remember``.
 A lasting text never merges into a fact that expires, nor one with a TTL into a lasting
 fact (one lifetime per fact); said again word for word without a TTL, a fact that was to
-expire lasts from then on (its versions keep their own expiry).
+expire lasts from then on (its versions keep their own expiry). ``update_fact`` onto the
+text of another fact is the exception: it merges that fact in when the text then lasts at
+least as long as it would have (a TTL'd fact into a lasting one, or one expiring later).
 Expired facts are gone for every read here at once, whatever the store's ``omit_expired``.
 """
 
@@ -268,8 +270,8 @@ def update(ctx: FactContext, user_id: str, fact_id: str, text: str) -> Logic[Rem
     pinned if X was) and X is deleted. What an agent does when ``remember`` kept a new fact
     apart and listed this one as ``similar``: the new fact becomes this fact's new version
     and a ``forget`` of it afterwards finds nothing, so no text is lost either way round.
-    An X with earlier versions of its own, or one that lasts while this fact expires, is
-    not merged (its history, or its text, would be lost): the answer is ``duplicate`` with
+    An X with earlier versions of its own, or one that lasts longer than this fact would
+    from now, is not merged (its history, or its text, would be lost): the answer is ``duplicate`` with
     X, a ``reason`` saying so, and nothing changes.
     """
     text = validate_text(text, "fact", ctx.max_fact_chars)
@@ -312,7 +314,7 @@ def update(ctx: FactContext, user_id: str, fact_id: str, text: str) -> Logic[Rem
             holder = layout.fact_from_items(other, user_id, histories.get(other.key, ()))
             if other.key == fact_id:  # already this fact's text: nothing to write
                 return RememberResult("duplicate", holder, similarity=1.0)
-            reason = _kept_apart(holder, item)
+            reason = _kept_apart(holder, other, item, now)
             if reason:  # another fact's, which stays as it is
                 return RememberResult("duplicate", holder, similarity=1.0, reason=reason)
             said = _merged(said, other, item)
@@ -334,12 +336,26 @@ def update(ctx: FactContext, user_id: str, fact_id: str, text: str) -> Logic[Rem
     return RememberResult("updated", fact, previous=state.superseded[-1], merged=merged)
 
 
-def _kept_apart(holder: Fact, item: StoredItem) -> str | None:
-    """Why ``holder`` (another fact with the new text) is not merged into ``item``, if so."""
+def _kept_apart(
+    holder: Fact, other: StoredItem, item: StoredItem, now: datetime
+) -> str | None:
+    """Why ``holder`` (``other``, another fact with the new text) is not merged into
+    ``item``, if so: its history would be lost, or its text expire sooner than it would.
+
+    Merged, the text takes ``item``'s TTL from ``now``: a text that lasts, or lasts
+    longer than that, would be gone before its time.
+    """
+    sooner = item.ttl_minutes is not None and (
+        other.expires_at is None
+        or other.expires_at > now + timedelta(minutes=item.ttl_minutes)
+    )
     if holder.history:
         why = "which has earlier versions of its own (merged, they would be lost)"
-    elif holder.ttl_minutes is None and item.ttl_minutes is not None:
-        why = "which lasts, while this one expires (merged, the text would expire with it)"
+    elif sooner:
+        why = (
+            "which lasts longer than this one (merged, the text would expire with this "
+            "fact, sooner than it would have)"
+        )
     else:
         return None
     return (

@@ -282,13 +282,24 @@ async def test_update_to_the_text_of_a_fact_with_history_changes_nothing(mem):
     assert await mem.export_user("u1") == before
 
 
-async def test_a_lasting_text_is_never_merged_into_a_fact_that_expires(mem, clock):
-    """Merged, the lasting text would expire with the fact: nothing changes. A text that was
-    to expire merges into a lasting fact and lasts with it."""
+async def test_a_text_is_never_merged_into_a_fact_that_expires_sooner(mem, clock):
+    """Merged, the text would expire with the fact: a lasting one, or one that expires later
+    than the fact would from now, is not merged. A text that was to expire sooner merges
+    and takes the fact's lifetime."""
     lost = (await mem.remember("u1", "Reported a lost card", ttl=60)).fact
     card = (await mem.remember("u1", "Has a blue card")).fact
     kept = await mem.update_fact("u1", lost.id, "Has a blue card")
-    assert (kept.action, kept.fact.id) == ("duplicate", card.id) and "expires" in kept.reason
+    assert (kept.action, kept.fact.id) == ("duplicate", card.id) and "expire" in kept.reason
+    allergy = (await mem.remember("u3", "Allergic to penicillin", ttl=525_600)).fact  # a year
+    tennis = (await mem.remember("u3", "Plays tennis on Sundays", ttl=5)).fact
+    kept = await mem.update_fact("u3", tennis.id, "Allergic to penicillin")
+    assert (kept.action, kept.fact.id) == ("duplicate", allergy.id) and kept.merged is None
+    clock.advance(10)  # the 5-minute fact is gone; the year-long text is not
+    assert [f.content for f in await mem.list_all("u3")] == ["Allergic to penicillin"]
+    soon = (await mem.remember("u4", "Is at the dentist today", ttl=5)).fact
+    week = (await mem.remember("u4", "Is on holiday", ttl=10_080)).fact
+    merged = await mem.update_fact("u4", week.id, "Is at the dentist today")
+    assert merged.merged == soon.id and merged.fact.ttl_minutes == 10_080
     assert sorted(f.content for f in await mem.list_all("u1")) == [
         "Has a blue card",
         "Reported a lost card",
