@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import copy
+import threading
 from collections.abc import Iterable
 from dataclasses import replace
 from datetime import datetime
@@ -172,7 +173,9 @@ class LongTermMemoryStore(FactAPI, BaseStore):
             )
         self._sweeper = SweeperThread()
         self._asweeper = SweeperTask()
-        self._closed = False  # close() or aclose() began: no sweeper may start
+        # close() or aclose() began: no sweeper may start (an Event: with_options views
+        # share it, as they share the engine and the sweepers)
+        self._closed = threading.Event()
         if self.ttl_config and self.ttl_config.get("sweep_interval_minutes"):
             self.start_ttl_sweeper()
         self._coalescer = Coalescer(lambda ops: run_async(self._batch(ops)))
@@ -388,7 +391,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         The sweeper thread is stopped and waited for; a sweeper task (``astart_ttl_sweeper``)
         is told to stop, and stops on its loop (``aclose`` waits for it).
         """
-        self._closed = True
+        self._closed.set()
         self.stop_ttl_sweeper()
         self._asweeper.signal_stop()
         self._coalescer.drain_threads()  # async calls of loops in other threads finish first
@@ -396,7 +399,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
 
     async def aclose(self) -> None:
         """Async twin of :meth:`close` (stops both sweeper variants)."""
-        self._closed = True
+        self._closed.set()
         await self.astop_ttl_sweeper()
         self.stop_ttl_sweeper()
         await self._coalescer.adrain_all()  # waiting and running async calls finish first
@@ -460,7 +463,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         A sweeper of a closed store failed at each tick (logging the engine's "was closed"
         error every interval) on the engines that refuse calls once closed.
         """
-        if self._closed:
+        if self._closed.is_set():
             raise BackendError(
                 "This store was closed (close() or aclose()): it starts no TTL sweeper. "
                 "Open a new store."

@@ -85,7 +85,7 @@ class UserLocks:
             import logging  # here: `ltm list` and the like import no logging at all
 
             logging.getLogger(__name__).warning(
-                "Unlocking a user after the call failed failed too: %s", exc
+                "The call failed, and unlocking its user afterwards failed too: %s", exc
             )
             if hasattr(failed, "add_note"):  # Python 3.11+
                 failed.add_note(f"Unlocking afterwards failed too: {exc}")

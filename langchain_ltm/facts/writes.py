@@ -271,8 +271,8 @@ def update(ctx: FactContext, user_id: str, fact_id: str, text: str) -> Logic[Rem
     apart and listed this one as ``similar``: the new fact becomes this fact's new version
     and a ``forget`` of it afterwards finds nothing, so no text is lost either way round.
     An X with earlier versions of its own, or one that lasts longer than this fact would
-    from now, is not merged (its history, or its text, would be lost): the answer is ``duplicate`` with
-    X, a ``reason`` saying so, and nothing changes.
+    from now, is not merged (its history, or its text, would be lost): the answer is
+    ``duplicate`` with X, a ``reason`` saying so, and nothing changes.
     """
     text = validate_text(text, "fact", ctx.max_fact_chars)
     check_id(fact_id)
@@ -336,18 +336,15 @@ def update(ctx: FactContext, user_id: str, fact_id: str, text: str) -> Logic[Rem
     return RememberResult("updated", fact, previous=state.superseded[-1], merged=merged)
 
 
-def _kept_apart(
-    holder: Fact, other: StoredItem, item: StoredItem, now: datetime
-) -> str | None:
-    """Why ``holder`` (``other``, another fact with the new text) is not merged into
-    ``item``, if so: its history would be lost, or its text expire sooner than it would.
+def _kept_apart(holder: Fact, other: StoredItem, item: StoredItem, now: datetime) -> str | None:
+    """Why ``holder`` (``other``, another fact with the new text) is not merged, if so.
 
+    Into ``item``, its history would be lost, or its text expire sooner than it would.
     Merged, the text takes ``item``'s TTL from ``now``: a text that lasts, or lasts
     longer than that, would be gone before its time.
     """
     sooner = item.ttl_minutes is not None and (
-        other.expires_at is None
-        or other.expires_at > now + timedelta(minutes=item.ttl_minutes)
+        other.expires_at is None or other.expires_at > now + timedelta(minutes=item.ttl_minutes)
     )
     if holder.history:
         why = "which has earlier versions of its own (merged, they would be lost)"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.vectorstores import InMemoryVectorStore
-from langgraph.store.base import GetOp
+from langgraph.store.base import GetOp, PutOp
 from langgraph.store.memory import InMemoryStore
 
 from langchain_ltm import BackendError, LongTermMemoryStore
@@ -66,13 +66,17 @@ async def test_a_key_holding_a_nul_is_not_found_and_deleting_it_changes_nothing(
     ours.delete(NS, "k\x00")
     await ours.adelete(NS, "k\x00")
     assert sorted(item.key for item in ours.search(NS)) == sorted(ITEMS)
-    # in a batch beside real keys: those are read and deleted as asked
+    # in a batch beside real keys: those are read, written and deleted as asked
     got = ours.batch(
         [
             GetOp(NS, "k"),
             GetOp(NS, "k\x00"),
+            PutOp(NS, "k\x00", None),  # a delete of a key no item can have
+            PutOp(NS, "k3", None),
+            PutOp(NS, "k4", {"text": "juice"}),
         ]
     )
+    assert ours.get(NS, "k3") is None and ours.get(NS, "k4").value == {"text": "juice"}
     assert got[0].value == ITEMS["k"] and got[1] is None
 
 

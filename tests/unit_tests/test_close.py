@@ -59,11 +59,22 @@ def any_store(request, tmp_path):
 
 def test_a_closed_store_starts_no_sweeper(any_store):
     """``start_ttl_sweeper()`` after ``close()`` started a thread that logged the engine's
-    "was closed" error every interval; every other call of a closed store is refused."""
+    "was closed" error every interval; every other call of a closed store is refused. So
+    are its views (``with_options``, as the memory tools and middleware hold), made before
+    or after the close, and the store when a view was closed."""
+    before = any_store.with_options(secret_guard=False)
     any_store.close()
+    for store in (any_store, before, any_store.with_options(secret_guard=False)):
+        with pytest.raises(BackendError, match="was closed"):
+            store.start_ttl_sweeper(sweep_interval_minutes=0.0005)
+        assert store.stop_ttl_sweeper(timeout=5)  # nothing runs
+
+
+def test_closing_a_view_closes_the_store_it_shares_an_engine_with(tmp_path):
+    store = LongTermMemoryStore.from_sqlite(tmp_path / "m.db", KeywordEmbeddings(dims=16))
+    store.with_options(secret_guard=False).close()
     with pytest.raises(BackendError, match="was closed"):
-        any_store.start_ttl_sweeper(sweep_interval_minutes=0.0005)
-    assert any_store.stop_ttl_sweeper(timeout=5)  # nothing runs
+        store.start_ttl_sweeper(sweep_interval_minutes=0.0005)
 
 
 async def test_a_closed_store_starts_no_sweeper_task(any_store):

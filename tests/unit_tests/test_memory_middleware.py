@@ -273,25 +273,38 @@ def test_extraction_supersedes_a_stored_fact_by_number(emb):
     ]
 
 
-def test_extraction_superseding_with_a_text_it_just_remembered_keeps_one_fact(emb):
-    """The extractor listed the new text as a fact and as the supersede of the stored one:
-    remember kept it apart (similar), and the update answered duplicate and wrote nothing,
-    so the old text stayed current beside the new one. The new fact is merged in now."""
+def _numbered(messages, text: str) -> int:
+    """The number the extraction prompt gives the stored fact ``text``."""
+    prompt = str(messages[-1].content)
+    (line,) = [line for line in prompt.splitlines() if line.endswith(f". {text}")]
+    return int(line.split(".", 1)[0].strip())
+
+
+def test_a_later_extraction_superseding_with_a_text_stored_earlier_keeps_one_fact(emb):
+    """Turn 1 stored the new text apart from the old one (similar); turn 2 supersedes the
+    old one with it: ``update_fact`` answered duplicate and wrote nothing, so both stayed
+    current. The stored text is merged in now: one fact, the old text its earlier version."""
     store = LongTermMemoryStore(InMemoryVectorStore(emb))
-    made = store.remember("ana", "Prefers answers in Spanish")
-    answer = extraction(
-        ("Prefers answers in French", True),
-        supersede=[{"fact": 1, "content": "Prefers answers in French"}],
+    spanish = store.remember("ana", "Prefers answers in Spanish").fact
+    french = "Prefers answers in French"
+    extractor = ScriptedChatModel(
+        answers=[
+            extraction((french, True)),
+            AIMessage("not sure"),  # the resolver's turn, if asked
+            lambda messages: extraction(
+                supersede=[{"fact": _numbered(messages, spanish.content), "content": french}]
+            ),
+        ]
     )
-    extractor = ScriptedChatModel(answers=[answer, AIMessage("not sure")])  # 2nd: resolver
     agent = agent_with(store, RecordingModel(), mode="recall", extract_with=extractor)
     agent.invoke({"messages": [("user", "Answer me in French from now on")]}, run("ana"))
+    assert sorted(f.content for f in store.list_all("ana")) == [french, spanish.content]
+    if extractor.answers and isinstance(extractor.answers[0], AIMessage):
+        extractor.answers.pop(0)  # no resolver was asked
+    agent.invoke({"messages": [("user", "Yes, French, not Spanish")]}, run("ana"))
     (fact,) = store.list_all("ana")
-    assert fact.id == made.fact.id and fact.pinned
-    assert [v.content for v in fact.versions] == [
-        "Prefers answers in Spanish",
-        "Prefers answers in French",
-    ]
+    assert fact.id == spanish.id and fact.pinned  # the merged fact's pin is kept
+    assert [v.content for v in fact.versions] == [spanish.content, french]
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
@@ -368,27 +381,35 @@ def test_a_pinned_fact_listed_beside_its_supersede_pins_the_updated_fact(emb):
 
 
 def test_a_supersede_onto_another_facts_text_is_logged(emb, caplog):
-    """The new text is already another fact: never a silent no-op.
-
-    ``update_fact`` answers ``duplicate`` here (both stay current) or retires the
-    superseded fact; when it answers ``duplicate`` the extraction says so in the log.
-    """
+    """The new text is another fact, one with history of its own, which ``update_fact``
+    does not merge: the old fact stays current, and the extraction says so in the log
+    (never a silent no-op)."""
     store = LongTermMemoryStore(InMemoryVectorStore(emb))
     spanish = store.remember("ana", "Prefers answers in Spanish").fact
-    store.remember("ana", "Prefers answers in French")
+    french = store.remember("ana", "Prefers answers in Italian").fact
+    store.update_fact("ana", french.id, "Prefers answers in French")  # history: Italian
     extractor = ScriptedChatModel(
-        answers=[extraction(supersede=[{"fact": 1, "content": "Prefers answers in French"}])]
+        answers=[
+            lambda messages: extraction(
+                supersede=[
+                    {
+                        "fact": _numbered(messages, spanish.content),
+                        "content": "Prefers answers in French",
+                    }
+                ]
+            )
+        ]
     )
     agent = agent_with(store, RecordingModel(), mode="recall", extract_with=extractor)
     with caplog.at_level(logging.WARNING):
-        agent.invoke({"messages": [("user", "Only Spanish, not French")]}, run("ana"))
-    prompt = str(extractor.requests[0][-1].content)
-    assert "1. Prefers answers in Spanish" in prompt  # fact 1 is the Spanish one
-    still_current = any(
-        f.id == spanish.id and "Spanish" in f.content for f in store.list_all("ana")
-    )
-    warned = any("could not supersede" in r.getMessage() for r in caplog.records)
-    assert warned == still_current
+        agent.invoke({"messages": [("user", "Only French, not Spanish")]}, run("ana"))
+    facts = {f.id: f for f in store.list_all("ana")}
+    assert facts[spanish.id].content == spanish.content  # not merged: still current
+    assert [v.content for v in store.history("ana", french.id)] == [
+        "Prefers answers in Italian",
+        "Prefers answers in French",
+    ]
+    assert any("could not supersede" in r.getMessage() for r in caplog.records)
 
 
 def test_a_failing_extractor_logs_and_the_answer_still_comes(emb, caplog):
