@@ -3,13 +3,17 @@ conversion both ways, and clear errors that change nothing."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from datetime import datetime, timezone
 
 import numpy as np
+import psycopg
 import pytest
 
 from langchain_ltm import LongTermMemoryStore
 from langchain_ltm.backends.base import Record, SearchRequest
+from langchain_ltm.backends.postgres import StoreInUseError
 from tests.fakes import KeywordEmbeddings
 
 DIMS, USERS, PER_USER = 64, 20, 30
@@ -159,6 +163,36 @@ def test_bad_vector_types_and_foreign_ann_indexes_raise_and_change_nothing(make_
     assert _column_type(pg_conn, backend) == f"vector({DIMS})"
     assert backend.vector_type == "vector"
     assert backend.count(("m",)) == USERS * PER_USER
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_migrating_changes_nothing_while_another_session_holds_the_tables(
+    make_backend, pg_url, pg_conn, mode
+):
+    """It waited without end behind an open transaction, and every later read of the store
+    queued behind its lock request (a recall stood 20 s); it gives up after lock_timeout."""
+    backend = make_backend(dims=DIMS)
+    _fill(backend, _vectors())
+    with psycopg.connect(pg_url) as reader:  # an open transaction that read the store
+        reader.execute(f"SELECT count(*) FROM {backend.tables.vectors}").fetchone()
+        started = time.perf_counter()
+
+        def migrate() -> None:
+            if mode == "async":
+                asyncio.run(backend.amigrate_vector_type("halfvec", lock_timeout=0.2))
+            else:
+                backend.migrate_vector_type("halfvec", lock_timeout=0.2)
+
+        with pytest.raises(StoreInUseError, match="the vectors were not converted"):
+            migrate()
+        assert time.perf_counter() - started < 10
+        reader.rollback()
+    assert _column_type(pg_conn, backend) == f"vector({DIMS})"
+    assert backend.vector_type == "vector"
+    with pytest.raises(ValueError, match="lock_timeout must be a number of seconds"):
+        backend.migrate_vector_type("halfvec", lock_timeout=0)
+    backend.migrate_vector_type("halfvec")  # alone now: it works
+    assert _column_type(pg_conn, backend) == f"halfvec({DIMS})"
 
 
 def test_from_postgres_halfvec_remembers_and_recalls(pg_url, pg_conn):

@@ -77,6 +77,13 @@ def rolled_back(exc: BaseException) -> bool:
     return isinstance(exc, psycopg.Error) and str(exc.sqlstate or "").startswith("40")
 
 
+_REWRITES = {
+    "compact": "they were not compacted",
+    "migrate_vector_type": "the vectors were not converted",
+}
+"""Calls that lock the store's tables for a rewrite, within a ``lock_timeout`` of theirs."""
+
+
 def translate(exc: BaseException, what: str, why: str = "") -> Exception:
     """A langchain-ltm error for a psycopg error, saying what to change."""
     if isinstance(exc, PoolTimeout):
@@ -93,10 +100,10 @@ def translate(exc: BaseException, what: str, why: str = "") -> Exception:
             "again: it will find the stored fact and report it as a duplicate."
         )
     message = str(exc).strip()
-    if isinstance(exc, pg_errors.LockNotAvailable) and what == "compact":
+    if isinstance(exc, pg_errors.LockNotAvailable) and what in _REWRITES:
         return StoreInUseError(
             f"{message}: other sessions (an agent, a long transaction) kept the store's "
-            "tables busy, so they were not compacted (nothing was changed). Run it again "
+            f"tables busy, so {_REWRITES[what]} (nothing was changed). Run it again "
             "when the store is quieter, or with a longer lock_timeout."
         )
     if rolled_back(exc):

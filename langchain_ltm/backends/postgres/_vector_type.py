@@ -6,9 +6,11 @@ HNSW index on it take about half the room; search stays exact over the stored va
 stored component to the nearest float16 (about 3 significant digits; components beyond
 ±65504 are refused by pgvector); going back to ``vector`` is exact.
 
-The conversion is one transaction under the setup lock: our HNSW index is dropped, the
-column rewritten (``ALTER COLUMN ... TYPE``, which locks the table for its duration), and
-the index rebuilt with the new operator class and its old options. Other ANN indexes on
+The conversion is one transaction under the setup lock: both tables are locked (reads and
+writes of the store wait; other sessions holding them past ``lock_timeout`` make it change
+nothing and say so, :class:`StoreInUseError`), our HNSW index is dropped, the column
+rewritten (``ALTER COLUMN ... TYPE``), and the index rebuilt with the new operator class
+and its old options. Other ANN indexes on
 the column would need another operator class, so their presence stops the conversion
 before anything changes.
 """
@@ -34,13 +36,22 @@ _ANN_INDEXES = (
 )
 
 
-def migrate_vector_type(t: Tables, target: str) -> Exchange[tuple[int | None, str]]:
+def migrate_vector_type(
+    t: Tables, target: str, lock_timeout: float
+) -> Exchange[tuple[int | None, str]]:
     """Rewrite the embedding column as ``target``; the vectors' size and the new type.
 
-    Nothing happens if the column already has that type.
+    Nothing happens if the column already has that type. ``lock_timeout``: seconds to wait
+    for the tables (the server's ``LockNotAvailable`` error when it runs out): the rewrite
+    locks them ``ACCESS EXCLUSIVE``, and while that request waits behind another session
+    (a long transaction) every read of the store queues behind it, so it must not wait
+    without end.
     """
     if check_vector_type(target) is None:
         raise ValueError("migrate_vector_type() needs 'vector' or 'halfvec', not None.")
+    yield Statement(
+        "SELECT set_config('lock_timeout', %s, true)", (f"{max(1, round(lock_timeout * 1000))}ms",)
+    )
     yield Statement("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (_SETUP_LOCK,))
     rows = yield Statement(_TYPMOD, (t.vectors,))
     if not rows:
@@ -57,6 +68,9 @@ def migrate_vector_type(t: Tables, target: str) -> Exchange[tuple[int | None, st
             f"{', '.join(others)}. Drop them, migrate, then create them again."
         )
     options = next((opts for name, _, opts in indexes if name == ours), None)
+    # both tables at once, items first as writers take them (the rewrite's own locks then
+    # wait for nothing), within lock_timeout
+    yield Statement(f"LOCK TABLE {t.items}, {t.vectors} IN ACCESS EXCLUSIVE MODE")
     if options is not None:
         yield Statement(f'DROP INDEX "{t.schema}".{t.index("vectors_hnsw")}')
     new_type = column_type(target, dims)

@@ -233,13 +233,23 @@ class PostgresBackend(VectorBackend):
             vectors=False,
         )
 
-    def migrate_vector_type(self, vector_type: str) -> None:
+    def migrate_vector_type(self, vector_type: str, *, lock_timeout: float = 10.0) -> None:
         """Convert the stored embeddings to ``"halfvec"`` (float16) or back to ``"vector"``.
 
-        One transaction that rewrites the vectors table (writers wait for it) and rebuilds
-        the HNSW index of :meth:`create_hnsw_index`, if there is one, with the new operator
-        class. To ``halfvec``, every component is rounded to the nearest float16; back to
-        ``vector`` is exact. Other ANN indexes on the column stop it before any change.
+        One transaction that rewrites the vectors table and rebuilds the HNSW index of
+        :meth:`create_hnsw_index`, if there is one, with the new operator class. To
+        ``halfvec``, every component is rounded to the nearest float16; back to ``vector``
+        is exact. Other ANN indexes on the column stop it before any change. Both tables
+        are locked for the rewrite: reads and writes of the store wait for it.
+
+        Args:
+            vector_type: ``"vector"`` or ``"halfvec"``.
+            lock_timeout: Seconds to wait for other sessions to let go of the tables (a
+                request waiting for them holds up every later read of the store).
+
+        Raises:
+            StoreInUseError: Another session held the tables past ``lock_timeout``:
+                nothing was changed; run it again when the store is quieter.
 
         Example:
             >>> backend = postgres_backend("postgresql://localhost/app")  # doctest: +SKIP
@@ -247,15 +257,16 @@ class PostgresBackend(VectorBackend):
             >>> backend.vector_type  # doctest: +SKIP
             'halfvec'
         """
+        timeout = _check_lock_timeout(lock_timeout)
         self.dims, self.vector_type = self.connector.run(
-            lambda: migrate_vector_type(self.tables, vector_type),
+            lambda: migrate_vector_type(self.tables, vector_type, timeout),
             "migrate_vector_type",
             transaction=True,
             vectors=False,
         )
         self._wanted_vector_type = self.vector_type
 
-    async def amigrate_vector_type(self, vector_type: str) -> None:
+    async def amigrate_vector_type(self, vector_type: str, *, lock_timeout: float = 10.0) -> None:
         """Async twin of :meth:`migrate_vector_type`.
 
         Example:
@@ -265,8 +276,9 @@ class PostgresBackend(VectorBackend):
             >>> backend.vector_type  # doctest: +SKIP
             'halfvec'
         """
+        timeout = _check_lock_timeout(lock_timeout)
         self.dims, self.vector_type = await self.connector.arun(
-            lambda: migrate_vector_type(self.tables, vector_type),
+            lambda: migrate_vector_type(self.tables, vector_type, timeout),
             "migrate_vector_type",
             transaction=True,
             vectors=False,
