@@ -142,6 +142,40 @@ def test_compact_refuses_an_open_connection_of_this_process_too(emptied):
         conn.close()
 
 
+def test_compact_of_a_file_another_connection_has_locked_says_it_is_in_use(tmp_path):
+    """Reading the journal mode found the file locked (another process opening or writing
+    a rollback-journal file): 'failed (database is locked) ... if the disk is full', not
+    'in use'. Nothing is changed either way."""
+    path = tmp_path / "m.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE t (x)")
+    holder = sqlite3.connect(path, isolation_level=None)
+    try:
+        holder.execute("BEGIN EXCLUSIVE")
+        holder.execute("INSERT INTO t VALUES (1)")
+        with pytest.raises(StoreInUseError, match="open in another process"):
+            compact(path)
+    finally:
+        holder.close()
+
+
+def test_compact_measures_a_wal_file_that_goes_meanwhile_as_nothing(emptied, monkeypatch):
+    """Another process closing the store deletes the WAL between a check and a stat: a bare
+    FileNotFoundError reported a compaction that had worked as failed (exit 2)."""
+    path, _ = emptied
+    real_stat = Path.stat
+
+    def vanishing(self, *args, **kwargs):
+        if str(self).endswith("-wal"):
+            raise FileNotFoundError(2, "No such file or directory", str(self))
+        return real_stat(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "exists", lambda self: True)  # it was there when checked
+    monkeypatch.setattr(Path, "stat", vanishing)
+    done = compact(path)
+    assert done.after > 0
+
+
 def test_compact_of_a_store_that_is_not_a_sqlite_file(tmp_path, capsys):
     assert cli.main(["compact", "--store", "memory://"]) == 2
     assert "rewrites SQLite files and Postgres tables" in capsys.readouterr().err

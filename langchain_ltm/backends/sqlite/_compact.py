@@ -33,7 +33,29 @@ __all__ = ["Compacted", "StoreInUseError", "compact"]
 
 
 def _on_disk(path: Path) -> int:
-    return sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
+    """Bytes of the file and its WAL; a file that goes meanwhile counts 0.
+
+    Another process closing the store deletes the WAL between an ``exists()`` and a
+    ``stat()``: a bare ``FileNotFoundError`` reported a compaction as failed.
+    """
+    total = 0
+    for part in (path, Path(f"{path}-wal")):
+        with contextlib.suppress(FileNotFoundError):
+            total += part.stat().st_size
+    return total
+
+
+def _in_use(file: Path) -> StoreInUseError:
+    return StoreInUseError(
+        f"{file} is open in another process (an agent, an ltm command, a "
+        "SqliteSaver...), so it was not compacted: stop what uses the store, then run "
+        "ltm compact again (nothing was changed)."
+    )
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
 
 
 def compact(path: str | os.PathLike[str], *, busy_timeout: float = 10.0) -> Compacted:
@@ -85,21 +107,22 @@ def compact(path: str | os.PathLike[str], *, busy_timeout: float = 10.0) -> Comp
 
 
 def _vacuum_alone(conn: sqlite3.Connection, file: Path, busy_timeout: float) -> None:
-    mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+    try:  # reading the mode can find the file locked too (another process opening it)
+        mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+    except sqlite3.OperationalError as exc:
+        if not _busy(exc):
+            raise
+        raise _in_use(file) from exc
     wal = mode == "wal"
     if wal:
         try:  # leaving WAL succeeds only if no other connection has the file open
             left = str(conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0]).lower()
         except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc).lower() and "busy" not in str(exc).lower():
+            if not _busy(exc):
                 raise
             left = "wal"
         if left == "wal":
-            raise StoreInUseError(
-                f"{file} is open in another process (an agent, an ltm command, a "
-                "SqliteSaver...), so it was not compacted: stop what uses the store, then run "
-                "ltm compact again (nothing was changed)."
-            )
+            raise _in_use(file)
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         conn.execute("VACUUM")
