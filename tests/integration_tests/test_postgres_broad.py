@@ -148,35 +148,32 @@ async def test_async_broad_search_matches_sync_and_offset_pages(broad):
 
 @pytest.mark.parametrize("ef", [40, 200])
 def test_paging_a_broad_search_neither_repeats_nor_skips_an_item(broad, ef):
-    """Every page of one size is a slice of one ranking: the walk's best quarter of its
-    candidates, then every other item in exact order (the candidates grew with the offset,
-    so pages re-ranked other sets and repeated or skipped items)."""
+    """Every page of one size is a slice of one ranking (the candidates grew with the
+    offset, so pages re-ranked other sets and repeated or skipped items): the first pages'
+    walk (its best quarter), then a 400-candidate walk's items not among them up to 100,
+    then every other item in exact order."""
     backend, vectors = broad
     backend.broad_ef_search = ef
-    head = ef // 4
+    head = max(ef, 40) // 4
     everyone = np.arange(len(vectors))
+
+    def page(query: np.ndarray, limit: int, offset: int) -> list[str]:
+        request = SearchRequest(("m",), query[None, :], limit=limit, offset=offset)
+        return [h.item.key for h in backend.search(request)[0]]
+
     for query in _queries(33, 4):
-        pages = [
-            [
-                h.item.key
-                for h in backend.search(SearchRequest(("m",), query[None, :], limit=10, offset=o))[
-                    0
-                ]
-            ]
-            for o in range(0, 150, 10)
-        ]
-        keys = [key for page in pages for key in page]
+        keys = [key for offset in range(0, 150, 10) for key in page(query, 10, offset)]
         assert len(keys) == 150 and len(set(keys)) == 150
-        walked = keys[:head]
-        rest = [k for k in _exact(vectors, query, everyone, 150 + head) if k not in set(walked)]
-        assert keys[head:] == rest[: 150 - head]
-        assert (
-            _broad.wants_index(
-                backend._scope_stats,
-                SearchRequest(("m",), query[None, :], limit=10, offset=140),
-                backend.broad_min_rows,
-            )
-            is True
+        first = keys[:head]
+        assert first == [key for offset in range(0, head, 10) for key in page(query, 10, offset)]
+        wider = [k for k in page(query, 100, 0) if k not in set(first)]  # 400 candidates
+        assert keys[head:100] == wider[: 100 - head]
+        rest = [k for k in _exact(vectors, query, everyone, 250) if k not in set(keys[:100])]
+        assert keys[100:] == rest[:50]
+        assert _broad.wants_index(
+            backend._scope_stats,
+            SearchRequest(("m",), query[None, :], limit=10, offset=140),
+            backend.broad_min_rows,
         )
 
 
