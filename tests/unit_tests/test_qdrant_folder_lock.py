@@ -134,3 +134,19 @@ def test_the_clients_own_lock_error_is_retried_then_translated(holder, monkeypat
     with pytest.raises(BackendError, match="open in another process"):
         qdrant_backend(folder, dims=64, lock_timeout=0.3)
     assert len(probes) >= 2  # tried again before giving up
+
+
+def test_a_file_or_a_damaged_folder_at_the_path_gets_a_clear_error(tmp_path):
+    """qdrant-client's own FileExistsError and JSONDecodeError came through raw."""
+    emb = KeywordEmbeddings(dims=8)
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("hello")
+    with pytest.raises(BackendError, match="it is a file, not a folder"):
+        LongTermMemoryStore.from_qdrant(str(a_file), emb)
+    assert a_file.read_text() == "hello"
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (damaged / "meta.json").write_text("{not json")
+    with pytest.raises(BackendError, match=r"meta\.json cannot be read"):
+        LongTermMemoryStore.from_qdrant(str(damaged), emb)
+    assert (damaged / "meta.json").read_text() == "{not json"

@@ -48,7 +48,8 @@ def open_folder(path: str, timeout: float = DEFAULT_LOCK_TIMEOUT) -> QdrantClien
 
     Raises:
         BackendError: another client (another process, or another store in this one) held
-            the folder for all of ``timeout``.
+            the folder for all of ``timeout``; or the path is a file, or a folder whose
+            Qdrant metadata cannot be read.
     """
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
         raise ValueError(f"lock_timeout must be a number of seconds >= 0, got {timeout!r}.")
@@ -62,6 +63,17 @@ def open_folder(path: str, timeout: float = DEFAULT_LOCK_TIMEOUT) -> QdrantClien
                 if "already accessed" not in str(exc):
                     raise
                 _close_half_open(exc)
+            except (FileExistsError, NotADirectoryError) as exc:  # raw from the client
+                raise BackendError(
+                    f"Cannot open a Qdrant folder at {path}: it is a file, not a folder. "
+                    "Give a folder for the store (a new one is created), or a sqlite:/// "
+                    "URL for a SQLite file."
+                ) from exc
+            except ValueError as exc:  # its meta.json is not JSON: damaged, or not Qdrant's
+                raise BackendError(
+                    f"Cannot open the Qdrant folder {path}: its meta.json cannot be read "
+                    f"({exc}). Restore the folder from a backup, or give another folder."
+                ) from exc
         left = deadline - time.monotonic()
         if left <= 0:
             raise folder_in_use_error(path, timeout)
