@@ -103,14 +103,20 @@ def run(args: argparse.Namespace, url: str) -> int:
     ingest = time.perf_counter() - t0
     if args.reuse:
         print(f"reusing the table and index of {url} (same seed: same rows)")
-    with psycopg.connect(url, autocommit=True) as conn:
-        # the graph of 1M 384-d vectors needs ~2.5 GB; a build that outgrows
-        # maintenance_work_mem slows down many times (pgvector warns, then writes pages)
-        conn.execute(f"ALTER SYSTEM SET maintenance_work_mem = '{args.build_memory}'")
-        conn.execute("SELECT pg_reload_conf()")
     t0 = time.perf_counter()
     if not args.reuse:
-        exact.create_hnsw_index(m=args.m, ef_construction=args.ef_construction)
+        with psycopg.connect(url, autocommit=True) as conn:
+            # the graph of 1M 384-d vectors needs ~2.5 GB; a build that outgrows
+            # maintenance_work_mem slows down many times (pgvector warns, then writes
+            # pages). For the build only: the server's own setting is put back after it
+            conn.execute(f"ALTER SYSTEM SET maintenance_work_mem = '{args.build_memory}'")
+            conn.execute("SELECT pg_reload_conf()")
+        try:
+            exact.create_hnsw_index(m=args.m, ef_construction=args.ef_construction)
+        finally:
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute("ALTER SYSTEM RESET maintenance_work_mem")
+                conn.execute("SELECT pg_reload_conf()")
     build = time.perf_counter() - t0
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE broad, broad_vectors")

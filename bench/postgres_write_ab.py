@@ -80,7 +80,7 @@ try:
         try:
             next(g)
             while True:
-                g.send([(0,)])
+                g.send([(0, [])])  # the write's last statement: count, lost locks
         except StopIteration:
             pass
         return (time.perf_counter() - c0) * 1e3
@@ -146,7 +146,7 @@ try:
                             for line in plan:
                                 if any(word in line for word in keep):
                                     print("    " + line.strip()[:110])
-                            rows = [(0,)]
+                            rows = [(0, [])]
                         else:
                             cur.execute(st.sql, st.params)
                             rows = cur.fetchall() if cur.description is not None else []
