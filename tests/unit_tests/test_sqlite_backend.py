@@ -506,6 +506,92 @@ def test_searched_vectors_are_cached_until_anyone_commits(path, backend, tmp_pat
     other.backend.close()
 
 
+def _commit_at_version_read(backend, monkeypatch, commit, call: int) -> None:
+    """Run ``commit`` (another connection's writes) at ``backend``'s ``call``-th
+    ``data_version`` read from now: just after the 1st (between a version read and the
+    snapshot's start), or just before the 2nd (after the snapshot's start)."""
+    read = backend._data_version
+    calls = []
+
+    def racing() -> int:
+        calls.append(1)
+        if len(calls) == call == 2:
+            commit()
+        version = read()
+        if len(calls) == call == 1:
+            commit()
+        return version
+
+    monkeypatch.setattr(backend, "_data_version", racing)
+
+
+@pytest.mark.parametrize("call", [1, 2])
+def test_a_commit_racing_the_cache_check_never_gives_another_users_item(
+    path, backend, monkeypatch, call
+):
+    """Another connection deletes alice's only vector and inserts bob's (which takes the freed
+    rowid) while alice's search checks the vector cache: the search returns alice's items
+    only (it returned bob's item while the cache was checked before the snapshot started)."""
+    store = store_on(backend)
+    store.put(("docs", "bob"), "b1", {"text": "bob private one"})
+    store.put(("docs", "alice"), "a1", {"text": "alice note"})
+    assert [i.key for i in store.search(("docs", "alice"), query="note")] == ["a1"]
+    other = store_on(sqlite_backend(path))
+
+    def commit() -> None:
+        other.delete(("docs", "alice"), "a1")
+        other.put(("docs", "bob"), "b2", {"text": "bob secret note"})
+
+    _commit_at_version_read(backend, monkeypatch, commit, call)
+    racing = store.search(("docs", "alice"), query="note")  # before or after the commit
+    assert [(i.namespace, i.key) for i in racing] in ([], [(("docs", "alice"), "a1")])
+    monkeypatch.undo()
+    assert store.search(("docs", "alice"), query="note") == []
+    other.put(("docs", "alice"), "a2", {"text": "alice second note"})
+    assert [i.key for i in store.search(("docs", "alice"), query="note")] == ["a2"]
+    other.backend.close()
+
+
+@pytest.mark.parametrize("call", [1, 2])
+def test_a_commit_racing_the_cache_check_never_hides_a_fact(path, backend, monkeypatch, call):
+    """Another connection updates a fact (its vector row gets a new rowid) while a recall
+    checks the vector cache: the recall still finds the fact (it was left out)."""
+    store = store_on(backend)
+    paris = store.remember("alice", "Lives in Paris").fact
+    store.remember("alice", "Has a cat named Tom")
+    assert "Lives in Paris" in [f.content for f in store.recall("alice", "lives", limit=5)]
+    other = store_on(sqlite_backend(path))
+    commit = lambda: other.update_fact("alice", paris.id, "Lives in Berlin")  # noqa: E731
+    _commit_at_version_read(backend, monkeypatch, commit, call)
+    found = [f.content for f in store.recall("alice", "lives", limit=5, min_score=-1)]
+    assert ("Lives in Berlin" in found) != ("Lives in Paris" in found)  # one snapshot's fact
+    monkeypatch.undo()
+    found = [f.content for f in store.recall("alice", "lives", limit=5, min_score=-1)]
+    assert "Lives in Berlin" in found and "Lives in Paris" not in found
+    other.backend.close()
+
+
+@pytest.mark.parametrize("taker", ["bob", "alice"])
+def test_a_rowid_from_the_cache_reads_only_the_row_it_scored(path, backend, taker):
+    """Defence in depth: vectors read at an older file version (as a racing cache check once
+    used) never fetch another user's row, nor one of the user's rows that now holds other
+    vectors, through a freed and reused rowid."""
+    from langchain_ltm.backends.sqlite import _search as search_sql
+
+    store = store_on(backend)
+    store.put(("docs", "bob"), "b1", {"text": "bob private one"})
+    store.put(("docs", "alice"), "a1", {"text": "alice note"})
+    store.search(("docs", "alice"), query="note")  # alice's vectors cached
+    version = backend.scope_cache._version
+    store.delete(("docs", "alice"), "a1")
+    store.put(("docs", taker), "new", {"text": f"{taker} secret note"})  # takes a1's rowid
+    vectors = np.asarray(KeywordEmbeddings(64).embed_documents(["note"]), dtype=np.float32)
+    request = SearchRequest(prefix=("docs", "alice"), vectors=vectors, limit=10)
+    stale = (backend.scope_cache, version)  # the entry read before the commits
+    hits = backend._read("search", lambda c: search_sql.search(c, backend.tables, request, stale))
+    assert hits == [[]]
+
+
 def test_the_scope_cache_is_bounded_and_forgets_on_close(path, backend):
     from langchain_ltm.backends.sqlite._cache import ScopeCache, ScopeVectors
 

@@ -4,9 +4,12 @@ A ranked search reads every vector of the user's scope (one blob per item) befor
 at 100,000 vectors that read is nearly all of the search. :class:`ScopeCache` keeps those
 reads, keyed by scope, for as long as SQLite's ``PRAGMA data_version`` on a connection that
 never writes stays the same: it changes with every commit by any other connection, in this
-process or another, so one commit anywhere in the file empties the cache. Items are still
-read from the search's own snapshot (by rowid), so a cached vector of a deleted item finds
-nothing and expired items stay out.
+process or another, so one commit anywhere in the file empties the cache. A search uses
+the cache only when the version read just before its snapshot started equals the one read
+just after (no commit in between: the snapshot is that version). Items are still read from
+the search's own snapshot (by rowid, within the searched scope, and only if the row still
+holds the vectors that were scored), so a cached vector of a deleted item finds nothing,
+a reused rowid never gives another item, and expired items stay out.
 """
 
 from __future__ import annotations

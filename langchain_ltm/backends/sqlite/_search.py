@@ -263,6 +263,9 @@ def _ranked(
     decoder = Decoder()
     fetched: dict[int, StoredItem | None] = {}  # row -> item, None if filtered or expired
 
+    ends = np.cumsum(sizes)
+    blobs = memoryview(blob)
+
     def fetch(indices: Sequence[int]) -> None:
         missing = [i for i in indices if i not in fetched]
         index_of = {int(rowids[i]): i for i in missing}
@@ -270,18 +273,25 @@ def _ranked(
             fetched[i] = None
         for chunk in chunks(list(index_of)):
             chunk_params: list[Any] = list(chunk)
+            # the scope again, as every statement has it: a rowid alone never reaches
+            # another user's row, whatever the vectors it came from
+            scope = scope_sql(request.prefix, "v", chunk_params)
             alive = alive_sql(request.alive_at, "i", chunk_params)
             where = prefilter(request.filter, "i", chunk_params)
             found = conn.execute(
-                f"SELECT v.rowid, {ITEM_COLUMNS} FROM {t.vectors} v "
+                f"SELECT v.rowid, v.embeddings, {ITEM_COLUMNS} FROM {t.vectors} v "
                 f"JOIN {t.items} i ON i.ns = v.ns AND i.key = v.key "
-                f"WHERE v.rowid IN ({', '.join('?' * len(chunk))}) AND {alive} AND {where}",
+                f"WHERE v.rowid IN ({', '.join('?' * len(chunk))}) AND {scope} AND {alive} "
+                f"AND {where}",
                 chunk_params,
             )
             for row in found:
-                item = decoder.item(row[1:])
+                i = index_of[row[0]]
+                if blobs[int(ends[i] - sizes[i]) : int(ends[i])] != row[1]:
+                    continue  # the rowid now holds other vectors: not the row that was scored
+                item = decoder.item(row[2:])
                 if not request.filter or matches(item.value, request.filter):
-                    fetched[index_of[row[0]]] = item
+                    fetched[i] = item
 
     columns: list[list[Hit]] = []
     for column in range(len(queries)):

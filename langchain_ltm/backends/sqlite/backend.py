@@ -344,12 +344,18 @@ class SqliteBackend(ThreadedAsync):
         return self._read("read paths", lambda conn: sql.indexed_paths(conn, self.tables, keys))
 
     def search(self, request: SearchRequest) -> list[list[Hit]]:  # noqa: D102
-        cache = None
-        if request.vectors is not None:  # read before the snapshot: never newer than it
-            cache = (self.scope_cache, self._data_version())
-
         def run(conn: sqlite3.Connection) -> list[list[Hit]]:
+            cache = None
             if request.vectors is not None:
+                # The cache is keyed by the file's version, so it may serve this search only
+                # if its snapshot is that version: read the version before and after the
+                # snapshot starts, and use the cache only if no commit landed in between (a
+                # version read before a later-starting snapshot let cached rowids, freed and
+                # reused by another user's insert, fetch that user's item).
+                before = self._data_version()
+                conn.execute(f"SELECT 1 FROM {self.tables.meta} LIMIT 1").fetchall()
+                if self._data_version() == before:
+                    cache = (self.scope_cache, before)
                 self._check_query(conn, request.vectors.shape[1])
             return search_sql.search(conn, self.tables, request, cache)
 
