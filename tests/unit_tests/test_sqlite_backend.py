@@ -56,6 +56,39 @@ def unit(rng: np.random.Generator, n: int = 1, dims: int = 8) -> np.ndarray:
 # ---- files -------------------------------------------------------------------------------
 
 
+def test_a_relative_path_keeps_its_file_after_a_chdir(tmp_path, monkeypatch):
+    """Opened by a relative path, the store keeps writing to that file after the process
+    changes its working directory (new pool connections, the search watcher and the lock
+    folder opened the name in the new directory: another file, maybe another store's)."""
+    first, elsewhere = tmp_path / "first", tmp_path / "elsewhere"
+    first.mkdir()
+    elsewhere.mkdir()
+    LongTermMemoryStore.from_sqlite(elsewhere / "memories.db", KeywordEmbeddings(64)).close()
+    monkeypatch.chdir(first)
+    store = LongTermMemoryStore.from_sqlite("memories.db", KeywordEmbeddings(64))
+    assert store.backend.path == str(first / "memories.db")
+    store.remember("alice", "Lives in Paris")
+    monkeypatch.chdir(elsewhere)
+    assert [f.content for f in store.recall("alice", "paris")] == ["Lives in Paris"]
+
+    def work(n: int) -> None:  # new threads: new pool connections, new lock files
+        for i in range(3):
+            store.remember(f"user{n}", f"thread {n} fact {i}")
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    store.close()
+    assert not (elsewhere / "memories.db-locks").exists()
+    for folder, facts in ((first, 1 + 6 * 3), (elsewhere, 0)):
+        reopened = LongTermMemoryStore.from_sqlite(folder / "memories.db", KeywordEmbeddings(64))
+        users = ["alice", *(f"user{n}" for n in range(6))]
+        assert sum(len(reopened.list_all(u)) for u in users) == facts
+        reopened.close()
+
+
 def test_reopening_a_file_keeps_everything(path):
     first = LongTermMemoryStore.from_sqlite(path, KeywordEmbeddings(64), merge_threshold=0.8)
     first.remember("alice", "I like green tea")

@@ -55,7 +55,6 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from langchain_ltm.backends._threaded import ThreadedAsync, run_to_end
@@ -101,7 +100,8 @@ class SqliteBackend(ThreadedAsync):
     Build it with :func:`sqlite_backend` (or ``LongTermMemoryStore.from_sqlite``).
 
     Args:
-        path: The database file (created if missing; its folder must exist).
+        path: The database file (created if missing; its folder must exist). A relative
+            path is made absolute at once: a later ``os.chdir`` does not move the store.
         table: Items table name; the others are ``{table}_vectors``, ``_schema``, ``_meta``.
         dims: Size of the embeddings; ``None`` learns it from the file or the first write.
         busy_timeout: Seconds a write waits for another process's write before failing.
@@ -146,7 +146,9 @@ class SqliteBackend(ThreadedAsync):
             raise ValueError(f"busy_timeout must be a number of seconds, got {busy_timeout!r}.")
         if busy_timeout < 0:
             raise ValueError(f"busy_timeout must be >= 0 seconds, got {busy_timeout!r}.")
-        self.path = str(Path(path).expanduser())
+        # absolute once, here: pool connections, the watcher and the lock folder open later,
+        # and a relative path would follow the process's working directory to another file
+        self.path = os.path.abspath(os.path.expanduser(path))
         self.tables = sql.Tables(table)
         self.dims = dims
         self.busy_timeout = float(busy_timeout)
@@ -527,7 +529,8 @@ def sqlite_backend(
 
     Args:
         path: Database file (created if missing; its folder must exist). Other tools'
-            tables may share it (LangGraph's ``SqliteSaver`` checkpoints, for one).
+            tables may share it (LangGraph's ``SqliteSaver`` checkpoints, for one). A
+            relative path is resolved against the working directory now, once.
         table: Items table name (also ``{table}_vectors``, ``_schema``, ``_meta``).
         dims: Embedding size. ``None``: read from the file, or learnt at the first write.
         busy_timeout: Seconds a write waits for another process's write transaction
