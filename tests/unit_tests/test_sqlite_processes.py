@@ -264,3 +264,47 @@ def test_processes_incrementing_one_counter_under_the_lock_lose_nothing(path):
     store = LongTermMemoryStore.from_sqlite(path, KeywordEmbeddings(dims=64))
     assert store.get(("counters",), "n").value == {"n": 100}
     store.close()
+
+
+LOCK_HOLDER = """
+import sys
+from langchain_ltm.backends.sqlite import sqlite_backend
+backend = sqlite_backend(sys.argv[1])
+token = backend.lock("alice")
+print("locked", flush=True)
+sys.stdin.readline()
+backend.unlock(token)
+"""
+
+
+def test_a_symlink_and_its_target_share_the_per_user_lock(path, tmp_path):
+    """A process holding alice's lock through the file's real path excludes a process
+    opening it through a symlink (each name had its own lock folder: no exclusion)."""
+    import threading
+
+    from langchain_ltm.backends.sqlite import sqlite_backend
+
+    link = tmp_path / "link.sqlite"
+    link.symlink_to(path)
+    through_link = sqlite_backend(str(link))
+    real = sqlite_backend(path)
+    assert through_link._locks.folder == real._locks.folder == f"{path}-locks"
+    real.close()
+    holder = spawn(LOCK_HOLDER, path)
+    try:
+        expect_line(holder, "locked")
+        taken = threading.Event()
+
+        def take() -> None:
+            through_link.unlock(through_link.lock("alice"))
+            taken.set()
+
+        waiter = threading.Thread(target=take, daemon=True)
+        waiter.start()
+        assert not taken.wait(0.5)  # waits for the other process's hold
+        go([holder])  # the holder unlocks and exits
+        assert taken.wait(DEADLINE)
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+        through_link.close()

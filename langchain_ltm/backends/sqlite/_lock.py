@@ -1,10 +1,15 @@
 """Per-scope locks across processes for the SQLite engine: ``flock`` on striped lock files.
 
 ``lock(scope)`` opens one of 256 small files in ``{database}-locks/`` (chosen by a hash of
-the table and the scope) and waits in ``flock(LOCK_EX)``. ``flock`` locks belong to the open
-file, not to the process, so two threads of one process exclude each other exactly like two
-processes do, closing a file releases only its own lock, and the kernel releases the lock
-of a process that dies. ``unlock`` closes the file.
+the table and the scope) and waits in ``flock(LOCK_EX)``. ``{database}`` is the file's real
+path (symlinks resolved), so processes that open one file by different names (a symlink,
+its target, a path through a symlinked folder) share the lock files. A hard link is another
+name the kernel cannot tell back to one path: processes must not open one file through two
+hard links (their locks would not exclude each other).
+
+``flock`` locks belong to the open file, not to the process, so two threads of one process
+exclude each other exactly like two processes do, closing a file releases only its own
+lock, and the kernel releases the lock of a process that dies. ``unlock`` closes the file.
 
 What it excludes: every other ``lock()`` of the same scope on the same database file and
 table, in any process on the machine, and also those of the scopes that share its stripe
@@ -62,7 +67,8 @@ class FileLocks:
     """``lock``/``unlock`` and async twins for one database file and table."""
 
     def __init__(self, database: str, table: str) -> None:
-        self.folder = f"{database}-locks"
+        # one folder for every name of the file: a symlink and its target lock together
+        self.folder = f"{os.path.realpath(database)}-locks"
         self.table = table
 
     def stripe_path(self, scope: str) -> str:

@@ -425,7 +425,8 @@ class SqliteBackend(ThreadedAsync):
     def lock(self, scope: str) -> HeldLock:
         """Wait until this caller holds ``scope``'s lock on this file and table, in every process.
 
-        A ``flock`` on one of 256 lock files next to the database (``{path}-locks/``); see
+        A ``flock`` on one of 256 lock files next to the database (``{path}-locks/``, by
+        the file's real path: a symlink and its target share it); see
         ``_lock`` for what it excludes. It waits as long as it takes; a holder that
         dies releases it. Not reentrant. Reads and writes do not take it.
 
