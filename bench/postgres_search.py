@@ -379,7 +379,7 @@ def run(args: argparse.Namespace, url: str) -> int:
         )
     print(
         f"| HNSW index present | ours, async (`asearch`) | {len(async_lat):,} | {a50:.3f} "
-        f"| {a95:.3f} | n/a |"
+        f"| {a95:.3f} | n/a | n/a |"
     )
     print("\n### Batched ingest (`store.batch`, 1,000 PutOps per batch), items/s\n")
     print("| index | store | items | items/s |")
