@@ -146,19 +146,18 @@ def filter_sql(conditions: Filter, alias: str, params: list[Any]) -> str:
     return " AND ".join(parts) if parts else "TRUE"
 
 
-def _has_nul(value: Any) -> bool:
+def has_nul(value: Any) -> bool:
+    """Whether a text in ``value`` (a string, an item key, a JSON operand) holds a NUL.
+
+    No stored item does: Postgres text cannot.
+    """
     if isinstance(value, str):
         return "\x00" in value
     if isinstance(value, (list, tuple)):
-        return any(_has_nul(v) for v in value)
+        return any(has_nul(v) for v in value)
     if isinstance(value, dict):
-        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+        return any(has_nul(k) or has_nul(v) for k, v in value.items())
     return False
-
-
-def has_nul(key: ItemKey) -> bool:
-    """Whether an item key holds a NUL: no stored item does (Postgres text cannot)."""
-    return "\x00" in key[1] or any("\x00" in label for label in key[0])
 
 
 def without_nul(cond: Condition) -> Condition | bool:
@@ -178,14 +177,14 @@ def without_nul(cond: Condition) -> Condition | bool:
     """
     if any("\x00" in part for part in cond.path):
         return matches({}, (Condition(("missing",), cond.op, cond.operand),))
-    if not _has_nul(cond.operand):
+    if not has_nul(cond.operand):
         return cond
     if cond.op == "$eq":
         return False
     if cond.op == "$ne":
         return True
     if cond.op == "$in":
-        kept = [member for member in cond.operand if not _has_nul(member)]
+        kept = [member for member in cond.operand if not has_nul(member)]
         return Condition(cond.path, "$in", kept) if kept else False
     if cond.op in RANGE_OPERATORS:  # a string: stored ones compare with its part before NUL
         head = cond.operand.split("\x00", 1)[0]
@@ -247,19 +246,25 @@ def _alive(at: datetime | None, alias: str, params: list[Any]) -> str:
     return f"({alias}.expires_at IS NULL OR {alias}.expires_at > %s)"
 
 
-def get_items(t: Tables, keys: Sequence[ItemKey]) -> Exchange[list[StoredItem | None]]:
-    """Each key's item, ``None`` where there is none (a key holding a NUL never has one)."""
+def _keys_to_read(keys: Sequence[ItemKey]) -> tuple[list[str], tuple[list[str], list[str]]]:
+    """Each key's path, and the paths and keys worth asking for (none holding a NUL)."""
     paths = [ns_path(ns) for ns, _ in keys]
-    asked = [
+    kept = [
         (path, key) for path, (ns, key) in zip(paths, keys, strict=True) if not has_nul((ns, key))
     ]
-    if not asked:
+    return paths, ([path for path, _ in kept], [key for _, key in kept])
+
+
+def get_items(t: Tables, keys: Sequence[ItemKey]) -> Exchange[list[StoredItem | None]]:
+    """Each key's item, ``None`` where there is none (a key holding a NUL never has one)."""
+    paths, asked = _keys_to_read(keys)
+    if not asked[0]:
         return [None] * len(keys)
     rows = yield Statement(
         f"SELECT {_ITEM_COLUMNS} FROM {t.items} i "
         "JOIN unnest(%b::text[], %b::text[]) AS k(ns_path, key) "
         "ON i.ns_path = k.ns_path AND i.key = k.key",
-        ([path for path, _ in asked], [key for _, key in asked]),
+        asked,
     )
     found = {(row[0], row[1]): _item(row) for row in rows}
     return [found.get((path, key)) for path, (_, key) in zip(paths, keys, strict=True)]
@@ -267,11 +272,8 @@ def get_items(t: Tables, keys: Sequence[ItemKey]) -> Exchange[list[StoredItem | 
 
 def indexed_paths(t: Tables, keys: Sequence[ItemKey]) -> Exchange[list[tuple[str, ...] | None]]:
     """Each item's embedded paths (``()``: no vectors; ``None``: no such item)."""
-    paths = [ns_path(ns) for ns, _ in keys]
-    asked = [
-        (path, key) for path, (ns, key) in zip(paths, keys, strict=True) if not has_nul((ns, key))
-    ]
-    if not asked:
+    paths, asked = _keys_to_read(keys)
+    if not asked[0]:
         return [None] * len(keys)
     rows = yield Statement(
         f"SELECT i.ns_path, i.key, array_remove(array_agg(v.path ORDER BY v.path), NULL) "
@@ -279,7 +281,7 @@ def indexed_paths(t: Tables, keys: Sequence[ItemKey]) -> Exchange[list[tuple[str
         "ON i.ns_path = k.ns_path AND i.key = k.key "
         f"LEFT JOIN {t.vectors} v ON v.ns_path = i.ns_path AND v.key = i.key "
         "GROUP BY i.ns_path, i.key",
-        ([path for path, _ in asked], [key for _, key in asked]),
+        asked,
     )
     found = {(row[0], row[1]): tuple(row[2]) for row in rows}
     return [found.get((path, key)) for path, (_, key) in zip(paths, keys, strict=True)]
