@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from langchain_ltm import _clock
@@ -343,9 +343,8 @@ def _kept_apart(holder: Fact, other: StoredItem, item: StoredItem, now: datetime
     Merged, the text takes ``item``'s TTL from ``now``: a text that lasts, or lasts
     longer than that, would be gone before its time.
     """
-    sooner = item.ttl_minutes is not None and (
-        other.expires_at is None or other.expires_at > now + timedelta(minutes=item.ttl_minutes)
-    )
+    ends = expiry(now, item.ttl_minutes)  # the merged text's end: this fact's TTL from now
+    sooner = ends is not None and (other.expires_at is None or other.expires_at > ends)
     if holder.history:
         why = "which has earlier versions of its own (merged, they would be lost)"
     elif sooner:
@@ -776,7 +775,7 @@ def _fact_after(
         valid_from=line.current.valid_from,
         metadata=dict(line.current.metadata),
         pinned=pinned or (base is not None and base.value.get("pinned") is True),
-        expires_at=now + timedelta(minutes=lifetime) if lifetime is not None else None,
+        expires_at=expiry(now, lifetime),
         ttl_minutes=lifetime,
     )
 
