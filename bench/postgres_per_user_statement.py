@@ -49,21 +49,28 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def load_revision(rev: str) -> types.ModuleType:
-    """The ``_sql`` module as it is at ``rev`` (imports resolve to the working tree)."""
-    source = subprocess.run(
-        ["git", "-C", str(ROOT), "show", f"{rev}:langchain_ltm/backends/postgres/_sql.py"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    module = types.ModuleType(f"_sql_at_{rev}")
+    """The search module as it is at ``rev`` (imports resolve to the working tree).
+
+    ``_reads.py``; revisions before the split of ``_sql.py`` kept ``search`` there.
+    """
+    for name in ("_reads.py", "_sql.py"):
+        shown = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{rev}:langchain_ltm/backends/postgres/{name}"],
+            capture_output=True,
+            text=True,
+        )
+        if shown.returncode == 0:
+            break
+    else:
+        raise SystemExit(f"No Postgres search module at {rev}: {shown.stderr.strip()}")
+    module = types.ModuleType(f"search_at_{rev}")
     sys.modules[module.__name__] = module  # dataclasses look their module up there
-    exec(compile(source, f"{rev}:_sql.py", "exec"), module.__dict__)
+    exec(compile(shown.stdout, f"{rev}:{name}", "exec"), module.__dict__)
     return module
 
 
 class _RevisionPath(PostgresBackend):
-    """Searches with a revision's ``_sql`` as ``main`` ran it: a fresh cursor per call."""
+    """Searches with a revision's search module as ``main`` ran it: a fresh cursor per call."""
 
     old: types.ModuleType
 

@@ -2,9 +2,10 @@
 
 Loads 20,000 facts with this checkout, then builds and runs (in a rolled-back
 transaction, ``--reps`` times each, 12 by default, alternating) the write of one batch of
-1,000 new keys and of one re-put of existing keys, with this checkout's ``_sql.write`` and
+1,000 new keys and of one re-put of existing keys, with this checkout's ``_writes.write`` and
 with another file's (``--before``, e.g. ``git show main:langchain_ltm/backends/postgres/
-_sql.py > /tmp/old_sql.py``). Prints
+_writes.py > /tmp/old_writes.py``; revisions before the split have ``write`` in
+``_sql.py``). Prints
 the median build (Python only: the exchange run on made-up rows) and execute (the whole
 write driven on the connection, statements that do not wait pipelined as the backend does,
 so Python building and the server overlap) milliseconds.
@@ -14,7 +15,7 @@ checkout's write of the same batches (new keys, then the re-put), committed, wit
 of the commit: where the server's share goes.
 
 Usage:
-    python bench/postgres_write_ab.py --before /tmp/old_sql.py [--explain]
+    python bench/postgres_write_ab.py --before /tmp/old_writes.py [--explain]
 """
 
 from __future__ import annotations
@@ -31,21 +32,22 @@ from postgres_ingest import batches, start_server, with_database
 from psycopg.types import TypeInfo
 
 from langchain_ltm import LongTermMemoryStore
-from langchain_ltm.backends.postgres import _sql as new_sql
-from langchain_ltm.backends.postgres import postgres_backend
+from langchain_ltm.backends.postgres import _sql, _writes, postgres_backend
 from langchain_ltm.backends.postgres._conn import _flush_sync, _register_vector
 
 parser = argparse.ArgumentParser(description=__doc__)
-parser.add_argument("--before", required=True, help="path of the other _sql.py")
+parser.add_argument(
+    "--before", required=True, help="path of the other _writes.py (or an older _sql.py)"
+)
 parser.add_argument("--reps", type=int, default=12)
 parser.add_argument("--explain", action="store_true")
 args = parser.parse_args()
-spec = importlib.util.spec_from_file_location("old_sql", args.before)
+spec = importlib.util.spec_from_file_location("old_writes", args.before)
 assert spec is not None
 assert spec.loader is not None
-old_sql = importlib.util.module_from_spec(spec)
-sys.modules["old_sql"] = old_sql
-spec.loader.exec_module(old_sql)
+old_writes = importlib.util.module_from_spec(spec)
+sys.modules["old_writes"] = old_writes
+spec.loader.exec_module(old_writes)
 url, stop = start_server()
 try:
     ci = with_database(url, "ab")
@@ -71,7 +73,7 @@ try:
     backend.write = orig
     conn = psycopg.connect(ci)
     _register_vector(conn, TypeInfo.fetch(conn, "vector"))
-    t = new_sql.Tables("public", "facts")
+    t = _sql.Tables("public", "facts")
 
     def build(mod, ups):
         """Python only: the exchange run to its end on made-up rows."""
@@ -117,9 +119,9 @@ try:
         res = {"old": [], "new": []}
         for r in range(args.reps):
             for name, mod in (
-                (("old", old_sql), ("new", new_sql))
+                (("old", old_writes), ("new", _writes))
                 if r % 2 == 0
-                else (("new", new_sql), ("old", old_sql))
+                else (("new", _writes), ("old", old_writes))
             ):
                 res[name].append(run(mod, ups))
         for name, v in res.items():
@@ -131,7 +133,7 @@ try:
     if args.explain:
         keep = ("Insert on", "Delete on", "Trigger for", "Execution Time", "Planning Time", "WAL:")
         for label, (ups, _) in (("new keys", captured[0]), ("re-put", captured[2])):
-            g = new_sql.write(t, ups, [], None)
+            g = _writes.write(t, ups, [], None)
             with conn.cursor(binary=True) as cur:
                 try:
                     st = next(g)

@@ -1,6 +1,6 @@
 """The per-user search's first statement (the best vector rows) against brute force.
 
-``_sql._best_rows`` answers alone only when its rows are distinct passing items or all the
+``_reads._best_rows`` answers alone only when its rows are distinct passing items or all the
 scope has; items with several texts, filters and expired items send it to the grouped
 statement. Every case is compared with scores computed here from the stored vectors.
 """
@@ -14,7 +14,7 @@ import pytest
 
 from langchain_ltm._filters import compile_filter
 from langchain_ltm.backends.base import Record, SearchRequest
-from langchain_ltm.backends.postgres import _sql
+from langchain_ltm.backends.postgres import _reads
 
 DIMS = 6
 
@@ -88,7 +88,7 @@ def test_it_falls_back_when_an_item_has_several_rows_among_the_best(stored):
     query = vectors[:2].sum(axis=0)  # close to two of its three texts
     query = (query / np.linalg.norm(query)).astype(np.float32)
     request = SearchRequest(("m", f"u{user}"), query[None, :], limit=3)
-    exchange = _sql.search(backend.tables, request)
+    exchange = _reads.search(backend.tables, request)
     first = next(exchange)
 
     def run_first():

@@ -20,7 +20,7 @@ from langgraph.store.base import PutOp
 from langchain_ltm import LongTermMemoryStore
 from langchain_ltm._filters import compile_filter
 from langchain_ltm.backends.base import Record, SearchRequest
-from langchain_ltm.backends.postgres import _broad
+from langchain_ltm.backends.postgres import _broad, _reads
 from langchain_ltm.backends.postgres import _sql as _pg_sql
 
 DIMS, USERS, PER_USER, RARE_EVERY, K = 32, 40, 100, 500, 10
@@ -422,13 +422,13 @@ def test_a_walk_with_fewer_candidates_than_asked_gives_way_to_the_exact_statemen
     exact statement answers."""
     backend, vectors = broad
     exact_statements: list[SearchRequest] = []
-    exact_search = _pg_sql.search
+    exact_search = _reads.search
 
     def counted(t: Any, request: SearchRequest) -> Any:
         exact_statements.append(request)
         return exact_search(t, request)
 
-    monkeypatch.setattr(_pg_sql, "search", counted)
+    monkeypatch.setattr(_reads, "search", counted)
     rare = np.arange(0, len(vectors), RARE_EVERY)  # 8 rows: enough for a limit of 5
     queries = _queries(21, 4)
     for query in queries:

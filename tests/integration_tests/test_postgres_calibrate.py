@@ -298,7 +298,7 @@ def test_the_exact_answers_match_the_exact_plan_for_items_with_many_texts(
     backend.create_hnsw_index()
 
     calls = {"plan": 0}
-    original = _calibrate.sql.search
+    original = _calibrate._reads.search
 
     def counting(*args, **kwargs):
         calls["plan"] += 1
@@ -313,7 +313,7 @@ def test_the_exact_answers_match_the_exact_plan_for_items_with_many_texts(
     for query, k in [(centers[0], 10), (centers[0], 2), (centers[5], 10), (crowd[0], 10)]:
         backend.broad_min_rows = None  # the exact plan
         (plan,) = backend.search(SearchRequest(("m",), query[None, :], limit=k))
-        with unittest.mock.patch.object(_calibrate.sql, "search", counting):
+        with unittest.mock.patch.object(_calibrate._reads, "search", counting):
             got = exact_keys(query, k)
         assert got == [_calibrate._key(h.item.namespace, h.item.key) for h in plan]
     assert {h.item.key for h in plan} >= {"c0", "c1", "c2"}  # the crowd is in the answer

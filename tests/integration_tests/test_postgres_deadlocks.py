@@ -27,7 +27,7 @@ from langgraph.store.base import PutOp
 
 from langchain_ltm import LongTermMemoryStore
 from langchain_ltm.backends.base import Record
-from langchain_ltm.backends.postgres import PostgresBackend
+from langchain_ltm.backends.postgres import PostgresBackend, _writes
 from langchain_ltm.backends.postgres import _sql as sql
 from langchain_ltm.errors import DuplicateFactError
 from tests.fakes import KeywordEmbeddings
@@ -57,7 +57,7 @@ def churn(store: LongTermMemoryStore, seed: int, ops: int) -> list[str]:
         key = rng.choice(KEYS)
         try:
             if kind < 0.01:  # a bulk batch: more keys than are locked one by one
-                bulk = [*KEYS, *(f"bulk{n:03d}" for n in range(sql.KEY_LOCKS + 10))]
+                bulk = [*KEYS, *(f"bulk{n:03d}" for n in range(_writes.KEY_LOCKS + 10))]
                 rng.shuffle(bulk)
                 store.batch([PutOp(NS, k, value()) for k in bulk])
             elif kind < 0.35:  # a batch of several keys, in random order, puts and deletes
@@ -260,16 +260,16 @@ def test_swapping_two_facts_contents_at_once_reports_duplicates(make_backend):
 def test_write_locks_are_one_global_order_and_bounded():
     t = sql.Tables("public", "ltm_items")
     small = [("memories.u1.", f"k{n}") for n in range(10)]
-    tag, _, ids, shared = sql.write_locks(t, small).params
+    tag, _, ids, shared = _writes.write_locks(t, small).params
     # ascending ids, each once: the keys' stripes (shared) first, then the keys (exclusive)
     assert ids == sorted(set(ids)) and shared == sorted(shared, reverse=True)
     assert shared.count(False) == 10 and 1 <= shared.count(True) <= 10
-    assert sql.write_locks(t, small[::-1]).params == (tag, tag, ids, shared)
+    assert _writes.write_locks(t, small[::-1]).params == (tag, tag, ids, shared)
     # more keys than KEY_LOCKS: only their stripes, exclusive, which small batches share
     big = [("memories.u1.", f"k{n}") for n in range(1000)]
-    _, _, big_ids, big_shared = sql.write_locks(t, big).params
+    _, _, big_ids, big_shared = _writes.write_locks(t, big).params
     assert big_ids == sorted(set(big_ids)) and not any(big_shared)
-    assert len(big_ids) <= 2 * sql.KEY_LOCKS
+    assert len(big_ids) <= 2 * _writes.KEY_LOCKS
     assert {i for i, s in zip(ids, shared, strict=True) if s} <= set(big_ids)
     # another table: another tag, so its writers never wait for these
-    assert sql.write_locks(sql.Tables("public", "other"), small).params[0] != tag
+    assert _writes.write_locks(sql.Tables("public", "other"), small).params[0] != tag

@@ -23,7 +23,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from langchain_ltm import BackendError
 from langchain_ltm.backends.base import Record
-from langchain_ltm.backends.postgres import PostgresBackend, postgres_backend
+from langchain_ltm.backends.postgres import PostgresBackend, _writes, postgres_backend
 from langchain_ltm.backends.postgres import _sql as sql
 from tests.processes import run_together
 
@@ -45,7 +45,7 @@ def lock_requests(conn: psycopg.Connection[Any], backend: PostgresBackend, scope
         "SELECT l.granted, count(*) FROM pg_locks l WHERE l.locktype = 'advisory' "
         "AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtextextended(%s, 0) "
         "GROUP BY l.granted",
-        (sql.lock_key(backend.tables, scope),),
+        (_writes.lock_key(backend.tables, scope),),
     ).fetchall()
     found = dict(rows)
     return {"held": found.get(True, 0), "waiting": found.get(False, 0)}
@@ -485,7 +485,7 @@ def _store_whose_lock_dies_before_it_writes(make_backend, pg_conn, *, after: boo
 def test_a_write_refused_for_a_lost_lock_is_not_hidden_by_the_failed_unlock(make_backend, pg_conn):
     """The write said "nothing of this write was made: retry", then the unlock of the dead
     connection raised "broke before unlock" in its place (from the lock's ``finally``)."""
-    from langchain_ltm.backends.postgres._sql import LockLostError
+    from langchain_ltm.backends.postgres._writes import LockLostError
 
     store = _store_whose_lock_dies_before_it_writes(make_backend, pg_conn)
     with pytest.raises(LockLostError, match="Nothing of this write was made") as raised:
@@ -500,7 +500,7 @@ def test_a_write_refused_for_a_lost_lock_is_not_hidden_by_the_failed_unlock(make
 async def test_an_async_write_refused_for_a_lost_lock_is_not_hidden_by_the_unlock(
     make_backend, pg_conn
 ):
-    from langchain_ltm.backends.postgres._sql import LockLostError
+    from langchain_ltm.backends.postgres._writes import LockLostError
 
     store = _store_whose_lock_dies_before_it_writes(make_backend, pg_conn)
     with pytest.raises(LockLostError, match="Nothing of this write was made"):

@@ -20,6 +20,7 @@ from psycopg import pq
 
 from langchain_ltm._filters import compile_filter
 from langchain_ltm.backends.base import Record, SearchRequest
+from langchain_ltm.backends.postgres import _reads
 from langchain_ltm.backends.postgres import _sql as _pg_sql
 
 DIMS, USERS, PER_USER = 16, 200, 10
@@ -64,8 +65,8 @@ def _statements(backend, request: SearchRequest) -> list[_pg_sql.Statement]:
     """Both statements a per-user search may run: the best rows first, then the grouped one."""
     wanted = request.offset + (request.limit or 0)
     return [
-        next(_pg_sql.search(backend.tables, request)),
-        next(_pg_sql._grouped(backend.tables, request, wanted)),
+        next(_reads.search(backend.tables, request)),
+        next(_reads._grouped(backend.tables, request, wanted)),
     ]
 
 

@@ -15,7 +15,7 @@ from langchain_ltm._codec import vector_id
 from langchain_ltm._filters import compile_filter
 from langchain_ltm._labels import encode_label
 from langchain_ltm.backends.base import Record, SearchRequest
-from langchain_ltm.backends.postgres import _direct, postgres_backend
+from langchain_ltm.backends.postgres import _direct, _reads, postgres_backend
 from langchain_ltm.backends.postgres import _sql as _pg_sql
 from tests.fakes import KeywordEmbeddings
 
@@ -67,7 +67,7 @@ def test_broad_prefix_and_rare_filter_fill_limit_under_an_hnsw_index(make_backen
         rows = yield _pg_sql.Statement("EXPLAIN " + statement.sql, statement.params)
         return "\n".join(row[0] for row in rows)
 
-    ours = backend.connector.run(lambda: explain(_pg_sql.search(backend.tables, request)), "x")
+    ours = backend.connector.run(lambda: explain(_reads.search(backend.tables, request)), "x")
     assert "hnsw" not in ours.lower()  # no ANN index
     # the scope is applied where the vectors are read: through the scope btree's range or,
     # as here (the prefix holds the whole table), a sequential scan filtered by that range.
@@ -82,7 +82,7 @@ def test_broad_prefix_and_rare_filter_fill_limit_under_an_hnsw_index(make_backen
     else:
         assert "_vectors_scope" in lines[reads] and scope in lines[reads + 1], ours
     narrow = SearchRequest(("m", "u3"), query[None, :], compile_filter({"rare": True}), 5, 0)
-    mine = backend.connector.run(lambda: explain(_pg_sql.search(backend.tables, narrow)), "x")
+    mine = backend.connector.run(lambda: explain(_reads.search(backend.tables, narrow)), "x")
     assert "_vectors_scope" in mine and "hnsw" not in mine.lower()  # one user: the btree
 
     # the plan LangGraph's PostgresStore gets when the planner picks the index: ANN, then filter

@@ -13,7 +13,7 @@ from psycopg.types import TypeInfo
 
 from langchain_ltm._ids import vector_id, vector_id_bytes
 from langchain_ltm.backends.base import Record
-from langchain_ltm.backends.postgres import _sql
+from langchain_ltm.backends.postgres import _sql, _writes
 from langchain_ltm.backends.postgres._conn import _register_vector
 from langchain_ltm.backends.postgres._wire import JsonbRows, UuidRows, VectorRows
 
@@ -94,7 +94,7 @@ def test_a_record_with_more_vectors_than_texts_is_refused_before_any_io() -> Non
         vectors=np.ones((2, 4), dtype=np.float32),
         now=now,
     )
-    exchange = _sql.write(_sql.Tables("public", "t"), [bad], [], None)
+    exchange = _writes.write(_sql.Tables("public", "t"), [bad], [], None)
     with pytest.raises(ValueError, match="2 vectors for 1 texts"):
         next(exchange)  # not even the key locks are asked for
 

@@ -1,7 +1,10 @@
 """Postgres with pgvector (``pip install "langchain-ltm[postgres]"``).
 
 - :mod:`.backend`: ``PostgresBackend`` and :func:`postgres_backend` (URL, ``PGEngine`` or pool).
-- :mod:`._sql`: the statements (schema, reads, writes, key locks, TTL), as data.
+- :mod:`._sql`: what every statement shares (``Statement``, ``Tables``, namespaces as
+  btree ranges, filters); :mod:`._reads`, :mod:`._writes` (key locks, TTL, advisory
+  locks) and :mod:`._schema` (tables, migrations, vector types) build the statements, as
+  data. :mod:`._broad` and :mod:`._calibrate`: broad-scope search through an HNSW index.
 - :mod:`._conn`: running them on a pool, sync and async, with errors translated.
 - :mod:`._lock`: the cross-process per-user lock (transaction-level advisory locks).
 - :mod:`._compact`: :meth:`PostgresBackend.compact` (``ltm compact``): each table

@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from langchain_ltm.backends.base import Hit, SearchRequest
+from langchain_ltm.backends.postgres import _reads
 from langchain_ltm.backends.postgres import _sql as sql
 
 BROAD_MIN_ROWS = 50_000
@@ -295,9 +296,9 @@ def search(
     for row in request.vectors:
         query = np.ascontiguousarray(row, dtype=np.float32)
         params: list[Any] = [query]
-        vscope = sql._scope(request.prefix, "v", params)
+        vscope = sql.scope_sql(request.prefix, "v", params)
         where = sql.filter_sql(request.filter, "i", params)
-        alive = sql._alive(request.alive_at, "i", params)
+        alive = sql.alive_sql(request.alive_at, "i", params)
         params.extend((query, candidates, head))  # every page ranks the same head
         # relaxed_order: the walk is roughly in index order; candidates are re-ranked by
         # their exact score (best text per item) before the limit
@@ -312,7 +313,7 @@ WITH c AS MATERIALIZED (
     SELECT ns_path, key, max(score) AS score FROM c GROUP BY ns_path, key
     ORDER BY score DESC, ns_path, key LIMIT %s
 )
-SELECT b.score, (SELECT count(*) FROM c), {sql._ITEM_COLUMNS} FROM best b
+SELECT b.score, (SELECT count(*) FROM c), {_reads.ITEM_COLUMNS} FROM best b
 JOIN {t.items} i ON i.ns_path = b.ns_path AND i.key = b.key
 ORDER BY b.score DESC, b.ns_path, b.key""",
             tuple(params),
@@ -320,8 +321,8 @@ ORDER BY b.score DESC, b.ns_path, b.key""",
         # fewer candidates than asked for: the walk stopped early (max_scan_tuples, a rare
         # filter) or the scope is small, so they need not be the best ones: the exact plan
         if len(rows) < head or rows[0][1] < candidates:
-            return (yield from sql.search(t, request))
-        out.append([Hit(sql._item(r, 2), float(r[0])) for r in rows][request.offset : wanted])
+            return (yield from _reads.search(t, request))
+        out.append([Hit(_reads.item_of(r, 2), float(r[0])) for r in rows][request.offset : wanted])
     return out
 
 
@@ -357,7 +358,7 @@ def _deeper(
         )
         tiers = [_after(first, ranked, reached) for first, ranked in zip(tiers, more, strict=True)]
     if wanted > reached:
-        exact = yield from sql.search(t, replace(request, offset=0, limit=wanted))
+        exact = yield from _reads.search(t, replace(request, offset=0, limit=wanted))
         tiers = [_after(first, ranked, wanted) for first, ranked in zip(tiers, exact, strict=True)]
     return [column[request.offset : wanted] for column in tiers]
 

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from langchain_ltm.backends.base import SearchRequest
-from langchain_ltm.backends.postgres import _broad
+from langchain_ltm.backends.postgres import _broad, _reads
 from langchain_ltm.backends.postgres import _sql as sql
 from langchain_ltm.errors import RecallTargetError
 
@@ -186,7 +186,7 @@ def calibrate(
         yield from _check_can_store(stats)
     if queries is None:
         params: list[Any] = []
-        scope = sql._scope(prefix, "v", params)
+        scope = sql.scope_sql(prefix, "v", params)
         params.append(samples)
         rows = yield sql.Statement(
             f"SELECT v.embedding::vector::real[] FROM {t.vectors} v WHERE {scope} "
@@ -323,7 +323,7 @@ def _exact_keys(
     query at 1M facts), and the same answer.
     """
     params: list[Any] = []
-    scope = sql._scope(prefix, "v", params)
+    scope = sql.scope_sql(prefix, "v", params)
     params.extend((query, EXACT_OVERFETCH * k))
     yield sql.Statement("SELECT set_config('enable_indexscan', 'off', true)")
     rows = yield sql.Statement(
@@ -335,7 +335,7 @@ def _exact_keys(
     keys = list(dict.fromkeys(_path_key(str(path), str(key)) for path, key in rows))
     if len(keys) >= k or len(rows) < EXACT_OVERFETCH * k:
         return keys[:k]
-    (hits,) = yield from sql.search(t, SearchRequest(prefix, query[None, :], (), k, 0))
+    (hits,) = yield from _reads.search(t, SearchRequest(prefix, query[None, :], (), k, 0))
     return [_key(h.item.namespace, h.item.key) for h in hits]
 
 

@@ -10,7 +10,7 @@ reads are safe to repeat, and a write is one transaction, so it either committed
 not, and writing the same batch again leaves the same rows. A second failure raises
 ``BackendError``. So is a call that Postgres rolled back as a deadlock victim or for a
 serialization failure (SQLSTATE class 40): our writes cannot deadlock with each other
-(``_sql.write_locks``), but a writer outside that discipline can, and so do two
+(``_writes.write_locks``), but a writer outside that discipline can, and so do two
 transactions swapping two facts' contents (each waits for the other in the fact-hash
 index, across keys); the retry then reports the duplicate. A statement cancelled with
 ``pg_cancel_backend`` is not retried (someone asked it to stop; its transaction was rolled
@@ -679,7 +679,7 @@ class Connector:
     # keep their session settings and JSON loader (see postgres_backend()).
     # And they read timestamps in UTC: psycopg then builds each datetime in UTC directly
     # (with any other session zone, even "Etc/UTC", it converts every one, and so did
-    # _sql._utc after it: building five items took 9.6 us, 6.4 in UTC). Binary timestamps
+    # _reads.utc after it: building five items took 9.6 us, 6.4 in UTC). Binary timestamps
     # do not depend on the session zone, and no statement here formats or truncates one.
     _SESSION_SETTINGS = (
         "SELECT set_config('plan_cache_mode', 'force_generic_plan', false), "

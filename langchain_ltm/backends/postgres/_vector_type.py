@@ -2,7 +2,7 @@
 
 ``halfvec`` stores each component in 2 bytes instead of 4, so the vectors table and any
 HNSW index on it take about half the room; search stays exact over the stored values
-(``_sql._ranked`` widens them to float32 before scoring). Going to ``halfvec`` rounds every
+(``_reads._ranked`` widens them to float32 before scoring). Going to ``halfvec`` rounds every
 stored component to the nearest float16 (about 3 significant digits; components beyond
 ±65504 are refused by pgvector); going back to ``vector`` is exact.
 
@@ -17,15 +17,13 @@ before anything changes.
 
 from __future__ import annotations
 
-from langchain_ltm.backends.postgres._sql import (
-    _SETUP_LOCK,
-    _TYPMOD,
-    Exchange,
-    Statement,
-    Tables,
+from langchain_ltm.backends.postgres._schema import (
+    SETUP_LOCK,
+    TYPMOD_SQL,
     check_vector_type,
     column_type,
 )
+from langchain_ltm.backends.postgres._sql import Exchange, Statement, Tables
 
 _ANN_INDEXES = (
     "SELECT c.relname, am.amname, array_to_string(c.reloptions, ', ') "
@@ -52,8 +50,8 @@ def migrate_vector_type(
     yield Statement(
         "SELECT set_config('lock_timeout', %s, true)", (f"{max(1, round(lock_timeout * 1000))}ms",)
     )
-    yield Statement("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (_SETUP_LOCK,))
-    rows = yield Statement(_TYPMOD, (t.vectors,))
+    yield Statement("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (SETUP_LOCK,))
+    rows = yield Statement(TYPMOD_SQL, (t.vectors,))
     if not rows:
         raise ValueError(f"Table {t.vectors} does not exist: run setup() first.")
     dims = int(rows[0][0]) if rows[0][0] != -1 else None

@@ -52,7 +52,7 @@ score, and falls back to the exact plan when the walk cannot fill the limit (``_
 its ``ef_search`` is measured on the index itself (``_calibrate``), since graphs vary.
 A per-user prefix never takes that path (``tests/integration_tests/test_postgres_broad.py``).
 
-Writes: a batch is one transaction: the batch's key locks (``_sql.write_locks``), the
+Writes: a batch is one transaction: the batch's key locks (``_writes.write_locks``), the
 table locks, the item upsert (keeping ``created_at``), then one statement of
 data-modifying CTEs (delete items, drop the vectors the batch no longer writes, upsert the
 new ones), so it lands whole or not at all. The statements run in psycopg's pipeline mode:
@@ -85,7 +85,14 @@ from langchain_ltm.errors import (
 try:
     from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-    from langchain_ltm.backends.postgres import _broad, _calibrate, _compact
+    from langchain_ltm.backends.postgres import (
+        _broad,
+        _calibrate,
+        _compact,
+        _reads,
+        _schema,
+        _writes,
+    )
     from langchain_ltm.backends.postgres import _sql as sql
     from langchain_ltm.backends.postgres._calibrate import BroadCalibration
     from langchain_ltm.backends.postgres._conn import (
@@ -145,7 +152,7 @@ def _check_hnsw_options(m: object, ef_construction: object) -> None:
         )
 
 
-SchemaVersionError = sql.SchemaVersionError
+SchemaVersionError = _schema.SchemaVersionError
 
 
 class PostgresBackend(VectorBackend):
@@ -201,7 +208,7 @@ class PostgresBackend(VectorBackend):
         self.tables = sql.Tables(schema, table)
         self.connector = connector
         self.dims = dims
-        self.vector_type = sql.check_vector_type(vector_type)
+        self.vector_type = _schema.check_vector_type(vector_type)
         # what the caller asked for (None: whatever the table has), apart from the table's
         # current type above, so setup() follows a table another process converted
         self._wanted_vector_type = self.vector_type
@@ -218,7 +225,7 @@ class PostgresBackend(VectorBackend):
     def setup(self) -> None:
         """Create or migrate the tables; safe to call again and from several processes."""
         self.dims, self.vector_type = self.connector.run(
-            lambda: sql.setup(self.tables, self.dims, self._wanted_vector_type),
+            lambda: _schema.setup(self.tables, self.dims, self._wanted_vector_type),
             "setup",
             transaction=True,
             vectors=False,
@@ -227,7 +234,7 @@ class PostgresBackend(VectorBackend):
     async def asetup(self) -> None:
         """Async twin of :meth:`setup`."""
         self.dims, self.vector_type = await self.connector.arun(
-            lambda: sql.setup(self.tables, self.dims, self._wanted_vector_type),
+            lambda: _schema.setup(self.tables, self.dims, self._wanted_vector_type),
             "setup",
             transaction=True,
             vectors=False,
@@ -377,7 +384,7 @@ class PostgresBackend(VectorBackend):
         self._require_dims("an HNSW index")
         _check_hnsw_options(m, ef_construction)
         self.connector.run(
-            lambda: sql.create_hnsw_index(self.tables, m, ef_construction), "create_hnsw_index"
+            lambda: _schema.create_hnsw_index(self.tables, m, ef_construction), "create_hnsw_index"
         )
         self._scope_stats = None
         return self.calibrate_broad_search() if calibrate else None
@@ -487,11 +494,11 @@ class PostgresBackend(VectorBackend):
 
     def drop(self) -> None:
         """Drop the tables and everything in them."""
-        self.connector.run(lambda: sql.drop(self.tables), "drop", vectors=False)
+        self.connector.run(lambda: _schema.drop(self.tables), "drop", vectors=False)
 
     async def adrop(self) -> None:
         """Async twin of :meth:`drop`."""
-        await self.connector.arun(lambda: sql.drop(self.tables), "drop", vectors=False)
+        await self.connector.arun(lambda: _schema.drop(self.tables), "drop", vectors=False)
 
     def close(self) -> None:
         """Close the connection pools this backend opened (pools handed in stay open)."""
@@ -533,16 +540,16 @@ class PostgresBackend(VectorBackend):
 
     def get(self, keys: Sequence[ItemKey]) -> list[StoredItem | None]:  # noqa: D102
         return self.connector.run(
-            lambda: sql.get_items(self.tables, keys), "get", keep_cursor=_small(len(keys))
+            lambda: _reads.get_items(self.tables, keys), "get", keep_cursor=_small(len(keys))
         )
 
     async def aget(self, keys: Sequence[ItemKey]) -> list[StoredItem | None]:  # noqa: D102
         return await self.connector.arun(
-            lambda: sql.get_items(self.tables, keys), "get", keep_cursor=_small(len(keys))
+            lambda: _reads.get_items(self.tables, keys), "get", keep_cursor=_small(len(keys))
         )
 
     def indexed_paths(self, keys: Sequence[ItemKey]) -> list[tuple[str, ...] | None]:  # noqa: D102
-        return self.connector.run(lambda: sql.indexed_paths(self.tables, keys), "read paths")
+        return self.connector.run(lambda: _reads.indexed_paths(self.tables, keys), "read paths")
 
     broad_min_rows: int | None = _broad.BROAD_MIN_ROWS
     """Scope size (vectors, a lower bound from the planner's statistics) from which a
@@ -589,23 +596,23 @@ class PostgresBackend(VectorBackend):
                 lambda: _broad.search(self.tables, request, operator, self.vector_type, ef),
                 {"transaction": True, "keep_cursor": small},
             )
-        return lambda: sql.search(self.tables, request), {"keep_cursor": small}
+        return lambda: _reads.search(self.tables, request), {"keep_cursor": small}
 
     def list_namespaces(self, request: ListRequest) -> list[tuple[str, ...]]:  # noqa: D102
         return self.connector.run(
-            lambda: sql.list_namespaces(self.tables, request), "list_namespaces"
+            lambda: _reads.list_namespaces(self.tables, request), "list_namespaces"
         )
 
     async def alist_namespaces(self, request: ListRequest) -> list[tuple[str, ...]]:  # noqa: D102
         return await self.connector.arun(
-            lambda: sql.list_namespaces(self.tables, request), "list_namespaces"
+            lambda: _reads.list_namespaces(self.tables, request), "list_namespaces"
         )
 
     def count(self, prefix: tuple[str, ...]) -> int:  # noqa: D102
-        return self.connector.run(lambda: sql.count_items(self.tables, prefix), "count")
+        return self.connector.run(lambda: _reads.count_items(self.tables, prefix), "count")
 
     async def acount(self, prefix: tuple[str, ...]) -> int:  # noqa: D102
-        return await self.connector.arun(lambda: sql.count_items(self.tables, prefix), "count")
+        return await self.connector.arun(lambda: _reads.count_items(self.tables, prefix), "count")
 
     # ---- writes -------------------------------------------------------------------------
 
@@ -613,9 +620,9 @@ class PostgresBackend(VectorBackend):
         upserts, deletes, new_dims = self._plan_write(upserts, deletes)
         held = self._locks.held()
         deleted = self.connector.run(
-            lambda: sql.write(self.tables, upserts, deletes, new_dims, held),
+            lambda: _writes.write(self.tables, upserts, deletes, new_dims, held),
             "write",
-            transaction=True,  # the key locks, then the statements (sql.write)
+            transaction=True,  # the key locks, then the statements (_writes.write)
             # typing the column (ALTER TABLE) makes psycopg drop its prepared statements,
             # which in pipeline mode lands after the next one was prepared: not pipelined
             pipeline=new_dims is None,
@@ -627,9 +634,9 @@ class PostgresBackend(VectorBackend):
         upserts, deletes, new_dims = self._plan_write(upserts, deletes)
         held = self._locks.held()
         deleted = await self.connector.arun(
-            lambda: sql.write(self.tables, upserts, deletes, new_dims, held),
+            lambda: _writes.write(self.tables, upserts, deletes, new_dims, held),
             "write",
-            transaction=True,  # the key locks, then the statements (sql.write)
+            transaction=True,  # the key locks, then the statements (_writes.write)
             # typing the column (ALTER TABLE) makes psycopg drop its prepared statements,
             # which in pipeline mode lands after the next one was prepared: not pipelined
             pipeline=new_dims is None,
@@ -640,17 +647,19 @@ class PostgresBackend(VectorBackend):
     # ---- TTL ----------------------------------------------------------------------------
 
     def touch(self, keys: Sequence[ItemKey], now: datetime) -> None:  # noqa: D102
-        self.connector.run(lambda: sql.touch(self.tables, keys, now), "touch", vectors=False)
+        self.connector.run(lambda: _writes.touch(self.tables, keys, now), "touch", vectors=False)
 
     async def atouch(self, keys: Sequence[ItemKey], now: datetime) -> None:  # noqa: D102
-        await self.connector.arun(lambda: sql.touch(self.tables, keys, now), "touch", vectors=False)
+        await self.connector.arun(
+            lambda: _writes.touch(self.tables, keys, now), "touch", vectors=False
+        )
 
     def sweep(self, now: datetime) -> int:  # noqa: D102
-        return self.connector.run(lambda: sql.sweep(self.tables, now), "sweep", vectors=False)
+        return self.connector.run(lambda: _writes.sweep(self.tables, now), "sweep", vectors=False)
 
     async def asweep(self, now: datetime) -> int:  # noqa: D102
         return await self.connector.arun(
-            lambda: sql.sweep(self.tables, now), "sweep", vectors=False
+            lambda: _writes.sweep(self.tables, now), "sweep", vectors=False
         )
 
     # ---- locks --------------------------------------------------------------------------
@@ -676,7 +685,7 @@ class PostgresBackend(VectorBackend):
             ... finally:
             ...     backend.unlock(token)
         """
-        return self._locks.lock(sql.advisory_lock(self.tables, check_scope(scope)), scope)
+        return self._locks.lock(_writes.advisory_lock(self.tables, check_scope(scope)), scope)
 
     def unlock(self, token: Any) -> None:
         """Release a lock :meth:`lock` returned (a second call does nothing).
@@ -688,7 +697,9 @@ class PostgresBackend(VectorBackend):
 
     async def alock(self, scope: str) -> HeldLock:
         """Async twin of :meth:`lock`, on the running event loop's pool."""
-        return await self._locks.alock(sql.advisory_lock(self.tables, check_scope(scope)), scope)
+        return await self._locks.alock(
+            _writes.advisory_lock(self.tables, check_scope(scope)), scope
+        )
 
     async def aunlock(self, token: Any) -> None:
         """Async twin of :meth:`unlock`."""

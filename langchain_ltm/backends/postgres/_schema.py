@@ -1,0 +1,259 @@
+"""The Postgres engine's schema: tables, migrations, vector types, setup and drop.
+
+Exchanges (see ``_sql``): I/O-free generators of statements, driven by ``_conn``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langchain_ltm.backends.postgres._sql import (
+    Exchange,
+    Statement,
+    Tables,
+)
+from langchain_ltm.errors import BackendError
+
+SCHEMA_VERSION = 4
+SETUP_LOCK = "langchain_ltm.setup"
+
+
+# the embedding column's size (-1: untyped) and type name (vector, halfvec)
+TYPMOD_SQL = (
+    "SELECT a.atttypmod, ty.typname FROM pg_attribute a JOIN pg_type ty ON ty.oid = a.atttypid "
+    "WHERE a.attrelid = to_regclass(%s) AND a.attname = 'embedding' AND NOT a.attisdropped"
+)
+
+
+VECTOR_TYPES = ("vector", "halfvec")
+
+
+def check_vector_type(vector_type: str | None) -> str | None:
+    """``vector_type`` if it is one we store (``None``: the table's, or ``vector``)."""
+    if vector_type is not None and vector_type not in VECTOR_TYPES:
+        raise ValueError(
+            f"vector_type must be 'vector' (float32) or 'halfvec' (float16, half the size), "
+            f"got {vector_type!r}."
+        )
+    return vector_type
+
+
+def column_type(vector_type: str, dims: int | None) -> str:
+    """The SQL type of the embedding column: ``vector``, ``halfvec(384)``, ..."""
+    return vector_type if dims is None else f"{vector_type}({int(dims)})"
+
+
+FACT_ROW = "content_hash IS NOT NULL AND value ? 'versions'"
+"""The rows the fact-hash constraint covers: facts as the fact API writes them."""
+
+
+def _migrations(
+    t: Tables, dims: int | None, kind: str = "vector"
+) -> list[tuple[int, str, list[str]]]:
+    vector_type = column_type(kind, dims)
+    return [
+        (
+            1,
+            "items, vectors (PGVectorStore layout), scope and fact-hash indexes",
+            [
+                f"""CREATE TABLE IF NOT EXISTS {t.items} (
+    ns_path text COLLATE "C" NOT NULL,
+    key text COLLATE "C" NOT NULL,
+    namespace text[] COLLATE "C"
+        GENERATED ALWAYS AS (string_to_array(left(ns_path, -1), '.')) STORED,
+    value jsonb NOT NULL,
+    content_hash text COLLATE "C" GENERATED ALWAYS AS
+        (CASE WHEN value ? 'content' THEN value ->> 'content_hash' END) STORED,
+    created_at timestamptz NOT NULL,
+    updated_at timestamptz NOT NULL,
+    CONSTRAINT {t.index("pkey")} PRIMARY KEY (ns_path, key),
+    CONSTRAINT {t.index("fact_hash")} UNIQUE (ns_path, content_hash)
+        DEFERRABLE INITIALLY DEFERRED
+)""",
+                f"""CREATE TABLE IF NOT EXISTS {t.vectors} (
+    langchain_id uuid PRIMARY KEY,
+    content text NOT NULL,
+    embedding {vector_type} NOT NULL,
+    langchain_metadata json,
+    ns_path text COLLATE "C" NOT NULL,
+    key text COLLATE "C" NOT NULL,
+    path text NOT NULL,
+    FOREIGN KEY (ns_path, key) REFERENCES {t.items} (ns_path, key) ON DELETE CASCADE
+) WITH (toast_tuple_target = 8160)""",
+                f"CREATE INDEX IF NOT EXISTS {t.index('vectors_scope')} "
+                f"ON {t.vectors} (ns_path, key)",
+            ],
+        ),
+        (
+            2,
+            "TTL: expires_at and ttl_minutes columns, partial index for the sweeper",
+            [
+                f"ALTER TABLE {t.items} ADD COLUMN IF NOT EXISTS expires_at timestamptz NULL, "
+                "ADD COLUMN IF NOT EXISTS ttl_minutes double precision NULL",
+                f"CREATE INDEX IF NOT EXISTS {t.index('expires_at')} ON {t.items} (expires_at) "
+                "WHERE expires_at IS NOT NULL",
+            ],
+        ),
+        (
+            3,
+            "fact hash: unique among facts only (a partial exclusion constraint)",
+            [
+                # The UNIQUE constraint indexed every item, most of them with no hash
+                # (BaseStore puts): at 1M facts the item upsert of 1,000 new keys took
+                # 13-15 ms with it, 7-9 without. An exclusion constraint may be partial and
+                # still checked at commit (two facts may swap texts within one batch),
+                # so items without a hash are no longer indexed at all.
+                f"ALTER TABLE {t.items} DROP CONSTRAINT IF EXISTS {t.index('fact_hash')}, "
+                f"ADD CONSTRAINT {t.index('fact_hash')} EXCLUDE USING btree "
+                "(ns_path WITH =, content_hash WITH =) WHERE (content_hash IS NOT NULL) "
+                "DEFERRABLE INITIALLY DEFERRED",
+            ],
+        ),
+        (
+            4,
+            "fact hash: only rows in the fact layout (a plain item may carry a content_hash)",
+            [
+                # A plain BaseStore value may hold "content" and "content_hash" keys of its
+                # own (a document store's): two such puts of one document were refused as
+                # duplicate facts, which no other engine does. A fact's value always holds
+                # "versions" (the fact layout; not a metadata key), so the constraint keeps
+                # to those rows; exact dedup of facts holds as before.
+                f"ALTER TABLE {t.items} DROP CONSTRAINT IF EXISTS {t.index('fact_hash')}, "
+                f"ADD CONSTRAINT {t.index('fact_hash')} EXCLUDE USING btree "
+                f"(ns_path WITH =, content_hash WITH =) WHERE ({FACT_ROW}) "
+                "DEFERRABLE INITIALLY DEFERRED",
+            ],
+        ),
+    ]
+
+
+# what each of a store's tables holds: the columns that tell it from the other two
+_LAYOUTS = {
+    "": ("items", frozenset({"ns_path", "key", "value", "created_at"})),
+    "_vectors": ("vectors", frozenset({"langchain_id", "embedding", "ns_path", "key"})),
+    "_schema": ("schema versions", frozenset({"version", "description", "applied_at"})),
+}
+
+
+def _layout_of(kind: str, columns: Sequence[str]) -> tuple[str, str] | None:
+    """``(suffix, what)`` of the store table whose layout ``columns`` has (None: none)."""
+    if kind not in ("r", "p"):  # a view, an index, a sequence...
+        return None
+    for suffix, (what, needed) in _LAYOUTS.items():
+        if needed <= set(columns) and (suffix == "_vectors") == ("embedding" in columns):
+            return suffix, what
+    return None
+
+
+def _check_layouts(t: Tables) -> Exchange[None]:
+    """Raise ValueError if a relation bearing one of ``t``'s names is not that table.
+
+    One store's names are another's with a suffix (``table="x"`` keeps its vectors in
+    ``x_vectors``, the items of ``table="x_vectors"``): setup would reuse the other store's
+    table (``CREATE TABLE IF NOT EXISTS``) and fail on it halfway, or worse.
+    """
+    names = {t.items: "", t.vectors: "_vectors", t.versions: "_schema"}
+    rows = yield Statement(
+        "SELECT r.name, c.relkind::text, ARRAY(SELECT a.attname::text FROM pg_attribute a "
+        "WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) "
+        "FROM unnest(%s::text[]) AS r(name) JOIN pg_class c ON c.oid = to_regclass(r.name)",
+        (list(names),),
+    )
+    for name, kind, columns in rows:
+        suffix = names[name]
+        found = _layout_of(str(kind), list(columns))
+        if found is not None and found[0] == suffix:
+            continue
+        qualified = name.rsplit(".", 1)[-1].strip('"')
+        if found is None:
+            what = "a table of something else" if kind in ("r", "p") else "not a table"
+        else:
+            owner = qualified[: len(qualified) - len(found[0])]
+            what = f"the {found[1]} table of the store with table={owner!r}"
+        raise ValueError(
+            f"Cannot use table={t.table!r}: its {_LAYOUTS[suffix][0]} table would be {name}, "
+            f"which exists and is {what}. A store keeps its data in the tables {{table}}, "
+            "{table}_vectors and {table}_schema, so two stores whose names differ by one of "
+            "those suffixes collide. Open this store with another table name (nothing was "
+            "created or changed)."
+        )
+
+
+def setup(
+    t: Tables, dims: int | None, vector_type: str | None = None
+) -> Exchange[tuple[int | None, str]]:
+    """Create or migrate the schema (idempotent, serialized); the vectors' size and type.
+
+    A new table gets ``vector_type`` (``None``: ``vector``); an existing one keeps its own,
+    and asking for the other raises ``ValueError`` naming the migration.
+    """
+    yield Statement("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (SETUP_LOCK,))
+    yield from _check_layouts(t)
+    yield Statement("CREATE EXTENSION IF NOT EXISTS vector")
+    yield Statement(f'CREATE SCHEMA IF NOT EXISTS "{t.schema}"')
+    yield Statement(
+        f"CREATE TABLE IF NOT EXISTS {t.versions} (version integer PRIMARY KEY, "
+        "description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+    )
+    rows = yield Statement(f"SELECT coalesce(max(version), 0) FROM {t.versions}")
+    current = int(rows[0][0])
+    if current > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"Table {t.items} has schema version {current}, newer than this langchain-ltm "
+            f"understands ({SCHEMA_VERSION}). Upgrade langchain-ltm."
+        )
+    if current:  # the record says the tables exist: a table dropped since cannot be used
+        rows = yield Statement(
+            "SELECT to_regclass(%s) IS NULL, to_regclass(%s) IS NULL", (t.items, t.vectors)
+        )
+        missing = [name for name, gone in zip((t.items, t.vectors), rows[0], strict=True) if gone]
+        if missing:
+            raise BackendError(
+                f"Table {' and '.join(missing)} is missing, though {t.versions} records schema "
+                f"version {current}: it was dropped behind the store's back. Restore it from a "
+                f"backup, or drop {t.versions} and what is left of the store's tables to start "
+                "afresh (PostgresBackend.drop())."
+            )
+    for version, description, statements in _migrations(t, dims, vector_type or "vector"):
+        if version <= current:
+            continue
+        for sql in statements:
+            yield Statement(sql)
+        yield Statement(
+            f"INSERT INTO {t.versions} (version, description) VALUES (%s, %s)",
+            (version, description),
+        )
+    rows = yield Statement(TYPMOD_SQL, (t.vectors,))
+    kind = str(rows[0][1])
+    if vector_type is not None and kind != vector_type:
+        raise ValueError(
+            f"Table {t.vectors} stores its embeddings as {kind}, not {vector_type}: open it "
+            f"with vector_type={kind!r} (or None), or convert it first with "
+            f"PostgresBackend.migrate_vector_type({vector_type!r})."
+        )
+    stored = int(rows[0][0]) if rows[0][0] != -1 else None
+    if dims is not None and stored is None:
+        yield Statement(
+            f"ALTER TABLE {t.vectors} ALTER COLUMN embedding TYPE {column_type(kind, dims)}"
+        )
+        stored = dims
+    return stored, kind
+
+
+def create_hnsw_index(t: Tables, m: int, ef_construction: int) -> Exchange[None]:
+    """An HNSW index (cosine) with the operator class of the column's type."""
+    rows = yield Statement(TYPMOD_SQL, (t.vectors,))
+    vector_type = str(rows[0][1])
+    yield Statement(
+        f"CREATE INDEX IF NOT EXISTS {t.index('vectors_hnsw')} ON {t.vectors} "
+        f"USING hnsw (embedding {vector_type}_cosine_ops) "
+        f"WITH (m = {int(m)}, ef_construction = {int(ef_construction)})"
+    )
+
+
+def drop(t: Tables) -> Exchange[None]:
+    yield Statement(f"DROP TABLE IF EXISTS {t.vectors}, {t.items}, {t.versions}")
+
+
+class SchemaVersionError(BackendError):
+    """The tables were created by a newer release of langchain-ltm."""
