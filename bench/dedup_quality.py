@@ -125,14 +125,18 @@ def category_table(pairs, vectors, policy: DecisionPolicy) -> dict[str, Counter[
     return counts
 
 
-def sweep(pairs, vectors) -> None:
+def sweep(pairs, vectors, restatements=None) -> None:
+    """Each (merge, review) threshold pair's merges, with ``restatements`` (the check given by
+    ``--restatements``, or ``None``) in every policy, as the category table uses it."""
     print("| merge | review | distinct merged | same/update merged | same/update open |")
     print("|---|---|---|---|---|")
     positives = [p for p in pairs if p["label"] != "different"]
     negatives = [p for p in pairs if p["label"] == "different"]
     for merge in np.arange(0.70, 0.951, 0.025):
         for review in (0.40, 0.45, 0.50, 0.55, 0.60, 0.65):
-            policy = DecisionPolicy(float(merge), min(review, float(merge)))
+            policy = DecisionPolicy(
+                float(merge), min(review, float(merge)), restatements=restatements
+            )
             wrong = sum(outcome(p["a"], p["b"], vectors, policy) == "merged" for p in negatives)
             results = Counter(outcome(p["a"], p["b"], vectors, policy) for p in positives)
             print(
@@ -182,15 +186,15 @@ def main() -> None:
     vectors = embed_pairs(pairs, embeddings)
     print(f"{len(pairs)} labelled pairs from {args.data.name}")
     print()
-    if args.sweep:
-        sweep(pairs, vectors)
-        print()
     check = None
     if args.restatements:
         from _restatement import TokenRestatements
 
         check = TokenRestatements()
         print(f"restatements={check!r}")
+    if args.sweep:
+        sweep(pairs, vectors, check)
+        print()
     policy = DecisionPolicy(args.merge, args.review, restatements=check)
     category_table(pairs, vectors, policy)
     if args.errors:

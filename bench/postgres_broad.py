@@ -138,10 +138,15 @@ def run(args: argparse.Namespace, url: str) -> int:
                 for s in calibrated.steps
             )
         )
+    built = (
+        "reused (no ingest, no build)"
+        if args.reuse
+        else f"ingest {ingest:.0f} s, HNSW (m={args.m}, ef_construction={args.ef_construction}) "
+        f"build {build:.0f} s"
+    )
     print(
         f"{args.facts:,} facts / {args.users:,} users, {DIMS}-d "
-        f"{'uniform' if args.uniform else 'clustered'}: ingest {ingest:.0f} s, "
-        f"HNSW (m={args.m}, ef_construction={args.ef_construction}) build {build:.0f} s"
+        f"{'uniform' if args.uniform else 'clustered'}: {built}"
     )
 
     rare = compile_filter({"rare": True})

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -32,13 +33,22 @@ def worker(root: str, kind: str, items: int) -> dict[str, float]:
     from langchain_ltm import LongTermMemoryStore
     from langchain_ltm.backends.vectorstore import vectorstore_backend
     from tests.fakes import KeywordEmbeddings
-    from tests.vectorstores import chroma, faiss
 
     emb = KeywordEmbeddings(64)
-    tmp = Path(tempfile.mkdtemp())
+    tmp = Path(tempfile.mkdtemp(prefix="ltm-bench-vs-"))
+    try:
+        return _rates(LongTermMemoryStore, vectorstore_backend, PutOp, emb, tmp, kind, items)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _rates(store_class, vectorstore_backend, PutOp, emb, tmp, kind, items):
+    """Put rates of one store in ``tmp`` (the worker's tree's classes, passed in)."""
+    from tests.vectorstores import chroma, faiss
+
     vs = chroma(emb) if kind == "chroma" else faiss(emb, tmp / "f")
     backend = vectorstore_backend(vs, catalog=tmp / "catalog.sqlite")
-    store = LongTermMemoryStore(backend, embeddings=emb, fields=["text"])
+    store = store_class(backend, embeddings=emb, fields=["text"])
     rates: dict[str, float] = {}
     start = time.perf_counter()
     for i in range(items):
@@ -76,6 +86,14 @@ def main() -> None:
         ["git", "-C", str(HERE), "archive", args.against], check=True, capture_output=True
     ).stdout
     subprocess.run(["tar", "-x", "-C", old], input=archive, check=True)
+    try:
+        compare(args, old)
+    finally:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def compare(args: argparse.Namespace, old: str) -> None:
+    """The rounds, alternating the trees, and the table."""
     trees = {"old": old, "new": str(HERE)}
     runs: dict[tuple[str, str], list[dict[str, float]]] = {}
     for r in range(args.rounds):

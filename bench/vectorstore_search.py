@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -63,8 +64,13 @@ def ms(samples: list[float], digits: int = 2) -> str:
 
 
 def run(kind: str, users: int, per_user: int, queries: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="ltm-bench-vs-") as folder:
+        _run(kind, users, per_user, queries, Path(folder))
+
+
+def _run(kind: str, users: int, per_user: int, queries: int, tmp: Path) -> None:
+    """:func:`run` with its store in ``tmp``."""
     emb = KeywordEmbeddings(64)
-    tmp = Path(tempfile.mkdtemp())
     vs = make_vectorstore(kind, emb, tmp)
     backend = vectorstore_backend(vs, catalog=tmp / "catalog.sqlite")
     store = LongTermMemoryStore(backend, embeddings=emb, fields=["text"])
@@ -135,9 +141,10 @@ def main() -> None:
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
     server = redis = None
+    chroma_data = tempfile.mkdtemp(prefix="ltm-bench-chroma-")
     try:
         if "chroma-server" in stores:
-            server = ChromaServer(tempfile.mkdtemp(prefix="ltm-bench-chroma-")).start()
+            server = ChromaServer(chroma_data).start()
             vectorstores.CHROMA_SERVER.update(host=server.host, port=server.port)
         if "redis" in stores:
             redis = RedisStackServer().start()
@@ -149,6 +156,7 @@ def main() -> None:
             server.stop()
         if redis is not None:
             redis.stop()
+        shutil.rmtree(chroma_data, ignore_errors=True)
     load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"# load average at the end {load} (1 / 5 / 15 min)")
 
