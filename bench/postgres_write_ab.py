@@ -53,7 +53,12 @@ try:
     ci = with_database(url, "ab")
     emb = LookupEmbeddings()
     backend = postgres_backend(ci, table="facts", dims=DIMS)
-    store = LongTermMemoryStore(backend, embeddings=emb, fields=["content"])
+    # the fact API elsewhere: the batches' ("memories", user) items are plain BaseStore
+    # items, so a re-put of 1,000 of them is one write (over facts, each user's puts go in
+    # a write of their own, under the user's lock: client_puts)
+    store = LongTermMemoryStore(
+        backend, embeddings=emb, fields=["content"], namespace=("ab_facts",)
+    )
     data = batches(7, 22000, 2000)
     for texts, vecs, ops in data[:20]:
         emb.rows.clear()
@@ -62,7 +67,7 @@ try:
     captured = []
     orig = backend.write
     backend.write = lambda ups, dels: captured.append((ups, dels)) or 0
-    for texts, vecs, ops in data[20:22]:  # a fresh batch, and a re-put of an old one
+    for texts, vecs, ops in data[20:22]:  # two fresh batches, then a re-put of an old one
         emb.rows.clear()
         emb.add(texts, vecs)
         store.batch(ops)
@@ -71,6 +76,7 @@ try:
     emb.add(texts, vecs)
     store.batch(ops)
     backend.write = orig
+    assert [len(ups) for ups, _ in captured] == [1000, 1000, 1000], "one write per batch"
     conn = psycopg.connect(ci)
     _register_vector(conn, TypeInfo.fetch(conn, "vector"))
     t = _sql.Tables("public", "facts")
