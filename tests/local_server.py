@@ -82,6 +82,21 @@ class LocalServer:
         """Stop the server: :meth:`shut_down`, then SIGKILL if it lingers 15 s."""
         self._end()
 
+    def restart(self, timeout: float) -> LocalServer:
+        """Start the stopped server again on the same port and folder (clients reconnect)."""
+        if self.proc is not None or not self.port:
+            raise RuntimeError(f"{self.name}: restart() needs a server started, then stopped")
+        with self.log.open("ab") as log:
+            self.proc = subprocess.Popen(
+                self.command(), stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, env=self.environment(), start_new_session=True,
+            )  # fmt: skip
+        if not self._wait(timeout):
+            self._end()
+            tail = self.log.read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"{self.name} did not answer again on port {self.port}:\n{tail}")
+        return self
+
     def _wait(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -158,3 +158,78 @@ def test_two_catalogs_on_one_server_collection_keep_apart(tmp_path):
     for store in stores:
         store.close()
     client.delete_collection("ltm-two-catalogs")
+
+
+def test_a_chroma_server_that_stops_fails_calls_with_backend_error_and_loses_nothing(
+    tmp_path, caplog
+):
+    """A server of its own, stopped mid-test: every call that needs it raises
+    ``BackendError`` (sync and async; it raised ``httpx.ConnectError``), MemoryMiddleware
+    answers without memory, and after a restart on the same port everything works and
+    every text is there."""
+    import asyncio
+    import logging
+
+    from langchain.agents import create_agent
+
+    from langchain_ltm import BackendError, MemoryMiddleware
+    from tests.chroma_server import ChromaServer
+    from tests.fakes import ScriptedToolModel
+
+    emb = KeywordEmbeddings(64)
+    server = ChromaServer(tmp_path / "server").start()
+    try:
+        client = chromadb.HttpClient(host=server.host, port=server.port, settings=chroma_settings())
+        vs = Chroma("ltm-down", emb, client=client)
+        backend = vectorstore_backend(vs, catalog=tmp_path / "catalog.sqlite")
+        store = LongTermMemoryStore(backend, embeddings=emb)
+        store.remember("alice", ["Lives in Lisbon", "Has a dog named Rex"])
+        store.put(("docs",), "d1", {"text": "green tea notes"})
+        before = store.export_user("alice")
+        lisbon = next(f.id for f in store.list_all("alice") if "Lisbon" in f.content)
+        server.stop()
+
+        calls = {
+            "recall": lambda: store.recall("alice", "Lisbon"),
+            "remember": lambda: store.remember("alice", "Plays tennis on Sundays"),
+            "update_fact": lambda: store.update_fact("alice", lisbon, "Lives in Porto"),
+            "put": lambda: store.put(("docs",), "d2", {"text": "black coffee notes"}),
+            "search": lambda: store.search(("docs",), query="tea"),
+            "arecall": lambda: asyncio.run(store.arecall("alice", "Lisbon")),
+            "aremember": lambda: asyncio.run(store.aremember("alice", "Works at Acme")),
+            "aput": lambda: asyncio.run(store.aput(("docs",), "d3", {"text": "more notes"})),
+        }
+        for call in calls.values():
+            with pytest.raises(BackendError, match=r"^Chroma failed to .*httpx\.ConnectError"):
+                call()
+        assert store.export_user("alice") == before  # nothing of the failed calls written
+        assert store.get(("docs",), "d2") is None
+
+        question = {"messages": [("user", "do I still live in Lisbon?")]}
+        agent = create_agent(
+            ScriptedToolModel(), middleware=[MemoryMiddleware(store, mode="recall")], store=store
+        )
+        with caplog.at_level(logging.WARNING):
+            out = agent.invoke(question, {"configurable": {"user_id": "alice"}})
+            again = asyncio.run(agent.ainvoke(question, {"configurable": {"user_id": "alice"}}))
+        assert out["messages"][-1].content == again["messages"][-1].content == "ok"
+        assert "Chroma failed to search" in caplog.text
+
+        server.restart(timeout=90)
+        assert store.export_user("alice") == before
+        assert store.remember("alice", "Plays tennis on Sundays").action == "created"
+        assert store.update_fact("alice", lisbon, "Lives in Lisbon, Portugal").action == "updated"
+        store.put(("docs",), "d2", {"text": "black coffee notes"})
+        texts = {f.content for f in store.recall("alice", ["Lisbon", "dog Rex", "tennis"])}
+        assert texts == {
+            "Lives in Lisbon, Portugal",
+            "Has a dog named Rex",
+            "Plays tennis on Sundays",
+        }
+        assert "Lives in Lisbon" in [v.content for v in store.history("alice", lisbon)]
+        assert [i.key for i in store.search(("docs",), query="coffee notes", limit=1)] == ["d2"]
+        assert backend.repair(grace_seconds=0) == 0
+        assert vs._collection.count() == backend.catalog.vector_count(())
+        store.close()
+    finally:
+        server.stop()

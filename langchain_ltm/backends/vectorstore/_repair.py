@@ -7,7 +7,9 @@ puts back the documents the store lacks from the vectors the catalog keeps;
 added. :func:`check_grace` validates ``grace_seconds`` before any I/O.
 
 Each function takes the :class:`~.backend.VectorStoreBackend` it repairs and runs its sync
-calls (repair is a maintenance call, run under the backend's vectorstore lock).
+calls (repair is a maintenance call, run under the backend's vectorstore lock); a store
+that fails raises ``BackendError`` (:mod:`._failures`) and what was not done stays for the
+next ``repair()``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_ltm._steps import run_sync
 from langchain_ltm.backends.sqlite import _sql as sql
 from langchain_ltm.backends.vectorstore._catalog import ADDING, StoredDocs
+from langchain_ltm.backends.vectorstore._failures import engine_call
 from langchain_ltm.backends.vectorstore._layout import Documents, append_docs, item_key, text_at
 from langchain_ltm.backends.vectorstore._search import FIRST_K
 from langchain_ltm.backends.vectorstore._write import add
@@ -94,7 +97,8 @@ def repair_journal(backend: VectorStoreBackend, grace: float) -> int:
         return 0
     pending = list(dict.fromkeys(r.doc_id for r in rows))
     with backend._vs_lock:
-        docs = family.documents(vectorstore, pending)
+        with engine_call(vectorstore, "read"):
+            docs = family.documents(vectorstore, pending)
         keys = [item_key(d.metadata) for d in docs]
         known = [k for k in dict.fromkeys(keys) if k is not None]
         current = dict(zip(known, catalog.get(known), strict=True))
@@ -104,7 +108,8 @@ def repair_journal(backend: VectorStoreBackend, grace: float) -> int:
             if item is None or doc.metadata.get("ltm_at") != sql.to_us(item.updated_at):
                 doomed.append(doc.id)
         if doomed:
-            family.remove(vectorstore, doomed)
+            with engine_call(vectorstore, "delete"):
+                family.remove(vectorstore, doomed)
         # the rows read only: a write may have journaled one of these ids since
         catalog.journal_clear_rows(rows)
     return len(doomed)
@@ -128,7 +133,7 @@ def restore(backend: VectorStoreBackend, page_: list[StoredDocs]) -> int:
             texts,
             s.vectors,
         )
-    with backend._vs_lock:
+    with backend._vs_lock, engine_call(backend.vectorstore, "read"):
         have = set(present(backend.vectorstore, docs[0], backend.family))
     keep = [i for i, id_ in enumerate(docs[0]) if id_ not in have]
     if not keep:

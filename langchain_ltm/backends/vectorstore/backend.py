@@ -98,7 +98,8 @@ Where the code lives: this module holds :class:`VectorStoreBackend` and its thin
 async shells; the sans-I/O search is :mod:`._search`, the sans-I/O write :mod:`._write`,
 ``repair()``'s work :mod:`._repair`, the documents' metadata and the scope and value
 filters :mod:`._layout`, the catalog :mod:`._catalog`, each store's dialect
-:mod:`.family` and :mod:`.dialects`.
+:mod:`.family` and :mod:`.dialects`; every call into the store runs in
+:func:`~._failures.engine_call`, so its client's failures raise as ``BackendError``.
 """
 
 from __future__ import annotations
@@ -128,6 +129,7 @@ from langchain_ltm.backends.base import (
     normalize_batch,
 )
 from langchain_ltm.backends.vectorstore._catalog import Catalog
+from langchain_ltm.backends.vectorstore._failures import engine_call
 from langchain_ltm.backends.vectorstore._layout import scope_equalities, search_equalities
 from langchain_ltm.backends.vectorstore._repair import (
     DEFAULT_GRACE_SECONDS,
@@ -212,7 +214,8 @@ class VectorStoreBackend(ThreadedAsync):
         grace = check_grace(grace_seconds)  # checked before any I/O
         self.vectorstore = vectorstore
         self.family = family_for(vectorstore, filter_builder, family)
-        self._to_cosine = self.family.converter(vectorstore)  # learnt once
+        with engine_call(vectorstore, "open"):  # a server's collection settings
+            self._to_cosine = self.family.converter(vectorstore)  # learnt once
         self._max_batch = self.family.batch_limit(vectorstore)  # asked once
         self._add = self.family.add or functools.partial(default_add, family=self.family)
         self._search = self.family.search or default_search
@@ -262,8 +265,12 @@ class VectorStoreBackend(ThreadedAsync):
         self._warned_short = False
         self._scores_checked = False  # the first ranked answer is checked to be cosine
         self._ids_usable = True  # until the family's search_ids says it cannot (None)
-        self.repair(full=False)
-        self._warn_if_behind()
+        try:
+            self.repair(full=False)
+            self._warn_if_behind()
+        except BaseException:  # the store did not answer: nothing stays open
+            self.close()
+            raise
 
     def _warn_if_behind(self) -> None:
         """Warn when the vectorstore holds fewer documents than the catalog has items with some.
@@ -271,7 +278,10 @@ class VectorStoreBackend(ThreadedAsync):
         A FAISS index saved before the last writes and loaded again: searches miss the
         documents it lacks (and answer from the rest) until :meth:`repair` puts them back.
         """
-        size = self.family.size(self.vectorstore) if self.family.size else None
+        if self.family.size is None:
+            return
+        with self._engine("count"):
+            size = self.family.size(self.vectorstore)
         if size is None:
             return
         embedded = self.catalog.embedded_items()
@@ -383,8 +393,12 @@ class VectorStoreBackend(ThreadedAsync):
         """The catalog commit, as :func:`~._write.acommit` runs it: its outcome known."""
         return await acommit(self.catalog, kept, gone, ids, writer)
 
+    def _engine(self, operation: str) -> Any:
+        """Calls into the vectorstore: its client's failures raise as ``BackendError``."""
+        return engine_call(self.vectorstore, operation)
+
     def _vs_search(self, vector: list[float], k: int, where: Any) -> tuple[Scored, int | None]:
-        with self._vs_lock:
+        with self._vs_lock, self._engine("search"):
             results = self._search(self.vectorstore, vector, k, where)
             return results, self._size()
 
@@ -393,13 +407,14 @@ class VectorStoreBackend(ThreadedAsync):
     ) -> tuple[Scored, int | None]:
         if self._asearch is None:
             return await self._off_loop(self._vs_search, vector, k, where)
-        results = await self._asearch(self.vectorstore, vector, k, where)
-        size = await self._off_loop(self._size) if self.family.post_filter else None
+        with self._engine("search"):
+            results = await self._asearch(self.vectorstore, vector, k, where)
+            size = await self._off_loop(self._size) if self.family.post_filter else None
         return results, size
 
     def _vs_search_ids(self, vector: list[float], k: int, ids: list[str]) -> Scored | None:
         assert self.family.search_ids is not None
-        with self._vs_lock:
+        with self._vs_lock, self._engine("search"):
             return self.family.search_ids(self.vectorstore, vector, k, ids)
 
     async def _avs_search_ids(self, vector: list[float], k: int, ids: list[str]) -> Scored | None:
@@ -413,7 +428,7 @@ class VectorStoreBackend(ThreadedAsync):
     def _vs_add(
         self, ids: list[str], texts: list[str], vectors: list[list[float]], metas: list[Any]
     ) -> None:
-        with self._vs_lock:
+        with self._vs_lock, self._engine("add"):
             self._add(self.vectorstore, ids, texts, vectors, metas)
 
     async def _avs_add(
@@ -422,7 +437,8 @@ class VectorStoreBackend(ThreadedAsync):
         if self._aadd is None:
             await self._off_loop(self._vs_add, ids, texts, vectors, metas)
         else:
-            await self._aadd(self.vectorstore, ids, texts, vectors, metas)
+            with self._engine("add"):
+                await self._aadd(self.vectorstore, ids, texts, vectors, metas)
 
     def _drop_parts(self, ids: Sequence[str]) -> list[Sequence[str]]:
         """``ids`` in parts a store's presence check and delete take (:data:`DROP_PART`)."""
@@ -430,14 +446,15 @@ class VectorStoreBackend(ThreadedAsync):
         return [ids[start : start + size] for start in range(0, len(ids), size)]
 
     def _vs_drop(self, ids: Sequence[str]) -> None:
-        with self._vs_lock:
+        with self._vs_lock, self._engine("delete"):
             for part in self._drop_parts(ids):
                 delete_present(self.vectorstore, part, self.family)
 
     async def _avs_drop(self, ids: Sequence[str]) -> None:
         if self._native_drop:
-            for part in self._drop_parts(ids):
-                await adelete_present(self.vectorstore, part)
+            with self._engine("delete"):
+                for part in self._drop_parts(ids):
+                    await adelete_present(self.vectorstore, part)
         else:
             await self._off_loop(self._vs_drop, ids)
 

@@ -23,6 +23,7 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
 
+from langchain_ltm.backends.vectorstore._failures import engine_call
 from langchain_ltm.errors import UnsupportedVectorStoreError
 
 __all__ = [
@@ -205,8 +206,12 @@ class StoreFamily:
 
         Raises:
             ValueError: The limit is not a positive integer.
+            BackendError: The store failed to answer (a server that is down).
         """
-        limit = self.max_batch(vectorstore) if callable(self.max_batch) else self.max_batch
+        limit = self.max_batch
+        if callable(limit):
+            with engine_call(vectorstore, "open"):  # a server's own limit: asked over HTTP
+                limit = limit(vectorstore)
         if limit is not None and (
             isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
         ):
