@@ -7,6 +7,9 @@ catalog: :func:`ranked_among_ids`), checks each returned document against the ca
 ``k`` fourfold until the page is full or the store runs out; then the catalog's exact
 scoped search has the last word (:func:`checked`). The first ranked
 answer of a backend is checked to score as the exact cosine (:func:`check_scores`).
+A page (``offset``) is the tail of the engine's own top ``offset + limit``, ties ordered
+by score then namespace and key: an approximate index can miss an item in one window
+and find it in the next, so pages can overlap or skip (the README says so).
 
 Each function takes the :class:`~.backend.VectorStoreBackend` whose steps it yields
 (``_cat`` for the catalog, ``_vs_search`` / ``_avs_search`` and ``_vs_search_ids`` /
