@@ -189,6 +189,11 @@ def test_crash_after_the_catalog_commit(kind, mode, tmp_path, monkeypatch):
     unit.check_crash_after_commit(kind, mode, tmp_path, monkeypatch)
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_repair_deletes_what_an_older_copy_brought_back(kind, tmp_path):
+    unit.check_repair_drops_strays(kind, tmp_path)
+
+
 @pytest.mark.parametrize("landed", [True, False], ids=["after-commit", "before-commit"])
 @pytest.mark.parametrize("mode", unit.MODES)
 @pytest.mark.parametrize("kind", KINDS)

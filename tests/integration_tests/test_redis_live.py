@@ -78,6 +78,11 @@ def test_crash_after_the_catalog_commit(mode, tmp_path, monkeypatch):
     unit.check_crash_after_commit("redis", mode, tmp_path, monkeypatch)
 
 
+def test_repair_deletes_what_an_older_copy_brought_back(tmp_path):
+    """Redis returns search results without ids: repair still finds and deletes the strays."""
+    unit.check_repair_drops_strays("redis", tmp_path)
+
+
 @pytest.mark.parametrize(
     ("metric", "algorithm"),
     [("COSINE", "FLAT"), ("IP", "FLAT"), ("L2", "FLAT"), ("COSINE", "HNSW"), ("L2", "HNSW")],

@@ -19,6 +19,7 @@ from tests.engine_facts import *  # noqa: F403  (every engine runs these)
 from tests.fakes import KeywordEmbeddings
 from tests.isolation import run_isolation, summary
 from tests.processes import PARAPHRASES, check_two_writers, note, run_together
+from tests.unit_tests import test_vectorstore_backend as unit
 from tests.vectorstores import (
     CHROMA_SERVER,
     SERVER_KINDS,
@@ -50,6 +51,11 @@ def test_no_leaks_and_nothing_lost_on_a_chroma_server(tmp_path, capsys):
     assert report.leaks == []
     assert report.missing == []
     store.close()
+
+
+@pytest.mark.parametrize("kind", SERVER_KINDS)
+def test_repair_deletes_what_an_older_copy_brought_back(kind, tmp_path):
+    unit.check_repair_drops_strays(kind, tmp_path)
 
 
 def test_a_batch_above_the_servers_max_batch_size_is_stored_whole(tmp_path):

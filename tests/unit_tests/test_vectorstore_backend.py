@@ -8,6 +8,7 @@ errors for stores that lack what is needed; a dialect added in a few lines.
 from __future__ import annotations
 
 import asyncio
+import json
 
 import numpy as np
 import pytest
@@ -24,6 +25,7 @@ from langchain_ltm.backends.vectorstore import (
     vectorstore_backend,
 )
 from langchain_ltm.backends.vectorstore._catalog import ADDING, GARBAGE
+from langchain_ltm.backends.vectorstore._layout import append_docs, text_at
 from tests.fakes import KeywordEmbeddings
 from tests.unit_tests.test_vectorstore_engine import _RECORDING, _Recording
 from tests.vectorstores import KINDS, chroma, count_documents, faiss, make_vectorstore, milvus
@@ -274,6 +276,70 @@ def test_a_crash_before_the_catalog_commit_leaves_the_old_version(
 @pytest.mark.parametrize("kind", CRASH_KINDS)
 def test_a_crash_after_the_commit_shows_the_new_version_only(kind, mode, tmp_path, monkeypatch):
     check_crash_after_commit(kind, mode, tmp_path, monkeypatch)
+
+
+def _copy_of_documents(backend):
+    """The documents the store holds now (from the catalog's vectors): an older backup's copy."""
+    docs = ([], [], [], [])
+    for page in backend.catalog.stored_docs():
+        for s in page:
+            texts = [text_at(s.value, p) for p in s.paths]
+            append_docs(
+                docs,
+                backend.catalog.store_id,
+                backend._value_fields,
+                s.namespace,
+                s.key,
+                s.value,
+                s.at_us,
+                s.paths,
+                texts,
+                s.vectors,
+            )
+    return docs
+
+
+def check_repair_drops_strays(kind, tmp_path):
+    """The store restored from an older copy: ``repair()`` deletes what is no longer ours.
+
+    A forgotten user's text and a replaced version come back with the copy; the full
+    repair deletes both (Redis and Milvus return search results without ids: the ids come
+    from the documents' metadata) and keeps the current documents.
+    """
+    store, backend, vs = _crash_store(kind, tmp_path)
+    store.put(("docs", "bob"), "pin", {"text": "Bob's PIN hint is his dog Rex"})
+    store.put(("docs", "alice"), "city", {"text": "Alice lives in Lisbon"})
+    store.put(("docs", "alice"), "drink", {"text": "likes green tea"})
+    docs_before = _documents(vs)
+    backup = _copy_of_documents(backend)
+    store.delete(("docs", "bob"), "pin")  # Bob is forgotten
+    store.put(("docs", "alice"), "drink", {"text": "likes black coffee"})
+    assert _documents(vs) == docs_before - 1
+    backend._vs_add(*backup)  # the older copy restored behind the catalog's back
+    probe = [1.0] + [0.0] * (DIMS - 1)
+
+    def in_engine():
+        found, _ = backend._vs_search(probe, 100, backend.scope_filter(()))
+        return sorted(json.loads(d.page_content)["text"] for d, _ in found)  # the values
+
+    assert in_engine() == [
+        "Alice lives in Lisbon",
+        "Bob's PIN hint is his dog Rex",
+        "likes black coffee",
+        "likes green tea",
+    ]
+    assert backend.repair(grace_seconds=0) == 2  # Bob's text and the replaced version
+    assert in_engine() == ["Alice lives in Lisbon", "likes black coffee"]
+    assert _documents(vs) == docs_before - 1
+    assert backend.repair(grace_seconds=0) == 0  # nothing left to fix
+    hits = store.search(("docs",), query="tea", limit=5)
+    assert sorted(h.value["text"] for h in hits) == ["Alice lives in Lisbon", "likes black coffee"]
+    store.close()
+
+
+@pytest.mark.parametrize("kind", CRASH_KINDS)
+def test_repair_deletes_what_an_older_copy_brought_back(kind, tmp_path):
+    check_repair_drops_strays(kind, tmp_path)
 
 
 def check_cancelled_write(kind, at, tmp_path, monkeypatch):

@@ -74,6 +74,32 @@ def item_key(metadata: Mapping[str, Any]) -> ItemKey | None:
         return None
 
 
+def document_id(doc: Document) -> str | None:
+    """The store's id of one of our documents; ``None``: the document is not one of ours.
+
+    ``doc.id`` when the store returns it; otherwise (langchain-redis and langchain-milvus
+    search results carry none) the id :func:`~._catalog.doc_id` gave the document, from the
+    metadata it was written with.
+
+    Example:
+        >>> meta = {"ltm_store": "s1", "ltm_ns": '["docs"]', "ltm_key": "k",
+        ...         "ltm_path": "$", "ltm_at": 7}
+        >>> document_id(Document("text", metadata=meta)) == doc_id("s1", ("docs",), "k", "$", 7)
+        True
+    """
+    if doc.id is not None:
+        return str(doc.id)
+    meta = doc.metadata
+    try:
+        namespace = tuple(json.loads(meta["ltm_ns"]))
+        at = meta["ltm_at"]
+        if isinstance(at, bool) or not isinstance(at, int | float) or at != int(at):
+            return None
+        return doc_id(meta["ltm_store"], namespace, meta["ltm_key"], meta["ltm_path"], int(at))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 def documents(records: Sequence[Record], store_id: str, value_fields: bool) -> Documents:
     """The documents of ``records`` (ids, texts, vectors, metadatas); unembedded ones have none."""
     docs: Documents = ([], [], [], [])

@@ -24,7 +24,13 @@ from langchain_ltm._steps import run_sync
 from langchain_ltm.backends.sqlite import _sql as sql
 from langchain_ltm.backends.vectorstore._catalog import ADDING, StoredDocs
 from langchain_ltm.backends.vectorstore._failures import engine_call
-from langchain_ltm.backends.vectorstore._layout import Documents, append_docs, item_key, text_at
+from langchain_ltm.backends.vectorstore._layout import (
+    Documents,
+    append_docs,
+    document_id,
+    item_key,
+    text_at,
+)
 from langchain_ltm.backends.vectorstore._search import FIRST_K
 from langchain_ltm.backends.vectorstore._write import add
 from langchain_ltm.backends.vectorstore.family import present
@@ -73,17 +79,20 @@ def drop_strays(backend: VectorStoreBackend) -> int:
     adding = set(catalog.journal_ids(ADDING))
     store_id = catalog.store_id
     docs = [  # only this catalog's documents, whatever the store's filter let through
-        (doc, item_key(doc.metadata))
+        (doc, id_, item_key(doc.metadata))
         for doc, _ in results
-        if doc.id is not None and doc.id not in adding and doc.metadata.get("ltm_store") == store_id
+        if doc.metadata.get("ltm_store") == store_id
+        # stores whose results carry no id (Redis, Milvus): the one its metadata gives
+        and (id_ := document_id(doc)) is not None
+        and id_ not in adding
     ]
-    keys = list(dict.fromkeys(key for _, key in docs if key is not None))
+    keys = list(dict.fromkeys(key for _, _, key in docs if key is not None))
     current = dict(zip(keys, catalog.get(keys), strict=True))
     strays: list[str] = []
-    for doc, key in docs:
+    for doc, id_, key in docs:
         item = current.get(key) if key is not None else None
         if item is None or doc.metadata.get("ltm_at") != sql.to_us(item.updated_at):
-            strays.append(str(doc.id))
+            strays.append(id_)
     if strays:
         backend._vs_drop(strays)
     return len(strays)
@@ -105,8 +114,11 @@ def repair_journal(backend: VectorStoreBackend, grace: float) -> int:
         doomed = []
         for doc, key in zip(docs, keys, strict=True):
             item = current.get(key) if key is not None else None
+            id_ = document_id(doc)
+            if id_ is None:
+                continue
             if item is None or doc.metadata.get("ltm_at") != sql.to_us(item.updated_at):
-                doomed.append(doc.id)
+                doomed.append(id_)
         if doomed:
             with engine_call(vectorstore, "delete"):
                 family.remove(vectorstore, doomed)
