@@ -813,15 +813,47 @@ def test_a_store_whose_scores_are_not_the_configured_distance_is_refused_at_firs
 
 
 def test_milvus_refuses_a_text_longer_than_its_field_and_keeps_the_old_one(tmp_path):
+    """Milvus Lite's max_length counts characters: 65,535 of any script fit, one more does not.
+
+    Refused before anything is journaled (two ``adding`` rows were left behind) or written.
+    """
     emb = KeywordEmbeddings(DIMS)
     store = LongTermMemoryStore(milvus(emb, tmp_path / "m.db"), fields=["text"])
     store.put(("docs",), "k", {"text": "a short text"})
-    with pytest.raises(ValueError, match="at most 65,535 bytes of text per document"):
-        store.put(("docs",), "k", {"text": "é" * 40_000})  # 80,000 bytes
+    journal = store.backend.catalog.journal_ids
+    with pytest.raises(ValueError, match=r"at most 65,535 characters of text per document"):
+        store.put(("docs",), "k", {"text": "é" * 65_536})
+    with pytest.raises(ValueError, match=r"the text at 'text' of key 'k' has 65,536"):
+        asyncio.run(store.aput(("docs",), "k", {"text": "é" * 65_536}))
+    assert journal(ADDING) == []  # nothing journaled: the check came first
     assert store.get(("docs",), "k").value == {"text": "a short text"}
     assert [i.key for i in store.search(("docs",), query="short text")] == ["k"]
     assert store.backend.repair() == 0  # nothing half-written to clean up
+    # what Milvus Lite stores, we store: 30,000 CJK characters are 90,000 UTF-8 bytes
+    cjk = "日" * 30_000 + " tea"
+    store.put(("docs",), "cjk", {"text": cjk})
+    asyncio.run(store.aput(("docs",), "most", {"text": "é" * 65_535}))
+    assert store.get(("docs",), "cjk").value == {"text": cjk}
+    probe = [1.0] + [0.0] * (DIMS - 1)
+    found, _ = store.backend._vs_search(probe, 10, store.backend.scope_filter(()))
+    assert sorted(len(d.page_content) for d, _ in found) == [12, 30_004, 65_535]  # in Milvus
+    assert journal(ADDING) == []
     store.close()
+
+
+def test_a_milvus_server_text_is_measured_in_bytes(tmp_path):
+    """Milvus documents VARCHAR max_length in bytes: a server URI keeps the byte count."""
+    from langchain_ltm.backends.vectorstore.dialects.milvus import check_texts, is_lite
+
+    vs = milvus(KeywordEmbeddings(DIMS), tmp_path / "m.db")
+    meta = [{"ltm_key": "k", "ltm_path": "text"}]
+    assert is_lite(vs)
+    check_texts(vs, ["日" * 30_000], meta)  # 30,000 characters: Milvus Lite takes them
+    vs._connection_args = {"uri": "http://milvus.example:19530"}  # as a server's store says
+    assert not is_lite(vs)
+    check_texts(vs, ["日" * 21_845], meta)  # 65,535 bytes
+    with pytest.raises(ValueError, match=r"Milvus holds at most 65,535 bytes \(UTF-8\)"):
+        check_texts(vs, ["日" * 21_846], meta)
 
 
 def test_a_catalog_that_cannot_be_opened_says_why(tmp_path):

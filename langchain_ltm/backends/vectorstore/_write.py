@@ -16,6 +16,7 @@ Each function takes the :class:`~.backend.VectorStoreBackend` whose steps it yie
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import uuid
 from collections.abc import Sequence
@@ -46,13 +47,18 @@ def write_logic(
 ) -> Logic[int]:
     """One write, sans I/O: check, journal, add, commit (the moment it shows), collect.
 
-    The family's ``check`` refuses documents its store cannot hold before any I/O.
+    The family's ``check`` refuses documents its store cannot hold before any I/O, its
+    ``check_store`` (which may read the store) before anything is journaled.
     """
     ids, texts, vectors, metadatas = documents(
         kept, backend.catalog.store_id, backend._value_fields
     )
-    if ids and backend.family.check is not None:
-        backend.family.check(texts, metadatas)  # refused before anything is written
+    family = backend.family
+    if ids and family.check is not None:
+        family.check(texts, metadatas)  # refused before anything is written
+    if ids and family.check_store is not None:
+        check = functools.partial(family.check_store, backend.vectorstore)
+        yield Step(check, functools.partial(backend._off_loop, check), (texts, metadatas))
     writer = uuid.uuid4().hex if ids else ""
     if ids:
         yield backend._cat("journal_add", ids, ADDING, writer)

@@ -42,6 +42,7 @@ SearchIdsFn = Callable[[Any, list[float], int, list[str]], Scored | None]
 GetFn = Callable[[Any, list[str]], list[Document]]
 DeleteFn = Callable[[Any, list[str]], None]
 CheckFn = Callable[[list[str], list[dict[str, Any]]], None]
+StoreCheckFn = Callable[[Any, list[str], list[dict[str, Any]]], None]
 
 AAddFn = Callable[
     [Any, list[str], list[str], list[list[float]], list[dict[str, Any]]], Awaitable[None]
@@ -153,6 +154,10 @@ class StoreFamily:
             documents the store cannot hold; run on a write's documents before anything
             of the write is journaled or added, sync and async. PGVectorStore's and the
             older PGVector's refuse a NUL character, which Postgres text cannot hold.
+        check_store: ``check_store(vs, texts, metadatas)``, the same for limits the store
+            itself sets (Milvus's text field ``max_length``); run right after ``check``,
+            also before anything is journaled (the async shell runs it on the backend's
+            threads: it may read the store).
 
     Example:
         >>> fam = StoreFamily("mine", filter_builder=lambda eq: dict(eq), distance="cosine")
@@ -177,6 +182,7 @@ class StoreFamily:
     value_filters: bool = True
     search_ids: SearchIdsFn | None = None
     check: CheckFn | None = None
+    check_store: StoreCheckFn | None = None
     max_batch: int | Callable[[Any], int | None] | None = None
 
     def __post_init__(self) -> None:
@@ -311,7 +317,7 @@ def register_vectorstore(
         **options: The other fields of :class:`StoreFamily` (``distance=``, ``post_filter=``,
             ``add=``, ``search=``, ``size=``, ``get=``, ``delete=``, ``aadd=``, ``asearch=``,
             ``native_async=``, ``max_k=``, ``value_filters=``, ``search_ids=``,
-            ``check=``, ``max_batch=``), as keywords.
+            ``check=``, ``check_store=``, ``max_batch=``), as keywords.
 
     Returns:
         The registered family.

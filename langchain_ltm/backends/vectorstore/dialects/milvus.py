@@ -13,7 +13,10 @@ an ``L2`` index unless ``index_params`` says otherwise).
 
 The vectorstore must be created with ``auto_id=False`` (our document ids are kept) and
 ``enable_dynamic_field=True`` (the namespace labels ``ltm_n0``, ``ltm_n1``, ... are as many
-keys as the namespace is deep, which a fixed schema cannot hold). langchain-milvus has no
+keys as the namespace is deep, which a fixed schema cannot hold). A text longer than the
+collection's text field (``max_length``, 65,535 unless the collection says otherwise:
+UTF-8 bytes on a Milvus server, characters on Milvus Lite) is refused before anything of
+the write is journaled or written (:func:`check_texts`). langchain-milvus has no
 ``get_by_ids`` and its ``delete`` logs failures instead of raising, so both go to the
 collection through ``pymilvus`` directly.
 """
@@ -100,18 +103,41 @@ def add(
         ValueError: A text is longer than the collection's text field holds (checked
             first: nothing is deleted or written).
     """
-    limit = _text_limit(vectorstore)
-    for text in texts:
-        size = len(text.encode("utf-8"))
-        if size > limit:
-            raise ValueError(
-                f"Milvus holds at most {limit:,} bytes of text per document (the "
-                f"collection's max_length); a text of {size:,} bytes ({text[:40]!r}...) was "
-                "not stored: store a shorter text, or index a shorter field."
-            )
+    check_texts(vectorstore, texts, metadatas)
     if vectorstore.col is not None:
         vectorstore.client.delete(vectorstore.collection_name, ids=ids)
     vectorstore.add_embeddings(texts, vectors, metadatas, ids=ids)
+
+
+def check_texts(vectorstore: Any, texts: list[str], metadatas: list[dict[str, Any]]) -> None:
+    """Refuse a text longer than the collection's text field holds (the family's ``check_store``).
+
+    The field's ``max_length`` counts UTF-8 bytes on a Milvus server (as Milvus documents
+    VARCHAR) and characters on Milvus Lite (a local ``.db`` file), which stores 65,535
+    characters of any script.
+
+    Raises:
+        ValueError: Naming the limit and the text.
+    """
+    limit = _text_limit(vectorstore)
+    characters = is_lite(vectorstore)
+    unit = "characters" if characters else "bytes (UTF-8)"
+    for text, meta in zip(texts, metadatas, strict=True):
+        size = len(text) if characters else len(text.encode("utf-8", "surrogatepass"))
+        if size > limit:
+            raise ValueError(
+                f"{'Milvus Lite' if characters else 'Milvus'} holds at most {limit:,} "
+                f"{unit} of text per document (the collection's max_length); the text at "
+                f"{meta.get('ltm_path')!r} of key {meta.get('ltm_key')!r} has {size:,} "
+                f"({text[:40]!r}...) and was not stored: store a shorter text, or index a "
+                "shorter field."
+            )
+
+
+def is_lite(vectorstore: Any) -> bool:
+    """The store is Milvus Lite: its URI a local ``.db`` file (pymilvus's own rule)."""
+    args = getattr(vectorstore, "_connection_args", None) or {}
+    return str(args.get("uri", "")).endswith(".db")
 
 
 _VARCHAR_MAX = 65_535  # Milvus' own ceiling, and langchain-milvus' default max_length
@@ -158,5 +184,5 @@ def delete(vectorstore: Any, ids: list[str]) -> None:
 
 FAMILY = StoreFamily(
     "milvus", filter_builder=where, distance=distance, add=add, search=search, get=get,
-    delete=delete,
+    delete=delete, check_store=check_texts,
 )  # fmt: skip
