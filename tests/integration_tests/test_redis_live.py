@@ -13,6 +13,8 @@ on one index keeping apart.
 
 from __future__ import annotations
 
+import uuid
+
 import numpy as np
 import pytest
 from langgraph.store.base import PutOp
@@ -218,6 +220,81 @@ def test_a_scope_deeper_than_the_index_says_so_on_a_live_index(tmp_path):
     assert store.get(deep, "k").value == {"text": "tea"}
     with pytest.raises(UnsupportedVectorStoreError, match=r"depth"):
         store.search(deep, query="tea")
+    store.close()
+
+
+def _reopened(emb, url, index, depth, catalog, metric="COSINE"):
+    """A store on the existing index ``index``, its RedisVectorStore given ``depth``."""
+    from langchain_redis import RedisConfig, RedisVectorStore
+
+    from langchain_ltm.backends.vectorstore.dialects.redis import metadata_schema
+
+    vs = RedisVectorStore(
+        emb,
+        config=RedisConfig(
+            index_name=index,
+            redis_url=url,
+            embedding_dimensions=DIMS,
+            distance_metric=metric,
+            metadata_schema=metadata_schema(depth),
+        ),
+    )
+    backend = vectorstore_backend(vs, catalog=catalog)
+    return LongTermMemoryStore(backend, embeddings=emb, fields=["text"])
+
+
+@pytest.mark.parametrize(("created", "opened"), [(2, 4), (4, 2)])
+def test_an_existing_index_keeps_its_own_depth_whatever_the_store_says(
+    created, opened, redis_server, tmp_path
+):
+    """langchain-redis keeps an existing index: its fields on the server decide the depth.
+
+    Before: an index made with depth 2 and opened with ``metadata_schema(4)`` (or ``ltm
+    --store redis://.../INDEX?depth=4``) sent ``@ltm_n2`` queries the index cannot answer,
+    and every deep search became a catalog scan under a warning that blamed HNSW; opened
+    with depth 2, an index made with depth 4 refused the deep searches it can answer.
+    """
+    from langchain_ltm import UnsupportedVectorStoreError
+
+    emb = KeywordEmbeddings(DIMS)
+    index = f"ltm_depth_{uuid.uuid4().hex[:8]}"
+    store = _reopened(emb, redis_server, index, created, tmp_path / "c.db")
+    store.put(("a", "b"), "k", {"text": "green tea"})
+    store.close()
+    store = _reopened(emb, redis_server, index, opened, tmp_path / "c.db")
+    store.put(("a", "b", "c"), "k2", {"text": "green tea deep"})
+    assert sorted(h.key for h in store.search(("a", "b"), query="green tea")) == ["k", "k2"]
+    backend = store.backend
+    deep = backend.scope_filter(("a", "b", "c"))
+    if created < 3:  # the server's index has no ltm_n2: said, as for any too-deep search
+        with pytest.raises(UnsupportedVectorStoreError, match=r"no \['ltm_n2'\] field"):
+            store.search(("a", "b", "c"), query="green tea")
+    else:  # the server's index scopes it: the engine answers, no catalog scan
+        found, _ = backend._vs_search(emb.embed_query("green tea"), 10, deep)
+        assert [d.metadata["ltm_key"] for d, _ in found] == ["k2"]
+        assert [h.key for h in store.search(("a", "b", "c"), query="green tea")] == ["k2"]
+    store.close()
+
+
+def test_an_existing_index_keeps_its_own_metric_whatever_the_store_says(redis_server, tmp_path):
+    """Made COSINE, opened with ``distance_metric="L2"``: the server still answers cosine
+    distances, and the scores stay cosine similarities (they were read as L2: an unrelated
+    text scored 0.49 instead of 0, which dedup thresholds then compare)."""
+    emb = KeywordEmbeddings(DIMS)
+    index = f"ltm_metric_{uuid.uuid4().hex[:8]}"
+    store = _reopened(emb, redis_server, index, REDIS_DEPTH, tmp_path / "c.db", "COSINE")
+    store.put(("a",), "tea", {"text": "green tea"})
+    store.put(("a",), "coffee", {"text": "black coffee"})
+    want = [(h.key, round(h.score, 4)) for h in store.search(("a",), query="green tea")]
+    store.close()
+    store = _reopened(emb, redis_server, index, REDIS_DEPTH, tmp_path / "c.db", "L2")
+    got = [(h.key, round(h.score, 4)) for h in store.search(("a",), query="green tea")]
+    assert got == want
+    q = np.array(emb.embed_query("green tea"))
+    v = np.array(emb.embed_documents(["black coffee"])[0])
+    assert dict(got)["coffee"] == pytest.approx(
+        q @ v / np.linalg.norm(q) / np.linalg.norm(v), abs=1e-3
+    )
     store.close()
 
 

@@ -21,7 +21,11 @@ Distance: ``config.distance_metric``: ``COSINE`` and ``IP`` return ``1 - cos`` a
 
 The store's index needs our fields: create it with
 ``RedisConfig(..., metadata_schema=metadata_schema(depth))`` (``depth``: the deepest
-namespace searched; ``("memories", user)`` is 2). langchain-redis's ``add_texts`` always
+namespace searched; ``("memories", user)`` is 2). langchain-redis keeps an existing index as
+it was created, whatever the store's config says now, so the index's fields and metric are
+read from the server (``FT.INFO``, once per store, when the backend opens): a search deeper
+than the index's fields is refused (``UnsupportedVectorStoreError``), never silently empty.
+langchain-redis's ``add_texts`` always
 embeds, so documents are written through the store's redisvl index with our vectors.
 
 Example:
@@ -33,8 +37,9 @@ from __future__ import annotations
 
 import json
 import re
+import weakref
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from langchain_ltm.backends.vectorstore.family import Scored, StoreFamily
 from langchain_ltm.errors import UnsupportedVectorStoreError
@@ -84,25 +89,75 @@ def metadata_schema(depth: int = 4) -> list[dict[str, Any]]:
     return [{"name": n, "type": "tag"} for n in tags]
 
 
-def _fields(vectorstore: Any) -> set[str]:
-    return {field.name for field in vectorstore._index.schema.fields.values()}
+class _Index(NamedTuple):
+    """What the index on the server says: its field names and its vector metric."""
+
+    fields: frozenset[str]
+    metric: str
+
+
+# each store's index as the server has it, read once (when the backend opens)
+_SERVER_INDEX: weakref.WeakKeyDictionary[Any, _Index] = weakref.WeakKeyDictionary()
+
+
+def _index(vectorstore: Any) -> _Index:
+    """The store's index as the server has it (``FT.INFO``), read once per store.
+
+    langchain-redis keeps an existing index as it is (``create(overwrite=False)``) while
+    its own schema and config are the ones it was given: an index made with
+    ``metadata_schema(2)`` and opened with ``metadata_schema(4)`` has no ``ltm_n2``, one
+    made ``COSINE`` and opened with ``distance_metric="L2"`` still answers cosine
+    distances. An index the server cannot describe (not reachable now): the store's own.
+    """
+    index = _SERVER_INDEX.get(vectorstore)
+    if index is None:
+        index = _describe(_server_schema(vectorstore) or vectorstore._index.schema, vectorstore)
+        _SERVER_INDEX[vectorstore] = index
+    return index
+
+
+def _server_schema(vectorstore: Any) -> Any:
+    from redisvl.index import SearchIndex  # type: ignore[import-untyped]
+
+    try:
+        client = vectorstore._index.client or vectorstore.config.redis()
+        found = SearchIndex.from_existing(vectorstore.config.index_name, redis_client=client)
+    except Exception:  # no index, or no server: the store's own schema
+        return None
+    return found.schema
+
+
+def _describe(schema: Any, vectorstore: Any) -> _Index:
+    vector = schema.fields.get(vectorstore.config.embedding_field)
+    metric = getattr(getattr(vector, "attrs", None), "distance_metric", None)
+    metric = getattr(metric, "value", metric) or vectorstore.config.distance_metric
+    fields = frozenset(f.name for f in schema.fields.values())
+    return _Index(fields, str(metric).upper())
+
+
+def _fields(vectorstore: Any) -> frozenset[str]:
+    return _index(vectorstore).fields
 
 
 def distance(vectorstore: Any) -> str:
-    """The index's metric as a key of ``DISTANCES``; checks the index has our fields."""
+    """The index's metric as a key of ``DISTANCES``; checks the index has our fields.
+
+    Both read from the index on the server (once per store), not from the store's config.
+    """
     missing = {"ltm_store", "ltm_n0", "_metadata_json"} - _fields(vectorstore)
     if missing:
         raise UnsupportedVectorStoreError(
             f"This RedisVectorStore's index lacks {sorted(missing)}, which langchain-ltm "
             "filters on and reads back: create it with RedisConfig(..., metadata_schema="
-            "langchain_ltm.backends.vectorstore.dialects.redis.metadata_schema(depth=4))."
+            "langchain_ltm.backends.vectorstore.dialects.redis.metadata_schema(depth=4)) "
+            "(an existing index keeps the fields it was created with: give a new index_name)."
         )
     if getattr(vectorstore, "ttl", None):
         raise UnsupportedVectorStoreError(
             "This RedisVectorStore has ttl set: Redis would expire memories the catalog still "
             "holds. Create it without ttl and give LongTermMemoryStore(..., ttl=...) instead."
         )
-    metric = str(vectorstore.config.distance_metric).upper()
+    metric = _index(vectorstore).metric
     return {"COSINE": "cosine", "IP": "cosine", "L2": "l2"}.get(metric, metric)
 
 
@@ -140,13 +195,15 @@ def add(
 
 
 def search(vectorstore: Any, vector: list[float], k: int, filter_: Any) -> Scored:
-    """The ``k`` nearest in scope; a scope deeper than the index's fields is a clear error."""
+    """The ``k`` nearest in scope; a scope deeper than the server index's fields is an error."""
     unknown = set(_FIELD.findall(str(filter_))) - _fields(vectorstore)
     if unknown:
         raise UnsupportedVectorStoreError(
-            f"This RedisVectorStore's index has no {sorted(unknown)} field, so it cannot scope "
-            "a search that deep: create it with metadata_schema=metadata_schema(depth=...) "
-            "deep enough for your namespaces."
+            f"This RedisVectorStore's index has no {sorted(unknown)} field on the server, so "
+            "it cannot scope a search that deep: create it with metadata_schema="
+            "metadata_schema(depth=...) deep enough for your namespaces (an existing index "
+            "keeps the fields it was created with, whatever metadata_schema says later: give "
+            "a new index_name, or drop the index and open the store again to rebuild it)."
         )
     return list(vectorstore.similarity_search_with_score_by_vector(vector, k=k, filter=filter_))
 
