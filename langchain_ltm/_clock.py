@@ -8,7 +8,10 @@ never read a clock of their own, Postgres included.
 
 from __future__ import annotations
 
+import contextlib
+import numbers
 from datetime import datetime, timezone
+from decimal import Decimal
 from typing import Any
 
 __all__ = ["check_ttl", "utcnow"]
@@ -21,13 +24,21 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def check_ttl(ttl: Any, what: str = "ttl") -> float | None:
-    """``None`` (no expiry) or a positive number of minutes, as a float."""
+def check_ttl(ttl: Any, what: str = "ttl", most: float = _MAX_TTL_MINUTES) -> float | None:
+    """``None`` (no expiry) or a positive number of minutes below ``most``, as a float.
+
+    Any real number is one (``numpy.int64``, ``numpy.float32``, ``Decimal``, ``Fraction``),
+    as LangGraph takes them; ``bool``, NaN and infinities are not.
+    """
     if ttl is None:
         return None
-    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not 0 < ttl < _MAX_TTL_MINUTES:
+    minutes = float("nan")
+    if isinstance(ttl, (numbers.Real, Decimal)) and not isinstance(ttl, bool):
+        with contextlib.suppress(ValueError, OverflowError):  # sNaN, a Fraction too large
+            minutes = float(ttl)
+    if not 0 < minutes < most:
         raise ValueError(
-            f"{what} is a number of minutes > 0 (e.g. 0.5 or 60), or None for no expiry; "
-            f"got {ttl!r}."
+            f"{what} is a number of minutes > 0 and below {most:,.0f} (e.g. 0.5 or 60), "
+            f"or None for no expiry; got {ttl!r}."
         )
-    return float(ttl)
+    return minutes
