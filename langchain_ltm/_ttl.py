@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
 import threading
 import weakref
@@ -22,12 +23,21 @@ from langgraph.store.base import TTLConfig
 
 from langchain_ltm._clock import check_ttl
 
-__all__ = ["DEFAULT_SWEEP_MINUTES", "SweeperTask", "SweeperThread", "check_ttl_config"]
+__all__ = [
+    "DEFAULT_SWEEP_MINUTES",
+    "MAX_SWEEP_MINUTES",
+    "SweeperTask",
+    "SweeperThread",
+    "check_ttl_config",
+]
 
 logger = logging.getLogger("langchain_ltm")
 
 DEFAULT_SWEEP_MINUTES = 5.0
 """LangGraph's interval when neither the call nor the config gives one."""
+
+MAX_SWEEP_MINUTES = threading.TIMEOUT_MAX / 60
+"""The longest interval a thread can wait (about 292 years on Linux, 49 days on Windows)."""
 
 _KEYS = frozenset({"default_ttl", "refresh_on_read", "sweep_interval_minutes", "omit_expired"})
 
@@ -45,7 +55,9 @@ def check_ttl_config(ttl: Mapping[str, Any] | None) -> TTLConfig | None:
         if flag in ttl and not isinstance(ttl[flag], bool):
             raise ValueError(f"TTLConfig {flag} must be True or False, got {ttl[flag]!r}.")
     check_ttl(ttl.get("default_ttl"), "TTLConfig default_ttl")
-    check_ttl(ttl.get("sweep_interval_minutes"), "TTLConfig sweep_interval_minutes")
+    check_ttl(
+        ttl.get("sweep_interval_minutes"), "TTLConfig sweep_interval_minutes", MAX_SWEEP_MINUTES
+    )
     config: TTLConfig = {}
     config.update(ttl)  # type: ignore[typeddict-item]
     return config
@@ -53,7 +65,7 @@ def check_ttl_config(ttl: Mapping[str, Any] | None) -> TTLConfig | None:
 
 def interval_minutes(given: float | None, config: TTLConfig | None) -> float:
     """The sweep interval: the call's, else the config's, else 5 minutes."""
-    check_ttl(given, "sweep_interval_minutes")
+    check_ttl(given, "sweep_interval_minutes", MAX_SWEEP_MINUTES)
     return float(given or (config or {}).get("sweep_interval_minutes") or DEFAULT_SWEEP_MINUTES)
 
 
@@ -89,9 +101,11 @@ class SweeperThread:
                         break
                     _sweep_once(bound)
                     del bound
-            finally:
-                if not future.done():
-                    future.set_result(None)
+            except BaseException as error:  # the loop itself failed: the future says so
+                logger.exception("TTL sweeper thread failed")
+                _settle(future, error)
+            else:
+                _settle(future, None)
 
         self._thread = threading.Thread(target=loop, name="ltm-ttl-sweeper", daemon=True)
         self._thread.start()
@@ -182,6 +196,15 @@ class SweeperTask:
         loop = task.get_loop()
         if not loop.is_closed():
             loop.call_soon_threadsafe(stop.set)
+
+
+def _settle(future: concurrent.futures.Future[None], error: BaseException | None) -> None:
+    """End ``future`` with ``error`` (or success), unless it was cancelled or ended already."""
+    with contextlib.suppress(concurrent.futures.InvalidStateError):
+        if error is None:
+            future.set_result(None)
+        else:
+            future.set_exception(error)
 
 
 def _sweep_once(sweep: Callable[[], int]) -> None:

@@ -422,8 +422,10 @@ class LongTermMemoryStore(FactAPI, BaseStore):
 
         The interval is ``sweep_interval_minutes``, else ``ttl_config``'s, else 5 minutes.
         Already running: returns a future for the running sweeper. Cancelling the future
-        or :meth:`stop_ttl_sweeper` stops it; ``close()`` does too. A closed store refuses
-        to start one (``BackendError``).
+        or :meth:`stop_ttl_sweeper` stops it; ``close()`` does too; a sweeper that fails
+        ends the future with its error. A closed store refuses to start one
+        (``BackendError``), and an interval longer than a thread can wait
+        (``threading.TIMEOUT_MAX`` seconds) is refused (``ValueError``).
 
         Example:
             >>> from langchain_core.embeddings import DeterministicFakeEmbedding

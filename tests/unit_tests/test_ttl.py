@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import time
 from decimal import Decimal
 from fractions import Fraction
 
@@ -11,6 +14,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.store.base import PutOp
 
 from langchain_ltm import LongTermMemoryStore
+from langchain_ltm._ttl import MAX_SWEEP_MINUTES, SweeperThread
 from tests.fakes import KeywordEmbeddings
 from tests.store_contract import Clock
 
@@ -80,3 +84,31 @@ def test_a_ttl_that_is_no_positive_real_number_is_refused(make_store, bad):
         make_store(ttl={"default_ttl": bad})
     with pytest.raises(ValueError, match=r"sweep_interval_minutes is a number of minutes"):
         store.start_ttl_sweeper(sweep_interval_minutes=bad)
+
+
+def test_a_sweep_interval_a_thread_cannot_wait_is_refused(make_store):
+    """``start_ttl_sweeper(5e8)`` (or ``sweep_interval_minutes`` in the config) passed the
+    check, then the thread died at its first wait (``OverflowError``: a thread waits at
+    most ``threading.TIMEOUT_MAX`` seconds) and its future reported success."""
+    with pytest.raises(ValueError, match=r"sweep_interval_minutes is a number of minutes"):
+        make_store(ttl={"sweep_interval_minutes": 5e8})
+    store = make_store()
+    for minutes in (5e8, MAX_SWEEP_MINUTES):
+        with pytest.raises(ValueError, match=rf"below {MAX_SWEEP_MINUTES:,.0f}"):
+            store.start_ttl_sweeper(sweep_interval_minutes=minutes)
+        with pytest.raises(ValueError, match=r"sweep_interval_minutes is a number of minutes"):
+            asyncio.run(store.astart_ttl_sweeper(sweep_interval_minutes=minutes))
+    future = store.start_ttl_sweeper(sweep_interval_minutes=MAX_SWEEP_MINUTES * 0.999)
+    time.sleep(0.2)
+    assert store._sweeper.running and not future.done()  # the longest wait works
+    assert store.stop_ttl_sweeper(timeout=5)
+    assert future.result(timeout=5) is None
+
+
+def test_a_sweeper_thread_that_fails_says_so_in_its_future(make_store, caplog):
+    """The thread's loop ended the future with ``set_result(None)`` whatever stopped it."""
+    store = make_store()
+    future = SweeperThread().start(store.sweep_ttl, threading.TIMEOUT_MAX)  # minutes: too long
+    with pytest.raises(OverflowError):
+        future.result(timeout=5)
+    assert "TTL sweeper thread failed" in caplog.text
