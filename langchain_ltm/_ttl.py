@@ -4,8 +4,9 @@ LangGraph's names and semantics: ``TTLConfig`` (``default_ttl``, ``refresh_on_re
 ``sweep_interval_minutes``, ``omit_expired``), a sweeper thread started with
 ``start_ttl_sweeper()`` returning a ``concurrent.futures.Future`` and stopped with
 ``stop_ttl_sweeper(timeout)``, and an asyncio task variant. A sweeper holds only a weak
-reference to its store, so a store that is dropped without ``close()`` is not kept alive by
-its sweeper (the sweeper ends at its next tick).
+reference to its store (the store ``with_options`` views were made from, which they keep
+alive), so a store that is dropped without ``close()`` is not kept alive by its sweeper
+(the sweeper ends at its next tick), while one whose view started it is swept on.
 """
 
 from __future__ import annotations

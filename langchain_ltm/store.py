@@ -176,6 +176,9 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         # close() or aclose() began: no sweeper may start (an Event: with_options views
         # share it, as they share the engine and the sweepers)
         self._closed = threading.Event()
+        # the store a with_options view was made from: its views keep it alive and its
+        # sweepers sweep through it (they hold it weakly, so a dropped store is collected)
+        self._root: LongTermMemoryStore | None = None
         if self.ttl_config and self.ttl_config.get("sweep_interval_minutes"):
             self.start_ttl_sweeper()
         self._coalescer = Coalescer(lambda ops: run_async(self._batch(ops)))
@@ -354,6 +357,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
             ('team', 'u1')
         """
         view = copy.copy(self)
+        view._root = self._root or self
         if namespace is not None:
             view.namespace = fact_prefix(namespace)
         view.policy = replace_policy(
@@ -437,7 +441,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         """
         self._require_ttl()
         minutes = interval_minutes(sweep_interval_minutes, self.ttl_config)
-        return self._sweeper.start(self.sweep_ttl, minutes)
+        return self._sweeper.start((self._root or self).sweep_ttl, minutes)
 
     def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
         """Stop the sweeper thread; ``False`` if it still ran after ``timeout`` seconds."""
@@ -453,7 +457,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         """
         self._require_ttl()
         minutes = interval_minutes(sweep_interval_minutes, self.ttl_config)
-        return self._asweeper.start(self.asweep_ttl, minutes)
+        return self._asweeper.start((self._root or self).asweep_ttl, minutes)
 
     async def astop_ttl_sweeper(self, timeout: float | None = None) -> bool:
         """Stop the sweeper task; ``False`` if it still ran after ``timeout`` seconds."""

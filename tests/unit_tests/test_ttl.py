@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 import time
+import weakref
 from decimal import Decimal
 from fractions import Fraction
 
@@ -16,7 +18,7 @@ from langgraph.store.base import PutOp
 from langchain_ltm import LongTermMemoryStore
 from langchain_ltm._ttl import MAX_SWEEP_MINUTES, SweeperThread
 from tests.fakes import KeywordEmbeddings
-from tests.store_contract import Clock
+from tests.store_contract import Clock, wait_until
 
 NS = ("docs",)
 TEA = {"text": "green tea"}
@@ -112,3 +114,78 @@ def test_a_sweeper_thread_that_fails_says_so_in_its_future(make_store, caplog):
     with pytest.raises(OverflowError):
         future.result(timeout=5)
     assert "TTL sweeper thread failed" in caplog.text
+
+
+def _until(check, seconds: float = 10.0) -> bool:
+    """Poll ``check`` until it holds (a background sweeper's effect); False on timeout."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_a_sweeper_started_from_a_view_outlives_the_view(make_store, clock):
+    """A sweeper held its view weakly (``WeakMethod(view.sweep_ttl)``): the view dropped
+    (a tool's, a middleware's), the sweeper ended although the store it sweeps lived on."""
+    store = make_store()
+    view = store.with_options(namespace=("team",)).with_options(secret_guard=False)
+    future = view.start_ttl_sweeper(sweep_interval_minutes=0.0005)
+    del view
+    gc.collect()
+    store.put(NS, "k", TEA, ttl=1)
+    clock.advance(2)
+    assert _until(lambda: store.backend.count(NS) == 0)
+    assert store._sweeper.running and not future.done()
+
+
+async def test_a_sweeper_task_started_from_a_view_outlives_the_view(make_store, clock):
+    store = make_store()
+    view = store.with_options(namespace=("team",))
+    task = await view.astart_ttl_sweeper(sweep_interval_minutes=0.0005)
+    del view
+    gc.collect()
+    await store.aput(NS, "k", TEA, ttl=1)
+    clock.advance(2)
+    assert await wait_until(lambda: _acount(store, 0))
+    assert not task.done()
+    assert await store.astop_ttl_sweeper(timeout=5)
+
+
+async def _acount(store: LongTermMemoryStore, expected: int) -> bool:
+    return store.backend.count(NS) == expected
+
+
+def test_a_store_kept_only_by_its_view_is_swept(make_store, clock):
+    """``LongTermMemoryStore(...).with_options(...)`` keeps the view alone: its sweeper runs."""
+    view = make_store().with_options(secret_guard=False)
+    gc.collect()
+    future = view.start_ttl_sweeper(sweep_interval_minutes=0.0005)
+    view.put(NS, "k", TEA, ttl=1)
+    clock.advance(2)
+    assert _until(lambda: view.backend.count(NS) == 0)
+    assert not future.done()
+    assert view.stop_ttl_sweeper(timeout=5)
+
+
+@pytest.mark.parametrize("engine", ["memory", "sqlite"])
+def test_a_dropped_store_is_collected_and_its_sweepers_end(tmp_path, engine):
+    """The sweepers hold the store weakly: a store dropped without ``close()``, with its
+    views, is not kept alive by them, and they end at their next tick."""
+    emb = KeywordEmbeddings(dims=16)
+    if engine == "memory":
+        store = LongTermMemoryStore(InMemoryVectorStore(emb))
+    else:
+        store = LongTermMemoryStore.from_sqlite(tmp_path / "m.db", emb)
+    view = store.with_options(namespace=("team",))
+    future = view.start_ttl_sweeper(sweep_interval_minutes=0.0005)
+    loop = asyncio.new_event_loop()
+    task = loop.run_until_complete(view.astart_ttl_sweeper(sweep_interval_minutes=0.0005))
+    gone = weakref.ref(store)
+    del store, view
+    gc.collect()
+    assert gone() is None
+    assert future.result(timeout=5) is None
+    loop.run_until_complete(asyncio.wait_for(task, timeout=5))
+    loop.close()
