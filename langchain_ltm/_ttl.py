@@ -170,33 +170,66 @@ class SweeperTask:
         return self._task
 
     async def stop(self, timeout: float | None = None) -> bool:
-        """Stop the task; False if it was still running after ``timeout`` seconds."""
+        """Stop the task; False if it was still running after ``timeout`` seconds.
+
+        A task of another loop (another thread's) is told to stop there and waited for
+        from here. Its loop closed: the task is gone. Its loop stopped: the task ends when
+        the loop runs again (it does not wait its interval first).
+        """
         task = self._task
-        if task is None or task.done():
+        if task is None or task.done() or not self.signal_stop():
             self._task = None
             return True
-        assert self._stop is not None
-        self._stop.set()
+        ended = (
+            asyncio.shield(task)
+            if task.get_loop() is asyncio.get_running_loop()
+            else _ended_elsewhere(task)
+        )
         try:
-            await asyncio.wait_for(asyncio.shield(task), timeout=timeout)
+            await asyncio.wait_for(ended, timeout=timeout)
         except asyncio.TimeoutError:
             logger.warning("Timed out waiting for the TTL sweeper task to stop")
             return False
         self._task = None
         return True
 
-    def signal_stop(self) -> None:
+    def signal_stop(self) -> bool:
         """Tell the task to stop, from any thread, without waiting for it (a sync ``close``).
 
-        It stops at its next wake-up; a sweep running meanwhile finishes. A task whose loop
-        is closed is gone already.
+        It stops at its next wake-up; a sweep running meanwhile finishes. False when there
+        is nothing to stop: no task, or one whose loop is closed (it is gone already).
         """
         task, stop = self._task, self._stop
         if task is None or task.done() or stop is None:
-            return
-        loop = task.get_loop()
-        if not loop.is_closed():
-            loop.call_soon_threadsafe(stop.set)
+            return False
+        try:
+            task.get_loop().call_soon_threadsafe(stop.set)  # an Event belongs to its loop
+        except RuntimeError:  # the loop is closed
+            return False
+        return True
+
+
+async def _ended_elsewhere(task: asyncio.Task[None]) -> None:
+    """Wait, on the running loop, until ``task`` of another loop ends or that loop stops.
+
+    A loop that stops or closes never runs the wait scheduled on it, so that is checked
+    every tenth of a second.
+    """
+    loop = task.get_loop()
+
+    async def ended() -> None:  # runs on the task's loop
+        await asyncio.wait([task])  # neither raises the task's error nor cancels it
+
+    try:
+        there = asyncio.wrap_future(asyncio.run_coroutine_threadsafe(ended(), loop))
+    except RuntimeError:  # the loop closed meanwhile
+        return
+    try:
+        while loop.is_running() and not there.done():
+            await asyncio.wait([there], timeout=0.1)
+    finally:
+        if not there.done() and not loop.is_closed():  # a timeout: stop waiting over there
+            there.cancel()
 
 
 def _settle(future: concurrent.futures.Future[None], error: BaseException | None) -> None:

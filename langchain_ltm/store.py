@@ -402,7 +402,11 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         self.backend.close()
 
     async def aclose(self) -> None:
-        """Async twin of :meth:`close` (stops both sweeper variants)."""
+        """Async twin of :meth:`close`: stops both sweeper variants and waits for them.
+
+        A sweeper task may run on another loop (another thread's): it is told to stop there
+        and waited for from here, as :meth:`astop_ttl_sweeper` does.
+        """
         self._closed.set()
         await self.astop_ttl_sweeper()
         self.stop_ttl_sweeper()
@@ -460,7 +464,11 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         return self._asweeper.start((self._root or self).asweep_ttl, minutes)
 
     async def astop_ttl_sweeper(self, timeout: float | None = None) -> bool:
-        """Stop the sweeper task; ``False`` if it still ran after ``timeout`` seconds."""
+        """Stop the sweeper task; ``False`` if it still ran after ``timeout`` seconds.
+
+        Any loop may call it: a task of another loop is told to stop there and waited for
+        (its loop stopped: it ends when that loop runs again; closed: it is gone).
+        """
         return await self._asweeper.stop(timeout)
 
     def _require_ttl(self) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 
 import pytest
 from langchain_core.vectorstores import InMemoryVectorStore
@@ -40,6 +42,89 @@ def test_a_sync_close_from_another_thread_stops_a_sweeper_task(store):
     if store.backend.capabilities.persistent:
         with pytest.raises(BackendError, match="was closed"):
             store.get(("docs",), "k")
+
+
+class _LoopThread:
+    """An event loop running in a thread of its own (another thread's loop, as a server's)."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def run(self, coro):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=10)
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)
+
+
+@pytest.mark.parametrize("how", ["close", "aclose", "astop_ttl_sweeper"])
+def test_a_sweeper_task_of_another_loop_is_stopped_and_waited_for(store, how):
+    """``aclose()`` / ``astop_ttl_sweeper()`` awaited on another loop than the sweeper
+    task's raised (``RuntimeError`` "attached to a different loop", ``ValueError`` "The
+    future belongs to a different loop") and ``aclose`` left the engine open; ``close()``
+    handled it. Each now stops the task (the async ones wait for it) and closes."""
+    other = _LoopThread()
+    try:
+        task = other.run(store.astart_ttl_sweeper(sweep_interval_minutes=5))
+        if how == "close":
+            store.close()
+            other.run(asyncio.wait_for(asyncio.shield(task), timeout=5))
+        elif how == "aclose":
+            asyncio.run(store.aclose())
+            assert task.done()
+        else:
+            assert asyncio.run(store.astop_ttl_sweeper(timeout=5)) is True
+            assert task.done()
+            assert asyncio.run(store.astop_ttl_sweeper(timeout=5)) is True  # twice is fine
+            store.close()
+        assert not task.cancelled() and task.exception() is None
+        if store.backend.capabilities.persistent:
+            with pytest.raises(BackendError, match="was closed"):
+                store.get(("docs",), "k")
+    finally:
+        other.stop()
+        other.loop.close()
+
+
+def test_a_sweeper_task_of_a_stopped_or_closed_loop_does_not_hang_aclose(store):
+    """The task's loop stopped: nothing runs there, so nothing is waited for; the task ends
+    as soon as its loop runs again. Its loop closed: the task is gone."""
+    other = _LoopThread()
+    task = other.run(store.astart_ttl_sweeper(sweep_interval_minutes=5))
+    other.stop()
+    assert asyncio.run(asyncio.wait_for(store.astop_ttl_sweeper(), timeout=5)) is True
+    other.loop.run_until_complete(asyncio.wait_for(task, timeout=5))  # ends at once
+    other = _LoopThread()
+    other.run(store.astart_ttl_sweeper(sweep_interval_minutes=5))
+    other.stop()
+    other.loop.close()
+    asyncio.run(asyncio.wait_for(store.aclose(), timeout=5))
+
+
+class _SlowSweeps(LongTermMemoryStore):
+    async def asweep_ttl(self) -> int:
+        await asyncio.sleep(1)
+        return 0
+
+
+def test_a_sweeper_task_of_another_loop_that_does_not_stop_in_time(tmp_path):
+    """A sweep running on the other loop outlasts the timeout: ``False``, and a later stop
+    waits for it."""
+    store = _SlowSweeps(InMemoryVectorStore(KeywordEmbeddings(dims=16)))
+    other = _LoopThread()
+    try:
+        task = other.run(store.astart_ttl_sweeper(sweep_interval_minutes=0.0001))
+        time.sleep(0.1)  # a sweep (one second) is under way
+        assert asyncio.run(store.astop_ttl_sweeper(timeout=0.05)) is False
+        assert not task.done()
+        assert asyncio.run(store.astop_ttl_sweeper(timeout=5)) is True
+        assert task.done() and not task.cancelled()
+    finally:
+        other.stop()
+        other.loop.close()
 
 
 @pytest.fixture(params=["memory", "sqlite", "qdrant", "chroma"])
