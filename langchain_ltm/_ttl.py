@@ -30,6 +30,7 @@ __all__ = [
     "SweeperTask",
     "SweeperThread",
     "check_ttl_config",
+    "no_ttl",
 ]
 
 logger = logging.getLogger("langchain_ltm")
@@ -41,6 +42,15 @@ MAX_SWEEP_MINUTES = threading.TIMEOUT_MAX / 60
 """The longest interval a thread can wait (about 292 years on Linux, 49 days on Windows)."""
 
 _KEYS = frozenset({"default_ttl", "refresh_on_read", "sweep_interval_minutes", "omit_expired"})
+
+
+def no_ttl(engine: str) -> str:
+    """What to do when ``engine`` (a custom ``VectorBackend``) stores no expiry."""
+    return (
+        f"The {engine} engine does not support TTL: leave out ttl=, or use an engine that "
+        "does (memory, SQLite, Postgres, Qdrant, or any LangChain vectorstore through the "
+        "vectorstore engine: all the engines langchain-ltm ships)."
+    )
 
 
 def check_ttl_config(ttl: Mapping[str, Any] | None) -> TTLConfig | None:

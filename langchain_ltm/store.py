@@ -29,7 +29,13 @@ from langchain_ltm._embedder import Embedder
 from langchain_ltm._filters import Filter
 from langchain_ltm._ops import fact_prefix, plan_batch, plan_search, tokenize_fields
 from langchain_ltm._steps import Logic, call, run_async, run_sync
-from langchain_ltm._ttl import SweeperTask, SweeperThread, check_ttl_config, interval_minutes
+from langchain_ltm._ttl import (
+    SweeperTask,
+    SweeperThread,
+    check_ttl_config,
+    interval_minutes,
+    no_ttl,
+)
 from langchain_ltm.backends import backend_for, engine
 from langchain_ltm.backends.base import (
     ItemKey,
@@ -167,10 +173,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         self.ttl_config: TTLConfig | None = check_ttl_config(ttl)
         self.supports_ttl = self.backend.capabilities.ttl
         if self.ttl_config and not self.supports_ttl:
-            raise NotImplementedError(
-                f"The {self.backend.capabilities.name} engine does not support TTL; leave "
-                "out ttl=, or use the memory, Postgres or Qdrant engine."
-            )
+            raise NotImplementedError(no_ttl(self.backend.capabilities.name))
         self._sweeper = SweeperThread()
         self._asweeper = SweeperTask()
         # close() or aclose() began: no sweeper may start (an Event: with_options views
@@ -483,9 +486,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
                 "Open a new store."
             )
         if not self.supports_ttl:
-            raise NotImplementedError(
-                f"The {self.backend.capabilities.name} engine does not support TTL."
-            )
+            raise NotImplementedError(no_ttl(self.backend.capabilities.name))
 
     # ---- BaseStore -------------------------------------------------------------------
 

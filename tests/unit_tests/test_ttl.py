@@ -17,6 +17,8 @@ from langgraph.store.base import PutOp
 
 from langchain_ltm import LongTermMemoryStore
 from langchain_ltm._ttl import MAX_SWEEP_MINUTES, SweeperThread
+from langchain_ltm.backends.base import Capabilities
+from langchain_ltm.backends.memory import MemoryBackend
 from tests.fakes import KeywordEmbeddings
 from tests.store_contract import Clock, wait_until
 
@@ -189,3 +191,27 @@ def test_a_dropped_store_is_collected_and_its_sweepers_end(tmp_path, engine):
     assert future.result(timeout=5) is None
     loop.run_until_complete(asyncio.wait_for(task, timeout=5))
     loop.close()
+
+
+class _NoTTLBackend(MemoryBackend):
+    """A custom engine that stores no expiry (every engine that ships has TTL)."""
+
+    capabilities = Capabilities(name="custom", ttl=False)
+
+
+def test_an_engine_without_ttl_names_the_engines_that_have_it():
+    """The message named "the memory, Postgres or Qdrant engine", leaving out SQLite and the
+    vectorstore engine (FAISS, Chroma, ...), which support TTL too."""
+    emb = KeywordEmbeddings(dims=16)
+    names = r"memory, SQLite, Postgres, Qdrant, or any LangChain vectorstore"
+    with pytest.raises(NotImplementedError, match=names):
+        LongTermMemoryStore(
+            _NoTTLBackend(InMemoryVectorStore(emb)), embeddings=emb, ttl={"default_ttl": 1}
+        )
+    store = LongTermMemoryStore(_NoTTLBackend(InMemoryVectorStore(emb)), embeddings=emb)
+    assert store.supports_ttl is False
+    with pytest.raises(NotImplementedError, match=names):
+        store.start_ttl_sweeper()
+    with pytest.raises(NotImplementedError, match=names):  # put(ttl=) is LangGraph's check
+        store.batch([PutOp(NS, "k", TEA, ttl=1)])
+    assert store.get(NS, "k") is None
