@@ -29,9 +29,9 @@ class FactVersion:
             (``remember(..., observed_at=)``), else when it was remembered.
         valid_to: When a newer version replaced it (``None`` for the current version).
         metadata: The metadata this text was remembered with (``remember(..., metadata=)``).
-        expires_at: When this earlier text expires (``None``: it lasts). It expires with its
-            fact, or on its own: a fact said again for good keeps the expiry its earlier
-            texts had.
+        expires_at: When this text expires (``None``: it lasts). The current text expires
+            with its fact (``Fact.expires_at``); an earlier one with its fact, or on its own:
+            a fact said again for good keeps the expiry its earlier texts had.
         ttl_minutes: How far each read pushes ``expires_at`` (``None`` without a TTL).
 
     Example:
@@ -115,7 +115,10 @@ class Fact:
     @property
     def versions(self) -> tuple[FactVersion, ...]:
         """Every version including the current one, oldest first."""
-        current = FactVersion(self.content, self.valid_from or self.created_at, None, self.metadata)
+        since = self.valid_from or self.created_at
+        current = FactVersion(
+            self.content, since, None, self.metadata, self.expires_at, self.ttl_minutes
+        )
         return (*self.history, current)
 
     def to_dict(self) -> dict[str, Any]:

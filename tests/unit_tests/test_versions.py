@@ -661,6 +661,22 @@ async def test_an_expired_version_never_comes_back(mem, clock):
     assert "My rent is 1200 euros" not in history and history[-1] == "My rent is 1300 euros"
 
 
+async def test_history_says_when_the_current_text_expires(mem, clock):
+    """``history()`` (and ``Fact.versions``) gave the current text ``expires_at=None``, as
+    if it lasted, though its fact expires: it carries the fact's expiry and TTL now."""
+    made = (await mem.remember("u1", "I live in Paris", ttl=60)).fact
+    await mem.update_fact("u1", made.id, "I live in Berlin")
+    (fact,) = await mem.list_all("u1")
+    earlier, current = await mem.history("u1", made.id)
+    assert (earlier.content, current.content) == ("I live in Paris", "I live in Berlin")
+    assert current.is_current and current.expires_at is not None
+    assert (current.expires_at, current.ttl_minutes) == (fact.expires_at, 60.0)
+    assert fact.versions[-1] == current
+    lasting = (await mem.remember("u1", "I like green tea")).fact
+    (only,) = await mem.history("u1", lasting.id)
+    assert (only.expires_at, only.ttl_minutes) == (None, None)
+
+
 async def test_a_fact_with_a_ttl_expires_with_its_versions(mem, store, clock):
     lasting = await mem.remember("u1", "I like green tea")
     made = await mem.remember("u1", "I live in Paris", ttl=60)
