@@ -17,6 +17,8 @@ nothing, and a second run reports zeros.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sys
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -119,6 +121,8 @@ def forget_user(
         InvalidUserIdError: ``user_id`` is missing, empty, not a string or too long
             (nothing is read or deleted).
         TypeError: ``checkpointer`` cannot delete threads (nothing is deleted).
+        ValueError: ``checkpointer`` is a ``SqliteSaver`` whose database has no checkpoint
+            tables, so not the agent's (nothing is deleted, no table is created).
 
     Example:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -203,7 +207,8 @@ def _forget(store: LongTermMemoryStore, user_id: str, checkpointer: Any) -> Logi
     registry = yield from _scan(store, thread_namespace(user_id))
     turns = yield from _scan(store, session_namespace(user_id))
     thread_ids = _thread_ids(registry, turns)
-    if checkpointer is not None:  # first: the records naming these threads still exist
+    if checkpointer is not None and thread_ids:  # first: the records naming them still exist
+        yield _has_checkpoint_tables(checkpointer)  # not a wrong file, before any delete
         for thread_id in thread_ids:
             yield _delete_thread(checkpointer, thread_id)
     facts: list[Fact] = yield call(store, "list_all", user_id)
@@ -280,6 +285,43 @@ def _delete_thread(checkpointer: Any, thread_id: str) -> Step:
             await asyncio.to_thread(checkpointer.delete_thread, thread)
 
     return Step(checkpointer.delete_thread, adelete, (thread_id,))
+
+
+_SQLITE_TABLES = ("checkpoints", "writes")  # what LangGraph's SqliteSaver.setup() creates
+
+
+def _has_checkpoint_tables(checkpointer: Any) -> Step:
+    """Refuse a ``SqliteSaver`` whose file has no checkpoint tables, before anything is deleted.
+
+    Its ``delete_thread`` creates the tables first (``setup()``), so on the wrong file (a
+    typo'd path, another application's database) it deletes nothing and raises nothing;
+    the erase would then delete the thread records, the only index of the user's threads,
+    and the real checkpoints could never be found again. A checkpointer an agent wrote to
+    has the tables; other savers need no check (Postgres raises on a missing table).
+    """
+
+    def check() -> None:
+        sqlite3 = sys.modules.get("sqlite3")  # not imported: not a SqliteSaver
+        conn = getattr(checkpointer, "conn", None)
+        if sqlite3 is None or not isinstance(conn, sqlite3.Connection):
+            return
+        with getattr(checkpointer, "lock", None) or contextlib.nullcontext():
+            rows = conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)",
+                _SQLITE_TABLES,
+            ).fetchall()
+        if len(rows) < len(_SQLITE_TABLES):
+            raise ValueError(
+                f"checkpointer: its SQLite database has no LangGraph checkpoint tables "
+                f"({', '.join(_SQLITE_TABLES)}), so it is not the one the agent wrote its "
+                "threads to. Nothing was deleted; pass the agent's checkpointer, or None to "
+                "keep the checkpoints (their thread ids are then in the report)."
+            )
+
+    async def acheck() -> None:
+        check()  # one query on sqlite_master
+
+    return Step(check, acheck)
 
 
 def _checked(checkpointer: Any) -> Any:

@@ -5,6 +5,7 @@ import errno
 import io
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from datetime import datetime, timedelta, timezone
@@ -18,6 +19,7 @@ from langchain_ltm.defaults import open_store
 from langchain_ltm.errors import BackendError
 from langchain_ltm.facts import Fact
 from langchain_ltm.store import LongTermMemoryStore
+from tests.fakes import KeywordEmbeddings
 
 CARD = "my card is 4111 1111 1111 1111"
 
@@ -1100,25 +1102,6 @@ def _chatted(folder, saver=None):
     return saver
 
 
-def _fake_sqlite(monkeypatch, saver):
-    """A stand-in langgraph.checkpoint.sqlite whose SqliteSaver is ``saver`` (records paths)."""
-    import types
-
-    opened_paths = []
-
-    class SqliteSaver:
-        @staticmethod
-        @contextlib.contextmanager
-        def from_conn_string(path):
-            opened_paths.append(path)
-            yield saver
-
-    module = types.ModuleType("langgraph.checkpoint.sqlite")
-    module.SqliteSaver = SqliteSaver
-    monkeypatch.setitem(sys.modules, "langgraph.checkpoint.sqlite", module)
-    return opened_paths
-
-
 def test_forget_user_needs_yes_then_erases_the_user_and_keeps_the_other(ltm, tmp_path):
     from tests.unit_tests.test_erase import assert_scenario, everything
 
@@ -1155,11 +1138,20 @@ def test_forget_user_needs_yes_then_erases_the_user_and_keeps_the_other(ltm, tmp
     )
 
 
-def test_forget_user_deletes_the_threads_of_a_sqlite_checkpointer(ltm, tmp_path, monkeypatch):
-    saver = _chatted(tmp_path / "q")
-    paths = _fake_sqlite(monkeypatch, saver)
+def _sqlite_saver(path):
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    return SqliteSaver(sqlite3.connect(path, check_same_thread=False))
+
+
+def _tables(path):
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        return {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+
+
+def test_forget_user_deletes_the_threads_of_a_sqlite_checkpointer(ltm, tmp_path):
     db = tmp_path / "checkpoints.db"
-    db.write_bytes(b"")
+    saver = _chatted(tmp_path / "q", _sqlite_saver(db))
     code, out, err = ltm(
         "forget-user", "--user", "alice", "--checkpointer", f"sqlite:///{db}", "--yes", "--json"
     )
@@ -1167,48 +1159,61 @@ def test_forget_user_deletes_the_threads_of_a_sqlite_checkpointer(ltm, tmp_path,
     report = as_json(out)
     assert report["threads"] == 2 and report["thread_ids"] == ["alice-1", "alice-2"]
     assert report["checkpointer"] == f"sqlite:///{db}"
-    assert paths == [str(db)]
     assert {t.config["configurable"]["thread_id"] for t in saver.list(None)} == {"bob-1", "bob-2"}
+    saver.conn.close()
 
 
 def test_forget_user_refuses_a_checkpointer_it_cannot_use_and_deletes_nothing(
     ltm, tmp_path, monkeypatch
 ):
-    import sqlite3
-
     from tests.unit_tests.test_erase import everything
 
-    saver = _chatted(tmp_path / "q")
+    saver = _chatted(tmp_path / "q", _sqlite_saver(tmp_path / "agent.db"))
     with opened(tmp_path / "q") as store:
         before = everything(store)
+    checkpoints = len(list(saver.list(None)))
     yes = ("forget-user", "--user", "alice", "--yes", "--checkpointer")
 
-    monkeypatch.setitem(sys.modules, "langgraph.checkpoint.sqlite", None)  # not installed
-    code, out, err = ltm(*yes, f"sqlite:///{tmp_path / 'c.db'}")
-    assert (code, out) == (2, "")
-    assert "pip install langgraph-checkpoint-sqlite" in err
+    with monkeypatch.context() as patch:
+        patch.setitem(sys.modules, "langgraph.checkpoint.sqlite", None)  # not installed
+        code, out, err = ltm(*yes, f"sqlite:///{tmp_path / 'agent.db'}")
+        assert (code, out) == (2, "")
+        assert "pip install langgraph-checkpoint-sqlite" in err
 
     for url in ("redis://cache:6379", "memory://", "c.db"):
         code, _, err = ltm(*yes, url)
         assert code == 2 and "postgresql://" in err and "sqlite:///PATH" in err
 
-    _fake_sqlite(monkeypatch, saver)
     code, _, err = ltm(*yes, f"sqlite:///{tmp_path / 'missing.db'}")
     assert code == 2 and "there is no SQLite file" in err
     assert not (tmp_path / "missing.db").exists()
 
-    class NotACheckpointDatabase:
-        def delete_thread(self, thread_id):
-            raise sqlite3.OperationalError("no such table: checkpoints")
+    # SqliteSaver.delete_thread creates its tables first: on these files it deleted no
+    # checkpoint, raised nothing, and the erase deleted the thread records (exit 0)
+    (tmp_path / "other.db").write_bytes(b"")  # an empty file, as `touch` leaves it
+    with contextlib.closing(sqlite3.connect(tmp_path / "app.db")) as conn:
+        conn.execute("CREATE TABLE other (x)")  # another application's database
+    with LongTermMemoryStore.from_sqlite(tmp_path / "mem.db", KeywordEmbeddings(dims=8)):
+        pass  # a memory store, like the one --store names
+    for name in ("other.db", "app.db", "mem.db"):
+        kept = _tables(tmp_path / name)
+        code, out, err = ltm(*yes, f"sqlite:///{tmp_path / name}")
+        assert (code, out) == (2, "")
+        assert "no LangGraph checkpoint tables" in err and "Nothing was deleted" in err
+        assert ("it is a langchain-ltm memory store" in err) == (name == "mem.db")
+        assert _tables(tmp_path / name) == kept  # nothing created in it
 
-    _fake_sqlite(monkeypatch, NotACheckpointDatabase())
-    (tmp_path / "other.db").write_bytes(b"")
-    code, _, err = ltm(*yes, f"sqlite:///{tmp_path / 'other.db'}")
-    assert code == 2 and "no LangGraph checkpoint tables" in err and "Nothing was deleted" in err
+    (tmp_path / "notes.db").write_text("not a database\n" * 100)
+    code, _, err = ltm(*yes, f"sqlite:///{tmp_path / 'notes.db'}")
+    assert code == 2 and "is not a SQLite database" in err and "Nothing was deleted" in err
 
     with opened(tmp_path / "q") as store:
         assert everything(store) == before
-    assert len(list(saver.list(None))) > 0
+    assert len(list(saver.list(None))) == checkpoints
+    code, out, _ = ltm(*yes, f"sqlite:///{tmp_path / 'agent.db'}", "--json")  # still findable
+    assert code == 0 and as_json(out)["thread_ids"] == ["alice-1", "alice-2"]
+    assert {t.config["configurable"]["thread_id"] for t in saver.list(None)} == {"bob-1", "bob-2"}
+    saver.conn.close()
 
 
 def test_export_user_data_prints_or_writes_one_json_document(ltm, tmp_path):

@@ -8,6 +8,7 @@ back the threads and the facts; erasing a user removes both.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from typing import Any
 
@@ -15,7 +16,13 @@ import pytest
 from langchain.agents import create_agent
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from langchain_ltm import LongTermMemoryStore, MemoryMiddleware, create_memory_tools, forget_user
+from langchain_ltm import (
+    LongTermMemoryStore,
+    MemoryMiddleware,
+    aforget_user,
+    create_memory_tools,
+    forget_user,
+)
 from tests.fakes import KeywordEmbeddings, ScriptedToolModel
 
 
@@ -77,5 +84,42 @@ def test_checkpoints_and_memories_share_one_file(path):
     assert saver.get_tuple(run("alice", "t1")) is None
     assert [f.content for f in store.list_all("bob")] == ["Likes green tea"]
     assert saver.get_tuple(run("bob", "t2")) is not None
+    store.close()
+    saver.conn.close()
+
+
+def tables(path: str) -> set[str]:
+    with sqlite3.connect(path) as conn:
+        return {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+
+
+def test_a_saver_on_the_wrong_file_is_refused_before_anything_is_deleted(path, tmp_path):
+    """SqliteSaver.delete_thread creates its tables first: on the wrong file it raised nothing.
+
+    The erase then deleted the thread records, the only index of the user's threads, and the
+    real checkpoints could never be found again.
+    """
+    agent, store, saver = open_agent(path)
+    agent.invoke(say("remember: Likes green tea"), run("alice", "t1"))
+    wrong = str(tmp_path / "other-app.db")
+    with sqlite3.connect(wrong) as conn:
+        conn.execute("CREATE TABLE other (x)")
+    before = sorted(item.key for ns in store.list_namespaces() for item in store.search(ns))
+
+    with SqliteSaver.from_conn_string(wrong) as other:
+        with pytest.raises(ValueError, match="no LangGraph checkpoint tables"):
+            forget_user(store, "alice", checkpointer=other)
+        with pytest.raises(ValueError, match="no LangGraph checkpoint tables"):
+            asyncio.run(aforget_user(store, "alice", checkpointer=other))
+    assert tables(wrong) == {"other"}  # no table created in it
+    after = sorted(item.key for ns in store.list_namespaces() for item in store.search(ns))
+    assert after == before  # facts, turns and the thread record all kept
+    assert saver.get_tuple(run("alice", "t1")) is not None
+
+    report = forget_user(store, "alice", checkpointer=saver)  # the right one finishes the job
+    assert (report.facts, report.thread_ids) == (1, ("t1",))
+    assert saver.get_tuple(run("alice", "t1")) is None
+    with SqliteSaver.from_conn_string(wrong) as other:  # no thread left: nothing to refuse
+        assert forget_user(store, "alice", checkpointer=other).thread_ids == ()
     store.close()
     saver.conn.close()

@@ -73,12 +73,49 @@ def _checkpointer_opener(url: str | None) -> Callable[[], contextlib.AbstractCon
         saver = _checkpoint_module("sqlite").SqliteSaver
         if not path.is_file():  # connecting would create an empty database
             raise Failure(EXIT_USAGE, f"--checkpointer {url}: there is no SQLite file at {path}.")
+        _check_sqlite_checkpoints(url, path)
         return lambda: saver.from_conn_string(str(path))
     raise Failure(
         EXIT_USAGE,
         f"--checkpointer {_redact(url)}: pass the agent's LangGraph checkpointer as "
         "postgresql://user:pw@host/db (PostgresSaver) or sqlite:///PATH (SqliteSaver).",
     )
+
+
+_SQLITE_CHECKPOINT_TABLES = ("checkpoints", "writes")  # created by SqliteSaver.setup()
+
+
+def _check_sqlite_checkpoints(url: str, path: Path) -> None:
+    """Refuse a SQLite file without LangGraph's checkpoint tables, before anything is deleted.
+
+    ``SqliteSaver.delete_thread`` creates its tables first: on the wrong file it would delete
+    no checkpoint and raise nothing, and the erase would then delete the thread records,
+    the only index of the user's threads. The file is opened read-only, so nothing is
+    created in it.
+    """
+    import sqlite3  # at need: only forget-user --checkpointer sqlite:///
+
+    wanted = ", ".join(_SQLITE_CHECKPOINT_TABLES)
+    advice = (
+        "Nothing was deleted. Pass the SQLite file the agent's SqliteSaver writes to, or leave "
+        "out --checkpointer to keep the checkpoints (their thread ids are listed)."
+    )
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
+        try:
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise Failure(
+            EXIT_USAGE, f"--checkpointer {url}: {path} is not a SQLite database ({exc}). {advice}"
+        ) from exc
+    if set(_SQLITE_CHECKPOINT_TABLES) <= tables:
+        return
+    found = f"{path} has no LangGraph checkpoint tables ({wanted})"
+    if "ltm_items" in tables:
+        found += ": it is a langchain-ltm memory store (what --store names), not a checkpointer"
+    raise Failure(EXIT_USAGE, f"--checkpointer {url}: {found}. {advice}")
 
 
 def _checkpoint_module(engine: str) -> Any:
