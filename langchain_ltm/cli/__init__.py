@@ -78,6 +78,7 @@ def _run(argv: Sequence[str] | None) -> int:
     from langchain_ltm.cli.io import Output
     from langchain_ltm.cli.session import Session
 
+    _quiet_postgres_logs(args)
     session = Session(args, Output(sys.stdout), sys.stderr)
     try:
         if args.user is not None:
@@ -103,6 +104,21 @@ def _run(argv: Sequence[str] | None) -> int:
         code, message = classified
     print(f"ltm: error: {message}", file=sys.stderr)
     return code
+
+
+def _quiet_postgres_logs(args: object) -> None:
+    """Keep psycopg's log records (the pool's, one per failed attempt) off stderr.
+
+    Unhandled, Python printed each "error connecting in 'langchain-ltm': ..." of the pool,
+    up to eight before the command's own error said the same once. Only a command given a
+    Postgres URL imports ``logging`` for it.
+    """
+    from langchain_ltm.defaults import _POSTGRES_SCHEMES
+
+    if any(isinstance(v, str) and v.startswith(_POSTGRES_SCHEMES) for v in vars(args).values()):
+        import logging
+
+        logging.getLogger("psycopg").addHandler(logging.NullHandler())
 
 
 def _silence_stdout() -> None:

@@ -44,6 +44,11 @@ class Failure(Exception):
 def classify(exc: Exception, where: str) -> tuple[int, str] | None:
     """Exit code and message for an exception, or ``None`` for a bug (let it propagate)."""
     if isinstance(exc, BackendError):
+        if _caused_by(exc, "psycopg_pool", "PoolTimeout") and "postgres_backend()" in str(exc):
+            return EXIT_ENGINE, (  # the library's advice names the Python API
+                f"{where}: no free Postgres connection within the pool timeout, although the "
+                "server accepts connections (they all stayed busy); retry the command."
+            )
         return EXIT_ENGINE, str(exc)
     if isinstance(exc, (LTMError, ValueError)):
         return EXIT_USAGE, str(exc)
@@ -80,6 +85,15 @@ def classify(exc: Exception, where: str) -> tuple[int, str] | None:
     if isinstance(exc, OSError):
         return EXIT_USAGE, f"cannot use {exc.filename or where}: {exc.strerror or exc}."
     return None
+
+
+def _caused_by(exc: BaseException, package: str, name: str) -> bool:
+    """``exc`` was raised from a ``package`` exception called ``name`` (no import needed)."""
+    cause = exc.__cause__
+    return any(
+        cls.__name__ == name and cls.__module__.partition(".")[0] == package
+        for cls in type(cause).__mro__
+    )
 
 
 def _is_sqlite_error(exc: Exception) -> bool:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -440,9 +443,86 @@ def test_a_connection_lost_twice_is_a_clear_error_and_the_next_call_works(
 
 def test_an_unreachable_server_is_a_clear_error(tmp_path):
     started = time.monotonic()
-    with pytest.raises(BackendError, match="server is up and reachable"):
+    with pytest.raises(BackendError, match="server is up and reachable") as info:
         postgres_backend(f"postgresql://postgres@/postgres?host={tmp_path}", timeout=1)
     assert time.monotonic() - started < 10
+    assert "max_size" not in str(info.value)  # a bigger pool does not reach a server
+    assert "connecting directly failed: connection is bad" in str(info.value)
+
+
+def test_a_pool_whose_connections_all_stay_busy_says_so(pg_url):
+    """The server is reachable: only then is a bigger pool the advice."""
+    backend = postgres_backend(pg_url, table=f"t_{uuid.uuid4().hex[:12]}", max_size=1, timeout=1)
+    try:
+        held = backend.connector.sync_pool().connection()  # the only connection
+        with held, pytest.raises(BackendError, match="all stayed busy") as info:
+            backend.count(NS)
+        assert "raise max_size/timeout of postgres_backend()" in str(info.value).lower()
+        assert "connecting directly failed" not in str(info.value)
+    finally:
+        backend.drop()
+        backend.close()
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("postgresql://app:s3cret@127.0.0.1:99999/app", 'invalid port number "99999"'),
+        ("postgresql://app:s3cret@db:5432,db2:0/app", 'invalid port number "0"'),
+        ("postgresql://app:s3cret@db/app?sslmod=require", 'invalid URI query parameter: "sslmod"'),
+        ("postgresql://app:s3cret@[::1/app", 'matching "]" in IPv6 host address'),
+        ("host=db port=http password=s3cret", 'invalid port number "http"'),
+    ],
+)
+def test_a_malformed_url_is_refused_at_once_without_its_password(url, problem):
+    """libpq only read the URL when the pool connected: each attempt logged the error and
+    the call raised BackendError after the whole pool timeout, as if the server were down."""
+    started = time.monotonic()
+    with pytest.raises(ValueError, match="Malformed Postgres URL") as info:
+        postgres_backend(url, timeout=5)
+    assert time.monotonic() - started < 1
+    assert problem in str(info.value) and "s3cret" not in str(info.value)
+
+
+def _ltm(*argv: str) -> subprocess.CompletedProcess[str]:
+    """``ltm ...`` in a fresh interpreter (its own logging set-up), a 1 s pool timeout."""
+    script = (
+        "import sys\n"
+        "from langchain_ltm.backends.postgres import backend\n"
+        "backend.postgres_backend.__kwdefaults__['timeout'] = 1.0\n"
+        "from langchain_ltm.cli import main\n"
+        f"sys.exit(main({list(argv)!r}))"
+    )
+    env = {**os.environ, "LTM_ENCODER_SERVER": "off"}
+    return subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env
+    )
+
+
+def test_the_cli_says_once_why_it_cannot_connect_and_takes_a_bad_url_as_bad_usage(tmp_path):
+    """The pool's log lines ("error connecting in 'langchain-ltm': ...", up to eight) came
+    before the command's own error, which advised postgres_backend(), a Python API."""
+    done = _ltm("list", "--user", "u", "--store", "postgresql://app@127.0.0.1:1/app")
+    assert done.returncode == 3 and done.stdout == ""
+    assert done.stderr.startswith("ltm: error: Cannot connect to Postgres")
+    assert done.stderr.count("\n") == 1  # one line: the command's own
+    assert "postgres_backend" not in done.stderr and "Connection refused" in done.stderr
+
+    with LongTermMemoryStore.from_sqlite(tmp_path / "m.db", KeywordEmbeddings(dims=384)) as store:
+        store.remember("u", "Likes tea")
+
+    for argv in (
+        ("list", "--user", "u", "--store", "postgresql://app:pw@127.0.0.1:99999/app"),
+        ("migrate", "--from", f"sqlite:///{tmp_path / 'm.db'}", "--to", "postgresql://app:pw@db:99999/app"),
+        ("forget-user", "--user", "u", "--store", f"sqlite:///{tmp_path / 'm.db'}", "--yes",
+         "--checkpointer", "postgresql://app:pw@db:99999/app"),
+    ):  # fmt: skip
+        started = time.monotonic()
+        done = _ltm(*argv)
+        assert (done.returncode, done.stdout) == (2, ""), done.stderr
+        assert 'invalid port number "99999"' in done.stderr and ":pw@" not in done.stderr
+        assert done.stderr.count("\n") == 1
+        assert time.monotonic() - started < 10
 
 
 # ---- pools handed in --------------------------------------------------------------------

@@ -1008,6 +1008,28 @@ def test_lock_errors_say_what_to_do_for_sqlite_and_qdrant_folders():
     assert "ltm migrate --from FOLDER --to sqlite:///FILE" in message
 
 
+def test_a_busy_postgres_pool_is_told_without_the_python_api():
+    """The library's advice (raise max_size/timeout of postgres_backend()) is not the shell's."""
+    from psycopg_pool import PoolTimeout
+
+    from langchain_ltm.backends.postgres._conn import translate
+    from langchain_ltm.cli.exits import EXIT_ENGINE, classify
+
+    where = "the store at postgresql://***@db/app"
+    busy = PoolTimeout("couldn't get a connection after 10.00 sec")
+    error = translate(busy, "search")
+    error.__cause__ = busy
+    assert "postgres_backend()" in str(error)
+    code, message = classify(error, where)
+    assert code == EXIT_ENGINE and message.startswith(where) and "all stayed busy" in message
+    assert "postgres_backend" not in message and "retry the command" in message
+
+    error = translate(busy, "search", "connection refused")  # unreachable: as the library says
+    error.__cause__ = busy
+    assert classify(error, where) == (EXIT_ENGINE, str(error))
+    assert "Cannot connect to Postgres" in str(error) and "max_size" not in str(error)
+
+
 def test_a_file_is_not_a_store(ltm, tmp_path):
     path = tmp_path / "file.txt"
     path.write_text("x")

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import re
 import selectors
 import threading
 import time
@@ -30,6 +31,7 @@ from typing import Any, Protocol, TypeVar
 
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import ExecStatus, PipelineStatus, TransactionStatus
 from psycopg.rows import tuple_row
 from psycopg.types import TypeInfo
@@ -84,12 +86,77 @@ _REWRITES = {
 """Calls that lock the store's tables for a rewrite, within a ``lock_timeout`` of theirs."""
 
 
+_SQLALCHEMY_SCHEME = "postgresql+psycopg://"
+
+
+def check_conninfo(conninfo: str) -> str:
+    """``conninfo`` if libpq can read it, else ``ValueError`` saying what is wrong.
+
+    A malformed URL (an unknown query parameter, port 99999) was only found by the pool's
+    connection attempts: it logged the error once per attempt and raised after its whole
+    timeout, as if the server were down. SQLAlchemy's ``postgresql+psycopg://`` scheme
+    (what a ``PGEngine`` is built from) is read as ``postgresql://``.
+
+    Example:
+        >>> check_conninfo("postgresql+psycopg://app@db/app")
+        'postgresql://app@db/app'
+        >>> check_conninfo("postgresql://app:pw@db:99999/app")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: Malformed Postgres URL postgresql://***@db:99999/app: invalid port number...
+    """
+    if conninfo.startswith(_SQLALCHEMY_SCHEME):
+        conninfo = "postgresql://" + conninfo.removeprefix(_SQLALCHEMY_SCHEME)
+    shown = redact(conninfo)
+    try:
+        params = conninfo_to_dict(conninfo)
+    except psycopg.Error as exc:
+        problem = str(exc).strip().replace(conninfo, shown)
+        raise ValueError(f"Malformed Postgres URL {shown}: {problem}. {_URL_FORM}") from None
+    for port in str(params.get("port") or "").split(","):
+        if port and not (port.isdigit() and 1 <= int(port) <= 65535):
+            raise ValueError(
+                f'Malformed Postgres URL {shown}: invalid port number "{port}" (1 to 65535). '
+                + _URL_FORM
+            )
+    return conninfo
+
+
+_URL_FORM = "Write it as postgresql://user:password@host:5432/dbname."
+
+
+def redact(conninfo: str) -> str:
+    """``conninfo`` with the user and password of a URL (or a ``password=``) hidden.
+
+    Example:
+        >>> redact("postgresql://app:secret@db/app"), redact("host=db password=secret")
+        ('postgresql://***@db/app', 'host=db password=***')
+    """
+    scheme, sep, rest = conninfo.partition("://")
+    if sep:
+        _, at, tail = rest.rpartition("@")
+        url = f"{scheme}://***@{tail}" if at else conninfo
+        return re.sub(r"([?&]password=)[^&]*", r"\1***", url)
+    return re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", conninfo)
+
+
 def translate(exc: BaseException, what: str, why: str = "") -> Exception:
-    """A langchain-ltm error for a psycopg error, saying what to change."""
+    """A langchain-ltm error for a psycopg error, saying what to change.
+
+    ``why`` is :meth:`Connector.diagnose`'s answer for a ``PoolTimeout``: the server could
+    not be reached at all (a bigger pool would not help), or it can and the pool's
+    connections all stayed busy.
+    """
+    if isinstance(exc, PoolTimeout) and why:
+        return BackendError(
+            f"Cannot connect to Postgres ({exc}; connecting directly failed: {why}). Check "
+            "that the server is up and reachable at the URL's host and port, and the URL's "
+            "user, password and database."
+        )
     if isinstance(exc, PoolTimeout):
         return BackendError(
-            f"No Postgres connection within the pool timeout ({exc}{why}). Check that the "
-            "server is up and reachable, or raise max_size/timeout of postgres_backend()."
+            f"No free Postgres connection within the pool timeout ({exc}), although the "
+            "server accepts connections: the pool's connections all stayed busy. Raise "
+            "max_size/timeout of postgres_backend(), or run fewer calls at once."
         )
     if isinstance(exc, pg_errors.UniqueViolation | pg_errors.ExclusionViolation) and str(
         getattr(exc.diag, "constraint_name", "")
@@ -766,11 +833,11 @@ class Connector:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def diagnose(self) -> str:
-        """Why connecting fails, from one direct attempt (the pool keeps its errors)."""
+        """Why connecting fails, from one direct attempt (the pool keeps its errors); or ``""``."""
         try:
             psycopg.connect(self.conninfo, **{**self.kwargs, "connect_timeout": 2}).close()
         except psycopg.Error as exc:
-            return f"; connecting directly failed: {str(exc).strip()}"
+            return " ".join(str(exc).split())  # libpq's hint is on a line of its own
         return ""
 
     async def arun(

@@ -97,6 +97,7 @@ try:
     from langchain_ltm.backends.postgres._calibrate import BroadCalibration
     from langchain_ltm.backends.postgres._conn import (
         Connector,
+        check_conninfo,
         conninfo_from_engine,
         sqlalchemy_url,
     )
@@ -799,6 +800,11 @@ def postgres_backend(
     Returns:
         The backend, ready for ``LongTermMemoryStore(backend, embeddings=...)``.
 
+    Raises:
+        ValueError: ``conn`` is a URL libpq cannot read (a bad port, an unknown parameter),
+            raised before any connection is tried.
+        BackendError: with ``setup=True``, the server cannot be reached within ``timeout``.
+
     Example:
         >>> backend = postgres_backend("postgresql://localhost/app", dims=384, setup=False)
         >>> backend.dims, backend.tables.items
@@ -809,7 +815,7 @@ def postgres_backend(
     pool: ConnectionPool[Any] | None = None
     apool: AsyncConnectionPool[Any] | None = None
     if isinstance(conn, str):
-        conninfo = conn
+        conninfo = check_conninfo(conn)  # malformed: ValueError now, not after the timeout
     elif isinstance(conn, (ConnectionPool, AsyncConnectionPool)):
         if isinstance(conn, ConnectionPool):
             pool = conn

@@ -67,7 +67,13 @@ def _checkpointer_opener(url: str | None) -> Callable[[], contextlib.AbstractCon
         return contextlib.nullcontext
     if url.startswith(("postgresql://", "postgres://")):
         saver = _checkpoint_module("postgres").PostgresSaver
-        return lambda: saver.from_conn_string(url)
+        from langchain_ltm.backends.postgres._conn import check_conninfo
+
+        try:
+            conninfo = check_conninfo(url)  # malformed: now, not as a connection failure
+        except ValueError as exc:
+            raise Failure(EXIT_USAGE, f"--checkpointer: {exc}") from exc
+        return lambda: saver.from_conn_string(conninfo)
     if url.startswith("sqlite:///"):
         path = Path(url.removeprefix("sqlite:///")).expanduser()
         saver = _checkpoint_module("sqlite").SqliteSaver
