@@ -78,9 +78,15 @@ def classify(exc: Exception, where: str) -> tuple[int, str] | None:
             "or Postgres (--store URL)."
         )
     if isinstance(exc, (FileExistsError, NotADirectoryError)):
+        path = exc.filename or "that path"
+        if _is_sqlite_file(path):  # as the default store's path is printed
+            return EXIT_USAGE, (
+                f"{path} is a SQLite file, and a bare path names an embedded Qdrant folder: "
+                f"pass --store sqlite:///{path} to use it."
+            )
         return EXIT_USAGE, (
-            f"cannot keep a store in {exc.filename or 'that path'}: it is a file, not a "
-            "folder; pass --store a folder path (embedded Qdrant) or a URL."
+            f"cannot keep a store in {path}: it is a file, not a folder; pass --store a "
+            "folder path (embedded Qdrant), sqlite:///PATH for a SQLite file, or a URL."
         )
     if isinstance(exc, OSError):
         return EXIT_USAGE, f"cannot use {exc.filename or where}: {exc.strerror or exc}."
@@ -94,6 +100,15 @@ def _caused_by(exc: BaseException, package: str, name: str) -> bool:
         cls.__name__ == name and cls.__module__.partition(".")[0] == package
         for cls in type(cause).__mro__
     )
+
+
+def _is_sqlite_file(path: object) -> bool:
+    """``path`` is a file that starts with SQLite's header."""
+    try:
+        with open(str(path), "rb") as file:
+            return file.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
 
 
 def _is_sqlite_error(exc: Exception) -> bool:

@@ -317,7 +317,7 @@ def no_store_at(url: str) -> str | None:
             path = sqlite_path(check_sqlite_url(url))
         except ValueError:
             return None  # open_store says how to write one
-        if path.is_file():
+        if path.is_file() or path.is_dir():  # a folder: opening says it is one
             return None
         return (
             f"there is no SQLite file at {path} (sqlite:///name.db is relative to the current "

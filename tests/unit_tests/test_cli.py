@@ -1034,7 +1034,27 @@ def test_a_file_is_not_a_store(ltm, tmp_path):
     path = tmp_path / "file.txt"
     path.write_text("x")
     code, _, err = ltm("list", "--user", "alice", store_url=str(path))
-    assert code == 2 and "it is a file, not a folder" in err
+    assert code == 2 and "it is a file, not a folder" in err and "sqlite:///PATH" in err
+
+
+def test_a_sqlite_file_given_as_a_bare_path_is_pointed_to_sqlite_url(ltm, tmp_path):
+    """A bare path is an embedded Qdrant folder; the message said only "a folder or a URL"."""
+    url = f"sqlite:///{tmp_path / 'mem.db'}"
+    assert ltm("remember", "--user", "alice", "Likes tea", store_url=url)[0] == 0
+    code, out, err = ltm("list", "--user", "alice", store_url=str(tmp_path / "mem.db"))
+    assert (code, out) == (2, "")
+    assert f"pass --store {url} to use it" in err
+    code, out, _ = ltm("list", "--user", "alice", store_url=url)  # and that works
+    assert code == 0 and "Likes tea" in out
+
+
+def test_a_sqlite_url_naming_a_folder_says_so(ltm, tmp_path):
+    """It exited 3 with "check that its folder exists and is writable" (it was, and it did)."""
+    (tmp_path / "adir").mkdir()
+    for command in (("remember", "--user", "u", "x"), ("list", "--user", "u")):
+        code, _, err = ltm(*command, store_url=f"sqlite:///{tmp_path / 'adir'}")
+        assert code == 2 and f"{tmp_path / 'adir'} is a folder, not a SQLite file" in err
+    assert list((tmp_path / "adir").iterdir()) == []
 
 
 def test_store_is_closed_after_each_command(ltm, tmp_path, monkeypatch):

@@ -169,6 +169,8 @@ def test_bad_paths_and_options_are_clear(tmp_path):
         sqlite_backend(":memory:")
     with pytest.raises(BackendError, match="check that its folder exists"):
         sqlite_backend(tmp_path / "missing" / "ltm.sqlite")
+    with pytest.raises(ValueError, match="is a folder, not a SQLite file"):
+        sqlite_backend(tmp_path)  # SQLite said "unable to open": "check that its folder exists"
     (tmp_path / "junk.sqlite").write_bytes(b"not a database at all" * 100)
     with pytest.raises(BackendError, match="not a usable SQLite database"):
         sqlite_backend(tmp_path / "junk.sqlite")

@@ -149,6 +149,11 @@ class SqliteBackend(ThreadedAsync):
         # absolute once, here: pool connections, the watcher and the lock folder open later,
         # and a relative path would follow the process's working directory to another file
         self.path = os.path.abspath(os.path.expanduser(path))
+        if os.path.isdir(self.path):  # SQLite only says "unable to open database file"
+            raise ValueError(
+                f"{self.path} is a folder, not a SQLite file: name a file in it, e.g. "
+                f"{os.path.join(self.path, 'memories.db')}."
+            )
         self.tables = sql.Tables(table)
         self.dims = dims
         self.busy_timeout = float(busy_timeout)
