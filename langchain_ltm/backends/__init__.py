@@ -16,12 +16,35 @@ def engine(name: str, extra: str) -> Any:
     try:
         return importlib.import_module(f"langchain_ltm.backends.{name}")
     except ImportError as exc:
-        if isinstance(exc, MissingDependencyError):
-            raise
+        if isinstance(exc, MissingDependencyError) or blamed_package(exc) == "langchain_ltm":
+            raise  # a module of ours failed to import: a bug, not a package to install
         raise MissingDependencyError(
             f"This engine needs optional packages ({exc.name} is missing): "
             f'pip install "langchain-ltm[{extra}]"'
         ) from exc
+
+
+def blamed_package(exc: ImportError) -> str:
+    """The top-level package whose import failed: the missing module's, else the raiser's.
+
+    ``exc.name`` names the module that could not be found or lacks a name; an
+    ``ImportError`` raised by hand (psycopg's "no pq wrapper available") has none, and
+    the module whose code raised it is blamed.
+
+    Example:
+        >>> try:
+        ...     import psycopg_nonexistent_module
+        ... except ImportError as exc:
+        ...     blamed_package(exc)
+        'psycopg_nonexistent_module'
+    """
+    if exc.name:
+        return exc.name.partition(".")[0]
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    module = "" if tb is None else str(tb.tb_frame.f_globals.get("__name__", ""))
+    return module.partition(".")[0]
 
 
 def backend_for(vectorstore: Any) -> VectorBackend:

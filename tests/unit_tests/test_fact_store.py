@@ -200,3 +200,32 @@ def test_a_missing_engine_extra_says_what_to_install(monkeypatch):
     for factory in (FactStore.from_postgres, LongTermMemoryStore.from_postgres):
         with pytest.raises(MissingDependencyError, match=hint):
             factory("postgresql://nobody@localhost/none", emb)
+
+
+def test_a_module_of_ours_failing_to_import_is_not_a_missing_extra(monkeypatch):
+    """Every ImportError around the Postgres engine's imports said "pip install
+    langchain-ltm[postgres]", its own modules' too, so a broken install or a bug there
+    sent the reader to install what they had.
+    """
+    from langchain_ltm.errors import MissingDependencyError
+
+    for name in [m for m in sys.modules if m.startswith("langchain_ltm.backends.postgres")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "langchain_ltm.backends.postgres._broad", None)
+    emb = DeterministicFakeEmbedding(size=8)
+    for factory in (FactStore.from_postgres, LongTermMemoryStore.from_postgres):
+        with pytest.raises(ImportError, match="_broad") as raised:
+            factory("postgresql://nobody@localhost/none", emb)
+        assert not isinstance(raised.value, MissingDependencyError)
+        assert "pip install" not in str(raised.value)
+
+
+def test_an_import_error_is_blamed_on_the_package_that_raised_it():
+    from langchain_ltm.backends import blamed_package
+
+    scope = {"__name__": "psycopg.pq"}  # psycopg raises this one by hand, without a name
+    exec("def load():\n    raise ImportError('no pq wrapper available')", scope)
+    with pytest.raises(ImportError) as raised:
+        scope["load"]()
+    assert blamed_package(raised.value) == "psycopg"
+    assert blamed_package(ImportError("x", name="langchain_ltm.backends.x")) == "langchain_ltm"

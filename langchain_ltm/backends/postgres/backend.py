@@ -77,6 +77,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from langchain_ltm.backends import blamed_package
 from langchain_ltm.errors import (
     DuplicateFactError,
     MissingDependencyError,
@@ -103,7 +104,9 @@ try:
     )
     from langchain_ltm.backends.postgres._lock import AdvisoryLocks, HeldLock
     from langchain_ltm.backends.postgres._vector_type import migrate_vector_type
-except ImportError as exc:  # pragma: no cover - exercised without the extra
+except ImportError as exc:
+    if blamed_package(exc) not in ("psycopg", "psycopg_pool", "pgvector"):
+        raise  # a module of ours (or another package): the install hint would mislead
     raise MissingDependencyError(
         f"The Postgres engine needs psycopg 3 and psycopg-pool ({exc}). "
         'Install them with: pip install "langchain-ltm[postgres]"'
