@@ -462,3 +462,51 @@ def test_ltm_encoder_command_and_recall_through_it(runtime, tmp_path):
     env["LTM_ENCODER_SERVER"] = "auto"
     assert "Stopping: pid" in ltm("encoder", "stop").stdout
     assert _wait_for(lambda: ltm("encoder").returncode == 1, 30)
+
+
+def test_the_key_changes_with_each_upgrade_that_could_change_the_vectors(tmp_path, monkeypatch):
+    """A running encoder keeps the libraries and code it started with; a command after an
+    upgrade reached it while the key stayed the same. The key left out ``_ort_cache.py``
+    (how the session it runs is built), tokenizers and numpy, and read onnxruntime's
+    version only from ``onnxruntime-*.dist-info`` (an onnxruntime-gpu upgrade kept it).
+    """
+    import importlib.machinery
+    import types
+
+    from langchain_ltm import _ort_cache
+    from langchain_ltm.cli.warm import client
+
+    site = tmp_path / "site-packages"
+
+    def install(package: str, dist: str) -> None:
+        (site / package).mkdir(parents=True, exist_ok=True)
+        (site / package / "__init__.py").write_text("")
+        for old in site.glob(f"{package}*.dist-info"):
+            old.rmdir()
+        (site / f"{dist}.dist-info").mkdir()
+        module = types.ModuleType(package)  # found where it is, without importing it
+        module.__spec__ = importlib.machinery.ModuleSpec(package, None, is_package=True)
+        module.__spec__.submodule_search_locations = [str(site / package)]
+        monkeypatch.setitem(sys.modules, package, module)
+
+    def key() -> str:
+        client.files_of.cache_clear()
+        return client._key()
+
+    install("onnxruntime", "onnxruntime_gpu-1.20.0")
+    install("tokenizers", "tokenizers-0.20.0")
+    keys = [key()]
+    assert key() == keys[0]  # the same installation: the same encoder
+    install("onnxruntime", "onnxruntime_gpu-1.21.0")
+    keys.append(key())
+    install("tokenizers", "tokenizers-0.21.0")
+    keys.append(key())
+    monkeypatch.setattr(client.np, "__version__", "99.0.0")
+    keys.append(key())
+    edited = tmp_path / "_ort_cache.py"
+    edited.write_text(Path(_ort_cache.__file__).read_text() + "\n# a new release\n")
+    spec = importlib.machinery.ModuleSpec(_ort_cache.__name__, None, origin=str(edited))
+    monkeypatch.setattr(_ort_cache, "__spec__", spec)
+    keys.append(key())
+    client.files_of.cache_clear()
+    assert len(set(keys)) == len(keys), keys

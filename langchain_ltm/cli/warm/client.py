@@ -432,19 +432,61 @@ def _idle_minutes(given: float | None) -> float:
 
 
 def _key() -> str:
+    """What decides the vectors an encoder computes: a new key starts a new encoder.
+
+    The model and tokenizer files, this package's encoding code (``_ort_cache`` builds the
+    session an encoder runs) and the onnxruntime, tokenizers and numpy it has loaded: an
+    encoder started before an upgrade of any of them keeps the old ones in memory, and its
+    vectors could differ from those of a command that embeds in its own process.
+    """
     code = files_of(
-        "langchain_ltm._minilm", "langchain_ltm.cli.warm.protocol", "langchain_ltm.cli.warm.server"
+        "langchain_ltm._minilm",
+        "langchain_ltm._ort_cache",
+        "langchain_ltm.cli.warm.protocol",
+        "langchain_ltm.cli.warm.server",
     )
-    return encoder_key(VERSION, MINILM_INT8_SHA256, MINILM_TOKENIZER_SHA256, _ort_version(), code)
+    return encoder_key(
+        VERSION, MINILM_INT8_SHA256, MINILM_TOKENIZER_SHA256, _installed(), np.__version__, code
+    )
 
 
-def _ort_version() -> str:
-    """The version of onnxruntime, read without importing it (the import is what is saved)."""
+_RUNTIMES = (("onnxruntime", "onnxruntime"), ("tokenizers", "tokenizers-"))
+"""(package, prefix of its distributions' ``.dist-info`` folders): ``onnxruntime`` is also
+installed as ``onnxruntime_gpu``, ``onnxruntime_directml``, ... under the same package."""
+
+
+def _installed() -> str:
+    """The installed onnxruntime and tokenizers, read without importing them.
+
+    Importing them is what the encoder saves a command. Their ``.dist-info`` folders name
+    them, else (no such folder: a source or conda install) their ``__init__.py``'s stamp.
+    """
     import importlib.util
 
-    spec = importlib.util.find_spec("onnxruntime")
-    if spec is None or not spec.submodule_search_locations:
-        return "none"
-    root = Path(next(iter(spec.submodule_search_locations)))
-    found = sorted(p.name for p in root.parent.glob("onnxruntime-*.dist-info"))
-    return found[-1] if found else str(root)
+    listed: dict[Path, list[str]] = {}
+    parts = []
+    for package, prefix in _RUNTIMES:
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            parts.append(f"{package}: none")
+            continue
+        root = Path(next(iter(spec.submodule_search_locations)))
+        if root.parent not in listed:  # one listing of site-packages for both
+            try:
+                listed[root.parent] = sorted(os.listdir(root.parent))
+            except OSError:
+                listed[root.parent] = []
+        found = [
+            name
+            for name in listed[root.parent]
+            if name.startswith(prefix) and name.endswith(".dist-info")
+        ]
+        parts.append(",".join(found) or f"{root}@{_mtime(root / '__init__.py')}")
+    return ";".join(parts)
+
+
+def _mtime(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return 0
