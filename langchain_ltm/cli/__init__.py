@@ -37,6 +37,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from langchain_ltm.cli.exits import (
     EXIT_ENGINE,
@@ -48,6 +49,9 @@ from langchain_ltm.cli.exits import (
     exit_status,
 )
 from langchain_ltm.cli.parser import build_parser, parse
+
+if TYPE_CHECKING:
+    from langchain_ltm.cli.io import Output
 
 __all__ = ["EXIT_ENGINE", "EXIT_NOT_FOUND", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
 
@@ -79,7 +83,8 @@ def _run(argv: Sequence[str] | None) -> int:
     from langchain_ltm.cli.session import Session
 
     _quiet_postgres_logs(args)
-    session = Session(args, Output(sys.stdout), sys.stderr)
+    out = Output(sys.stdout)
+    session = Session(args, out, sys.stderr)
     try:
         if args.user is not None:
             validate_user_id(args.user)  # before the (slower) store opens
@@ -103,7 +108,24 @@ def _run(argv: Sequence[str] | None) -> int:
             raise
         code, message = classified
     print(f"ltm: error: {message}", file=sys.stderr)
+    if getattr(args, "json", False) and not out.written:
+        _json_error(out, code, message)
     return code
+
+
+def _json_error(out: Output, code: int, message: str) -> None:
+    """With ``--json``, a failed command's stdout is one JSON document too: the error.
+
+    Only when the command wrote nothing there (a command that printed its result and then
+    failed, or an export that stopped halfway, keeps what it wrote as it is).
+    """
+    import json
+
+    try:
+        out.write(json.dumps({"error": message, "exit_code": code}, ensure_ascii=False) + "\n")
+        out.flush()
+    except OSError:  # stdout itself is what failed: the message on stderr says so
+        pass
 
 
 def _quiet_postgres_logs(args: object) -> None:

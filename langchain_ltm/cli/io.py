@@ -165,11 +165,15 @@ class Output:
 
     def __init__(self, stream: IO[str] | None) -> None:
         self._stream = stream
+        self.written = False
+        """Whether anything was written (a command that fails then leaves its output alone)."""
 
     def write(self, text: str) -> int:
         """Write ``text``; an ``OSError`` names stdout (a closed pipe is re-raised as is)."""
         with _naming("stdout"):
-            return self._open().write(text)
+            count = self._open().write(text)
+        self.written = self.written or bool(text)
+        return count
 
     def flush(self) -> None:
         """Flush what was written (the write that fails may be this one)."""

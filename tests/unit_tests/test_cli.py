@@ -1454,3 +1454,36 @@ def test_export_follows_a_symlink_and_writes_into_a_pipe(ltm, tmp_path):
     reader.join(10)
     assert code == 0 and not fifo.is_file()
     assert [json.loads(x)["content"] for x in got[0].splitlines()] == ["Likes tea"]
+
+
+def test_json_errors_are_one_json_document_on_stdout(ltm, tmp_path):
+    """With --json a failing command's stdout is the error as JSON (stderr says it too)."""
+    store = f"sqlite:///{tmp_path / 'm.db'}"
+    code, out, err = ltm("remember", "--user", "u", "Likes tea", "--json", store_url=store)
+    assert code == 0
+    cases = [
+        (["forget", "--user", "u", "zzzz", "--json"], store, 1),  # no such fact
+        (["clear", "--user", "u", "--json"], store, 2),  # no --yes
+        (["list", "--user", "u", "--json"], f"sqlite:///{tmp_path / 'none.db'}", 1),
+    ]
+    for args, url, expected in cases:
+        code, out, err = ltm(*args, store_url=url)
+        assert code == expected, (args, err)
+        assert as_json(out) == {
+            "error": err.removeprefix("ltm: error: ").strip(),
+            "exit_code": code,
+        }
+    # without --json nothing goes to stdout
+    code, out, err = ltm("forget", "--user", "u", "zzzz", store_url=store)
+    assert (code, out) == (1, "") and err.startswith("ltm: error:")
+
+
+def test_a_json_result_is_not_followed_by_an_error_document(ltm, tmp_path):
+    """A command that printed its JSON result and then exits non-zero keeps that one document."""
+    store = f"sqlite:///{tmp_path / 'm.db'}"
+    code, out, err = ltm(
+        "remember", "--user", "u", "my password is hunter2", "--json", store_url=store
+    )
+    assert code == 2 and "rejected" in err
+    (row,) = as_json(out)  # one document: the rows, no error object after them
+    assert row["action"] == "rejected"
