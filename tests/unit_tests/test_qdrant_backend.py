@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from datetime import timedelta
 
 import numpy as np
 import pytest
@@ -19,7 +20,7 @@ from langchain_ltm.backends.qdrant import (
     QdrantBackend,
     qdrant_backend,
 )
-from langchain_ltm.backends.qdrant._layout import head_id, translate
+from langchain_ltm.backends.qdrant._layout import head_id, to_us, translate
 from langchain_ltm.backends.qdrant.backend import _local_lock_for
 from langchain_ltm.errors import BackendError
 from tests.fakes import KeywordEmbeddings
@@ -492,3 +493,77 @@ def test_server_plans_page_over_tied_scores_showing_every_item_once(count):
         for item in store.search(ns, query="same words", limit=1, offset=offset)
     ]
     assert sorted(paged) == [f"k{i:02d}" for i in range(count)]
+
+
+def _refresh_racing(monkeypatch, emb, interleave):
+    """A reader's refresh on read, with ``interleave(writer)`` run between its read of the
+    item and its refresh of the points (another thread or process writing meanwhile)."""
+    from langchain_ltm import _clock
+
+    now = [_clock.utcnow()]
+    monkeypatch.setattr(_clock, "utcnow", lambda: now[0])
+    client = QdrantClient(":memory:")
+    backend = QdrantBackend(client, dims=64, mirror=False)  # the server code path
+    reader = LongTermMemoryStore(backend, embeddings=emb)
+    writer = LongTermMemoryStore(backend, embeddings=emb)
+    ns = ("sessions", "alice")
+    reader.put(ns, "cart", {"text": "tea", "note": "for two"}, ttl=10, index=["text", "note"])
+    real = client.batch_update_points
+    fired = []
+
+    def between(*args, **kwargs):  # the refresh's only write: its read is done
+        if not fired:
+            fired.append(True)
+            interleave(writer, ns)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(client, "batch_update_points", between)
+    now[0] += timedelta(minutes=1)
+    seen = reader.get(ns, "cart")
+    monkeypatch.setattr(client, "batch_update_points", real)
+    assert fired
+    return reader, backend, ns, seen, now
+
+
+def test_a_refresh_on_read_keeps_a_rewrite_landing_meanwhile(monkeypatch, emb):
+    """The refresh set the old expiry on the points by id: a ``put(..., ttl=None)`` landing
+    between its read and its write got that expiry back, and the sweep deleted it."""
+    reader, backend, ns, seen, now = _refresh_racing(
+        monkeypatch,
+        emb,
+        lambda writer, ns: writer.put(
+            ns, "cart", {"text": "tea and scones", "note": "x"}, ttl=None, index=["text", "note"]
+        ),
+    )
+    assert seen is not None and seen.value["text"] == "tea"
+    stored = backend.get([(ns, "cart")])[0]
+    assert stored is not None and stored.expires_at is None and stored.ttl_minutes is None
+    assert {p.payload.get("expires_at_us") for p in points(backend.client)} == {None}
+    now[0] += timedelta(hours=1)
+    assert reader.sweep_ttl() == 0
+    assert reader.get(ns, "cart").value["text"] == "tea and scones"
+
+
+def test_a_refresh_on_read_of_an_item_deleted_meanwhile_refreshes_nothing(monkeypatch, emb):
+    """An id list naming a point deleted meanwhile failed the whole refresh: the reader's get
+    raised a BackendError blaming reachability or the API key."""
+    _, backend, ns, seen, _ = _refresh_racing(
+        monkeypatch, emb, lambda writer, ns: writer.delete(ns, "cart")
+    )
+    assert seen is not None and seen.value["text"] == "tea"
+    assert backend.get([(ns, "cart")]) == [None]
+    assert points(backend.client) == []
+
+
+def test_a_refresh_on_read_on_the_server_path_moves_every_point(monkeypatch, emb):
+    from langchain_ltm import _clock
+
+    now = [_clock.utcnow()]
+    monkeypatch.setattr(_clock, "utcnow", lambda: now[0])
+    backend = QdrantBackend(QdrantClient(":memory:"), dims=64, mirror=False)
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    store.put(NS, "k", {"text": "tea", "note": "for two"}, ttl=10, index=["text", "note"])
+    now[0] += timedelta(minutes=5)
+    assert store.get(NS, "k") is not None
+    expected = to_us(now[0] + timedelta(minutes=10))
+    assert [p.payload["expires_at_us"] for p in points(backend.client)] == [expected] * 2

@@ -411,16 +411,28 @@ def _pair(payload: dict[str, Any]) -> tuple[Any, Any]:
     return payload.get("ns"), payload.get("key")
 
 
-def plan_touch(layout: Layout, keys: Sequence[ItemKey], now: datetime) -> Plan[list[StoredItem]]:
-    """Refresh the TTL of the alive items among ``keys`` on every point; the refreshed items."""
+def plan_touch(
+    layout: Layout, keys: Sequence[ItemKey], now: datetime, *, exclusive: bool = False
+) -> Plan[None]:
+    """Refresh the TTL of the alive items among ``keys`` on every point.
+
+    The new expiry is set only on points that still hold what was read (same
+    ``updated_at_us``, ``expires_at_us`` and ``ttl_minutes``): a write or delete landing
+    between the read and the refresh (another thread, process or store) is left as it is,
+    so a ``put(..., ttl=None)`` is not given its old expiry back and a deleted item is
+    nothing to refresh (the SQL engines refresh with one conditional ``UPDATE``).
+    ``exclusive``: the caller holds a lock every write to the collection takes (the
+    embedded mirror's), so nothing can land in between and the points are named by id:
+    local mode checks a filter on every point of the collection (a get took 14 ms, not
+    0.1 ms, over 5,000 items).
+    """
     ids = list(dict.fromkeys(head_id(ns, key) for ns, key in keys))
     if not ids:
-        return []
+        return
     records = yield layout.call(
         "retrieve", ids=ids, with_payload=[*ITEM_FIELDS, "paths"], with_vectors=False
     )
     operations: list[models.UpdateOperation] = []
-    refreshed: list[StoredItem] = []
     for r in records:
         if not is_ours(r.payload):
             continue
@@ -432,27 +444,31 @@ def plan_touch(layout: Layout, keys: Sequence[ItemKey], now: datetime) -> Plan[l
         points: list[models.ExtendedPointId] = list(
             point_ids(item.namespace, item.key, r.payload.get("paths") or [""])
         )
-        operations.append(
-            models.SetPayloadOperation(
-                set_payload=models.SetPayload(
-                    payload={"expires_at_us": to_us(expires_at)}, points=points
-                )
-            )
+        if exclusive:
+            target = models.SetPayload(payload={"expires_at_us": to_us(expires_at)}, points=points)
+            operations.append(models.SetPayloadOperation(set_payload=target))
+            continue
+        unchanged = models.Filter(
+            must=[
+                models.HasIdCondition(has_id=points),
+                models.FieldCondition(
+                    key="updated_at_us", match=models.MatchValue(value=r.payload["updated_at_us"])
+                ),
+                models.FieldCondition(
+                    key="expires_at_us", match=models.MatchValue(value=r.payload["expires_at_us"])
+                ),
+                models.FieldCondition(
+                    key="ttl_minutes",
+                    range=models.Range(gte=item.ttl_minutes, lte=item.ttl_minutes),
+                ),
+            ]
         )
-        refreshed.append(
-            StoredItem(
-                item.namespace,
-                item.key,
-                item.value,
-                item.created_at,
-                item.updated_at,
-                expires_at,
-                item.ttl_minutes,
-            )
-        )
+        # a filter, not ``points``: a server applies both (their union), and an id list
+        # answers 404 for a point deleted meanwhile
+        target = models.SetPayload(payload={"expires_at_us": to_us(expires_at)}, filter=unchanged)
+        operations.append(models.SetPayloadOperation(set_payload=target))
     if operations:
         yield layout.call("batch_update_points", update_operations=operations, wait=True)
-    return refreshed
 
 
 def plan_sweep(layout: Layout, now: datetime) -> Plan[list[ItemKey]]:

@@ -433,7 +433,7 @@ class QdrantBackend(VectorBackend):
             self._sync(plan_touch(self.layout, keys, now))
             return
         with self._shared.lock:
-            self._sync(plan_touch(self.layout, keys, now))
+            self._sync(plan_touch(self.layout, keys, now, exclusive=True))
             self._shared.mirror.touch(keys, now)
 
     def sweep(self, now: datetime) -> int:  # noqa: D102
