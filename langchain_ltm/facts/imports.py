@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -396,11 +395,19 @@ def _expired(version: FactVersion, now: datetime) -> bool:
     return version.expires_at is not None and version.expires_at <= now
 
 
+_LONGEST_TTL = _clock._MAX_TTL_MINUTES - 1
+"""The longest TTL ``put`` and ``remember`` take (their limit is exclusive)."""
+
+
 def _minutes_until(expires_at: datetime | None, since: datetime) -> float | None:
-    """The TTL that, written at ``since``, expires at ``expires_at`` (versions: with the fact)."""
+    """The TTL that, written at ``since``, expires at ``expires_at`` (versions: with the fact).
+
+    At most :data:`_LONGEST_TTL`: an old export (no ``ttl_minutes``) of a fact expiring in
+    year 9000 is a valid record, but a refresh by a longer step overflowed every read.
+    """
     if expires_at is None:
         return None
-    return max((expires_at - since).total_seconds() / 60, 1e-6)
+    return min(max((expires_at - since).total_seconds() / 60, 1e-6), _LONGEST_TTL)
 
 
 def check_records(
@@ -568,16 +575,19 @@ def _check_id(fact_id: Any, where: str) -> None:
 def _ttl_minutes(raw: Any, expires: datetime | None, where: str) -> float | None:
     """The record's ``ttl_minutes``: a positive number, or ``None``.
 
-    Older exports have none: a restore then counts the TTL from ``updated_at``. Without
-    ``expires_at`` (a line edited to last) the fact has no TTL, whatever it says.
+    Within the limit ``put`` and ``remember`` set (:func:`_clock.check_ttl`): a restored
+    ``1e12`` made every refreshing read of the user overflow. Older exports have none: a
+    restore then counts the TTL from ``updated_at``. Without ``expires_at`` (a line edited
+    to last) the fact has no TTL, whatever it says.
     """
-    if raw is None:
-        return None
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 < raw < math.inf:
+    try:
+        ttl = _clock.check_ttl(raw, "ttl_minutes")
+    except ValueError:
         raise InvalidFactError(
-            f"{where}: ttl_minutes must be a positive number of minutes, got {raw!r}."
-        )
-    return None if expires is None else float(raw)
+            f"{where}: ttl_minutes must be a positive number of minutes below "
+            f"{_clock._MAX_TTL_MINUTES:,.0f} (about 1,900 years), got {raw!r}."
+        ) from None
+    return None if expires is None else ttl
 
 
 def _not_future(where: str, now: datetime, **times: datetime | None) -> None:

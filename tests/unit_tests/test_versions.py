@@ -834,18 +834,59 @@ async def test_a_restored_fact_keeps_its_ttl_when_reads_have_moved_its_expiry(me
         (True, "positive number"),
         (float("inf"), "positive number"),
         (float("nan"), "positive number"),
+        # put and remember refuse these: a restored one overflowed every refreshing read
+        (1e12, r"record 1: ttl_minutes .* below 1,000,000,000"),
+        (1e9, r"record 1: ttl_minutes .* below 1,000,000,000"),
     ],
 )
 async def test_a_bad_ttl_minutes_in_an_export_is_refused_and_nothing_is_stored(
     mem, clock, ttl, match
 ):
     made = await mem.remember("u1", "Reported a lost card this morning", ttl=60)
+    await mem.update_fact("u1", made.fact.id, "Reported a lost blue card this morning")
     (record,) = await mem.export_user("u1")
-    record = {**record, "ttl_minutes": ttl}
     with pytest.raises(InvalidFactError, match=match):
-        await mem.import_user("u2", [record])
+        await mem.import_user("u2", [{**record, "ttl_minutes": ttl}])
+    (earlier,) = record["history"]
+    with pytest.raises(
+        InvalidFactError, match=match.replace("record 1:", r"record 1: history\[0\]:")
+    ):
+        await mem.import_user("u2", [{**record, "history": [{**earlier, "ttl_minutes": ttl}]}])
     assert await mem.list_all("u2") == []
     assert [f.id for f in await mem.list_all("u1")] == [made.fact.id]
+
+
+async def test_an_old_export_expiring_in_the_far_future_restores_a_ttl_reads_can_use(
+    mem, store, clock
+):
+    """An export without ``ttl_minutes`` gets ``expires_at - updated_at`` as its TTL: for a
+    fact expiring in year 9000 that was 3.7e9 minutes, past what ``put`` takes, and every
+    refreshing read (``store.get``, ``store.search``) and update of the user overflowed."""
+    made = await mem.remember("u1", "My locker code changes weekly", ttl=60)
+    await mem.update_fact("u1", made.fact.id, "My locker code changes daily")
+    (record,) = await mem.export_user("u1")
+    far = "9000-01-01T00:00:00+00:00"
+    old = {k: v for k, v in record.items() if k != "ttl_minutes"}
+    old = {**old, "expires_at": far, "history": [{**record["history"][0], "expires_at": far}]}
+    old["history"][0].pop("ttl_minutes", None)
+    assert (await mem.import_user("u2", [old])).restored == 1
+    (fact,) = await mem.list_all("u2")
+    assert fact.ttl_minutes == 999_999_999 and fact.history[0].ttl_minutes == 999_999_999
+    if hasattr(store, "get"):  # a LongTermMemoryStore; FactStore has no BaseStore API
+        ns = store.user_namespace("u2")
+        assert store.get(ns, made.fact.id).value["content"] == "My locker code changes daily"
+        assert [i.value["content"] for i in store.search(ns, query="locker")] == [
+            "My locker code changes daily"
+        ]
+    await mem.update_fact("u2", made.fact.id, "My locker code changes every hour")
+    (again,) = await mem.export_user("u2")  # and the copy restores again
+    await mem.clear_user("u2")
+    assert (await mem.import_user("u2", [again])).restored == 1
+    assert [v.content for v in await mem.history("u2", made.fact.id)] == [
+        "My locker code changes weekly",
+        "My locker code changes daily",
+        "My locker code changes every hour",
+    ]
 
 
 async def test_importing_a_ttl_never_shortens_or_drops_what_is_stored(mem, clock):
