@@ -683,39 +683,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
     def _refresh(self, items: dict[ItemKey, StoredItem], now: datetime) -> Logic[None]:
         """Refresh the TTLs of ``items`` read (and their facts' versions) from ``now``."""
         if items:
-            keys = yield from self._with_fact_versions(list(items.values()))
-            yield call(self.backend, "touch", keys, now)
-
-    def _with_fact_versions(self, items: list[StoredItem]) -> Logic[list[ItemKey]]:
-        """Keys to refresh: the items, and the versions of the facts among them.
-
-        A fact's versions expire with it, so refreshing a fact refreshes them too (one
-        search per user namespace, only for facts that have versions), and a version read
-        on its own (``store.search`` over a user's namespace) refreshes its fact and the
-        fact's other versions: it never outlives them.
-        """
-        keys: list[ItemKey] = [(it.namespace, it.key) for it in items]
-        by_namespace: dict[tuple[str, ...], list[StoredItem]] = {}
-        owners: dict[ItemKey, None] = {}  # the facts of versions read on their own
-        for item in items:
-            if not is_user_namespace(self.namespace, item.namespace):
-                continue
-            if "content_hash" in item.value:
-                by_namespace.setdefault(item.namespace, []).append(item)
-            elif isinstance(item.value.get("version_of"), str):
-                owners[(item.namespace, item.value["version_of"])] = None
-        read = {(it.namespace, it.key) for it in items}
-        wanted = [key for key in owners if key not in read]
-        if wanted:  # a version lives as long as its fact: refresh the fact and its versions
-            found_facts = yield call(self.backend, "get", wanted)
-            for fact in found_facts:
-                if fact is not None and "content_hash" in fact.value:
-                    keys.append((fact.namespace, fact.key))
-                    by_namespace.setdefault(fact.namespace, []).append(fact)
-        for namespace, facts in by_namespace.items():
-            found = yield from reads.versions_of(self._facts, namespace, facts)
-            keys.extend((v.namespace, v.key) for versions in found.values() for v in versions)
-        return list(dict.fromkeys(keys))
+            yield from reads.refresh(self._facts, list(items.values()), now)
 
     # ---- facts -----------------------------------------------------------------------
 
@@ -732,4 +700,5 @@ class LongTermMemoryStore(FactAPI, BaseStore):
             max_fact_chars=self.max_fact_chars,
             max_queries=self.max_queries,
             history_limit=self.history_limit,
+            refresh_on_read=(self.ttl_config or {}).get("refresh_on_read", True),
         )

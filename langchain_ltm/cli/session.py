@@ -177,7 +177,7 @@ class Session:
             Failure: ``EXIT_NOT_FOUND`` when no fact has that id or prefix, ``EXIT_USAGE``
                 (the candidates listed) when several have it or it is too short.
         """
-        facts = self.facts.list_all(self.user)
+        facts = self.facts.list_all(self.user, refresh_ttl=False)
         if any(fact.id == given for fact in facts):
             return given
         found = [fact for fact in facts if given and fact.id.startswith(given)]

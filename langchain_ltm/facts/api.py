@@ -224,13 +224,16 @@ class FactAPI(ABC):
             )
         )
 
-    def pinned(self, user_id: str) -> list[Fact]:
-        """The user's pinned facts, oldest first (nothing is embedded)."""
-        return run_sync(reads.pinned(self._facts, user_id))
+    def pinned(self, user_id: str, *, refresh_ttl: bool | None = None) -> list[Fact]:
+        """The user's pinned facts, oldest first (nothing is embedded).
 
-    async def apinned(self, user_id: str) -> list[Fact]:
+        A read: the facts returned that have a TTL are refreshed, as by :meth:`recall`.
+        """
+        return run_sync(reads.pinned(self._facts, user_id, refresh_ttl))
+
+    async def apinned(self, user_id: str, *, refresh_ttl: bool | None = None) -> list[Fact]:
         """Async twin of :meth:`pinned`."""
-        return await run_async(reads.pinned(self._facts, user_id))
+        return await run_async(reads.pinned(self._facts, user_id, refresh_ttl))
 
     def update_fact(self, user_id: str, fact_id: str, fact: str) -> RememberResult:
         """Give one of the user's facts a new text (a new version; the old one is kept).
@@ -262,6 +265,7 @@ class FactAPI(ABC):
         include_history: bool = False,
         as_of: datetime | None = None,
         filter: Mapping[str, Any] | None = None,
+        refresh_ttl: bool | None = None,
     ) -> list[RecalledFact]:
         """The user's facts most similar to any of the phrasings, each once, best first.
 
@@ -279,10 +283,22 @@ class FactAPI(ABC):
                 ``limit`` facts come back whenever that many match. Earlier versions
                 (``include_history``, ``as_of``) are matched on their own metadata. A bad
                 filter, or one on a key of the fact layout, raises ``InvalidFilterError``.
+            refresh_ttl: Push the expiry of the facts returned that have a TTL (and of
+                their versions) as ``store.get`` of them does; ``None``: the store's
+                ``refresh_on_read`` (``TTLConfig``, default ``True``).
+                An agent recalling a fact every turn keeps it while it is in use.
         """
         return run_sync(
             reads.recall(
-                self._facts, user_id, queries, limit, min_score, include_history, as_of, filter
+                self._facts,
+                user_id,
+                queries,
+                limit,
+                min_score,
+                include_history,
+                as_of,
+                filter,
+                refresh_ttl,
             )
         )
 
@@ -296,21 +312,37 @@ class FactAPI(ABC):
         include_history: bool = False,
         as_of: datetime | None = None,
         filter: Mapping[str, Any] | None = None,
+        refresh_ttl: bool | None = None,
     ) -> list[RecalledFact]:
         """Async twin of :meth:`recall`."""
         return await run_async(
             reads.recall(
-                self._facts, user_id, queries, limit, min_score, include_history, as_of, filter
+                self._facts,
+                user_id,
+                queries,
+                limit,
+                min_score,
+                include_history,
+                as_of,
+                filter,
+                refresh_ttl,
             )
         )
 
-    def history(self, user_id: str, fact_id: str) -> list[FactVersion]:
-        """Every version of one fact, oldest first, the current one last (``[]``: no such fact)."""
-        return run_sync(reads.history(self._facts, user_id, fact_id))
+    def history(
+        self, user_id: str, fact_id: str, *, refresh_ttl: bool | None = None
+    ) -> list[FactVersion]:
+        """Every version of one fact, oldest first, the current one last (``[]``: no such fact).
 
-    async def ahistory(self, user_id: str, fact_id: str) -> list[FactVersion]:
+        A read: a fact with a TTL is refreshed with its versions, as by :meth:`recall`.
+        """
+        return run_sync(reads.history(self._facts, user_id, fact_id, refresh_ttl))
+
+    async def ahistory(
+        self, user_id: str, fact_id: str, *, refresh_ttl: bool | None = None
+    ) -> list[FactVersion]:
         """Async twin of :meth:`history`."""
-        return await run_async(reads.history(self._facts, user_id, fact_id))
+        return await run_async(reads.history(self._facts, user_id, fact_id, refresh_ttl))
 
     def forget(self, user_id: str, fact_id: str) -> bool:
         """Delete one of the user's facts and its versions; ``False`` if it has no such fact."""
@@ -333,13 +365,18 @@ class FactAPI(ABC):
         """Async twin of :meth:`prune_history`."""
         return await run_async(reads.prune_history(self._facts, user_id, fact_id, keep))
 
-    def list_all(self, user_id: str) -> list[Fact]:
-        """All of the user's facts with their histories, oldest first."""
-        return run_sync(reads.list_all(self._facts, user_id))
+    def list_all(self, user_id: str, *, refresh_ttl: bool | None = None) -> list[Fact]:
+        """All of the user's facts with their histories, oldest first.
 
-    async def alist_all(self, user_id: str) -> list[Fact]:
+        A read: the facts that have a TTL are refreshed, as by :meth:`recall`; an
+        inventory that should leave expiries alone passes ``refresh_ttl=False`` (as
+        :meth:`export_user` and the ``ltm`` command do).
+        """
+        return run_sync(reads.list_all(self._facts, user_id, refresh_ttl))
+
+    async def alist_all(self, user_id: str, *, refresh_ttl: bool | None = None) -> list[Fact]:
         """Async twin of :meth:`list_all`."""
-        return await run_async(reads.list_all(self._facts, user_id))
+        return await run_async(reads.list_all(self._facts, user_id, refresh_ttl))
 
     def clear_user(self, user_id: str) -> int:
         """Delete every item in the user's namespace; returns how many items.
@@ -356,12 +393,15 @@ class FactAPI(ABC):
         return await run_async(reads.clear_user(self._facts, user_id))
 
     def export_user(self, user_id: str) -> list[dict[str, Any]]:
-        """Every fact of the user with every field and version, JSON-ready (lossless)."""
-        return [fact.to_dict() for fact in self.list_all(user_id)]
+        """Every fact of the user with every field and version, JSON-ready (lossless).
+
+        Not a read that refreshes TTLs: a backup leaves the expiries it copies as they are.
+        """
+        return [fact.to_dict() for fact in self.list_all(user_id, refresh_ttl=False)]
 
     async def aexport_user(self, user_id: str) -> list[dict[str, Any]]:
         """Async twin of :meth:`export_user`."""
-        return [fact.to_dict() for fact in await self.alist_all(user_id)]
+        return [fact.to_dict() for fact in await self.alist_all(user_id, refresh_ttl=False)]
 
     def import_user(
         self,

@@ -29,6 +29,9 @@ class FactContext:
     max_fact_chars: int
     max_queries: int
     history_limit: int | None
+    refresh_on_read: bool = True
+    """Whether the fact API's reads (recall, list_all, history, pinned) refresh TTLs by
+    default, as ``store.get``/``search`` do (``TTLConfig.refresh_on_read``)."""
 
     def user_namespace(self, user_id: str) -> tuple[str, ...]:
         """The namespace of ``user_id``'s facts."""

@@ -153,7 +153,7 @@ def _merge(
         for fact, dated in facts
         for v in fact.versions
     ]
-    stored: list[Fact] = yield from list_all(ctx, user_id)
+    stored: list[Fact] = yield from list_all(ctx, user_id, refresh_ttl=False)
     # a text the user holds for good is a duplicate; one held only with an expiry goes
     # through remember, which makes it last (as any text said again without a TTL)
     known = {

@@ -90,8 +90,9 @@ class Fact:
         pinned: Always shown to the model by ``MemoryMiddleware`` (a profile fact).
         expires_at: When the fact (with its versions) expires (``remember(..., ttl=)``);
             ``None``: never.
-        ttl_minutes: The fact's TTL: how far each read (with refresh on read) or write
-            pushes ``expires_at``; ``None``: no TTL.
+        ttl_minutes: The fact's TTL: how far each read (with refresh on read: ``recall``,
+            ``pinned``, ``list_all``, ``history``, ``store.get``/``search``; not
+            ``export_user``) or write pushes ``expires_at``; ``None``: no TTL.
 
     Example:
         >>> from datetime import datetime, timezone

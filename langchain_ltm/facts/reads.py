@@ -7,16 +7,24 @@ sweep deletes them; deletions (forget, clear, prune) take expired rows along.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from langchain_ltm import _clock
 from langchain_ltm._filters import Condition, Filter
 from langchain_ltm._steps import Logic, call
-from langchain_ltm.backends.base import Hit, SearchRequest, StoredItem, is_alive
+from langchain_ltm.backends.base import (
+    Hit,
+    ItemKey,
+    SearchRequest,
+    StoredItem,
+    expiry,
+    is_alive,
+)
 from langchain_ltm.errors import InvalidFactError
 from langchain_ltm.facts import versions as layout
-from langchain_ltm.facts.context import FactContext
+from langchain_ltm.facts.context import FactContext, is_user_namespace
 from langchain_ltm.facts.model import Fact, FactVersion, RecalledFact
 from langchain_ltm.facts.provenance import metadata_filter
 from langchain_ltm.facts.text import validate_text
@@ -29,6 +37,7 @@ __all__ = [
     "pinned",
     "prune_history",
     "recall",
+    "refresh",
 ]
 
 MAX_LIMIT = 1000
@@ -44,11 +53,13 @@ def recall(
     include_history: bool = False,
     as_of: datetime | None = None,
     filter: Mapping[str, Any] | None = None,
+    refresh_ttl: bool | None = None,
 ) -> Logic[list[RecalledFact]]:
     """The logic of ``LongTermMemoryStore.recall``.
 
     ``filter`` (metadata keys, BaseStore operators) joins every scope searched, so the
-    engine applies it before ranking and ``limit`` still fills.
+    engine applies it before ranking and ``limit`` still fills. The facts returned are
+    refreshed (:func:`refreshed`).
     """
     namespace = ctx.user_namespace(user_id)
     phrasings = _phrasings(ctx, queries)
@@ -106,15 +117,108 @@ def recall(
         found = yield call(ctx.backend, "get", [(namespace, k) for k in missing])
         facts.update({i.key: i for i in found if i is not None and is_alive(i, now)})
     histories = yield from versions_of(ctx, namespace, list(facts.values()), now)
+    facts, histories = yield from refreshed(ctx, refresh_ttl, facts, histories, now)
     out = []
     for fact_id, hit in ranked:
         item = facts.get(fact_id)
         if item is None:  # forgotten between the two calls
             continue
-        fact = layout.fact_from_items(item, user_id, histories.get(fact_id, ()))
-        version = hit.item if layout.is_version(hit.item) else None
+        versions = histories.get(fact_id, [])
+        fact = layout.fact_from_items(item, user_id, versions)
+        version = None
+        if layout.is_version(hit.item):
+            version = next((v for v in versions if v.key == hit.item.key), hit.item)
         out.append(layout.recalled(fact, float(hit.score or 0.0), version))
     return out
+
+
+def refreshed(
+    ctx: FactContext,
+    refresh_ttl: bool | None,
+    facts: Mapping[str, StoredItem],
+    versions: Mapping[str, list[StoredItem]],
+    now: datetime,
+) -> Logic[tuple[dict[str, StoredItem], dict[str, list[StoredItem]]]]:
+    """Refresh the TTL of the facts a read returns and of their versions, as ``store.get``.
+
+    ``facts`` by id, with ``versions`` (alive, by fact id) as read. ``refresh_ttl``:
+    ``None`` follows ``ctx.refresh_on_read``. Only facts with a TTL are refreshed (a
+    lasting fact leaves its versions' own expiry alone, as ``store.get`` of it does), in
+    one ``touch``; none has one: no call. Returns both with the expiry pushed (what the
+    engine holds now).
+    """
+    wanted = ctx.refresh_on_read if refresh_ttl is None else refresh_ttl
+    expiring = [f for f in facts.values() if f.ttl_minutes is not None] if wanted else []
+    if not expiring:
+        return dict(facts), dict(versions)
+    known = {(f.namespace, f.key): versions.get(f.key, []) for f in expiring}
+    yield from refresh(ctx, expiring, now, known)
+
+    def pushed(item: StoredItem) -> StoredItem:
+        if item.ttl_minutes is None or (item.namespace, item.key) not in touched:
+            return item
+        return replace(item, expires_at=expiry(now, item.ttl_minutes))
+
+    touched = set(known) | {(v.namespace, v.key) for vs in known.values() for v in vs}
+    return (
+        {k: pushed(f) for k, f in facts.items()},
+        {k: [pushed(v) for v in vs] for k, vs in versions.items()},
+    )
+
+
+def refresh(
+    ctx: FactContext,
+    items: Sequence[StoredItem],
+    now: datetime,
+    known: Mapping[ItemKey, Sequence[StoredItem]] | None = None,
+) -> Logic[None]:
+    """Refresh the TTLs of ``items`` read (and their facts' versions) from ``now``.
+
+    The one refresh on read: ``store.get``/``search`` and the fact API's reads come here.
+    ``known``: versions already read, by their fact's key (no search for those facts).
+    The engine refreshes only items alive at ``now``, so nothing expired comes back.
+    """
+    if items:
+        keys = yield from _with_fact_versions(ctx, items, known or {})
+        yield call(ctx.backend, "touch", keys, now)
+
+
+def _with_fact_versions(
+    ctx: FactContext,
+    items: Sequence[StoredItem],
+    known: Mapping[ItemKey, Sequence[StoredItem]],
+) -> Logic[list[ItemKey]]:
+    """Keys to refresh: the items, and the versions of the facts among them.
+
+    A fact's versions expire with it, so refreshing a fact refreshes them too (one
+    search per user namespace, only for facts that have versions and are not in
+    ``known``), and a version read on its own (``store.search`` over a user's namespace)
+    refreshes its fact and the fact's other versions: it never outlives them.
+    """
+    keys: list[ItemKey] = [(it.namespace, it.key) for it in items]
+    by_namespace: dict[tuple[str, ...], list[StoredItem]] = {}
+    owners: dict[ItemKey, None] = {}  # the facts of versions read on their own
+    for item in items:
+        if not is_user_namespace(ctx.namespace, item.namespace):
+            continue
+        if (item.namespace, item.key) in known:
+            keys.extend((v.namespace, v.key) for v in known[(item.namespace, item.key)])
+        elif "content_hash" in item.value:
+            by_namespace.setdefault(item.namespace, []).append(item)
+        elif isinstance(item.value.get("version_of"), str):
+            owners[(item.namespace, item.value["version_of"])] = None
+    read = {(it.namespace, it.key) for it in items}
+    wanted = [key for key in owners if key not in read]
+    if wanted:  # a version lives as long as its fact: refresh the fact and its versions
+        found_facts = yield call(ctx.backend, "get", wanted)
+        for fact in found_facts:
+            if fact is not None and "content_hash" in fact.value:
+                keys.append((fact.namespace, fact.key))
+                by_namespace.setdefault(fact.namespace, []).append(fact)
+    for namespace, facts in by_namespace.items():
+        found = yield from versions_of(ctx, namespace, facts)
+        keys.extend((v.namespace, v.key) for versions in found.values() for v in versions)
+    return list(dict.fromkeys(keys))
 
 
 WIDEST = 10_000
@@ -197,45 +301,53 @@ def versions_by_fact(
     return out
 
 
-def list_all(ctx: FactContext, user_id: str) -> Logic[list[Fact]]:
-    """The logic of ``LongTermMemoryStore.list_all``: facts and versions in one search."""
+def list_all(ctx: FactContext, user_id: str, refresh_ttl: bool | None = None) -> Logic[list[Fact]]:
+    """The logic of ``LongTermMemoryStore.list_all``: facts and versions in one search.
+
+    The facts are refreshed (:func:`refreshed`) unless ``refresh_ttl`` is ``False``.
+    """
     namespace = ctx.user_namespace(user_id)
+    now = _clock.utcnow()
     (hits,) = yield call(
-        ctx.backend,
-        "search",
-        SearchRequest(namespace, None, layout.ANY_TEXT, None, 0, _clock.utcnow()),
+        ctx.backend, "search", SearchRequest(namespace, None, layout.ANY_TEXT, None, 0, now)
     )
     versions: dict[str, list[StoredItem]] = {}
-    facts: list[StoredItem] = []
+    facts: dict[str, StoredItem] = {}
     for hit in hits:
         if hit.item.namespace != namespace:  # an item of a child namespace
             continue
         if layout.is_version(hit.item):
             versions.setdefault(str(hit.item.value["version_of"]), []).append(hit.item)
         else:
-            facts.append(hit.item)
-    out = [layout.fact_from_items(i, user_id, versions.get(i.key, ())) for i in facts]
+            facts[hit.item.key] = hit.item
+    facts, versions = yield from refreshed(ctx, refresh_ttl, facts, versions, now)
+    out = [layout.fact_from_items(i, user_id, versions.get(i.key, ())) for i in facts.values()]
     out.sort(key=lambda f: (f.created_at, f.id))
     return out
 
 
-def pinned(ctx: FactContext, user_id: str) -> Logic[list[Fact]]:
-    """The user's pinned facts, oldest first (one filtered search, nothing embedded)."""
+def pinned(ctx: FactContext, user_id: str, refresh_ttl: bool | None = None) -> Logic[list[Fact]]:
+    """The user's pinned facts, oldest first (one filtered search, nothing embedded).
+
+    Refreshed (:func:`refreshed`) unless ``refresh_ttl`` is ``False``.
+    """
     namespace = ctx.user_namespace(user_id)
+    now = _clock.utcnow()
     (hits,) = yield call(
-        ctx.backend,
-        "search",
-        SearchRequest(namespace, None, layout.PINNED, None, 0, _clock.utcnow()),
+        ctx.backend, "search", SearchRequest(namespace, None, layout.PINNED, None, 0, now)
     )
-    items = [h.item for h in hits if h.item.namespace == namespace]
-    histories = yield from versions_of(ctx, namespace, items, _clock.utcnow())
-    facts = [layout.fact_from_items(i, user_id, histories.get(i.key, ())) for i in items]
+    items = {h.item.key: h.item for h in hits if h.item.namespace == namespace}
+    histories = yield from versions_of(ctx, namespace, list(items.values()), now)
+    items, histories = yield from refreshed(ctx, refresh_ttl, items, histories, now)
+    facts = [layout.fact_from_items(i, user_id, histories.get(k, ())) for k, i in items.items()]
     facts.sort(key=lambda f: (f.created_at, f.id))
     return facts
 
 
-def history(ctx: FactContext, user_id: str, fact_id: str) -> Logic[list[FactVersion]]:
-    """The logic of ``LongTermMemoryStore.history``."""
+def history(
+    ctx: FactContext, user_id: str, fact_id: str, refresh_ttl: bool | None = None
+) -> Logic[list[FactVersion]]:
+    """The logic of ``LongTermMemoryStore.history`` (refreshed as :func:`list_all`)."""
     namespace = ctx.user_namespace(user_id)
     check_id(fact_id)
     (item,) = yield call(ctx.backend, "get", [(namespace, fact_id)])
@@ -245,7 +357,8 @@ def history(ctx: FactContext, user_id: str, fact_id: str) -> Logic[list[FactVers
     if layout.is_version(item) or "content" not in item.value:
         return []
     found = yield from versions_of(ctx, namespace, [item], now)
-    return list(layout.fact_from_items(item, user_id, found.get(fact_id, ())).versions)
+    facts, found = yield from refreshed(ctx, refresh_ttl, {fact_id: item}, found, now)
+    return list(layout.fact_from_items(facts[fact_id], user_id, found.get(fact_id, ())).versions)
 
 
 def forget(ctx: FactContext, user_id: str, fact_id: str) -> Logic[bool]:

@@ -40,7 +40,8 @@ class FactStore(FactAPI):
     TTL sweepers, batching of concurrent calls), and with it every LangGraph and LangChain
     import: a fresh process that only remembers or recalls facts (the ``ltm`` command, a
     script, a hook) starts about 0.25 s sooner. ``embeddings`` is any object with LangChain's
-    embedding methods.
+    embedding methods. Its reads refresh TTLs as LangGraph's default ``refresh_on_read``
+    does (pass ``refresh_ttl=False`` to a read to leave them).
 
     Args:
         backend: The engine, e.g. from :meth:`from_sqlite`.

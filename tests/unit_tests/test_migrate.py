@@ -398,7 +398,7 @@ def test_migrate_reads_without_refreshing_ttls_and_keeps_them(tmp_path):
     assert (code, err) == (0, "")
     for url in (source, target):
         with opened(url) as store:
-            (fact,) = store.list_all("alice")
+            (fact,) = store.list_all("alice", refresh_ttl=False)
             (copied,) = store.backend.get([(NOTES, "code")])
         assert fact.expires_at == card.expires_at  # a read is no refresh, the copy the same
         assert copied is not None and copied.expires_at is not None

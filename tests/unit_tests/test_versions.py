@@ -684,14 +684,15 @@ async def test_a_fact_with_a_ttl_expires_with_its_versions(mem, store, clock):
     clock.advance(30)
     moved = await mem.update_fact("u1", made.fact.id, "I live in Berlin")  # TTL kept, refreshed
     assert moved.action == "updated"
-    clock.advance(50)  # 80 after remember, 50 after the update
-    (fact,) = [f for f in await mem.list_all("u1") if f.id == made.fact.id]
+    clock.advance(50)  # 80 after remember, 50 after the update (these reads refresh nothing)
+    listed = await mem.list_all("u1", refresh_ttl=False)
+    (fact,) = [f for f in listed if f.id == made.fact.id]
     assert fact.content == "I live in Berlin"
-    assert [v.content for v in await mem.history("u1", made.fact.id)] == [
+    assert [v.content for v in await mem.history("u1", made.fact.id, refresh_ttl=False)] == [
         "I live in Paris",
         "I live in Berlin",
     ]
-    found = await mem.recall("u1", "paris", include_history=True)
+    found = await mem.recall("u1", "paris", include_history=True, refresh_ttl=False)
     assert [(f.id, f.superseded) for f in found][:1] == [(made.fact.id, True)]
     clock.advance(15)  # 65 after the update: the fact and its version are gone at once
     assert [f.id for f in await mem.list_all("u1")] == [lasting.fact.id]
@@ -939,11 +940,11 @@ async def test_a_new_version_keeps_the_ttl_or_takes_the_one_given(mem, store, cl
     kept = await mem.update_fact("u1", made.fact.id, "I have two kids")  # keeps it, from now
     assert kept.action == "updated" and kept.fact.id == made.fact.id
     clock.advance(9)  # 17 after the first write, 9 after the update
-    assert [f.content for f in await mem.list_all("u1")] == ["I have two kids"]
+    assert [f.content for f in await mem.list_all("u1", refresh_ttl=False)] == ["I have two kids"]
     longer = await mem.remember("u1", "I have three kids", ttl=100)  # the call's TTL wins
     assert longer.action == "updated"
     clock.advance(50)
-    (fact,) = await mem.list_all("u1")
+    (fact,) = await mem.list_all("u1", refresh_ttl=False)
     assert fact.content == "I have three kids" and len(fact.history) == 2
     clock.advance(51)
     assert await mem.list_all("u1") == []
@@ -996,7 +997,7 @@ def test_reading_a_version_through_the_base_store_refreshes_its_fact(store, cloc
     hits = store.search(store.user_namespace("u1"), filter={"version_of": made.fact.id})
     assert [h.value["content"] for h in hits] == ["I live in Paris"]
     clock.advance(5)  # 13 after the writes, 5 after the read: fact and version both live
-    assert [v.content for v in store.history("u1", made.fact.id)] == [
+    assert [v.content for v in store.history("u1", made.fact.id, refresh_ttl=False)] == [
         "I live in Paris",
         "I live in Berlin",
     ]
@@ -1202,9 +1203,103 @@ def test_reading_a_fact_through_the_base_store_refreshes_its_versions(store, clo
     clock.advance(8)
     assert store.get(store.user_namespace("u1"), made.fact.id) is not None  # refresh_ttl
     clock.advance(5)  # 13 after the writes, 5 after the read
-    assert len(store.history("u1", made.fact.id)) == 2
+    assert len(store.history("u1", made.fact.id, refresh_ttl=False)) == 2
     clock.advance(6)
     assert store.history("u1", made.fact.id) == []
+
+
+_FACT_READS = {
+    "recall": lambda mem, fact_id, **kw: mem.recall("u1", "lost card", **kw),
+    "list_all": lambda mem, fact_id, **kw: mem.list_all("u1", **kw),
+    "history": lambda mem, fact_id, **kw: mem.history("u1", fact_id, **kw),
+    "pinned": lambda mem, fact_id, **kw: mem.pinned("u1", **kw),
+}
+
+
+@pytest.mark.parametrize("read", sorted(_FACT_READS))
+async def test_reading_a_fact_through_the_fact_api_refreshes_it_and_its_versions(mem, clock, read):
+    """The fact API's reads never pushed an expiry (``store.get``/``search`` did): a fact
+    remembered with ``ttl=60`` and recalled every 30 minutes expired at 90, so an agent
+    recalling it each turn lost it, and its earlier texts with it."""
+    made = (await mem.remember("u1", "Reported a lost card", ttl=60, pinned=True)).fact
+    await mem.update_fact("u1", made.id, "Reported a lost blue card")
+    other = (await mem.remember("u2", "Reported a lost card", ttl=60)).fact  # not read
+    for _ in range(3):
+        clock.advance(30)
+        found = await _FACT_READS[read](mem, made.id)
+        assert found
+        if read != "history":  # the facts returned show the expiry they now have
+            (fact,) = [getattr(f, "fact", f) for f in found]
+            assert fact.expires_at == clock.now + timedelta(minutes=60)
+    clock.advance(50)  # 140 after the writes, 50 after the last read
+    (fact,) = await mem.list_all("u1", refresh_ttl=False)
+    assert fact.expires_at == clock.now + timedelta(minutes=10)
+    assert [v.content for v in fact.versions] == [
+        "Reported a lost card",
+        "Reported a lost blue card",
+    ]
+    assert fact.history[0].expires_at == fact.expires_at  # the version went with it
+    assert await mem.list_all("u2") == []  # another user's fact is not refreshed
+    assert await mem.history("u2", other.id) == []
+    clock.advance(11)  # nothing expired comes back
+    assert await _FACT_READS[read](mem, made.id) == []
+    assert await mem.list_all("u1") == []
+
+
+async def test_fact_reads_asked_not_to_and_exports_leave_expiries_alone(mem, clock):
+    made = (await mem.remember("u1", "Reported a lost card", ttl=60, pinned=True)).fact
+    await mem.update_fact("u1", made.id, "Reported a lost blue card")
+    for read in sorted(_FACT_READS):
+        clock.advance(10)
+        assert await _FACT_READS[read](mem, made.id, refresh_ttl=False)
+    clock.advance(10)
+    (record,) = await mem.export_user("u1")  # a backup copies expiries, pushes none
+    assert datetime.fromisoformat(record["expires_at"]) == made.expires_at
+    clock.advance(11)  # 61 after the writes
+    assert await mem.list_all("u1") == []
+
+
+async def test_a_fact_read_makes_no_refresh_call_without_a_ttl_to_refresh(
+    mem, store, clock, monkeypatch
+):
+    touched: list[list[tuple[tuple[str, ...], str]]] = []
+    for name in ("touch", "atouch"):
+        real = getattr(store.backend, name)
+
+        def spy(keys, now, _real=real):
+            touched.append(sorted(keys))
+            return _real(keys, now)
+
+        monkeypatch.setattr(store.backend, name, spy)
+    lasting = (await mem.remember("u1", "Reported a lost card", pinned=True)).fact
+    await mem.update_fact("u1", lasting.id, "Reported a lost blue card")
+    for read in _FACT_READS.values():
+        assert await read(mem, lasting.id)
+    assert touched == []
+    await mem.forget("u1", lasting.id)
+    made = (await mem.remember("u1", "Reported a lost card", ttl=60)).fact
+    await mem.update_fact("u1", made.id, "Reported a lost blue card")
+    assert await mem.recall("u1", "lost card")
+    ns = store.user_namespace("u1")
+    # one call with the fact and its version (an engine's atouch may run its touch)
+    assert {tuple(keys) for keys in touched} == {((ns, made.id), (ns, f"{made.id}@1"))}
+
+
+def test_a_store_without_refresh_on_read_leaves_fact_reads_alone(emb, clock):
+    store = LongTermMemoryStore(InMemoryVectorStore(emb), ttl={"refresh_on_read": False})
+    made = store.remember("u1", "Reported a lost card", ttl=60, pinned=True).fact
+    assert made is not None
+    for read in (
+        lambda: store.recall("u1", "lost card"),
+        lambda: store.list_all("u1"),
+        lambda: store.history("u1", made.id),
+        lambda: store.pinned("u1"),
+    ):
+        clock.advance(10)
+        assert read()
+    clock.advance(21)
+    assert store.list_all("u1") == []
+    assert store.recall("u1", "lost card", refresh_ttl=True) == []  # expired: not brought back
 
 
 async def test_remember_ttl_is_checked(mem):

@@ -129,7 +129,9 @@ def cmd_recall(session: Session) -> int:
     if not queries:
         raise Failure(EXIT_USAGE, 'recall needs a query: ltm recall --user U -q "what to find"')
     wanted = _metadata(session) or None
-    facts = session.facts.recall(session.user, queries, limit=session.args.limit, filter=wanted)
+    facts = session.facts.recall(  # looking from the command line keeps expiries as they are
+        session.user, queries, limit=session.args.limit, filter=wanted, refresh_ttl=False
+    )
     headers, rows = fact_rows(facts, scored=True)
     having = " with " + ", ".join(f"{k}={v}" for k, v in wanted.items()) if wanted else ""
     human = table(headers, rows) if facts else f"No facts of user {session.user!r}{having} match."
@@ -139,7 +141,7 @@ def cmd_recall(session: Session) -> int:
 
 def cmd_list(session: Session) -> int:
     """``ltm list``: every fact of the user, oldest first."""
-    facts = session.facts.list_all(session.user)
+    facts = session.facts.list_all(session.user, refresh_ttl=False)
     headers, rows = fact_rows(facts, scored=False)
     human = table(headers, rows) if facts else f"No facts stored for user {session.user!r}."
     session.emit([f.to_dict() for f in facts], human)

@@ -165,7 +165,7 @@ def cmd_stats(session: Session) -> int:
     """``ltm stats``: counts of facts and versions, for one user or per user."""
     store = session.store
     if session.args.user is not None:
-        facts = store.list_all(session.user)
+        facts = store.list_all(session.user, refresh_ttl=False)
         data: dict[str, Any] = {
             "store": session.where,
             "user_id": session.user,
@@ -184,7 +184,7 @@ def cmd_stats(session: Session) -> int:
     progress.update(0)
     try:
         for user, _ in users:
-            facts = store.list_all(user)
+            facts = store.list_all(user, refresh_ttl=False)
             counts.append((len(facts), sum(len(f.history) for f in facts), user))
             progress.advance(1)
     finally:
