@@ -16,7 +16,7 @@ from typing import Any
 
 __all__ = ["check_ttl", "utcnow"]
 
-_MAX_TTL_MINUTES = 1e9  # ~1,900 years: beyond it a TTL is a typo (and overflows datetime)
+MAX_TTL_MINUTES = 1e9  # ~1,900 years: beyond it a TTL is a typo (and overflows datetime)
 
 
 def utcnow() -> datetime:
@@ -24,7 +24,7 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def check_ttl(ttl: Any, what: str = "ttl", most: float = _MAX_TTL_MINUTES) -> float | None:
+def check_ttl(ttl: Any, what: str = "ttl", most: float = MAX_TTL_MINUTES) -> float | None:
     """``None`` (no expiry) or a positive number of minutes below ``most``, as a float.
 
     Any real number is one (``numpy.int64``, ``numpy.float32``, ``Decimal``, ``Fraction``),

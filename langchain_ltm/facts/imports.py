@@ -395,7 +395,7 @@ def _expired(version: FactVersion, now: datetime) -> bool:
     return version.expires_at is not None and version.expires_at <= now
 
 
-_LONGEST_TTL = _clock._MAX_TTL_MINUTES - 1
+_LONGEST_TTL = _clock.MAX_TTL_MINUTES - 1
 """The longest TTL ``put`` and ``remember`` take (their limit is exclusive)."""
 
 
@@ -585,7 +585,7 @@ def _ttl_minutes(raw: Any, expires: datetime | None, where: str) -> float | None
     except ValueError:
         raise InvalidFactError(
             f"{where}: ttl_minutes must be a positive number of minutes below "
-            f"{_clock._MAX_TTL_MINUTES:,.0f} (about 1,900 years), got {raw!r}."
+            f"{_clock.MAX_TTL_MINUTES:,.0f} (about 1,900 years), got {raw!r}."
         ) from None
     return None if expires is None else ttl
 

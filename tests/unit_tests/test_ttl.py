@@ -69,10 +69,10 @@ def test_a_ttl_is_any_real_number(make_store, clock, minutes):
     keys = ("put", "default", "batch")
     clock.advance(29)
     assert all(store.get(NS, key, refresh_ttl=False) for key in keys)
-    assert [f.id for f in store.list_all("u1")] == [fact.id]
+    assert [f.id for f in store.list_all("u1", refresh_ttl=False)] == [fact.id]
     clock.advance(2)
     assert not any(store.get(NS, key, refresh_ttl=False) for key in keys)
-    assert store.list_all("u1") == []
+    assert store.list_all("u1", refresh_ttl=False) == []
 
 
 @pytest.mark.parametrize(
