@@ -13,11 +13,19 @@ call and lets a background task run whatever is queued as one ``abatch``. The
   repeats until the queue is empty.
 - Identical reads in a run (same ``GetOp``, same ``SearchOp``...) are asked once; every
   caller gets its own copy of the answer.
-- Runs on one loop never overlap, so writes land in submission order (the last put to a
-  key wins), every call sees the writes of the calls that completed before it was made,
-  and no call sees the writes of a call made after it. Calls merged into one run are
+- Runs on one loop never overlap, so the writes to a key land in submission order (the
+  last put to a key wins), every call sees the writes of the calls that completed before
+  it was made, and no call sees the writes of a call made after it. Calls merged into one run are
   concurrent: their reads see the state before the run's writes, as the reads of one
   ``abatch`` do (and as in ``AsyncBatchedBaseStore``).
+- A run never holds two calls that write (put or delete) the same key: one batch keeps
+  only the last put of a key (LangGraph's semantics within one call), so merging them
+  would drop the earlier call's write, and with it the version a put over a fact keeps of
+  the text it replaces. The later call (and any call after it writing one of its keys)
+  waits for the next run while the other waiting calls go on in this one, so calls
+  writing one key apply one after another, in call order, as they do from threads
+  (``AsyncBatchedBaseStore`` merges them). Writes to different keys may then land out of
+  call order: their calls were concurrent, and the end state is the same.
 - A run that fails is split in two and each half run again, in order, down to single
   calls, so only the calls whose ops fail get an error (``AsyncBatchedBaseStore`` fails
   every call of the batch). A bad op fails before any I/O (``plan_batch`` validates
@@ -231,19 +239,40 @@ class Coalescer:
             queue.release()
 
     def _take(self, queue: _LoopQueue) -> tuple[list[list[Op]], list[Future]]:
-        """The calls of the next run: whole calls, oldest first, ``max_ops`` ops in all."""
+        """The calls of the next run: whole calls, oldest first, ``max_ops`` ops in all.
+
+        A call that writes a key an earlier call of the run writes waits for the next run
+        (one batch keeps only the last put of a key: right within a call, but it would
+        drop the earlier call's write, and the version a put over a fact keeps of the text
+        it replaces), and so does every later call writing a key of a call that waits:
+        the writes to one key land in the order of their calls. Other calls go on in this
+        run, so a burst with a few writes to one key still runs in a few runs.
+        """
         calls: list[list[Op]] = []
         futures: list[Future] = []
-        size = taken = 0
+        written: set[tuple[tuple[str, ...], str]] = set()  # by the calls taken
+        waiting: set[tuple[tuple[str, ...], str]] = set()  # by the calls left for later
+        left_ops: list[list[Op]] = []
+        left_futures: list[Future] = []
+        size = seen = 0
         for ops, future in zip(queue.ops, queue.futures, strict=True):
             if self.max_ops is not None and futures and size + len(ops) > self.max_ops:
                 break
-            taken += 1
-            if not future.done():  # cancelled while waiting: dropped
-                calls.append(ops)
-                futures.append(future)
-                size += len(ops)
-        del queue.ops[:taken], queue.futures[:taken]
+            seen += 1
+            if future.done():  # cancelled while waiting: dropped
+                continue
+            keys = _written_keys(ops)
+            if keys and futures and not (written.isdisjoint(keys) and waiting.isdisjoint(keys)):
+                waiting.update(keys)
+                left_ops.append(ops)
+                left_futures.append(future)
+                continue
+            written.update(keys)
+            calls.append(ops)
+            futures.append(future)
+            size += len(ops)
+        queue.ops[:seen] = left_ops
+        queue.futures[:seen] = left_futures
         return calls, futures
 
     # ---- one run ------------------------------------------------------------------------
@@ -290,6 +319,24 @@ class Coalescer:
                 seen.add(j)
                 results.append(found[j])
         return results
+
+
+def _written_keys(ops: list[Op]) -> list[tuple[tuple[str, ...], str]]:
+    """The ``(namespace, key)`` of every put and delete of a call (none for a read-only call).
+
+    An op too malformed to hash is left out: ``plan_batch`` refuses it before any I/O.
+    """
+    keys: list[tuple[tuple[str, ...], str]] = []
+    for op in ops:
+        if isinstance(op, PutOp):
+            namespace = op.namespace
+            try:
+                key = (namespace if type(namespace) is tuple else tuple(namespace), op.key)
+                hash(key)
+            except TypeError:
+                continue
+            keys.append(key)
+    return keys
 
 
 def _dedupe_reads(ops: list[Op]) -> tuple[list[Op], list[int] | None]:

@@ -1422,6 +1422,23 @@ def test_a_client_put_keeps_expiries_and_the_history_limit(store, clock):
     ]
 
 
+async def test_concurrent_client_puts_over_a_fact_keep_every_text(store):
+    """Concurrent ``aput``s to one fact (LangMem's parallel update tool calls under
+    ``ainvoke``) were merged into one batch, which keeps the last put of a key: the middle
+    texts were neither current nor a version. Threads kept them all."""
+    import asyncio
+
+    made = store.remember("u1", "I live in Paris").fact
+    namespace = store.user_namespace("u1")
+    cities = ["Berlin", "Rome", "Oslo", "Lima", "Kyiv"]
+    await asyncio.gather(
+        *(store.aput(namespace, made.id, {"content": f"I live in {c}"}) for c in cities)
+    )
+    assert [v.content for v in await store.ahistory("u1", made.id)] == [
+        f"I live in {c}" for c in ["Paris", *cities]
+    ]
+
+
 def test_base_store_search_of_a_user_shows_current_texts_only(store):
     made = store.remember("u1", "I live in Paris").fact
     assert made is not None
