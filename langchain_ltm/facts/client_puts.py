@@ -140,13 +140,8 @@ def _user_write(
 
 
 def _is_fact(item: StoredItem | None, now: datetime) -> bool:
-    """A live fact: a text ``content``, not an earlier version."""
-    return (
-        item is not None
-        and is_alive(item, now)
-        and not layout.is_version(item)
-        and isinstance(item.value.get("content"), str)
-    )
+    """A live fact: a text ``content``, not an earlier version (``layout.is_fact``)."""
+    return item is not None and is_alive(item, now) and layout.is_fact(item)
 
 
 def _check_put(item: StoredItem | None, record: Record, now: datetime) -> None:

@@ -191,8 +191,8 @@ def _with_fact_versions(
     """Keys to refresh: the items, and the versions of the facts among them.
 
     A fact's versions expire with it, so refreshing a fact refreshes them too (one
-    search per user namespace, only for facts that have versions and are not in
-    ``known``), and a version read on its own (``store.search`` over a user's namespace)
+    search per user namespace, for facts not in ``known``: a fact is what
+    ``layout.is_fact`` says, so one a client put over, with no ``content_hash`` left, counts), and a version read on its own (``store.search`` over a user's namespace)
     refreshes its fact and the fact's other versions: it never outlives them.
     """
     keys: list[ItemKey] = [(it.namespace, it.key) for it in items]
@@ -203,16 +203,16 @@ def _with_fact_versions(
             continue
         if (item.namespace, item.key) in known:
             keys.extend((v.namespace, v.key) for v in known[(item.namespace, item.key)])
-        elif "content_hash" in item.value:
+        elif layout.is_fact(item):  # as for a client's put over one (no content_hash left)
             by_namespace.setdefault(item.namespace, []).append(item)
-        elif isinstance(item.value.get("version_of"), str):
+        elif layout.is_version(item):
             owners[(item.namespace, item.value["version_of"])] = None
     read = {(it.namespace, it.key) for it in items}
     wanted = [key for key in owners if key not in read]
     if wanted:  # a version lives as long as its fact: refresh the fact and its versions
         found_facts = yield call(ctx.backend, "get", wanted)
         for fact in found_facts:
-            if fact is not None and "content_hash" in fact.value:
+            if fact is not None and layout.is_fact(fact):
                 keys.append((fact.namespace, fact.key))
                 by_namespace.setdefault(fact.namespace, []).append(fact)
     for namespace, facts in by_namespace.items():

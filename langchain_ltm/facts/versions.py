@@ -245,6 +245,17 @@ def is_version_value(key: str, value: Mapping[str, Any]) -> bool:
     )
 
 
+def is_fact(item: _Keyed) -> bool:
+    """Whether the item of a user's namespace is a fact (a current text) for the fact API.
+
+    A text ``content`` and not an earlier version: a fact ``remember`` wrote, and a
+    client's item with a text ``content`` (a LangMem memory, a fact a client put over), with
+    or without the layout's other fields. The one rule for a client's put over a fact, for
+    a read refreshing a fact's versions, and for what the fact API lists.
+    """
+    return isinstance(item.value.get("content"), str) and not is_version(item)
+
+
 def fact_from_items(item: StoredItem, user_id: str, versions: Sequence[StoredItem] = ()) -> Fact:
     """A fact from its item and its version items (any order)."""
     return Fact(

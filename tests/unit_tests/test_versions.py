@@ -1302,6 +1302,30 @@ def test_a_store_without_refresh_on_read_leaves_fact_reads_alone(emb, clock):
     assert store.recall("u1", "lost card", refresh_ttl=True) == []  # expired: not brought back
 
 
+@pytest.mark.parametrize("shape", ["langmem", "copied"])
+def test_reads_of_a_fact_a_client_put_over_refresh_its_versions(store, clock, shape):
+    """A client's put over a fact (LangMem's update: no ``content_hash`` in its value) left
+    an item reads no longer took for a fact: they refreshed it but not its versions, which
+    expired while it lived on (README: a read of the fact refreshes them all)."""
+    made = store.remember("u1", "I live in Paris", ttl=10).fact
+    namespace = store.user_namespace("u1")
+    copied = store.get(namespace, made.id).value if shape == "copied" else {}
+    store.put(namespace, made.id, {**copied, "content": "I live in Berlin"}, ttl=10)
+    for _ in range(3):  # every 8 minutes: each read restarts the 10 minutes
+        clock.advance(8)
+        assert store.search(namespace, query="where do I live")  # refresh_on_read
+    assert [v.content for v in store.history("u1", made.id)] == [
+        "I live in Paris",
+        "I live in Berlin",
+    ]
+    clock.advance(8)
+    assert store.get(namespace, f"{made.id}@1") is not None  # a version's read: all of them
+    clock.advance(8)
+    assert len(store.history("u1", made.id)) == 2
+    clock.advance(11)
+    assert store.history("u1", made.id) == []
+
+
 async def test_remember_ttl_is_checked(mem):
     for bad in (0, -3, "10", True):
         with pytest.raises(ValueError, match="ttl"):
