@@ -62,6 +62,7 @@ _NEEDS_BASE_STORE = (
     "test_a_client_put_keeps_expiries_and_the_history_limit",
     "test_concurrent_client_puts_over_a_fact_keep_every_text",
     "test_reads_of_a_fact_a_client_put_over_refresh_its_versions",
+    "test_a_client_put_of_the_same_text_keeps_when_the_text_began",
 )
 
 

@@ -1383,6 +1383,34 @@ def test_a_client_put_read_changed_and_put_back_keeps_every_text(store):
     assert store.remember("u1", "I live in Paris").action != "duplicate"
 
 
+def test_a_client_put_of_the_same_text_keeps_when_the_text_began(store, clock):
+    """A put of the text a fact holds (LangMem's update with unchanged content, a deepagents
+    write of the same file, a put changing only other fields) dropped its ``valid_from``:
+    the text seemed to start at the put, and ``as_of`` before it found nothing."""
+    made = store.remember("u1", "I live in Paris").fact
+    namespace = store.user_namespace("u1")
+    clock.advance(5)
+    store.put(namespace, made.id, {"content": "I live in Berlin", "kind": "Memory"})
+    began = store.list_all("u1")[0].valid_from
+    clock.advance(5)
+    between = clock.now
+    clock.advance(5)
+    for value in (
+        {"content": "I live in Berlin", "kind": "Memory"},  # LangMem's update, unchanged
+        {"content": "I live in Berlin", "source": "chat"},  # another field only
+    ):
+        store.put(namespace, made.id, value)
+        found = store.recall("u1", "where do I live", as_of=between)
+        assert [f.content for f in found] == ["I live in Berlin"]
+        (fact,) = store.list_all("u1")
+        assert fact.valid_from == began
+        assert [(v.content, v.valid_to) for v in fact.history] == [("I live in Paris", began)]
+    # a value that says when its text began keeps what it says
+    said = datetime(2020, 1, 1, tzinfo=timezone.utc)
+    store.put(namespace, made.id, {"content": "I live in Berlin", "valid_from": said.isoformat()})
+    assert store.list_all("u1")[0].valid_from == said
+
+
 @pytest.mark.parametrize("copied", [True, False])
 def test_a_client_put_over_a_fact_from_a_clock_ahead_keeps_versions_in_order(store, copied):
     """A fact restored from a machine whose clock runs ahead (allowed up to 5 minutes)
