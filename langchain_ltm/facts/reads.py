@@ -98,6 +98,8 @@ def recall(
                         continue
                     if hit.item.namespace != namespace:  # an item of a child namespace
                         continue
+                    if not isinstance(hit.item.value.get("content"), str):
+                        continue  # a client's item with a structured content: no fact
                     item = hit.item
                     fact_id = str(item.value["version_of"]) if layout.is_version(item) else item.key
                     seen = best.get(fact_id)
@@ -115,7 +117,9 @@ def recall(
     missing = [fact_id for fact_id, _ in ranked if fact_id not in facts]
     if missing:
         found = yield call(ctx.backend, "get", [(namespace, k) for k in missing])
-        facts.update({i.key: i for i in found if i is not None and is_alive(i, now)})
+        facts.update(
+            {i.key: i for i in found if i is not None and is_alive(i, now) and layout.is_fact(i)}
+        )
     histories = yield from versions_of(ctx, namespace, list(facts.values()), now)
     facts, histories = yield from refreshed(ctx, refresh_ttl, facts, histories, now)
     out = []
@@ -190,10 +194,11 @@ def _with_fact_versions(
 ) -> Logic[list[ItemKey]]:
     """Keys to refresh: the items, and the versions of the facts among them.
 
-    A fact's versions expire with it, so refreshing a fact refreshes them too (one
-    search per user namespace, for facts not in ``known``: a fact is what
-    ``layout.is_fact`` says, so one a client put over, with no ``content_hash`` left, counts), and a version read on its own (``store.search`` over a user's namespace)
-    refreshes its fact and the fact's other versions: it never outlives them.
+    A fact's versions expire with it, so refreshing a fact refreshes them too (one search
+    per user namespace, for facts not in ``known``; a fact is what ``layout.is_fact``
+    says, so one a client put over, with no ``content_hash`` left, counts), and a version
+    read on its own (``store.search`` over a user's namespace) refreshes its fact and the
+    fact's other versions: it never outlives them.
     """
     keys: list[ItemKey] = [(it.namespace, it.key) for it in items]
     by_namespace: dict[tuple[str, ...], list[StoredItem]] = {}
@@ -318,7 +323,7 @@ def list_all(ctx: FactContext, user_id: str, refresh_ttl: bool | None = None) ->
             continue
         if layout.is_version(hit.item):
             versions.setdefault(str(hit.item.value["version_of"]), []).append(hit.item)
-        else:
+        elif layout.is_fact(hit.item):  # not a client's item with a structured content
             facts[hit.item.key] = hit.item
     facts, versions = yield from refreshed(ctx, refresh_ttl, facts, versions, now)
     out = [layout.fact_from_items(i, user_id, versions.get(i.key, ())) for i in facts.values()]
@@ -336,7 +341,9 @@ def pinned(ctx: FactContext, user_id: str, refresh_ttl: bool | None = None) -> L
     (hits,) = yield call(
         ctx.backend, "search", SearchRequest(namespace, None, layout.PINNED, None, 0, now)
     )
-    items = {h.item.key: h.item for h in hits if h.item.namespace == namespace}
+    items = {
+        h.item.key: h.item for h in hits if h.item.namespace == namespace and layout.is_fact(h.item)
+    }
     histories = yield from versions_of(ctx, namespace, list(items.values()), now)
     items, histories = yield from refreshed(ctx, refresh_ttl, items, histories, now)
     facts = [layout.fact_from_items(i, user_id, histories.get(k, ())) for k, i in items.items()]
@@ -354,7 +361,7 @@ def history(
     now = _clock.utcnow()
     if item is None or not is_alive(item, now):
         return []
-    if layout.is_version(item) or "content" not in item.value:
+    if not layout.is_fact(item):
         return []
     found = yield from versions_of(ctx, namespace, [item], now)
     facts, found = yield from refreshed(ctx, refresh_ttl, {fact_id: item}, found, now)
@@ -369,8 +376,9 @@ def forget(ctx: FactContext, user_id: str, fact_id: str) -> Logic[bool]:
     writes the fact back after it was forgotten.
 
     Only a fact is forgotten: the key of an earlier version (``id@1``, which a search of
-    versions returns) or of another client's item without a text (a profile, a file) is
-    not a fact id, and nothing is deleted (``False``).
+    versions returns) or of another client's item without a text ``content`` (a profile, a
+    file, LangMem's ``{"content": {...}}``) is not a fact id, and nothing is deleted
+    (``False``).
 
     The answer is what the read under the lock found (the fact was there), not the
     engine's count of deleted rows: a write whose commit answer was lost is retried on a
@@ -381,7 +389,7 @@ def forget(ctx: FactContext, user_id: str, fact_id: str) -> Logic[bool]:
     held = yield from ctx.locks.acquire(ctx.backend, namespace[-1])
     try:
         (item,) = yield call(ctx.backend, "get", [(namespace, fact_id)])
-        if item is not None and (layout.is_version(item) or "content" not in item.value):
+        if item is not None and not layout.is_fact(item):
             return False
         found = yield from versions_by_fact(ctx, namespace, [fact_id])
         versions = [(namespace, v.key) for v in found[fact_id]]

@@ -66,7 +66,12 @@ CURRENT_FACTS: Filter = (
     Condition(("content",), "$exists", True),
     Condition(("version_of",), "$exists", False),
 )
-"""Current facts only (exact dedup, recall, list)."""
+"""Current facts only (exact dedup, recall, list).
+
+No engine-independent condition says "a string": a client's item whose ``content`` is not
+one (LangMem's ``{"content": {"content": ...}}``) passes, and every read drops it after
+(:func:`is_fact`), widening its window as for any hit it cannot use.
+"""
 
 VERSIONS: Filter = (Condition(("version_of",), "$exists", True),)
 """Earlier versions only."""

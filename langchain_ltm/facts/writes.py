@@ -288,7 +288,7 @@ def update(ctx: FactContext, user_id: str, fact_id: str, text: str) -> Logic[Rem
         (item,) = yield call(ctx.backend, "get", [(namespace, fact_id)])
         if item is not None and not is_alive(item, now):
             item = None  # expired: gone
-        if item is None or layout.is_version(item) or "content" not in item.value:
+        if item is None or not layout.is_fact(item):
             raise FactNotFoundError(
                 f"The user has no fact with id {fact_id!r}; use an id returned by "
                 "remember or recall."
@@ -433,7 +433,11 @@ def _neighbours(
                 namespace, vectors, layout.CURRENT_FACTS, window, 0, alive_at, one_user=True
             ),
         )
-        own = [[h for h in hits if h.item.namespace == namespace] for hits in found]
+        # not a child namespace's, nor a client's item with a structured content
+        own = [
+            [h for h in hits if h.item.namespace == namespace and layout.is_fact(h.item)]
+            for hits in found
+        ]
         short = any(
             len(mine) < wanted and may_have_more(hits, window)
             for mine, hits in zip(own, found, strict=True)

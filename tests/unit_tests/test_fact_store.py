@@ -63,6 +63,7 @@ _NEEDS_BASE_STORE = (
     "test_concurrent_client_puts_over_a_fact_keep_every_text",
     "test_reads_of_a_fact_a_client_put_over_refresh_its_versions",
     "test_a_client_put_of_the_same_text_keeps_when_the_text_began",
+    "test_an_item_whose_content_is_not_a_text_is_no_fact",
 )
 
 

@@ -1491,6 +1491,38 @@ async def test_concurrent_client_puts_over_a_fact_keep_every_text(store):
     ]
 
 
+def test_an_item_whose_content_is_not_a_text_is_no_fact(store):
+    """LangMem's memory store manager puts ``{"kind": "Memory", "content": {"content":
+    ...}}`` in a user's namespace: the fact API listed and recalled it as a fact with a
+    Python repr for text, exported it as one (an import wrote the repr back as text), and
+    ``update_fact`` replaced its value; ``remember`` could merge a text into it."""
+    namespace = store.user_namespace("u1")
+    structured = [
+        {"kind": "Memory", "content": {"content": f"User lives in Paris {i}"}, "pinned": True}
+        for i in range(12)
+    ]
+    for i, value in enumerate(structured):
+        store.put(namespace, f"m{i}", value)
+    store.put(namespace, "list", {"content": ["User lives in Paris"]})
+    made = store.remember("u1", ["User lives in Lyon", "User likes tea"], pinned=True)
+    ids = sorted(r.fact.id for r in made)
+    assert sorted(f.id for f in store.list_all("u1")) == ids
+    assert sorted(f.id for f in store.pinned("u1")) == ids
+    assert sorted(r["id"] for r in store.export_user("u1")) == ids
+    # the structured items crowd the window: recall still fills its limit with facts
+    found = store.recall("u1", "User lives in Paris", limit=2)
+    assert sorted(f.id for f in found) == ids
+    assert store.history("u1", "m0") == []
+    with pytest.raises(FactNotFoundError):
+        store.update_fact("u1", "m0", "User lives in Berlin")
+    assert store.forget("u1", "m0") is False
+    said = store.remember("u1", "User lives in Paris 0")  # never merged into the item
+    assert said.fact.id not in {f"m{i}" for i in range(12)}
+    for i, value in enumerate(structured):
+        assert store.get(namespace, f"m{i}").value == value
+    assert store.get(namespace, "list").value == {"content": ["User lives in Paris"]}
+
+
 def test_base_store_search_of_a_user_shows_current_texts_only(store):
     made = store.remember("u1", "I live in Paris").fact
     assert made is not None
