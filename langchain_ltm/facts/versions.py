@@ -91,7 +91,9 @@ def current_view(requested: Mapping[str, Any] | None, conditions: Filter) -> Fil
     agent should see: a client searching a user's namespace (LangMem's search tool, a
     prompt calling ``store.search``) gets current items only. A filter that names
     ``version_of`` asks for versions, and gets them; ``get`` reads any item. Searches of
-    other prefixes (broader ones, other namespaces) are left as they are.
+    other prefixes (broader ones, other namespaces) are left as they are: a search above
+    the users' namespaces returns versions too (an admin view's), and
+    ``filter={"version_of": None}`` leaves them out.
     """
     if requested and "version_of" in requested:
         return conditions

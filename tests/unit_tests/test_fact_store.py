@@ -64,6 +64,7 @@ _NEEDS_BASE_STORE = (
     "test_reads_of_a_fact_a_client_put_over_refresh_its_versions",
     "test_a_client_put_of_the_same_text_keeps_when_the_text_began",
     "test_an_item_whose_content_is_not_a_text_is_no_fact",
+    "test_a_search_above_the_users_shows_versions_unless_filtered_out",
 )
 
 

@@ -1523,6 +1523,21 @@ def test_an_item_whose_content_is_not_a_text_is_no_fact(store):
     assert store.get(namespace, "list").value == {"content": ["User lives in Paris"]}
 
 
+def test_a_search_above_the_users_shows_versions_unless_filtered_out(store):
+    """What the README says of ``store.search(("memories",))`` (a deepagents backend or a
+    LangMem tool whose namespace is above the users'): every item, earlier versions too,
+    and ``filter={"version_of": None}`` leaves those out on every engine."""
+    made = store.remember("u1", "I live in Paris").fact
+    store.update_fact("u1", made.id, "I live in Berlin")
+    store.put(store.user_namespace("u2"), "/a.md", {"content": "one"})
+    above = store.user_namespace("u1")[:-1]
+    assert sorted(i.key for i in store.search(above)) == ["/a.md", made.id, f"{made.id}@1"]
+    current = {"version_of": None}
+    assert sorted(i.key for i in store.search(above, filter=current)) == ["/a.md", made.id]
+    found = store.search(above, query="where do I live", filter=current)
+    assert sorted(i.key for i in found) == ["/a.md", made.id]
+
+
 def test_base_store_search_of_a_user_shows_current_texts_only(store):
     made = store.remember("u1", "I live in Paris").fact
     assert made is not None
