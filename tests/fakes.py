@@ -23,11 +23,13 @@ class KeywordEmbeddings(Embeddings):
 
     Every word is hashed to a fixed random unit vector; a text is the normalized sum of its
     words' vectors. Same text, same vector; cosine grows with word overlap. Counts calls so
-    tests can assert batching.
+    tests can assert batching. ``vectors`` maps a text to a crafted vector (normalized when
+    read) for tests that need exact scores.
     """
 
     def __init__(self, dims: int = 64) -> None:
         self.dims = dims
+        self.vectors: dict[str, list[float]] = {}
         self.document_calls = 0
         self.query_calls = 0
         self.texts_embedded = 0
@@ -38,6 +40,9 @@ class KeywordEmbeddings(Embeddings):
         return v / np.linalg.norm(v)
 
     def _embed(self, text: str) -> list[float]:
+        if text in self.vectors:
+            crafted = np.asarray(self.vectors[text], dtype=float)
+            return (crafted / np.linalg.norm(crafted)).tolist()
         words = _WORD.findall(text.lower()) or ["<empty>"]
         v = np.sum([self._word_vector(w) for w in words], axis=0)
         return (v / np.linalg.norm(v)).tolist()

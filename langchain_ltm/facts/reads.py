@@ -58,8 +58,10 @@ def recall(
     """The logic of ``LongTermMemoryStore.recall``.
 
     ``filter`` (metadata keys, BaseStore operators) joins every scope searched, so the
-    engine applies it before ranking and ``limit`` still fills. The facts returned are
-    refreshed (:func:`refreshed`).
+    engine applies it before ranking and ``limit`` still fills. Each (scope, phrasing) is
+    its own window, widened until nothing past its edge could outrank the ``limit`` facts
+    merged by best score; a window that was not full, or not crowded, costs no second
+    search. The facts returned are refreshed (:func:`refreshed`).
     """
     namespace = ctx.user_namespace(user_id)
     phrasings = _phrasings(ctx, queries)
@@ -80,38 +82,36 @@ def recall(
     scopes = [(*scope, *wanted_meta) for scope in _scopes(include_history, as_of)]
     vectors = yield call(ctx.embedder, "embed", phrasings, True)
     # versions of one fact compete for its place: ask for more so `limit` facts remain
-    wanted = limit if len(scopes) == 1 and not include_history else limit * 3
+    first = limit if len(scopes) == 1 and not include_history else limit * 3
     now = _clock.utcnow()
-    while True:
-        best: dict[str, Hit] = {}
-        more = False  # whether some search may have hits past its window
-        for scope in scopes:
+    best: dict[str, Hit] = {}
+    # One window per (scope, phrasing), each widened on its own. A window the engine filled
+    # may end before facts that outrank what the other windows supplied: its places went to
+    # the versions of a few facts, or to the items of namespaces below the user's (another
+    # configuration's users: namespace=("memories", "acme") keeps Bob's under user acme's).
+    # It is searched again, wider, while its last score beats the limit-th best fact found;
+    # then no fact outside every window can outrank one returned.
+    todo = {(s, q): first for s in range(len(scopes)) for q in range(len(vectors))}
+    while todo:
+        ends: dict[tuple[int, int], tuple[int, float]] = {}  # full windows: width, last score
+        for (s, wanted), rows in _by_search(todo).items():
             per_query = yield call(
                 ctx.backend,
                 "search",
-                SearchRequest(namespace, vectors, scope, wanted, 0, now, one_user=True),
+                SearchRequest(namespace, vectors[rows], scopes[s], wanted, 0, now, one_user=True),
             )
-            for hits in per_query:
-                more = more or may_have_more(hits, wanted, min_score)
-                for hit in hits:
-                    if hit.score is None or (min_score is not None and hit.score < min_score):
-                        continue
-                    if hit.item.namespace != namespace:  # an item of a child namespace
-                        continue
-                    if not isinstance(hit.item.value.get("content"), str):
-                        continue  # a client's item with a structured content: no fact
-                    item = hit.item
-                    fact_id = str(item.value["version_of"]) if layout.is_version(item) else item.key
-                    seen = best.get(fact_id)
-                    if seen is None or hit.score > (seen.score or 0.0):
-                        best[fact_id] = hit
-        # Fewer than `limit` facts from full windows: the windows went to the versions of a
-        # few facts, or to the items of namespaces below the user's (another configuration's
-        # users: namespace=("memories", "acme") keeps Bob's under user acme's). Search again
-        # with wider windows; a window the engine did not fill has every match already.
-        if len(best) >= limit or not more or wanted >= WIDEST:
-            break  # past WIDEST a crowded scope answers with what the window held
-        wanted = min(wanted * 4, WIDEST)
+            for q, hits in zip(rows, per_query, strict=True):
+                if may_have_more(hits, wanted, min_score) and wanted < WIDEST:
+                    ends[(s, q)] = (wanted, float(hits[-1].score or 0.0))
+                _merge(best, hits, namespace, min_score)
+        scores = sorted((h.score or 0.0 for h in best.values()), reverse=True)
+        floor = scores[limit - 1] if len(scores) >= limit else None
+        # past WIDEST a crowded window answers with what it held
+        todo = {
+            window: min(wanted * 4, WIDEST)
+            for window, (wanted, last) in ends.items()
+            if floor is None or last > floor
+        }
     ranked = sorted(best.items(), key=lambda kv: kv[1].score or 0.0, reverse=True)[:limit]
     facts = {h.item.key: h.item for _, h in ranked if not layout.is_version(h.item)}
     missing = [fact_id for fact_id, _ in ranked if fact_id not in facts]
@@ -228,6 +228,38 @@ def _with_fact_versions(
 
 WIDEST = 10_000
 """The widest window a search of one user's facts widens to (see :func:`recall`)."""
+
+
+def _by_search(windows: Mapping[tuple[int, int], int]) -> dict[tuple[int, int], list[int]]:
+    """Windows ``(scope, phrasing) -> width`` grouped into one search per scope and width.
+
+    Returns ``(scope, width) -> phrasings`` (indices into the stacked query vectors).
+    """
+    out: dict[tuple[int, int], list[int]] = {}
+    for (scope, query), width in windows.items():
+        out.setdefault((scope, width), []).append(query)
+    return out
+
+
+def _merge(
+    best: dict[str, Hit],
+    hits: Sequence[Hit],
+    namespace: tuple[str, ...],
+    min_score: float | None,
+) -> None:
+    """Keep each fact's best-scoring hit (its text or a version's) in ``best``."""
+    for hit in hits:
+        if hit.score is None or (min_score is not None and hit.score < min_score):
+            continue
+        if hit.item.namespace != namespace:  # an item of a child namespace
+            continue
+        if not isinstance(hit.item.value.get("content"), str):
+            continue  # a client's item with a structured content: no fact
+        item = hit.item
+        fact_id = str(item.value["version_of"]) if layout.is_version(item) else item.key
+        seen = best.get(fact_id)
+        if seen is None or hit.score > (seen.score or 0.0):
+            best[fact_id] = hit
 
 
 def may_have_more(hits: Sequence[Hit], window: int, min_score: float | None = None) -> bool:

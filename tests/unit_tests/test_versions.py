@@ -1143,6 +1143,98 @@ def test_recall_with_history_fills_its_limit_past_one_facts_many_versions(store)
         assert len({f.id for f in got}) == 3, [f.content for f in got]
 
 
+def crafted(*parts: tuple[int, float]) -> list[float]:
+    """A 64-dimension vector with the given weights on the given axes (exact scores)."""
+    vector = [0.0] * 64
+    for axis, weight in parts:
+        vector[axis] = weight
+    return vector
+
+
+def test_recall_with_phrasings_ranks_past_a_window_full_of_one_facts_versions(store, emb):
+    """Each phrasing searches its own window; widening stopped once all windows held
+    ``limit`` facts together, though one window held only the versions of fact X: fact A,
+    just past that window's edge, outranks fact B, which the other window supplied."""
+    emb.vectors.update(
+        {
+            "q one": crafted((0, 1)),
+            "q two": crafted((1, 1)),
+            "Fact A about thing one": crafted((0, 0.5), (2, 0.866)),  # 0.5 to q one
+            "Fact B about thing two": crafted((1, 0.45), (3, 0.893)),  # 0.45 to q two
+            "Fact C about thing two": crafted((1, 0.4), (4, 0.9165)),
+        }
+    )
+    for k in range(8):  # X and its versions: 0.6 to q one, 8 texts in a window of 6
+        emb.vectors[f"Fact X version {k}"] = crafted((0, 0.6), (5 + k, 0.8))
+    x = store.remember("u1", "Fact X version 0").fact
+    assert x is not None
+    for k in range(1, 8):
+        assert store.update_fact("u1", x.id, f"Fact X version {k}").action == "updated"
+    for text in ("Fact A about thing one", "Fact B about thing two", "Fact C about thing two"):
+        assert store.remember("u1", text).action == "created"
+    got = store.recall("u1", ["q one", "q two"], limit=2, include_history=True)
+    assert [(f.content, round(f.score, 3)) for f in got] == [
+        ("Fact X version 7", 0.6),
+        ("Fact A about thing one", 0.5),
+    ]
+
+
+def test_recall_with_phrasings_ranks_past_a_window_full_of_users_below(store, emb):
+    """Current facts, two phrasings: another configuration's users below acme's
+    (``namespace=("memories", "acme")``) filled the first phrasing's window; the second
+    supplied two facts, so recall stopped and left out fact A, the best of acme's."""
+    emb.vectors.update(
+        {
+            "q one": crafted((0, 1)),
+            "q two": crafted((1, 1)),
+            "Fact A about thing one": crafted((0, 0.5), (2, 0.866)),
+            "Fact B about thing two": crafted((1, 0.45), (3, 0.893)),
+            "Fact C about thing two": crafted((1, 0.4), (4, 0.9165)),
+        }
+    )
+    tenant = store.with_options(namespace=("memories", "acme"))
+    for k in range(4):
+        emb.vectors[f"Bob fact {k}"] = crafted((0, 0.6), (5 + k, 0.8))
+        assert tenant.remember("bob", f"Bob fact {k}").action == "created"
+    for text in ("Fact A about thing one", "Fact B about thing two", "Fact C about thing two"):
+        assert store.remember("acme", text).action == "created"
+    for queries in (["q one"], ["q one", "q two"]):
+        got = store.recall("acme", queries, limit=2)
+        assert [f.content for f in got][:1] == ["Fact A about thing one"], queries
+    got = store.recall("acme", ["q one", "q two"], limit=2)
+    assert [f.content for f in got] == ["Fact A about thing one", "Fact B about thing two"]
+
+
+def test_recall_as_of_ranks_past_a_window_full_of_users_below(store, emb):
+    """``as_of`` searches current facts and versions in two windows: users below acme's
+    filled the current facts' one, the versions' one supplied ``limit`` facts, and recall
+    answered with a version scoring 0.3 instead of fact A (0.5), current since 2020."""
+    emb.vectors.update(
+        {
+            "q": crafted((0, 1)),
+            "Fact A about the thing": crafted((0, 0.5), (2, 0.866)),
+            "Fact V old text": crafted((0, 0.3), (3, 0.954)),
+            "Fact V new text": crafted((4, 1)),
+        }
+    )
+    year = [datetime(y, 1, 1, tzinfo=timezone.utc) for y in (2019, 2020, 2021)]
+    tenant = store.with_options(namespace=("memories", "acme"))
+    for k in range(4):
+        emb.vectors[f"Bob fact {k}"] = crafted((0, 0.6), (5 + k, 0.8))
+        assert tenant.remember("bob", f"Bob fact {k}", observed_at=year[0]).action == "created"
+    store.remember("acme", "Fact A about the thing", observed_at=year[1])
+    v = store.remember("acme", "Fact V old text", observed_at=year[1]).fact
+    assert v is not None
+    store.update_fact("acme", v.id, "Fact V new text")
+    got = store.recall("acme", "q", limit=1, as_of=year[2])
+    assert [(f.content, f.superseded) for f in got] == [("Fact A about the thing", False)]
+    got = store.recall("acme", "q", limit=3, as_of=year[2])
+    assert [(f.content, f.superseded) for f in got] == [
+        ("Fact A about the thing", False),
+        ("Fact V old text", True),
+    ]
+
+
 def test_a_clients_item_with_a_version_of_field_is_not_a_version(store):
     """Any item with a ``version_of`` field in a user's namespace was taken for a version:
     deleting ``doc1`` deleted a client's ``doc2`` naming it, and ``forget``,
