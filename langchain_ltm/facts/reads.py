@@ -103,7 +103,7 @@ def recall(
             for q, hits in zip(rows, per_query, strict=True):
                 if may_have_more(hits, wanted, min_score) and wanted < WIDEST:
                     ends[(s, q)] = (wanted, float(hits[-1].score or 0.0))
-                _merge(best, hits, namespace, min_score)
+                _merge(best, hits, namespace, min_score, as_of)
         scores = sorted((h.score or 0.0 for h in best.values()), reverse=True)
         floor = scores[limit - 1] if len(scores) >= limit else None
         # past WIDEST a crowded window answers with what it held
@@ -246,8 +246,13 @@ def _merge(
     hits: Sequence[Hit],
     namespace: tuple[str, ...],
     min_score: float | None,
+    as_of: datetime | None,
 ) -> None:
-    """Keep each fact's best-scoring hit (its text or a version's) in ``best``."""
+    """Keep each fact's best-scoring hit (its text or a version's) in ``best``.
+
+    With ``as_of``, a fact without ``valid_from`` (a client's put of a new key, see
+    :func:`_scopes`) counts only if its last write was by then.
+    """
     for hit in hits:
         if hit.score is None or (min_score is not None and hit.score < min_score):
             continue
@@ -256,6 +261,8 @@ def _merge(
         if not isinstance(hit.item.value.get("content"), str):
             continue  # a client's item with a structured content: no fact
         item = hit.item
+        if as_of is not None and "valid_from" not in item.value and item.updated_at > as_of:
+            continue
         fact_id = str(item.value["version_of"]) if layout.is_version(item) else item.key
         seen = best.get(fact_id)
         if seen is None or hit.score > (seen.score or 0.0):
@@ -287,7 +294,13 @@ def _phrasings(ctx: FactContext, queries: str | Sequence[str]) -> list[str]:
 
 
 def _scopes(include_history: bool, as_of: datetime | None) -> list[Filter]:
-    """The filters to search: current facts, every text, or what was true at ``as_of``."""
+    """The filters to search: current facts, every text, or what was true at ``as_of``.
+
+    At ``as_of``: current facts that started by then, versions valid then, and current
+    facts without a ``valid_from`` field (a client's ``put`` of a new key, LangMem's create:
+    it holds from its last write, ``updated_at``, which :func:`_merge` checks, as
+    ``history`` reads it).
+    """
     if as_of is None:
         return [layout.ANY_TEXT if include_history else layout.CURRENT_FACTS]
     moment = layout.format_time(as_of)
@@ -295,6 +308,7 @@ def _scopes(include_history: bool, as_of: datetime | None) -> list[Filter]:
     return [
         (*layout.CURRENT_FACTS, started),
         (*layout.VERSIONS, started, Condition(("valid_to",), "$gt", moment)),
+        (*layout.CURRENT_FACTS, Condition(("valid_from",), "$exists", False)),
     ]
 
 

@@ -1109,6 +1109,30 @@ def test_facts_of_another_configurations_users_below_this_user_are_not_this_user
     assert sorted(f.content for f in tenant.list_all("bob")) == ["Likes tea", "Prefers dark mode"]
 
 
+def test_as_of_finds_the_facts_a_client_put_without_valid_from(store, emb, clock):
+    """LangMem's create action puts a new key with its text only, no ``valid_from``:
+    ``list_all`` and ``history`` showed it valid since the put, but ``recall(as_of=...)``
+    asked the engine for a stored ``valid_from`` and never returned it. It holds from its
+    last write (``updated_at``), also when later puts crowd its window."""
+    emb.vectors.update({"tea": crafted((0, 1)), "Likes green tea": crafted((0, 0.5), (1, 0.866))})
+    namespace = store.user_namespace("alice")
+    start = clock.now
+    clock.advance(1)
+    store.put(namespace, "mem-1", {"content": "Likes green tea"})  # LangMem's create
+    clock.advance(1)
+    moment = clock.now
+    clock.advance(1)
+    for k in range(4):  # written after the moment, scoring higher: they take the window
+        emb.vectors[f"Tea note {k}"] = crafted((0, 0.9), (2 + k, 0.436))
+        store.put(namespace, f"note-{k}", {"content": f"Tea note {k}"})
+    then = store.recall("alice", "tea", limit=1, as_of=moment)
+    assert [(f.id, f.content, f.superseded) for f in then] == [("mem-1", "Likes green tea", False)]
+    assert store.recall("alice", "tea", as_of=start) == []
+    now = store.recall("alice", "tea", limit=5, as_of=clock.now)
+    assert sorted(f.id for f in now) == ["mem-1", "note-0", "note-1", "note-2", "note-3"]
+    assert now[-1].id == "mem-1"
+
+
 def test_recall_fills_its_limit_past_another_configurations_users_below(store):
     """The engine's window holds the items of namespaces below the user's too: another
     configuration's users (``namespace=("memories", "acme")``) took every place, and user
