@@ -35,6 +35,7 @@ from langchain_ltm.agents._registry import (
 )
 from langchain_ltm.backends.base import SearchRequest, StoredItem
 from langchain_ltm.facts import Fact
+from langchain_ltm.facts import versions as layout
 from langchain_ltm.store import LongTermMemoryStore
 
 __all__ = [
@@ -153,10 +154,15 @@ def export_user_data(store: LongTermMemoryStore, user_id: str) -> dict[str, Any]
     """Everything kept about one user, as one JSON-ready dict (a data-access request).
 
     Returns:
-        ``{"user_id", "facts", "session_turns", "threads"}``: ``facts`` is
+        ``{"user_id", "facts", "other_items", "session_turns", "threads"}``: ``facts`` is
         ``store.export_user(user_id)`` (every field and every version, restorable with
-        ``store.import_user``); ``session_turns`` are the values of the indexed session
-        turns, oldest first; ``threads`` the thread registry's values (``thread_id``,
+        ``store.import_user``); ``other_items`` the other items of the user's fact
+        namespace, which other clients wrote there (a LangMem memory with a structured
+        ``content``, a deepagents file, any item without a text ``content``) and
+        :func:`forget_user` deletes with the facts: ``namespace``, ``key``, ``value``,
+        ``created_at`` and ``updated_at`` of each, by key; ``session_turns`` are the
+        values of the indexed session turns, oldest first; ``threads`` the thread
+        registry's values (``thread_id``,
         ``first_seen``, ``last_seen``), oldest first. Turns and thread records whose TTL
         has passed but that the engine still holds (until its sweep) are included, as
         :func:`forget_user` deletes them; expired facts are not (``export_user`` leaves
@@ -174,6 +180,9 @@ def export_user_data(store: LongTermMemoryStore, user_id: str) -> dict[str, Any]
         >>> data = export_user_data(store, "alice")
         >>> [f["content"] for f in data["facts"]], data["session_turns"], data["threads"]
         (['Lives in Paris'], [], [])
+        >>> store.put(store.user_namespace("alice"), "m1", {"content": {"note": "tea"}})
+        >>> [i["value"] for i in export_user_data(store, "alice")["other_items"]]
+        [{'content': {'note': 'tea'}}]
     """
     return run_sync(_export(store, validate_user_id(user_id)))
 
@@ -227,6 +236,8 @@ def _forget(store: LongTermMemoryStore, user_id: str, checkpointer: Any) -> Logi
 
 def _export(store: LongTermMemoryStore, user_id: str) -> Logic[dict[str, Any]]:
     facts: list[dict[str, Any]] = yield call(store, "export_user", user_id)
+    own = yield from _scan(store, store.user_namespace(user_id))
+    others = [i for i in own if not (layout.is_fact(i) or layout.is_version(i))]
     turns = yield from _scan(store, session_namespace(user_id))
     registry = yield from _scan(store, thread_namespace(user_id))
     turns.sort(key=lambda i: (str(i.value.get("at", "")), i.created_at, _turn_order(i)))
@@ -234,8 +245,20 @@ def _export(store: LongTermMemoryStore, user_id: str) -> Logic[dict[str, Any]]:
     return {
         "user_id": user_id,
         "facts": facts,
+        "other_items": [_item_record(item) for item in sorted(others, key=lambda i: i.key)],
         "session_turns": [dict(item.value) for item in turns],
         "threads": [dict(item.value) for item in registry],
+    }
+
+
+def _item_record(item: StoredItem) -> dict[str, Any]:
+    """A client's item of the user's namespace, JSON-ready."""
+    return {
+        "namespace": list(item.namespace),
+        "key": item.key,
+        "value": dict(item.value),
+        "created_at": layout.format_time(item.created_at),
+        "updated_at": layout.format_time(item.updated_at),
     }
 
 

@@ -329,7 +329,7 @@ def test_a_thread_two_users_shared_is_deleted_for_both(store, saver):
 def test_export_user_data_returns_facts_with_versions_turns_and_threads(store, agent):
     data = export_user_data(store, "alice")
     assert json.loads(json.dumps(data)) == data  # JSON-ready
-    assert set(data) == {"user_id", "facts", "session_turns", "threads"}
+    assert set(data) == {"user_id", "facts", "other_items", "session_turns", "threads"}
     assert data["user_id"] == "alice"
     assert data["facts"] == store.export_user("alice")
     assert [[v["content"] for v in f["history"]] for f in data["facts"]] == [
@@ -348,9 +348,39 @@ def test_export_user_data_returns_facts_with_versions_turns_and_threads(store, a
     assert export_user_data(store, "nobody") == {
         "user_id": "nobody",
         "facts": [],
+        "other_items": [],
         "session_turns": [],
         "threads": [],
     }
+
+
+def test_export_user_data_holds_every_item_forget_user_deletes(store):
+    """Other clients' items in the user's namespace (a LangMem memory with a structured
+    content, a deepagents file, an item without content) were deleted by forget_user but
+    left out of export_user_data: a data-access request missed them."""
+    ns = store.user_namespace("alice")
+    store.remember("alice", "Lives in Paris")
+    store.put(ns, "langmem-1", {"kind": "Memory", "content": {"content": "User likes tea"}})
+    store.put(ns, "/notes.md", {"content": ["line one"], "created_at": "2026-01-01"})
+    store.put(ns, "settings", {"theme": "dark"}, index=False)
+    store.put(ns, "text-memory", {"content": "Plays the cello"})  # a text: a fact
+    store.put((*ns, "child"), "other", {"theme": "not alice's"})  # another user's, below
+    data = export_user_data(store, "alice")
+    assert json.loads(json.dumps(data)) == data
+    others = {item["key"]: item["value"] for item in data["other_items"]}
+    assert others == {
+        "/notes.md": {"content": ["line one"], "created_at": "2026-01-01"},
+        "langmem-1": {"kind": "Memory", "content": {"content": "User likes tea"}},
+        "settings": {"theme": "dark"},
+    }
+    assert all(item["namespace"] == list(ns) for item in data["other_items"])
+    assert sorted(f["content"] for f in data["facts"]) == ["Lives in Paris", "Plays the cello"]
+    exported = {f["id"] for f in data["facts"]} | set(others)
+    held = {item.key for item in store.search(ns, limit=100) if item.namespace == ns}
+    assert exported == held  # everything forget_user deletes is in the export
+    report = forget_user(store, "alice")
+    assert report.facts == 2
+    assert export_user_data(store, "alice")["other_items"] == []
 
 
 def test_export_reads_every_page(store, monkeypatch):
