@@ -36,7 +36,7 @@ class UserLocks:
         """The locks of every store over the same data as ``backend``, in this process.
 
         Keyed by ``backend.lock_domain`` (the backend itself unless it says otherwise: two
-        Qdrant backends over one client share a domain). Two stores over one backend, or
+        Qdrant backends over one collection share a domain). Two stores over one backend, or
         over one embedded Qdrant client, each taking only their own lock, let one
         ``update_fact`` overwrite the other's text.
         """

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from langchain_qdrant import QdrantVectorStore
 from langgraph.store.base import TTLConfig
-from qdrant_client import QdrantClient, models
+from qdrant_client import AsyncQdrantClient, QdrantClient, models
 
 from langchain_ltm import EmbeddingDimensionError, LongTermMemoryStore
 from langchain_ltm._filters import compile_filter, matches
@@ -21,9 +21,10 @@ from langchain_ltm.backends.qdrant import (
     qdrant_backend,
 )
 from langchain_ltm.backends.qdrant._layout import head_id, to_us, translate
-from langchain_ltm.backends.qdrant.backend import _local_lock_for
+from langchain_ltm.backends.qdrant.backend import _domain_for, _local_lock_for
 from langchain_ltm.errors import BackendError
 from tests.fakes import KeywordEmbeddings
+from tests.qdrant_sim import SimulatedQdrantServer
 from tests.store_contract import BaseStoreContract
 
 NS = ("memories", "u1")
@@ -468,6 +469,60 @@ def test_two_stores_over_one_embedded_client_take_turns_per_user(emb):
     (current,) = a.list_all("alice")
     texts = {current.content, *(v.content for v in current.history)}
     assert texts == {"alice lives in paris", "alice lives in berlin", "alice lives in rome"}
+
+
+def test_two_stores_over_one_server_take_turns_per_user(emb):
+    """``from_qdrant(url)`` twice in one process: the lock domain was keyed by the client
+    object, so each store took only its own user lock, and an ``update_fact`` running
+    between the other's read and write was overwritten ("rome" was lost, not a version)."""
+    server = SimulatedQdrantServer()
+    a = LongTermMemoryStore(QdrantBackend(server.client(), dims=64), embeddings=emb)
+    b = LongTermMemoryStore(QdrantBackend(server.client(), dims=64), embeddings=emb)
+    assert a.backend.capabilities.extra["mode"] == "server"
+    fact = a.remember("alice", "alice lives in paris").fact
+    assert fact is not None
+    b_finished = threading.Event()
+    real_get = a.backend.get
+
+    def slow_get(keys):  # A reads, then waits a little before deciding and writing
+        found = real_get(keys)
+        b_finished.wait(1.0)
+        return found
+
+    a.backend.get = slow_get
+    first = threading.Thread(
+        target=lambda: a.update_fact("alice", fact.id, "alice lives in berlin")
+    )
+    first.start()
+    time.sleep(0.2)  # A holds the user's lock now
+    b.update_fact("alice", fact.id, "alice lives in rome")
+    b_finished.set()
+    first.join(10)
+    a.backend.get = real_get
+    (current,) = a.list_all("alice")
+    texts = {current.content, *(v.content for v in current.history)}
+    assert texts == {"alice lives in paris", "alice lives in berlin", "alice lives in rome"}
+
+
+def test_the_lock_domain_of_a_server_is_its_address_and_collection():
+    """Clients of one server share a domain however they were made (a URL twice, the sync
+    client ``qdrant_backend`` builds from one ``AsyncQdrantClient``, host and port); another
+    port, prefix or collection is another domain; embedded clients keep one each."""
+
+    def domain(collection="c", **options):
+        return _domain_for(QdrantClient(check_compatibility=False, **options), collection)
+
+    url = "http://qdrant.test:6333"
+    aclient = AsyncQdrantClient(url=url, check_compatibility=False)
+    first = domain(url=url)
+    assert domain(url=url) is first
+    assert _domain_for(QdrantClient(**aclient.init_options), "c") is first
+    assert domain(host="qdrant.test", port=6333) is first
+    assert domain(location="http://qdrant.test") is first  # 6333 is the default port
+    assert domain(url="http://qdrant.test:7333") is not first
+    assert domain(url=url, prefix="other") is not first
+    assert domain("d", url=url) is not first
+    assert domain(location=":memory:") is not domain(location=":memory:")
 
 
 def test_an_unreachable_server_is_a_backend_error_when_dims_are_learnt():

@@ -31,7 +31,9 @@ another client holds waits up to ``lock_timeout`` seconds (2) for it, then raise
 ``BackendError`` saying what to do (``_folder``), instead of qdrant-client's bare
 ``RuntimeError``. A Qdrant server has
 no lock to take, so writers in several processes are not kept apart: their writes stay
-idempotent upserts, but two read-modify-write sequences on one user may interleave.
+idempotent upserts, but two read-modify-write sequences on one user may interleave. In one
+process, the stores over one collection share their per-user locks (``lock_domain``): those
+over one embedded client, and those over one server address, whichever client reaches it.
 """
 
 from __future__ import annotations
@@ -184,7 +186,8 @@ class QdrantBackend(VectorBackend):
         if use_mirror and not self.local:
             raise ValueError("mirror=True needs an embedded (local mode) client.")
         self._shared = _shared_for(client, collection) if use_mirror else None
-        # the stores over this client and collection share their per-user locks
+        # the stores over this collection (this client embedded, this server's address
+        # otherwise) share their per-user locks
         self.lock_domain = _domain_for(client, collection)
         if self._shared is not None:
             with self._shared.lock:
@@ -643,15 +646,37 @@ def _local_lock_for(client: QdrantClient) -> threading.RLock:
 
 
 class _Domain:
-    """What two backends over one client and collection share: their users' locks."""
+    """What two backends over the same collection share: their users' locks."""
 
 
 _DOMAINS: weakref.WeakKeyDictionary[Any, dict[str, _Domain]] = weakref.WeakKeyDictionary()
+_SERVER_DOMAINS: weakref.WeakValueDictionary[tuple[str, str], _Domain] = (
+    weakref.WeakValueDictionary()
+)
 
 
-def _domain_for(client: Any, collection: str) -> _Domain:
+def _domain_for(client: QdrantClient, collection: str) -> _Domain:
+    """The lock domain of ``collection``: per client embedded, per server address otherwise.
+
+    Embedded, one client owns the folder (or the ``:memory:`` data). On a server, two clients
+    of one address (``from_qdrant(url)`` twice, one ``AsyncQdrantClient`` passed twice) hold
+    the same data: keyed by client, their stores each took their own user lock and one
+    ``update_fact`` overwrote the other's text.
+    """
+    address = None if _is_local(client) else _server_address(client)
     with _LOCAL_LOCKS_GUARD:
-        return _DOMAINS.setdefault(client, {}).setdefault(collection, _Domain())
+        if address is None:
+            return _DOMAINS.setdefault(client, {}).setdefault(collection, _Domain())
+        domain = _SERVER_DOMAINS.get((address, collection))
+        if domain is None:
+            domain = _SERVER_DOMAINS[(address, collection)] = _Domain()
+        return domain
+
+
+def _server_address(client: QdrantClient) -> str | None:
+    """The server's REST address (scheme, host, port, prefix) as qdrant-client resolved it."""
+    address = getattr(getattr(client, "_client", None), "rest_uri", None)
+    return address.rstrip("/") if isinstance(address, str) else None
 
 
 def _shared_for(client: QdrantClient, collection: str) -> _Shared:

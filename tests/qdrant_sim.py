@@ -1,0 +1,89 @@
+"""A Qdrant "server" in this process, for the server code path without a server binary.
+
+:class:`SimulatedQdrantServer` holds one qdrant-client local-mode engine (``:memory:``) and
+hands out real ``QdrantClient(url=...)`` / ``AsyncQdrantClient(url=...)`` objects whose
+transport (``client._client``, the object every client method forwards to) is that engine.
+The backend then sees a server in every respect (``init_options`` name a URL, so the mode is
+``"server"``, reads and writes use the server's plans, async calls go through the async
+client, no client lock is held), and several clients of one URL share the data as clients of
+one server do. Only the wire is missing: the engine is the one local mode runs, and its
+requests take turns on one lock (local mode is not thread-safe; a server is).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import warnings
+from typing import Any
+
+from qdrant_client import AsyncQdrantClient, QdrantClient
+
+__all__ = ["SimulatedQdrantServer"]
+
+# what local mode says about server-only settings the server plans send
+warnings.filterwarnings("ignore", "Payload indexes have no effect", UserWarning)
+warnings.filterwarnings("ignore", "Local mode performs exact", UserWarning)
+
+
+class SimulatedQdrantServer:
+    """One in-process engine behind as many server clients as asked for.
+
+    Example:
+        >>> server = SimulatedQdrantServer()
+        >>> a, b = server.client(), server.client()
+        >>> a.create_collection("c", vectors_config={}) and b.collection_exists("c")
+        True
+    """
+
+    def __init__(self, url: str = "http://qdrant.test:6333") -> None:
+        self.url = url
+        self._local = QdrantClient(location=":memory:")  # closes the engine when collected
+        self._engine = self._local._client
+        self._lock = threading.RLock()
+        self.requests: list[tuple[str, dict[str, Any]]] = []  # (method, kwargs), in order
+
+    def client(self, **options: Any) -> QdrantClient:
+        """A ``QdrantClient`` of this server (``options``: more client options)."""
+        client = QdrantClient(url=self.url, check_compatibility=False, **options)
+        client._client = _Transport(self, client._client.rest_uri, sync=True)
+        return client
+
+    def aclient(self, **options: Any) -> AsyncQdrantClient:
+        """An ``AsyncQdrantClient`` of this server."""
+        client = AsyncQdrantClient(url=self.url, check_compatibility=False, **options)
+        client._client = _Transport(self, client._client.rest_uri, sync=False)
+        return client
+
+    def call(self, method: str, kwargs: dict[str, Any]) -> Any:
+        with self._lock:
+            self.requests.append((method, kwargs))
+            return getattr(self._engine, method)(**kwargs)
+
+
+class _Transport:
+    """What a client forwards its calls to: the server's engine, one request at a time."""
+
+    def __init__(self, server: SimulatedQdrantServer, rest_uri: str, *, sync: bool) -> None:
+        self._server, self.rest_uri, self._sync = server, rest_uri, sync
+        self.closed = False
+
+    def close(self, **_: Any) -> Any:  # the engine stays: other clients use it
+        self.closed = True
+        if not self._sync:
+            return asyncio.sleep(0)
+        return None
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        server = self._server
+
+        def call(**kwargs: Any) -> Any:
+            return server.call(name, kwargs)
+
+        async def acall(**kwargs: Any) -> Any:
+            await asyncio.sleep(0)  # another task may run between requests, as on a server
+            return server.call(name, kwargs)
+
+        return call if self._sync else acall
