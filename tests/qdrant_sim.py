@@ -21,10 +21,6 @@ from qdrant_client import AsyncQdrantClient, QdrantClient
 
 __all__ = ["SimulatedQdrantServer"]
 
-# what local mode says about server-only settings the server plans send
-warnings.filterwarnings("ignore", "Payload indexes have no effect", UserWarning)
-warnings.filterwarnings("ignore", "Local mode performs exact", UserWarning)
-
 
 class SimulatedQdrantServer:
     """One in-process engine behind as many server clients as asked for.
@@ -56,7 +52,10 @@ class SimulatedQdrantServer:
         return client
 
     def call(self, method: str, kwargs: dict[str, Any]) -> Any:
-        with self._lock:
+        with self._lock, warnings.catch_warnings():
+            # what local mode says of the server-only settings the server plans send
+            warnings.filterwarnings("ignore", "Payload indexes have no effect", UserWarning)
+            warnings.filterwarnings("ignore", "Local mode performs exact", UserWarning)
             self.requests.append((method, kwargs))
             return getattr(self._engine, method)(**kwargs)
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 import time
+import warnings
 from datetime import timedelta
 
 import numpy as np
@@ -523,6 +525,43 @@ def test_the_lock_domain_of_a_server_is_its_address_and_collection():
     assert domain(url=url, prefix="other") is not first
     assert domain("d", url=url) is not first
     assert domain(location=":memory:") is not domain(location=":memory:")
+
+
+@pytest.mark.parametrize("how", ["aclose", "close", "close on the loop"])
+def test_closing_a_server_store_closes_the_async_client_it_built(emb, how):
+    """The async twins build an ``AsyncQdrantClient``; close() and aclose() called its
+    ``close()`` without awaiting it: its connections stayed open and Python warned
+    "coroutine 'AsyncQdrantClient.close' was never awaited". A client passed in stays open."""
+    server = SimulatedQdrantServer(url="http://127.0.0.1:1")  # the built client finds no one
+    mine = server.aclient()
+    store = LongTermMemoryStore(QdrantBackend(server.client(), dims=64), embeddings=emb)
+    theirs = LongTermMemoryStore(
+        QdrantBackend(server.client(), dims=64, aclient=mine), embeddings=emb
+    )
+
+    async def main():
+        with pytest.raises(BackendError):
+            await store.aget(NS, "k")  # builds the async client; the request fails
+        await theirs.aget(NS, "k")
+        if how == "aclose":
+            await store.aclose()
+            await theirs.aclose()
+        elif how == "close on the loop":
+            store.close()
+            theirs.close()
+            await asyncio.sleep(0.05)  # the closing runs as a task of this loop
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        asyncio.run(main())
+        built = store.backend._aclient
+        if how == "close":
+            store.close()
+            theirs.close()
+        gc.collect()
+    assert built is not None and built._client.closed
+    assert not mine._client.closed
+    assert not [w for w in caught if "never awaited" in str(w.message)]
 
 
 def test_an_unreachable_server_is_a_backend_error_when_dims_are_learnt():

@@ -38,12 +38,14 @@ over one embedded client, and those over one server address, whichever client re
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import inspect
 import logging
 import os
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -369,12 +371,29 @@ class QdrantBackend(VectorBackend):
                 self._rebuild(self._shared)
 
     def close(self) -> None:
-        """Close the clients this backend opened (a folder can then be opened again)."""
+        """Close the clients this backend opened (a folder can then be opened again).
+
+        An ``AsyncQdrantClient`` it built for the async twins is closed too: on a fresh
+        event loop, or as a task of the loop running in this thread (``aclose`` awaits it).
+        Clients passed in are the caller's, and stay open.
+        """
+        for client in self._take_owned():
+            closing = client.close()
+            if inspect.isawaitable(closing):
+                _finish(closing)
+
+    async def aclose(self) -> None:
+        """Async twin of :meth:`close`: awaits the closing of the async client."""
+        for client in self._take_owned():
+            closing = client.close()
+            if inspect.isawaitable(closing):
+                await closing
+
+    def _take_owned(self) -> list[Any]:
         if self.client in self._owned:
             _MIRRORS.pop(self.client, None)  # the client goes: so does its mirror
-        for client in self._owned:
-            client.close()
-        self._owned.clear()
+        owned, self._owned = self._owned, []
+        return owned
 
     # VectorBackend
 
@@ -638,6 +657,25 @@ def qdrant_backend(
 def _is_local(client: QdrantClient) -> bool:
     options = client.init_options
     return bool(options.get("path")) or options.get("location") == ":memory:"
+
+
+_CLOSING: set[asyncio.Task[Any]] = set()  # closings scheduled by a sync close, until done
+
+
+def _finish(closing: Awaitable[Any]) -> None:
+    """Run ``closing`` (an async client's ``close()``) from sync code."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # no loop in this thread: run it on a fresh one
+        asyncio.run(_awaited(closing))
+        return
+    task = loop.create_task(_awaited(closing))
+    _CLOSING.add(task)
+    task.add_done_callback(_CLOSING.discard)
+
+
+async def _awaited(closing: Awaitable[Any]) -> None:
+    await closing
 
 
 def _local_lock_for(client: QdrantClient) -> threading.RLock:
