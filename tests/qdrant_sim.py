@@ -13,6 +13,8 @@ requests take turns on one lock (local mode is not thread-safe; a server is).
 from __future__ import annotations
 
 import asyncio
+import copy
+import functools
 import threading
 import warnings
 from typing import Any
@@ -39,15 +41,15 @@ class SimulatedQdrantServer:
         self._lock = threading.RLock()
         self.requests: list[tuple[str, dict[str, Any]]] = []  # (method, kwargs), in order
 
-    def client(self, **options: Any) -> QdrantClient:
-        """A ``QdrantClient`` of this server (``options``: more client options)."""
-        client = QdrantClient(url=self.url, check_compatibility=False, **options)
+    def client(self) -> QdrantClient:
+        """A ``QdrantClient`` of this server."""
+        client = copy.copy(_template(QdrantClient, self.url))
         client._client = _Transport(self, client._client.rest_uri, sync=True)
         return client
 
-    def aclient(self, **options: Any) -> AsyncQdrantClient:
+    def aclient(self) -> AsyncQdrantClient:
         """An ``AsyncQdrantClient`` of this server."""
-        client = AsyncQdrantClient(url=self.url, check_compatibility=False, **options)
+        client = copy.copy(_template(AsyncQdrantClient, self.url))
         client._client = _Transport(self, client._client.rest_uri, sync=False)
         return client
 
@@ -58,6 +60,13 @@ class SimulatedQdrantServer:
             warnings.filterwarnings("ignore", "Local mode performs exact", UserWarning)
             self.requests.append((method, kwargs))
             return getattr(self._engine, method)(**kwargs)
+
+
+@functools.cache
+def _template(kind: type[Any], url: str) -> Any:
+    """One client of ``url`` made the slow way (an SSL context, a schema parser: 50 ms),
+    copied for each client handed out: the copy gets its own transport."""
+    return kind(url=url, check_compatibility=False)
 
 
 class _Transport:

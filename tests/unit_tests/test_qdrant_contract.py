@@ -2,8 +2,9 @@
 
 Three layouts of the same engine:
 - ``:memory:`` and a folder, reads served by the in-process mirror (embedded mode's default);
-- ``:memory:`` with ``mirror=False``: the server code path (every read a Qdrant request with a
-  ``models.Filter``), run against qdrant-client's local mode, which implements the same API.
+- a simulated server (``tests/qdrant_sim.py``: real ``QdrantClient(url=...)`` and
+  ``AsyncQdrantClient`` objects over one local-mode engine): the server code path, its reads,
+  writes and async twins, every read a Qdrant request with a ``models.Filter``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from langgraph.store.base import TTLConfig
 from langchain_ltm import LongTermMemoryStore
 from langchain_ltm.backends.qdrant import QdrantBackend, qdrant_backend
 from tests.fakes import KeywordEmbeddings
+from tests.qdrant_sim import SimulatedQdrantServer
 from tests.store_contract import BaseStoreContract
 
 _names = itertools.count()
@@ -54,11 +56,14 @@ class TestQdrantPathContract(BaseStoreContract):
 
 
 class TestQdrantServerPathContract(BaseStoreContract):
-    """``mirror=False``: the plans a server runs, executed by local mode."""
+    """The plans a server runs (sync and async), executed by local mode behind server clients."""
 
     @pytest.fixture
     def store_factory(self):
         def make(fields: list[str] | None = None, ttl: TTLConfig | None = None):
-            return _store(qdrant_backend(":memory:", dims=64, mirror=False), fields, ttl)
+            server = SimulatedQdrantServer()
+            backend = QdrantBackend(server.client(), dims=64, aclient=server.aclient())
+            assert backend.layout.server and backend.capabilities.extra["mode"] == "server"
+            return _store(backend, fields, ttl)
 
         return make

@@ -139,7 +139,8 @@ class QdrantBackend(VectorBackend):
         tenant_depth: Which namespace label is the tenant (user) label: 2 for the fact API's
             default ``("memories", <user>)``; use ``len(store namespace) + 1``.
         mirror: Serve reads from the in-process mirror (default: in embedded mode only).
-            ``False`` in embedded mode runs the server code path against local mode.
+            ``False`` in embedded mode sends every read to local mode as the server's read
+            plans do (a ``models.Filter`` request); writes keep embedded mode's plan.
         aclient: ``AsyncQdrantClient`` for the async twins on a server (default: one built
             from ``client.init_options`` on first use).
 
