@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import threading
 import time
 import warnings
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pytest
@@ -17,12 +18,14 @@ from qdrant_client import AsyncQdrantClient, QdrantClient, models
 
 from langchain_ltm import EmbeddingDimensionError, LongTermMemoryStore
 from langchain_ltm._filters import compile_filter, matches
+from langchain_ltm.backends.base import Record
 from langchain_ltm.backends.qdrant import (
     IncompatibleCollectionError,
     QdrantBackend,
     qdrant_backend,
 )
 from langchain_ltm.backends.qdrant._layout import head_id, to_us, translate
+from langchain_ltm.backends.qdrant._plans import Layout, plan_write
 from langchain_ltm.backends.qdrant.backend import _domain_for, _local_lock_for
 from langchain_ltm.errors import BackendError
 from tests.fakes import KeywordEmbeddings
@@ -562,6 +565,51 @@ def test_closing_a_server_store_closes_the_async_client_it_built(emb, how):
     assert built is not None and built._client.closed
     assert not mine._client.closed
     assert not [w for w in caught if "never awaited" in str(w.message)]
+
+
+def _upsert_bodies(records: list[Record]) -> list[tuple[int, int]]:
+    """(points, JSON bytes) of each upsert request the server write plan sends."""
+    plan = plan_write(Layout("c", "", 2, server=True), records, [])
+    sent, answer = [], None
+    with contextlib.suppress(StopIteration):
+        while True:
+            step = plan.send(answer)
+            if step.method == "upsert":  # the body the REST client sends
+                body = models.PointsList(points=step.kwargs["points"]).model_dump_json(
+                    exclude_none=True
+                )
+                sent.append((len(step.kwargs["points"]), len(body)))
+            answer = [] if step.method == "retrieve" else None  # nothing stored yet
+    return sent
+
+
+@pytest.mark.parametrize(("dims", "count"), [(1536, 1200), (3072, 600), (16, 2100)])
+def test_upserts_stay_under_the_servers_request_size_limit(dims, count):
+    """Upserts were cut at 2,048 points whatever their size: 1,200 points of 1536 floats
+    (OpenAI's small embeddings) were one 37.9 MiB request, which a server refuses (its
+    default limit is 32 MiB) and nothing of it was written."""
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((count, dims)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    now = datetime.now(timezone.utc)
+    records = [
+        Record(
+            NS,
+            f"k{i}",
+            {"content": f"fact {i}"},
+            (f"fact {i}",),
+            ("content",),
+            vectors[i : i + 1],
+            now,
+        )
+        for i in range(count)
+    ]
+    sent = _upsert_bodies(records)
+    assert sum(points for points, _ in sent) == count
+    assert all(points <= 2048 for points, _ in sent)
+    assert all(size <= 24 * 2**20 for _, size in sent), [size / 2**20 for _, size in sent]
+    if dims > 1000:  # cut by size, not by count: at most one request more than needed
+        assert len(sent) == 2
 
 
 def test_an_unreachable_server_is_a_backend_error_when_dims_are_learnt():

@@ -62,7 +62,11 @@ from langchain_ltm.backends.qdrant._layout import (
 T = TypeVar("T")
 
 SCROLL_PAGE = 1024
-UPSERT_CHUNK = 2048  # points per upsert request (a server caps request bodies at 32 MB)
+UPSERT_CHUNK = 2048  # most points per upsert request
+# most estimated JSON bytes per upsert request: a server refuses bodies over 32 MiB by default
+# (max_request_size_mb), which 1,000 points of 1536 floats passed
+UPSERT_BYTES = 24 * 2**20
+_FLOAT_BYTES = 22  # a float as JSON ("-0.012345678901234567,"): 21.5 measured at 1536 and 3072
 FACET_START = 10_000
 
 
@@ -369,8 +373,8 @@ def plan_write(
     removed = [(ns, key) for ns, key in deletes if head_id(ns, key) in old]
     if not layout.server and deletes:  # one filter per 256 keys there was quadratic
         stale.extend((yield from _points_of(layout, deletes)))
-    for start in range(0, len(points), UPSERT_CHUNK):
-        yield layout.call("upsert", points=points[start : start + UPSERT_CHUNK], wait=True)
+    for chunk in upsert_chunks(points):
+        yield layout.call("upsert", points=chunk, wait=True)
     if stale:
         yield layout.call("delete", points_selector=models.PointIdsList(points=stale), wait=True)
     # a deleted key is never rewritten (normalize_batch)
@@ -386,6 +390,35 @@ def plan_write(
 
 
 _SWEEP_CHUNK = 256  # items per delete-by-key filter
+
+
+def upsert_chunks(points: Sequence[models.PointStruct]) -> list[list[models.PointStruct]]:
+    """``points`` in upsert requests of at most ``UPSERT_CHUNK`` points and ``UPSERT_BYTES``.
+
+    The bytes are estimated (each vector float as JSON, the payload's JSON): counting points
+    alone sent 38 MiB for 1,200 points of 1536 floats, over a server's default body limit. A
+    point bigger than the limit goes alone.
+    """
+    chunks: list[list[models.PointStruct]] = []
+    chunk: list[models.PointStruct] = []
+    size = 0
+    for point in points:
+        cost = _json_bytes(point)
+        if chunk and (len(chunk) >= UPSERT_CHUNK or size + cost > UPSERT_BYTES):
+            chunks.append(chunk)
+            chunk, size = [], 0
+        chunk.append(point)
+        size += cost
+    if chunk:
+        chunks.append(chunk)
+    return chunks
+
+
+def _json_bytes(point: models.PointStruct) -> int:
+    vector = point.vector
+    vectors = vector.values() if isinstance(vector, dict) else [vector]
+    floats = sum(len(v) for v in vectors if isinstance(v, list))
+    return 64 + floats * _FLOAT_BYTES + len(json.dumps(point.payload))
 
 
 def _points_of(layout: Layout, keys: Sequence[ItemKey]) -> Plan[list[models.ExtendedPointId]]:
