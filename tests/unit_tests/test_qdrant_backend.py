@@ -612,6 +612,53 @@ def test_upserts_stay_under_the_servers_request_size_limit(dims, count):
         assert len(sent) == 2
 
 
+@pytest.mark.parametrize("two_stores", [False, True])
+def test_two_puts_of_one_item_on_a_server_keep_every_text_of_the_last(emb, two_stores):
+    """A server rewrite deletes the item's points it did not write (found by key). B's
+    delete ran after A's whole put and took A's second text's point: the stored item was
+    A's, but a search for that text missed it. Writes of one item now take turns."""
+    server = SimulatedQdrantServer()
+    store = LongTermMemoryStore(QdrantBackend(server.client(), dims=64), embeddings=emb)
+    other = (
+        LongTermMemoryStore(QdrantBackend(server.client(), dims=64), embeddings=emb)
+        if two_stores
+        else store
+    )
+    ns = ("docs", "alice")
+    store.put(ns, "note", {"title": "old title", "body": "old body"}, index=["title"])
+    a_done = threading.Event()
+    real_call = server.call
+
+    def call(method, kwargs):
+        name = threading.current_thread().name
+        if name == "B" and method == "delete":
+            a_done.wait(1.0)  # B's sweep by key is sent after A's put (when A can run)
+        answer = real_call(method, kwargs)
+        if name == "B" and method == "upsert":
+            a.start()  # A starts once B's points are written
+        return answer
+
+    def put_a():
+        other.put(
+            ns, "note", {"title": "A title", "body": "penguins swim"}, index=["title", "body"]
+        )
+        a_done.set()
+
+    server.call = call
+    a = threading.Thread(target=put_a, name="A")
+    b = threading.Thread(
+        target=lambda: store.put(ns, "note", {"title": "B title", "body": "B"}, index=["title"]),
+        name="B",
+    )
+    b.start()
+    b.join(10)
+    a.join(10)
+    server.call = real_call
+    assert store.get(ns, "note").value["title"] == "A title"
+    hits = store.search(ns, query="penguins swim", limit=1)
+    assert [h.key for h in hits] == ["note"] and hits[0].score == pytest.approx(1.0, abs=1e-6)
+
+
 def test_an_unreachable_server_is_a_backend_error_when_dims_are_learnt():
     """With ``embeddings`` and no ``dims``, the first call (does the collection exist?) raised
     qdrant-client's own exception; with ``dims`` it was a ``BackendError`` already."""

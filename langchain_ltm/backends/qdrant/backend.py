@@ -45,6 +45,7 @@ import logging
 import os
 import threading
 import weakref
+import zlib
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -437,7 +438,10 @@ class QdrantBackend(VectorBackend):
         if not self._ready_for(upserts):
             return 0
         if self._shared is None:
-            return self._sync(plan_write(self.layout, upserts, deletes)).deleted
+            with contextlib.ExitStack() as held:
+                for lock in self._stripes_of(upserts, deletes):
+                    held.enter_context(lock)
+                return self._sync(plan_write(self.layout, upserts, deletes)).deleted
         with self._shared.lock:
             try:
                 written = self._sync(plan_write(self.layout, upserts, deletes))
@@ -506,8 +510,28 @@ class QdrantBackend(VectorBackend):
             # embedded: in process; server before the collection exists: created once, sync
             return self.write(upserts, deletes)
         self._ready_for(upserts)
-        written: Written = await self._async(plan_write(self.layout, upserts, deletes))
+        held: list[threading.Lock] = []
+        try:
+            for lock in self._stripes_of(upserts, deletes):
+                pause = 0.0005  # a task of this loop may hold it: never block the loop
+                while not lock.acquire(blocking=False):
+                    await asyncio.sleep(pause)
+                    pause = min(pause * 2, 0.005)
+                held.append(lock)
+            written: Written = await self._async(plan_write(self.layout, upserts, deletes))
+        finally:
+            for lock in reversed(held):
+                lock.release()
         return written.deleted
+
+    def _stripes_of(
+        self, upserts: Sequence[Record], deletes: Sequence[ItemKey]
+    ) -> list[threading.Lock]:
+        """Server plans: the key stripes this write takes (see ``_Domain``)."""
+        if not self.layout.server:
+            return []
+        keys = [(r.namespace, r.key) for r in upserts]
+        return self.lock_domain.stripes_of([*keys, *deletes])
 
     # plumbing
 
@@ -684,8 +708,28 @@ def _local_lock_for(client: QdrantClient) -> threading.RLock:
         return _LOCAL_LOCKS.setdefault(client, threading.RLock())
 
 
+_KEY_STRIPES = 64
+
+
 class _Domain:
-    """What two backends over the same collection share: their users' locks."""
+    """What two backends over the same collection share: their users' locks, key stripes.
+
+    A server write of an item reads its head, upserts, then deletes the item's points it
+    did not write: two writes of one item interleaving there left the later one without
+    some of its texts' points. The stripes serialize, in this process, the server writes
+    that touch one item (a server has no lock, so other processes are not excluded).
+    """
+
+    def __init__(self) -> None:
+        self.stripes = [threading.Lock() for _ in range(_KEY_STRIPES)]
+
+    def stripes_of(self, keys: Sequence[ItemKey]) -> list[threading.Lock]:
+        """The stripes of ``keys``, each once, in one global order (no deadlock)."""
+        rows = {
+            zlib.crc32(repr((namespace, key)).encode("utf-8")) % _KEY_STRIPES
+            for namespace, key in keys
+        }
+        return [self.stripes[row] for row in sorted(rows)]
 
 
 _DOMAINS: weakref.WeakKeyDictionary[Any, dict[str, _Domain]] = weakref.WeakKeyDictionary()
