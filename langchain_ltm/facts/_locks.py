@@ -6,14 +6,13 @@ import sys
 import threading
 import weakref
 import zlib
-from collections.abc import Callable
 from typing import Any
 
-from langchain_ltm._steps import Logic, Step, call, running_loop
+from langchain_ltm._loop_locks import LoopHolders
+from langchain_ltm._steps import Logic, Step, call
 from langchain_ltm.backends.base import VectorBackend
 
 _STRIPES = 64
-_FIRST_PAUSE, _LAST_PAUSE = 0.0005, 0.005  # seconds between tries of an async waiter
 
 
 class UserLocks:
@@ -27,9 +26,8 @@ class UserLocks:
 
     def __init__(self) -> None:
         self._stripes = [threading.Lock() for _ in range(_STRIPES)]
-        # stripe -> the event loop whose task holds it (async calls only): a sync call on
-        # that loop's thread could never get it, as the holder runs on the loop it blocks
-        self._loops: dict[int, Any] = {}
+        # which loop's task holds a stripe: a sync call on that loop's thread is refused
+        self._holders = LoopHolders()
 
     @classmethod
     def shared_by(cls, backend: VectorBackend) -> UserLocks:
@@ -57,12 +55,13 @@ class UserLocks:
         # an exception the caller's own code is handling around this call: not the body's
         outside = sys.exc_info()[1]
         lock = self.stripe(label)
-        yield Step(lambda: self._wait(lock), _acquire_off_loop(lock, self._loops))
+        yield Step(
+            lambda: self._holders.take(lock, _ON_ITS_LOOP), lambda: self._holders.atake(lock)
+        )
         try:
             token = yield call(backend, "lock", label)
         except BaseException:
-            self._loops.pop(id(lock), None)
-            lock.release()
+            self._holders.release(lock)
             raise
         return lock, token, outside
 
@@ -90,48 +89,14 @@ class UserLocks:
             if hasattr(failed, "add_note"):  # Python 3.11+
                 failed.add_note(f"Unlocking afterwards failed too: {exc}")
         finally:
-            self._loops.pop(id(lock), None)
-            lock.release()
-
-    def _wait(self, lock: threading.Lock) -> None:
-        """Take ``lock`` for a sync call; refuse to wait forever on the loop's own task.
-
-        Raises:
-            RuntimeError: This thread runs an event loop whose task holds the lock (an
-                ``a...`` call of the same user, or of a user sharing the lock, is halfway):
-                waiting would block the loop that task needs to finish.
-        """
-        loop = running_loop()
-        if loop is None:
-            lock.acquire()
-            return
-        while not lock.acquire(timeout=0.05):  # a holder on another thread releases it
-            if self._loops.get(id(lock)) is loop:
-                raise RuntimeError(
-                    "A sync call of the store was made on an event loop while an async call "
-                    "of the same user (or one sharing its lock) is writing on that loop: it "
-                    "would wait forever. Call the a... method (aremember, aupdate_fact, "
-                    "aforget, ...) with await inside async code."
-                )
+            self._holders.release(lock)
 
 
-def _acquire_off_loop(lock: threading.Lock, loops: dict[int, Any]) -> Callable[[], Any]:
-    async def acquire() -> bool:
-        import asyncio
-
-        # Polled on the loop, never waited for on a thread: a waiting thread of the
-        # default executor could be the one the holder needs (its embeddings, a sync
-        # resolver), and one cancelled while waiting would take the lock later for a task
-        # that is gone (with its loop closed, nobody would ever release it).
-        loop = asyncio.get_running_loop()
-        pause = _FIRST_PAUSE
-        while not lock.acquire(blocking=False):
-            await asyncio.sleep(pause)
-            pause = min(pause * 2, _LAST_PAUSE)
-        loops[id(lock)] = loop  # the holder is this loop's task from the moment it has it
-        return True
-
-    return acquire
+_ON_ITS_LOOP = (
+    "A sync call of the store was made on an event loop while an async call of the same "
+    "user (or one sharing its lock) is writing on that loop: it would wait forever. Call "
+    "the a... method (aremember, aupdate_fact, aforget, ...) with await inside async code."
+)
 
 
 _SHARED: weakref.WeakKeyDictionary[Any, UserLocks] = weakref.WeakKeyDictionary()

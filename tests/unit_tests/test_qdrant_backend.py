@@ -659,6 +659,32 @@ def test_two_puts_of_one_item_on_a_server_keep_every_text_of_the_last(emb, two_s
     assert [h.key for h in hits] == ["note"] and hits[0].score == pytest.approx(1.0, abs=1e-6)
 
 
+def test_a_sync_write_on_the_loop_of_a_task_writing_the_item_is_refused_not_hung(emb):
+    """A server write of an item holds the item's key stripe; a sync write of it made on
+    the thread of the loop whose task holds it could never get it (the holder runs on the
+    loop it blocks): it waited forever. It is refused, as UserLocks refuses the same case."""
+    server = SimulatedQdrantServer()
+    backend = QdrantBackend(server.client(), dims=64)
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    ns = ("docs", "alice")
+    store.put(ns, "note", {"title": "first"})
+    (stripe,) = backend.lock_domain.stripes_of([(ns, "note")])
+    holders = backend.lock_domain.holders
+
+    async def main() -> None:
+        await holders.atake(stripe)  # what an awrite of the item holds while it runs
+        try:
+            with pytest.raises(RuntimeError, match="would wait forever"):
+                store.put(ns, "note", {"title": "second"})
+        finally:
+            holders.release(stripe)
+
+    asyncio.run(main())
+    assert store.get(ns, "note").value == {"title": "first"}  # the refused put wrote nothing
+    store.put(ns, "note", {"title": "second"})  # off the loop it takes its turn as before
+    assert store.get(ns, "note").value == {"title": "second"}
+
+
 def test_an_unreachable_server_is_a_backend_error_when_dims_are_learnt():
     """With ``embeddings`` and no ``dims``, the first call (does the collection exist?) raised
     qdrant-client's own exception; with ``dims`` it was a ``BackendError`` already."""

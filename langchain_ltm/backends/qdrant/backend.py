@@ -66,6 +66,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra ins
         'pip install "langchain-ltm[qdrant]"'
     ) from exc
 
+from langchain_ltm._loop_locks import LoopHolders
 from langchain_ltm.backends._index import NamespaceIndex
 from langchain_ltm.backends.base import (
     Capabilities,
@@ -438,9 +439,11 @@ class QdrantBackend(VectorBackend):
         if not self._ready_for(upserts):
             return 0
         if self._shared is None:
+            holders = self.lock_domain.holders
             with contextlib.ExitStack() as held:
                 for lock in self._stripes_of(upserts, deletes):
-                    held.enter_context(lock)
+                    holders.take(lock, _ON_ITS_LOOP)
+                    held.callback(holders.release, lock)
                 return self._sync(plan_write(self.layout, upserts, deletes)).deleted
         with self._shared.lock:
             try:
@@ -510,18 +513,16 @@ class QdrantBackend(VectorBackend):
             # embedded: in process; server before the collection exists: created once, sync
             return self.write(upserts, deletes)
         self._ready_for(upserts)
+        holders = self.lock_domain.holders
         held: list[threading.Lock] = []
         try:
             for lock in self._stripes_of(upserts, deletes):
-                pause = 0.0005  # a task of this loop may hold it: never block the loop
-                while not lock.acquire(blocking=False):
-                    await asyncio.sleep(pause)
-                    pause = min(pause * 2, 0.005)
+                await holders.atake(lock)  # polled: a task of this loop may hold it
                 held.append(lock)
             written: Written = await self._async(plan_write(self.layout, upserts, deletes))
         finally:
             for lock in reversed(held):
-                lock.release()
+                holders.release(lock)
         return written.deleted
 
     def _stripes_of(
@@ -709,6 +710,11 @@ def _local_lock_for(client: QdrantClient) -> threading.RLock:
 
 
 _KEY_STRIPES = 64
+_ON_ITS_LOOP = (
+    "A sync write of the store was made on an event loop while an async write of the same "
+    "item is under way on that loop: it would wait forever. Call the a... method (aput, "
+    "abatch, aremember, ...) with await inside async code."
+)
 
 
 class _Domain:
@@ -722,6 +728,8 @@ class _Domain:
 
     def __init__(self) -> None:
         self.stripes = [threading.Lock() for _ in range(_KEY_STRIPES)]
+        # which loop's task holds a stripe: a sync write on that loop's thread is refused
+        self.holders = LoopHolders()
 
     def stripes_of(self, keys: Sequence[ItemKey]) -> list[threading.Lock]:
         """The stripes of ``keys``, each once, in one global order (no deadlock)."""
