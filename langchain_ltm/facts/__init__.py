@@ -4,7 +4,8 @@ Pure modules (no I/O): :mod:`.text` (validation, normalized form, hash), :mod:`.
 (what the API returns), :mod:`.conflicts` (offline subject and value checks),
 :mod:`.decision` (duplicate / updated / created), :mod:`.versions` (the item layout),
 :mod:`.resolution` and :mod:`.resolvers` (deciding the ambiguous cases), :mod:`.options`.
-The generators that drive them against an engine: :mod:`.writes`, :mod:`.imports` and
+The generators that drive them against an engine: :mod:`.writes` (remember),
+:mod:`.updates` (update_fact, pin), :mod:`.records` (what both write), :mod:`.imports` and
 :mod:`.reads`; :mod:`.api` holds the fact methods ``LongTermMemoryStore`` and
 :mod:`.standalone`'s ``FactStore`` have (one-liners over them).
 """

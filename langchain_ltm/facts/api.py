@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, overload
 from langchain_ltm._labels import decode_label, encode_label
 from langchain_ltm._steps import run_async, run_sync
 from langchain_ltm.errors import InvalidUserIdError
-from langchain_ltm.facts import imports, reads, writes
+from langchain_ltm.facts import imports, reads, updates, writes
 from langchain_ltm.facts.context import FactContext, is_user_namespace
 from langchain_ltm.facts.imports import ImportMode, ImportResult
 from langchain_ltm.facts.model import Fact, FactVersion, RecalledFact, RememberResult
@@ -249,11 +249,11 @@ class FactAPI(ABC):
         Raises:
             FactNotFoundError: The user has no fact with this id.
         """
-        return run_sync(writes.update(self._facts, user_id, fact_id, fact))
+        return run_sync(updates.update(self._facts, user_id, fact_id, fact))
 
     async def aupdate_fact(self, user_id: str, fact_id: str, fact: str) -> RememberResult:
         """Async twin of :meth:`update_fact`."""
-        return await run_async(writes.update(self._facts, user_id, fact_id, fact))
+        return await run_async(updates.update(self._facts, user_id, fact_id, fact))
 
     def recall(
         self,

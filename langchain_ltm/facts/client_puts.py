@@ -33,8 +33,8 @@ from langchain_ltm.backends.base import ItemKey, Record, StoredItem, is_alive
 from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts.context import FactContext
 from langchain_ltm.facts.reads import versions_by_fact
+from langchain_ltm.facts.records import embed_versions, with_ttl
 from langchain_ltm.facts.text import content_hash
-from langchain_ltm.facts.writes import embed_versions, with_ttl
 
 __all__ = ["write_puts"]
 

@@ -32,7 +32,8 @@ from langchain_ltm.facts.model import Fact, FactVersion, RememberResult
 from langchain_ltm.facts.provenance import check_metadata
 from langchain_ltm.facts.reads import list_all
 from langchain_ltm.facts.text import content_hash, validate_text
-from langchain_ltm.facts.writes import pin, remember_each, with_hashes
+from langchain_ltm.facts.updates import pin
+from langchain_ltm.facts.writes import remember_each, with_hashes
 from langchain_ltm.guard import SecretGuard
 
 __all__ = ["ImportMode", "ImportResult", "check_record", "check_records", "import_user"]

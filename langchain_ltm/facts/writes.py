@@ -1,6 +1,8 @@
-"""Writing facts: remember and update (sans-I/O logic, see ``langchain_ltm._steps``).
+"""Writing facts: remember (sans-I/O logic, see ``langchain_ltm._steps``).
 
-Import (restore and merge) is :mod:`langchain_ltm.facts.imports`, on top of these.
+``update_fact`` and ``pin`` are :mod:`langchain_ltm.facts.updates`, the records both write
+:mod:`langchain_ltm.facts.records`; import (restore and merge) is
+:mod:`langchain_ltm.facts.imports`, on top of these.
 
 ``observed_at`` and ``metadata`` (checked by :mod:`~langchain_ltm.facts.provenance`) say
 when and where a text was said; :mod:`~langchain_ltm.facts.timeline` places it among the
@@ -37,36 +39,34 @@ from langchain_ltm._labels import encode_label
 from langchain_ltm._steps import Logic, Step, call
 from langchain_ltm.backends.base import (
     Hit,
-    ItemKey,
     Record,
     SearchRequest,
     StoredItem,
-    expiry,
     is_alive,
 )
-from langchain_ltm.errors import DuplicateFactError, FactNotFoundError, InvalidFactError
-from langchain_ltm.facts import timeline
+from langchain_ltm.errors import DuplicateFactError, InvalidFactError
 from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts.context import FactContext
 from langchain_ltm.facts.decision import BatchDecision, Decision, FactState, decide_batch
-from langchain_ltm.facts.model import Fact, RememberResult
+from langchain_ltm.facts.model import RememberResult
 from langchain_ltm.facts.provenance import check_metadata, check_observed_at
-from langchain_ltm.facts.reads import WIDEST, check_id, may_have_more, versions_of
+from langchain_ltm.facts.reads import WIDEST, may_have_more
+from langchain_ltm.facts.records import (
+    decision_records,
+    embed_versions,
+    fact_after,
+    live_histories,
+    rewrite,
+    rewritten,
+    with_ttl,
+)
 from langchain_ltm.facts.resolution import check_resolutions
 from langchain_ltm.facts.text import content_hash, validate_text
 from langchain_ltm.facts.timeline import Said, Timeline
 
-__all__ = [
-    "embed_versions",
-    "pin",
-    "remember",
-    "remember_each",
-    "update",
-    "with_hashes",
-    "with_ttl",
-]
+__all__ = ["remember", "remember_each", "with_hashes"]
 
-# ---- remember / update --------------------------------------------------------------------
+# ---- remember ------------------------------------------------------------------------------
 
 
 def remember(
@@ -212,11 +212,11 @@ def _store_facts(
         stored.update(
             (item.key, item) for item in recorded.values() if item.key not in decision.touched
         )
-        histories, lapsed = yield from _histories(
+        histories, lapsed = yield from live_histories(
             ctx, namespace, [*_bases(decision), *stored.values()], now
         )
         chains = _chains(decision, said, now)
-        records, deletes, lines = _records(
+        records, deletes, lines = decision_records(
             ctx, namespace, decision, vectors, histories, chains, now, pinned, ttl
         )
         written = {(r.namespace, r.key) for r in records}
@@ -228,17 +228,17 @@ def _store_facts(
                 item = stored.get(d.key) if d.action == "duplicate" else None
                 if item is not None and d.key not in decision.touched and item.ttl_minutes:
                     item = dataclasses.replace(item, ttl_minutes=None, expires_at=None)
-                    item = _rewritten(item, dict(item.value), now)
+                    item = rewritten(item, dict(item.value), now)
                     stored[d.key] = item
-                    rewrites[d.key] = _rewrite(item, None, now, item.created_at)
+                    rewrites[d.key] = rewrite(item, None, now, item.created_at)
         if pinned:  # pinning an already stored fact rewrites it, no new version
             dups = [(d.key, vectors[d.row : d.row + 1]) for d in decision.decisions]
             for key, vector in [*dups, *((item.key, None) for item in recorded.values())]:
                 item = stored.get(key)
                 if item is not None and item.value.get("pinned") is not True:
-                    item = _rewritten(item, {**item.value, "pinned": True}, now)
+                    item = rewritten(item, {**item.value, "pinned": True}, now)
                     stored[key] = item
-                    rewrites[key] = _rewrite(item, vector, now, item.created_at)
+                    rewrites[key] = rewrite(item, vector, now, item.created_at)
         for key in [k for k in rewrites if k in stored]:  # a rewrite refreshes a fact's TTL:
             fact = stored[key]  # its versions follow, or they would expire before it
             for version in histories.get(key, ()) if fact.ttl_minutes is not None else ():
@@ -259,155 +259,6 @@ def _store_facts(
     for row, d in zip(fresh, decision.decisions, strict=True):
         out[row] = _result(d, decision.touched, stored, histories, lines, user_id, now, pinned, ttl)
     return [r for r in out if r is not None]
-
-
-def update(ctx: FactContext, user_id: str, fact_id: str, text: str) -> Logic[RememberResult]:
-    """A new version of one fact, chosen by the caller (the ``update_fact`` tool).
-
-    A text that is already another fact of the user's (X) merges X into this one, in one
-    write under the user's lock: the text becomes this fact's new version (with the
-    metadata X had, said when X was, if that is after this fact's current text began;
-    pinned if X was) and X is deleted. What an agent does when ``remember`` kept a new fact
-    apart and listed this one as ``similar``: the new fact becomes this fact's new version
-    and a ``forget`` of it afterwards finds nothing, so no text is lost either way round.
-    An X with earlier versions of its own, or one that lasts longer than this fact would
-    from now, is not merged (its history, or its text, would be lost): the answer is
-    ``duplicate`` with X, a ``reason`` saying so, and nothing changes.
-    """
-    text = validate_text(text, "fact", ctx.max_fact_chars)
-    check_id(fact_id)
-    reason = ctx.guard(text) if ctx.guard else None
-    if reason:
-        return RememberResult("rejected", None, reason=reason)
-    label = encode_label(user_id)
-    namespace = (*ctx.namespace, label)
-    vectors = yield call(ctx.embedder, "embed", [text], False)
-    held = yield from ctx.locks.acquire(ctx.backend, label)
-    try:
-        now = _clock.utcnow()
-        (item,) = yield call(ctx.backend, "get", [(namespace, fact_id)])
-        if item is not None and not is_alive(item, now):
-            item = None  # expired: gone
-        if item is None or not layout.is_fact(item):
-            raise FactNotFoundError(
-                f"The user has no fact with id {fact_id!r}; use an id returned by "
-                "remember or recall."
-            )
-        digest = content_hash(text)
-        (with_text,) = yield call(
-            ctx.backend,
-            "search",
-            SearchRequest(namespace, None, with_hashes([digest]), None, 0),
-        )
-        with_text = [h for h in with_text if h.item.namespace == namespace]  # not a child's
-        same_text = [h.item for h in with_text if is_alive(h.item, now)]
-        # this fact's own text, else another fact's (one: Postgres allows no second)
-        same_text = sorted(same_text, key=lambda i: i.key != fact_id)[:1]
-        # a fact with this text whose TTL has passed is gone: its row goes in this write
-        # (not yet swept, it would still hold the text in Postgres' fact-hash constraint)
-        expired = [(h.item.namespace, h.item.key) for h in with_text if not is_alive(h.item, now)]
-        histories, lapsed = yield from _histories(ctx, namespace, [item, *same_text], now)
-        # after the current text even if a writer's clock ran ahead: an update is current
-        said = Said(text, 0, max(now, layout.valid_from(item)), {})
-        other = same_text[0] if same_text else None
-        if other is not None:
-            holder = layout.fact_from_items(other, user_id, histories.get(other.key, ()))
-            if other.key == fact_id:  # already this fact's text: nothing to write
-                return RememberResult("duplicate", holder, similarity=1.0)
-            reason = _kept_apart(holder, other, item, now)
-            if reason:  # another fact's, which stays as it is
-                return RememberResult("duplicate", holder, similarity=1.0, reason=reason)
-            said = _merged(said, other, item)
-            expired.append((other.namespace, other.key))  # merged: gone in the same write
-        state = FactState(fact_id, text, 0, item, [str(item.value["content"])])
-        decision = BatchDecision(decisions=[], touched={fact_id: state})
-        pinned = other is not None and other.value.get("pinned") is True
-        records, deletes, lines = _records(
-            ctx, namespace, decision, vectors, histories, {fact_id: [said]}, now, pinned, None
-        )
-        records = yield from embed_versions(ctx, records)
-        written = {(r.namespace, r.key) for r in records}
-        lapsed = [key for key in lapsed if key not in written]
-        yield call(ctx.backend, "write", records, [*deletes, *expired, *lapsed])
-    finally:
-        yield from ctx.locks.release(ctx.backend, held)
-    fact = _fact_after(state, lines[fact_id], histories, user_id, now, pinned)
-    merged = other.key if other is not None else None
-    return RememberResult("updated", fact, previous=state.superseded[-1], merged=merged)
-
-
-def _kept_apart(holder: Fact, other: StoredItem, item: StoredItem, now: datetime) -> str | None:
-    """Why ``holder`` (``other``, another fact with the new text) is not merged, if so.
-
-    Into ``item``, its history would be lost, or its text expire sooner than it would.
-    Merged, the text takes ``item``'s TTL from ``now``: a text that lasts, or lasts
-    longer than that, would be gone before its time.
-    """
-    ends = expiry(now, item.ttl_minutes)  # the merged text's end: this fact's TTL from now
-    sooner = ends is not None and (other.expires_at is None or other.expires_at > ends)
-    if holder.history:
-        why = "which has earlier versions of its own (merged, they would be lost)"
-    elif sooner:
-        why = (
-            "which lasts longer than this one (merged, the text would expire with this "
-            "fact, sooner than it would have)"
-        )
-    else:
-        return None
-    return (
-        f"This text is already fact {holder.id}, {why}, so it was not merged into fact "
-        f"{item.key}: nothing changed. Fact {holder.id} keeps the text: do not forget it."
-    )
-
-
-def _merged(update: Said, other: StoredItem, item: StoredItem) -> Said:
-    """The new text of ``item`` as ``other`` (another fact that holds it, merged in) said it.
-
-    It keeps ``other``'s metadata, and the moment ``other``'s text began when that is after
-    ``item``'s current text began: it was said then. Otherwise it is said as any update
-    (``update.at``: now, or just after a current text from a clock ahead).
-    """
-    began = layout.valid_from(other)
-    at = began if began > layout.valid_from(item) else update.at
-    return Said(update.content, 0, at, layout.metadata_of(other.value))
-
-
-def pin(ctx: FactContext, user_id: str, fact_ids: Sequence[str]) -> Logic[list[str]]:
-    """Pin the user's current facts with these ids (a rewrite: no new version); those pinned.
-
-    What a merge import does for a record that was pinned, once its text is decided: the
-    fact it became (created, updated or already there) is pinned, as ``remember(...,
-    pinned=True)`` pins a duplicate. Ids of no live fact, and facts pinned already, are
-    left as they are.
-    """
-    if not fact_ids:
-        return []
-    label = encode_label(user_id)
-    namespace = (*ctx.namespace, label)
-    held = yield from ctx.locks.acquire(ctx.backend, label)
-    try:
-        now = _clock.utcnow()
-        found = yield call(ctx.backend, "get", [(namespace, k) for k in dict.fromkeys(fact_ids)])
-        facts = [
-            _rewritten(item, {**item.value, "pinned": True}, now)
-            for item in found
-            if item is not None
-            and is_alive(item, now)
-            and not layout.is_version(item)
-            and isinstance(item.value.get("content"), str)
-            and item.value.get("pinned") is not True
-        ]
-        records = [_rewrite(item, None, now, item.created_at) for item in facts]
-        histories = yield from versions_of(ctx, namespace, facts, now)
-        for item in facts:  # the rewrite refreshes the fact's TTL: its live versions follow
-            if item.ttl_minutes is not None:
-                records += [with_ttl(v, item.ttl_minutes, now) for v in histories.get(item.key, ())]
-        if records:
-            records = yield from embed_versions(ctx, records)
-            yield call(ctx.backend, "write", records, [])
-    finally:
-        yield from ctx.locks.release(ctx.backend, held)
-    return [item.key for item in facts]
 
 
 def _neighbours(
@@ -537,147 +388,6 @@ def _said_before(
     return {row: alive[key] for row, key in wanted.items() if key in alive}
 
 
-def _histories(
-    ctx: FactContext, namespace: tuple[str, ...], items: Sequence[StoredItem], now: datetime
-) -> Logic[tuple[dict[str, list[StoredItem]], list[ItemKey]]]:
-    """The live versions of these facts, and the keys of their expired ones.
-
-    A write places, renumbers and rewrites the live ones, and deletes the others: an
-    expired version is gone, as an expired fact is. Kept in the timeline, it was rewritten
-    with the fact's TTL and came back ("Lost my blue card", said with ``ttl=1``, in the
-    history of the same text remembered again later).
-    """
-    every = yield from versions_of(ctx, namespace, items)
-    live = {key: [v for v in found if is_alive(v, now)] for key, found in every.items()}
-    lapsed = [
-        (v.namespace, v.key) for found in every.values() for v in found if not is_alive(v, now)
-    ]
-    return live, lapsed
-
-
-def _records(
-    ctx: FactContext,
-    namespace: tuple[str, ...],
-    decision: BatchDecision,
-    vectors: Any,
-    histories: Mapping[str, list[StoredItem]],
-    chains: Mapping[str, list[Said]],
-    now: datetime,
-    pinned: bool,
-    ttl: float | None,
-) -> tuple[list[Record], list[ItemKey], dict[str, Timeline]]:
-    """The writes of a decision: each touched fact, its versions placed in time, pruning.
-
-    The fact and its new versions get ``ttl``, or (``None``) the stored fact's TTL, counted
-    from this write (not from ``observed_at``); with a TTL, its stored versions are
-    rewritten with it too, so they expire with the fact.
-    """
-    records: list[Record] = []
-    deletes: list[ItemKey] = []
-    lines: dict[str, Timeline] = {}
-    for state in decision.touched.values():
-        base = state.base
-        stored = histories.get(state.key, []) if base else []
-        line = timeline.place(base, stored, chains[state.key], ctx.history_limit)
-        lines[state.key] = line
-        if not line.changed:
-            continue
-        lifetime = _lifetime(ttl, base)
-        written: set[str] = set()
-        for entry in line.writes:
-            assert entry.number is not None
-            assert entry.valid_to is not None
-            key = layout.version_key(state.key, entry.number)
-            written.add(key)
-            # a stored text of a lasting fact keeps its own expiry (it was said with a TTL
-            # before the fact was said again for good); otherwise it lives as the fact does
-            own = lifetime is None and entry.row < 0 and entry.expires_at is not None
-            records.append(
-                Record(
-                    namespace=namespace,
-                    key=key,
-                    value=layout.version_value(
-                        state.key,
-                        entry.number,
-                        entry.content,
-                        entry.valid_from,
-                        entry.valid_to,
-                        entry.metadata,
-                    ),
-                    texts=(entry.content,),
-                    paths=("content",),
-                    # a new text has its vector; a stored one keeps its text's (cached)
-                    vectors=vectors[entry.row : entry.row + 1] if entry.row >= 0 else None,
-                    now=now,
-                    ttl_minutes=entry.ttl_minutes if own else lifetime,
-                    expires_at=entry.expires_at if own else None,
-                )
-            )
-        gone = {layout.version_key(state.key, n) for n in line.deletes} - written
-        deletes.extend((namespace, key) for key in sorted(gone))
-        if lifetime is not None:
-            records.extend(
-                with_ttl(v, lifetime, now) for v in stored if v.key not in written | gone
-            )
-        current = line.current
-        records.append(
-            Record(
-                namespace=base.namespace if base else namespace,
-                key=state.key,
-                value=layout.fact_value(
-                    current.content,
-                    current.valid_from,
-                    line.count,
-                    current.metadata,
-                    pinned or (base is not None and base.value.get("pinned") is True),
-                ),
-                texts=(current.content,),
-                paths=("content",),
-                vectors=vectors[current.row : current.row + 1] if current.row >= 0 else None,
-                now=now,
-                created_at=None
-                if base is not None and line.created_at == base.created_at
-                else line.created_at,
-                ttl_minutes=lifetime,
-            )
-        )
-    return records, deletes, lines
-
-
-def _rewrite(
-    item: StoredItem, vectors: Any, now: datetime, created_at: datetime | None = None
-) -> Record:
-    """The stored item written again (keeping its TTL, refreshed from ``now``).
-
-    ``created_at``: written as given (a fact or version whose times moved), else kept.
-    """
-    text = str(item.value["content"])
-    return Record(
-        item.namespace,
-        item.key,
-        item.value,
-        (text,),
-        ("content",),
-        vectors,
-        now,
-        created_at=created_at,
-        ttl_minutes=item.ttl_minutes,
-    )
-
-
-def _rewritten(
-    item: StoredItem, value: dict[str, Any], now: datetime, created: datetime | None = None
-) -> StoredItem:
-    """The stored item as :func:`_rewrite` leaves it: new value, written now, TTL refreshed."""
-    return dataclasses.replace(
-        item,
-        value=value,
-        created_at=created or item.created_at,
-        updated_at=now,
-        expires_at=expiry(now, item.ttl_minutes),
-    )
-
-
 def _said_earlier(
     decision: BatchDecision,
     said: Sequence[tuple[datetime | None, Mapping[str, Any]]],
@@ -709,79 +419,14 @@ def _said_earlier(
             continue
         when = layout.format_time(moment)
         created = min(item.created_at, moment)  # never later than it was
-        item = _rewritten(item, {**item.value, "valid_from": when}, now, created)
+        item = rewritten(item, {**item.value, "valid_from": when}, now, created)
         stored[key] = item
-        out[key] = _rewrite(item, None, now, created)
+        out[key] = rewrite(item, None, now, created)
         if last is not None:
             ended = dataclasses.replace(last, value={**last.value, "valid_to": when})
             histories[key] = [ended if v is last else v for v in versions]
-            out[ended.key] = _rewrite(ended, None, now, ended.created_at)
+            out[ended.key] = rewrite(ended, None, now, ended.created_at)
     return out
-
-
-def with_ttl(version: StoredItem, ttl: float, now: datetime) -> Record:
-    """A stored version written again with the fact's TTL (its vector comes from the cache)."""
-    text = str(version.value["content"])
-    return Record(
-        version.namespace,
-        version.key,
-        version.value,
-        (text,),
-        ("content",),
-        None,
-        now,
-        created_at=version.created_at,
-        ttl_minutes=ttl,
-    )
-
-
-def embed_versions(ctx: FactContext, records: list[Record]) -> Logic[list[Record]]:
-    """Vectors for version records (usually cached: they were embedded when they were new).
-
-    A cache miss costs one more embedding call for the batch.
-    """
-    texts = [r.texts[0] for r in records if r.vectors is None]
-    if not texts:
-        return records
-    vectors = yield call(ctx.embedder, "embed", texts, False)
-    rows = iter(range(len(texts)))
-    return [
-        r if r.vectors is not None else dataclasses.replace(r, vectors=vectors[next(rows)][None])
-        for r in records
-    ]
-
-
-def _lifetime(ttl: float | None, base: StoredItem | None) -> float | None:
-    """The TTL a write gives a fact: the one given, else the stored fact's (if any)."""
-    return ttl if ttl is not None or base is None else base.ttl_minutes
-
-
-def _fact_after(
-    state: FactState,
-    line: Timeline,
-    histories: Mapping[str, list[StoredItem]],
-    user_id: str,
-    now: datetime,
-    pinned: bool = False,
-    ttl: float | None = None,
-) -> Fact:
-    base = state.base
-    if base is not None and not line.changed:  # every new text was already recorded
-        return layout.fact_from_items(base, user_id, histories.get(state.key, ()))
-    lifetime = _lifetime(ttl, base)
-    return Fact(
-        id=state.key,
-        user_id=user_id,
-        content=line.current.content,
-        created_at=line.created_at,
-        updated_at=now,
-        history=line.history(),
-        valid_from=line.current.valid_from,
-        metadata=dict(line.current.metadata),
-        pinned=pinned or (base is not None and base.value.get("pinned") is True),
-        expires_at=expiry(now, lifetime),
-        ttl_minutes=lifetime,
-    )
 
 
 def _result(
@@ -802,7 +447,7 @@ def _result(
         fact = layout.fact_from_items(item, user_id, histories.get(item.key, ()))
     else:
         line = lines[decision.key]
-        fact = _fact_after(state, line, histories, user_id, now, pinned, ttl)
+        fact = fact_after(state, line, histories, user_id, now, pinned, ttl)
         if decision.row in line.recorded:  # the same text said at the same moment
             return RememberResult("duplicate", fact, similarity=1.0)
     return RememberResult(
