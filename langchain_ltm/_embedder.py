@@ -9,7 +9,7 @@ import struct
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -17,8 +17,61 @@ import numpy.typing as npt
 from langchain_ltm.backends.base import Vectors
 from langchain_ltm.errors import EmbeddingDimensionError
 
-if TYPE_CHECKING:  # any object with LangChain's embed methods will do; no import needed
+if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
+
+
+class EmbeddingsLike(Protocol):
+    """What every store takes as ``embeddings``: LangChain's four embedding methods.
+
+    LangChain's ``Embeddings`` (OpenAI's, ...) has them, and so has
+    :class:`~langchain_ltm.encoder.MiniLMEncoder`, which does not subclass it (importing it
+    imports no langchain-core). The store calls only these: one ``embed_query`` for a single
+    query, one ``embed_documents`` per batch of facts or phrasings, and the ``a`` twins from
+    the async methods. Public as ``langchain_ltm.encoder.EmbeddingsLike``.
+    """
+
+    def embed_documents(self, texts: list[str], /) -> list[list[float]]:
+        """One vector per text, in order."""
+        ...
+
+    def embed_query(self, text: str, /) -> list[float]:
+        """The vector of one query."""
+        ...
+
+    async def aembed_documents(self, texts: list[str], /) -> list[list[float]]:
+        """``embed_documents`` for async callers."""
+        ...
+
+    async def aembed_query(self, text: str, /) -> list[float]:
+        """``embed_query`` for async callers."""
+        ...
+
+
+def as_langchain(embeddings: EmbeddingsLike) -> Embeddings:
+    """``embeddings`` as a LangChain ``Embeddings``, for what needs the class (a vectorstore).
+
+    Itself when it is one; else a delegate to its methods (MiniLMEncoder has only those).
+    """
+    from langchain_core.embeddings import Embeddings
+
+    if isinstance(embeddings, Embeddings):
+        return embeddings
+
+    class _Delegate(Embeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return list(embeddings.embed_documents(texts))
+
+        def embed_query(self, text: str) -> list[float]:
+            return list(embeddings.embed_query(text))
+
+        async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+            return list(await embeddings.aembed_documents(texts))
+
+        async def aembed_query(self, text: str) -> list[float]:
+            return list(await embeddings.aembed_query(text))
+
+    return _Delegate()
 
 
 class Embedder:
@@ -30,7 +83,7 @@ class Embedder:
     separately for documents and queries.
     """
 
-    def __init__(self, embeddings: Embeddings, cache_size: int = 4096) -> None:
+    def __init__(self, embeddings: EmbeddingsLike, cache_size: int = 4096) -> None:
         self.embeddings = embeddings
         self.cache_size = cache_size
         self.dims: int | None = None

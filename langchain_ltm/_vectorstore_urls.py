@@ -40,11 +40,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
+from langchain_ltm._embedder import as_langchain
 from langchain_ltm.errors import BackendError, MissingDependencyError, UnsupportedVectorStoreError
 
 if TYPE_CHECKING:
-    from langchain_core.embeddings import Embeddings
-
+    from langchain_ltm._embedder import EmbeddingsLike
     from langchain_ltm.store import LongTermMemoryStore
 
 __all__ = [
@@ -118,7 +118,7 @@ def folder_catalog(url: str) -> Path | None:
     return folder / f"ltm-catalog-{collection}.sqlite"
 
 
-def open_vectorstore_url(url: str, embeddings: Embeddings) -> tuple[LongTermMemoryStore, str]:
+def open_vectorstore_url(url: str, embeddings: EmbeddingsLike) -> tuple[LongTermMemoryStore, str]:
     """The store of a ``chroma://``, ``chroma:``, ``faiss:`` or ``module:factory`` URL.
 
     Raises:
@@ -161,7 +161,7 @@ def _chroma_settings() -> Any:
     return Settings(anonymized_telemetry=False)  # nothing leaves the machine
 
 
-def _chroma_server(url: str, embeddings: Embeddings) -> tuple[LongTermMemoryStore, str]:
+def _chroma_server(url: str, embeddings: EmbeddingsLike) -> tuple[LongTermMemoryStore, str]:
     usage = (
         f"{url!r} is not a Chroma server URL: write chroma://HOST:PORT/COLLECTION, e.g. "
         "chroma://localhost:8000/memories (optionally ?catalog=/path/to/catalog.sqlite)"
@@ -194,7 +194,7 @@ def _chroma_server(url: str, embeddings: Embeddings) -> tuple[LongTermMemoryStor
     return _generic(_chroma(collection, embeddings, client), catalog, embeddings), where
 
 
-def _chroma_folder(url: str, embeddings: Embeddings) -> tuple[LongTermMemoryStore, str]:
+def _chroma_folder(url: str, embeddings: EmbeddingsLike) -> tuple[LongTermMemoryStore, str]:
     folder = checked_folder(url)
     collection = parse_qs(url.partition("?")[2]).get("collection", [CHROMA_COLLECTION])[0]
     chromadb = _chromadb(url)
@@ -206,16 +206,16 @@ def _chroma_folder(url: str, embeddings: Embeddings) -> tuple[LongTermMemoryStor
     return _generic(_chroma(collection, embeddings, client), catalog, embeddings), where
 
 
-def _chroma(collection: str, embeddings: Embeddings, client: Any) -> Any:
+def _chroma(collection: str, embeddings: EmbeddingsLike, client: Any) -> Any:
     from langchain_chroma import Chroma
 
-    return Chroma(collection, embeddings, client=client)
+    return Chroma(collection, as_langchain(embeddings), client=client)
 
 
 # ---- FAISS --------------------------------------------------------------------------------
 
 
-def _faiss_folder(url: str, embeddings: Embeddings) -> tuple[LongTermMemoryStore, str]:
+def _faiss_folder(url: str, embeddings: EmbeddingsLike) -> tuple[LongTermMemoryStore, str]:
     folder = checked_folder(url)
     try:
         import faiss
@@ -226,7 +226,7 @@ def _faiss_folder(url: str, embeddings: Embeddings) -> tuple[LongTermMemoryStore
             f"{url!r} is a FAISS folder, which needs faiss-cpu and langchain-community: "
             'pip install "langchain-ltm[faiss]"'
         ) from exc
-    langchain_embeddings = _as_langchain(embeddings)  # FAISS logs a warning for others
+    langchain_embeddings = as_langchain(embeddings)  # FAISS logs a warning for others
     if (folder / "index.faiss").is_file():
         vs = FAISS.load_local(
             str(folder), langchain_embeddings, allow_dangerous_deserialization=True
@@ -246,23 +246,6 @@ def _faiss_folder(url: str, embeddings: Embeddings) -> tuple[LongTermMemoryStore
     return LongTermMemoryStore(backend, embeddings=embeddings), where
 
 
-def _as_langchain(embeddings: Any) -> Any:
-    """``embeddings`` as a LangChain ``Embeddings`` (the CLI's encoder has only its methods)."""
-    from langchain_core.embeddings import Embeddings
-
-    if isinstance(embeddings, Embeddings):
-        return embeddings
-
-    class _Delegate(Embeddings):
-        def embed_documents(self, texts: list[str]) -> list[list[float]]:
-            return list(embeddings.embed_documents(texts))
-
-        def embed_query(self, text: str) -> list[float]:
-            return list(embeddings.embed_query(text))
-
-    return _Delegate()
-
-
 def _save_faiss(vs: Any, folder: Path) -> None:
     """``save_local`` into a temporary folder, then each file moved over the old one."""
     with tempfile.TemporaryDirectory(dir=folder, prefix=".saving-") as tmp:
@@ -274,7 +257,7 @@ def _save_faiss(vs: Any, folder: Path) -> None:
 # ---- Redis --------------------------------------------------------------------------------
 
 
-def _redis_server(url: str, embeddings: Embeddings) -> tuple[LongTermMemoryStore, str]:
+def _redis_server(url: str, embeddings: EmbeddingsLike) -> tuple[LongTermMemoryStore, str]:
     parts = urlsplit(url)
     from langchain_ltm.defaults import _redact
 
@@ -323,7 +306,7 @@ def _redis_server(url: str, embeddings: Embeddings) -> tuple[LongTermMemoryStore
         if dims is None:  # a new index: its size, once (a command that never embeds
             dims = len(embeddings.embed_query("dimensions"))  # pays this only here)
         vs = RedisVectorStore(
-            _as_langchain(embeddings),
+            as_langchain(embeddings),
             config=RedisConfig(
                 index_name=index,
                 redis_url=server,
@@ -366,7 +349,7 @@ def _redis_index_dims(index: str, server: str) -> int | None:
 # ---- module:factory -----------------------------------------------------------------------
 
 
-def _factory(url: str, embeddings: Embeddings) -> tuple[LongTermMemoryStore, str]:
+def _factory(url: str, embeddings: EmbeddingsLike) -> tuple[LongTermMemoryStore, str]:
     module_name, _, name = url.partition(":")
     added = os.getcwd() not in sys.path
     if added:  # the console script does not search the current folder; python -m does
@@ -438,7 +421,7 @@ def _fast_path(vs: Any) -> bool:
 # ---- shared -------------------------------------------------------------------------------
 
 
-def _generic(vs: Any, catalog: Path, embeddings: Embeddings) -> LongTermMemoryStore:
+def _generic(vs: Any, catalog: Path, embeddings: EmbeddingsLike) -> LongTermMemoryStore:
     from langchain_ltm.backends.vectorstore import vectorstore_backend
     from langchain_ltm.store import LongTermMemoryStore
 

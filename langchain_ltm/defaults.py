@@ -31,13 +31,12 @@ import os
 import re
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from langchain_ltm.errors import MissingDependencyError
 
 if TYPE_CHECKING:  # both load on use: open_facts on SQLite needs neither
-    from langchain_core.embeddings import Embeddings
-
+    from langchain_ltm._embedder import EmbeddingsLike
     from langchain_ltm.facts.standalone import FactStore
     from langchain_ltm.store import LongTermMemoryStore
 
@@ -103,7 +102,7 @@ def default_store_notice() -> str | None:
 
 
 def open_store(
-    url: str | None = None, *, embeddings: Embeddings | None = None
+    url: str | None = None, *, embeddings: EmbeddingsLike | None = None
 ) -> tuple[LongTermMemoryStore, str]:
     """A store for ``url`` and a one-line description of where it keeps its data.
 
@@ -129,8 +128,10 @@ def open_store(
     if url == "memory://":
         from langchain_core.vectorstores import InMemoryVectorStore
 
+        from langchain_ltm._embedder import as_langchain
+
         return LongTermMemoryStore(
-            InMemoryVectorStore(embeddings)
+            InMemoryVectorStore(as_langchain(embeddings))
         ), "memory:// (in-process, not persisted)"
     if url.startswith("sqlite:"):
         return _open_sqlite(sqlite_path(check_sqlite_url(url)), embeddings)
@@ -202,7 +203,7 @@ def is_qdrant_store(url: str) -> bool:
 
 
 def open_facts(
-    url: str | None = None, *, embeddings: Any = None
+    url: str | None = None, *, embeddings: EmbeddingsLike | None = None
 ) -> tuple[FactStore | LongTermMemoryStore, str]:
     """The fact API of the store at ``url`` (as :func:`open_store` reads it), opened lightly.
 
@@ -259,14 +260,14 @@ def sqlite_path(url: str) -> Path:
     return Path(url.removeprefix("sqlite:///")).expanduser()
 
 
-def _open_sqlite(path: Path, embeddings: Embeddings) -> tuple[LongTermMemoryStore, str]:
+def _open_sqlite(path: Path, embeddings: EmbeddingsLike) -> tuple[LongTermMemoryStore, str]:
     from langchain_ltm.store import LongTermMemoryStore
 
     path.parent.mkdir(parents=True, exist_ok=True)
     return LongTermMemoryStore.from_sqlite(path, embeddings), f"SQLite at {path}"
 
 
-def _open_default(embeddings: Embeddings) -> tuple[LongTermMemoryStore, str]:
+def _open_default(embeddings: EmbeddingsLike) -> tuple[LongTermMemoryStore, str]:
     from langchain_ltm.store import LongTermMemoryStore
 
     folder = legacy_store_folder()

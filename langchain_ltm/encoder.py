@@ -4,7 +4,9 @@
 LangChain's ``Embeddings`` base class: the same arguments, methods (``embed_documents``,
 ``embed_query`` and their async twins), checks and vectors. Importing this module imports
 neither langchain-core nor LangGraph, so with :class:`~langchain_ltm.FactStore` a script
-that only remembers and recalls starts sooner; every store takes it.
+that only remembers and recalls starts sooner; every store takes it. The stores' type
+hints say so: their ``embeddings`` is an :class:`EmbeddingsLike`, the protocol of those four
+methods, which LangChain's ``Embeddings`` and this encoder both satisfy.
 
 Example:
     >>> import tempfile, pathlib
@@ -19,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+from langchain_ltm._embedder import EmbeddingsLike
 from langchain_ltm._minilm import MiniLMEncoder
 
-__all__ = ["MiniLMEncoder"]
+__all__ = ["EmbeddingsLike", "MiniLMEncoder"]

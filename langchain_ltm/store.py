@@ -9,9 +9,8 @@ import threading
 from collections.abc import Iterable
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
     BaseStore,
     IndexConfig,
@@ -25,7 +24,7 @@ from langgraph.store.base import (
 from langchain_ltm import _clock
 from langchain_ltm._coalesce import Coalescer
 from langchain_ltm._codec import to_item, to_search_item
-from langchain_ltm._embedder import Embedder
+from langchain_ltm._embedder import Embedder, EmbeddingsLike, as_langchain
 from langchain_ltm._filters import Filter
 from langchain_ltm._ops import fact_prefix, plan_batch, plan_search, tokenize_fields
 from langchain_ltm._steps import Logic, call, run_async, run_sync
@@ -65,6 +64,9 @@ from langchain_ltm.facts.options import (
 )
 from langchain_ltm.facts.resolution import Resolver
 from langchain_ltm.guard import SecretGuard
+
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
 
 __all__ = [
     "DEFAULT_MERGE_THRESHOLD",
@@ -138,7 +140,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         self,
         vectorstore: Any,
         *,
-        embeddings: Embeddings | None = None,
+        embeddings: EmbeddingsLike | None = None,
         fields: list[str] | None = None,
         namespace: tuple[str, ...] = ("memories",),
         merge_threshold: float | None = None,
@@ -202,7 +204,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
     def from_postgres(
         cls,
         conn: Any,
-        embeddings: Embeddings,
+        embeddings: EmbeddingsLike,
         *,
         table: str = "ltm_items",
         schema: str = "public",
@@ -245,7 +247,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
     def from_qdrant(
         cls,
         client_or_url_or_path: Any,
-        embeddings: Embeddings,
+        embeddings: EmbeddingsLike,
         *,
         collection: str = "ltm_items",
         dims: int | None = None,
@@ -283,7 +285,8 @@ class LongTermMemoryStore(FactAPI, BaseStore):
             client_or_url_or_path,
             collection=collection,
             dims=dims,
-            embeddings=embeddings,
+            # it calls only embed_query (once, for the size of a new collection)
+            embeddings=cast("Embeddings", embeddings),
             tenant_depth=len(namespace) + 1,
             lock_timeout=lock_timeout,
         )
@@ -293,7 +296,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
     def from_sqlite(
         cls,
         path: Any,
-        embeddings: Embeddings,
+        embeddings: EmbeddingsLike,
         *,
         table: str = "ltm_items",
         dims: int | None = None,
@@ -390,7 +393,8 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         dims = self._embedder.dims or getattr(self.backend, "dims", None)
         if not isinstance(dims, int):
             dims = int(self._embedder.embed(["dims"], True).shape[1])
-        return {"dims": dims, "embed": self.embeddings, "fields": list(self.fields)}
+        embed = as_langchain(self.embeddings)  # LangGraph takes Embeddings or a function
+        return {"dims": dims, "embed": embed, "fields": list(self.fields)}
 
     def close(self) -> None:
         """Stop the TTL sweepers and release the engine's connections and file locks.

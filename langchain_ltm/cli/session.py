@@ -33,8 +33,6 @@ from langchain_ltm.defaults import (
 )
 
 if TYPE_CHECKING:
-    from langchain_core.embeddings import Embeddings
-
     from langchain_ltm.cli.warm.client import WarmEncoder
     from langchain_ltm.facts.standalone import FactStore
     from langchain_ltm.store import LongTermMemoryStore
@@ -223,15 +221,14 @@ class Session:
             exists = no_store_at(self.url) is None
         if exists:
             return self.store
-        empty, _ = open_store("memory://", embeddings=cast("Embeddings", default_embeddings()))
+        empty, _ = open_store("memory://", embeddings=default_embeddings())
         self._opened.append(empty)
         return empty
 
     def open(self, url: str, role: str) -> tuple[LongTermMemoryStore, str]:
         """Open one more store (``migrate``'s source and target); closed with the session."""
         self.target = f"the {role} store at {_redact(url)}"
-        # the encoder has every method of LangChain's Embeddings, which is all a store calls
-        store, where = open_store(url, embeddings=cast("Embeddings", default_embeddings()))
+        store, where = open_store(url, embeddings=default_embeddings())
         self._opened.append(store)
         return store, where
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import copy
 import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from langchain_ltm._embedder import Embedder
+from langchain_ltm._embedder import Embedder, EmbeddingsLike
 from langchain_ltm.backends.base import VectorBackend
 from langchain_ltm.facts._locks import UserLocks
 from langchain_ltm.facts.api import FactAPI
@@ -21,9 +21,6 @@ from langchain_ltm.facts.options import (
 )
 from langchain_ltm.facts.resolution import Resolver
 from langchain_ltm.guard import SecretGuard
-
-if TYPE_CHECKING:
-    from langchain_core.embeddings import Embeddings
 
 __all__ = ["FactStore"]
 
@@ -40,8 +37,9 @@ class FactStore(FactAPI):
     TTL sweepers, batching of concurrent calls), and with it every LangGraph and LangChain
     import: a fresh process that only remembers or recalls facts (the ``ltm`` command, a
     script, a hook) starts about 0.25 s sooner. ``embeddings`` is any object with LangChain's
-    embedding methods. Its reads refresh TTLs as LangGraph's default ``refresh_on_read``
-    does (pass ``refresh_ttl=False`` to a read to leave them).
+    embedding methods (:class:`~langchain_ltm.encoder.EmbeddingsLike`), such as
+    :class:`~langchain_ltm.encoder.MiniLMEncoder`. Its reads refresh TTLs as LangGraph's
+    default ``refresh_on_read`` does (pass ``refresh_ttl=False`` to a read to leave them).
 
     Args:
         backend: The engine, e.g. from :meth:`from_sqlite`.
@@ -74,7 +72,7 @@ class FactStore(FactAPI):
     def __init__(
         self,
         backend: VectorBackend,
-        embeddings: Embeddings,
+        embeddings: EmbeddingsLike,
         *,
         namespace: tuple[str, ...] = _DEFAULT_NAMESPACE,
         merge_threshold: float | None = None,
@@ -113,7 +111,7 @@ class FactStore(FactAPI):
     def from_sqlite(
         cls,
         path: str | Path,
-        embeddings: Embeddings,
+        embeddings: EmbeddingsLike,
         *,
         table: str = "ltm_items",
         dims: int | None = None,
@@ -148,7 +146,7 @@ class FactStore(FactAPI):
     def from_postgres(
         cls,
         conn: Any,
-        embeddings: Embeddings,
+        embeddings: EmbeddingsLike,
         *,
         table: str = "ltm_items",
         schema: str = "public",

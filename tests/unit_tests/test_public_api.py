@@ -30,3 +30,20 @@ def test_fact_store_with_the_light_encoder_imports_no_langchain_core_nor_langgra
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_readme_scripts_with_the_light_encoder_run(tmp_path):
+    # mypy --strict checks the same file (make lint): MiniLMEncoder is typed for every store
+    from langchain_core.embeddings import Embeddings
+
+    from langchain_ltm.defaults import open_store
+    from langchain_ltm.encoder import MiniLMEncoder
+    from tests.typed_examples import facts_with_the_light_encoder, store_with_the_light_encoder
+
+    assert facts_with_the_light_encoder(tmp_path) == ["Prefers answers in Spanish"]
+    assert store_with_the_light_encoder(tmp_path) == ["Prefers answers in Spanish"] * 2
+    # what LangGraph reads (index_config) and a vectorstore built for it need the class
+    store, _ = open_store("memory://", embeddings=MiniLMEncoder())
+    with store:
+        assert isinstance(store.index_config["embed"], Embeddings)
+        assert store.remember("u1", "likes tea").action == "created"
