@@ -102,6 +102,8 @@ def remember_each(
 ) -> Logic[RememberResult | list[RememberResult]]:
     """:func:`remember` with each text's own (checked) metadata and moment (``None``: now)."""
     ttl = check_ttl(ttl)
+    if not isinstance(pinned, bool):  # "no" would pin the stored fact (it is truthy)
+        raise TypeError(f"pinned must be True or False, got {pinned!r}.")
     if ttl is not None and not ctx.backend.capabilities.ttl:
         raise NotImplementedError(
             f"The {ctx.backend.capabilities.name} engine does not support TTL; leave out ttl."

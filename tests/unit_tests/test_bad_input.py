@@ -141,6 +141,9 @@ PROVENANCE_CASES = {
         "in the future",
     ),
     "observed_at a string": ({"observed_at": "2023-05-08"}, TypeError, "must be a datetime"),
+    # "no" is truthy: it pinned the stored fact while the result said pinned="no"
+    "pinned a string": ({"pinned": "no"}, TypeError, "pinned must be True or False"),
+    "pinned an int": ({"pinned": 1}, TypeError, "pinned must be True or False"),
 }
 
 
@@ -150,6 +153,12 @@ def test_bad_metadata_and_observed_at(store, case):
     with pytest.raises(error, match=message):
         store.remember("keeper", ["a good fact in the same batch", "another"], **kwargs)
     assert len(store.list_all("keeper")) == 1
+
+
+async def test_aremember_refuses_a_pinned_that_is_no_bool(store):
+    with pytest.raises(TypeError, match="pinned must be True or False, got 'no'"):
+        await store.aremember("keeper", "another fact", pinned="no")
+    assert len(await store.alist_all("keeper")) == 1
 
 
 def test_bad_recall_filters(store):
