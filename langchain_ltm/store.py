@@ -57,6 +57,7 @@ from langchain_ltm.facts.options import (
     DEFAULT_MERGE_THRESHOLD,
     DEFAULT_REVIEW_THRESHOLD,
     check_history_limit,
+    check_limit,
     check_resolver,
     decision_policy,
     guard_for,
@@ -111,8 +112,8 @@ class LongTermMemoryStore(FactAPI, BaseStore):
             ``ChatModelResolver(model)``); ``None`` keeps both facts.
         history_limit: Keep at most this many earlier versions per fact (``None``, the
             default, keeps every one; :meth:`prune_history` prunes on demand).
-        max_fact_chars: Longest accepted fact or recall query.
-        max_queries: Most phrasings accepted by one ``recall``.
+        max_fact_chars: Longest accepted fact or recall query (an int >= 1).
+        max_queries: Most phrasings accepted by one ``recall`` (an int >= 1).
         secret_guard: ``True`` refuses facts that look like card numbers, IBANs, API keys or
             passwords (action ``rejected``); ``False`` stores anything; or pass your own
             ``guard(text) -> reason | None``.
@@ -165,8 +166,8 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         self.policy = decision_policy(merge_threshold, review_threshold, upsert_threshold)
         self.resolver = check_resolver(resolver)
         self.history_limit = check_history_limit(history_limit)
-        self.max_fact_chars = max_fact_chars
-        self.max_queries = max_queries
+        self.max_fact_chars = check_limit("max_fact_chars", max_fact_chars)
+        self.max_queries = check_limit("max_queries", max_queries)
         self.secret_guard = secret_guard
         self._guard = guard_for(secret_guard)
         self._embedder = Embedder(embeddings)

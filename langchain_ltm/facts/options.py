@@ -1,4 +1,4 @@
-"""The fact options every store checks the same way: thresholds, resolver, guard, history.
+"""The fact options every store checks the same way: thresholds, resolver, guard, limits.
 
 ``LongTermMemoryStore`` and :class:`~langchain_ltm.facts.standalone.FactStore` take the same
 keyword options; both pass them through these functions, so a value one refuses the other
@@ -18,6 +18,7 @@ __all__ = [
     "DEFAULT_MERGE_THRESHOLD",
     "DEFAULT_REVIEW_THRESHOLD",
     "check_history_limit",
+    "check_limit",
     "check_resolver",
     "decision_policy",
     "guard_for",
@@ -81,8 +82,36 @@ def check_resolver(resolver: Any) -> Resolver | None:
 
 
 def guard_for(secret_guard: bool | SecretGuard) -> SecretGuard | None:
-    """The secret check of ``secret_guard`` (``True``: the built-in one; ``False``: none)."""
-    return find_secret if secret_guard is True else (secret_guard or None)
+    """The secret check of ``secret_guard`` (``True``: the built-in one; ``False``: none).
+
+    Anything else but a function is a TypeError now, not at the first ``remember``.
+    """
+    if secret_guard is True:
+        return find_secret
+    if secret_guard is False or secret_guard is None:
+        return None
+    if isinstance(secret_guard, (bool, int, float, str, bytes)) or not callable(secret_guard):
+        raise TypeError(
+            "secret_guard must be True (the built-in check), False (none) or a function "
+            f"text -> reason (str) or None, got {secret_guard!r}."
+        )
+    return secret_guard
+
+
+_LIMITS = {
+    "max_fact_chars": "the most characters of a fact or a recall query; default 2000",
+    "max_queries": "the most phrasings one recall takes; default 32",
+}
+
+
+def check_limit(name: str, value: Any) -> int:
+    """``value`` of the option ``name`` if it is an int >= 1; else ValueError saying what it is.
+
+    At construction: a 0 would blame every fact's length, a ``"2000"`` fail every call.
+    """
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be an int >= 1 ({_LIMITS[name]}), got {value!r}.")
+    return value
 
 
 def check_history_limit(history_limit: Any) -> int | None:

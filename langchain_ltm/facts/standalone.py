@@ -14,6 +14,7 @@ from langchain_ltm.facts.api import FactAPI
 from langchain_ltm.facts.context import FactContext
 from langchain_ltm.facts.options import (
     check_history_limit,
+    check_limit,
     check_resolver,
     decision_policy,
     guard_for,
@@ -50,8 +51,8 @@ class FactStore(FactAPI):
         review_threshold: See ``LongTermMemoryStore``.
         resolver: See ``LongTermMemoryStore``.
         history_limit: See ``LongTermMemoryStore``.
-        max_fact_chars: Longest accepted fact or recall query.
-        max_queries: Most phrasings accepted by one ``recall``.
+        max_fact_chars: Longest accepted fact or recall query (an int >= 1).
+        max_queries: Most phrasings accepted by one ``recall`` (an int >= 1).
         secret_guard: See ``LongTermMemoryStore``.
 
     Example:
@@ -92,8 +93,8 @@ class FactStore(FactAPI):
         self.backend = backend
         self.embeddings = embeddings
         self.namespace = _check_prefix(namespace)
-        self.max_fact_chars = max_fact_chars
-        self.max_queries = max_queries
+        self.max_fact_chars = check_limit("max_fact_chars", max_fact_chars)
+        self.max_queries = check_limit("max_queries", max_queries)
         self._context = FactContext(
             backend=backend,
             embedder=Embedder(embeddings),
@@ -102,8 +103,8 @@ class FactStore(FactAPI):
             resolver=check_resolver(resolver),
             guard=guard_for(secret_guard),
             locks=UserLocks.shared_by(backend),
-            max_fact_chars=max_fact_chars,
-            max_queries=max_queries,
+            max_fact_chars=self.max_fact_chars,
+            max_queries=self.max_queries,
             history_limit=check_history_limit(history_limit),
         )
 

@@ -111,6 +111,15 @@ def test_bad_options_are_refused_as_the_store_refuses_them(tmp_path):
         ({"merge_threshold": 1.5}, ValueError),
         ({"review_threshold": 0.9, "merge_threshold": 0.8}, ValueError),
         ({"resolver": object()}, TypeError),
+        # refused when built, not at every remember (0 blamed each fact's length, "2000"
+        # and "on" were TypeErrors from inside the call)
+        ({"max_fact_chars": 0}, ValueError),
+        ({"max_fact_chars": "2000"}, ValueError),
+        ({"max_fact_chars": True}, ValueError),
+        ({"max_queries": 0}, ValueError),
+        ({"max_queries": 2.5}, ValueError),
+        ({"secret_guard": "on"}, TypeError),
+        ({"secret_guard": 1}, TypeError),
         ({"namespace": ("langgraph",)}, InvalidNamespaceError),
         ({"namespace": ("a.b",)}, InvalidNamespaceError),
         ({"namespace": ()}, InvalidNamespaceError),
@@ -122,6 +131,17 @@ def test_bad_options_are_refused_as_the_store_refuses_them(tmp_path):
         with pytest.raises(error) as from_facts:
             FactStore.from_sqlite(path, emb, **options)
         assert str(from_facts.value) == str(from_store.value), options
+    with pytest.raises(ValueError, match=r"max_fact_chars must be an int >= 1 \(the most chara"):
+        FactStore.from_sqlite(path, emb, max_fact_chars=0)
+    with pytest.raises(TypeError, match=r"secret_guard must be True \(the built-in check\)"):
+        FactStore.from_sqlite(path, emb, secret_guard="on")  # type: ignore[arg-type]
+    with (
+        LongTermMemoryStore.from_sqlite(path, emb) as store,
+        pytest.raises(TypeError, match="secret_guard must be"),
+    ):
+        store.with_options(secret_guard="on")  # type: ignore[arg-type]
+    with FactStore.from_sqlite(path, emb, max_fact_chars=9, secret_guard=None) as facts:
+        assert facts.remember("u1", "likes tea").action == "created"  # None: no guard
     with pytest.raises(TypeError, match="for a LangChain vectorstore use LongTermMemoryStore"):
         FactStore(object(), emb)  # type: ignore[arg-type]
 
