@@ -33,6 +33,7 @@ from langchain_ltm.agents._registry import (
     session_namespace,
     thread_namespace,
 )
+from langchain_ltm.agents._store import require_store
 from langchain_ltm.backends.base import SearchRequest, StoredItem
 from langchain_ltm.facts import Fact
 from langchain_ltm.facts import versions as layout
@@ -136,6 +137,7 @@ def forget_user(
         >>> store.list_all("alice"), forget_user(store, "alice").facts
         ([], 0)
     """
+    store = require_store(store, "forget_user")
     return run_sync(_forget(store, validate_user_id(user_id), _checked(checkpointer)))
 
 
@@ -147,6 +149,7 @@ async def aforget_user(
     A checkpointer without async deletion (the sync ``PostgresSaver``) is called in a worker
     thread.
     """
+    store = require_store(store, "aforget_user")
     return await run_async(_forget(store, validate_user_id(user_id), _checked(checkpointer)))
 
 
@@ -184,11 +187,13 @@ def export_user_data(store: LongTermMemoryStore, user_id: str) -> dict[str, Any]
         >>> [i["value"] for i in export_user_data(store, "alice")["other_items"]]
         [{'content': {'note': 'tea'}}]
     """
+    store = require_store(store, "export_user_data")
     return run_sync(_export(store, validate_user_id(user_id)))
 
 
 async def aexport_user_data(store: LongTermMemoryStore, user_id: str) -> dict[str, Any]:
     """Async twin of :func:`export_user_data`."""
+    store = require_store(store, "aexport_user_data")
     return await run_async(_export(store, validate_user_id(user_id)))
 
 

@@ -16,6 +16,7 @@ from langchain_ltm.agents._recall import (
     recall_block,
 )
 from langchain_ltm.agents._registry import RECORDER, new_input
+from langchain_ltm.agents._store import require_store
 from langchain_ltm.agents.tools import resolve_user_id
 from langchain_ltm.store import LongTermMemoryStore
 
@@ -48,6 +49,7 @@ def memory_pre_model_hook(
         >>> "Prefers answers in Spanish" in out["llm_input_messages"][0].content
         True
     """
+    store = require_store(store, "memory_pre_model_hook")
     options = RecallOptions(recall_limit, min_score, max_chars, header, show_dates)
 
     def logic(state: Any, config: RunnableConfig) -> Logic[dict[str, Any]]:

@@ -51,6 +51,7 @@ from langchain_ltm.agents._recall import (
     with_memory,
 )
 from langchain_ltm.agents._registry import RECORDER, new_input
+from langchain_ltm.agents._store import require_store
 from langchain_ltm.agents.config import LongTermMemoryConfig
 from langchain_ltm.agents.tools import create_memory_tools, resolve_user_id, scoped_store
 from langchain_ltm.store import LongTermMemoryStore
@@ -112,6 +113,7 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         show_dates: bool = False,
     ) -> None:
         super().__init__()
+        store = require_store(store, "MemoryMiddleware")
         if mode not in ("both", "recall", "tools"):
             raise ValueError(f'mode must be "both", "recall" or "tools", got {mode!r}.')
         if background and extract_with is None:

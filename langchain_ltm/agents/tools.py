@@ -21,6 +21,7 @@ from langchain_ltm._clock import check_ttl
 from langchain_ltm._labels import validate_user_id
 from langchain_ltm._steps import Logic, Step, call, run_async, run_sync
 from langchain_ltm.agents._registry import RECORDER
+from langchain_ltm.agents._store import require_store
 from langchain_ltm.agents.config import LongTermMemoryConfig
 from langchain_ltm.errors import FactNotFoundError, InvalidFactError, MissingUserIdError
 from langchain_ltm.facts import Fact, RecalledFact, RememberResult
@@ -125,6 +126,7 @@ def create_memory_tools(
     def from_run(run: RunnableConfig | None, runtime: Any) -> str:
         return resolve_user_id(run, runtime, key)
 
+    store = require_store(store, "create_memory_tools")
     return _build(scoped_store(store, options), options, from_run)
 
 
@@ -147,6 +149,7 @@ def memory_tools_for(
         >>> json.loads(tools[0].invoke({"fact": "works on payments"}))["action"]
         'created'
     """
+    store = require_store(store, "memory_tools_for")
     options = config or LongTermMemoryConfig()
     user_id = resolve_user_id(run, None, options.user_id_key)
     return _build(scoped_store(store, options), options, lambda _run, _runtime: user_id)

@@ -491,3 +491,44 @@ async def test_remember_fact_with_ttl_minutes_expires(store, monkeypatch):
     now[0] += timedelta(minutes=61)
     facts = json.loads(recall.invoke({"queries": ["lost card", "tea"]}, config=run("u1")))
     assert [f["fact"] for f in facts["facts"]] == ["Likes green tea"]
+
+
+async def test_every_agent_helper_refuses_another_store_saying_to_wrap_it(emb, tmp_path):
+    # they raised AttributeError ('with_options', 'backend', 'export_user'), and the hook
+    # took it and failed at the first run ('pinned')
+    from langgraph.store.memory import InMemoryStore
+
+    from langchain_ltm import (
+        FactStore,
+        MemoryMiddleware,
+        SessionMemoryMiddleware,
+        aexport_user_data,
+        aforget_user,
+        export_user_data,
+        forget_user,
+        memory_pre_model_hook,
+    )
+
+    run = {"configurable": {"user_id": "u1"}}
+    helpers = {
+        "MemoryMiddleware": MemoryMiddleware,
+        "create_memory_tools": create_memory_tools,
+        "memory_tools_for": lambda s: memory_tools_for(s, run),
+        "memory_pre_model_hook": memory_pre_model_hook,
+        "forget_user": lambda s: forget_user(s, "u1"),
+        "export_user_data": lambda s: export_user_data(s, "u1"),
+    }
+    for wrong in (InMemoryStore(), InMemoryVectorStore(emb)):
+        for name, helper in helpers.items():
+            with pytest.raises(TypeError, match=rf"^{name} needs a LongTermMemoryStore, got "):
+                helper(wrong)
+        with pytest.raises(TypeError, match=r"wrap your vectorstore: LongTermMemoryStore\("):
+            await aforget_user(wrong, "u1")
+        with pytest.raises(TypeError, match="aexport_user_data needs a LongTermMemoryStore"):
+            await aexport_user_data(wrong, "u1")
+    with (
+        FactStore.from_sqlite(tmp_path / "f.db", emb) as facts,
+        pytest.raises(TypeError, match="open a LongTermMemoryStore on the same engine"),
+    ):
+        create_memory_tools(facts)  # type: ignore[arg-type]
+    SessionMemoryMiddleware(InMemoryStore())  # documented to take any BaseStore
