@@ -6,10 +6,14 @@ also run by tests/unit_tests/test_public_api.py, so the examples work as well as
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from pathlib import Path
 
-from langchain_ltm import FactStore, LongTermMemoryStore
+from langchain_core.vectorstores import InMemoryVectorStore
+
+from langchain_ltm import Fact, FactStore, LongTermMemoryStore
 from langchain_ltm.defaults import open_facts
+from langchain_ltm.embeddings import LocalMiniLMEmbeddings
 from langchain_ltm.encoder import EmbeddingsLike, MiniLMEncoder
 
 
@@ -30,3 +34,20 @@ def store_with_the_light_encoder(folder: Path) -> list[str]:
     with facts:
         found += [fact.content for fact in facts.list_all("alice")]
     return found
+
+
+def when_and_where_a_fact_came_from() -> list[str]:
+    """README "When and where a fact came from": ``Fact.valid_from`` is a datetime."""
+    store = LongTermMemoryStore(InMemoryVectorStore(LocalMiniLMEmbeddings()))
+    may_8 = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)  # backfilling a conversation
+    store.remember(
+        "caroline", "Went to an LGBTQ support group", metadata={"session": 1}, observed_at=may_8
+    )
+    store.remember("caroline", "Is researching adoption agencies", metadata={"session": 2})
+    lines = [
+        f"{fact.valid_from.date()} {fact.content} {dict(fact.metadata)}"
+        for fact in store.recall("caroline", "support group", filter={"session": 1})
+    ]
+    # a Fact built by hand without valid_from: it holds since created_at
+    built = Fact("f1", "u1", "Likes tea", may_8, may_8)
+    return [*lines, built.valid_from.isoformat()]

@@ -204,7 +204,7 @@ def _line(fact: Fact, show_dates: bool) -> str:
     """``- text``, or ``- [2023-05-08] text`` with the date the text became the fact's."""
     if not show_dates:
         return f"- {fact.content}"
-    when = (fact.valid_from or fact.created_at).astimezone(timezone.utc).date().isoformat()
+    when = fact.valid_from.astimezone(timezone.utc).date().isoformat()
     return f"- [{when}] {fact.content}"
 
 

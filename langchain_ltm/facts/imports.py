@@ -213,7 +213,7 @@ def _held_already(known: Mapping[str, Fact], text: str, said_at: datetime | None
     if it was said after the holding fact's current text began.
     """
     fact = known.get(content_hash(text))
-    return fact is not None and (said_at is None or said_at <= (fact.valid_from or fact.updated_at))
+    return fact is not None and (said_at is None or said_at <= fact.valid_from)
 
 
 def _restore(
@@ -342,7 +342,7 @@ def _fact_records(
     if ttl is None:
         ttl = _minutes_until(fact.expires_at, fact.updated_at)
     for number, version in enumerate(fact.history, 1):
-        end = version.valid_to or fact.valid_from or fact.updated_at
+        end = version.valid_to or fact.valid_from
         i = row[version.content]
         # an expiry of its own (a fact said again for good keeps its earlier texts'), else
         # the fact's (exports made before versions carried theirs)
@@ -374,7 +374,7 @@ def _fact_records(
             key=fact.id,
             value=layout.fact_value(
                 fact.content,
-                fact.valid_from or fact.created_at,
+                fact.valid_from,
                 len(fact.history),
                 fact.metadata,
                 fact.pinned,

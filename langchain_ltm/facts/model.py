@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 __all__ = [
     "Fact",
@@ -83,7 +83,8 @@ class Fact:
             first remembered.
         updated_at: When it was last written.
         history: Every earlier version, oldest first (nothing is dropped unless pruned).
-        valid_from: When the current text became the fact's text.
+        valid_from: When the current text became the fact's text; always a datetime
+            (left out when building a ``Fact`` by hand: ``created_at``).
         metadata: Any other fields stored in the item's value: the current text's
             ``remember(..., metadata=)`` (kept by export and import; each earlier version
             keeps its own).
@@ -107,18 +108,23 @@ class Fact:
     created_at: datetime
     updated_at: datetime
     history: tuple[FactVersion, ...] = ()
-    valid_from: datetime | None = None
+    # typed datetime, as every fact the store returns has one; a Fact built without it
+    # gets created_at (__post_init__): a datetime default cannot follow from another field
+    valid_from: datetime = field(default=cast("datetime", None))
     metadata: Mapping[str, Any] = field(default_factory=dict)
     pinned: bool = False
     expires_at: datetime | None = None
     ttl_minutes: float | None = None
 
+    def __post_init__(self) -> None:
+        if self.valid_from is None:
+            object.__setattr__(self, "valid_from", self.created_at)  # frozen
+
     @property
     def versions(self) -> tuple[FactVersion, ...]:
         """Every version including the current one, oldest first."""
-        since = self.valid_from or self.created_at
         current = FactVersion(
-            self.content, since, None, self.metadata, self.expires_at, self.ttl_minutes
+            self.content, self.valid_from, None, self.metadata, self.expires_at, self.ttl_minutes
         )
         return (*self.history, current)
 
@@ -130,7 +136,7 @@ class Fact:
             "content": self.content,
             "created_at": self.created_at.isoformat(),
             "updated_at": self.updated_at.isoformat(),
-            "valid_from": (self.valid_from or self.created_at).isoformat(),
+            "valid_from": self.valid_from.isoformat(),
             "history": [version.to_dict() for version in self.history],
             "metadata": dict(self.metadata),
             "pinned": self.pinned,

@@ -38,10 +38,18 @@ def test_readme_scripts_with_the_light_encoder_run(tmp_path):
 
     from langchain_ltm.defaults import open_store
     from langchain_ltm.encoder import MiniLMEncoder
-    from tests.typed_examples import facts_with_the_light_encoder, store_with_the_light_encoder
+    from tests.typed_examples import (
+        facts_with_the_light_encoder,
+        store_with_the_light_encoder,
+        when_and_where_a_fact_came_from,
+    )
 
     assert facts_with_the_light_encoder(tmp_path) == ["Prefers answers in Spanish"]
     assert store_with_the_light_encoder(tmp_path) == ["Prefers answers in Spanish"] * 2
+    assert when_and_where_a_fact_came_from() == [
+        "2023-05-08 Went to an LGBTQ support group {'session': 1}",
+        "2023-05-08T13:56:00+00:00",
+    ]
     # what LangGraph reads (index_config) and a vectorstore built for it need the class
     store, _ = open_store("memory://", embeddings=MiniLMEncoder())
     with store:
