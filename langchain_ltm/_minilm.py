@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from langchain_ltm.errors import LTMError, MissingDependencyError
+from langchain_ltm.errors import MissingDependencyError, ModelFileError
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -46,10 +46,6 @@ _BERT_MAX_POSITIONS = 512
 _Array = npt.NDArray[np.float32]
 _T = TypeVar("_T")
 _R = TypeVar("_R")
-
-
-class ModelFileError(LTMError, ValueError):
-    """A model directory or file is missing, unreadable or not a usable ONNX encoder."""
 
 
 class ModelChecksumError(ModelFileError):

@@ -1,7 +1,11 @@
-"""The exceptions langchain-ltm raises.
+"""The exceptions langchain-ltm defines.
 
-Every error derives from :class:`LTMError` and also from the nearest builtin, so existing
-``except ValueError`` / ``except ImportError`` clauses keep working.
+Every exception class here derives from :class:`LTMError` and also from the nearest builtin,
+so existing ``except ValueError`` / ``except ImportError`` clauses keep working. Not every
+error the library raises is one of these: a bad argument (a negative ``limit``, a naive
+``as_of``, an unknown ``mode``, a store option out of range) raises a plain ``ValueError``
+or ``TypeError`` whose message says what to pass; the engines' and the fact API's own
+failures are :class:`LTMError` subclasses.
 
 Example:
     >>> from langchain_ltm.errors import InvalidUserIdError, LTMError
@@ -23,9 +27,13 @@ __all__ = [
     "InvalidFilterError",
     "InvalidUserIdError",
     "LTMError",
+    "LockLostError",
     "MissingDependencyError",
     "MissingUserIdError",
+    "ModelFileError",
     "RecallTargetError",
+    "SchemaVersionError",
+    "StoreInUseError",
     "UnsupportedVectorStoreError",
 ]
 
@@ -79,6 +87,39 @@ class EngineLimitError(LTMError, ValueError):
     A key and its namespace longer than a Postgres index entry holds, or a statement with
     more values than Postgres binds. Nothing of the call was written, and repeating it
     fails the same way.
+    """
+
+
+class StoreInUseError(BackendError):
+    """Others are using the store, so it was not compacted or migrated (nothing was changed).
+
+    Raised by SQLite's and Postgres' ``compact`` (``ltm compact``) and Postgres'
+    ``migrate_vector_type``; also importable from ``langchain_ltm.backends.sqlite`` and
+    ``langchain_ltm.backends.postgres``.
+    """
+
+
+class SchemaVersionError(BackendError):
+    """The store (a SQLite file, Postgres tables) was written by a newer release.
+
+    Upgrade langchain-ltm to open it. One class for both engines; also importable from
+    ``langchain_ltm.backends.sqlite`` and ``langchain_ltm.backends.postgres``.
+    """
+
+
+class LockLostError(BackendError):
+    """A Postgres write was refused: a lock its caller held was released under it.
+
+    The connection holding a user's lock ended (killed, or a server timeout), so another
+    writer may have written since; nothing of the write was made. Retry the call.
+    """
+
+
+class ModelFileError(LTMError, ValueError):
+    """A model directory or file is missing, unreadable or not a usable ONNX encoder.
+
+    Raised by ``LocalMiniLMEmbeddings`` and ``MiniLMEncoder``; also importable from
+    ``langchain_ltm.embeddings``.
     """
 
 

@@ -10,13 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from langchain_ltm.errors import BackendError
+from langchain_ltm.errors import StoreInUseError
 
 __all__ = ["Compacted", "StoreInUseError"]
-
-
-class StoreInUseError(BackendError):
-    """Others are using the store, so it was not compacted (nothing was changed)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -226,8 +226,13 @@ def test_newer_schema_version_is_refused(make_backend, pg_conn):
     pg_conn.execute(
         f"INSERT INTO {backend.tables.versions} (version, description) VALUES (99, 'future')"
     )
-    with pytest.raises(SchemaVersionError, match="Upgrade langchain-ltm"):
+    with pytest.raises(SchemaVersionError, match="Upgrade langchain-ltm") as caught:
         backend.setup()
+    # one class for every engine, in the documented error tree (was Postgres' own)
+    from langchain_ltm import errors
+    from langchain_ltm.backends import sqlite
+
+    assert type(caught.value) is errors.SchemaVersionError is sqlite.SchemaVersionError
 
 
 def test_dims_are_learnt_at_the_first_write(make_backend, pg_conn, emb):

@@ -55,3 +55,25 @@ def test_readme_scripts_with_the_light_encoder_run(tmp_path):
     with store:
         assert isinstance(store.index_config["embed"], Embeddings)
         assert store.remember("u1", "likes tea").action == "created"
+
+
+def test_every_error_the_readme_names_is_in_the_error_tree_at_its_old_paths_too():
+    # they lived in engine modules only; SQLite and Postgres had two SchemaVersionErrors
+    from langchain_ltm import backends, embeddings, errors
+    from langchain_ltm.backends import postgres, sqlite
+    from langchain_ltm.backends.postgres import _calibrate, _writes
+
+    for name in ["StoreInUseError", "SchemaVersionError", "LockLostError", "ModelFileError"]:
+        error = getattr(errors, name)
+        assert name in errors.__all__ and name in langchain_ltm.__all__, name
+        assert getattr(langchain_ltm, name) is error and issubclass(error, errors.LTMError)
+    assert sqlite.SchemaVersionError is postgres.SchemaVersionError is errors.SchemaVersionError
+    assert sqlite.StoreInUseError is postgres.StoreInUseError is errors.StoreInUseError
+    assert backends._compaction.StoreInUseError is errors.StoreInUseError
+    assert _writes.LockLostError is postgres.LockLostError is errors.LockLostError
+    assert issubclass(errors.LockLostError, errors.BackendError)
+    assert embeddings.ModelFileError is errors.ModelFileError
+    assert issubclass(embeddings.ModelChecksumError, errors.ModelFileError)
+    # calibrate_broad_search's return type, public where PostgresBackend is
+    assert postgres.BroadCalibration is _calibrate.BroadCalibration
+    assert "BroadCalibration" in postgres.__all__

@@ -152,6 +152,10 @@ def test_a_newer_schema_is_refused(path, backend):
     with pytest.raises(SchemaVersionError, match="Upgrade langchain-ltm") as caught:
         sqlite_backend(path)
     assert isinstance(caught.value, BackendError)
+    # one class for every engine, in the documented error tree (was SQLite's own)
+    from langchain_ltm import errors
+
+    assert isinstance(caught.value, errors.SchemaVersionError)
 
 
 def test_tables_live_side_by_side(path):

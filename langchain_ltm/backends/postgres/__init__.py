@@ -12,16 +12,21 @@
 """
 
 from langchain_ltm.backends._compaction import Compacted, StoreInUseError
+from langchain_ltm.backends.postgres._calibrate import BroadCalibration, CalibrationStep
 from langchain_ltm.backends.postgres.backend import (
     DuplicateFactError,
     PostgresBackend,
     SchemaVersionError,
     postgres_backend,
 )
+from langchain_ltm.errors import LockLostError
 
 __all__ = [
+    "BroadCalibration",
+    "CalibrationStep",
     "Compacted",
     "DuplicateFactError",
+    "LockLostError",
     "PostgresBackend",
     "SchemaVersionError",
     "StoreInUseError",

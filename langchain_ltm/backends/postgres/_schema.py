@@ -12,7 +12,7 @@ from langchain_ltm.backends.postgres._sql import (
     Statement,
     Tables,
 )
-from langchain_ltm.errors import BackendError
+from langchain_ltm.errors import BackendError, SchemaVersionError
 
 SCHEMA_VERSION = 4
 SETUP_LOCK = "langchain_ltm.setup"
@@ -253,7 +253,3 @@ def create_hnsw_index(t: Tables, m: int, ef_construction: int) -> Exchange[None]
 
 def drop(t: Tables) -> Exchange[None]:
     yield Statement(f"DROP TABLE IF EXISTS {t.vectors}, {t.items}, {t.versions}")
-
-
-class SchemaVersionError(BackendError):
-    """The tables were created by a newer release of langchain-ltm."""

@@ -26,7 +26,7 @@ from langchain_ltm.backends.postgres._sql import (
     ns_path,
 )
 from langchain_ltm.backends.postgres._wire import JsonbRows, UuidRows, VectorRows
-from langchain_ltm.errors import BackendError
+from langchain_ltm.errors import LockLostError
 
 
 def write(
@@ -362,10 +362,6 @@ def _lost_locks(t: Tables, held: Sequence[tuple[int, str]], params: list[Any]) -
         "WHERE l.locktype = 'advisory' AND l.granted AND l.pid = h.pid AND l.objsubid = 1 "
         "AND ((l.classid::int8 << 32) | l.objid::int8) = hashtextextended(h.k, 0)))"
     )
-
-
-class LockLostError(BackendError):
-    """A write was refused: a lock its caller held was released under it."""
 
 
 def _refuse_without(lost: Sequence[str]) -> None:

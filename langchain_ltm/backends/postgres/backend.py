@@ -81,6 +81,7 @@ from langchain_ltm.backends import blamed_package
 from langchain_ltm.errors import (
     DuplicateFactError,
     MissingDependencyError,
+    SchemaVersionError,
 )
 
 try:
@@ -154,9 +155,6 @@ def _check_hnsw_options(m: object, ef_construction: object) -> None:
             f"ef_construction must be a whole number from {max(4, 2 * m)} (twice m) to "
             f"1,000, got {ef_construction!r}."
         )
-
-
-SchemaVersionError = _schema.SchemaVersionError
 
 
 class PostgresBackend(VectorBackend):

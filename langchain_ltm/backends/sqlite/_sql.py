@@ -28,16 +28,12 @@ from langchain_ltm.backends.base import (
     expiry,
     namespace_matches,
 )
-from langchain_ltm.errors import BackendError
+from langchain_ltm.errors import SchemaVersionError
 
 SCHEMA_VERSION = 1
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,47}")
 
 _CHUNK = 500  # keys per IN (...) list: far below every SQLite build's variable limit
-
-
-class SchemaVersionError(BackendError):
-    """The file was written by a newer release of langchain-ltm."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -76,14 +76,13 @@ from langchain_ltm.backends.sqlite import _search as search_sql
 from langchain_ltm.backends.sqlite import _sql as sql
 from langchain_ltm.backends.sqlite._cache import ScopeCache
 from langchain_ltm.backends.sqlite._lock import CROSS_PROCESS, FileLocks, HeldLock
-from langchain_ltm.errors import BackendError
+from langchain_ltm.errors import BackendError, SchemaVersionError
 
 if TYPE_CHECKING:  # imported by the first async call: not by a sync process (`ltm`)
     from concurrent.futures import ThreadPoolExecutor
 
 __all__ = ["SchemaVersionError", "SqliteBackend", "sqlite_backend"]
 
-SchemaVersionError = sql.SchemaVersionError
 T = TypeVar("T")
 
 DEFAULT_BUSY_TIMEOUT = 10.0
