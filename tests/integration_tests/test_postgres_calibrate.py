@@ -183,6 +183,20 @@ def test_create_hnsw_index_can_calibrate_the_index_it_builds(make_backend, pg_co
     assert _saved(pg_conn, backend)["ef_search"] == result.ef_search
 
 
+async def test_acreate_hnsw_index_builds_and_calibrates_as_the_sync_one(
+    make_backend, pg_conn, data
+):
+    _, vectors = data
+    backend = make_backend(dims=DIMS)
+    _load(backend, pg_conn, vectors)
+    result = await backend.acreate_hnsw_index(calibrate=True)
+    assert result is not None and result.reached and result.target_recall == 0.95
+    assert _saved(pg_conn, backend)["ef_search"] == result.ef_search
+    assert await backend.acreate_hnsw_index() is None  # IF NOT EXISTS: the index is kept
+    with pytest.raises(ValueError, match="ef_construction"):
+        await backend.acreate_hnsw_index(m=16, ef_construction=8)
+
+
 async def test_async_calibration_matches_the_sync_one(weak, data, pg_conn):
     queries = _queries(data, 5, 30)
     sync = weak.calibrate_broad_search(target_recall=0.98, queries=queries, persist=False)

@@ -391,6 +391,24 @@ class PostgresBackend(VectorBackend):
         self._scope_stats = None
         return self.calibrate_broad_search() if calibrate else None
 
+    async def acreate_hnsw_index(
+        self, m: int = 16, ef_construction: int = 128, *, calibrate: bool = False
+    ) -> BroadCalibration | None:
+        """Async twin of :meth:`create_hnsw_index`.
+
+        Example:
+            >>> import asyncio
+            >>> backend = postgres_backend("postgresql://localhost/app")  # doctest: +SKIP
+            >>> asyncio.run(backend.acreate_hnsw_index())  # doctest: +SKIP
+        """
+        self._require_dims("an HNSW index")
+        _check_hnsw_options(m, ef_construction)
+        await self.connector.arun(
+            lambda: _schema.create_hnsw_index(self.tables, m, ef_construction), "create_hnsw_index"
+        )
+        self._scope_stats = None
+        return await self.acalibrate_broad_search() if calibrate else None
+
     def calibrate_broad_search(
         self,
         target_recall: float = 0.95,
