@@ -158,6 +158,16 @@ def test_a_newer_schema_is_refused(path, backend):
     assert isinstance(caught.value, errors.SchemaVersionError)
 
 
+async def test_asetup_is_setup_off_the_loop(path, backend):
+    await backend.asetup()  # current tables: idempotent
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "INSERT INTO ltm_items_schema (version, description, applied_at) VALUES (99, 'x', '')"
+        )
+    with pytest.raises(SchemaVersionError, match="Upgrade langchain-ltm"):
+        await backend.asetup()
+
+
 def test_tables_live_side_by_side(path):
     a = store_on(sqlite_backend(path, table="team_a"))
     b = store_on(sqlite_backend(path, table="team_b"))

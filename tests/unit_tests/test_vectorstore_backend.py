@@ -342,6 +342,20 @@ def test_repair_deletes_what_an_older_copy_brought_back(kind, tmp_path):
     check_repair_drops_strays(kind, tmp_path)
 
 
+async def test_arepair_puts_back_and_drops_as_repair_does(tmp_path):
+    store, backend, _ = _crash_store("recording", tmp_path)
+    store.put(("docs", "alice"), "city", {"text": "Alice lives in Lisbon"})
+    store.put(("docs", "alice"), "drink", {"text": "likes green tea"})
+    backup = _copy_of_documents(backend)
+    store.put(("docs", "alice"), "drink", {"text": "likes black coffee"})
+    backend._vs_add(*backup)  # an older copy restored: the replaced text is back
+    assert await backend.arepair(grace_seconds=0) == 1
+    assert await backend.arepair() == 0  # nothing left to fix
+    hits = await store.asearch(("docs",), query="coffee", limit=5)
+    assert sorted(h.value["text"] for h in hits) == ["Alice lives in Lisbon", "likes black coffee"]
+    store.close()
+
+
 def check_cancelled_write(kind, at, tmp_path, monkeypatch):
     """An ``aput`` cancelled in the store's add or in the catalog commit: never half-visible.
 

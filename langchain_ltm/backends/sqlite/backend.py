@@ -288,6 +288,10 @@ class SqliteBackend(ThreadedAsync):
                 raise dimension_error(stored, self.dims, "a new file (or table)")
             self.dims = stored
 
+    async def asetup(self) -> None:
+        """Async twin of :meth:`setup`, on the backend's own threads (as Postgres' has one)."""
+        await self._off_loop(self.setup)
+
     def _to_wal(self, conn: sqlite3.Connection) -> str:
         """Switch a new file to write-ahead logging; the journal mode it ends in.
 

@@ -505,6 +505,21 @@ class VectorStoreBackend(ThreadedAsync):
             fixed += drop_strays(self)
         return fixed
 
+    async def arepair(self, grace_seconds: float | None = None, *, full: bool = True) -> int:
+        """Async twin of :meth:`repair`, on the backend's own threads (as its other twins).
+
+        Example:
+            >>> import asyncio
+            >>> from langchain_community.vectorstores import FAISS
+            >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+            >>> vs = FAISS.from_texts(["x"], DeterministicFakeEmbedding(size=8))
+            >>> backend = vectorstore_backend(vs)
+            >>> asyncio.run(backend.arepair())
+            0
+            >>> backend.close()
+        """
+        return await self._off_loop(functools.partial(self.repair, grace_seconds, full=full))
+
     # ---- locks and lifecycle ------------------------------------------------------------
 
     def lock(self, scope: str) -> Any:  # noqa: D102
