@@ -89,6 +89,11 @@ class MiniLMEncoder:
     Same arguments, methods, checks and vectors (the public class is this one with
     LangChain's ``Embeddings`` base added); importing it does not import langchain-core, so
     a command that only embeds a query (``ltm recall``) starts ~0.06 s sooner.
+
+    Example:
+        >>> from langchain_ltm.encoder import MiniLMEncoder
+        >>> len(MiniLMEncoder().embed_query("which language?"))
+        384
     """
 
     def __init__(

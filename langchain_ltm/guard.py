@@ -20,6 +20,7 @@ from collections.abc import Callable
 __all__ = ["SecretGuard", "find_secret"]
 
 SecretGuard = Callable[[str], "str | None"]
+"""A secret check: ``guard(text)`` returns why the text must not be stored, or ``None``."""
 
 _ADVICE = "Do not store secrets; store a harmless note instead (e.g. 'has a card ending in 4242')."
 
@@ -84,7 +85,24 @@ def _iban_ok(candidate: str) -> bool:
 
 
 def find_secret(text: str) -> str | None:
-    """Why ``text`` must not be stored, or ``None`` when it looks safe."""
+    """Why ``text`` must not be stored, or ``None`` when it looks safe.
+
+    The stores' default ``secret_guard``: payment cards (Luhn-checked), IBANs, API keys,
+    stated passwords, PINs or tokens, social security numbers and card security codes.
+
+    Args:
+        text: A fact about to be stored.
+
+    Returns:
+        A reason the model or the user can read (what it looks like, and what to store
+        instead), or ``None``.
+
+    Example:
+        >>> find_secret("My card is 4111 1111 1111 1111").split(":")[0]
+        'Not stored'
+        >>> find_secret("Has a card ending in 4242") is None
+        True
+    """
     for match in _CARD.finditer(text):
         digits = re.sub(r"\D", "", match.group())
         if 13 <= len(digits) <= 19 and _luhn_ok(digits) and len(set(digits)) > 1:

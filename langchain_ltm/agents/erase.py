@@ -148,6 +148,15 @@ async def aforget_user(
 
     A checkpointer without async deletion (the sync ``PostgresSaver``) is called in a worker
     thread.
+
+    Example:
+        >>> import asyncio
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> from langchain_core.vectorstores import InMemoryVectorStore
+        >>> store = LongTermMemoryStore(InMemoryVectorStore(DeterministicFakeEmbedding(size=16)))
+        >>> _ = store.remember("alice", ["Lives in Paris", "Has a cat"])
+        >>> asyncio.run(aforget_user(store, "alice")).facts
+        2
     """
     store = require_store(store, "aforget_user")
     return await run_async(_forget(store, validate_user_id(user_id), _checked(checkpointer)))
@@ -192,7 +201,17 @@ def export_user_data(store: LongTermMemoryStore, user_id: str) -> dict[str, Any]
 
 
 async def aexport_user_data(store: LongTermMemoryStore, user_id: str) -> dict[str, Any]:
-    """Async twin of :func:`export_user_data`."""
+    """Async twin of :func:`export_user_data`.
+
+    Example:
+        >>> import asyncio
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> from langchain_core.vectorstores import InMemoryVectorStore
+        >>> store = LongTermMemoryStore(InMemoryVectorStore(DeterministicFakeEmbedding(size=16)))
+        >>> _ = store.remember("alice", "Lives in Paris")
+        >>> [f["content"] for f in asyncio.run(aexport_user_data(store, "alice"))["facts"]]
+        ['Lives in Paris']
+    """
     store = require_store(store, "aexport_user_data")
     return await run_async(_export(store, validate_user_id(user_id)))
 

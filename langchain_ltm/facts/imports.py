@@ -39,6 +39,7 @@ from langchain_ltm.guard import SecretGuard
 __all__ = ["ImportMode", "ImportResult", "check_record", "check_records", "import_user"]
 
 ImportMode = Literal["restore", "merge"]
+"""``import_user``'s mode: put records back as exported, or merge them into current facts."""
 
 CLOCK_SKEW = timedelta(minutes=5)
 """How far in the future a restored time may lie (another machine's clock running ahead)."""

@@ -17,6 +17,7 @@ __all__ = [
 ]
 
 RememberAction = Literal["created", "duplicate", "updated", "rejected"]
+"""What ``remember`` did with a fact: stored it new, found it stored, versioned one, refused it."""
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ def _warn(message: str, *args: object) -> None:
 
 
 Verdict = Literal["same", "update", "different"]
+"""A resolver's answer for one pair: the same fact, a new version of it, or another fact."""
 _VERDICTS: frozenset[str] = frozenset(get_args(Verdict))
 
 

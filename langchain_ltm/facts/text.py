@@ -47,7 +47,25 @@ def content_hash(text: str) -> str:
 
 
 def validate_text(text: Any, what: str, max_chars: int) -> str:
-    """Return ``text`` if it is storable, else raise InvalidFactError saying what to change."""
+    """Return ``text`` if it is storable, else raise InvalidFactError saying what to change.
+
+    The check ``remember`` and ``recall`` run on each fact and query: a non-empty ``str``
+    of at most ``max_chars`` characters, without NUL bytes or lone surrogates, with some
+    content once punctuation is removed.
+
+    Args:
+        text: The fact or query.
+        what: Its name in the message (``"fact"``, ``"query"``).
+        max_chars: The store's ``max_fact_chars``.
+
+    Example:
+        >>> validate_text("likes tea", "fact", 2000)
+        'likes tea'
+        >>> validate_text("", "fact", 2000)
+        Traceback (most recent call last):
+        ...
+        langchain_ltm.errors.InvalidFactError: fact is empty: pass some text.
+    """
     if not isinstance(text, str):
         raise InvalidFactError(f"{what} must be a str, got {type(text).__name__}.")
     if not text.strip():
