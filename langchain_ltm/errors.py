@@ -23,6 +23,7 @@ __all__ = [
     "EmbeddingDimensionError",
     "EngineLimitError",
     "FactNotFoundError",
+    "IncompatibleCollectionError",
     "InvalidFactError",
     "InvalidFilterError",
     "InvalidUserIdError",
@@ -112,6 +113,15 @@ class LockLostError(BackendError):
 
     The connection holding a user's lock ended (killed, or a server timeout), so another
     writer may have written since; nothing of the write was made. Retry the call.
+    """
+
+
+class IncompatibleCollectionError(LTMError, ValueError):
+    """The Qdrant collection exists with a vector layout langchain-ltm cannot use.
+
+    Its distance is not cosine, its vectors are not the size the embeddings give, or its
+    vector name is another than ``vector_name``: nothing was changed in it. Also importable
+    from ``langchain_ltm.backends.qdrant``.
     """
 
 

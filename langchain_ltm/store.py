@@ -9,7 +9,7 @@ import threading
 from collections.abc import Iterable
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from langgraph.store.base import (
     BaseStore,
@@ -67,7 +67,7 @@ from langchain_ltm.facts.resolution import Resolver
 from langchain_ltm.guard import SecretGuard
 
 if TYPE_CHECKING:
-    from langchain_core.embeddings import Embeddings
+    pass
 
 __all__ = [
     "DEFAULT_MERGE_THRESHOLD",
@@ -286,8 +286,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
             client_or_url_or_path,
             collection=collection,
             dims=dims,
-            # it calls only embed_query (once, for the size of a new collection)
-            embeddings=cast("Embeddings", embeddings),
+            embeddings=embeddings,
             tenant_depth=len(namespace) + 1,
             lock_timeout=lock_timeout,
         )

@@ -63,7 +63,8 @@ def test_every_error_the_readme_names_is_in_the_error_tree_at_its_old_paths_too(
     from langchain_ltm.backends import postgres, sqlite
     from langchain_ltm.backends.postgres import _calibrate, _writes
 
-    for name in ["StoreInUseError", "SchemaVersionError", "LockLostError", "ModelFileError"]:
+    names = ["StoreInUseError", "SchemaVersionError", "LockLostError", "ModelFileError"]
+    for name in [*names, "IncompatibleCollectionError"]:
         error = getattr(errors, name)
         assert name in errors.__all__ and name in langchain_ltm.__all__, name
         assert getattr(langchain_ltm, name) is error and issubclass(error, errors.LTMError)
@@ -73,6 +74,10 @@ def test_every_error_the_readme_names_is_in_the_error_tree_at_its_old_paths_too(
     assert _writes.LockLostError is postgres.LockLostError is errors.LockLostError
     assert issubclass(errors.LockLostError, errors.BackendError)
     assert embeddings.ModelFileError is errors.ModelFileError
+    from langchain_ltm.backends import qdrant
+
+    assert qdrant.IncompatibleCollectionError is errors.IncompatibleCollectionError
+    assert issubclass(errors.IncompatibleCollectionError, ValueError)
     assert issubclass(embeddings.ModelChecksumError, errors.ModelFileError)
     # calibrate_broad_search's return type, public where PostgresBackend is
     assert postgres.BroadCalibration is _calibrate.BroadCalibration

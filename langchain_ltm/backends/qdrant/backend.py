@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from langchain_ltm.errors import (
     BackendError,
     EmbeddingDimensionError,
+    IncompatibleCollectionError,
     LTMError,
     MissingDependencyError,
 )
@@ -101,15 +102,13 @@ if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
     from langchain_qdrant import QdrantVectorStore
 
+    from langchain_ltm._embedder import EmbeddingsLike
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["IncompatibleCollectionError", "QdrantBackend", "qdrant_backend"]
 
 T = TypeVar("T")
-
-
-class IncompatibleCollectionError(LTMError, ValueError):
-    """The Qdrant collection exists with a vector layout langchain-ltm cannot use."""
 
 
 @dataclass
@@ -588,7 +587,7 @@ def qdrant_backend(
     *,
     collection: str = "ltm_items",
     dims: int | None = None,
-    embeddings: Embeddings | None = None,
+    embeddings: EmbeddingsLike | None = None,
     vector_name: str = "",
     tenant_depth: int = 2,
     api_key: str | None = None,
