@@ -9,7 +9,9 @@ in one of two shapes (``save_mode``) and within a budget of messages (``limit``)
 any of their threads, are added to the system message.
 
 Finished turns are indexed by ``after_agent`` under ``("ltm_sessions", label(user))`` (see
-:mod:`langchain_ltm.agents._registry`), one batched put (one embedding call) per turn.
+:mod:`langchain_ltm.agents._registry`), one batched put (one embedding call) per turn. A turn
+the secret guard refuses (a pasted card number, a password) is not indexed, so it is never
+replayed into another thread's prompt.
 
 The logic is written once: pure helpers shape the messages, and two sans-I/O generators
 (:mod:`langchain_ltm._steps`) do the one store call of each hook, run by thin sync and async
@@ -49,6 +51,8 @@ from langchain_ltm.agents._registry import (
 from langchain_ltm.agents.tools import resolve_user_id
 from langchain_ltm.errors import BackendError, MissingUserIdError
 from langchain_ltm.facts.versions import format_time
+from langchain_ltm.guard import SecretGuard, find_secret
+from langchain_ltm.store import LongTermMemoryStore
 
 __all__ = ["DEFAULT_SESSION_MIN_SCORE", "Retrieval", "SaveMode", "SessionMemoryMiddleware"]
 
@@ -98,6 +102,10 @@ class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
       its turns beside the earlier ones and they all come back as relevant; the recency
       window then holds only the run's own messages: use a checkpointer and a
       ``thread_id`` for a thread's history.
+    - ``secret_guard``: a finished turn whose user message or answer the guard refuses (a
+      card number, an IBAN, an API key, a password) is not indexed, so it is never brought
+      back into another thread (the checkpointer still holds the thread's own messages).
+      The refusal is logged at warning, without the turn's text.
 
     The user comes from each run (the runtime context's ``user_id_key``, else
     ``config["configurable"][user_id_key]``), the thread from
@@ -123,10 +131,17 @@ class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             gets an equal share, its user message and answer cut (ending in ``…``) to
             fit, so one pasted log cannot fill the model's context.
         user_id_key: Name of the user id in the runtime context and in ``configurable``.
+        secret_guard: What keeps secrets out of the indexed turns, as in
+            ``LongTermMemoryConfig``: ``None`` (default) the store's own guard (its
+            ``secret_guard``) for a ``LongTermMemoryStore``, the built-in
+            :func:`~langchain_ltm.find_secret` for any other store; ``True`` the built-in
+            one; ``False`` none (every turn is indexed); or your own ``guard(text) ->
+            reason | None``.
 
     Raises:
-        ValueError: An option has an unknown name, is not a positive int, or ``min_score``
-            is not a number in [-1, 1] (nor ``None``).
+        ValueError: An option has an unknown name, is not a positive int, ``min_score``
+            is not a number in [-1, 1] (nor ``None``), or ``secret_guard`` is not a bool,
+            a callable or ``None``.
 
     Example:
         >>> from langchain.agents import create_agent
@@ -183,9 +198,12 @@ class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         min_score: float | None = DEFAULT_SESSION_MIN_SCORE,
         max_chars: int = 4000,
         user_id_key: str = "user_id",
+        secret_guard: bool | SecretGuard | None = None,
     ) -> None:
         super().__init__()
         self.store = store
+        self.secret_guard = secret_guard
+        self._guard = _guard_of(store, secret_guard)
         self.save_mode: SaveMode = _choice("save_mode", save_mode, get_args(SaveMode))
         self.limit = None if limit is None else _positive("limit", limit)
         self.retrieval: Retrieval = _choice("retrieval", retrieval, get_args(Retrieval))
@@ -329,14 +347,29 @@ class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         thread_id = _thread_of_turns(config)
         now = datetime.now(timezone.utc)
         namespace = session_namespace(user_id)
+        kept = [turn for turn in turns if not self._refused(turn)]
+        if len(kept) < len(turns):  # the reason may quote the secret: not logged
+            logger.warning(
+                "session memory left %d turn(s) of thread %r unindexed: the secret guard "
+                "refused them (a card number, key or password?)",
+                len(turns) - len(kept),
+                thread_id,
+            )
+        if not kept:
+            return
         ops = [
             PutOp(namespace, f"{prefix}:{turn.key}", turn_value(thread_id, turn, now), ["text"])
-            for turn in turns
+            for turn in kept
         ]
         try:
             yield call(self.store, "batch", ops)
         except BackendError as exc:  # after the answer: the turn stands, unindexed
             logger.warning("session memory could not index %d turns: %s", len(ops), exc)
+
+    def _refused(self, turn: Turn) -> bool:
+        """Whether the guard refuses the turn's user message or its answer."""
+        guard = self._guard
+        return guard is not None and any(guard(text) for text in (turn.user, turn.answer) if text)
 
 
 # ---- pure helpers ------------------------------------------------------------------------
@@ -675,6 +708,22 @@ def _run_config() -> RunnableConfig | None:
         return get_config()
     except RuntimeError:  # called outside a graph run
         return None
+
+
+def _guard_of(store: BaseStore | None, secret_guard: Any) -> SecretGuard | None:
+    """The guard of the indexed turns (``secret_guard`` as documented on the class)."""
+    if secret_guard is None:
+        return store._guard if isinstance(store, LongTermMemoryStore) else find_secret
+    if secret_guard is True:
+        return find_secret
+    if secret_guard is False:
+        return None
+    if callable(secret_guard):
+        return secret_guard  # type: ignore[no-any-return]
+    raise ValueError(
+        "secret_guard must be True, False, a guard(text) -> reason | None, or None (the "
+        f"store's), got {type(secret_guard).__name__}."
+    )
 
 
 def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> Any:

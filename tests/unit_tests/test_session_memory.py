@@ -828,3 +828,79 @@ def test_a_summary_of_earlier_messages_is_not_a_turn_of_the_user():
         "when is my marathon"
     )
     assert latest_turns([summary]) == []
+
+
+# ---- secrets: a pasted card is not indexed, so never replayed into another thread -----------
+
+CARD = "4111 1111 1111 1111"
+
+
+def indexed(store, user_id="alice"):
+    return sorted(i.value["user"] for i in store.search(session_namespace(user_id), limit=20))
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_a_pasted_secret_is_not_indexed_nor_replayed_into_another_thread(store, caplog, use_async):
+    """The store's default guard refused remember() of the card, but the session index kept
+    the turn and replayed it into thread t2's system prompt (SECURITY.md: a pasted card must
+    not leak into every later prompt)."""
+    import logging
+
+    agent, model = build(store, retrieval="relevance", min_score=None)
+
+    def invoke(text, thread):
+        if use_async:
+            return asyncio.run(agent.ainvoke(say(text), run(thread=thread)))
+        return agent.invoke(say(text), run(thread=thread))
+
+    with caplog.at_level(logging.WARNING, logger="langchain_ltm.agents.session"):
+        invoke(f"Use my card {CARD} for the order", "t1")
+    assert indexed(store) == []
+    assert "secret guard refused" in caplog.text and CARD not in caplog.text
+    invoke("My order ships to Paris", "t1")  # a harmless turn is still indexed
+    assert indexed(store) == ["My order ships to Paris"]
+    # the thread's own history still holds the turn (the checkpointer's, not the index)
+    state = agent.get_state(run(thread="t1")).values["messages"]
+    assert CARD in state[0].text
+
+    invoke("Which card for the order?", "t2")
+    block = context_of(model.requests[-1])
+    assert "My order ships to Paris" in block
+    assert CARD not in str(model.requests[-1])
+
+
+def test_an_answer_that_repeats_a_secret_is_not_indexed(store):
+    agent, _ = build(store, retrieval="both")
+    agent.invoke(say(f"lookup {CARD}"), run(thread="t1"))  # the tool result repeats it
+    agent.invoke(say("password is hunter22"), run(thread="t1"))  # the answer repeats it
+    assert indexed(store) == []
+
+
+def test_session_secret_guard_follows_the_store_custom_or_off(emb):
+    refuse_tea = lambda text: "no tea talk" if "tea" in text else None  # noqa: E731
+    turns = [f"my card is {CARD}", "I like tea"]
+
+    def kept(store, **options):
+        agent, _ = build(store, retrieval="relevance", **options)
+        for text in turns:
+            agent.invoke(say(text), run(thread="t1"))
+        return indexed(store)
+
+    def fresh(**options):
+        return LongTermMemoryStore(InMemoryVectorStore(emb), **options)
+
+    assert kept(fresh()) == ["I like tea"]  # the store's guard (the built-in one)
+    assert kept(fresh(secret_guard=False)) == sorted(turns)  # the store's: off
+    assert kept(fresh(secret_guard=refuse_tea)) == [turns[0]]  # the store's: custom
+    assert kept(fresh(), secret_guard=refuse_tea) == [turns[0]]  # ours, over the store's
+    assert kept(fresh(), secret_guard=False) == sorted(turns)
+    assert kept(fresh(secret_guard=False), secret_guard=True) == ["I like tea"]
+    # any other BaseStore: the built-in guard
+    other = InMemoryStore(index={"dims": 64, "embed": emb})
+    assert kept(other) == ["I like tea"]
+
+
+@pytest.mark.parametrize("bad", ["yes", 0, 1])
+def test_a_bad_session_secret_guard_is_refused(store, bad):
+    with pytest.raises(ValueError, match="secret_guard must be True, False, a guard"):
+        SessionMemoryMiddleware(store, secret_guard=bad)
