@@ -19,6 +19,10 @@ A ``delete`` of a fact deletes its versions, found under the lock too. A batch r
 items its puts and deletes in user namespaces touch (one ``get``); puts of new keys and
 writes outside user namespaces go in one write, with no lock, and each user with a fact
 touched is written on its own, under that user's lock, after reading again.
+
+The secret guard is not run here: a ``put`` stores what the client gives, as any
+``BaseStore`` does (refusing would break drop-in clients, a deepagents file holding a
+password). SECURITY.md says so, and how to guard LangMem's tools.
 """
 
 from __future__ import annotations

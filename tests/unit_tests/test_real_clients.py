@@ -125,3 +125,30 @@ def test_langmem_update_of_a_fact_keeps_its_history_and_search_shows_the_current
         ]
     finally:
         store.close()
+
+
+def test_a_client_put_is_not_guarded_and_the_readme_wrapper_guards_langmem():
+    """README and SECURITY.md say the secret guard covers the fact API, the tools and the
+    middleware, not a client's BaseStore put; and show how to guard LangMem's manage tool."""
+    import asyncio
+    import textwrap
+
+    from tests.unit_tests.test_readme import python_block
+
+    store = LongTermMemoryStore(InMemoryVectorStore(KeywordEmbeddings(dims=DIMS)))
+    card = "Her card number is 4111 1111 1111 1111"
+    assert store.remember("alice", card).action == "rejected"
+    raw = create_manage_memory_tool(("memories", "{langgraph_user_id}"), store=store)
+    raw.invoke({"content": card}, _config("alice"))  # a put: stored as given
+    assert [f.content for f in store.list_all("alice")] == [card]
+
+    scope: dict[str, Any] = {"store": store}
+    code = textwrap.dedent(python_block("Real clients: LangMem's tools and deepagents' files"))
+    exec(compile(code, "README LangMem guard", "exec"), scope)
+    manage = scope["manage_memory"]
+    said = manage.invoke({"content": card}, _config("bob"))
+    assert said.startswith("Not stored: it contains what looks like a payment card number")
+    said = asyncio.run(manage.ainvoke({"content": "my password is hunter22"}, _config("bob")))
+    assert said.startswith("Not stored")
+    assert manage.invoke({"content": "Has a cat named Tom"}, _config("bob")).startswith("created")
+    assert [f.content for f in store.list_all("bob")] == ["Has a cat named Tom"]
