@@ -138,7 +138,10 @@ class FactAPI(ABC):
                 a new version stores only these keys (nothing is inherited from the text
                 it replaces). Keys of the fact layout (``content``, ``valid_from``, ``pinned``, ...)
                 and values that are not JSON raise ``InvalidFactError``. A duplicate writes
-                nothing, so its metadata is unchanged.
+                nothing, so its metadata is unchanged. The secret guard reads each string
+                or integer value with its key (``{"password": "hunter22"}`` as
+                ``password: hunter22``): a fact whose metadata holds a secret is
+                ``rejected`` as one whose text does.
             observed_at: When the facts were said (timezone-aware, not in the future), for
                 a backfill of old conversations: it becomes their ``valid_from`` (and a new
                 fact's ``created_at``), and the version a fact replaces ends there, so

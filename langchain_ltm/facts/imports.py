@@ -29,7 +29,7 @@ from langchain_ltm.errors import InvalidFactError
 from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts.context import FactContext
 from langchain_ltm.facts.model import Fact, FactVersion, RememberResult
-from langchain_ltm.facts.provenance import check_metadata
+from langchain_ltm.facts.provenance import check_metadata, secret_in_metadata
 from langchain_ltm.facts.reads import list_all
 from langchain_ltm.facts.text import content_hash, validate_text
 from langchain_ltm.facts.updates import pin
@@ -522,7 +522,9 @@ def _parse(
         history = tuple(v for v in every if not _expired(v, now))
         if restore:
             for n, v in enumerate(history):  # earlier texts are stored as they are too
-                if guard is not None and (reason := guard(v.content)):
+                if guard is not None and (
+                    reason := guard(v.content) or secret_in_metadata(guard, v.metadata)
+                ):
                     raise InvalidFactError(f"{where}: history[{n}]: {reason}")
             _not_future(where, now, created_at=created, updated_at=updated, valid_from=since)
             for n, v in enumerate(history):
@@ -534,6 +536,8 @@ def _parse(
             raise
         raise InvalidFactError(f"{where}: {exc}") from exc
     metadata = _metadata(record.get("metadata"), where)
+    if restore and (reason := secret_in_metadata(guard, metadata)):
+        raise InvalidFactError(f"{where}: {reason}")
     pinned = False if record.get("pinned") is None else record["pinned"]
     if not isinstance(pinned, bool):  # "true" or 1 was read as not pinned
         raise InvalidFactError(f"{where}: pinned must be true or false, got {pinned!r}.")

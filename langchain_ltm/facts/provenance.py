@@ -15,7 +15,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
@@ -24,7 +24,7 @@ from langchain_ltm._utf8 import encodes_as_utf8
 from langchain_ltm.errors import InvalidFactError, InvalidFilterError
 from langchain_ltm.facts.versions import RESERVED
 
-__all__ = ["check_metadata", "check_observed_at", "metadata_filter"]
+__all__ = ["check_metadata", "check_observed_at", "metadata_filter", "secret_in_metadata"]
 
 _MAX_DEPTH = 32
 
@@ -54,6 +54,45 @@ def check_metadata(metadata: object) -> dict[str, Any]:
         _storable(key, "metadata key", key)
         out[plain_scalar(key)] = _json(value, key, 0)  # a StrEnum key is its text
     return out
+
+
+def secret_in_metadata(
+    guard: Callable[[str], str | None] | None, metadata: Mapping[str, Any]
+) -> str | None:
+    """Why ``guard`` refuses checked ``metadata`` (``None``: it does not, or no guard).
+
+    Each string or integer value is read with its key (``{"password": "hunter22"}`` as
+    ``"password: hunter22"``, the way a text states it), every other value's key alone;
+    one guard call per value. The reason names the key: ``metadata 'note': Not stored: ...``.
+
+    Example:
+        >>> from langchain_ltm.guard import find_secret
+        >>> secret_in_metadata(find_secret, {"note": "card 4111 1111 1111 1111"})[:24]
+        "metadata 'note': Not sto"
+        >>> secret_in_metadata(find_secret, {"session": 3, "source": "chat"}) is None
+        True
+    """
+    if guard is None:
+        return None
+    for where, text in _metadata_texts(metadata, ""):
+        reason = guard(text)
+        if reason:
+            return f"metadata {where!r}: {reason}"
+    return None
+
+
+def _metadata_texts(value: Any, where: str, key: str = "") -> Iterator[tuple[str, str]]:
+    """``(where, text)`` for each value of checked metadata (JSON: dicts, lists, scalars)."""
+    if isinstance(value, Mapping):
+        for name, item in value.items():
+            yield from _metadata_texts(item, f"{where}.{name}" if where else name, name)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _metadata_texts(item, f"{where}[{i}]", key)
+    elif isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        yield where, f"{key}: {value}" if key else str(value)
+    elif key:
+        yield where, key
 
 
 def _storable(text: str, what: str, where: str) -> None:

@@ -49,7 +49,11 @@ from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts.context import FactContext
 from langchain_ltm.facts.decision import BatchDecision, Decision, FactState, decide_batch
 from langchain_ltm.facts.model import RememberResult
-from langchain_ltm.facts.provenance import check_metadata, check_observed_at
+from langchain_ltm.facts.provenance import (
+    check_metadata,
+    check_observed_at,
+    secret_in_metadata,
+)
 from langchain_ltm.facts.reads import WIDEST, may_have_more
 from langchain_ltm.facts.records import (
     decision_records,
@@ -114,8 +118,10 @@ def remember_each(
     texts = [validate_text(f, "fact", ctx.max_fact_chars) for f in ([facts] if single else facts)]
     results: list[RememberResult | None] = [None] * len(texts)
     accepted: list[int] = []
-    for i, text in enumerate(texts):
-        reason = ctx.guard(text) if ctx.guard else None
+    for i, text in enumerate(texts):  # a secret in the text or in its metadata
+        reason = (
+            ctx.guard(text) or secret_in_metadata(ctx.guard, metadata[i]) if ctx.guard else None
+        )
         if reason:
             results[i] = RememberResult("rejected", None, reason=reason)
         else:

@@ -566,3 +566,50 @@ async def test_a_backfill_said_twice_in_a_merge_is_one_earlier_version(mem):
         (PARIS, 2021, 2022),
         (BERLIN, 2022, None),
     ]
+
+
+CARD = "4111 1111 1111 1111"
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        {"note": f"paid with {CARD}"},
+        {"source": "api_key=sk-proj-aBcDeFgHiJkLmNoPqRsTuVwXyZ012345"},
+        {"password": "hunter22"},  # read as "password: hunter22"
+        {"pin": 4821},
+        {"deep": {"tags": ["chat", f"card {CARD}"]}},
+        {f"card {CARD}": True},  # a key
+    ],
+)
+async def test_a_secret_in_metadata_is_rejected_like_one_in_the_text(mem, metadata):
+    """remember(..., metadata=) stored a card number or an API key in a metadata value
+    (and export_user gave it back) while the same text as the fact was rejected."""
+    result = await mem.remember("u1", "Has a cat named Tom", metadata=metadata)
+    assert (result.action, result.fact) == ("rejected", None)
+    assert result.reason.startswith("metadata '") and "Not stored" in result.reason
+    assert await mem.list_all("u1") == []
+    # an import: a restore refuses the record, a merge rejects its text
+    record = {"id": "x1", "content": "Has a cat named Tom", "metadata": metadata}
+    with pytest.raises(InvalidFactError, match=r"^record 1: metadata '.*Not stored"):
+        await mem.import_user("u2", [record])
+    earlier = {"content": "Has a kitten", "valid_from": "2024-01-01T00:00:00+00:00"}
+    record = {**record, "metadata": {}, "history": [{**earlier, "metadata": metadata}]}
+    with pytest.raises(InvalidFactError, match=r"^record 1: history\[0\]: metadata '"):
+        await mem.import_user("u2", [record])
+    merged = await mem.import_user("u2", [{"content": "Has a cat", "metadata": metadata}], "merge")
+    assert [r.action for r in merged.results] == ["rejected"]
+    assert await mem.list_all("u2") == []
+
+
+async def test_harmless_metadata_is_kept(mem):
+    metadata = {"source": "chat", "session": 3, "token_count": 1234, "password_reset": True}
+    metadata |= {"order": "4111 1111 1111 1112", "tags": ["pin", "card"]}  # not Luhn-valid
+    made = await mem.remember("u1", "Has a cat named Tom", metadata=metadata)
+    assert made.action == "created" and made.fact.metadata == metadata
+
+
+def test_secret_guard_false_keeps_secrets_in_metadata_too(emb):
+    store = LongTermMemoryStore(InMemoryVectorStore(emb), secret_guard=False)
+    made = store.remember("u1", "Has a cat named Tom", metadata={"note": f"card {CARD}"})
+    assert made.action == "created"
