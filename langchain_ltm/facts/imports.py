@@ -16,7 +16,7 @@ import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from langchain_ltm import _clock
 from langchain_ltm._filters import Condition
@@ -36,7 +36,14 @@ from langchain_ltm.facts.updates import pin
 from langchain_ltm.facts.writes import remember_each, with_hashes
 from langchain_ltm.guard import SecretGuard
 
-__all__ = ["ImportMode", "ImportResult", "check_record", "check_records", "import_user"]
+__all__ = [
+    "ImportMode",
+    "ImportResult",
+    "check_record",
+    "check_records",
+    "import_user",
+    "record_secret",
+]
 
 ImportMode = Literal["restore", "merge"]
 """``import_user``'s mode: put records back as exported, or merge them into current facts."""
@@ -461,7 +468,46 @@ def check_record(record: Any, where: str, max_chars: int) -> None:
     Raises:
         InvalidFactError: Naming ``where`` and the field.
     """
-    _parse(record, where, None, False, max_chars, None)
+    _read(record, where, None, False, max_chars)
+
+
+def record_secret(
+    record: Any, where: str, max_chars: int, guard: SecretGuard, now: datetime | None = None
+) -> str | None:
+    """Why ``guard`` refuses what importing ``record`` would store (``None``: nothing).
+
+    For ``ltm import``, which lists such a line as rejected and imports the others. Only
+    what would be stored is read, as a restore reads it: the text and its metadata, and
+    each earlier version whose ``expires_at`` has not passed (``history[n]: ...``, ``n``
+    its place in the record); nothing of a record whose own ``expires_at`` has passed.
+
+    Raises:
+        InvalidFactError: The record is malformed (as :func:`check_record`).
+    """
+    return _secret(_read(record, where, None, False, max_chars), guard, now)
+
+
+class _Read(NamedTuple):
+    fact: Fact
+    has_id: bool
+    dated: bool
+    places: tuple[int, ...]
+    """The place in the record's ``history`` of each of ``fact.history`` (the live ones)."""
+
+
+def _secret(read: _Read, guard: SecretGuard, now: datetime | None = None) -> str | None:
+    """Why ``guard`` refuses what a record stores (see :func:`record_secret`)."""
+    fact = read.fact
+    if fact.expires_at is not None and fact.expires_at <= (now or _clock.utcnow()):
+        return None  # left out whole: nothing of it is stored
+    reason = guard(fact.content) or secret_in_metadata(guard, fact.metadata)
+    if reason:
+        return reason
+    for place, version in zip(read.places, fact.history, strict=True):
+        reason = guard(version.content) or secret_in_metadata(guard, version.metadata)
+        if reason:
+            return f"history[{place}]: {reason}"
+    return None
 
 
 def _parse_record(
@@ -485,13 +531,20 @@ def _parse(
     guard: SecretGuard | None,
 ) -> tuple[Fact, bool, bool]:
     """:func:`_parse_record` without a store (``user_id`` None: the fact id stays empty)."""
+    read = _read(record, where, user_id, restore, max_chars)
+    # a restore stores the texts as they are: it refuses a secret in what it would store
+    if restore and guard is not None and (reason := _secret(read, guard)):
+        raise InvalidFactError(f"{where}: {reason}")
+    return read.fact, read.has_id, read.dated
+
+
+def _read(record: Any, where: str, user_id: str | None, restore: bool, max_chars: int) -> _Read:
+    """One record, checked (no secret check; a restore checks times too)."""
     if isinstance(record, str):
         record = {"content": record}
     if not isinstance(record, Mapping):
         raise InvalidFactError(f"{where} must be an object with a 'content', got {record!r}.")
     content = validate_text(record.get("content"), f"{where}: content", max_chars)
-    if restore and guard is not None and (reason := guard(content)):
-        raise InvalidFactError(f"{where}: {reason}")
     fact_id = record.get("id")
     if fact_id is not None:
         _check_id(fact_id, where)
@@ -519,15 +572,11 @@ def _parse(
             _version(v, f"{where}: history[{n}]", created, updated, since, max_chars)
             for n, v in enumerate(earlier)
         ]
-        history = tuple(v for v in every if not _expired(v, now))
+        places = tuple(n for n, v in enumerate(every) if not _expired(v, now))
+        history = tuple(every[n] for n in places)
         if restore:
-            for n, v in enumerate(history):  # earlier texts are stored as they are too
-                if guard is not None and (
-                    reason := guard(v.content) or secret_in_metadata(guard, v.metadata)
-                ):
-                    raise InvalidFactError(f"{where}: history[{n}]: {reason}")
             _not_future(where, now, created_at=created, updated_at=updated, valid_from=since)
-            for n, v in enumerate(history):
+            for n, v in zip(places, history, strict=True):
                 _not_future(
                     f"{where}: history[{n}]", now, valid_from=v.valid_from, valid_to=v.valid_to
                 )
@@ -536,8 +585,6 @@ def _parse(
             raise
         raise InvalidFactError(f"{where}: {exc}") from exc
     metadata = _metadata(record.get("metadata"), where)
-    if restore and (reason := secret_in_metadata(guard, metadata)):
-        raise InvalidFactError(f"{where}: {reason}")
     pinned = False if record.get("pinned") is None else record["pinned"]
     if not isinstance(pinned, bool):  # "true" or 1 was read as not pinned
         raise InvalidFactError(f"{where}: pinned must be true or false, got {pinned!r}.")
@@ -557,7 +604,7 @@ def _parse(
         ttl_minutes=ttl,
     )
     dated = record.get("valid_from") is not None or record.get("created_at") is not None
-    return fact, record.get("id") is not None, dated
+    return _Read(fact, record.get("id") is not None, dated, places)
 
 
 def _check_id(fact_id: Any, where: str) -> None:

@@ -719,6 +719,44 @@ def test_a_secret_in_an_exported_history_is_refused_like_one_in_its_text(ltm, tm
     assert CARD not in exported and "Pays by bank transfer" not in exported
 
 
+def test_import_checks_only_what_it_would_store(ltm, tmp_path):
+    """`ltm import` refused a whole line over a secret in an earlier text that had already
+    expired, which import_user drops (storing the harmless current text); it refused a line
+    that had expired whole too. It now checks what would be stored: the text, its metadata
+    and the earlier versions still alive (named by their place in the line)."""
+    gone = {
+        "content": "password is hunter22",
+        "valid_from": "2023-01-01T00:00:00+00:00",
+        "valid_to": "2023-06-01T00:00:00+00:00",
+        "expires_at": "2023-07-01T00:00:00+00:00",
+    }
+    alive = {"content": CARD, "valid_from": "2023-06-01T00:00:00+00:00"}
+    alive["valid_to"] = "2024-01-01T00:00:00+00:00"
+    old = {"created_at": "2023-01-01T00:00:00+00:00", "updated_at": "2024-01-01T00:00:00+00:00"}
+    old["valid_from"] = old["updated_at"]
+    path = tmp_path / "in.jsonl"
+    path.write_text(
+        _line(id="f1", content="Likes tea", history=[gone], **old)  # only an expired secret
+        + _line(id="f2", content="Likes coffee", history=[gone, alive], **old)  # a live one
+        + _line(id="f3", content=CARD, expires_at="2024-06-01T00:00:00+00:00", **old)  # all gone
+        + _line(id="f4", content="Plays chess", metadata={"note": CARD})
+        + _line(content="Plays go", history=[gone]),  # merged: the same texts are read
+        encoding="utf-8",
+    )
+    for n, extra in enumerate(([], ["--merge"])):
+        url = f"sqlite:///{tmp_path}/s{n}.db"
+        code, out, _ = ltm("import", "--user", "alice", str(path), *extra, "--json", store_url=url)
+        summary = as_json(out)
+        assert code == 2 and "4111" not in out and "hunter22" not in out
+        rejected = {r["line"]: r["reason"] for r in summary["rejected_lines"]}
+        assert sorted(rejected) == [2, 4]
+        assert rejected[2].startswith("history[1]: Not stored")  # its place in the line
+        assert rejected[4].startswith("metadata 'note': Not stored")
+        assert summary["expired"] == 1
+        listed = as_json(ltm("list", "--user", "alice", "--json", store_url=url)[1])
+        assert sorted(f["content"] for f in listed) == ["Likes tea", "Plays go"]
+
+
 @pytest.mark.parametrize(
     "form", ["sqlite:///{}.db", "{}", "qdrant:{}", "chroma:{}", "faiss:{}", "default"]
 )

@@ -571,6 +571,33 @@ async def test_a_secret_in_a_merge_is_rejected_alone(mem):
     assert [f.content for f in await mem.list_all("u1")] == ["I like tea"]
 
 
+async def test_a_restore_checks_for_secrets_only_what_it_stores(mem):
+    """A restore refused a record whose secret was in what it leaves out: a record expired
+    whole, whose id is reported in ``expired``; an earlier text expired on its own is
+    dropped, not refused. A secret in a live earlier text is named by its place in the
+    record (it was its place among the live ones)."""
+    old = {"created_at": "2023-01-01T00:00:00+00:00", "updated_at": "2024-01-01T00:00:00+00:00"}
+    old["valid_from"] = old["updated_at"]
+    gone = {
+        "content": "my password is hunter22",
+        "valid_from": "2023-01-01T00:00:00+00:00",
+        "valid_to": "2023-06-01T00:00:00+00:00",
+        "expires_at": "2023-07-01T00:00:00+00:00",
+    }
+    expired = {"id": "x1", "content": "my password is hunter22", **old}
+    expired["expires_at"] = "2024-06-01T00:00:00+00:00"
+    dropped = {"id": "x2", "content": "I like tea", "history": [gone], **old}
+    result = await mem.import_user("u1", [expired, dropped])
+    assert (result.restored, result.expired) == (1, ("x1",))
+    (fact,) = await mem.list_all("u1")
+    assert (fact.content, fact.history) == ("I like tea", ())
+    alive = {"content": "my password is hunter22", "valid_from": "2023-06-01T00:00:00+00:00"}
+    alive["valid_to"] = "2024-01-01T00:00:00+00:00"
+    record = {**dropped, "id": "x3", "content": "I like coffee", "history": [gone, alive]}
+    with pytest.raises(InvalidFactError, match=r"^record 1: history\[1\]: Not stored"):
+        await mem.import_user("u1", [record])
+
+
 async def test_a_version_0_1_export_restores(mem):
     record = {
         "id": "3f2c",

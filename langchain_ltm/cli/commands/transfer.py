@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -33,8 +33,7 @@ from langchain_ltm.cli.session import Session, all_users, no_store_at
 from langchain_ltm.defaults import sqlite_path
 from langchain_ltm.facts import content_hash
 from langchain_ltm.facts import versions as layout
-from langchain_ltm.facts.imports import check_records
-from langchain_ltm.guard import find_secret
+from langchain_ltm.facts.imports import check_records, record_secret
 from langchain_ltm.store import LongTermMemoryStore
 
 
@@ -66,11 +65,13 @@ def cmd_import(session: Session) -> int:
     if args.threshold is not None:
         store = store.with_options(merge_threshold=args.threshold)
     lines = read_import_jsonl(raw, args.file, store.max_fact_chars)
-    guard = _guard_of(store)
+    guard = store._guard  # the store's secret_guard, as remember and import_user use it
     report = ImportReport(session.user, len(lines), args.dry_run)
     restore, merge = [], []
     for line in lines:
-        reason = _refused(guard, line.record) if guard else None
+        # what the line would store: its text, metadata and earlier versions still alive
+        where = f"{args.file}, line {line.number}"
+        reason = record_secret(line.record, where, store.max_fact_chars, guard) if guard else None
         if reason:  # not stored, like a secret given to remember; the other lines are
             report.rows.append(ImportRow(line.number, "rejected", None, "-", reason=reason))
         elif line.exported and not args.merge:
@@ -128,20 +129,6 @@ def cmd_import(session: Session) -> int:
     return EXIT_OK
 
 
-def _refused(guard: Callable[[str], str | None], record: dict[str, Any]) -> str | None:
-    """Why the guard refuses a line: its text, or any earlier text in its ``history``."""
-    texts = [record["content"]]
-    for entry in record.get("history") or ():
-        text = entry.get("content") if isinstance(entry, dict) else entry
-        if isinstance(text, str):
-            texts.append(text)
-    for n, text in enumerate(texts):
-        reason = guard(text)
-        if reason:
-            return reason if n == 0 else f"history[{n - 1}]: {reason}"
-    return None
-
-
 def _read_lines(name: str) -> list[bytes]:
     try:
         if name == "-":
@@ -150,13 +137,6 @@ def _read_lines(name: str) -> list[bytes]:
             return handle.read().splitlines()
     except OSError as exc:
         raise Failure(EXIT_USAGE, f"cannot read {name}: {exc.strerror or exc}.") from exc
-
-
-def _guard_of(store: LongTermMemoryStore) -> Callable[[str], str | None] | None:
-    guard = store.secret_guard
-    if callable(guard):
-        return guard
-    return find_secret if guard else None
 
 
 def _chunks(items: list[ImportLine], size: int) -> Iterator[list[ImportLine]]:
