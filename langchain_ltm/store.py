@@ -114,9 +114,9 @@ class LongTermMemoryStore(FactAPI, BaseStore):
             default, keeps every one; :meth:`prune_history` prunes on demand).
         max_fact_chars: Longest accepted fact or recall query (an int >= 1).
         max_queries: Most phrasings accepted by one ``recall`` (an int >= 1).
-        secret_guard: ``True`` refuses facts that look like card numbers, IBANs, API keys or
-            passwords (action ``rejected``); ``False`` stores anything; or pass your own
-            ``guard(text) -> reason | None``.
+        secret_guard: ``True`` (or ``None``) refuses facts that look like card numbers,
+            IBANs, API keys or passwords (action ``rejected``); ``False`` stores anything; or
+            pass your own ``guard(text) -> reason | None``.
         upsert_threshold: The 0.1 name of ``merge_threshold``.
         ttl: LangGraph's ``TTLConfig``: ``default_ttl`` (minutes, for ``put`` without
             ``ttl=``), ``refresh_on_read`` (default ``True``), ``sweep_interval_minutes``
@@ -150,7 +150,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         history_limit: int | None = None,
         max_fact_chars: int = 2000,
         max_queries: int = 32,
-        secret_guard: bool | SecretGuard = True,
+        secret_guard: bool | SecretGuard | None = True,
         upsert_threshold: float | None = None,
         ttl: TTLConfig | None = None,
     ) -> None:

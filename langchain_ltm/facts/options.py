@@ -81,18 +81,20 @@ def check_resolver(resolver: Any) -> Resolver | None:
     return resolver
 
 
-def guard_for(secret_guard: bool | SecretGuard) -> SecretGuard | None:
-    """The secret check of ``secret_guard`` (``True``: the built-in one; ``False``: none).
+def guard_for(secret_guard: bool | SecretGuard | None) -> SecretGuard | None:
+    """The secret check of ``secret_guard`` (``True``, ``None``: built-in; ``False``: none).
 
-    Anything else but a function is a TypeError now, not at the first ``remember``.
+    ``None`` is the default guard, as in ``LongTermMemoryConfig`` and ``with_options``
+    (where it means the store's): it never turns the guard off silently. Anything else but
+    a function is a TypeError now, not at the first ``remember``.
     """
-    if secret_guard is True:
+    if secret_guard is True or secret_guard is None:
         return find_secret
-    if secret_guard is False or secret_guard is None:
+    if secret_guard is False:
         return None
     if isinstance(secret_guard, (bool, int, float, str, bytes)) or not callable(secret_guard):
         raise TypeError(
-            "secret_guard must be True (the built-in check), False (none) or a function "
+            "secret_guard must be True or None (the built-in check), False (none) or a function "
             f"text -> reason (str) or None, got {secret_guard!r}."
         )
     return secret_guard

@@ -82,7 +82,7 @@ class FactStore(FactAPI):
         history_limit: int | None = None,
         max_fact_chars: int = 2000,
         max_queries: int = 32,
-        secret_guard: bool | SecretGuard = True,
+        secret_guard: bool | SecretGuard | None = True,
     ) -> None:
         if not isinstance(backend, VectorBackend):
             raise TypeError(

@@ -133,15 +133,21 @@ def test_bad_options_are_refused_as_the_store_refuses_them(tmp_path):
         assert str(from_facts.value) == str(from_store.value), options
     with pytest.raises(ValueError, match=r"max_fact_chars must be an int >= 1 \(the most chara"):
         FactStore.from_sqlite(path, emb, max_fact_chars=0)
-    with pytest.raises(TypeError, match=r"secret_guard must be True \(the built-in check\)"):
+    with pytest.raises(
+        TypeError, match=r"secret_guard must be True or None \(the built-in check\)"
+    ):
         FactStore.from_sqlite(path, emb, secret_guard="on")  # type: ignore[arg-type]
     with (
         LongTermMemoryStore.from_sqlite(path, emb) as store,
         pytest.raises(TypeError, match="secret_guard must be"),
     ):
         store.with_options(secret_guard="on")  # type: ignore[arg-type]
-    with FactStore.from_sqlite(path, emb, max_fact_chars=9, secret_guard=None) as facts:
-        assert facts.remember("u1", "likes tea").action == "created"  # None: no guard
+    # None is the built-in guard (it turned the guard off silently), as True
+    with FactStore.from_sqlite(path, emb, secret_guard=None) as facts:
+        assert facts.remember("u1", "likes tea").action == "created"
+        assert facts.remember("u1", "my password is hunter22").action == "rejected"
+    with LongTermMemoryStore.from_sqlite(path, emb, secret_guard=None) as store:
+        assert store.remember("u1", "my password is hunter22").action == "rejected"
     with pytest.raises(TypeError, match="for a LangChain vectorstore use LongTermMemoryStore"):
         FactStore(object(), emb)  # type: ignore[arg-type]
 
