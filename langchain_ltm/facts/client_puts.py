@@ -12,6 +12,9 @@ every write of facts):
   ``history_limit``;
 - writes the layout fields a copied value carries (``content_hash``, ``versions``,
   ``valid_from``) for the new text;
+- writes a 0.1.0 fact's inline earlier texts out as its versions ``@1``..``@n`` with the
+  dates they had (``layout.legacy_versions``), and the fact without ``history``: the put's
+  value has none (they were lost), or a copy of it (their ends moved to the put);
 - is refused when its value has no text ``content`` (``ValueError``): the fact and its
   versions would be left as an item that is no fact, their texts out of every export.
 
@@ -124,7 +127,10 @@ def _user_write(
     for record in replaced:
         item = current[record.key]
         assert item is not None
-        versions = stored.get(record.key, [])
+        # a 0.1.0 fact's inline texts: written out as versions @1..@n, dated as they read
+        # (the put's value has no `history`: they were gone, or their ends moved to it)
+        inline = layout.legacy_versions(item)
+        versions = [*inline, *stored.get(record.key, [])]
         new_text = content_hash(item.value["content"]) != content_hash(record.value["content"])
         number = max([layout.version_count(item), *(int(v.value["version"]) for v in versions)])
         # the new text starts now, or where the old one started if a clock ran ahead
@@ -134,12 +140,16 @@ def _user_write(
         lasting = [v for v in versions if is_alive(v, now)]
         if record.ttl_minutes is not None:  # versions never outlive their fact
             added += [with_ttl(v, record.ttl_minutes, now) for v in lasting]
+        else:  # inline texts keep the fact's expiry, as the replaced text does
+            added += [with_ttl(v, v.ttl_minutes, now, v.expires_at) for v in inline]
         doomed = _pruned(ctx, [*lasting, *added[:1]] if new_text else lasting)
         kept += [k for k in added if (k.namespace, k.key) not in doomed]
-        removed += sorted(doomed - {(namespace, layout.version_key(item.key, number + 1))})
+        unstored = {(namespace, layout.version_key(item.key, number + 1))}
+        removed += sorted(doomed - unstored - {(v.namespace, v.key) for v in inline})
         # the same text: it holds since it did (a value without a valid_from of its own
         # would seem to start now, and an as_of before the put would find nothing)
         since = switch if new_text else layout.valid_from(item)
+        record = dataclasses.replace(record, value=layout.upgraded_value(item, record.value))
         records.append(_as_fact(record, number + new_text, new_text, since))
     if kept:
         kept = yield from embed_versions(ctx, kept)

@@ -181,8 +181,13 @@ def rewritten(
     )
 
 
-def with_ttl(version: StoredItem, ttl: float, now: datetime) -> Record:
-    """A stored version written again with the fact's TTL (its vector comes from the cache)."""
+def with_ttl(
+    version: StoredItem, ttl: float | None, now: datetime, expires_at: datetime | None = None
+) -> Record:
+    """A stored version written again with the fact's TTL (its vector comes from the cache).
+
+    ``ttl`` ``None``: it lasts; ``expires_at``: it keeps that expiry (see ``Record``).
+    """
     text = str(version.value["content"])
     return Record(
         version.namespace,
@@ -194,6 +199,7 @@ def with_ttl(version: StoredItem, ttl: float, now: datetime) -> Record:
         now,
         created_at=version.created_at,
         ttl_minutes=ttl,
+        expires_at=expires_at,
     )
 
 

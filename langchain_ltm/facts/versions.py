@@ -203,6 +203,45 @@ def legacy_history(item: StoredItem) -> list[FactVersion]:
     ]
 
 
+def legacy_versions(item: StoredItem) -> list[StoredItem]:
+    """A 0.1.0 fact's inline texts as the version items that keep them (``@1`` to ``@n``).
+
+    Dated as they read before any write (:func:`legacy_history`): inline, a text ends where
+    the fact was last written, so a rewrite of the fact would move its end to the rewrite.
+    Every write that rewrites a 0.1.0 fact writes these in the same write, and the fact
+    without ``history`` (:func:`upgraded_value`). None for any other fact.
+    """
+    return [
+        StoredItem(
+            item.namespace,
+            version_key(item.key, number),
+            version_value(item.key, number, v.content, v.valid_from, v.valid_to or item.updated_at),
+            item.created_at,
+            item.updated_at,
+            item.expires_at,
+            item.ttl_minutes,
+        )
+        for number, v in enumerate(legacy_history(item), 1)
+    ]
+
+
+def upgraded_value(item: StoredItem, value: Mapping[str, Any]) -> dict[str, Any]:
+    """``value``, to be written over ``item``, once :func:`legacy_versions` are written out.
+
+    Without 0.1.0's ``history`` (its texts are version items now), counting them unless it
+    counts its own, and with when the current text began (a 0.1.0 fact has no
+    ``valid_from``: it began when the fact was last written, which this write moves).
+    Any other fact's value is returned as it is.
+    """
+    earlier = legacy_history(item)
+    if not earlier:
+        return dict(value)
+    out = {k: v for k, v in value.items() if k != _LEGACY_HISTORY}
+    out.setdefault("versions", len(earlier))
+    out.setdefault("valid_from", format_time(valid_from(item)))
+    return out
+
+
 def valid_from(item: StoredItem) -> datetime:
     """When the stored fact's current text became its text."""
     return parse_time(item.value.get("valid_from"), item.updated_at)

@@ -17,6 +17,7 @@ from langchain_ltm import (
     LongTermMemoryStore,
     Resolution,
 )
+from langchain_ltm.facts.text import content_hash
 from tests.fakes import KeywordEmbeddings
 from tests.unit_tests.test_facts import emb, mem  # noqa: F401  (fixtures)
 from tests.unit_tests.test_resolvers import ScriptedChatModel, decisions
@@ -511,6 +512,49 @@ async def test_a_fact_from_version_0_1_keeps_its_inline_history(mem, store):
         "I live in Lisbon",
     ]
     assert "history" not in store.get(namespace, "old").value
+
+
+def put_0_1_fact(store, user_id, fact_id, content, earlier):
+    """A fact as 0.1 stored it: its earlier texts inline, no dates, no version items."""
+    value = {"content": content, "content_hash": content_hash(content), "history": earlier}
+    store.put(store.user_namespace(user_id), fact_id, value)  # a new key: written as it is
+
+
+def texts_with_dates(versions):
+    return [(v.content, v.valid_from, v.valid_to) for v in versions]
+
+
+async def test_a_client_put_over_a_0_1_fact_keeps_its_inline_texts(mem, store, clock):
+    """A put over a fact written by 0.1 (LangMem's update) kept the text it replaced as a
+    version but not the earlier texts held inline in the value: they were gone from
+    history and export."""
+    said = clock.now
+    put_0_1_fact(store, "u1", "old", "I live in Rome", ["I live in Paris", "I live in Berlin"])
+    clock.advance(5)
+    await mem.put(store.user_namespace("u1"), "old", {"content": "I live in Tokyo"})
+    assert texts_with_dates(await mem.history("u1", "old")) == [
+        ("I live in Paris", said, said),  # as history() read them before the put
+        ("I live in Berlin", said, said),
+        ("I live in Rome", said, clock.now),
+        ("I live in Tokyo", clock.now, None),
+    ]
+    (record,) = await mem.export_user("u1")
+    assert [h["content"] for h in record["history"]] == [
+        "I live in Paris",
+        "I live in Berlin",
+        "I live in Rome",
+    ]
+    value = store.get(store.user_namespace("u1"), "old").value
+    assert "history" not in value and value["versions"] == 3
+    # a put with a TTL: every earlier text takes it (versions never outlive their fact)
+    put_0_1_fact(store, "u1", "music", "I like jazz", ["I like rock"])
+    await mem.put(store.user_namespace("u1"), "music", {"content": "I like blues"}, ttl=60)
+    ends = clock.now + timedelta(minutes=60)
+    assert [(v.content, v.expires_at) for v in await mem.history("u1", "music")] == [
+        ("I like rock", ends),
+        ("I like jazz", ends),
+        ("I like blues", ends),
+    ]
 
 
 def test_thresholds_are_checked():
