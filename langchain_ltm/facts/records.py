@@ -37,6 +37,7 @@ __all__ = [
     "rewrite",
     "rewritten",
     "with_ttl",
+    "written_out",
 ]
 
 
@@ -171,10 +172,14 @@ def rewrite(
 def rewritten(
     item: StoredItem, value: dict[str, Any], now: datetime, created: datetime | None = None
 ) -> StoredItem:
-    """The stored item as :func:`rewrite` leaves it: new value, written now, TTL refreshed."""
+    """The stored item as :func:`rewrite` leaves it: new value, written now, TTL refreshed.
+
+    A 0.1.0 fact loses its inline ``history`` (``layout.upgraded_value``): the write that
+    rewrites it writes those texts out (:func:`written_out` of ``item``).
+    """
     return dataclasses.replace(
         item,
-        value=value,
+        value=layout.upgraded_value(item, value),
         created_at=created or item.created_at,
         updated_at=now,
         expires_at=expiry(now, item.ttl_minutes),
@@ -201,6 +206,16 @@ def with_ttl(
         ttl_minutes=ttl,
         expires_at=expires_at,
     )
+
+
+def written_out(item: StoredItem, ttl: float | None, now: datetime) -> list[Record]:
+    """A 0.1.0 fact's inline texts as version records, dated as they read before the write.
+
+    For a write that rewrites the fact (:func:`rewritten`), in the same write: inline, the
+    texts would end where the fact was last written, now moved to this write. ``ttl``: the
+    fact's after the write (versions never outlive it). None for any other fact.
+    """
+    return [with_ttl(v, ttl, now) for v in layout.legacy_versions(item)]
 
 
 def embed_versions(ctx: FactContext, records: list[Record]) -> Logic[list[Record]]:

@@ -32,6 +32,7 @@ from langchain_ltm.facts.records import (
     rewrite,
     rewritten,
     with_ttl,
+    written_out,
 )
 from langchain_ltm.facts.text import content_hash, validate_text
 from langchain_ltm.facts.timeline import Said
@@ -167,8 +168,8 @@ def pin(ctx: FactContext, user_id: str, fact_ids: Sequence[str]) -> Logic[list[s
     try:
         now = _clock.utcnow()
         found = yield call(ctx.backend, "get", [(namespace, k) for k in dict.fromkeys(fact_ids)])
-        facts = [
-            rewritten(item, {**item.value, "pinned": True}, now)
+        chosen = [
+            item
             for item in found
             if item is not None
             and is_alive(item, now)
@@ -176,7 +177,10 @@ def pin(ctx: FactContext, user_id: str, fact_ids: Sequence[str]) -> Logic[list[s
             and isinstance(item.value.get("content"), str)
             and item.value.get("pinned") is not True
         ]
+        facts = [rewritten(item, {**item.value, "pinned": True}, now) for item in chosen]
         records = [rewrite(item, None, now, item.created_at) for item in facts]
+        for item in chosen:  # a 0.1.0 fact's inline texts, dated as they read before
+            records += written_out(item, item.ttl_minutes, now)
         histories = yield from versions_of(ctx, namespace, facts, now)
         for item in facts:  # the rewrite refreshes the fact's TTL: its live versions follow
             if item.ttl_minutes is not None:

@@ -63,6 +63,7 @@ from langchain_ltm.facts.records import (
     rewrite,
     rewritten,
     with_ttl,
+    written_out,
 )
 from langchain_ltm.facts.resolution import check_resolutions
 from langchain_ltm.facts.text import content_hash, validate_text
@@ -231,6 +232,7 @@ def _store_facts(
         deletes += [(i.namespace, i.key) for i in expired if (i.namespace, i.key) not in written]
         deletes += [key for key in lapsed if key not in written]
         rewrites = _said_earlier(decision, said, stored, histories, now)
+        before = dict(stored)  # a 0.1.0 fact's inline texts, dated as they read now
         if ttl is None:  # said again for good: a fact that was to expire now lasts
             for d in decision.decisions:
                 item = stored.get(d.key) if d.action == "duplicate" else None
@@ -247,6 +249,10 @@ def _store_facts(
                     item = rewritten(item, {**item.value, "pinned": True}, now)
                     stored[key] = item
                     rewrites[key] = rewrite(item, vector, now, item.created_at)
+        for key in [k for k in rewrites if k in stored]:  # a 0.1.0 fact's texts written out
+            inline = written_out(before[key], stored[key].ttl_minutes, now)
+            rewrites.update((r.key, r) for r in inline)
+            histories[key] = [*layout.legacy_versions(before[key]), *histories.get(key, ())]
         for key in [k for k in rewrites if k in stored]:  # a rewrite refreshes a fact's TTL:
             fact = stored[key]  # its versions follow, or they would expire before it
             for version in histories.get(key, ()) if fact.ttl_minutes is not None else ():

@@ -557,6 +557,39 @@ async def test_a_client_put_over_a_0_1_fact_keeps_its_inline_texts(mem, store, c
     ]
 
 
+async def test_a_rewrite_of_a_0_1_fact_leaves_its_inline_texts_dated_as_they_were(
+    mem, store, clock
+):
+    """Inline, a 0.1 fact's earlier texts end where the fact was last written: a rewrite
+    (a value read, changed and put back; a pin by remember or by a merge import) moved
+    their end to the rewrite, overlapping the texts after them."""
+    said = clock.now
+    put_0_1_fact(store, "u1", "city", "I live in Rome", ["I live in Paris"])
+    put_0_1_fact(store, "u1", "music", "I like jazz", ["I like rock"])
+    put_0_1_fact(store, "u1", "pet", "I have a dog", ["I have a cat"])
+    clock.advance(5)
+    namespace = store.user_namespace("u1")
+    value = store.get(namespace, "city").value
+    await mem.put(namespace, "city", {**value, "content": "I live in Tokyo"})
+    assert texts_with_dates(await mem.history("u1", "city")) == [
+        ("I live in Paris", said, said),
+        ("I live in Rome", said, clock.now),
+        ("I live in Tokyo", clock.now, None),
+    ]
+    assert (await mem.remember("u1", "I like jazz", pinned=True)).action == "duplicate"
+    await mem.import_user("u1", [{"content": "I have a dog", "pinned": True}], "merge")
+    for fact_id, earlier, current in (
+        ("music", "I like rock", "I like jazz"),
+        ("pet", "I have a cat", "I have a dog"),
+    ):
+        assert texts_with_dates(await mem.history("u1", fact_id)) == [
+            (earlier, said, said),
+            (current, said, None),
+        ]
+        assert "history" not in store.get(namespace, fact_id).value
+    assert [f.id for f in await mem.pinned("u1")] == ["music", "pet"]
+
+
 def test_thresholds_are_checked():
     vs = InMemoryVectorStore(KeywordEmbeddings())
     with pytest.raises(ValueError, match="must not exceed"):
