@@ -360,13 +360,13 @@ class FactAPI(ABC):
 
         The only call that drops versions (besides ``forget`` and ``clear_user``).
         """
-        return run_sync(reads.prune_history(self._facts, user_id, fact_id, keep))
+        return run_sync(updates.prune_history(self._facts, user_id, fact_id, keep))
 
     async def aprune_history(
         self, user_id: str, fact_id: str | None = None, *, keep: int = 0
     ) -> int:
         """Async twin of :meth:`prune_history`."""
-        return await run_async(reads.prune_history(self._facts, user_id, fact_id, keep))
+        return await run_async(updates.prune_history(self._facts, user_id, fact_id, keep))
 
     def list_all(self, user_id: str, *, refresh_ttl: bool | None = None) -> list[Fact]:
         """All of the user's facts with their histories, oldest first.

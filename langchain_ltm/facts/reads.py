@@ -1,7 +1,7 @@
-"""Reading and deleting facts: recall, list, history, forget, clear, prune (sans-I/O logic).
+"""Reading and deleting facts: recall, list, history, forget, clear (sans-I/O logic).
 
 Expired facts (``remember(..., ttl=...)``) are left out of every read at once, before a
-sweep deletes them; deletions (forget, clear, prune) take expired rows along.
+sweep deletes them; deletions (forget, clear; ``updates.prune_history``) take expired rows along.
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ __all__ = [
     "history",
     "list_all",
     "pinned",
-    "prune_history",
     "recall",
     "refresh",
 ]
@@ -443,39 +442,6 @@ def forget(ctx: FactContext, user_id: str, fact_id: str) -> Logic[bool]:
     finally:
         yield from ctx.locks.release(ctx.backend, held)
     return item is not None
-
-
-def prune_history(ctx: FactContext, user_id: str, fact_id: str | None, keep: int) -> Logic[int]:
-    """The logic of ``LongTermMemoryStore.prune_history``.
-
-    Returns how many versions it chose to delete under the lock (see :func:`forget`: not
-    the engine's count, which a retried write reports as 0).
-    """
-    if not isinstance(keep, int) or isinstance(keep, bool) or keep < 0:
-        raise ValueError(f"keep must be an int >= 0, got {keep!r}.")
-    namespace = ctx.user_namespace(user_id)
-    scope: Filter = layout.VERSIONS
-    if fact_id is not None:
-        check_id(fact_id)
-        scope = (Condition(("version_of",), "$eq", fact_id),)
-    held = yield from ctx.locks.acquire(ctx.backend, namespace[-1])  # as every fact write
-    try:
-        request = SearchRequest(namespace, None, scope, None, 0)
-        (hits,) = yield call(ctx.backend, "search", request)
-        by_fact: dict[str, list[StoredItem]] = {}
-        for hit in hits:
-            if hit.item.namespace != namespace or not layout.is_version(hit.item):
-                continue  # an item of a child namespace, or a client's with a version_of
-            by_fact.setdefault(str(hit.item.value["version_of"]), []).append(hit.item)
-        doomed: list[tuple[tuple[str, ...], str]] = []
-        for items in by_fact.values():
-            items.sort(key=lambda v: int(v.value.get("version") or 0))
-            doomed.extend((v.namespace, v.key) for v in items[: max(len(items) - keep, 0)])
-        if doomed:
-            yield call(ctx.backend, "write", [], doomed)
-    finally:
-        yield from ctx.locks.release(ctx.backend, held)
-    return len(doomed)
 
 
 def clear_user(ctx: FactContext, user_id: str) -> Logic[int]:

@@ -36,6 +36,7 @@ __all__ = [
     "live_histories",
     "rewrite",
     "rewritten",
+    "upgraded",
     "with_ttl",
     "written_out",
 ]
@@ -216,6 +217,19 @@ def written_out(item: StoredItem, ttl: float | None, now: datetime) -> list[Reco
     fact's after the write (versions never outlive it). None for any other fact.
     """
     return [with_ttl(v, ttl, now) for v in layout.legacy_versions(item)]
+
+
+def upgraded(item: StoredItem, now: datetime) -> list[Record]:
+    """A 0.1.0 fact written again in this layout; nothing for any other fact.
+
+    The fact without its inline ``history`` (:func:`rewritten`, keeping when its text
+    began, its ``created_at`` and TTL) and those texts as its versions ``@1``..``@n``
+    (:func:`written_out`), dated as they read before.
+    """
+    if not layout.legacy_history(item):
+        return []
+    fact = rewritten(item, dict(item.value), now)
+    return [rewrite(fact, None, now, item.created_at), *written_out(item, item.ttl_minutes, now)]
 
 
 def embed_versions(ctx: FactContext, records: list[Record]) -> Logic[list[Record]]:

@@ -1,4 +1,4 @@
-"""Writing facts the caller chose: ``update_fact`` (with its merge) and ``pin``.
+"""Writing facts the caller chose: ``update_fact`` (with its merge), ``pin``, ``prune_history``.
 
 Sans-I/O logic, as :mod:`~langchain_ltm.facts.writes`: each function yields backend and
 embedder calls under the user's lock and receives their results.
@@ -10,9 +10,12 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from langchain_ltm import _clock
+from langchain_ltm._filters import Condition, Filter
 from langchain_ltm._labels import encode_label
 from langchain_ltm._steps import Logic, call
 from langchain_ltm.backends.base import (
+    ItemKey,
+    Record,
     SearchRequest,
     StoredItem,
     expiry,
@@ -31,6 +34,7 @@ from langchain_ltm.facts.records import (
     live_histories,
     rewrite,
     rewritten,
+    upgraded,
     with_ttl,
     written_out,
 )
@@ -38,7 +42,7 @@ from langchain_ltm.facts.text import content_hash, validate_text
 from langchain_ltm.facts.timeline import Said
 from langchain_ltm.facts.writes import with_hashes
 
-__all__ = ["pin", "update"]
+__all__ = ["pin", "prune_history", "update"]
 
 
 def update(ctx: FactContext, user_id: str, fact_id: str, text: str) -> Logic[RememberResult]:
@@ -191,3 +195,69 @@ def pin(ctx: FactContext, user_id: str, fact_ids: Sequence[str]) -> Logic[list[s
     finally:
         yield from ctx.locks.release(ctx.backend, held)
     return [item.key for item in facts]
+
+
+def prune_history(ctx: FactContext, user_id: str, fact_id: str | None, keep: int) -> Logic[int]:
+    """The logic of ``LongTermMemoryStore.prune_history``.
+
+    A fact written by 0.1.0 counts its inline earlier texts, oldest first: when some go,
+    the fact is written again in this layout (``records.upgraded``) with the ones kept as
+    version items, in the same write. Returns how many versions it chose to delete under
+    the lock (see ``reads.forget``: not the engine's count, which a retried write reports
+    as 0).
+    """
+    if not isinstance(keep, int) or isinstance(keep, bool) or keep < 0:
+        raise ValueError(f"keep must be an int >= 0, got {keep!r}.")
+    namespace = ctx.user_namespace(user_id)
+    scope: Filter = layout.VERSIONS
+    if fact_id is not None:
+        check_id(fact_id)
+        scope = (Condition(("version_of",), "$eq", fact_id),)
+    held = yield from ctx.locks.acquire(ctx.backend, namespace[-1])  # as every fact write
+    try:
+        now = _clock.utcnow()
+        request = SearchRequest(namespace, None, scope, None, 0)
+        (hits,) = yield call(ctx.backend, "search", request)
+        by_fact: dict[str, list[StoredItem]] = {}
+        for hit in hits:
+            if hit.item.namespace != namespace or not layout.is_version(hit.item):
+                continue  # an item of a child namespace, or a client's with a version_of
+            by_fact.setdefault(str(hit.item.value["version_of"]), []).append(hit.item)
+        records: list[Record] = []
+        unstored: set[ItemKey] = set()  # inline texts: no item to delete
+        for item in (yield from _legacy_facts(ctx, namespace, fact_id, now)):
+            inline = layout.legacy_versions(item)
+            versions = [*inline, *by_fact.get(item.key, ())]
+            if len(versions) > keep:  # else nothing of it goes: left as it is
+                by_fact[item.key] = versions
+                unstored |= {(v.namespace, v.key) for v in inline}
+                records += upgraded(item, now)
+        doomed: set[ItemKey] = set()
+        for items in by_fact.values():
+            items.sort(key=lambda v: int(v.value.get("version") or 0))
+            doomed |= {(v.namespace, v.key) for v in items[: max(len(items) - keep, 0)]}
+        records = [r for r in records if (r.namespace, r.key) not in doomed]
+        if records:
+            records = yield from embed_versions(ctx, records)
+        if records or doomed:
+            yield call(ctx.backend, "write", records, sorted(doomed - unstored))
+    finally:
+        yield from ctx.locks.release(ctx.backend, held)
+    return len(doomed)
+
+
+def _legacy_facts(
+    ctx: FactContext, namespace: tuple[str, ...], fact_id: str | None, now: datetime
+) -> Logic[list[StoredItem]]:
+    """The live facts of ``namespace`` with 0.1.0 inline history (``fact_id``: that one)."""
+    if fact_id is None:
+        request = SearchRequest(namespace, None, layout.LEGACY_FACTS, None, 0, now)
+        (hits,) = yield call(ctx.backend, "search", request)
+        found = [h.item for h in hits if h.item.namespace == namespace]
+    else:
+        found = yield call(ctx.backend, "get", [(namespace, fact_id)])
+    return [
+        i
+        for i in found
+        if i is not None and is_alive(i, now) and layout.is_fact(i) and layout.legacy_history(i)
+    ]

@@ -83,6 +83,13 @@ PINNED: Filter = (*CURRENT_FACTS, Condition(("pinned",), "$eq", True))
 ANY_TEXT: Filter = (Condition(("content",), "$exists", True),)
 """Facts and their earlier versions."""
 
+LEGACY_FACTS: Filter = (
+    *CURRENT_FACTS,
+    Condition((_LEGACY_HISTORY,), "$exists", True),
+    Condition(("versions",), "$exists", False),
+)
+"""Facts 0.1.0 wrote with earlier texts inline (:func:`legacy_history` of each has them)."""
+
 
 def current_view(requested: Mapping[str, Any] | None, conditions: Filter) -> Filter:
     """What ``BaseStore.search`` of one user's namespace finds: no earlier versions, unless asked.

@@ -590,6 +590,32 @@ async def test_a_rewrite_of_a_0_1_fact_leaves_its_inline_texts_dated_as_they_wer
     assert [f.id for f in await mem.pinned("u1")] == ["music", "pet"]
 
 
+async def test_prune_history_counts_a_0_1_facts_inline_texts(mem, store, clock):
+    """prune_history only searched version items: a 0.1 fact's inline texts were never
+    pruned (keep=0 answered 0 and left them all)."""
+    said = clock.now
+    namespace = store.user_namespace("u1")
+    put_0_1_fact(store, "u1", "city", "I live in Rome", ["I live in Paris", "I live in Berlin"])
+    put_0_1_fact(store, "u1", "music", "I like jazz", ["I like rock"])
+    made = (await mem.remember("u1", "I have a dog")).fact
+    await mem.update_fact("u1", made.id, "I have two dogs")
+    clock.advance(5)
+    assert await mem.prune_history("u1", "city", keep=1) == 1
+    assert texts_with_dates(await mem.history("u1", "city")) == [
+        ("I live in Berlin", said, said),  # the one kept, dated as it was
+        ("I live in Rome", said, None),
+    ]
+    assert await mem.prune_history("u1", keep=5) == 0
+    assert "history" in store.get(namespace, "music").value  # nothing to prune: as it was
+    assert await mem.prune_history("u1", keep=0) == 3  # Berlin, rock and "I have a dog"
+    assert sorted((f.content, f.history) for f in await mem.list_all("u1")) == [
+        ("I have two dogs", ()),
+        ("I like jazz", ()),
+        ("I live in Rome", ()),
+    ]
+    assert "history" not in store.get(namespace, "music").value
+
+
 def test_thresholds_are_checked():
     vs = InMemoryVectorStore(KeywordEmbeddings())
     with pytest.raises(ValueError, match="must not exceed"):
