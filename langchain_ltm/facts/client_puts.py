@@ -129,7 +129,7 @@ def _user_write(
         assert item is not None
         # a 0.1.0 fact's inline texts: written out as versions @1..@n, dated as they read
         # (the put's value has no `history`: they were gone, or their ends moved to it)
-        inline = layout.legacy_versions(item)
+        inline = layout.legacy_versions(item, stored.get(record.key, []))
         versions = [*inline, *stored.get(record.key, [])]
         new_text = content_hash(item.value["content"]) != content_hash(record.value["content"])
         number = max([layout.version_count(item), *(int(v.value["version"]) for v in versions)])

@@ -209,27 +209,31 @@ def with_ttl(
     )
 
 
-def written_out(item: StoredItem, ttl: float | None, now: datetime) -> list[Record]:
+def written_out(
+    item: StoredItem, ttl: float | None, now: datetime, stored: Sequence[StoredItem] = ()
+) -> list[Record]:
     """A 0.1.0 fact's inline texts as version records, dated as they read before the write.
 
     For a write that rewrites the fact (:func:`rewritten`), in the same write: inline, the
     texts would end where the fact was last written, now moved to this write. ``ttl``: the
-    fact's after the write (versions never outlive it). None for any other fact.
+    fact's after the write (versions never outlive it); ``stored``: its version items
+    (``layout.legacy_versions``). None for any other fact.
     """
-    return [with_ttl(v, ttl, now) for v in layout.legacy_versions(item)]
+    return [with_ttl(v, ttl, now) for v in layout.legacy_versions(item, stored)]
 
 
-def upgraded(item: StoredItem, now: datetime) -> list[Record]:
+def upgraded(item: StoredItem, now: datetime, stored: Sequence[StoredItem] = ()) -> list[Record]:
     """A 0.1.0 fact written again in this layout; nothing for any other fact.
 
     The fact without its inline ``history`` (:func:`rewritten`, keeping when its text
     began, its ``created_at`` and TTL) and those texts as its versions ``@1``..``@n``
-    (:func:`written_out`), dated as they read before.
+    (:func:`written_out`, ``stored``: its version items), dated as they read before.
     """
     if not layout.legacy_history(item):
         return []
     fact = rewritten(item, dict(item.value), now)
-    return [rewrite(fact, None, now, item.created_at), *written_out(item, item.ttl_minutes, now)]
+    inline = written_out(item, item.ttl_minutes, now, stored)
+    return [rewrite(fact, None, now, item.created_at), *inline]
 
 
 def embed_versions(ctx: FactContext, records: list[Record]) -> Logic[list[Record]]:

@@ -181,10 +181,12 @@ def pin(ctx: FactContext, user_id: str, fact_ids: Sequence[str]) -> Logic[list[s
             and isinstance(item.value.get("content"), str)
             and item.value.get("pinned") is not True
         ]
+        legacy = [item for item in chosen if layout.legacy_history(item)]
+        every = yield from versions_of(ctx, namespace, legacy)  # none: no search
         facts = [rewritten(item, {**item.value, "pinned": True}, now) for item in chosen]
         records = [rewrite(item, None, now, item.created_at) for item in facts]
         for item in chosen:  # a 0.1.0 fact's inline texts, dated as they read before
-            records += written_out(item, item.ttl_minutes, now)
+            records += written_out(item, item.ttl_minutes, now, every.get(item.key, ()))
         histories = yield from versions_of(ctx, namespace, facts, now)
         for item in facts:  # the rewrite refreshes the fact's TTL: its live versions follow
             if item.ttl_minutes is not None:
@@ -226,12 +228,13 @@ def prune_history(ctx: FactContext, user_id: str, fact_id: str | None, keep: int
         records: list[Record] = []
         unstored: set[ItemKey] = set()  # inline texts: no item to delete
         for item in (yield from _legacy_facts(ctx, namespace, fact_id, now)):
-            inline = layout.legacy_versions(item)
-            versions = [*inline, *by_fact.get(item.key, ())]
+            stored = by_fact.get(item.key, [])
+            inline = layout.legacy_versions(item, stored)
+            versions = [*inline, *stored]
             if len(versions) > keep:  # else nothing of it goes: left as it is
                 by_fact[item.key] = versions
                 unstored |= {(v.namespace, v.key) for v in inline}
-                records += upgraded(item, now)
+                records += upgraded(item, now, stored)
         doomed: set[ItemKey] = set()
         for items in by_fact.values():
             items.sort(key=lambda v: int(v.value.get("version") or 0))

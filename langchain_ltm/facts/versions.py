@@ -210,19 +210,29 @@ def legacy_history(item: StoredItem) -> list[FactVersion]:
     ]
 
 
-def legacy_versions(item: StoredItem) -> list[StoredItem]:
+def legacy_versions(item: StoredItem, stored: Sequence[_Keyed] = ()) -> list[StoredItem]:
     """A 0.1.0 fact's inline texts as the version items that keep them (``@1`` to ``@n``).
 
     Dated as they read before any write (:func:`legacy_history`): inline, a text ends where
     the fact was last written, so a rewrite of the fact would move its end to the rewrite.
     Every write that rewrites a 0.1.0 fact writes these in the same write, and the fact
     without ``history`` (:func:`upgraded_value`). None for any other fact.
+
+    ``stored``: the fact's version items (expired ones too). Should one hold a number of
+    ``1..n`` (a client's own ``history`` field put over a fact with versions), the inline
+    texts are numbered after the highest instead: out of time order, but none is written
+    over a stored text.
     """
+    numbers = {int(v.value["version"]) for v in stored if is_version(v)}
+    count = len(legacy_history(item))
+    start = max(numbers) if numbers & set(range(1, count + 1)) else 0
     return [
         StoredItem(
             item.namespace,
-            version_key(item.key, number),
-            version_value(item.key, number, v.content, v.valid_from, v.valid_to or item.updated_at),
+            version_key(item.key, start + number),
+            version_value(
+                item.key, start + number, v.content, v.valid_from, v.valid_to or item.updated_at
+            ),
             item.created_at,
             item.updated_at,
             item.expires_at,

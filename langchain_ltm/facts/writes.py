@@ -250,9 +250,12 @@ def _store_facts(
                     stored[key] = item
                     rewrites[key] = rewrite(item, vector, now, item.created_at)
         for key in [k for k in rewrites if k in stored]:  # a 0.1.0 fact's texts written out
-            inline = written_out(before[key], stored[key].ttl_minutes, now)
+            versions = histories.get(key, [])
+            inline = written_out(before[key], stored[key].ttl_minutes, now, versions)
             rewrites.update((r.key, r) for r in inline)
-            histories[key] = [*layout.legacy_versions(before[key]), *histories.get(key, ())]
+            histories[key] = [*layout.legacy_versions(before[key], versions), *versions]
+            # an expired version at a number they take is written over, not deleted after
+            deletes = [k for k in deletes if k not in {(r.namespace, r.key) for r in inline}]
         for key in [k for k in rewrites if k in stored]:  # a rewrite refreshes a fact's TTL:
             fact = stored[key]  # its versions follow, or they would expire before it
             for version in histories.get(key, ()) if fact.ttl_minutes is not None else ():

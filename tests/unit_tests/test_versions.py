@@ -616,6 +616,19 @@ async def test_prune_history_counts_a_0_1_facts_inline_texts(mem, store, clock):
     assert "history" not in store.get(namespace, "music").value
 
 
+async def test_inline_texts_written_out_never_overwrite_a_stored_version(mem, store):
+    """A client's own ``history`` field put over a fact with versions reads as 0.1 inline
+    texts; written out as @1..@n they would have replaced the stored version @1."""
+    namespace = store.user_namespace("u1")
+    made = (await mem.remember("u1", "I live in Paris")).fact
+    await mem.update_fact("u1", made.id, "I live in Berlin")  # Paris is @1
+    await mem.put(namespace, made.id, {"content": "I live in Berlin", "history": ["a note"]})
+    assert (await mem.remember("u1", "I live in Berlin", pinned=True)).action == "duplicate"
+    texts = [v.content for v in await mem.history("u1", made.id)]
+    assert sorted(texts) == ["I live in Berlin", "I live in Paris", "a note"]
+    assert "history" not in store.get(namespace, made.id).value
+
+
 def test_thresholds_are_checked():
     vs = InMemoryVectorStore(KeywordEmbeddings())
     with pytest.raises(ValueError, match="must not exceed"):
