@@ -368,6 +368,35 @@ class FactAPI(ABC):
         """Async twin of :meth:`prune_history`."""
         return await run_async(updates.prune_history(self._facts, user_id, fact_id, keep))
 
+    def upgrade_legacy_facts(self) -> int:
+        """Write every user's facts from 0.1 in the current layout; returns how many.
+
+        0.1 kept a fact's earlier texts inline in its value. Reads show them (``history``,
+        exports), and any write of such a fact writes them out as its versions, but until
+        then ``recall(include_history=True)`` and ``as_of`` cannot find them (they are not
+        embedded items). This writes them out now, with the dates they read, one user at
+        a time under that user's lock. Run it once after upgrading from 0.1; running it
+        again writes nothing.
+
+        Example:
+            >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+            >>> from langchain_core.vectorstores import InMemoryVectorStore
+            >>> from langchain_ltm import LongTermMemoryStore
+            >>> emb = DeterministicFakeEmbedding(size=16)
+            >>> store = LongTermMemoryStore(InMemoryVectorStore(emb))
+            >>> old = {"content": "Lives in Rome", "history": ["Lives in Paris"]}  # 0.1's
+            >>> store.put(store.user_namespace("u1"), "f1", old)
+            >>> store.upgrade_legacy_facts(), store.upgrade_legacy_facts()
+            (1, 0)
+            >>> [v.content for v in store.history("u1", "f1")]
+            ['Lives in Paris', 'Lives in Rome']
+        """
+        return run_sync(updates.upgrade_legacy(self._facts))
+
+    async def aupgrade_legacy_facts(self) -> int:
+        """Async twin of :meth:`upgrade_legacy_facts`."""
+        return await run_async(updates.upgrade_legacy(self._facts))
+
     def list_all(self, user_id: str, *, refresh_ttl: bool | None = None) -> list[Fact]:
         """All of the user's facts with their histories, oldest first.
 

@@ -42,7 +42,7 @@ from langchain_ltm.facts.text import content_hash, validate_text
 from langchain_ltm.facts.timeline import Said
 from langchain_ltm.facts.writes import with_hashes
 
-__all__ = ["pin", "prune_history", "update"]
+__all__ = ["pin", "prune_history", "update", "upgrade_legacy"]
 
 
 def update(ctx: FactContext, user_id: str, fact_id: str, text: str) -> Logic[RememberResult]:
@@ -264,3 +264,32 @@ def _legacy_facts(
         for i in found
         if i is not None and is_alive(i, now) and layout.is_fact(i) and layout.legacy_history(i)
     ]
+
+
+def upgrade_legacy(ctx: FactContext) -> Logic[int]:
+    """The logic of ``LongTermMemoryStore.upgrade_legacy_facts``; how many facts it wrote.
+
+    One search finds the users with 0.1.0 facts; each user's are read again and written
+    in this layout (``records.upgraded``) under that user's lock, one user at a time. A
+    fact already written in this layout is not found: running it again writes nothing.
+    """
+    now = _clock.utcnow()
+    request = SearchRequest(ctx.namespace, None, layout.LEGACY_FACTS, None, 0, now)
+    (hits,) = yield call(ctx.backend, "search", request)
+    labels = sorted({h.item.namespace[-1] for h in hits if ctx.is_user_namespace(h.item.namespace)})
+    count = 0
+    for label in labels:
+        namespace = (*ctx.namespace, label)
+        held = yield from ctx.locks.acquire(ctx.backend, label)
+        try:
+            now = _clock.utcnow()
+            facts = yield from _legacy_facts(ctx, namespace, None, now)
+            stored = yield from versions_of(ctx, namespace, facts)
+            records = [r for f in facts for r in upgraded(f, now, stored.get(f.key, ()))]
+            if records:
+                records = yield from embed_versions(ctx, records)
+                yield call(ctx.backend, "write", records, [])
+            count += len(facts)
+        finally:
+            yield from ctx.locks.release(ctx.backend, held)
+    return count

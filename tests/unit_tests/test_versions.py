@@ -629,6 +629,28 @@ async def test_inline_texts_written_out_never_overwrite_a_stored_version(mem, st
     assert "history" not in store.get(namespace, made.id).value
 
 
+async def test_upgrading_0_1_facts_lets_recall_find_their_earlier_texts(mem, store, clock):
+    """A 0.1 fact's inline texts are no embedded items: recall(include_history=True) and
+    as_of never found them, until some write of that fact wrote them out."""
+    namespace = store.user_namespace("u1")
+    made = clock.now
+    store.put(namespace, "city", {"content": {"draft": 1}})  # no fact: kept as it is
+    clock.advance(10)  # 0.1 wrote the fact then, and updated it 10 minutes later
+    put_0_1_fact(store, "u1", "city", "I live in Rome", ["I live in Paris"])
+    put_0_1_fact(store, "u2", "music", "I like jazz", ["I like rock"])
+    assert await mem.upgrade_legacy_facts() == 2
+    assert await mem.upgrade_legacy_facts() == 0  # once is enough
+    found = await mem.recall("u1", "paris", limit=5, include_history=True)
+    assert [(f.id, f.content, f.superseded) for f in found] == [("city", "I live in Paris", True)]
+    then = await mem.recall("u1", "where do I live", as_of=made + timedelta(minutes=5))
+    assert [(f.content, f.superseded) for f in then] == [("I live in Paris", True)]
+    assert texts_with_dates(await mem.history("u1", "city")) == [
+        ("I live in Paris", made, made + timedelta(minutes=10)),
+        ("I live in Rome", made + timedelta(minutes=10), None),
+    ]
+    assert [v.content for v in await mem.history("u2", "music")] == ["I like rock", "I like jazz"]
+
+
 def test_thresholds_are_checked():
     vs = InMemoryVectorStore(KeywordEmbeddings())
     with pytest.raises(ValueError, match="must not exceed"):
