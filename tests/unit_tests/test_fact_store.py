@@ -66,6 +66,12 @@ _NEEDS_BASE_STORE = (
     "test_a_client_put_of_the_same_text_keeps_when_the_text_began",
     "test_an_item_whose_content_is_not_a_text_is_no_fact",
     "test_a_search_above_the_users_shows_versions_unless_filtered_out",
+    # a 0.1 fact is written as 0.1 wrote it, through put
+    "test_a_client_put_over_a_0_1_fact_keeps_its_inline_texts",
+    "test_a_rewrite_of_a_0_1_fact_leaves_its_inline_texts_dated_as_they_were",
+    "test_inline_texts_written_out_never_overwrite_a_stored_version",
+    "test_prune_history_counts_a_0_1_facts_inline_texts",
+    "test_upgrading_0_1_facts_lets_recall_find_their_earlier_texts",
 )
 
 
