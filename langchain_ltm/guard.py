@@ -15,7 +15,9 @@ Example:
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable
+from itertools import pairwise
 
 __all__ = ["SecretGuard", "find_secret"]
 
@@ -24,7 +26,41 @@ SecretGuard = Callable[[str], "str | None"]
 
 _ADVICE = "Do not store secrets; store a harmless note instead (e.g. 'has a card ending in 4242')."
 
-_CARD = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
+# A run of digit groups: any whitespace, '.', '/' or '-' between groups (zero-width characters
+# are removed and NBSPs become spaces first). Groups and separators never overlap, so the
+# match is linear.
+_DIGIT_RUN = re.compile(r"(?<![0-9A-Za-z])[0-9]+(?:[\s./-]{1,3}[0-9]+)*")
+_GROUP = re.compile(r"[0-9]+")
+# How card numbers are printed: 4-4-4-4 (19 digits: one more group of 3), Amex 4-6-5,
+# Diners 4-6-4, or ungrouped. A run may go on (CVV, expiry) after the card.
+_CARD_GROUPINGS = ((4, 4, 4, 4, 3), (4, 4, 4, 4), (4, 6, 5), (4, 6, 4))
+# Issuer ranges (first digits, from..to) and lengths of the major card networks (ISO/IEC 7812
+# IINs): a number outside them is not a card, whatever its Luhn check says.
+_ANY = (16, 17, 18, 19)
+_CARD_BRANDS: tuple[tuple[str, str, tuple[int, ...]], ...] = (
+    ("4", "4", (13, 16, 19)),  # Visa
+    ("51", "55", (16,)),  # Mastercard
+    ("2221", "2720", (16,)),  # Mastercard 2-series
+    ("34", "34", (15,)),  # American Express
+    ("37", "37", (15,)),
+    ("6011", "6011", _ANY),  # Discover
+    ("644", "649", _ANY),
+    ("65", "65", _ANY),
+    ("62", "62", _ANY),  # UnionPay
+    ("3528", "3589", _ANY),  # JCB
+    ("300", "305", (14, 16)),  # Diners Club
+    ("36", "36", (14, 16)),
+    ("38", "39", (16,)),
+    ("2200", "2204", _ANY),  # Mir
+    ("5018", "5018", (13, *_ANY)),  # Maestro
+    ("5020", "5020", (13, *_ANY)),
+    ("5038", "5038", (13, *_ANY)),
+    ("5893", "5893", (13, *_ANY)),
+    ("6304", "6304", (13, *_ANY)),
+    ("6759", "6759", (13, *_ANY)),
+    ("6761", "6763", (13, *_ANY)),
+)
+_INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"))
 _IBAN = re.compile(r"\b([A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30})\b")
 _API_KEYS: list[tuple[str, re.Pattern[str]]] = [
     ("an OpenAI/Anthropic-style API key", re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}")),
@@ -65,6 +101,51 @@ _CARD_CODE = re.compile(
 _NOT_A_VALUE = frozenset({"reset", "expired", "changed", "required", "needed", "wrong", "secret"})
 
 
+def _normalized(text: str) -> str:
+    """``text`` as the rules read it: NFKC-folded, zero-width characters removed.
+
+    NFKC turns NBSPs into spaces and full-width digits into ASCII digits.
+    """
+    return unicodedata.normalize("NFKC", text).translate(_INVISIBLE)
+
+
+def _is_card(digits: str) -> bool:
+    if len(set(digits)) == 1 or not _luhn_ok(digits):
+        return False
+    return any(
+        len(digits) in lengths and low <= digits[: len(low)] <= high
+        for low, high, lengths in _CARD_BRANDS
+    )
+
+
+def _has_card(run: str) -> bool:
+    """Whether a run of digit groups holds a card number, printed as cards are.
+
+    A card starts the run or follows a group that cannot be its neighbour in one printed
+    number (another length, or another separator: ``exp 12/27 4111 1111 1111 1111``); its
+    groups are one of ``_CARD_GROUPINGS`` with one separator between them, or it is one
+    ungrouped group. What follows it (a CVV, an expiry date) is not part of it.
+    """
+    spans = [m.span() for m in _GROUP.finditer(run)]
+    groups = [run[start:end] for start, end in spans]
+    seps = [run[left[1] : right[0]] for left, right in pairwise(spans)]
+    for i, first in enumerate(groups):
+        if i and len(groups[i - 1]) == len(first) and seps[i - 1] in seps[i : i + 1]:
+            continue  # the middle of a longer number printed in groups of one size
+        if 13 <= len(first) <= 19 and _is_card(first):
+            return True
+        for grouping in _CARD_GROUPINGS:
+            end = i + len(grouping)
+            if (
+                end <= len(groups)
+                and all(len(g) == n for g, n in zip(groups[i:end], grouping, strict=True))
+                and len(set(seps[i : end - 1])) == 1
+                and _is_card("".join(groups[i:end]))
+            ):
+                return True
+    return False
+
+
 def _luhn_ok(digits: str) -> bool:
     total = 0
     for i, ch in enumerate(reversed(digits)):
@@ -87,8 +168,9 @@ def _iban_ok(candidate: str) -> bool:
 def find_secret(text: str) -> str | None:
     """Why ``text`` must not be stored, or ``None`` when it looks safe.
 
-    The stores' default ``secret_guard``: payment cards (Luhn-checked), IBANs, API keys,
-    stated passwords, PINs or tokens, social security numbers and card security codes.
+    The stores' default ``secret_guard``: payment cards (a network's number range and a
+    printed grouping, Luhn-checked), IBANs, API keys, stated passwords, PINs or tokens,
+    social security numbers and card security codes.
 
     Args:
         text: A fact about to be stored.
@@ -103,10 +185,9 @@ def find_secret(text: str) -> str | None:
         >>> find_secret("Has a card ending in 4242") is None
         True
     """
-    for match in _CARD.finditer(text):
-        digits = re.sub(r"\D", "", match.group())
-        if 13 <= len(digits) <= 19 and _luhn_ok(digits) and len(set(digits)) > 1:
-            return f"Not stored: it contains what looks like a payment card number. {_ADVICE}"
+    text = _normalized(text)
+    if any(_has_card(match.group()) for match in _DIGIT_RUN.finditer(text)):
+        return f"Not stored: it contains what looks like a payment card number. {_ADVICE}"
     for match in _IBAN.finditer(text):
         if _iban_ok(match.group(1)):
             return f"Not stored: it contains what looks like an IBAN (bank account). {_ADVICE}"

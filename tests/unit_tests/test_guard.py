@@ -55,3 +55,52 @@ def test_forms_an_extractor_writes_are_secrets(text):
 )
 def test_talk_about_secrets_is_not_a_secret(text):
     assert find_secret(text) is None
+
+
+def _refused(texts):
+    return [t for t in texts if find_secret(t) is not None]
+
+
+def _stored(texts):
+    return [t for t in texts if find_secret(t) is None]
+
+
+# Cases marked "helper" were written by a helper of this project hunting for misses
+# (bench/data/secret_cases_helper.jsonl); the guard missed or refused them before.
+CARDS = [
+    "Card 4111.1111.1111.1111",  # helper: '.' between groups
+    "Card 4111 - 1111 - 1111 - 1111",  # helper
+    "Visa 4111 1111 1111 1111 737",  # helper: the CVV after the card made 19 digits
+    "card 4242424242424242 123",  # helper
+    "Visa-4111111111111111",  # helper
+    "4111111111111111-12/27",  # helper
+    "4111/1111/1111/1111",  # helper
+    "Card 4111\u00a01111\u00a01111\u00a01111",  # helper: NBSP from a web page
+    "Card 4111\u202f1111\u202f1111\u202f1111",  # helper: narrow NBSP
+    "Card 4111\t1111\t1111\t1111",  # helper: tab
+    "Card 4111\u200b1111\u200b1111\u200b1111",  # helper: zero-width space
+    "Card " + " ".join(["\uff14\uff11\uff11\uff11"] + ["\uff11" * 4] * 3),  # full-width digits
+    "exp 12/27 4111 1111 1111 1111",
+    "Order 1234. 4111 1111 1111 1111",
+    "Amex 3782 822463 10005",
+    "Diners 3056 930902 5904",
+    "JCB 3530111333300000",
+    "Mastercard 2223 0031 2200 3222",
+]
+NOT_CARDS = [
+    "Reading ISBN 978-1-4028-9462-6",  # helper: Luhn-valid, no card starts with 9
+    "Phone IMEI 490154203237518",  # helper: Luhn-valid, 15 digits but not Amex
+    "Amazon order 526-0181590-8301661",  # Luhn-valid; 3-7-7 is no card's grouping
+    "Office phone 0044 20 1549 4093",  # Luhn-valid; no card starts with 0
+    "Deployed at epoch ms 1742173142007",  # Luhn-valid; no card starts with 1
+    "Vacation 2024-11-01 2024-07-05",  # Luhn-valid digits
+    "USPS tracking 9400 1407 6256 8922 4860 89",  # Luhn-valid at 16; a longer number
+    "Order number 3757021172091105",  # Luhn-valid; 37 is Amex, which has 15 digits
+    "my order number is 4111 1111 1111 1112",  # Luhn fails
+    "has a Visa card ending in 4242",
+]
+
+
+def test_cards_in_any_print_are_refused():
+    assert _stored(CARDS) == []
+    assert _refused(NOT_CARDS) == []
