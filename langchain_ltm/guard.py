@@ -61,7 +61,29 @@ _CARD_BRANDS: tuple[tuple[str, str, tuple[int, ...]], ...] = (
     ("6761", "6763", (13, *_ANY)),
 )
 _INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"))
-_IBAN = re.compile(r"\b([A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30})\b")
+_IBAN_START = re.compile(r"(?<![0-9A-Za-z])[A-Za-z]{2}[0-9]{2}")
+# IBAN length by country (ISO 13616 registry): an IBAN is cut there, so what follows it
+# ("BIC ...", "EUR", a name in capitals) is not read as part of it.
+_IBAN_LENGTHS = {
+    **dict.fromkeys(("NO",), 15),
+    **dict.fromkeys(("BE",), 16),
+    **dict.fromkeys(("DK", "FI", "FK", "FO", "GL", "NL", "SD"), 18),
+    **dict.fromkeys(("MK", "SI"), 19),
+    **dict.fromkeys(("AT", "BA", "EE", "KZ", "LT", "LU", "MN", "XK"), 20),
+    **dict.fromkeys(("CH", "HR", "LI", "LV"), 21),
+    **dict.fromkeys(("BG", "BH", "CR", "DE", "GB", "GE", "IE", "ME", "RS", "VA"), 22),
+    **dict.fromkeys(("AE", "GI", "IL", "IQ", "OM", "SO", "TL"), 23),
+    **dict.fromkeys(("AD", "CZ", "ES", "MD", "PK", "RO", "SA", "SE", "SK", "TN", "VG"), 24),
+    **dict.fromkeys(("LY", "PT", "ST"), 25),
+    **dict.fromkeys(("IS", "TR"), 26),
+    **dict.fromkeys(("BI", "DJ", "FR", "GR", "IT", "MC", "MR", "SM"), 27),
+    **dict.fromkeys(("AL", "AZ", "BY", "CY", "DO", "GT", "HN", "HU", "LB", "NI", "PL", "SV"), 28),
+    **dict.fromkeys(("BR", "EG", "PS", "QA", "UA"), 29),
+    **dict.fromkeys(("JO", "KW", "MU", "YE"), 30),
+    **dict.fromkeys(("MT", "SC"), 31),
+    **dict.fromkeys(("LC",), 32),
+    **dict.fromkeys(("RU",), 33),
+}
 _API_KEYS: list[tuple[str, re.Pattern[str]]] = [
     ("an OpenAI/Anthropic-style API key", re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}")),
     ("an AWS access key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
@@ -156,13 +178,27 @@ def _luhn_ok(digits: str) -> bool:
     return total % 10 == 0
 
 
-def _iban_ok(candidate: str) -> bool:
-    iban = candidate.replace(" ", "")
-    if not 15 <= len(iban) <= 34:
+def _iban_at(text: str, start: int) -> bool:
+    """Whether a valid IBAN starts at ``start`` (passing the mod-97 check).
+
+    That is its country's number of letters and digits, in any case, with single whitespace
+    characters between them, ending where a word ends.
+    """
+    length = _IBAN_LENGTHS.get(text[start : start + 2].upper())
+    if length is None:
         return False
-    rearranged = iban[4:] + iban[:4]
-    number = "".join(str(int(ch, 36)) for ch in rearranged)
-    return int(number) % 97 == 1
+    chars: list[str] = []
+    i = start
+    while len(chars) < length and i < len(text):
+        if text[i].isascii() and text[i].isalnum():
+            chars.append(text[i])
+        elif not (text[i].isspace() and chars and i + 1 < len(text) and not text[i + 1].isspace()):
+            return False
+        i += 1
+    if len(chars) < length or (i < len(text) and text[i].isascii() and text[i].isalnum()):
+        return False
+    iban = "".join(chars).upper()
+    return int("".join(str(int(ch, 36)) for ch in iban[4:] + iban[:4])) % 97 == 1
 
 
 def find_secret(text: str) -> str | None:
@@ -188,9 +224,8 @@ def find_secret(text: str) -> str | None:
     text = _normalized(text)
     if any(_has_card(match.group()) for match in _DIGIT_RUN.finditer(text)):
         return f"Not stored: it contains what looks like a payment card number. {_ADVICE}"
-    for match in _IBAN.finditer(text):
-        if _iban_ok(match.group(1)):
-            return f"Not stored: it contains what looks like an IBAN (bank account). {_ADVICE}"
+    if any(_iban_at(text, match.start()) for match in _IBAN_START.finditer(text)):
+        return f"Not stored: it contains what looks like an IBAN (bank account). {_ADVICE}"
     for name, pattern in _API_KEYS:
         if pattern.search(text):
             return f"Not stored: it contains what looks like {name}. {_ADVICE}"

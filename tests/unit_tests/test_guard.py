@@ -104,3 +104,26 @@ NOT_CARDS = [
 def test_cards_in_any_print_are_refused():
     assert _stored(CARDS) == []
     assert _refused(NOT_CARDS) == []
+
+
+IBANS = [
+    "IBAN DE89 3704 0044 0532 0130 00 BIC COBADEFFXXX",  # helper: "BIC" read as part of it
+    "Pay to GB82 WEST 1234 5698 7654 32 EUR",  # helper
+    "my iban is de89370400440532013000",  # helper: lower case
+    "NL91ABNA0417164300 ACME BV",  # helper
+    "IBAN DE89\u00a03704\u00a00044\u00a00532\u00a00130\u00a000",  # helper: NBSP
+    "IBAN DE89\t3704\t0044\t0532\t0130\t00",  # helper: tab
+    "IBAN DE89\u200b3704\u200b0044\u200b0532\u200b0130\u200b00",  # helper: zero-width
+    "Ref AB12 then NO9386011117947",  # Norway: 15 characters
+]
+NOT_IBANS = [
+    "Bank branch code DE12 ABC is closed",  # helper
+    "IBAN DE89 3704 0044 0532 0130 01",  # mod-97 fails
+    "DE89370400440532013000123 is a longer reference",  # not cut inside a word
+    "Flight LH401 to New York",
+]
+
+
+def test_ibans_are_cut_to_their_countrys_length():
+    assert _stored(IBANS) == []
+    assert _refused(NOT_IBANS) == []
