@@ -100,27 +100,177 @@ _API_KEYS: list[tuple[str, re.Pattern[str]]] = [
     ),
     ("a private key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")),
 ]
-_PASSWORD_WORDS = (
-    r"\b(?:password|passwd|passcode|passphrase|pwd|pin(?: code)?|secret key|api[ _-]?key|"
-    r"access token|auth token|token)\b"
+# Statements of a password, PIN or token. A keyword, then what may stand between it and its
+# value ("for Netflix", "(work)", "number"), then a connector (is, was, ':', '=', changed to,
+# other languages' verbs), then the value, which must look like a secret (``_looks_secret``).
+# Every part is bounded and its pieces cannot overlap, so a failed match costs little.
+_LETTER_BEFORE = r"(?<![^\W\d_])"
+_NO_LETTER_AFTER = r"(?![^\W\d_])"
+_PASSWORD_KEYS = (
+    r"passwords?|passwd|passcodes?|passphrases?|pwd|contraseñas?|contrasenas?|claves?"
+    r"|mots? de passe|mdp|passw[oö]rt|kennwort|senhas?|wachtwoord|lösenord|losenord|passord"
+    r"|adgangskode|salasana|şifre|sifre|hasło|haslo|heslo|jelszó|пароль"
+    r"|(?:wi-?fi|wlan|wpa2?|network)[ -]?(?:key|code)"
 )
-_PASSWORD = re.compile(
-    _PASSWORD_WORDS + r"\s*(?:(?:is|was|has been)\s+(?:changed|set|reset|updated)\s+to|"
-    r"(?:changed|set|reset|updated)\s+to|is|was|=|:)\s*[\"'`]?(?P<value>[^\s\"'`,;]{4,})",
-    re.IGNORECASE,
+_PASSWORD_KEYS_CJK = r"パスワード|暗証番号|密码|密碼|비밀번호|암호"
+_TOKEN_KEYS = (
+    r"api[ _-]?keys?|access[ _-]?keys?|secret[ _-]?keys?|private[ _-]?keys?|access[ _-]?tokens?"
+    r"|auth[ _-]?tokens?|bearer[ _-]?tokens?|refresh[ _-]?tokens?|tokens?"
+    r"|(?:client|api|app|shared|webhook|signing)[ _-]?secrets?"
+)
+_PIN_KEYS = (
+    r"pins?(?:[ -]?(?:code|number|no\.?))?|passcodes?|code pin|geheimzahl"
+    r"|(?:unlock|door|gate|alarm|garage|lock|safe|entry|access|keypad|security)[ -]?codes?"
+)
+_BETWEEN = (  # "(work)", "number", "for the router", "to my laptop", "de Netflix"
+    r"(?:\s*\([^()\n]{1,40}\)|\s+(?:number|code|no\.?|nr\.?))?"
+    r"(?:\s+(?:for|to|on|at|of|in|into|with|from|de|du|des|del|di|da|do|für|fur|pour|para|per"
+    r"|voor|van|von|zum|zur|zu)(?:\s+[\w.'\u2019@&+-]{1,30}){1,3}?)?"
+)
+_VERBS = (
+    r"(?:(?:is|was|has\s+been|had\s+been|got|gets|will\s+be)\s+)?(?:changed|set|reset|updated)"
+    r"\s+to|is(?:\s+now)?|was|are|were|es|est|ist|war|era|é|è|är|er|jest|wynosi|это"
+)
+_CONNECTOR = (
+    rf"(?:\s+(?:{_VERBS})(?:\s*:\s*|\s+)|\s*(?::|=>|->|=)\s*|['\u2019]s\s+|\s+[-\u2013\u2014]\s+"
+    r"|\s*(?:は|是|为|為|는|은)\s*)"
+)
+_VALUE = r"[\"'`\u201c\u2018]?(?P<value>[^\s\"'`\u201d\u2019,;]{1,64})"
+_PASSWORD_HINTS = (
+    "pass", "pwd", "wifi", "wi-fi", "wlan", "wpa", "network", "contrase", "clave", "mdp",
+    "kennwort", "senha", "wachtwoord", "senord", "adgangskode", "salasana", "ifre", "hasło",
+    "haslo", "heslo", "jelsz", "пароль",
+    "パスワード", "暗証番号", "密码", "密碼", "비밀번호", "암호",
+)  # fmt: skip
+_TOKEN_HINTS = ("key", "token", "secret")
+_PIN_HINTS = ("pin", "code", "geheimzahl", "暗証番号")
+# (kind of value, words one of which is in every match (lower case), pattern): the words let
+# a text skip a pattern with one substring test.
+_KEY_STATEMENTS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
+    (
+        "password",
+        _PASSWORD_HINTS,
+        re.compile(
+            rf"(?:{_LETTER_BEFORE}(?:{_PASSWORD_KEYS}){_NO_LETTER_AFTER}|{_PASSWORD_KEYS_CJK})"
+            rf"{_BETWEEN}{_CONNECTOR}{_VALUE}",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "password",  # "pw: ...", "pass = ...": short words, only before ':' or '='
+        ("pw", "pass", "pword"),
+        re.compile(
+            rf"{_LETTER_BEFORE}(?:pw|pass|pword|pwd){_NO_LETTER_AFTER}\s*[:=]\s*{_VALUE}",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "token",
+        _TOKEN_HINTS,
+        re.compile(
+            rf"{_LETTER_BEFORE}(?:{_TOKEN_KEYS}){_NO_LETTER_AFTER}{_BETWEEN}{_CONNECTOR}{_VALUE}",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "token",
+        ("bearer",),
+        re.compile(r"\bbearer\s+(?P<value>[A-Za-z0-9._~+/-]{16,}=*)", re.IGNORECASE),
+    ),
+    (
+        "pin",  # a PIN needs no connector: "Bank card PIN 4821", "iPhone passcode 482913"
+        _PIN_HINTS,
+        re.compile(
+            rf"(?:{_LETTER_BEFORE}(?:{_PIN_KEYS}){_NO_LETTER_AFTER}|暗証番号){_BETWEEN}"
+            rf"(?:{_CONNECTOR}|\s+|\s*#\s*)[\"'`\u201c\u2018]?(?P<value>[0-9]{{4,8}})"
+            r"(?![0-9A-Za-z]|[.,/-][0-9])",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "password",  # "Uses Tr0ub4dor3 as their password"
+        (" as ",),
+        re.compile(
+            rf"\b(?:uses?|using|used|chose|chosen|picked|set)\s+{_VALUE}[\"'`\u201d\u2019]?\s+as\s+"
+            r"(?:(?:the|their|his|her|my|a|an|its|our|your)\s+)?(?:[\w-]{1,20}\s+)?"
+            r"(?:password|passcode|passphrase|pin)\b",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "password",  # "Netflix login: bob@example.com / Tr0ub4dor3"
+        ("login", "log-in", "sign-in", "cred"),
+        re.compile(
+            r"\b(?:login|log-in|sign-in|credentials|creds)\s*[:=]?\s*[^\s/]{1,64}\s+/\s+" + _VALUE,
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "code",  # "2FA backup codes: 8f3k-2m9q, ..."
+        ("backup", "recovery"),
+        re.compile(
+            r"\b(?:backup|recovery)\s+codes?\s*(?:(?:are|were|is)\s*)?:?\s*"
+            r"(?P<value>[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{3,12})?)(?![\w-])",
+            re.IGNORECASE,
+        ),
+    ),
 )
 _QUOTED_PASSWORD = re.compile(  # "uses the password 'hunter2' for everything"
-    _PASSWORD_WORDS + r"\s+[\"'`](?P<value>[^\s\"'`]{4,})[\"'`]", re.IGNORECASE
+    rf"{_LETTER_BEFORE}(?:{_PASSWORD_KEYS}|{_TOKEN_KEYS}|pin){_NO_LETTER_AFTER}"
+    r"\s+[\"'`\u201c\u2018](?P<value>[^\s\"'`\u201d\u2019]{4,64})[\"'`\u201d\u2019]",
+    re.IGNORECASE,
 )
+# A setting in code or a .env/YAML/INI file: DB_PASSWORD=..., clientSecret: ..., "api_key": ...
+_SETTING = re.compile(
+    r"(?<![\w.$-])[\"']?(?P<name>[A-Za-z][A-Za-z0-9_-]{1,60})[\"']?\s*[:=]\s*"
+    r"[\"'`]?(?P<value>[^\s\"'`,;]{1,200})"
+)
+_NAME_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+_PASSWORD_NAMES = frozenset({"password", "passwd", "pwd", "pass", "passphrase", "passcode"})
+_TOKEN_NAMES = frozenset({"secret", "token", "apikey", "credential", "credentials"})
+_KEY_OWNERS = frozenset(
+    {"api", "access", "secret", "private", "client", "account", "master", "signing", "encryption"}
+)
+# Values that say where a secret is, or that there is none, rather than what it is.
+_NOT_SECRETS = frozenset(
+    {
+        "none",
+        "null",
+        "nil",
+        "undefined",
+        "true",
+        "false",
+        "empty",
+        "redacted",
+        "hidden",
+        "unknown",
+        "unset",
+        "n/a",
+        "na",
+        "tbd",
+        "todo",
+        "changeme",
+        "xxx",
+    }
+)
+_REFERENCE = re.compile(
+    r"^(?:[<{\[$%(]|os\.|process\.env|env\(|getenv|environ|secrets\.|vault:|ENV\[)|://"
+    r"|[*•●]{3}|(?i:x{4})|^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$",
+)
+_CAMEL_HUMP = re.compile(r"[a-z][A-Z]")
+_DIGIT = re.compile(r"[0-9]")
+_LETTER = re.compile(r"[A-Za-z]")
+_SYMBOL = re.compile(r"[^\w\s.'\u2019()\[\]-]")
 _SSN = re.compile(
-    r"\b(?:ssn|social security(?: number)?)\b\D{0,20}(?<!\d)\d{3}-?\d{2}-?\d{4}(?!\d)",
+    r"\b(?:ssn|social security(?: number| no\.?)?)\b\D{0,20}"
+    r"(?<!\d)\d{3}[- ]?\d{2}[- ]?\d{4}(?!\d)",
     re.IGNORECASE,
 )
 _CARD_CODE = re.compile(
-    r"\b(?:cvv2?|cvc2?|card security code)\b\s*(?:is|was|=|:)?\s*(?P<value>\d{3,4})\b",
+    r"\b(?:cvv2?|cvc2?|cvn|card security code|(?:3|three|4|four)[- ]digits?(?: code)? on the back"
+    r"(?: of [\w' ]{1,30}?)?)\b\s*(?:is|are|was|=|:)?\s*(?P<value>\d{3,4})\b",
     re.IGNORECASE,
 )
-_NOT_A_VALUE = frozenset({"reset", "expired", "changed", "required", "needed", "wrong", "secret"})
 
 
 def _normalized(text: str) -> str:
@@ -201,6 +351,65 @@ def _iban_at(text: str, start: int) -> bool:
     return int("".join(str(int(ch, 36)) for ch in iban[4:] + iban[:4])) % 97 == 1
 
 
+def _looks_secret(value: str, kind: str, quoted: bool = False) -> bool:
+    """Whether ``value``, stated as a ``kind`` ("password", "token", "pin", "code"), is one.
+
+    A secret is not a common word: it has a digit, a symbol or a hump of mixed case
+    (``BlueSky``), or it was quoted. Placeholders (``<key>``, ``${VAR}``), references
+    (``os.environ[...]``), masks (``****``), URLs, e-mail addresses and ``None`` are not.
+    """
+    value = value.rstrip(".,:;!?)]}").lstrip("([") if not quoted else value
+    if value.lower() in _NOT_SECRETS or _REFERENCE.search(value):
+        return False
+    digits = len(_DIGIT.findall(value))
+    if kind == "pin":
+        return 4 <= len(value) <= 8 and value.isdigit()
+    if kind == "code":
+        return digits > 0 and (digits >= 6 or _LETTER.search(value) is not None)
+    if kind == "token":
+        long_enough = len(value) >= 8
+        return long_enough and (
+            (digits > 0 and _LETTER.search(value) is not None)
+            or (len(value) >= 16 and _CAMEL_HUMP.search(value) is not None)
+        )
+    if len(value) < 4 or (not _LETTER.search(value) and digits < 4):
+        return False
+    return quoted or digits > 0 or bool(_SYMBOL.search(value) or _CAMEL_HUMP.search(value))
+
+
+def _setting_kind(name: str) -> str | None:
+    """The kind of secret a setting's name says it holds (its last word decides)."""
+    parts = [part.lower() for part in _NAME_PART.findall(name)]
+    if not parts:
+        return None
+    last = parts[-1]
+    if last in _PASSWORD_NAMES:
+        return "password"
+    if last == "pin":
+        return "pin"
+    if last in _TOKEN_NAMES or (last == "key" and len(parts) > 1 and parts[-2] in _KEY_OWNERS):
+        return "token"
+    return None
+
+
+def _states_secret(text: str) -> bool:
+    lowered = text.lower()
+    for kind, hints, pattern in _KEY_STATEMENTS:
+        if any(hint in lowered for hint in hints):
+            for match in pattern.finditer(text):
+                if _looks_secret(match.group("value"), kind):
+                    return True
+    if any(hint in lowered for hint in (*_PASSWORD_HINTS, *_TOKEN_HINTS, "pin")):
+        for match in _QUOTED_PASSWORD.finditer(text):
+            if _looks_secret(match.group("value"), "password", quoted=True):
+                return True
+    for match in _SETTING.finditer(text) if ("=" in text or ":" in text) else ():
+        setting = _setting_kind(match.group("name"))
+        if setting and _looks_secret(match.group("value"), setting):
+            return True
+    return False
+
+
 def find_secret(text: str) -> str | None:
     """Why ``text`` must not be stored, or ``None`` when it looks safe.
 
@@ -229,10 +438,8 @@ def find_secret(text: str) -> str | None:
     for name, pattern in _API_KEYS:
         if pattern.search(text):
             return f"Not stored: it contains what looks like {name}. {_ADVICE}"
-    for pattern in (_PASSWORD, _QUOTED_PASSWORD):
-        for match in pattern.finditer(text):
-            if match.group("value").lower() not in _NOT_A_VALUE:
-                return f"Not stored: it states a password, PIN or token. {_ADVICE}"
+    if _states_secret(text):
+        return f"Not stored: it states a password, PIN or token. {_ADVICE}"
     if _SSN.search(text):
         return f"Not stored: it contains what looks like a social security number. {_ADVICE}"
     if _CARD_CODE.search(text):

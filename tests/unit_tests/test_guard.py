@@ -127,3 +127,130 @@ NOT_IBANS = [
 def test_ibans_are_cut_to_their_countrys_length():
     assert _stored(IBANS) == []
     assert _refused(NOT_IBANS) == []
+
+
+PASSWORDS = [
+    "My password for Netflix is BlueSky42",  # helper: words between keyword and verb
+    "The password to my laptop is sunshine99",  # helper
+    "Password for the router: admin1234",  # helper
+    "My password is: hunter22",  # helper
+    "User's password (Netflix) is BlueSky42",  # helper
+    "My password's hunter22",  # helper
+    "Password - hunter22",  # helper
+    "My passwords are hunter22 and BlueSky42",  # helper
+    "pw: Tr0ub4dor&3",  # helper
+    "gmail login bob@example.com pass: Tr0ub4dor3",  # helper
+    "Netflix login: bob@example.com / Tr0ub4dor3",  # helper
+    "Uses Tr0ub4dor3 as their password everywhere",  # helper
+    "WiFi key: BlueSky42",  # helper
+    "Password: CorrectHorseBatteryStaple",  # mixed case, no digit
+    "Mi contraseña es Tr0ub4dor3",  # helper: other languages
+    "Mon mot de passe est Tr0ub4dor3",  # helper
+    "Mein Passwort ist Tr0ub4dor3",  # helper
+    "Passwort: Tr0ub4dor3",  # helper
+    "Minha senha é Tr0ub4dor3",  # helper
+    "La mia password è Tr0ub4dor3",  # helper
+    "Mijn wachtwoord is Tr0ub4dor3",  # helper
+    "パスワードは Tr0ub4dor3 です",  # helper
+    "Пароль: Tr0ub4dor3",
+]
+NOT_PASSWORDS = [
+    "Their password was updated yesterday",  # helper: the value test
+    "Password is stored in 1Password",  # helper
+    "Their password is managed by Okta",  # helper
+    "Password is optional for guest checkout",  # helper
+    "Wifi password is written on the fridge",  # helper
+    "Password: forgotten, needs a reset link",  # helper
+    "Password: ******** (they did not share it)",  # helper: masked
+    "Sets password = None in their test fixtures",  # helper
+    "Password: Secret",  # a capitalised word is a word
+    "Their password manager is 1Password",  # 'manager' is not 'for ...'
+    "The password reset link is https://example.com/reset",
+    "Password is 8-16 characters",
+    "Password: ${DB_PASSWORD}",
+    "Bus pass is valid until 2025",
+    "Uses Python 3.12 as their main language",
+]
+
+
+def test_password_statements_need_a_value_that_looks_like_one():
+    assert _stored(PASSWORDS) == []
+    assert _refused(NOT_PASSWORDS) == []
+
+
+PINS = [
+    "PIN 4821",  # helper: no verb
+    "Bank card PIN 4821",  # helper
+    "iPhone passcode 482913",  # helper
+    "User's PIN for their debit card is 4821",  # helper
+    "My PIN number is 4821",  # helper
+    "Meine PIN ist 4821",  # helper
+    "The door code is 4821",  # helper
+    "Alarm code: 4821#",  # helper
+    "garage code 482193",  # helper
+    "Phone unlock code is 4821",  # helper
+    "2FA backup codes: 8f3k-2m9q, 7x1p-4r6t, 9c2v-5b8n",  # helper
+    "GitHub recovery codes 1a2b3-c4d5e 6f7g8-h9i0j",  # helper
+]
+NOT_PINS = [
+    "Their PIN is locked after three wrong tries",  # helper
+    "Pin: grocery list for Saturday",  # helper
+    "PIN was set to expire after 90 days",  # helper
+    "Uses a PIN-code lock on the phone",  # helper
+    "PIN is 4 digits",
+    "Pinned 2024 goals",
+    "Saved their recovery codes in a safe",
+]
+
+
+def test_pins_and_access_codes_are_4_to_8_digits_after_their_name():
+    assert _stored(PINS) == []
+    assert _refused(NOT_PINS) == []
+
+
+TOKEN_STATEMENTS_AND_SETTINGS = [
+    "OPENAI_API_KEY=9f8e7d6c5b4a39281706f5e4d3c2b1a0",  # helper: '_' before the keyword
+    "DB_PASSWORD=Tr0ub4dor3",  # helper
+    "DATABASE_PASSWORD=hunter22",  # helper
+    "SECRET_KEY=django-insecure-8f#x!k2@q9",  # helper
+    "CLIENT_SECRET=9f8e7d6c5b4a39281706f5e4d3c2b1a0",  # helper
+    "AUTH_TOKEN=9f8e7d6c5b4a39281706f5e4d3c2b1a0",  # helper
+    "client_secret: 9f8e7d6c5b4a39281706f5e4d3c2b1a0",  # helper
+    "AccountName=acme;AccountKey=aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789==",  # helper: Azure
+    "Authorization: Bearer 9f8e7d6c5b4a39281706f5e4d3c2b1a0",  # helper
+    '{"password": "Tr0ub4dor3"}',
+    "dbPassword: Tr0ub4dor3",
+]
+NOT_TOKENS = [
+    "The API key is stored in Vault",  # helper
+    "The API key is passed via the X-Api-Key header",  # helper
+    "Their access token was revoked after the incident",  # helper
+    "The token is invalid after logout",  # helper
+    "api_key: <your-key-here> is the placeholder in their docs",  # helper
+    "Loads the key with api_key=os.environ['OPENAI_API_KEY']",  # helper
+    "Max token is 4096 for their fine-tune",  # helper
+    "The end-of-sequence token is </s>",  # helper
+    "tokenizer: cl100k_base",
+    "secret_name: prod-db-2",  # the name's last word decides
+    "max_tokens: 4096",
+    "PASSWORD_FILE=/run/secrets/db",
+]
+
+
+def test_token_statements_and_settings_named_like_secrets():
+    assert _stored(TOKEN_STATEMENTS_AND_SETTINGS) == []
+    assert _refused(NOT_TOKENS) == []
+
+
+def test_cvv_and_ssn_forms():
+    assert (
+        _stored(
+            [
+                "The 3 digits on the back of my Visa are 737",  # helper
+                "My social security number is 123 45 6789",  # helper: spaces
+                "Social Security No. 123-45-6789",
+            ]
+        )
+        == []
+    )
+    assert _refused(["Call 415 555 0132", "Asked what the digits on the back mean"]) == []
