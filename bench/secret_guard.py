@@ -117,6 +117,10 @@ def worst_case() -> None:
         "private key words": "private key " * 166,
         "sk- run": "sk-" + "a-" * 998,
         "dashes": "-" * 2000,
+        "every keyword": "password for pin code token key: secret aws login / pass= " * 35,
+        "AWS secret and base64": "aws secret " + "aB3/" * 497,
+        "URL credentials": "a://" + "b:" * 998,
+        "quoted values": "password 'ab12' " * 125,
     }
     worst = []
     for name, text in inputs.items():

@@ -84,22 +84,92 @@ _IBAN_LENGTHS = {
     **dict.fromkeys(("LC",), 32),
     **dict.fromkeys(("RU",), 33),
 }
-_API_KEYS: list[tuple[str, re.Pattern[str]]] = [
-    ("an OpenAI/Anthropic-style API key", re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}")),
-    ("an AWS access key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+_MIXED = re.compile(r"[0-9A-Z]")
+
+
+def _random_body(match: re.Match[str]) -> bool:
+    """Whether a token's ``body`` looks generated, not a slug (``sk-refactor-login-flow``).
+
+    Generated: a run of 12 letters and digits, and a digit or a capital somewhere.
+    """
+    body = match.group("body")
+    return _MIXED.search(body) is not None and re.search(r"[A-Za-z0-9]{12}", body) is not None
+
+
+def _has_digit(match: re.Match[str]) -> bool:
+    return _DIGIT.search(match.group()) is not None
+
+
+# (what it is, pattern, a check of the match or None). Prefixes are the providers' own.
+_API_KEYS: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str]], bool] | None], ...] = (
+    (
+        "an OpenAI/Anthropic-style API key",
+        re.compile(
+            r"\bsk-(?:proj|svcacct|admin|ant(?:-(?:api|admin|sid)\d\d)?)-(?P<body>[A-Za-z0-9_-]{20,})"
+        ),
+        _random_body,
+    ),
+    (
+        "an OpenAI-style API key",
+        re.compile(r"\bsk-(?P<body>[A-Za-z0-9]{20,})(?![A-Za-z0-9-])"),
+        _random_body,
+    ),
+    ("an AWS access key", re.compile(r"\b(?:AKIA|ABIA|ACCA)[A-Z2-7]{16}\b"), None),
+    ("an AWS access key", re.compile(r"\bASIA[A-Z2-7]{16}\b"), _has_digit),
     (
         "a GitHub token",
         re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
+        None,
     ),
-    ("a Slack token", re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}")),
-    ("a Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
-    ("a Stripe key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}")),
+    ("a GitLab token", re.compile(r"\bgl(?:pat|dt|rt|ptt)-[A-Za-z0-9_-]{20,}"), None),
+    ("a Slack token", re.compile(r"\bxox[abprse]-[A-Za-z0-9-]{10,}"), None),
+    ("a Slack token", re.compile(r"\bxapp-\d-[A-Za-z0-9-]{20,}"), None),
+    (
+        "a Slack or Discord webhook",
+        re.compile(
+            r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{20,}"
+            r"|discord(?:app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_-]{30,}"
+        ),
+        None,
+    ),
+    ("a Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b"), None),
+    ("a Google OAuth client secret", re.compile(r"\bGOCSPX-[A-Za-z0-9_-]{20,}"), None),
+    ("a Stripe key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"), None),
+    ("a Stripe webhook secret", re.compile(r"\bwhsec_[A-Za-z0-9+/=]{24,}"), None),
+    (
+        "a Hugging Face token",
+        re.compile(r"\bhf_(?P<body>[A-Za-z0-9]{30,})\b"),
+        _random_body,
+    ),
+    ("an npm token", re.compile(r"\bnpm_(?P<body>[A-Za-z0-9]{36})\b"), _random_body),
+    ("a PyPI token", re.compile(r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{20,}"), None),
+    (
+        "a SendGrid key",
+        re.compile(r"\bSG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{40,50}(?![A-Za-z0-9_-])"),
+        None,
+    ),
+    ("a Telegram bot token", re.compile(r"(?<![0-9])[0-9]{8,10}:AA[A-Za-z0-9_-]{30,}"), None),
+    ("an age secret key", re.compile(r"\bAGE-SECRET-KEY-1[0-9A-Z]{58}\b"), None),
     (
         "a JSON Web Token",
         re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+"),
+        None,
     ),
-    ("a private key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")),
-]
+    (
+        "a private key",
+        re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"),
+        None,
+    ),
+)
+# user:password@ in a URL (postgresql://, mongodb+srv://, redis://:pw@, https://).
+_URL_CREDENTIALS = re.compile(
+    r"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/@]{0,64}:(?P<value>[^\s@/]{1,128})@[A-Za-z0-9\[]"
+)
+# An AWS secret access key (40 base64 characters) and a raw 256-bit key (64 hex digits) have
+# no prefix: they count only after words that name them.
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+_HEX_KEY = re.compile(r"(?<![0-9A-Za-z])(?P<prefix>0x)?[0-9a-fA-F]{64}(?![0-9A-Za-z])")
+_HEX_KEY_NAMES = re.compile(r"private[ _-]?key|privkey|secret")
 # Statements of a password, PIN or token. A keyword, then what may stand between it and its
 # value ("for Netflix", "(work)", "number"), then a connector (is, was, ':', '=', changed to,
 # other languages' verbs), then the value, which must look like a secret (``_looks_secret``).
@@ -410,6 +480,36 @@ def _states_secret(text: str) -> bool:
     return False
 
 
+def _api_key(text: str) -> str | None:
+    """What kind of key or token ``text`` holds, or ``None``."""
+    for name, pattern, check in _API_KEYS:
+        if any(check is None or check(match) for match in pattern.finditer(text)):
+            return name
+    if "://" in text and any(
+        _looks_secret(match.group("value"), "password") for match in _URL_CREDENTIALS.finditer(text)
+    ):
+        return "a URL with a password in it"
+    lowered = text.lower()
+    if "aws" in lowered and "secret" in lowered:
+        for match in _AWS_SECRET.finditer(text):
+            before = lowered[max(0, match.start() - 80) : match.start()]
+            token = match.group()
+            if (
+                "aws" in before
+                and "secret" in before
+                and _DIGIT.search(token)
+                and re.search("[a-z]", token)
+                and re.search("[A-Z]", token)
+            ):
+                return "an AWS secret access key"
+    for match in _HEX_KEY.finditer(text):
+        before = lowered[max(0, match.start() - 60) : match.start()]
+        names = _HEX_KEY_NAMES.findall(before)
+        if any(n != "secret" or match.group("prefix") for n in names):
+            return "a private key"
+    return None
+
+
 def find_secret(text: str) -> str | None:
     """Why ``text`` must not be stored, or ``None`` when it looks safe.
 
@@ -435,9 +535,9 @@ def find_secret(text: str) -> str | None:
         return f"Not stored: it contains what looks like a payment card number. {_ADVICE}"
     if any(_iban_at(text, match.start()) for match in _IBAN_START.finditer(text)):
         return f"Not stored: it contains what looks like an IBAN (bank account). {_ADVICE}"
-    for name, pattern in _API_KEYS:
-        if pattern.search(text):
-            return f"Not stored: it contains what looks like {name}. {_ADVICE}"
+    name = _api_key(text)
+    if name:
+        return f"Not stored: it contains what looks like {name}. {_ADVICE}"
     if _states_secret(text):
         return f"Not stored: it states a password, PIN or token. {_ADVICE}"
     if _SSN.search(text):

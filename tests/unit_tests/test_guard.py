@@ -254,3 +254,63 @@ def test_cvv_and_ssn_forms():
         == []
     )
     assert _refused(["Call 415 555 0132", "Asked what the digits on the back mean"]) == []
+
+
+KEYS_AND_TOKENS = [
+    "GitLab token glpat-xY3kP9qR2sT5vW8zA1bC",  # helper
+    "Slack app token xapp-1-A0123BCDEFG-1234567890123-0a1b2c3d4e5f60718293a4b5c6d7e8f9",  # helper
+    "Posts alerts to https://hooks.slack.com/services/T01ABCDEF/B02GHIJKL/aBcDeFgHiJkLmNoPqRsTuVwX",
+    "Stripe webhook secret whsec_aBcDeFgHiJkLmNoPqRsTuVwXyZ012345",  # helper
+    "Google client secret GOCSPX-aBcDeFgHiJkLmNoPqRsTuVwX",  # helper
+    "Hugging Face token hf_aBcDeFgHiJkLmNoPqRsTuVwXyZ01234567",  # helper
+    "npm token npm_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789",  # helper
+    "PyPI upload token pypi-AgEIcHlwaS5vcmcCJGFiY2RlZmdoLWlqa2wtbW5vcC1xcnN0",  # helper
+    "SG.aBcDeFgHiJkLmNoPqRsTuV.wXyZ0123456789aBcDeFgHiJkLmNoPqRsTuVwXyZ01",  # helper
+    "Telegram bot token 123456789:AAH-aBcDeFgHiJkLmNoPqRsTuVwXyZ01234",  # helper
+    "age key AGE-SECRET-KEY-1" + "Q" * 58,  # helper
+    "-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOYBF0AAAAB\n-----END PGP PRIVATE KEY BLOCK-----",
+    "-----BEGIN EC PRIVATE KEY-----",
+    "sk-aBcDeFgHiJkLmNoPqRsT3BlbkFJuVwXyZ0123456789ab",  # legacy OpenAI key
+    "Their AWS secret access key is wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",  # helper
+    "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",  # helper
+    "ETH private key 0x4c0883a69102937d6231471b5dbb6204fe512961708279f3d3d4b0d6e1d3c1f1",  # helper
+]
+NOT_KEYS = [
+    "Branch sk-refactor-login-flow-for-mobile",  # helper: a slug, not a key
+    "Deploys to host sk-prod-database-cluster-01",  # helper
+    "Stripe publishable key pk_live_51HxYzAbCdEfGhIjKlMn (public)",  # helper: public by design
+    "Their Discord server is ASIAPACIFICFORUM2024",  # helper: AWS keys are base32, no 0 or 1
+    "Tx hash 0x4c0883a69102937d6231471b5dbb6204fe512961708279f3d3d4b0d6e1d3c1f1",  # no key word
+    "hf_hub_download_and_cache_everything_today",
+    "Fixed it in commit 9f8e7d6c5b4a39281706f5e4d3c2b1a0e9f8d7c6",  # helper
+]
+
+
+def test_keys_and_tokens_by_their_providers_prefixes():
+    assert _stored(KEYS_AND_TOKENS) == []
+    assert _refused(NOT_KEYS) == []
+
+
+def test_urls_with_a_password_in_them():
+    assert (
+        _stored(
+            [
+                "DB is postgresql://admin:S3cr3tPass!@db.example.com:5432/app",  # helper
+                "mongodb+srv://appuser:Xk9vQ2mLp@cluster0.ab1cd.mongodb.net/prod",  # helper
+                "redis://:Zx8Qm2Lp9Vr@cache.internal:6379/0",  # helper
+                "Jenkins at https://deploy:Tr0ub4dor3@ci.example.com",  # helper
+            ]
+        )
+        == []
+    )
+    assert (
+        _refused(
+            [
+                "postgresql://user:password@localhost/db",  # the documentation's placeholder
+                "postgresql://${DB_USER}:${DB_PASS}@db/app",
+                "git clone ssh://git@github.com/org/repo",
+                "https://example.com:8080/path",
+            ]
+        )
+        == []
+    )
