@@ -1,14 +1,29 @@
-"""The secret guard: spot payment cards, IBANs, API keys and passwords before they are stored.
+"""The secret guard: spot payment cards, IBANs, keys, tokens and passwords before they are stored.
 
 Memory outlives the conversation and is read back into prompts, so a secret stored by
 mistake keeps leaking. ``find_secret`` returns a reason a model can act on, or ``None``.
-Checks are precise rather than greedy: card numbers must pass the Luhn check and IBANs the
-ISO 13616 mod-97 check, so order numbers, phone numbers and dates go through.
+Checks are precise rather than greedy, with no model and no network:
+
+- cards: a card network's number range and length, a printed grouping (4-4-4-4, Amex
+  4-6-5, ungrouped) and the Luhn check, so order, phone, ISBN and tracking numbers go
+  through; IBANs: the country's length and the ISO 13616 mod-97 check;
+- keys and tokens by their providers' prefixes (OpenAI, Anthropic, AWS, GitHub, GitLab,
+  Slack, Google, Stripe, Hugging Face, npm, PyPI, SendGrid, Telegram, age, JWTs, PEM and
+  PGP private keys), passwords in URLs, AWS secret keys and hex private keys by the words
+  before them;
+- a password, PIN, access code or token stated after its name ("My password for Netflix
+  is ...", ``DB_PASSWORD=...``, "PIN 4821", in a dozen languages), when the value looks
+  like one: a digit, a symbol or mixed case, not a placeholder, mask or reference;
+- CVVs and US social security numbers after their names.
 
 Example:
     >>> find_secret("my card is 4111 1111 1111 1111") is not None
     True
     >>> find_secret("my order number is 4111 1111 1111 1112") is None
+    True
+    >>> find_secret("My password for Netflix is BlueSky42") is not None
+    True
+    >>> find_secret("Their password is managed by Okta") is None
     True
 """
 
@@ -190,7 +205,7 @@ _TOKEN_KEYS = (
 )
 _PIN_KEYS = (
     r"pins?(?:[ -]?(?:code|number|no\.?))?|passcodes?|code pin|geheimzahl"
-    r"|(?:unlock|door|gate|alarm|garage|lock|safe|entry|access|keypad|security)[ -]?codes?"
+    r"|unlock[ -]?codes?"
 )
 _BETWEEN = (  # "(work)", "number", "for the router", "to my laptop", "de Netflix"
     r"(?:\s*\([^()\n]{1,40}\)|\s+(?:number|code|no\.?|nr\.?))?"

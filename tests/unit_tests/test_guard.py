@@ -185,9 +185,6 @@ PINS = [
     "User's PIN for their debit card is 4821",  # helper
     "My PIN number is 4821",  # helper
     "Meine PIN ist 4821",  # helper
-    "The door code is 4821",  # helper
-    "Alarm code: 4821#",  # helper
-    "garage code 482193",  # helper
     "Phone unlock code is 4821",  # helper
     "2FA backup codes: 8f3k-2m9q, 7x1p-4r6t, 9c2v-5b8n",  # helper
     "GitHub recovery codes 1a2b3-c4d5e 6f7g8-h9i0j",  # helper
