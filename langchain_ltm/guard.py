@@ -193,8 +193,9 @@ _LETTER_BEFORE = r"(?<![^\W\d_])"
 _NO_LETTER_AFTER = r"(?![^\W\d_])"
 _PASSWORD_KEYS = (
     r"passwords?|passwd|passcodes?|passphrases?|pwd|contraseñas?|contrasenas?|claves?"
-    r"|mots? de passe|mdp|passw[oö]rt|kennwort|senhas?|wachtwoord|lösenord|losenord|passord"
-    r"|adgangskode|salasana|şifre|sifre|hasło|haslo|heslo|jelszó|пароль"
+    r"|mots? de passe|mdp|passw[oö]rt|kennwort|senhas?|wachtwoord|l[oö]senord(?:et)?"
+    r"|passord(?:et)?|kodeord(?:et)?|adgangskode|salasana|şifre[mn]?|sifre[mn]?|hasło|haslo"
+    r"|heslo|jelszó|пароль"
     r"|(?:wi-?fi|wlan|wpa2?|network)[ -]?(?:key|code)"
 )
 _PASSWORD_KEYS_CJK = r"パスワード|暗証番号|密码|密碼|비밀번호|암호"
@@ -214,7 +215,7 @@ _BETWEEN = (  # "(work)", "number", "for the router", "to my laptop", "de Netfli
 )
 _VERBS = (
     r"(?:(?:is|was|has\s+been|had\s+been|got|gets|will\s+be)\s+)?(?:changed|set|reset|updated)"
-    r"\s+to|is(?:\s+now)?|was|are|were|es|est|ist|war|era|é|è|är|er|jest|wynosi|это"
+    r"\s+to|is(?:\s+now)?|was|are|were|to|es|est|ist|war|era|é|è|är|er|on|je|jest|это"
 )
 _CONNECTOR = (
     rf"(?:\s+(?:{_VERBS})(?:\s*:\s*|\s+)|\s*(?::|=>|->|=)\s*|['\u2019]s\s+|\s+[-\u2013\u2014]\s+"
@@ -223,8 +224,8 @@ _CONNECTOR = (
 _VALUE = r"[\"'`\u201c\u2018]?(?P<value>[^\s\"'`\u201d\u2019,;]{1,64})"
 _PASSWORD_HINTS = (
     "pass", "pwd", "wifi", "wi-fi", "wlan", "wpa", "network", "contrase", "clave", "mdp",
-    "kennwort", "senha", "wachtwoord", "senord", "adgangskode", "salasana", "ifre", "hasło",
-    "haslo", "heslo", "jelsz", "пароль",
+    "kennwort", "senha", "wachtwoord", "senord", "kodeord", "adgangskode", "salasana", "ifre",
+    "hasło", "haslo", "heslo", "jelsz", "пароль",
     "パスワード", "暗証番号", "密码", "密碼", "비밀번호", "암호",
 )  # fmt: skip
 _TOKEN_HINTS = ("key", "token", "secret")
@@ -319,25 +320,12 @@ _KEY_OWNERS = frozenset(
 # Values that say where a secret is, or that there is none, rather than what it is.
 _NOT_SECRETS = frozenset(
     {
-        "none",
-        "null",
-        "nil",
-        "undefined",
-        "true",
-        "false",
-        "empty",
-        "redacted",
-        "hidden",
-        "unknown",
-        "unset",
-        "n/a",
-        "na",
-        "tbd",
-        "todo",
-        "changeme",
-        "xxx",
+        "none", "null", "nil", "undefined", "true", "false", "empty", "redacted", "hidden",
+        "unknown", "unset", "n/a", "na", "tbd", "todo", "changeme", "xxx",
+        "1password", "lastpass", "keepass", "keepassxc", "bitwarden", "dashlane", "keychain",
+        "icloud",
     }
-)
+)  # fmt: skip
 _REFERENCE = re.compile(
     r"^(?:[<{\[$%(]|os\.|process\.env|env\(|getenv|environ|secrets\.|vault:|ENV\[)|://"
     r"|[*•●]{3}|(?i:x{4})|^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$",

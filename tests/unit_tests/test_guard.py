@@ -153,6 +153,8 @@ PASSWORDS = [
     "Mijn wachtwoord is Tr0ub4dor3",  # helper
     "パスワードは Tr0ub4dor3 です",  # helper
     "Пароль: Tr0ub4dor3",
+    "Moje hasło to Tr0ub4dor3",
+    "Changed their password to Summer2024!",
 ]
 NOT_PASSWORDS = [
     "Their password was updated yesterday",  # helper: the value test
@@ -170,6 +172,8 @@ NOT_PASSWORDS = [
     "Password: ${DB_PASSWORD}",
     "Bus pass is valid until 2025",
     "Uses Python 3.12 as their main language",
+    "Moved the password to 1Password",  # a password manager is no password
+    "Their password is in LastPass",
 ]
 
 
