@@ -25,7 +25,7 @@ from langchain_ltm.backends.vectorstore import (
     vectorstore_backend,
 )
 from langchain_ltm.backends.vectorstore._catalog import ADDING, GARBAGE
-from langchain_ltm.backends.vectorstore._layout import append_docs, text_at
+from langchain_ltm.backends.vectorstore._repair import documents_of
 from tests.fakes import KeywordEmbeddings
 from tests.unit_tests.test_vectorstore_engine import _RECORDING, _Recording
 from tests.vectorstores import KINDS, chroma, count_documents, faiss, make_vectorstore, milvus
@@ -282,20 +282,8 @@ def _copy_of_documents(backend):
     """The documents the store holds now (from the catalog's vectors): an older backup's copy."""
     docs = ([], [], [], [])
     for page in backend.catalog.stored_docs():
-        for s in page:
-            texts = [text_at(s.value, p) for p in s.paths]
-            append_docs(
-                docs,
-                backend.catalog.store_id,
-                backend._value_fields,
-                s.namespace,
-                s.key,
-                s.value,
-                s.at_us,
-                s.paths,
-                texts,
-                s.vectors,
-            )
+        for part, more in zip(docs, documents_of(backend, page), strict=True):
+            part.extend(more)
     return docs
 
 

@@ -127,15 +127,14 @@ def repair_journal(backend: VectorStoreBackend, grace: float) -> int:
     return len(doomed)
 
 
-def restore(backend: VectorStoreBackend, page_: list[StoredDocs]) -> int:
-    """Re-add the documents of ``page_`` the store lacks; return how many stay."""
-    catalog = backend.catalog
+def documents_of(backend: VectorStoreBackend, page_: list[StoredDocs]) -> Documents:
+    """The vectorstore documents of catalog rows, as the writes made them (ids included)."""
     docs: Documents = ([], [], [], [])
     for s in page_:
         texts = [text_at(s.value, p) for p in s.paths]
         append_docs(
             docs,
-            catalog.store_id,
+            backend.catalog.store_id,
             backend._value_fields,
             s.namespace,
             s.key,
@@ -145,6 +144,13 @@ def restore(backend: VectorStoreBackend, page_: list[StoredDocs]) -> int:
             texts,
             s.vectors,
         )
+    return docs
+
+
+def restore(backend: VectorStoreBackend, page_: list[StoredDocs]) -> int:
+    """Re-add the documents of ``page_`` the store lacks; return how many stay."""
+    catalog = backend.catalog
+    docs = documents_of(backend, page_)
     with backend._vs_lock, engine_call(backend.vectorstore, "read"):
         have = set(present(backend.vectorstore, docs[0], backend.family))
     keep = [i for i, id_ in enumerate(docs[0]) if id_ not in have]
