@@ -246,16 +246,16 @@ def upgraded_value(item: StoredItem, value: Mapping[str, Any]) -> dict[str, Any]
     """``value``, to be written over ``item``, once :func:`legacy_versions` are written out.
 
     Without 0.1.0's ``history`` (its texts are version items now), counting them unless it
-    counts its own, and with when the current text began (a 0.1.0 fact has no
-    ``valid_from``: it began when the fact was last written, which this write moves).
-    Any other fact's value is returned as it is.
+    counts its own, and with when the current text began: a fact without ``valid_from``
+    (0.1.0's, or one a client put under a new key, LangMem's create) began when it was last
+    written, which this write moves, so the moment is written down (``value``'s own wins).
     """
     earlier = legacy_history(item)
-    if not earlier:
-        return dict(value)
-    out = {k: v for k, v in value.items() if k != _LEGACY_HISTORY}
-    out.setdefault("versions", len(earlier))
-    out.setdefault("valid_from", format_time(valid_from(item)))
+    out = {k: v for k, v in value.items() if k != _LEGACY_HISTORY} if earlier else dict(value)
+    if earlier:
+        out.setdefault("versions", len(earlier))
+    if is_fact(item):
+        out.setdefault("valid_from", format_time(valid_from(item)))
     return out
 
 

@@ -1298,6 +1298,25 @@ def test_as_of_finds_the_facts_a_client_put_without_valid_from(store, emb, clock
     assert now[-1].id == "mem-1"
 
 
+def test_a_rewrite_keeps_when_a_client_put_fact_began(store, emb, clock):
+    """A fact a client put under a new key has no ``valid_from``: it holds from its last
+    write. A rewrite (``remember`` of its text with ``pinned=True``, a merge import's pin)
+    wrote it again without one, so it seemed to begin at the rewrite and
+    ``recall(as_of=...)`` before it found nothing."""
+    emb.vectors.update({"tea": crafted((0, 1)), "Likes green tea": crafted((0, 1))})
+    namespace = store.user_namespace("alice")
+    store.put(namespace, "mem-1", {"content": "Likes green tea"})  # LangMem's create
+    clock.advance(1)
+    moment = clock.now
+    clock.advance(1)
+    assert store.remember("alice", "Likes green tea", pinned=True).fact.pinned
+    clock.advance(1)
+    then = store.recall("alice", "tea", limit=1, as_of=moment)
+    assert [(f.id, f.content, f.pinned) for f in then] == [("mem-1", "Likes green tea", True)]
+    (version,) = store.history("alice", "mem-1")
+    assert version.valid_from < moment
+
+
 def test_recall_fills_its_limit_past_another_configurations_users_below(store):
     """The engine's window holds the items of namespaces below the user's too: another
     configuration's users (``namespace=("memories", "acme")``) took every place, and user
