@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["check_ttl", "utcnow"]
+__all__ = ["MAX_TTL_MINUTES", "check_ttl", "utcnow"]
 
 MAX_TTL_MINUTES = 1e9  # ~1,900 years: beyond it a TTL is a typo (and overflows datetime)
 

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Iterable
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langgraph.store.base import (
     BaseStore,
@@ -65,9 +65,6 @@ from langchain_ltm.facts.options import (
 )
 from langchain_ltm.facts.resolution import Resolver
 from langchain_ltm.guard import SecretGuard
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "DEFAULT_MERGE_THRESHOLD",

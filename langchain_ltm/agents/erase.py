@@ -21,6 +21,7 @@ import contextlib
 import sys
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
+from functools import partial
 from typing import Any
 
 from langgraph.store.base import PutOp
@@ -244,7 +245,12 @@ def _forget(store: LongTermMemoryStore, user_id: str, checkpointer: Any) -> Logi
         yield _has_checkpoint_tables(checkpointer)  # not a wrong file, before any delete
         for thread_id in thread_ids:
             yield _delete_thread(checkpointer, thread_id)
-    facts: list[Fact] = yield call(store, "list_all", user_id)
+    # counted, not refreshed: the TTLs of what is about to go are no one's concern
+    facts: list[Fact] = yield Step(
+        partial(store.list_all, refresh_ttl=False),
+        partial(store.alist_all, refresh_ttl=False),
+        (user_id,),
+    )
     deleted: int = yield call(store, "clear_user", user_id)
     yield from _delete(store, turns)
     yield from _delete(store, registry)  # last: a re-run finds the threads until here

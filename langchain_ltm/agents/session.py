@@ -50,8 +50,9 @@ from langchain_ltm.agents._registry import (
 )
 from langchain_ltm.agents.tools import resolve_user_id
 from langchain_ltm.errors import BackendError, MissingUserIdError
+from langchain_ltm.facts.options import guard_for
 from langchain_ltm.facts.versions import format_time
-from langchain_ltm.guard import SecretGuard, find_secret
+from langchain_ltm.guard import SecretGuard
 from langchain_ltm.store import LongTermMemoryStore
 
 __all__ = ["DEFAULT_SESSION_MIN_SCORE", "Retrieval", "SaveMode", "SessionMemoryMiddleware"]
@@ -711,19 +712,14 @@ def _run_config() -> RunnableConfig | None:
 
 
 def _guard_of(store: BaseStore | None, secret_guard: Any) -> SecretGuard | None:
-    """The guard of the indexed turns (``secret_guard`` as documented on the class)."""
-    if secret_guard is None:
-        return store._guard if isinstance(store, LongTermMemoryStore) else find_secret
-    if secret_guard is True:
-        return find_secret
-    if secret_guard is False:
-        return None
-    if callable(secret_guard):
-        return secret_guard  # type: ignore[no-any-return]
-    raise ValueError(
-        "secret_guard must be True, False, a guard(text) -> reason | None, or None (the "
-        f"store's), got {type(secret_guard).__name__}."
-    )
+    """The guard of the indexed turns (``secret_guard`` as documented on the class).
+
+    ``None``: the store's own guard; any other store's turns get the built-in one. The
+    rest is read as the stores read it (``guard_for``: a TypeError for anything else).
+    """
+    if secret_guard is None and isinstance(store, LongTermMemoryStore):
+        return store._guard
+    return guard_for(secret_guard)
 
 
 def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> Any:

@@ -177,8 +177,7 @@ def pin(ctx: FactContext, user_id: str, fact_ids: Sequence[str]) -> Logic[list[s
             for item in found
             if item is not None
             and is_alive(item, now)
-            and not layout.is_version(item)
-            and isinstance(item.value.get("content"), str)
+            and layout.is_fact(item)
             and item.value.get("pinned") is not True
         ]
         legacy = [item for item in chosen if layout.legacy_history(item)]

@@ -167,8 +167,6 @@ async def test_concurrent_calls_answer_like_calls_made_one_by_one():
         together = await asyncio.gather(*(_do(store, c) for c in calls))
         one_by_one = [await _do(twin, c) for c in calls]
         assert _plain(together) == _plain(one_by_one)
-        # about 70 of the 150 write one of 24 keys, and calls writing one key run one
-        # after another (16 runs or so): still a handful of runs for 150 calls
         # calls writing one key run one after another: about 70 of the 150 write one of
         # 24 keys (9 runs or so here), still a handful of runs for 150 calls
         assert store._coalescer.runs - runs < 15
@@ -237,6 +235,15 @@ async def test_calls_merged_into_one_run_read_the_state_before_its_writes():
     assert [item.value for item in await search] == [{"v": 1}]
     assert probe.calls["write"] - writes == 1  # four calls, one write
     assert (await store.aget(NS, "k")).value == {"v": 2}
+
+
+async def test_a_call_sees_every_write_completed_before_it():
+    store = make_store()
+    for i in range(20):
+        put = store.aput(NS, "counter", {"n": i})
+        others = [store.aget(NS, f"x{j}") for j in range(5)]
+        await asyncio.gather(put, *others)
+        assert (await store.aget(NS, "counter")).value == {"n": i}
 
 
 async def test_calls_writing_one_key_run_one_after_another():

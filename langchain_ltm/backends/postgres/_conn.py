@@ -1,8 +1,9 @@
 """Connections for the Postgres engine: pools, pgvector adapters, errors, thin I/O shells.
 
 ``Connector.run`` (sync, over ``psycopg_pool.ConnectionPool``) and ``Connector.arun``
-(async, over ``AsyncConnectionPool``) drive the I/O-free exchanges of ``_sql`` the same
-way; neither calls the other, and there is no background event loop.
+(async, over ``AsyncConnectionPool``) drive the I/O-free exchanges of ``_reads``,
+``_writes`` and ``_schema`` the same way; neither calls the other, and there is no
+background event loop.
 
 A call whose connection breaks (server restart, ``pg_terminate_backend``, network) is
 retried once on a fresh connection after the pool has discarded its dead connections:

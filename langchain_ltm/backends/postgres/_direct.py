@@ -78,7 +78,7 @@ def numbered(sql: str) -> tuple[bytes, tuple[PyFormat, ...]]:
 
     Raises:
         ValueError: ``sql`` holds ``%%`` or a named placeholder, which this path does not
-            convert (the statements of ``_sql`` have neither).
+            convert (the statements of ``_reads``, ``_writes`` and ``_schema`` have neither).
     """
     parts: list[str] = []
     formats: list[PyFormat] = []

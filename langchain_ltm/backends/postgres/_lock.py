@@ -136,7 +136,7 @@ class AdvisoryLocks:
         """``(backend pid, scope)`` of the locks the calling thread or task holds here.
 
         A write made while holding them checks, in its own transaction, that it still does
-        (``_lost_locks`` in :func:`~langchain_ltm.backends.postgres._sql.write`).
+        (``_lost_locks`` in :func:`~langchain_ltm.backends.postgres._writes.write`).
         """
         me = _holder()  # a task created while a lock was held inherits the context, not it
         return [

@@ -6,14 +6,15 @@ the write. These wrappers carry a column of the batch and are dumped in one piec
 Postgres' binary array format (``array_recv``): the vectors from one float32 matrix with
 numpy, the ids as their 16 raw bytes. The server receives the same values as before.
 
-The wrappers are plain data (``_sql`` builds them without I/O); :func:`register` teaches a
-connection to dump them, next to pgvector's own adapters. The JSON values are written the
-way the connection writes a ``Jsonb``: a pool whose connections were given their own dumps
-(``psycopg.types.json.set_json_dumps(dumps, conn)`` in its ``configure=``, or globally)
-writes with it; psycopg's default writes with ``json.dumps``, NaN and infinities refused
-before the statement is sent (``jsonb`` has none). Reading, :func:`json_loads` turns the
-``jsonb`` values a search returns into Python with ``orjson`` where it is installed
-(langsmith, and so langchain-core, brings it on CPython), exactly as ``json`` reads them.
+The wrappers are plain data (the statement modules build them without I/O);
+:func:`register` teaches a connection to dump them, next to pgvector's own adapters. The
+JSON values are written the way the connection writes a ``Jsonb``: a pool whose connections
+were given their own dumps (``psycopg.types.json.set_json_dumps(dumps, conn)`` in its
+``configure=``, or globally) writes with it; psycopg's default writes with ``json.dumps``,
+NaN and infinities refused before the statement is sent (``jsonb`` has none). Reading,
+:func:`json_loads` turns the ``jsonb`` values a search returns into Python with ``orjson``
+where it is installed (langsmith, and so langchain-core, brings it on CPython), exactly as
+``json`` reads them.
 """
 
 from __future__ import annotations
