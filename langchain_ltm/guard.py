@@ -206,7 +206,7 @@ _TOKEN_KEYS = (
 )
 _PIN_KEYS = (
     r"pins?(?:[ -]?(?:code|number|no\.?))?|passcodes?|code pin|geheimzahl"
-    r"|unlock[ -]?codes?"
+    r"|(?:unlock|door|gate|alarm|garage|lock|safe|entry|access|keypad|security)[ -]?codes?"
 )
 _BETWEEN = (  # "(work)", "number", "for the router", "to my laptop", "de Netflix"
     r"(?:\s*\([^()\n]{1,40}\)|\s+(?:number|code|no\.?|nr\.?))?"

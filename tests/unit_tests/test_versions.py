@@ -1756,12 +1756,12 @@ def test_a_client_put_keeps_expiries_and_the_history_limit(store, clock):
     lasting = store.remember("u1", "I live in Paris").fact
     store.update_fact("u1", lasting.id, "I live in Berlin")
     store.put(namespace, lasting.id, {"content": "I live in Rome"}, ttl=1)
-    code = store.remember("u1", "My door code is 4711", ttl=1).fact
-    store.put(namespace, code.id, {"content": "My door code changed"})  # lasting now
+    code = store.remember("u1", "My locker is number 4711", ttl=1).fact
+    store.put(namespace, code.id, {"content": "My locker changed"})  # lasting now
     clock.advance(5)
-    assert [f.content for f in store.list_all("u1")] == ["My door code changed"]
+    assert [f.content for f in store.list_all("u1")] == ["My locker changed"]
     assert store.search(namespace, filter={"version_of": lasting.id}) == []  # no orphan
-    assert [v.content for v in store.history("u1", code.id)] == ["My door code changed"]
+    assert [v.content for v in store.history("u1", code.id)] == ["My locker changed"]
 
     store.history_limit = 2  # as LongTermMemoryStore(..., history_limit=2)
     made = store.remember("u2", "My rent is 1000").fact
