@@ -140,9 +140,9 @@ class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             reason | None``.
 
     Raises:
-        ValueError: An option has an unknown name, is not a positive int, ``min_score``
-            is not a number in [-1, 1] (nor ``None``), or ``secret_guard`` is not a bool,
-            a callable or ``None``.
+        ValueError: An option has an unknown name, is not a positive int, or ``min_score``
+            is not a number in [-1, 1] (nor ``None``).
+        TypeError: ``secret_guard`` is not a bool, a callable or ``None``.
 
     Example:
         >>> from langchain.agents import create_agent
