@@ -194,19 +194,8 @@ def with_ttl(
 
     ``ttl`` ``None``: it lasts; ``expires_at``: it keeps that expiry (see ``Record``).
     """
-    text = str(version.value["content"])
-    return Record(
-        version.namespace,
-        version.key,
-        version.value,
-        (text,),
-        ("content",),
-        None,
-        now,
-        created_at=version.created_at,
-        ttl_minutes=ttl,
-        expires_at=expires_at,
-    )
+    again = rewrite(version, None, now, version.created_at)
+    return dataclasses.replace(again, ttl_minutes=ttl, expires_at=expires_at)
 
 
 def written_out(

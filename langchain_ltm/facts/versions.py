@@ -223,9 +223,9 @@ def legacy_versions(item: StoredItem, stored: Sequence[_Keyed] = ()) -> list[Sto
     texts are numbered after the highest instead: out of time order, but none is written
     over a stored text.
     """
+    earlier = legacy_history(item)
     numbers = {int(v.value["version"]) for v in stored if is_version(v)}
-    count = len(legacy_history(item))
-    start = max(numbers) if numbers & set(range(1, count + 1)) else 0
+    start = max(numbers) if numbers & set(range(1, len(earlier) + 1)) else 0
     return [
         StoredItem(
             item.namespace,
@@ -238,7 +238,7 @@ def legacy_versions(item: StoredItem, stored: Sequence[_Keyed] = ()) -> list[Sto
             item.expires_at,
             item.ttl_minutes,
         )
-        for number, v in enumerate(legacy_history(item), 1)
+        for number, v in enumerate(earlier, 1)
     ]
 
 
