@@ -146,11 +146,11 @@ def _user_write(
         kept += [k for k in added if (k.namespace, k.key) not in doomed]
         unstored = {(namespace, layout.version_key(item.key, number + 1))}
         removed += sorted(doomed - unstored - {(v.namespace, v.key) for v in inline})
-        # the same text: it holds since it did (a value without a valid_from of its own
-        # would seem to start now, and an as_of before the put would find nothing)
-        since = switch if new_text else layout.valid_from(item)
+        # the same text holds since it did: upgraded_value writes down when it began, as
+        # for every rewrite (without it the fact would seem to start now, and an as_of
+        # before the put would find nothing)
         record = dataclasses.replace(record, value=layout.upgraded_value(item, record.value))
-        records.append(_as_fact(record, number + new_text, new_text, since))
+        records.append(_as_fact(record, number + new_text, new_text, switch))
     if kept:
         kept = yield from embed_versions(ctx, kept)
     return [*records, *kept], removed
@@ -206,15 +206,15 @@ def _pruned(ctx: FactContext, versions: Sequence[Any]) -> set[ItemKey]:
 def _as_fact(record: Record, number: int, new_text: bool, valid_from: datetime) -> Record:
     """The put as written: layout fields a copied value carries, set for its text.
 
-    ``valid_from``: when the text took over (a new text), or since when the stored fact
-    holds it (the same text: kept where the value has none).
+    ``valid_from``: when a new text took over (the same text keeps the value's own, which
+    ``layout.upgraded_value`` fills in from the stored fact).
     """
     value: dict[str, Any] = dict(record.value)
     if "content_hash" in value:
         value["content_hash"] = content_hash(value["content"])
     if "versions" in value:
         value["versions"] = number
-    if new_text or "valid_from" not in value:  # set even where the value had none
+    if new_text:  # set even where the value had none: when the text took over
         value["valid_from"] = layout.format_time(valid_from)
     return dataclasses.replace(record, value=value) if value != record.value else record
 
