@@ -156,13 +156,13 @@ def refreshed(
         return dict(facts), dict(versions)
     known = {(f.namespace, f.key): versions.get(f.key, []) for f in expiring}
     yield from refresh(ctx, expiring, now, known)
+    touched = set(known) | {(v.namespace, v.key) for vs in known.values() for v in vs}
 
     def pushed(item: StoredItem) -> StoredItem:
         if item.ttl_minutes is None or (item.namespace, item.key) not in touched:
             return item
         return replace(item, expires_at=expiry(now, item.ttl_minutes))
 
-    touched = set(known) | {(v.namespace, v.key) for vs in known.values() for v in vs}
     return (
         {k: pushed(f) for k, f in facts.items()},
         {k: [pushed(v) for v in vs] for k, vs in versions.items()},
