@@ -255,7 +255,8 @@ def _store_facts(
             rewrites.update((r.key, r) for r in inline)
             histories[key] = [*layout.legacy_versions(before[key], versions), *versions]
             # an expired version at a number they take is written over, not deleted after
-            deletes = [k for k in deletes if k not in {(r.namespace, r.key) for r in inline}]
+            taken = {(r.namespace, r.key) for r in inline}
+            deletes = [k for k in deletes if k not in taken]
         for key in [k for k in rewrites if k in stored]:  # a rewrite refreshes a fact's TTL:
             fact = stored[key]  # its versions follow, or they would expire before it
             for version in histories.get(key, ()) if fact.ttl_minutes is not None else ():
