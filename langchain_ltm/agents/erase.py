@@ -340,7 +340,7 @@ def _delete_thread(checkpointer: Any, thread_id: str) -> Step:
     return Step(checkpointer.delete_thread, adelete, (thread_id,))
 
 
-_SQLITE_TABLES = ("checkpoints", "writes")  # what LangGraph's SqliteSaver.setup() creates
+SQLITE_CHECKPOINT_TABLES = ("checkpoints", "writes")  # what LangGraph's SqliteSaver.setup() creates
 
 
 def _has_checkpoint_tables(checkpointer: Any) -> Step:
@@ -361,14 +361,14 @@ def _has_checkpoint_tables(checkpointer: Any) -> Step:
         with getattr(checkpointer, "lock", None) or contextlib.nullcontext():
             rows = conn.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)",
-                _SQLITE_TABLES,
+                SQLITE_CHECKPOINT_TABLES,
             ).fetchall()
-        if len(rows) < len(_SQLITE_TABLES):
+        if len(rows) < len(SQLITE_CHECKPOINT_TABLES):
             raise ValueError(
-                f"checkpointer: its SQLite database has no LangGraph checkpoint tables "
-                f"({', '.join(_SQLITE_TABLES)}), so it is not the one the agent wrote its "
-                "threads to. Nothing was deleted; pass the agent's checkpointer, or None to "
-                "keep the checkpoints (their thread ids are then in the report)."
+                "checkpointer: its SQLite database has no LangGraph checkpoint tables "
+                f"({', '.join(SQLITE_CHECKPOINT_TABLES)}), so it is not the one the agent "
+                "wrote its threads to. Nothing was deleted; pass the agent's checkpointer, or "
+                "None to keep the checkpoints (their thread ids are then in the report)."
             )
 
     async def acheck() -> None:

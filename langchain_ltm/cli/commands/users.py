@@ -9,7 +9,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from langchain_ltm.agents.erase import export_user_data, forget_user, user_namespaces
+from langchain_ltm.agents.erase import (
+    SQLITE_CHECKPOINT_TABLES,
+    export_user_data,
+    forget_user,
+    user_namespaces,
+)
 from langchain_ltm.cli.exits import EXIT_OK, EXIT_USAGE, Failure
 from langchain_ltm.cli.io import Progress, plural, table, write_atomically
 from langchain_ltm.cli.session import Session, all_users
@@ -88,9 +93,6 @@ def _checkpointer_opener(url: str | None) -> Callable[[], contextlib.AbstractCon
     )
 
 
-_SQLITE_CHECKPOINT_TABLES = ("checkpoints", "writes")  # created by SqliteSaver.setup()
-
-
 def _check_sqlite_checkpoints(url: str, path: Path) -> None:
     """Refuse a SQLite file without LangGraph's checkpoint tables, before anything is deleted.
 
@@ -101,7 +103,7 @@ def _check_sqlite_checkpoints(url: str, path: Path) -> None:
     """
     import sqlite3  # at need: only forget-user --checkpointer sqlite:///
 
-    wanted = ", ".join(_SQLITE_CHECKPOINT_TABLES)
+    wanted = ", ".join(SQLITE_CHECKPOINT_TABLES)
     advice = (
         "Nothing was deleted. Pass the SQLite file the agent's SqliteSaver writes to, or leave "
         "out --checkpointer to keep the checkpoints (their thread ids are listed)."
@@ -116,7 +118,7 @@ def _check_sqlite_checkpoints(url: str, path: Path) -> None:
         raise Failure(
             EXIT_USAGE, f"--checkpointer {url}: {path} is not a SQLite database ({exc}). {advice}"
         ) from exc
-    if set(_SQLITE_CHECKPOINT_TABLES) <= tables:
+    if set(SQLITE_CHECKPOINT_TABLES) <= tables:
         return
     found = f"{path} has no LangGraph checkpoint tables ({wanted})"
     if "ltm_items" in tables:
