@@ -29,7 +29,7 @@ from langchain_ltm.errors import InvalidFactError
 from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts.context import FactContext
 from langchain_ltm.facts.model import Fact, FactVersion, RememberResult
-from langchain_ltm.facts.provenance import check_metadata, secret_in_metadata
+from langchain_ltm.facts.provenance import check_metadata, secret_in
 from langchain_ltm.facts.reads import list_all
 from langchain_ltm.facts.text import content_hash, validate_text
 from langchain_ltm.facts.updates import pin
@@ -500,11 +500,11 @@ def _secret(read: _Read, guard: SecretGuard, now: datetime | None = None) -> str
     fact = read.fact
     if fact.expires_at is not None and fact.expires_at <= (now or _clock.utcnow()):
         return None  # left out whole: nothing of it is stored
-    reason = guard(fact.content) or secret_in_metadata(guard, fact.metadata)
+    reason = secret_in(guard, fact.content, fact.metadata)
     if reason:
         return reason
     for place, version in zip(read.places, fact.history, strict=True):
-        reason = guard(version.content) or secret_in_metadata(guard, version.metadata)
+        reason = secret_in(guard, version.content, version.metadata)
         if reason:
             return f"history[{place}]: {reason}"
     return None

@@ -24,7 +24,13 @@ from langchain_ltm._utf8 import encodes_as_utf8
 from langchain_ltm.errors import InvalidFactError, InvalidFilterError
 from langchain_ltm.facts.versions import RESERVED
 
-__all__ = ["check_metadata", "check_observed_at", "metadata_filter", "secret_in_metadata"]
+__all__ = [
+    "check_metadata",
+    "check_observed_at",
+    "metadata_filter",
+    "secret_in",
+    "secret_in_metadata",
+]
 
 _MAX_DEPTH = 32
 
@@ -54,6 +60,25 @@ def check_metadata(metadata: object) -> dict[str, Any]:
         _storable(key, "metadata key", key)
         out[plain_scalar(key)] = _json(value, key, 0)  # a StrEnum key is its text
     return out
+
+
+def secret_in(
+    guard: Callable[[str], str | None] | None, text: str, metadata: Mapping[str, Any]
+) -> str | None:
+    """Why ``guard`` refuses a text or its checked ``metadata`` (``None``: neither, or no guard).
+
+    The one check of what a fact stores, for ``remember`` and the imports alike.
+
+    Example:
+        >>> from langchain_ltm.guard import find_secret
+        >>> secret_in(find_secret, "Likes tea", {"note": "card 4111 1111 1111 1111"})[:16]
+        "metadata 'note':"
+        >>> secret_in(None, "card 4111 1111 1111 1111", {}) is None
+        True
+    """
+    if guard is None:
+        return None
+    return guard(text) or secret_in_metadata(guard, metadata)
 
 
 def secret_in_metadata(

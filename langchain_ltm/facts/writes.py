@@ -52,7 +52,7 @@ from langchain_ltm.facts.model import RememberResult
 from langchain_ltm.facts.provenance import (
     check_metadata,
     check_observed_at,
-    secret_in_metadata,
+    secret_in,
 )
 from langchain_ltm.facts.reads import WIDEST, may_have_more
 from langchain_ltm.facts.records import (
@@ -120,9 +120,7 @@ def remember_each(
     results: list[RememberResult | None] = [None] * len(texts)
     accepted: list[int] = []
     for i, text in enumerate(texts):  # a secret in the text or in its metadata
-        reason = (
-            ctx.guard(text) or secret_in_metadata(ctx.guard, metadata[i]) if ctx.guard else None
-        )
+        reason = secret_in(ctx.guard, text, metadata[i])
         if reason:
             results[i] = RememberResult("rejected", None, reason=reason)
         else:
