@@ -147,6 +147,7 @@ from tests.unit_tests.test_versions import (
     test_update_to_the_text_of_another_fact_merges_that_fact_in,
     test_updates_keep_every_text_recoverable,
     test_upgrading_0_1_facts_lets_recall_find_their_earlier_texts,
+    test_upgrading_a_0_1_fact_keeps_its_stored_versions_as_long_as_the_fact,
     test_versions_expire_with_their_fact_after_a_restore,
 )
 
@@ -287,6 +288,7 @@ __all__ = [
     "test_update_to_the_text_of_another_fact_merges_that_fact_in",
     "test_updates_keep_every_text_recoverable",
     "test_upgrading_0_1_facts_lets_recall_find_their_earlier_texts",
+    "test_upgrading_a_0_1_fact_keeps_its_stored_versions_as_long_as_the_fact",
     "test_users_are_isolated",
     "test_versions_expire_with_their_fact_after_a_restore",
 ]

@@ -33,6 +33,7 @@ __all__ = [
     "decision_records",
     "embed_versions",
     "fact_after",
+    "fact_rewrite",
     "live_histories",
     "rewrite",
     "rewritten",
@@ -211,18 +212,40 @@ def written_out(
     return [with_ttl(v, ttl, now) for v in layout.legacy_versions(item, stored)]
 
 
+def fact_rewrite(
+    before: StoredItem,
+    after: StoredItem,
+    now: datetime,
+    versions: Sequence[StoredItem] = (),
+    vectors: Any = None,
+) -> list[Record]:
+    """Every record of a fact written again as ``after`` (:func:`rewritten` of ``before``).
+
+    The one place a rewrite of a fact is built (``remember``'s pins, TTL changes and
+    backdates, ``pin``, the 0.1.0 upgrade): the fact itself (``vectors``: its text's, else
+    the cached one), ``before``'s 0.1.0 inline texts as versions (:func:`written_out`), and,
+    since the rewrite refreshes the fact's TTL, its live stored versions with that TTL, or
+    they would expire before it. ``versions``: its version items, expired ones too (they
+    number the inline texts; an expired one is not written again).
+    """
+    records = [rewrite(after, vectors, now, after.created_at)]
+    records += written_out(before, after.ttl_minutes, now, versions)
+    if after.ttl_minutes is not None:
+        live = (v for v in versions if is_alive(v, now))
+        records += [with_ttl(v, after.ttl_minutes, now) for v in live]
+    return records
+
+
 def upgraded(item: StoredItem, now: datetime, stored: Sequence[StoredItem] = ()) -> list[Record]:
     """A 0.1.0 fact written again in this layout; nothing for any other fact.
 
     The fact without its inline ``history`` (:func:`rewritten`, keeping when its text
     began, its ``created_at`` and TTL) and those texts as its versions ``@1``..``@n``
-    (:func:`written_out`, ``stored``: its version items), dated as they read before.
+    (``stored``: its version items), dated as they read before (:func:`fact_rewrite`).
     """
     if not layout.legacy_history(item):
         return []
-    fact = rewritten(item, dict(item.value), now)
-    inline = written_out(item, item.ttl_minutes, now, stored)
-    return [rewrite(fact, None, now, item.created_at), *inline]
+    return fact_rewrite(item, rewritten(item, dict(item.value), now), now, stored)
 
 
 def embed_versions(ctx: FactContext, records: list[Record]) -> Logic[list[Record]]:

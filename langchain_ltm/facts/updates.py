@@ -31,12 +31,10 @@ from langchain_ltm.facts.records import (
     decision_records,
     embed_versions,
     fact_after,
+    fact_rewrite,
     live_histories,
-    rewrite,
     rewritten,
     upgraded,
-    with_ttl,
-    written_out,
 )
 from langchain_ltm.facts.text import content_hash, validate_text
 from langchain_ltm.facts.timeline import Said
@@ -180,16 +178,13 @@ def pin(ctx: FactContext, user_id: str, fact_ids: Sequence[str]) -> Logic[list[s
             and layout.is_fact(item)
             and item.value.get("pinned") is not True
         ]
-        legacy = [item for item in chosen if layout.legacy_history(item)]
-        every = yield from versions_of(ctx, namespace, legacy)  # none: no search
+        every = yield from versions_of(ctx, namespace, chosen)
         facts = [rewritten(item, {**item.value, "pinned": True}, now) for item in chosen]
-        records = [rewrite(item, None, now, item.created_at) for item in facts]
-        for item in chosen:  # a 0.1.0 fact's inline texts, dated as they read before
-            records += written_out(item, item.ttl_minutes, now, every.get(item.key, ()))
-        histories = yield from versions_of(ctx, namespace, facts, now)
-        for item in facts:  # the rewrite refreshes the fact's TTL: its live versions follow
-            if item.ttl_minutes is not None:
-                records += [with_ttl(v, item.ttl_minutes, now) for v in histories.get(item.key, ())]
+        records = [
+            record
+            for before, after in zip(chosen, facts, strict=True)
+            for record in fact_rewrite(before, after, now, every.get(before.key, ()))
+        ]
         if records:
             records = yield from embed_versions(ctx, records)
             yield call(ctx.backend, "write", records, [])

@@ -59,11 +59,10 @@ from langchain_ltm.facts.records import (
     decision_records,
     embed_versions,
     fact_after,
+    fact_rewrite,
     live_histories,
     rewrite,
     rewritten,
-    with_ttl,
-    written_out,
 )
 from langchain_ltm.facts.resolution import check_resolutions
 from langchain_ltm.facts.text import content_hash, validate_text
@@ -229,38 +228,37 @@ def _store_facts(
         written = {(r.namespace, r.key) for r in records}
         deletes += [(i.namespace, i.key) for i in expired if (i.namespace, i.key) not in written]
         deletes += [key for key in lapsed if key not in written]
-        rewrites = _said_earlier(decision, said, stored, histories, now)
-        before = dict(stored)  # a 0.1.0 fact's inline texts, dated as they read now
+        before = dict(stored)  # as read: a 0.1.0 fact's inline texts dated as they read now
+        rewrites, ended = _said_earlier(decision, said, stored, histories, now)
         if ttl is None:  # said again for good: a fact that was to expire now lasts
             for d in decision.decisions:
                 item = stored.get(d.key) if d.action == "duplicate" else None
                 if item is not None and d.key not in decision.touched and item.ttl_minutes:
                     item = dataclasses.replace(item, ttl_minutes=None, expires_at=None)
-                    item = rewritten(item, dict(item.value), now)
-                    stored[d.key] = item
-                    rewrites[d.key] = rewrite(item, None, now, item.created_at)
+                    stored[d.key] = rewritten(item, dict(item.value), now)
+                    rewrites.append(d.key)
+        pin_vectors: dict[str, Any] = {}
         if pinned:  # pinning an already stored fact rewrites it, no new version
             dups = [(d.key, vectors[d.row : d.row + 1]) for d in decision.decisions]
             for key, vector in [*dups, *((item.key, None) for item in recorded.values())]:
                 item = stored.get(key)
                 if item is not None and item.value.get("pinned") is not True:
-                    item = rewritten(item, {**item.value, "pinned": True}, now)
-                    stored[key] = item
-                    rewrites[key] = rewrite(item, vector, now, item.created_at)
-        for key in [k for k in rewrites if k in stored]:  # a 0.1.0 fact's texts written out
+                    stored[key] = rewritten(item, {**item.value, "pinned": True}, now)
+                    rewrites.append(key)
+                    pin_vectors[key] = vector
+        rewritten_records = {r.key: r for r in ended}
+        for key in dict.fromkeys(rewrites):  # each rewritten fact (records.fact_rewrite)
             versions = histories.get(key, [])
-            inline = written_out(before[key], stored[key].ttl_minutes, now, versions)
-            rewrites.update((r.key, r) for r in inline)
-            histories[key] = [*layout.legacy_versions(before[key], versions), *versions]
+            fact_records = fact_rewrite(
+                before[key], stored[key], now, versions, pin_vectors.get(key)
+            )
+            rewritten_records.update((r.key, r) for r in fact_records)
+            inline = layout.legacy_versions(before[key], versions)
+            histories[key] = [*inline, *versions]
             # an expired version at a number they take is written over, not deleted after
-            taken = {(r.namespace, r.key) for r in inline}
+            taken = {(v.namespace, v.key) for v in inline}
             deletes = [k for k in deletes if k not in taken]
-        for key in [k for k in rewrites if k in stored]:  # a rewrite refreshes a fact's TTL:
-            fact = stored[key]  # its versions follow, or they would expire before it
-            for version in histories.get(key, ()) if fact.ttl_minutes is not None else ():
-                if version.key not in rewrites:
-                    rewrites[version.key] = with_ttl(version, fact.ttl_minutes, now)
-        records += rewrites.values()
+        records += rewritten_records.values()
         if (records or deletes) and not dry_run:
             records = yield from embed_versions(ctx, records)
             yield call(ctx.backend, "write", records, deletes)
@@ -410,21 +408,24 @@ def _said_earlier(
     stored: dict[str, StoredItem],
     histories: dict[str, list[StoredItem]],
     now: datetime,
-) -> dict[str, Record]:
+) -> tuple[list[str], list[Record]]:
     """Facts whose current text was said before it became current (an out-of-order backfill).
 
     The text has held since then: the fact's ``valid_from`` moves back to the earliest such
     moment, and the version it replaced now ends there (``created_at`` too when it has no
     versions). A moment before that version began (the text said, then an older value,
     then the text again) moves nothing: the row stays a plain duplicate. Metadata is the
-    stored text's. ``stored`` and ``histories`` are updated to what is written.
+    stored text's. ``stored`` and ``histories`` are updated to what is written; returns
+    the keys of the facts to rewrite (``records.fact_rewrite``) and the ended versions'
+    records.
     """
     earliest: dict[str, datetime] = {}
     for d in decision.decisions:
         moment = said[d.row][0]
         if d.action == "duplicate" and d.key not in decision.touched and moment is not None:
             earliest[d.key] = min(moment, earliest.get(d.key, moment))
-    out: dict[str, Record] = {}
+    facts: list[str] = []
+    ended_records: list[Record] = []
     for key, moment in earliest.items():
         item = stored.get(key)
         if item is None or "history" in item.value or moment >= layout.valid_from(item):
@@ -437,12 +438,12 @@ def _said_earlier(
         created = min(item.created_at, moment)  # never later than it was
         item = rewritten(item, {**item.value, "valid_from": when}, now, created)
         stored[key] = item
-        out[key] = rewrite(item, None, now, created)
+        facts.append(key)
         if last is not None:
             ended = dataclasses.replace(last, value={**last.value, "valid_to": when})
             histories[key] = [ended if v is last else v for v in versions]
-            out[ended.key] = rewrite(ended, None, now, ended.created_at)
-    return out
+            ended_records.append(rewrite(ended, None, now, ended.created_at))
+    return facts, ended_records
 
 
 def _result(

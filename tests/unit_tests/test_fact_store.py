@@ -73,6 +73,7 @@ _NEEDS_BASE_STORE = (
     "test_inline_texts_written_out_never_overwrite_a_stored_version",
     "test_prune_history_counts_a_0_1_facts_inline_texts",
     "test_upgrading_0_1_facts_lets_recall_find_their_earlier_texts",
+    "test_upgrading_a_0_1_fact_keeps_its_stored_versions_as_long_as_the_fact",
 )
 
 

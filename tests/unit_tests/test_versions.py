@@ -651,6 +651,23 @@ async def test_upgrading_0_1_facts_lets_recall_find_their_earlier_texts(mem, sto
     assert [v.content for v in await mem.history("u2", "music")] == ["I like rock", "I like jazz"]
 
 
+async def test_upgrading_a_0_1_fact_keeps_its_stored_versions_as_long_as_the_fact(
+    mem, store, clock
+):
+    """The upgrade rewrites the fact, which counts its TTL from then; its stored versions
+    kept their old expiry and went while the fact they belong to still lived."""
+    namespace = store.user_namespace("u1")
+    made = (await mem.remember("u1", "I live in Paris", ttl=60)).fact
+    await mem.update_fact("u1", made.id, "I live in Berlin")  # Paris is @1, TTL 60
+    value = {"content": "I live in Berlin", "history": ["a note"]}  # read as 0.1's inline
+    await mem.put(namespace, made.id, value, ttl=60)
+    clock.advance(50)
+    assert await mem.upgrade_legacy_facts() == 1  # the fact now lasts until minute 110
+    clock.advance(20)
+    texts = [v.content for v in await mem.history("u1", made.id)]
+    assert sorted(texts) == ["I live in Berlin", "I live in Paris", "a note"]
+
+
 def test_thresholds_are_checked():
     vs = InMemoryVectorStore(KeywordEmbeddings())
     with pytest.raises(ValueError, match="must not exceed"):
