@@ -10,6 +10,8 @@ wait blocks), so it is refused with ``RuntimeError`` instead of hanging.
 from __future__ import annotations
 
 import threading
+import zlib
+from collections.abc import Iterable
 from typing import Any
 
 from langchain_ltm._steps import running_loop
@@ -68,3 +70,32 @@ class LoopHolders:
         """Release ``lock``, taken with :meth:`take` or :meth:`atake`."""
         self._loops.pop(id(lock), None)
         lock.release()
+
+
+class StripedLocks:
+    """A fixed set of thread locks that names share by hash, with their :class:`LoopHolders`.
+
+    One lock per name would grow without end (a lock per user or item ever seen); a fixed
+    set serializes every name, and two names sharing a stripe only wait for each other.
+
+    Example:
+        >>> locks = StripedLocks(8)
+        >>> locks.of("alice") is locks.of("alice")
+        True
+        >>> len(locks.of_all(["alice", "bob", "alice"])) <= 2
+        True
+    """
+
+    def __init__(self, count: int = 64) -> None:
+        self._locks = [threading.Lock() for _ in range(count)]
+        # which loop's task holds a stripe: a sync call on that loop's thread is refused
+        self.holders = LoopHolders()
+
+    def of(self, name: str) -> threading.Lock:
+        """The lock that serializes ``name`` (shared with the names of its stripe)."""
+        return self._locks[zlib.crc32(name.encode("utf-8")) % len(self._locks)]
+
+    def of_all(self, names: Iterable[str]) -> list[threading.Lock]:
+        """The locks of ``names``, each once, in one global order (taken in it: no deadlock)."""
+        rows = {zlib.crc32(name.encode("utf-8")) % len(self._locks) for name in names}
+        return [self._locks[row] for row in sorted(rows)]

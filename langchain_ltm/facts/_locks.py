@@ -5,14 +5,11 @@ from __future__ import annotations
 import sys
 import threading
 import weakref
-import zlib
 from typing import Any
 
-from langchain_ltm._loop_locks import LoopHolders
+from langchain_ltm._loop_locks import StripedLocks
 from langchain_ltm._steps import Logic, Step, call
 from langchain_ltm.backends.base import VectorBackend
-
-_STRIPES = 64
 
 
 class UserLocks:
@@ -25,9 +22,8 @@ class UserLocks:
     """
 
     def __init__(self) -> None:
-        self._stripes = [threading.Lock() for _ in range(_STRIPES)]
-        # which loop's task holds a stripe: a sync call on that loop's thread is refused
-        self._holders = LoopHolders()
+        self._stripes = StripedLocks()
+        self._holders = self._stripes.holders
 
     @classmethod
     def shared_by(cls, backend: VectorBackend) -> UserLocks:
@@ -47,7 +43,7 @@ class UserLocks:
 
     def stripe(self, label: str) -> threading.Lock:
         """The in-process lock that serializes ``label`` (shared with other labels)."""
-        return self._stripes[zlib.crc32(label.encode("utf-8")) % _STRIPES]
+        return self._stripes.of(label)
 
     def acquire(
         self, backend: VectorBackend, label: str

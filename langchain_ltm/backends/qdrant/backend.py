@@ -45,7 +45,6 @@ import logging
 import os
 import threading
 import weakref
-import zlib
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -67,7 +66,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra ins
         'pip install "langchain-ltm[qdrant]"'
     ) from exc
 
-from langchain_ltm._loop_locks import LoopHolders
+from langchain_ltm._loop_locks import StripedLocks
 from langchain_ltm.backends._index import NamespaceIndex
 from langchain_ltm.backends.base import (
     Capabilities,
@@ -708,7 +707,6 @@ def _local_lock_for(client: QdrantClient) -> threading.RLock:
         return _LOCAL_LOCKS.setdefault(client, threading.RLock())
 
 
-_KEY_STRIPES = 64
 _ON_ITS_LOOP = (
     "A sync write of the store was made on an event loop while an async write of the same "
     "item is under way on that loop: it would wait forever. Call the a... method (aput, "
@@ -716,7 +714,7 @@ _ON_ITS_LOOP = (
 )
 
 
-class _Domain:
+class _Domain(StripedLocks):
     """What two backends over the same collection share: their users' locks, key stripes.
 
     A server write of an item reads its head, upserts, then deletes the item's points it
@@ -725,18 +723,9 @@ class _Domain:
     that touch one item (a server has no lock, so other processes are not excluded).
     """
 
-    def __init__(self) -> None:
-        self.stripes = [threading.Lock() for _ in range(_KEY_STRIPES)]
-        # which loop's task holds a stripe: a sync write on that loop's thread is refused
-        self.holders = LoopHolders()
-
     def stripes_of(self, keys: Sequence[ItemKey]) -> list[threading.Lock]:
         """The stripes of ``keys``, each once, in one global order (no deadlock)."""
-        rows = {
-            zlib.crc32(repr((namespace, key)).encode("utf-8")) % _KEY_STRIPES
-            for namespace, key in keys
-        }
-        return [self.stripes[row] for row in sorted(rows)]
+        return self.of_all(repr((namespace, key)) for namespace, key in keys)
 
 
 _DOMAINS: weakref.WeakKeyDictionary[Any, dict[str, _Domain]] = weakref.WeakKeyDictionary()
