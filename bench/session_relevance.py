@@ -41,7 +41,8 @@ from langgraph.store.base import PutOp
 
 from langchain_ltm import LongTermMemoryStore
 from langchain_ltm.agents._registry import session_namespace
-from langchain_ltm.agents.session import DEFAULT_SESSION_MIN_SCORE, Turn, turn_value
+from langchain_ltm.agents._turns import Turn, turn_value
+from langchain_ltm.agents.session import DEFAULT_SESSION_MIN_SCORE
 from langchain_ltm.embeddings import LocalMiniLMEmbeddings
 
 HERE = Path(__file__).resolve().parent

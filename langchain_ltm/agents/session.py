@@ -13,16 +13,16 @@ Finished turns are indexed by ``after_agent`` under ``("ltm_sessions", label(use
 the secret guard refuses (a pasted card number, a password) is not indexed, so it is never
 replayed into another thread's prompt.
 
-The logic is written once: pure helpers shape the messages, and two sans-I/O generators
-(:mod:`langchain_ltm._steps`) do the one store call of each hook, run by thin sync and async
-shells.
+The logic is written once: pure helpers shape the messages (:mod:`._history_view`, the
+earlier turns sent; :mod:`._turns`, a thread's turns, their stored value and the "Earlier
+conversations" block), and two sans-I/O generators (:mod:`langchain_ltm._steps`) do the one
+store call of each hook, run by thin sync and async shells.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timezone
 from typing import Any, Literal, get_args
 
@@ -33,7 +33,6 @@ from langchain.agents.middleware.types import (
     ModelRequest,
     ModelResponse,
 )
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
@@ -41,17 +40,17 @@ from langgraph.store.base import BaseStore, PutOp, SearchItem
 
 from langchain_ltm._steps import Logic, Step, call, run_async, run_sync
 from langchain_ltm._utf8 import storable
-from langchain_ltm.agents._recall import cut, said_by_user
+from langchain_ltm.agents._history_view import SaveMode, history_view
 from langchain_ltm.agents._registry import (
     DEFAULT_THREAD,
     RECORDER,
     new_input,
     session_namespace,
 )
+from langchain_ltm.agents._turns import Turn, latest_turns, render_turns, turn_value, with_context
 from langchain_ltm.agents.tools import resolve_user_id
 from langchain_ltm.errors import BackendError, MissingUserIdError
 from langchain_ltm.facts.options import guard_for
-from langchain_ltm.facts.versions import format_time
 from langchain_ltm.guard import SecretGuard
 from langchain_ltm.store import LongTermMemoryStore
 
@@ -59,12 +58,7 @@ __all__ = ["DEFAULT_SESSION_MIN_SCORE", "Retrieval", "SaveMode", "SessionMemoryM
 
 logger = logging.getLogger(__name__)
 
-SaveMode = Literal["input_output", "full"]
 Retrieval = Literal["recency", "relevance", "both"]
-
-CONTEXT_HEADER = (
-    "Earlier conversations with this user (most relevant first; they may be out of date):"
-)
 
 DEFAULT_SESSION_MIN_SCORE = 0.2
 """Measured by ``bench/session_relevance.py`` with all-MiniLM-L6-v2 on 114 query/turn pairs
@@ -147,6 +141,7 @@ class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     Example:
         >>> from langchain.agents import create_agent
         >>> from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+        >>> from langchain_core.messages import AIMessage
         >>> from langchain_core.outputs import ChatGeneration, ChatResult
         >>> from langchain_core.tools import tool
         >>> from langchain_core.vectorstores import InMemoryVectorStore
@@ -373,306 +368,7 @@ class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return guard is not None and any(guard(text) for text in (turn.user, turn.answer) if text)
 
 
-# ---- pure helpers ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class HistoryView:
-    """What the model is sent of a thread.
-
-    Attributes:
-        messages: The request's messages (system messages of the history, the earlier turns
-            kept, then the current turn whole).
-        turns: Numbers of the earlier turns (whole or in part) among ``messages``.
-        query: The text of the latest user message (``""`` if there is none).
-        ids: The message ids of those turns' user messages (the ones that have an id).
-    """
-
-    messages: list[AnyMessage]
-    turns: frozenset[int]
-    query: str
-    ids: frozenset[str] = frozenset()
-
-
-@dataclass(frozen=True)
-class Turn:
-    """One finished turn: its number in the thread, the user's message, the final answer.
-
-    ``message_id``: the user message's id (LangGraph gives every message of the state
-    one), which names the turn for good; its number changes when the thread's state is
-    shortened (a summary replacing the oldest messages).
-    """
-
-    number: int
-    user: str
-    answer: str
-    message_id: str | None = None
-
-    @property
-    def key(self) -> str:
-        """What names the turn in its thread: the message id, else the number."""
-        return self.message_id if self.message_id else str(self.number)
-
-
-def split_turns(
-    messages: Sequence[AnyMessage],
-) -> tuple[list[AnyMessage], list[list[AnyMessage]]]:
-    """Messages before the first user message, and the turns (each starts at one).
-
-    Example:
-        >>> head, turns = split_turns([AIMessage("hi"), HumanMessage("a"), AIMessage("b")])
-        >>> [m.type for m in head], [[m.type for m in t] for t in turns]
-        (['ai'], [['human', 'ai']])
-    """
-    head: list[AnyMessage] = []
-    turns: list[list[AnyMessage]] = []
-    for message in messages:
-        if isinstance(message, HumanMessage):
-            turns.append([message])
-        elif turns:
-            turns[-1].append(message)
-        else:
-            head.append(message)
-    return head, turns
-
-
-def final_answer(turn: Sequence[AnyMessage]) -> list[AnyMessage]:
-    """The messages that answer a finished turn (``[]``: none).
-
-    The last AI message without tool calls; or, for a run that ended on a tool (a
-    structured response, ``ToolStrategy``, or a ``return_direct`` tool), the last AI
-    message's tool calls with their results, which then answer the user.
-
-    Example:
-        >>> call = AIMessage("", tool_calls=[{"name": "Answer", "args": {}, "id": "1"}])
-        >>> done = ToolMessage("Returning structured response: 9am", tool_call_id="1")
-        >>> [m.type for m in final_answer([HumanMessage("q"), call, done])]
-        ['ai', 'tool']
-    """
-    for message in reversed(turn):
-        if isinstance(message, AIMessage) and not message.tool_calls:
-            return [message]
-    if not turn or not isinstance(turn[-1], ToolMessage):
-        return []
-    start = len(turn) - 1
-    while start > 0 and isinstance(turn[start], ToolMessage):
-        start -= 1
-    block = list(turn[start:])
-    call = block[0]
-    if not isinstance(call, AIMessage) or not call.tool_calls:
-        return []
-    # every call answered (a result missing: a run that stopped, not an answer)
-    answered = {m.tool_call_id for m in block[1:] if isinstance(m, ToolMessage)}
-    return block if {c["id"] for c in call.tool_calls} <= answered else []
-
-
-def answer_text(answer: Sequence[AnyMessage]) -> str:
-    """The text of :func:`final_answer`'s messages: the AI message's, or the tool results'."""
-    if len(answer) == 1:
-        return answer[0].text
-    return "\n".join(m.text for m in answer if isinstance(m, ToolMessage))
-
-
-def tool_blocks(messages: Sequence[AnyMessage]) -> list[list[AnyMessage]]:
-    """Group an AI message that calls tools with the tool results that follow it.
-
-    Example:
-        >>> call = AIMessage("", tool_calls=[{"name": "f", "args": {}, "id": "1"}])
-        >>> blocks = tool_blocks([call, ToolMessage("r", tool_call_id="1"), AIMessage("ok")])
-        >>> [[m.type for m in b] for b in blocks]
-        [['ai', 'tool'], ['ai']]
-    """
-    blocks: list[list[AnyMessage]] = []
-    open_ids: set[str] = set()
-    for message in messages:
-        if isinstance(message, ToolMessage) and message.tool_call_id in open_ids:
-            blocks[-1].append(message)
-            continue
-        blocks.append([message])
-        open_ids = set()
-        if isinstance(message, AIMessage):
-            open_ids = {c["id"] for c in message.tool_calls if c["id"]}
-    return blocks
-
-
-def history_view(
-    messages: Sequence[AnyMessage], save_mode: SaveMode, limit: int | None
-) -> HistoryView:
-    """The messages to send: earlier turns compacted and trimmed, the current turn whole.
-
-    Args:
-        messages: The request's messages (the thread, without the agent's system prompt).
-        save_mode: ``"input_output"`` keeps each earlier turn's user message and final
-            answer; ``"full"`` keeps earlier turns as they are.
-        limit: Maximum number of earlier messages (``None``: no cap; ``0``: none).
-
-    Returns:
-        The :class:`HistoryView`.
-
-    Example:
-        >>> call = AIMessage("", tool_calls=[{"name": "f", "args": {}, "id": "1"}])
-        >>> thread = [HumanMessage("q1"), call, ToolMessage("r", tool_call_id="1"),
-        ...           AIMessage("a1"), HumanMessage("q2")]
-        >>> [m.text for m in history_view(thread, "input_output", 20).messages]
-        ['q1', 'a1', 'q2']
-        >>> len(history_view(thread, "full", 20).messages), history_view(thread, "full", 2).turns
-        (5, frozenset({0}))
-    """
-    head, turns = split_turns(messages)
-    if not turns:
-        return HistoryView(list(messages), frozenset(), "")
-    first = _current_input(turns)  # an input may hold several user messages: all are sent
-    # of the unanswered turns before the last, their user messages (a tool call left
-    # without its result, by a run that stopped, would make the request invalid)
-    waiting = [m for turn in turns[first:-1] for m in turn if isinstance(m, HumanMessage)]
-    earlier, current = turns[:first], [*waiting, *turns[-1]]
-    pinned: list[AnyMessage] = [m for m in head if isinstance(m, SystemMessage)]
-    units: list[tuple[int | None, list[AnyMessage]]] = []
-    preamble: list[AnyMessage] = [m for m in head if not isinstance(m, SystemMessage)]
-    for number, turn in enumerate([preamble, *earlier], start=-1):
-        pinned += [m for m in turn if isinstance(m, SystemMessage)]
-        kept: list[AnyMessage] = [m for m in turn if not isinstance(m, SystemMessage)]
-        if save_mode == "input_output":
-            kept = _compact(kept, is_turn=number >= 0)
-        if kept:
-            units.append((number if number >= 0 else None, kept))
-    kept_units = _trim(units, limit)
-    out = [*pinned]
-    for _, unit in kept_units:
-        out += unit
-    numbers = {n for n, _ in kept_units if n is not None}
-    ids = {str(earlier[n][0].id) for n in numbers if earlier[n][0].id}
-    query = turns[-1][0].text
-    return HistoryView([*out, *current], frozenset(numbers), query, frozenset(ids))
-
-
-def _compact(messages: list[AnyMessage], *, is_turn: bool) -> list[AnyMessage]:
-    if not is_turn:  # before the first user message: keep what is not a tool exchange
-        return [
-            m
-            for m in messages
-            if not isinstance(m, ToolMessage) and not (isinstance(m, AIMessage) and m.tool_calls)
-        ]
-    return [messages[0], *final_answer(messages)]
-
-
-def _trim(
-    units: list[tuple[int | None, list[AnyMessage]]], limit: int | None
-) -> list[tuple[int | None, list[AnyMessage]]]:
-    """The most recent units within ``limit`` messages; the oldest one kept may be partial."""
-    if limit is None:
-        return units
-    kept: list[tuple[int | None, list[AnyMessage]]] = []
-    budget = limit
-    for number, unit in reversed(units):
-        if len(unit) <= budget:
-            kept.append((number, unit))
-            budget -= len(unit)
-            continue
-        if number is not None and budget >= 2:  # its user message and its latest whole blocks
-            tail: list[AnyMessage] = []
-            for block in reversed(tool_blocks(unit[1:])):
-                if len(tail) + len(block) > budget - 1:
-                    break
-                tail[:0] = block
-            if tail:
-                kept.append((number, [unit[0], *tail]))
-        break
-    kept.reverse()
-    return kept
-
-
-def latest_turns(messages: Sequence[AnyMessage]) -> list[Turn]:
-    """The turns of the latest input: the last turn and the unanswered ones just before it.
-
-    One input may hold several user messages (a fact, then a question): each is a turn of
-    its own, and only the last has the answer. A turn's number counts the user messages
-    before it.
-
-    Example:
-        >>> latest_turns([HumanMessage("a"), AIMessage("b"), HumanMessage("c"), AIMessage("d")])
-        [Turn(number=1, user='c', answer='d', message_id=None)]
-        >>> [t.user for t in latest_turns([HumanMessage("c"), HumanMessage("e"), AIMessage("f")])]
-        ['c', 'e']
-    """
-    _, turns = split_turns(messages)
-    first = len(turns) - 1
-    first = _current_input(turns)
-    out = []
-    for number in range(first, len(turns)):
-        turn = turns[number]
-        if not said_by_user(turn[0]):  # a summary of earlier messages: not a turn of the user
-            continue
-        message_id = str(turn[0].id) if turn[0].id else None
-        out.append(Turn(number, turn[0].text, answer_text(final_answer(turn)), message_id))
-    return out
-
-
-def _current_input(turns: Sequence[Sequence[AnyMessage]]) -> int:
-    """Where the latest input starts: the last turn, and the unanswered ones before it."""
-    first = len(turns) - 1
-    while first > 0 and not final_answer(turns[first - 1]):
-        first -= 1
-    return max(first, 0)
-
-
-def turn_value(thread_id: str | None, turn: Turn, at: datetime) -> dict[str, Any]:
-    """The stored value of one indexed turn (layout in :mod:`langchain_ltm.agents._registry`).
-
-    ``thread_id`` is the run's own (``None`` for a run without one: no checkpoint thread
-    to erase). A NUL or a lone surrogate in the texts is replaced (:func:`storable`): a turn
-    never fails over what memory cannot store.
-    """
-    user, answer = storable(turn.user), storable(turn.answer)
-    return {
-        "thread_id": thread_id,
-        "turn": turn.number,
-        "message_id": turn.message_id,
-        "user": user,
-        "answer": answer,
-        "text": f"User: {user}\nAssistant: {answer}",
-        "at": format_time(at),
-    }
-
-
-def render_turns(values: Sequence[dict[str, Any]], max_chars: int = 4000) -> str:
-    """The "Earlier conversations" block for the system message.
-
-    Each turn gets ``max_chars / len(values)`` characters, half for the user's message and
-    half for the answer (a text that does not fit is cut, ending in ``…``), and at least
-    40 for each: turns past ``max_chars / 80`` are left out, so the turns' text stays within
-    ``max_chars`` (ten turns at ``max_chars=400`` made 797).
-
-    Example:
-        >>> print(render_turns([{"user": "I like tea", "answer": "Noted."}]))
-        Earlier conversations with this user (most relevant first; they may be out of date):
-        1. User: I like tea
-           Assistant: Noted.
-        >>> len(render_turns([{"user": "x" * 9000, "answer": "ok"}], 400)) < 500
-        True
-    """
-    values = values[: max(max_chars // (2 * _LEAST_SHARE), 1)]
-    share = max(max_chars // max(len(values), 1) // 2, _LEAST_SHARE)
-    lines = [CONTEXT_HEADER]
-    for i, value in enumerate(values, start=1):
-        lines.append(f"{i}. User: {cut(str(value.get('user', '')), share)}")
-        lines.append(f"   Assistant: {cut(str(value.get('answer', '')), share)}")
-    return "\n".join(lines)
-
-
-_LEAST_SHARE = 40
-"""The fewest characters a turn's message (and its answer) is cut to."""
-
-
-def with_context(system: SystemMessage | None, block: str) -> SystemMessage:
-    """The system message with ``block`` appended (a new message; the original is unchanged)."""
-    if system is None:
-        return SystemMessage(block)
-    if isinstance(system.content, str):
-        content: Any = f"{system.content}\n\n{block}" if system.content else block
-    else:
-        content = [*system.content, {"type": "text", "text": block}]
-    return system.model_copy(update={"content": content})
+# ---- helpers -----------------------------------------------------------------------------
 
 
 def _in_view(

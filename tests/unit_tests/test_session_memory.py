@@ -22,11 +22,8 @@ from langgraph.store.memory import InMemoryStore
 
 from langchain_ltm import LongTermMemoryStore, MissingUserIdError
 from langchain_ltm.agents._registry import session_namespace
-from langchain_ltm.agents.session import (
-    CONTEXT_HEADER,
-    DEFAULT_SESSION_MIN_SCORE,
-    SessionMemoryMiddleware,
-)
+from langchain_ltm.agents._turns import CONTEXT_HEADER
+from langchain_ltm.agents.session import DEFAULT_SESSION_MIN_SCORE, SessionMemoryMiddleware
 from langchain_ltm.embeddings import LocalMiniLMEmbeddings
 from tests.fakes import KeywordEmbeddings
 
@@ -738,7 +735,7 @@ def test_bad_max_chars_are_refused(store, bad):
 def test_an_earlier_turn_left_with_a_dangling_tool_call_sends_only_its_message():
     """A run that stopped after the model asked for a tool (no result, no answer), then a
     new message: the stopped turn's user message is sent, its dangling call is not."""
-    from langchain_ltm.agents.session import history_view
+    from langchain_ltm.agents._history_view import history_view
 
     call = AIMessage("", tool_calls=[{"name": "lookup", "args": {}, "id": "c1"}])
     thread = [
@@ -757,7 +754,8 @@ def test_an_earlier_turn_left_with_a_dangling_tool_call_sends_only_its_message()
 
 
 def test_a_turn_that_stopped_with_a_call_unanswered_is_not_taken_as_answered():
-    from langchain_ltm.agents.session import final_answer, history_view
+    from langchain_ltm.agents._history_view import history_view
+    from langchain_ltm.agents._turns import final_answer
 
     calls = [{"name": "lookup", "args": {}, "id": i} for i in ("a", "b")]
     stopped = [HumanMessage("lookup two things"), AIMessage("", tool_calls=calls)]
@@ -802,7 +800,7 @@ def test_a_store_that_is_down_never_fails_a_turn_over_session_memory(store, capl
 def test_the_turns_shown_keep_within_max_chars_however_many_are_relevant():
     """Each turn's message and answer kept 40 characters at least: ten turns at
     ``max_chars=400`` made 797 characters of turns."""
-    from langchain_ltm.agents.session import render_turns
+    from langchain_ltm.agents._turns import render_turns
 
     turns = [{"user": f"message {i} " + "x" * 300, "answer": "y" * 300} for i in range(10)]
     block = render_turns(turns, 400)
@@ -816,7 +814,7 @@ def test_a_summary_of_earlier_messages_is_not_a_turn_of_the_user():
     """langchain's SummarizationMiddleware puts its summary in a HumanMessage: it was
     indexed as something the user said, and became the recall query."""
     from langchain_ltm.agents._recall import latest_user_text
-    from langchain_ltm.agents.session import latest_turns
+    from langchain_ltm.agents._turns import latest_turns
 
     summary = HumanMessage(
         "Here is a summary of the conversation to date: ...",
