@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_ltm.facts import content_hash, validate_text
-from langchain_ltm.facts.imports import check_record
+from langchain_ltm.facts.import_records import check_record
 
 __all__ = ["ImportLine", "InputError", "read_import_jsonl"]
 

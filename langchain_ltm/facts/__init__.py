@@ -3,7 +3,8 @@
 Pure modules (no I/O): :mod:`.text` (validation, normalized form, hash), :mod:`.model`
 (what the API returns), :mod:`.conflicts` (offline subject and value checks),
 :mod:`.decision` (duplicate / updated / created), :mod:`.versions` (the item layout),
-:mod:`.resolution` and :mod:`.resolvers` (deciding the ambiguous cases), :mod:`.options`.
+:mod:`.resolution` and :mod:`.resolvers` (deciding the ambiguous cases), :mod:`.options`,
+:mod:`.import_records` (an import's records, read and checked).
 The generators that drive them against an engine: :mod:`.writes` (remember),
 :mod:`.updates` (update_fact, pin), :mod:`.records` (what both write), :mod:`.imports` and
 :mod:`.reads`; :mod:`.api` holds the fact methods ``LongTermMemoryStore`` and
@@ -13,7 +14,8 @@ The generators that drive them against an engine: :mod:`.writes` (remember),
 from typing import TYPE_CHECKING
 
 from langchain_ltm.facts.decision import DecisionPolicy
-from langchain_ltm.facts.imports import ImportMode, ImportResult
+from langchain_ltm.facts.import_records import ImportMode
+from langchain_ltm.facts.imports import ImportResult
 from langchain_ltm.facts.model import (
     Fact,
     FactVersion,

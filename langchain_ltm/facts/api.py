@@ -16,7 +16,8 @@ from langchain_ltm._steps import run_async, run_sync
 from langchain_ltm.errors import InvalidUserIdError
 from langchain_ltm.facts import imports, reads, updates, writes
 from langchain_ltm.facts.context import FactContext, is_user_namespace
-from langchain_ltm.facts.imports import ImportMode, ImportResult
+from langchain_ltm.facts.import_records import ImportMode
+from langchain_ltm.facts.imports import ImportResult
 from langchain_ltm.facts.model import Fact, FactVersion, RecalledFact, RememberResult
 
 if TYPE_CHECKING:

@@ -33,7 +33,7 @@ from langchain_ltm.cli.session import Session, all_users, no_store_at
 from langchain_ltm.defaults import sqlite_path
 from langchain_ltm.facts import content_hash
 from langchain_ltm.facts import versions as layout
-from langchain_ltm.facts.imports import check_records, record_secret
+from langchain_ltm.facts.import_records import check_records, record_secret
 from langchain_ltm.store import LongTermMemoryStore
 
 
