@@ -142,7 +142,6 @@ def latest_turns(messages: Sequence[AnyMessage]) -> list[Turn]:
         ['c', 'e']
     """
     _, turns = split_turns(messages)
-    first = len(turns) - 1
     first = current_input(turns)
     out = []
     for number in range(first, len(turns)):
