@@ -33,7 +33,8 @@ from psycopg.types import TypeInfo
 
 from langchain_ltm import LongTermMemoryStore
 from langchain_ltm.backends.postgres import _sql, _writes, postgres_backend
-from langchain_ltm.backends.postgres._conn import _flush_sync, _register_vector
+from langchain_ltm.backends.postgres._connector import _register_vector
+from langchain_ltm.backends.postgres._drive import _flush_sync
 
 parser = argparse.ArgumentParser(description=__doc__)
 parser.add_argument(

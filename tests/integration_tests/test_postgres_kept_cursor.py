@@ -68,7 +68,7 @@ async def test_a_cancelled_async_read_leaves_the_next_reads_right(make_backend, 
 
 
 async def _cancel_then_read(backend, vec, handed_in: bool):
-    from langchain_ltm.backends.postgres._conn import _KEPT_CURSOR
+    from langchain_ltm.backends.postgres._drive import _KEPT_CURSOR
 
     await backend.asearch(SearchRequest(("m", "u0"), vec[0][None, :], limit=2))
     async with backend.connector.async_pool().connection() as conn:

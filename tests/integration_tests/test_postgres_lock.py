@@ -525,7 +525,7 @@ def test_an_unlock_failing_after_a_good_write_still_raises_in_an_except_block(
 def test_a_transaction_timeout_names_the_setting(pg_url):
     """``TransactionTimeout`` is an ``InternalError``: it read "Postgres failed during
     unlock: terminating connection due to transaction timeout", naming no setting."""
-    from langchain_ltm.backends.postgres._conn import translate
+    from langchain_ltm.backends.postgres._errors import translate
     from langchain_ltm.backends.postgres._lock import _unlock_error
 
     with psycopg.connect(pg_url, options="-c transaction_timeout=100") as conn:

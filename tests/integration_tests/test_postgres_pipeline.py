@@ -1,7 +1,7 @@
 """Pipelined writes finish sending while the server answers: large batches complete.
 
 A write sends its statements in psycopg's pipeline mode and finishes sending each one
-itself (``_conn._flush_sync`` / ``_flush_async``). While it waits to write it also reads
+itself (``_drive._flush_sync`` / ``_flush_async``). While it waits to write it also reads
 what the server answers for the statements sent before (rows, NOTICEs), as libpq asks of
 non-blocking senders, so neither side can wait for the other with both buffers full.
 These tests make the server answer a lot during a large write (a trigger raising a
@@ -23,7 +23,7 @@ import pytest
 from langgraph.store.base import PutOp
 
 from langchain_ltm import LongTermMemoryStore
-from langchain_ltm.backends.postgres import _conn, postgres_backend
+from langchain_ltm.backends.postgres import _drive, postgres_backend
 from tests.fakes import KeywordEmbeddings
 from tests.pg_pools import handed_in_pool
 
@@ -168,12 +168,12 @@ def test_the_flush_reads_while_it_writes(pg_url: str) -> None:
         def run() -> int:
             with conn.pipeline() as pipe, conn.transaction():
                 conn.cursor().execute("SELECT pg_sleep(0.5), 'flush-reads'")
-                _conn._flush_sync(conn)
+                _drive._flush_sync(conn)
                 conn.cursor().execute(_NOISY)
-                _conn._flush_sync(conn)
+                _drive._flush_sync(conn)
                 cur = conn.cursor()
                 cur.execute("SELECT length(%s)", ("x" * 20_000_000,))
-                _conn._flush_sync(conn)
+                _drive._flush_sync(conn)
                 pipe.sync()
                 (length,) = cur.fetchone() or (0,)
                 return int(length)
@@ -190,12 +190,12 @@ def test_the_async_flush_reads_while_it_writes(pg_url: str) -> None:
             conn.add_notice_handler(lambda diag: notices.append(1))
             async with conn.pipeline() as pipe, conn.transaction():
                 await conn.cursor().execute("SELECT pg_sleep(0.5), 'aflush-reads'")
-                await _conn._flush_async(conn)
+                await _drive._flush_async(conn)
                 await conn.cursor().execute(_NOISY)
-                await _conn._flush_async(conn)
+                await _drive._flush_async(conn)
                 cur = conn.cursor()
                 await cur.execute("SELECT length(%s)", ("x" * 20_000_000,))
-                await _conn._flush_async(conn)
+                await _drive._flush_async(conn)
                 await pipe.sync()
                 (length,) = await cur.fetchone() or (0,)
                 return int(length)
@@ -231,7 +231,7 @@ def test_the_flush_takes_a_socket_past_descriptor_1024(pg_url: str) -> None:
             with conn.pipeline() as pipe, conn.transaction():
                 cur = conn.cursor()
                 cur.execute("SELECT length(%s)", ("x" * 20_000_000,))
-                _conn._flush_sync(conn)  # 20 MB: more than the socket takes at once
+                _drive._flush_sync(conn)  # 20 MB: more than the socket takes at once
                 pipe.sync()
                 assert cur.fetchone() == (20_000_000,)
         # and a store's pipelined batch on a pool whose connections are all past 1024

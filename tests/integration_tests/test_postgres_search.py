@@ -239,7 +239,7 @@ def _kept_cursor_backend(make_backend, app: str, make_handed_in=None):
 
 def _reader(conn):
     """The per-connection reader a bounded read left: direct state or kept cursor."""
-    from langchain_ltm.backends.postgres._conn import _KEPT_CURSOR
+    from langchain_ltm.backends.postgres._drive import _KEPT_CURSOR
 
     return getattr(conn, _direct._STATE, None) or getattr(conn, _KEPT_CURSOR, None)
 
@@ -306,7 +306,7 @@ def test_a_large_read_does_not_stay_in_the_kept_cursor(make_backend, make_handed
     """review1: the kept cursor (pools without autocommit) holds its last result until the
     connection's next read, so a get of many items (or a search with a large limit) runs on
     a cursor of its own."""
-    from langchain_ltm.backends.postgres._conn import _KEPT_CURSOR
+    from langchain_ltm.backends.postgres._drive import _KEPT_CURSOR
     from langchain_ltm.backends.postgres.backend import KEPT_CURSOR_MAX_ROWS
 
     backend, _ = _kept_cursor_backend(make_backend, "ltm-kept-large", make_handed_in)

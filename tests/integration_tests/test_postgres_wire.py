@@ -14,7 +14,7 @@ from psycopg.types import TypeInfo
 from langchain_ltm._ids import vector_id, vector_id_bytes
 from langchain_ltm.backends.base import Record
 from langchain_ltm.backends.postgres import _sql, _writes
-from langchain_ltm.backends.postgres._conn import _register_vector
+from langchain_ltm.backends.postgres._connector import _register_vector
 from langchain_ltm.backends.postgres._wire import JsonbRows, UuidRows, VectorRows
 
 

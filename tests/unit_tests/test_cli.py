@@ -1050,7 +1050,7 @@ def test_a_busy_postgres_pool_is_told_without_the_python_api():
     """The library's advice (raise max_size/timeout of postgres_backend()) is not the shell's."""
     from psycopg_pool import PoolTimeout
 
-    from langchain_ltm.backends.postgres._conn import translate
+    from langchain_ltm.backends.postgres._errors import translate
     from langchain_ltm.cli.exits import EXIT_ENGINE, classify
 
     where = "the store at postgresql://***@db/app"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
-from langchain_ltm.backends.postgres._conn import conninfo_from_engine, sqlalchemy_url
+from langchain_ltm.backends.postgres._urls import conninfo_from_engine, sqlalchemy_url
 
 
 @pytest.mark.parametrize(

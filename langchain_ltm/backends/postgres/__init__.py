@@ -5,7 +5,10 @@
   btree ranges, filters); :mod:`._reads`, :mod:`._writes` (key locks, TTL, advisory
   locks) and :mod:`._schema` (tables, migrations, vector types) build the statements, as
   data. :mod:`._broad` and :mod:`._calibrate`: broad-scope search through an HNSW index.
-- :mod:`._conn`: running them on a pool, sync and async, with errors translated.
+- :mod:`._connector`: running them on a pool, sync and async (one retry), over
+  :mod:`._drive` (one exchange on one connection: pipeline, kept cursor, ``_direct``)
+  and :mod:`._loop_pool` (the async pool of an event loop); :mod:`._errors`: psycopg
+  errors translated; :mod:`._urls`: URLs checked, redacted, and to or from a ``PGEngine``.
 - :mod:`._lock`: the cross-process per-user lock (transaction-level advisory locks).
 - :mod:`._compact`: :meth:`PostgresBackend.compact` (``ltm compact``): each table
   rewritten in user order (``CLUSTER``).

@@ -33,13 +33,9 @@ import psycopg
 from psycopg.rows import tuple_row
 from psycopg_pool import PoolTimeout
 
-from langchain_ltm.backends.postgres._conn import (
-    ENDED_BY_TIMEOUT,
-    Connector,
-    rollback_or_close,
-    rollback_or_close_sync,
-    translate,
-)
+from langchain_ltm.backends.postgres._connector import Connector
+from langchain_ltm.backends.postgres._drive import rollback_or_close, rollback_or_close_sync
+from langchain_ltm.backends.postgres._errors import ENDED_BY_TIMEOUT, translate
 from langchain_ltm.backends.postgres._sql import Statement
 from langchain_ltm.errors import BackendError
 

@@ -1,6 +1,6 @@
 """The Postgres engine's reads: items by key, counts, namespaces, and exact ranked search.
 
-Exchanges (see ``_sql``): I/O-free generators of statements, driven by ``_conn``.
+Exchanges (see ``_sql``): I/O-free generators of statements, driven by ``_drive``.
 """
 
 from __future__ import annotations

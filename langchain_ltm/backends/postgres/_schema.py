@@ -1,6 +1,6 @@
 """The Postgres engine's schema: tables, migrations, vector types, setup and drop.
 
-Exchanges (see ``_sql``): I/O-free generators of statements, driven by ``_conn``.
+Exchanges (see ``_sql``): I/O-free generators of statements, driven by ``_drive``.
 """
 
 from __future__ import annotations

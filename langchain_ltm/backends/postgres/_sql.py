@@ -1,7 +1,7 @@
 """What the Postgres engine's statements share: exchanges, tables, namespaces, filters.
 
 Every operation is an *exchange*: a generator that yields :class:`Statement` objects and
-receives each statement's rows (a list of tuples). ``_conn`` drives exchanges over a
+receives each statement's rows (a list of tuples). ``_drive`` drives exchanges over a
 psycopg connection, sync or async; nothing in the statement modules touches a socket. They
 are this module, ``_reads`` (items, namespaces, exact ranked search), ``_writes`` (a
 batch's rows, key locks, TTL, advisory locks) and ``_schema`` (tables and migrations).

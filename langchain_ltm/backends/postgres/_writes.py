@@ -1,6 +1,6 @@
 """The Postgres engine's writes: a batch's items and vectors, key locks, TTL, advisory locks.
 
-Exchanges (see ``_sql``): I/O-free generators of statements, driven by ``_conn``.
+Exchanges (see ``_sql``): I/O-free generators of statements, driven by ``_drive``.
 """
 
 from __future__ import annotations

@@ -97,13 +97,13 @@ try:
     )
     from langchain_ltm.backends.postgres import _sql as sql
     from langchain_ltm.backends.postgres._calibrate import BroadCalibration
-    from langchain_ltm.backends.postgres._conn import (
-        Connector,
+    from langchain_ltm.backends.postgres._connector import Connector
+    from langchain_ltm.backends.postgres._lock import AdvisoryLocks, HeldLock
+    from langchain_ltm.backends.postgres._urls import (
         check_conninfo,
         conninfo_from_engine,
         sqlalchemy_url,
     )
-    from langchain_ltm.backends.postgres._lock import AdvisoryLocks, HeldLock
     from langchain_ltm.backends.postgres._vector_type import migrate_vector_type
 except ImportError as exc:
     if blamed_package(exc) not in ("psycopg", "psycopg_pool", "pgvector"):

@@ -72,7 +72,7 @@ def _checkpointer_opener(url: str | None) -> Callable[[], contextlib.AbstractCon
         return contextlib.nullcontext
     if url.startswith(("postgresql://", "postgres://")):
         saver = _checkpoint_module("postgres").PostgresSaver
-        from langchain_ltm.backends.postgres._conn import check_conninfo
+        from langchain_ltm.backends.postgres._urls import check_conninfo
 
         try:
             conninfo = check_conninfo(url)  # malformed: now, not as a connection failure

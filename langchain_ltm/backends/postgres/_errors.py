@@ -1,0 +1,173 @@
+"""Postgres errors as langchain-ltm errors, each saying what to change.
+
+:func:`translate` turns a psycopg or pool error into a ``BackendError`` or a kin of it
+(``DuplicateFactError``, ``EmbeddingDimensionError``, ``EngineLimitError``,
+``StoreInUseError``); :func:`rolled_back` tells a call Postgres rolled back (which
+``_pools.Connector`` retries once); ``ENDED_BY_TIMEOUT`` names the server timeouts that end
+a session (``_lock`` reads it too).
+"""
+
+from __future__ import annotations
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg_pool import PoolTimeout
+
+from langchain_ltm.backends._compaction import StoreInUseError
+from langchain_ltm.errors import (
+    BackendError,
+    DuplicateFactError,
+    EmbeddingDimensionError,
+    EngineLimitError,
+)
+
+
+def rolled_back(exc: BaseException) -> bool:
+    """Postgres rolled the transaction back: a deadlock victim, a serialization failure.
+
+    SQLSTATE class 40 (psycopg's ``DeadlockDetected`` is not a ``TransactionRollback``).
+    """
+    return isinstance(exc, psycopg.Error) and str(exc.sqlstate or "").startswith("40")
+
+
+_REWRITES = {
+    "compact": "they were not compacted",
+    "migrate_vector_type": "the vectors were not converted",
+}
+"""Calls that lock the store's tables for a rewrite, within a ``lock_timeout`` of theirs."""
+
+
+def translate(exc: BaseException, what: str, why: str = "") -> Exception:
+    """A langchain-ltm error for a psycopg error, saying what to change.
+
+    ``why`` is :meth:`Connector.diagnose`'s answer for a ``PoolTimeout``: the server could
+    not be reached at all (a bigger pool would not help), or it can and the pool's
+    connections all stayed busy.
+    """
+    if isinstance(exc, PoolTimeout) and why:
+        return BackendError(
+            f"Cannot connect to Postgres ({exc}; connecting directly failed: {why}). Check "
+            "that the server is up and reachable at the URL's host and port, and the URL's "
+            "user, password and database."
+        )
+    if isinstance(exc, PoolTimeout):
+        return BackendError(
+            f"No free Postgres connection within the pool timeout ({exc}), although the "
+            "server accepts connections: the pool's connections all stayed busy. Raise "
+            "max_size/timeout of postgres_backend(), or run fewer calls at once."
+        )
+    if isinstance(exc, pg_errors.UniqueViolation | pg_errors.ExclusionViolation) and str(
+        getattr(exc.diag, "constraint_name", "")
+    ).endswith("_fact_hash"):  # a unique constraint up to schema version 2, then exclusion
+        return DuplicateFactError(
+            "Another writer stored the same fact for this user at the same moment, so this "
+            "batch was not written (unique content hash per namespace). Call remember() "
+            "again: it will find the stored fact and report it as a duplicate."
+        )
+    message = str(exc).strip()
+    if isinstance(exc, pg_errors.LockNotAvailable) and what in _REWRITES:
+        return StoreInUseError(
+            f"{message}: other sessions (an agent, a long transaction) kept the store's "
+            f"tables busy, so {_REWRITES[what]} (nothing was changed). Run it again "
+            "when the store is quieter, or with a longer lock_timeout."
+        )
+    if rolled_back(exc):
+        return BackendError(
+            f"Postgres rolled back {what} ({message}): it conflicted with another "
+            "transaction (a deadlock or a serialization failure). "
+            "Nothing of it was written: retry the call (a retried batch is idempotent)."
+        )
+    if isinstance(exc, pg_errors.DataException) and "dimensions" in message:
+        return EmbeddingDimensionError(
+            f"Postgres refused the vectors: {message}. The embedding model changed: keep "
+            "the original model, or store the new memories in a new table."
+        )
+    if isinstance(exc, pg_errors.ReadOnlySqlTransaction):
+        return BackendError(
+            f"{message}. The database is read-only: connect to a writable primary (not a "
+            "replica), or turn off default_transaction_read_only. Reads still work."
+        )
+    if isinstance(exc, pg_errors.DiskFull):
+        return BackendError(
+            f"{message}. The Postgres server is out of disk space: free space or grow the "
+            "volume, then retry (nothing of this batch was written)."
+        )
+    if isinstance(exc, pg_errors.UndefinedTable):
+        return BackendError(
+            f"{message}. Create the tables first: PostgresBackend.setup() (postgres_backend() "
+            "and LongTermMemoryStore.from_postgres() call it unless setup=False)."
+        )
+    if isinstance(exc, pg_errors.InsufficientPrivilege) and "extension" in message.lower():
+        return BackendError(
+            f"{message}. The pgvector extension is not installed in this database and this "
+            "role may not install it: ask an administrator to run CREATE EXTENSION vector."
+        )
+    if isinstance(exc, (pg_errors.UntranslatableCharacter, pg_errors.CharacterNotInRepertoire)):
+        return BackendError(
+            f"{message}. Postgres cannot store NUL (\\u0000) characters in text or JSON; "
+            "remove them from the value."
+        )
+    timed_out = isinstance(exc, pg_errors.LockNotAvailable) or "statement timeout" in message
+    if isinstance(exc, pg_errors.QueryCanceled | pg_errors.LockNotAvailable) and timed_out:
+        lock = isinstance(exc, pg_errors.LockNotAvailable)
+        return _timeout_error(what, message, "lock_timeout" if lock else "statement_timeout")
+    ended_by = ENDED_BY_TIMEOUT.get(str(getattr(exc, "sqlstate", None) or ""))
+    if ended_by is not None:
+        return _timeout_error(what, message, ended_by)
+    if isinstance(exc, pg_errors.QueryCanceled):  # pg_cancel_backend, or a client's cancel
+        return BackendError(
+            f"Postgres cancelled {what} ({message}): an administrator or another client "
+            "cancelled the statement (pg_cancel_backend); the connection did not fail. "
+            "Nothing of it was written: retry the call if it should run."
+        )
+    limit = _limit_passed(exc, message)
+    if limit is not None:
+        return EngineLimitError(
+            f"Postgres cannot do this {what} ({message}): {limit} Nothing of it was written."
+        )
+    if isinstance(exc, psycopg.OperationalError):
+        return BackendError(
+            f"The connection to Postgres failed during {what} ({message}). Nothing is "
+            "half-written: retry the call (a retried batch is idempotent)."
+        )
+    return BackendError(f"Postgres failed during {what}: {message}")
+
+
+ENDED_BY_TIMEOUT = {
+    "25P03": "idle_in_transaction_session_timeout",
+    "25P04": "transaction_timeout",  # Postgres 17+
+}
+"""SQLSTATEs of a server timeout that ends the session, and the setting to raise."""
+
+
+def _timeout_error(what: str, message: str, setting: str) -> BackendError:
+    """The error of a call a server timeout stopped: name the setting and where it is set."""
+    return BackendError(
+        f"Postgres stopped {what} ({message}): the {setting} of this role, database or "
+        f"connection is shorter than the call needs. Nothing of it was written; raise "
+        f"{setting} (ALTER ROLE ... SET {setting} = ..., or for the database, or in the "
+        f"connection's options: options='-c {setting}=...' in the URL or connect_kwargs), "
+        "or send smaller batches."
+    )
+
+
+def _limit_passed(exc: BaseException, message: str) -> str | None:
+    """What to change when ``exc`` is a limit of Postgres, not a failure; else None.
+
+    Repeating such a call fails the same way, so it must not read as a lost connection
+    ("retry the call"): psycopg raises both as ``OperationalError``.
+    """
+    if "index row size" in message or "index row requires" in message:
+        return (
+            "a key with its namespace must fit one entry of the table's B-tree index (about "
+            "2,700 bytes in all): use a shorter key or namespace labels (a hash of a long "
+            "one, say)."
+        )
+    if "number of parameters must be between" in message:
+        return (
+            "one statement binds at most 65,535 values: use fewer filter conditions or "
+            "operands (split a long $in list over several searches)."
+        )
+    if isinstance(exc, pg_errors.ProgramLimitExceeded):
+        return "it is past a limit of the server: send less in one call."
+    return None
