@@ -1,6 +1,8 @@
 """Postgres with pgvector (``pip install "langchain-ltm[postgres]"``).
 
-- :mod:`.backend`: ``PostgresBackend`` and :func:`postgres_backend` (URL, ``PGEngine`` or pool).
+- :mod:`.backend`: ``PostgresBackend``; :mod:`._factory`: :func:`postgres_backend` (URL,
+  ``PGEngine`` or pool); :mod:`._maintenance`: the backend's table maintenance (vector
+  type, compaction, the HNSW index and its calibration).
 - :mod:`._sql`: what every statement shares (``Statement``, ``Tables``, namespaces as
   btree ranges, filters); :mod:`._reads`, :mod:`._writes` (key locks, TTL, advisory
   locks) and :mod:`._schema` (tables, migrations, vector types) build the statements, as
