@@ -75,33 +75,6 @@ class ExtractionJob:
     turns: list[list[BaseMessage]] = field(default_factory=list)
 
 
-def turn_messages(messages: Sequence[Any]) -> list[BaseMessage]:
-    """The messages of the latest turn: every user message since the last answer, to the end.
-
-    One input may hold several user messages (``{"messages": [fact, question]}``, or
-    messages sent while the agent was busy): each is part of the turn.
-
-    Example:
-        >>> from langchain_core.messages import AIMessage
-        >>> said = [HumanMessage("hi"), AIMessage("hello"), HumanMessage("I'm Eva"),
-        ...         HumanMessage("what's new?"), AIMessage("not much")]
-        >>> [m.text for m in turn_messages(said)]
-        ["I'm Eva", "what's new?", 'not much']
-    """
-    last = next(
-        (i for i in range(len(messages) - 1, -1, -1) if said_by_user(messages[i])),
-        None,
-    )
-    if last is None:
-        return []
-    start = last
-    while start > 0 and not isinstance(messages[start - 1], AIMessage):
-        start -= 1
-    while not isinstance(messages[start], HumanMessage):
-        start += 1
-    return list(messages[start:])
-
-
 MESSAGE_CHARS = 4000
 """Most characters of one message the extraction request carries (a tool result: 500).
 

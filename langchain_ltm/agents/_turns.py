@@ -1,8 +1,9 @@
 """A thread's turns: split at each user message, answered, stored and rendered again.
 
 A turn starts at a user message and holds what follows it up to the next one. These pure
-helpers find a turn's final answer (:func:`final_answer`), the turns of the latest input
-(:func:`latest_turns`), the value a finished turn is indexed with (:func:`turn_value`) and
+helpers find a turn's final answer (:func:`final_answer`), the current input (:func:`current_turn`,
+from the user messages ``before_agent`` recorded, :func:`record_input`; the one definition
+extraction and session memory share) and its turns (:func:`latest_turns`), the value a finished turn is indexed with (:func:`turn_value`) and
 the "Earlier conversations" block that brings stored turns back into the system message
 (:func:`render_turns`, :func:`with_context`). Used by
 :class:`~langchain_ltm.agents.session.SessionMemoryMiddleware` and
@@ -128,12 +129,14 @@ def tool_blocks(messages: Sequence[AnyMessage]) -> list[list[AnyMessage]]:
     return blocks
 
 
-def latest_turns(messages: Sequence[AnyMessage]) -> list[Turn]:
-    """The turns of the latest input: the last turn and the unanswered ones just before it.
+def latest_turns(
+    messages: Sequence[AnyMessage], waiting: Sequence[AnyMessage] | None = None
+) -> list[Turn]:
+    """The turns of the current input (:func:`current_turn`): one per user message.
 
     One input may hold several user messages (a fact, then a question): each is a turn of
     its own, and only the last has the answer. A turn's number counts the user messages
-    before it.
+    before it in ``messages``.
 
     Example:
         >>> latest_turns([HumanMessage("a"), AIMessage("b"), HumanMessage("c"), AIMessage("d")])
@@ -141,16 +144,18 @@ def latest_turns(messages: Sequence[AnyMessage]) -> list[Turn]:
         >>> [t.user for t in latest_turns([HumanMessage("c"), HumanMessage("e"), AIMessage("f")])]
         ['c', 'e']
     """
-    _, turns = split_turns(messages)
-    first = current_input(turns)
-    out = []
-    for number in range(first, len(turns)):
-        turn = turns[number]
+    _, thread = split_turns(messages)
+    numbers = {id(turn[0]): number for number, turn in enumerate(thread)}
+    _, turns = split_turns(current_turn(messages, waiting))
+    out: list[Turn] = []
+    number = len(thread)
+    for turn in reversed(turns):  # a message summarized away: numbered before the next one
+        number = numbers.get(id(turn[0]), max(number - 1, 0))
         if not said_by_user(turn[0]):  # a summary of earlier messages: not a turn of the user
             continue
         message_id = str(turn[0].id) if turn[0].id else None
         out.append(Turn(number, turn[0].text, answer_text(final_answer(turn)), message_id))
-    return out
+    return out[::-1]
 
 
 def current_input(turns: Sequence[Sequence[AnyMessage]]) -> int:
@@ -159,6 +164,99 @@ def current_input(turns: Sequence[Sequence[AnyMessage]]) -> int:
     while first > 0 and not final_answer(turns[first - 1]):
         first -= 1
     return max(first, 0)
+
+
+def input_messages(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
+    """The user messages a run's input added: those at the end of the state.
+
+    Example:
+        >>> said = [HumanMessage("a"), AIMessage("b"), HumanMessage("c"), HumanMessage("d")]
+        >>> [m.text for m in input_messages(said)]
+        ['c', 'd']
+    """
+    start = len(messages)
+    while start > 0 and isinstance(messages[start - 1], HumanMessage):
+        start -= 1
+    return [m for m in messages[start:] if said_by_user(m)]
+
+
+def record_input(state: Any, key: str) -> dict[str, Any] | None:
+    """``before_agent``'s state update: the input's user messages join those waiting.
+
+    The messages wait under ``key`` until ``after_agent`` handles them and clears it. A run
+    that stops before its answer (a human-in-the-loop pause the user abandons, a model
+    error after a tool call) leaves them waiting, so the next run that ends handles them
+    too; and their copies survive a summary that removes them from the thread mid-turn.
+    """
+    waiting = list(state.get(key) or [])
+    known = {m.id for m in waiting if m.id}
+    new = [m for m in input_messages(state.get("messages") or []) if not m.id or m.id not in known]
+    return {key: [*waiting, *new]} if new else None
+
+
+def recorded(state: Any, key: str) -> list[AnyMessage] | None:
+    """The user messages :func:`record_input` keeps under ``key`` (``None``: no record)."""
+    waiting = state.get(key)
+    return None if waiting is None else list(waiting)
+
+
+def current_turn(
+    messages: Sequence[AnyMessage], waiting: Sequence[AnyMessage] | None = None
+) -> list[AnyMessage]:
+    """The messages of the current input: its user messages and everything after them.
+
+    The one definition of "the current input" that extraction and session memory share.
+    ``waiting``: the user messages :func:`record_input` kept since the last run that ended
+    (``[]``: the user said nothing new); those still in ``messages`` start the turn, and
+    those a summary removed come first, copied. ``None`` (a state without that record):
+    the last turn and the turns before it that have no final answer
+    (:func:`current_input`).
+
+    Example:
+        >>> call = AIMessage("", tool_calls=[{"name": "book", "args": {}, "id": "1"}])
+        >>> paused = HumanMessage("I'm vegan; book it", id="h1")
+        >>> thread = [HumanMessage("hi", id="h0"), AIMessage("hello"), paused, call,
+        ...           HumanMessage("never mind", id="h2"), AIMessage("Sure.")]
+        >>> [m.text for m in current_turn(thread, [paused, thread[4]])]
+        ["I'm vegan; book it", '', 'never mind', 'Sure.']
+        >>> [m.text for m in current_turn(thread[4:], [paused, thread[4]])]  # summarized away
+        ["I'm vegan; book it", 'never mind', 'Sure.']
+    """
+    if waiting is None:
+        _, turns = split_turns(messages)
+        if not any(said_by_user(turn[0]) for turn in turns):
+            return []
+        return [m for turn in turns[current_input(turns) :] for m in turn]
+    if not waiting:
+        return []
+    where = {m.id: i for i, m in enumerate(messages) if m.id}
+    kept = [where[m.id] for m in waiting if m.id in where]
+    gone = [m for m in waiting if m.id not in where]
+    if kept:
+        start = min(kept)
+    else:  # all summarized away: what followed the summary
+        start = next(
+            (i + 1 for i in range(len(messages) - 1, -1, -1) if _is_summary(messages[i])), 0
+        )
+    return [*gone, *messages[start:]]
+
+
+def input_query(
+    messages: Sequence[AnyMessage], waiting: Sequence[AnyMessage] | None
+) -> AnyMessage | None:
+    """The latest user message of the current input (``None``: none).
+
+    The last one in ``messages``; or, when a summary removed it mid-turn, its copy in
+    ``waiting``, so the turn's later model calls still search for what the user asked.
+    """
+    ids = {m.id for m in messages if m.id}
+    if waiting and waiting[-1].id and waiting[-1].id not in ids:
+        return waiting[-1]
+    return next((m for m in reversed(messages) if said_by_user(m)), None)
+
+
+def _is_summary(message: Any) -> bool:
+    return isinstance(message, HumanMessage) and not said_by_user(message)
 
 
 def turn_value(thread_id: str | None, turn: Turn, at: datetime) -> dict[str, Any]:

@@ -21,37 +21,35 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
     AgentState,
     ModelRequest,
     ModelResponse,
+    PrivateStateAttr,
 )
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AnyMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
+from typing_extensions import NotRequired
 
 from langchain_ltm._steps import Logic, run_async, run_sync
-from langchain_ltm.agents._extract import (
-    BackgroundExtractor,
-    ExtractionJob,
-    extract,
-    run_job,
-    turn_messages,
-)
+from langchain_ltm.agents._extract import BackgroundExtractor, ExtractionJob, extract, run_job
 from langchain_ltm.agents._recall import (
     DEFAULT_HEADER,
     DEFAULT_MIN_SCORE,
     RecallOptions,
-    latest_user_text,
     recall_block,
+    searchable,
     with_memory,
 )
 from langchain_ltm.agents._registry import RECORDER, new_input
 from langchain_ltm.agents._store import require_store
+from langchain_ltm.agents._turns import current_turn, input_query, record_input, recorded
 from langchain_ltm.agents.config import LongTermMemoryConfig
 from langchain_ltm.agents.tools import create_memory_tools, resolve_user_id, scoped_store
 from langchain_ltm.store import LongTermMemoryStore
@@ -60,8 +58,21 @@ __all__ = ["MemoryMiddleware", "MemoryMode"]
 
 MemoryMode = Literal["both", "recall", "tools"]
 
+_INPUT = "ltm_memory_input"
 
-class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+
+class MemoryState(AgentState[Any]):
+    """The agent state with the user messages of the current input (private to the middleware).
+
+    ``before_agent`` records them, ``after_agent`` extracts them and clears the record: a
+    run that stopped before its answer leaves them for the next, and a summary that
+    removes them mid-turn leaves their copies here (see ``_turns.record_input``).
+    """
+
+    ltm_memory_input: NotRequired[Annotated[list[AnyMessage], PrivateStateAttr]]
+
+
+class MemoryMiddleware(AgentMiddleware[MemoryState, Any, Any]):
     """Long-term memory for a LangChain agent: automatic recall, tools, extraction.
 
     Args:
@@ -135,6 +146,8 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         )
         self._threads = RECORDER
 
+    state_schema = MemoryState
+
     # ---- the user, the thread ------------------------------------------------------------
 
     def _user(self, runtime: Any) -> str:
@@ -151,7 +164,8 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         yield from self._note_thread(user_id, request.messages)
         if self.mode == "tools":
             return request
-        query = latest_user_text(request.messages)
+        said = input_query(request.messages, recorded(request.state, _INPUT))
+        query = None if said is None else searchable(said.text)
         block = yield from recall_block(self.store, user_id, query, self.options)
         if block is None:
             return request
@@ -173,41 +187,57 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """Async twin of :meth:`wrap_model_call`."""
         return await handler(await run_async(self._prepare(request)))
 
-    # ---- extraction --------------------------------------------------------------------------
+    # ---- the current input, extraction ------------------------------------------------------
 
-    def _job(self, state: AgentState[Any], runtime: Runtime[Any]) -> ExtractionJob | None:
+    def before_agent(self, state: MemoryState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Record the input's user messages (private state) until the turn is extracted."""
+        if self.mode == "tools" and self.extract_with is None:
+            return None  # neither recall nor extraction reads it
+        return record_input(state, _INPUT)
+
+    async def abefore_agent(
+        self, state: MemoryState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """Async twin of :meth:`before_agent`."""
+        return self.before_agent(state, runtime)
+
+    def _job(self, state: MemoryState, runtime: Runtime[Any]) -> ExtractionJob | None:
         if self.extract_with is None:
             return None
-        turn = turn_messages(state.get("messages", []))
+        turn = current_turn(state.get("messages", []), recorded(state, _INPUT))
         if not turn:
             return None
         user_id = self._user(runtime)
         thread_id = (_current_config() or {}).get("configurable", {}).get("thread_id")
-        return ExtractionJob(user_id, str(thread_id or "default"), [turn])
+        messages: list[BaseMessage] = list(turn)
+        return ExtractionJob(user_id, str(thread_id or "default"), [messages])
 
-    def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Extract facts from the finished turn (inline, or queued in the background)."""
+    def after_agent(self, state: MemoryState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Extract facts from the finished turn (inline, or queued in the background).
+
+        The turn holds every user message since the last run that ended: one of a run
+        that stopped before its answer (an abandoned human-in-the-loop pause, a model
+        error) is extracted with the next, and one a summary removed mid-turn too.
+        """
         job = self._job(state, runtime)
-        if job is None or self.extract_with is None:
-            return None
-        if self._background is not None:
-            self._background.submit(job.user_id, job.thread_id, job.turns[0])
-        else:
-            run_sync(extract(self.store, self.extract_with, job))
-        return None
+        if job is not None and self.extract_with is not None:
+            if self._background is not None:
+                self._background.submit(job.user_id, job.thread_id, job.turns[0])
+            else:
+                run_sync(extract(self.store, self.extract_with, job))
+        return _handled(state)
 
     async def aafter_agent(
-        self, state: AgentState[Any], runtime: Runtime[Any]
+        self, state: MemoryState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """Async twin of :meth:`after_agent`."""
         job = self._job(state, runtime)
-        if job is None or self.extract_with is None:
-            return None
-        if self._background is not None:
-            self._background.submit(job.user_id, job.thread_id, job.turns[0])
-        else:
-            await run_async(extract(self.store, self.extract_with, job))
-        return None
+        if job is not None and self.extract_with is not None:
+            if self._background is not None:
+                self._background.submit(job.user_id, job.thread_id, job.turns[0])
+            else:
+                await run_async(extract(self.store, self.extract_with, job))
+        return _handled(state)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait for pending background extractions (tests, shutdown); ``False`` on timeout."""
@@ -216,6 +246,11 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     async def aflush(self, timeout: float | None = None) -> bool:
         """Async twin of :meth:`flush` (waits in a worker thread)."""
         return await asyncio.to_thread(self.flush, timeout)
+
+
+def _handled(state: MemoryState) -> dict[str, Any] | None:
+    """Clear the input's record once its turn is handled."""
+    return {_INPUT: []} if state.get(_INPUT) else None
 
 
 def _current_config() -> RunnableConfig | None:

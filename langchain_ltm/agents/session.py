@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timezone
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -32,11 +32,14 @@ from langchain.agents.middleware.types import (
     ModelCallResult,
     ModelRequest,
     ModelResponse,
+    PrivateStateAttr,
 )
+from langchain_core.messages import AnyMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore, PutOp, SearchItem
+from typing_extensions import NotRequired
 
 from langchain_ltm._steps import Logic, Step, call, run_async, run_sync
 from langchain_ltm._utf8 import storable
@@ -47,7 +50,16 @@ from langchain_ltm.agents._registry import (
     new_input,
     session_namespace,
 )
-from langchain_ltm.agents._turns import Turn, latest_turns, render_turns, turn_value, with_context
+from langchain_ltm.agents._turns import (
+    Turn,
+    input_query,
+    latest_turns,
+    record_input,
+    recorded,
+    render_turns,
+    turn_value,
+    with_context,
+)
 from langchain_ltm.agents.tools import resolve_user_id
 from langchain_ltm.errors import BackendError, MissingUserIdError
 from langchain_ltm.facts.options import guard_for
@@ -68,7 +80,20 @@ At 0.2, 46 of 47 relevant turns pass and 2 of 67 others; at 0.15, 7 others pass;
 6 relevant turns are lost. Other embedding models score differently: measure yours."""
 
 
-class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+_INPUT = "ltm_session_input"
+
+
+class SessionState(AgentState[Any]):
+    """The agent state with the user messages of the current input (private to the middleware).
+
+    ``before_agent`` records them, ``after_agent`` indexes their turns and clears the
+    record (see ``_turns.record_input``).
+    """
+
+    ltm_session_input: NotRequired[Annotated[list[AnyMessage], PrivateStateAttr]]
+
+
+class SessionMemoryMiddleware(AgentMiddleware[SessionState, Any, Any]):
     """Show the model a compact history: earlier turns trimmed, relevant past turns added.
 
     Nothing is removed from the agent state; only the request sent to the model changes.
@@ -218,7 +243,35 @@ class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.user_id_key = user_id_key
         self._threads = RECORDER
 
+    state_schema = SessionState
+
     # ---- hooks: thin shells over the logic below ---------------------------------------
+
+    def before_agent(self, state: SessionState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Record the input's user messages (private state) until their turns are indexed.
+
+        Args:
+            state: The agent state with the run's input.
+            runtime: The run's runtime.
+
+        Returns:
+            The record's update (``None`` with ``retrieval="recency"``: nothing is indexed).
+        """
+        return None if self.retrieval == "recency" else record_input(state, _INPUT)
+
+    async def abefore_agent(
+        self, state: SessionState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """Async twin of :meth:`before_agent`.
+
+        Args:
+            state: The agent state with the run's input.
+            runtime: The run's runtime.
+
+        Returns:
+            The record's update (``None`` with ``retrieval="recency"``: nothing is indexed).
+        """
+        return self.before_agent(state, runtime)
 
     def wrap_model_call(
         self,
@@ -252,21 +305,25 @@ class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """
         return await handler(await run_async(self._prepare(request, _run_config())))
 
-    def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Index the finished turn for relevance retrieval (no state update).
+    def after_agent(self, state: SessionState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Index the finished turns for relevance retrieval.
+
+        Every user message since the last run that ended is a turn: one of a run that
+        stopped before its answer (an abandoned human-in-the-loop pause, a model error) is
+        indexed with the next run's, and one a summary removed mid-turn too.
 
         Args:
             state: The agent state at the end of the run.
             runtime: The run's runtime (its context may carry the user id).
 
         Returns:
-            ``None``: the state is left as it is.
+            The cleared record of the input's user messages (``None``: nothing to clear).
         """
         run_sync(self._index(state, runtime, _run_config()))
-        return None
+        return _handled(state)
 
     async def aafter_agent(
-        self, state: AgentState[Any], runtime: Runtime[Any]
+        self, state: SessionState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """Async twin of :meth:`after_agent`.
 
@@ -275,10 +332,10 @@ class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             runtime: The run's runtime (its context may carry the user id).
 
         Returns:
-            ``None``: the state is left as it is.
+            The cleared record of the input's user messages (``None``: nothing to clear).
         """
         await run_async(self._index(state, runtime, _run_config()))
-        return None
+        return _handled(state)
 
     # ---- logic, written once ------------------------------------------------------------
 
@@ -304,12 +361,15 @@ class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         yield from self._threads.note(
             store, user_id, _raw_thread_id(config), check=new_input(request.messages)
         )
-        if not view.query.strip():
+        # the latest user message, or its copy when a summary removed it mid-turn
+        said = input_query(request.messages, recorded(request.state, _INPUT))
+        text = "" if said is None else said.text
+        if not text.strip():
             return request.override(messages=view.messages)
         thread_id = _thread_of_turns(config)
         shown = {(thread_id, turn) for turn in view.turns}
         # a lone surrogate in a message cannot be embedded: searched with "?" in its place
-        namespace, query = session_namespace(user_id), storable(view.query)
+        namespace, query = session_namespace(user_id), storable(text)
         fetch = self.relevant_turns + len(shown)
         try:
             found: list[SearchItem] = yield Step(
@@ -331,12 +391,12 @@ class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return request.override(messages=view.messages, system_message=system)
 
     def _index(
-        self, state: AgentState[Any], runtime: Any, config: RunnableConfig | None
+        self, state: SessionState, runtime: Any, config: RunnableConfig | None
     ) -> Logic[None]:
         if self.retrieval == "recency":
             return
         user_id = resolve_user_id(config, runtime, self.user_id_key)
-        turns = latest_turns(state["messages"])
+        turns = latest_turns(state["messages"], recorded(state, _INPUT))
         if not turns:
             return
         prefix = _thread_id(config)
@@ -369,6 +429,11 @@ class SessionMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
 
 # ---- helpers -----------------------------------------------------------------------------
+
+
+def _handled(state: SessionState) -> dict[str, Any] | None:
+    """Clear the input's record once its turns are indexed."""
+    return {_INPUT: []} if state.get(_INPUT) else None
 
 
 def _in_view(

@@ -10,16 +10,19 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
+from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.tools import tool
 from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import create_react_agent
 from pydantic import BaseModel
 
 from langchain_ltm import LongTermMemoryStore, MissingUserIdError
-from langchain_ltm.agents._registry import thread_namespace
+from langchain_ltm.agents._registry import session_namespace, thread_namespace
 from langchain_ltm.agents.hooks import memory_pre_model_hook
 from langchain_ltm.agents.middleware import MemoryMiddleware
+from langchain_ltm.agents.session import SessionMemoryMiddleware
 from tests.fakes import KeywordEmbeddings, ScriptedToolModel
 from tests.unit_tests.test_resolvers import ScriptedChatModel
 
@@ -584,6 +587,100 @@ def test_every_user_message_of_one_input_is_extracted(emb):
     transcript = str(extractor.requests[-1][-1].content)
     assert "User: My sister Eva is allergic to peanuts." in transcript
     assert "User: What should I cook?" in transcript and "User: Hi" not in transcript
+
+
+@tool
+def book_table(restaurant: str) -> str:
+    """Book a table."""
+    return f"booked {restaurant}"
+
+
+def calling(name: str, call_id: str, **args: Any) -> AIMessage:
+    return AIMessage("", tool_calls=[{"name": name, "args": args, "id": call_id}])
+
+
+def both_memories(store, model, extractor, *first: Any, **options: Any):
+    """An agent with session memory and extraction (and the middlewares ``first`` before)."""
+    middleware = [
+        *first,
+        SessionMemoryMiddleware(store, retrieval="both"),
+        MemoryMiddleware(store, mode="recall", extract_with=extractor, **options),
+    ]
+    return create_agent(
+        model, tools=[book_table], middleware=middleware, store=store, checkpointer=InMemorySaver()
+    )
+
+
+def indexed_turns(store, user_id: str) -> list[str]:
+    return sorted(item.value["user"] for item in store.search(session_namespace(user_id)))
+
+
+def test_a_message_of_a_pause_the_user_abandons_is_extracted_and_indexed(emb):
+    """A human-in-the-loop pause, then a new message instead of a resume: extraction began
+    at the latest AI message (the paused tool call) and never saw the peanuts, while
+    session memory indexed them: the two middlewares disagreed on the turn."""
+    store = LongTermMemoryStore(InMemoryVectorStore(emb))
+    extractor = ScriptedChatModel(answers=[extraction(("Is allergic to peanuts", False))])
+    model = ScriptedChatModel(answers=[calling("book_table", "b1", restaurant="Chez Paul")])
+    model.answers.append(AIMessage("Sure."))
+    pause = HumanInTheLoopMiddleware(interrupt_on={"book_table": True})
+    agent = both_memories(store, model, extractor, pause)
+    said = "I'm allergic to peanuts; book Chez Paul for tonight"
+    assert agent.invoke({"messages": [("user", said)]}, run("ana"))["__interrupt__"]
+    agent.invoke({"messages": [("user", "actually never mind, thanks")]}, run("ana"))
+    transcript = str(extractor.requests[-1][-1].content)
+    assert f"User: {said}" in transcript and "User: actually never mind" in transcript
+    assert [f.content for f in store.list_all("ana")] == ["Is allergic to peanuts"]
+    assert indexed_turns(store, "ana") == [said, "actually never mind, thanks"]
+    extractor.answers.append(extraction())  # handled once: the next turn is its own
+    model.answers.append(AIMessage("Bye."))
+    agent.invoke({"messages": [("user", "bye")]}, run("ana"))
+    conversation = str(extractor.requests[-1][-1].content).split("Conversation:")[1]
+    assert conversation.strip() == "User: bye\nAssistant: Bye."
+
+
+async def test_a_message_of_a_run_that_failed_after_a_tool_is_extracted_with_the_next(emb):
+    """The model failed after a tool result; the user wrote "try again": neither the
+    extraction nor session memory saw the first message (the tool exchange was taken
+    for its answer)."""
+    store = LongTermMemoryStore(InMemoryVectorStore(emb))
+    extractor = ScriptedChatModel(answers=[extraction(("Is allergic to peanuts", False))])
+    model = ScriptedChatModel(answers=[calling("book_table", "b1", restaurant="Chez Paul")])
+    model.answers += [TimeoutError("provider timed out"), AIMessage("Booked: Chez Paul.")]
+    agent = both_memories(store, model, extractor)
+    said = "I'm allergic to peanuts, book me a table in Lyon"
+    with pytest.raises(TimeoutError):
+        await agent.ainvoke({"messages": [("user", said)]}, run("ana"))
+    await agent.ainvoke({"messages": [("user", "try again please")]}, run("ana"))
+    transcript = str(extractor.requests[-1][-1].content)
+    assert f"User: {said}" in transcript and "User: try again please" in transcript
+    assert [f.content for f in await store.alist_all("ana")] == ["Is allergic to peanuts"]
+    assert indexed_turns(store, "ana") == [said, "try again please"]
+
+
+def test_a_message_summarized_away_mid_turn_is_extracted_indexed_and_still_the_query(emb):
+    """A summary removed the user's message during its own tool loop: the turn was not
+    extracted nor indexed, and the later model calls of the turn recalled with no query."""
+    from langchain.agents.middleware import SummarizationMiddleware
+
+    store = LongTermMemoryStore(InMemoryVectorStore(emb))
+    store.remember("ana", "Likes quiet places")  # relevant to any query at min_score=-1
+    summarizer = ScriptedChatModel(answers=[AIMessage("The user asked for tables.")] * 5)
+    summary = SummarizationMiddleware(summarizer, trigger=("messages", 5), keep=("messages", 2))
+    extractor = ScriptedChatModel(answers=[extraction(("Is vegan", False))])
+    model = ScriptedChatModel(
+        answers=[calling("book_table", f"b{i}", restaurant=f"place {i}") for i in range(3)]
+    )
+    model.answers.append(AIMessage("Booked three vegan places."))
+    agent = both_memories(store, model, extractor, summary, min_score=-1.0)
+    said = "I'm vegan - book me tables in Lyon"
+    state = agent.invoke({"messages": [("user", said)]}, run("ana"))
+    assert said not in [m.text for m in state["messages"]]  # summarized away mid-turn
+    assert len(summarizer.requests) >= 1
+    assert all("Likes quiet places" in system_text(r) for r in model.requests)
+    assert f"User: {said}" in str(extractor.requests[-1][-1].content)
+    assert sorted(f.content for f in store.list_all("ana")) == ["Is vegan", "Likes quiet places"]
+    assert indexed_turns(store, "ana") == [said]
 
 
 def test_a_configured_namespace_holds_all_of_a_users_memory(emb):
