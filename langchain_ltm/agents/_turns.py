@@ -1,12 +1,14 @@
 """A thread's turns: split at each user message, answered, stored and rendered again.
 
 A turn starts at a user message and holds what follows it up to the next one. These pure
-helpers find a turn's final answer (:func:`final_answer`), the current input (:func:`current_turn`,
-from the user messages ``before_agent`` recorded, :func:`record_input`; the one definition
-extraction and session memory share) and its turns (:func:`latest_turns`), the value a finished turn is indexed with (:func:`turn_value`) and
-the "Earlier conversations" block that brings stored turns back into the system message
-(:func:`render_turns`, :func:`with_context`). Used by
-:class:`~langchain_ltm.agents.session.SessionMemoryMiddleware` and
+helpers find a turn's final answer (:func:`final_answer`); the current input
+(:func:`current_turn`, from the user messages ``before_agent`` recorded with
+:func:`record_input`: the one definition extraction and session memory share) and its
+turns (:func:`latest_turns`); the value a finished turn is indexed with
+(:func:`turn_value`); and the "Earlier conversations" block that brings stored turns back
+into the system message (:func:`render_turns`, :func:`with_context`). Used by
+:class:`~langchain_ltm.agents.session.SessionMemoryMiddleware`,
+:class:`~langchain_ltm.agents.middleware.MemoryMiddleware` and
 :mod:`langchain_ltm.agents._history_view`.
 """
 
