@@ -10,6 +10,7 @@ debounced and serialized per thread.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -258,7 +259,7 @@ class BackgroundExtractor:
 
     def __init__(self, run: Callable[[ExtractionJob], object], debounce: float = 0.5) -> None:
         self._run = run
-        self.debounce = debounce
+        self.debounce = check_debounce(debounce)
         self._pending: dict[tuple[str, str], ExtractionJob] = {}
         self._active: set[tuple[str, str]] = set()
         self._idle = threading.Condition()
@@ -275,23 +276,50 @@ class BackgroundExtractor:
         threading.Thread(target=self._drain, args=(key,), daemon=True).start()
 
     def _drain(self, key: tuple[str, str]) -> None:
-        while True:
-            time.sleep(self.debounce)
-            with self._idle:
-                job = self._pending.pop(key, None)
-                if job is None:
+        released = False
+        try:
+            while True:
+                try:
+                    time.sleep(self.debounce)
+                except (ValueError, OverflowError, TypeError) as exc:  # debounce set since
+                    logger.warning("background memory extraction did not wait: %s", exc)
+                with self._idle:
+                    job = self._pending.pop(key, None)
+                    if job is None:  # released under the lock a submit takes: none is missed
+                        self._active.discard(key)
+                        self._idle.notify_all()
+                        released = True
+                        return
+                try:
+                    self._run(job)
+                except Exception as exc:
+                    logger.warning("background memory extraction failed: %s", exc)
+        finally:
+            if not released:  # the worker died: the next submit starts one for what waits
+                with self._idle:
                     self._active.discard(key)
                     self._idle.notify_all()
-                    return
-            try:
-                self._run(job)
-            except Exception as exc:
-                logger.warning("background memory extraction failed: %s", exc)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every queued turn is extracted; ``False`` on timeout."""
         with self._idle:
             return self._idle.wait_for(lambda: not self._active, timeout)
+
+
+def check_debounce(debounce: Any) -> float:
+    """``debounce`` as seconds to wait: a finite number >= 0, else ``ValueError``.
+
+    ``nan`` or ``inf`` made the worker's ``time.sleep`` raise: the worker died, the
+    thread's turns were never extracted and ``flush()`` waited forever.
+    """
+    if (
+        isinstance(debounce, bool)
+        or not isinstance(debounce, (int, float))
+        or not math.isfinite(debounce)
+        or debounce < 0
+    ):
+        raise ValueError(f"debounce must be a finite number of seconds >= 0, got {debounce!r}.")
+    return float(debounce)
 
 
 def run_job(store: LongTermMemoryStore, model: BaseChatModel) -> Callable[[ExtractionJob], object]:

@@ -38,7 +38,13 @@ from langgraph.runtime import Runtime
 from typing_extensions import NotRequired
 
 from langchain_ltm._steps import Logic, run_async, run_sync
-from langchain_ltm.agents._extract import BackgroundExtractor, ExtractionJob, extract, run_job
+from langchain_ltm.agents._extract import (
+    BackgroundExtractor,
+    ExtractionJob,
+    check_debounce,
+    extract,
+    run_job,
+)
 from langchain_ltm.agents._recall import (
     DEFAULT_HEADER,
     DEFAULT_MIN_SCORE,
@@ -85,7 +91,8 @@ class MemoryMiddleware(AgentMiddleware[MemoryState, Any, Any]):
         extract_with: A chat model with structured output: after each turn it reads the
             turn and returns facts to remember (``None``: no extraction).
         background: Extract off the request path (debounced per thread; :meth:`flush`).
-        debounce: Seconds a background extraction waits for more turns of its thread.
+        debounce: Seconds a background extraction waits for more turns of its thread (a
+            finite number >= 0).
         config: Options of the memory tools (and ``user_id_key``); its namespace,
             thresholds, resolver and secret guard apply to recall and extraction too.
         header: First lines of the memory block.
@@ -129,8 +136,7 @@ class MemoryMiddleware(AgentMiddleware[MemoryState, Any, Any]):
             raise ValueError(f'mode must be "both", "recall" or "tools", got {mode!r}.')
         if background and extract_with is None:
             raise ValueError("background=True needs extract_with=<chat model>.")
-        if not isinstance(debounce, (int, float)) or debounce < 0:
-            raise ValueError(f"debounce must be a number of seconds >= 0, got {debounce!r}.")
+        check_debounce(debounce)
         self.mode: MemoryMode = mode
         self.options = RecallOptions(recall_limit, min_score, max_chars, header, show_dates)
         self.tool_config = config or LongTermMemoryConfig()

@@ -19,6 +19,7 @@ from langgraph.prebuilt import create_react_agent
 from pydantic import BaseModel
 
 from langchain_ltm import LongTermMemoryStore, MissingUserIdError
+from langchain_ltm.agents._extract import BackgroundExtractor
 from langchain_ltm.agents._registry import session_namespace, thread_namespace
 from langchain_ltm.agents.hooks import memory_pre_model_hook
 from langchain_ltm.agents.middleware import MemoryMiddleware
@@ -801,6 +802,27 @@ def test_options_are_checked(store):
         MemoryMiddleware(store, background=True)
     with pytest.raises(ValueError, match="min_score"):
         MemoryMiddleware(store, min_score=3)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -1, "1", True])
+def test_a_debounce_the_worker_cannot_wait_is_refused(store, bad):
+    """``nan`` and ``inf`` were accepted: the worker's sleep raised, the worker died with
+    the thread marked busy, the turn was never extracted and ``flush()`` hung."""
+    extractor = ScriptedChatModel()
+    with pytest.raises(ValueError, match="finite number of seconds"):
+        MemoryMiddleware(store, extract_with=extractor, background=True, debounce=bad)
+    with pytest.raises(ValueError, match="finite number of seconds"):
+        BackgroundExtractor(lambda job: None, debounce=bad)
+
+
+def test_a_background_worker_that_cannot_wait_still_extracts_and_flushes():
+    """A worker whose sleep raised died with its thread marked busy: turns were lost and
+    ``flush()`` waited forever."""
+    done: list[str] = []
+    worker = BackgroundExtractor(lambda job: done.append(job.thread_id), debounce=0)
+    worker.debounce = float("nan")  # set after the checks
+    worker.submit("ana", "t1", [HumanMessage("I like tea")])
+    assert worker.flush(timeout=5) and done == ["t1"]
 
 
 @pytest.mark.filterwarnings("ignore:create_react_agent has been moved")
