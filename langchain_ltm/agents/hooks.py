@@ -17,7 +17,7 @@ from langchain_ltm.agents._recall import (
 )
 from langchain_ltm.agents._registry import RECORDER, new_input
 from langchain_ltm.agents._store import require_store
-from langchain_ltm.agents.tools import resolve_user_id
+from langchain_ltm.agents.tools import current_runtime, resolve_user_id
 from langchain_ltm.store import LongTermMemoryStore
 
 __all__ = ["memory_pre_model_hook"]
@@ -53,7 +53,7 @@ def memory_pre_model_hook(
     options = RecallOptions(recall_limit, min_score, max_chars, header, show_dates)
 
     def logic(state: Any, config: RunnableConfig) -> Logic[dict[str, Any]]:
-        user_id = resolve_user_id(config, _runtime(), user_id_key)
+        user_id = resolve_user_id(config, current_runtime(), user_id_key)
         messages = _messages(state)
         thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
         # the thread is the user's: forget_user deletes its checkpoints too
@@ -75,12 +75,3 @@ def _messages(state: Any) -> list[Any]:
 
     raw = state.get("messages", []) if isinstance(state, dict) else getattr(state, "messages", [])
     return list(convert_to_messages(raw))
-
-
-def _runtime() -> Any:
-    try:
-        from langgraph.runtime import get_runtime
-
-        return get_runtime()
-    except Exception:  # outside a graph run: no runtime context
-        return None

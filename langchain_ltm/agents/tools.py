@@ -132,14 +132,23 @@ def create_memory_tools(
 
 def memory_tools_for(
     store: LongTermMemoryStore,
-    run: RunnableConfig,
+    run: RunnableConfig | None,
     *,
     config: LongTermMemoryConfig | None = None,
+    runtime: Any = None,
 ) -> list[StructuredTool]:
     """Memory tools bound to the user of one run, for custom graph nodes.
 
-    The user is resolved now (``MissingUserIdError`` if the run has none); the tools are new
+    The user is resolved now, as everywhere else: the runtime context's ``user_id_key``
+    (``runtime``'s, else the running graph's, ``langgraph.runtime.get_runtime()``), else
+    ``run["configurable"]`` (``MissingUserIdError`` if neither has one). The tools are new
     objects for this call, so concurrent invocations share nothing mutable.
+
+    Args:
+        store: Where the facts live.
+        run: The node's ``config`` (``None``: the runtime context only).
+        config: Which tools to expose and how they behave.
+        runtime: The node's ``Runtime`` (default: the running graph's, if any).
 
     Example:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -151,8 +160,20 @@ def memory_tools_for(
     """
     store = require_store(store, "memory_tools_for")
     options = config or LongTermMemoryConfig()
-    user_id = resolve_user_id(run, None, options.user_id_key)
+    if runtime is None:
+        runtime = current_runtime()
+    user_id = resolve_user_id(run, runtime, options.user_id_key)
     return _build(scoped_store(store, options), options, lambda _run, _runtime: user_id)
+
+
+def current_runtime() -> Any:
+    """The running graph's ``Runtime`` (its context may carry the user), else ``None``."""
+    try:
+        from langgraph.runtime import get_runtime
+
+        return get_runtime()
+    except Exception:  # outside a graph run: no runtime context
+        return None
 
 
 def scoped_store(store: LongTermMemoryStore, options: LongTermMemoryConfig) -> LongTermMemoryStore:

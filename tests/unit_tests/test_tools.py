@@ -296,6 +296,44 @@ def test_memory_tools_for_binds_one_run(store):
     assert memory_tools_for(store, run("x"))[0] is not memory_tools_for(store, run("x"))[0]
 
 
+def test_memory_tools_for_in_a_graph_node_takes_the_user_from_the_runtime_context(store):
+    """It read ``configurable`` only: with the user in the runtime context it raised
+    ``MissingUserIdError`` (whose message says to pass a context), and with a context and a
+    ``configurable`` user it bound the latter, where everything else lets the context win."""
+    from typing import TypedDict
+
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.runtime import Runtime
+
+    class State(TypedDict):
+        fact: str
+
+    def node(state: State, config: RunnableConfig) -> State:
+        memory_tools_for(store, config)[0].invoke({"fact": state["fact"]})
+        return state
+
+    def explicit(state: State, config: RunnableConfig, runtime: Runtime[Context]) -> State:
+        memory_tools_for(store, None, runtime=runtime)[0].invoke({"fact": state["fact"]})
+        return state
+
+    for body in (node, explicit):
+        graph = StateGraph(State, context_schema=Context)
+        graph.add_node("n", body)
+        graph.add_edge(START, "n")
+        graph.add_edge("n", END)
+        app = graph.compile()
+        app.invoke({"fact": f"likes jazz ({body.__name__})"}, context=Context(user_id="alice"))
+        app.invoke({"fact": f"likes tea ({body.__name__})"}, run("bob"), context=Context("alice"))
+    assert sorted(f.content for f in store.list_all("alice")) == [
+        "likes jazz (explicit)",
+        "likes jazz (node)",
+        "likes tea (explicit)",
+        "likes tea (node)",
+    ]
+    assert store.list_all("bob") == []
+
+
 @pytest.mark.parametrize("build", BUILDERS)
 def test_agent_remembers_across_threads_and_isolates_users(store, build):
     agent = build(store)
