@@ -54,7 +54,9 @@ class RecallOptions:
     Attributes:
         limit: Most relevant facts added (pinned facts come on top).
         min_score: Relevant facts scoring below this cosine similarity are left out.
-        max_chars: Size budget of the whole block, in characters (pinned facts first).
+        max_chars: Size budget of the whole block, in characters (pinned facts first), the
+            header included: at least :func:`least_max_chars` (258 with the default
+            header), so one fact always fits.
         header: The block's first lines.
         show_dates: Start each fact's line with the date its text was said or remembered
             (``valid_from``, UTC, e.g. ``[2023-05-08]``), for questions about when.
@@ -78,10 +80,32 @@ class RecallOptions:
             )
         if not isinstance(self.min_score, (int, float)) or not -1.0 <= self.min_score <= 1.0:
             raise ValueError(f"min_score is a cosine in [-1, 1], got {self.min_score!r}.")
-        if not isinstance(self.max_chars, int) or self.max_chars < 100:
-            raise ValueError(f"max_chars must be an int >= 100, got {self.max_chars!r}.")
+        least = least_max_chars(self.header)
+        if (
+            not isinstance(self.max_chars, int)
+            or isinstance(self.max_chars, bool)
+            or self.max_chars < least
+        ):
+            raise ValueError(
+                f"max_chars must be an int >= {least}: the header ({len(self.header)} "
+                f"characters), a heading and one fact cut to {_MIN_CUT}; got "
+                f"{self.max_chars!r}. A shorter header= lowers that floor."
+            )
         if not isinstance(self.show_dates, bool):
             raise TypeError(f"show_dates must be True or False, got {self.show_dates!r}.")
+
+
+def least_max_chars(header: str) -> int:
+    """The smallest ``max_chars`` that holds ``header``, a heading and one fact.
+
+    A budget under the header's length passed the checks (100 did, the default header is
+    171 characters) and then left every fact, pinned ones too, out of the prompt.
+
+    Example:
+        >>> least_max_chars(DEFAULT_HEADER)
+        258
+    """
+    return len(header) + len("\n" + _LONGEST_HEADING + "\n") + _MIN_CUT
 
 
 def latest_user_text(messages: Sequence[Any]) -> str | None:
@@ -176,8 +200,8 @@ def render_block(
     seen = {f.id for f in pinned}
     extra = [f for f in relevant if f.id not in seen]
     sections = [
-        ("Profile:", [_line(f, options.show_dates) for f in pinned]),
-        ("Relevant to this message:", [_line(f, options.show_dates) for f in extra]),
+        (_PROFILE, [_line(f, options.show_dates) for f in pinned]),
+        (_LONGEST_HEADING, [_line(f, options.show_dates) for f in extra]),
     ]
     out = options.header
     for heading, lines in sections:
@@ -198,6 +222,10 @@ def render_block(
 
 _MIN_CUT = 60
 """The fewest characters a fact that does not fit is cut to (less: it is left out)."""
+
+_PROFILE = "Profile:"
+_LONGEST_HEADING = "Relevant to this message:"
+"""The block's section headings (the longer one counts in :func:`least_max_chars`)."""
 
 
 def _line(fact: Fact, show_dates: bool) -> str:

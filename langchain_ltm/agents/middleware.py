@@ -87,7 +87,8 @@ class MemoryMiddleware(AgentMiddleware[MemoryState, Any, Any]):
             recall only, no tools; ``"tools"``: the tools only.
         recall_limit: Most relevant facts added to a model call (pinned facts come on top).
         min_score: Relevant facts scoring below this similarity stay out of the prompt.
-        max_chars: Size budget of the memory block, in characters.
+        max_chars: Size budget of the memory block, in characters, its header included
+            (at least 258 with the default header: room for a heading and one fact).
         extract_with: A chat model with structured output: after each turn it reads the
             turn and returns facts to remember (``None``: no extraction).
         background: Extract off the request path (debounced per thread; :meth:`flush`).

@@ -114,11 +114,23 @@ def test_another_users_run_sees_none_of_them(store):
 
 def test_min_score_and_budget_keep_the_block_small(store):
     model = RecordingModel()
-    agent = agent_with(store, model, mode="recall", max_chars=220)
+    agent = agent_with(store, model, mode="recall", max_chars=258)  # the least accepted
     agent.invoke({"messages": [("user", "which team do I work on")]}, run("alice"))
     prompt = system_text(model.requests[0])
     block = prompt.removeprefix("You are helpful.\n\n")
-    assert len(block) <= 220 and "Spanish" in block
+    assert len(block) <= 258 and "Spanish" in block
+
+
+@pytest.mark.parametrize("build", ["middleware", "hook"])
+def test_a_budget_that_cannot_hold_the_header_and_a_fact_is_refused(store, build):
+    """``max_chars`` from 100 was accepted, but the default header alone is 171 characters:
+    at 100-200 every fact, the pinned ones too, was left out of the prompt."""
+    make = MemoryMiddleware if build == "middleware" else memory_pre_model_hook
+    for bad in (100, 200, 257):
+        with pytest.raises(ValueError, match=r"max_chars must be an int >= 258"):
+            make(store, max_chars=bad)
+    make(store, max_chars=258)
+    make(store, max_chars=100, header="## Memory")  # a shorter header lowers the floor
 
 
 def test_one_long_fact_never_hides_the_others(emb):
@@ -136,11 +148,15 @@ def test_one_long_fact_never_hides_the_others(emb):
         assert "My name is Alice" in block and "Prefers answers in Spanish" in block, budget
         assert "Works on the payments team" in block, budget
         assert "Background:" in block and "…" in block, budget  # cut to the room left
+    tight_store = LongTermMemoryStore(InMemoryVectorStore(emb))
+    for fact in ("My name is Alice", long_fact, "Prefers answers in Spanish"):
+        tight_store.remember("alice", fact, pinned=True)
     tight = RecordingModel()
-    agent = agent_with(store, tight, mode="recall", max_chars=230)
+    agent = agent_with(tight_store, tight, mode="recall", max_chars=258)
     agent.invoke({"messages": [("user", "which team do I work on")]}, run("alice"))
     block = system_text(tight.requests[0]).removeprefix("You are helpful.\n\n")
     assert "Background:" not in block and "My name is Alice" in block  # too little room: out
+    assert "Prefers answers in Spanish" in block  # the facts after it still get their turn
     assert not block.rstrip().endswith(":")  # no heading without a fact under it
 
 
