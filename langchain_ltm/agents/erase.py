@@ -124,7 +124,8 @@ def forget_user(
         InvalidUserIdError: ``user_id`` is missing, empty, not a string or too long
             (nothing is read or deleted).
         TypeError: ``checkpointer`` cannot delete threads (nothing is deleted).
-        ValueError: ``checkpointer`` is a ``SqliteSaver`` whose database has no checkpoint
+        ValueError: ``checkpointer`` is a ``SqliteSaver`` (``AsyncSqliteSaver`` for
+            :func:`aforget_user`) whose database has no checkpoint
             tables, so not the agent's (nothing is deleted, no table is created).
 
     Example:
@@ -344,7 +345,7 @@ SQLITE_CHECKPOINT_TABLES = ("checkpoints", "writes")  # what LangGraph's SqliteS
 
 
 def _has_checkpoint_tables(checkpointer: Any) -> Step:
-    """Refuse a ``SqliteSaver`` whose file has no checkpoint tables, before anything is deleted.
+    """Refuse a ``SqliteSaver`` (or ``AsyncSqliteSaver``) whose file has no checkpoint tables.
 
     Its ``delete_thread`` creates the tables first (``setup()``), so on the wrong file (a
     typo'd path, another application's database) it deletes nothing and raises nothing;
@@ -352,29 +353,38 @@ def _has_checkpoint_tables(checkpointer: Any) -> Step:
     and the real checkpoints could never be found again. A checkpointer an agent wrote to
     has the tables; other savers need no check (Postgres raises on a missing table).
     """
+    query = "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)"
+    conn = getattr(checkpointer, "conn", None)
 
     def check() -> None:
         sqlite3 = sys.modules.get("sqlite3")  # not imported: not a SqliteSaver
-        conn = getattr(checkpointer, "conn", None)
         if sqlite3 is None or not isinstance(conn, sqlite3.Connection):
             return
         with getattr(checkpointer, "lock", None) or contextlib.nullcontext():
-            rows = conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)",
-                SQLITE_CHECKPOINT_TABLES,
-            ).fetchall()
-        if len(rows) < len(SQLITE_CHECKPOINT_TABLES):
-            raise ValueError(
-                "checkpointer: its SQLite database has no LangGraph checkpoint tables "
-                f"({', '.join(SQLITE_CHECKPOINT_TABLES)}), so it is not the one the agent "
-                "wrote its threads to. Nothing was deleted; pass the agent's checkpointer, or "
-                "None to keep the checkpoints (their thread ids are then in the report)."
-            )
+            rows = conn.execute(query, SQLITE_CHECKPOINT_TABLES).fetchall()
+        _refuse_without_tables(rows)
 
     async def acheck() -> None:
-        check()  # one query on sqlite_master
+        aiosqlite = sys.modules.get("aiosqlite")  # an AsyncSqliteSaver's connection
+        if aiosqlite is None or not isinstance(conn, aiosqlite.Connection):
+            check()  # one query on sqlite_master
+            return
+        lock = getattr(checkpointer, "lock", None) or contextlib.nullcontext()
+        async with lock, conn.execute(query, SQLITE_CHECKPOINT_TABLES) as cursor:
+            rows = await cursor.fetchall()
+        _refuse_without_tables(list(rows))
 
     return Step(check, acheck)
+
+
+def _refuse_without_tables(rows: list[Any]) -> None:
+    if len(rows) < len(SQLITE_CHECKPOINT_TABLES):
+        raise ValueError(
+            "checkpointer: its SQLite database has no LangGraph checkpoint tables "
+            f"({', '.join(SQLITE_CHECKPOINT_TABLES)}), so it is not the one the agent "
+            "wrote its threads to. Nothing was deleted; pass the agent's checkpointer, or "
+            "None to keep the checkpoints (their thread ids are then in the report)."
+        )
 
 
 def _checked(checkpointer: Any) -> Any:

@@ -123,3 +123,23 @@ def test_a_saver_on_the_wrong_file_is_refused_before_anything_is_deleted(path, t
         assert forget_user(store, "alice", checkpointer=other).thread_ids == ()
     store.close()
     saver.conn.close()
+
+
+async def test_an_async_saver_on_the_wrong_file_is_refused_with_the_same_message(path, tmp_path):
+    """``aforget_user`` with an ``AsyncSqliteSaver`` on the wrong file raised a raw
+    ``sqlite3.OperationalError`` (no such table) where the sync twin says what is wrong."""
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    agent, store, saver = open_agent(path)
+    agent.invoke(say("remember: Likes green tea"), run("alice", "t1"))
+    wrong = str(tmp_path / "typo.db")
+    async with AsyncSqliteSaver.from_conn_string(wrong) as other:
+        with pytest.raises(ValueError, match="no LangGraph checkpoint tables"):
+            await aforget_user(store, "alice", checkpointer=other)
+    assert [f.content for f in store.list_all("alice")] == ["Likes green tea"]  # kept
+    async with AsyncSqliteSaver.from_conn_string(path) as right:  # the agent's file: erased
+        report = await aforget_user(store, "alice", checkpointer=right)
+    assert (report.facts, report.thread_ids) == (1, ("t1",))
+    assert saver.get_tuple(run("alice", "t1")) is None
+    store.close()
+    saver.conn.close()
