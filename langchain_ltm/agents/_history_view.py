@@ -28,13 +28,11 @@ class HistoryView:
         messages: The request's messages (system messages of the history, the earlier turns
             kept, then the current turn whole).
         turns: Numbers of the earlier turns (whole or in part) among ``messages``.
-        query: The text of the latest user message (``""`` if there is none).
         ids: The message ids of those turns' user messages (the ones that have an id).
     """
 
     messages: list[AnyMessage]
     turns: frozenset[int]
-    query: str
     ids: frozenset[str] = frozenset()
 
 
@@ -63,7 +61,7 @@ def history_view(
     """
     head, turns = split_turns(messages)
     if not turns:
-        return HistoryView(list(messages), frozenset(), "")
+        return HistoryView(list(messages), frozenset())
     first = current_input(turns)  # an input may hold several user messages: all are sent
     # of the unanswered turns before the last, their user messages (a tool call left
     # without its result, by a run that stopped, would make the request invalid)
@@ -85,8 +83,7 @@ def history_view(
         out += unit
     numbers = {n for n, _ in kept_units if n is not None}
     ids = {str(earlier[n][0].id) for n in numbers if earlier[n][0].id}
-    query = turns[-1][0].text
-    return HistoryView([*out, *current], frozenset(numbers), query, frozenset(ids))
+    return HistoryView([*out, *current], frozenset(numbers), frozenset(ids))
 
 
 def _compact(messages: list[AnyMessage], *, is_turn: bool) -> list[AnyMessage]:
