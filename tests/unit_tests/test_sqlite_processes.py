@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
 import time
@@ -308,3 +309,83 @@ def test_a_symlink_and_its_target_share_the_per_user_lock(path, tmp_path):
         if holder.poll() is None:
             holder.kill()
         through_link.close()
+
+
+def _wait_for(event) -> None:  # a forked worker doing unrelated work until told to stop
+    event.wait(DEADLINE)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_forked_child_does_not_keep_the_lock_its_parent_releases(path):
+    """A thread holds alice's lock while the process forks a long-lived worker: once the
+    thread releases it, alice can be locked again (the child's copy of the lock file kept
+    the flock: every writer of alice waited for the child to exit)."""
+    import multiprocessing
+    import threading
+
+    from langchain_ltm.backends.sqlite import sqlite_backend
+
+    backend = sqlite_backend(path)
+    ctx = multiprocessing.get_context("fork")
+    stop = ctx.Event()
+    held, release = threading.Event(), threading.Event()
+
+    def holder() -> None:  # stands for a remember of alice in progress
+        token = backend.lock("alice")
+        held.set()
+        release.wait(DEADLINE)
+        backend.unlock(token)
+
+    waiter = threading.Thread(target=holder, daemon=True)
+    waiter.start()
+    assert held.wait(DEADLINE)
+    child = ctx.Process(target=_wait_for, args=(stop,))
+    child.start()
+    try:
+        release.set()
+        waiter.join(DEADLINE)
+        taken = threading.Event()
+
+        def take() -> None:
+            backend.unlock(backend.lock("alice"))
+            taken.set()
+
+        threading.Thread(target=take, daemon=True).start()
+        assert taken.wait(5), "alice's lock is still held by the forked child"
+        assert child.is_alive()
+    finally:
+        stop.set()
+        child.join(DEADLINE)
+        backend.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_forked_child_never_releases_its_parents_lock(path):
+    """A child forked while its parent holds alice's lock holds nothing: its unlock of the
+    copied token does nothing, and the parent's lock excludes other processes throughout."""
+    from langchain_ltm.backends.sqlite import sqlite_backend
+
+    backend = sqlite_backend(path)
+    token = backend.lock("alice")
+    pid = os.fork()
+    if pid == 0:  # the child: release what it believes it holds, then leave at once
+        code = 1
+        try:
+            backend.unlock(token)
+            code = 0 if token.released else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    other = spawn(LOCK_HOLDER, path)
+    try:
+        assert other.stdout is not None
+        ready, _, _ = select.select([other.stdout], [], [], 3)
+        assert not ready and other.poll() is None  # still waiting for the parent's lock
+        backend.unlock(token)
+        expect_line(other, "locked")
+        go([other])
+    finally:
+        if other.poll() is None:
+            other.kill()
+        backend.close()

@@ -9,7 +9,17 @@ hard links (their locks would not exclude each other).
 
 ``flock`` locks belong to the open file, not to the process, so two threads of one process
 exclude each other exactly like two processes do, closing a file releases only its own
-lock, and the kernel releases the lock of a process that dies. ``unlock`` closes the file.
+lock, and the kernel releases the lock of a process that dies. ``unlock`` unlocks
+(``LOCK_UN``) and closes the file.
+
+Forks: a forked child gets a copy of every lock file open in its parent, and a copy keeps
+the file's ``flock`` until it is closed: a child that lives on (a ``multiprocessing``
+worker) kept a lock its parent had taken, so the scope's writers in every process waited
+for the child to exit. So this module keeps the set of lock files it has open, and a child
+closes its copies as soon as it is forked (``os.register_at_fork``): a child never holds
+its parent's locks, nor ever releases them (its copies of the tokens read as released),
+and the parent's locks stay the parent's. ``unlock`` also unlocks before closing, so a
+copy that escaped (a fork by C code that runs no fork handlers) does not keep the lock.
 
 What it excludes: every other ``lock()`` of the same scope on the same database file and
 table, in any process on the machine, and also those of the scopes that share its stripe
@@ -24,6 +34,7 @@ engine says so (``cross_process_lock=False``).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import threading
@@ -48,16 +59,25 @@ _local_stripes: dict[str, threading.Lock] = {}  # Windows: stripe file path -> l
 # on that loop's thread would wait forever, as the holder runs on the loop it blocks
 _held_on_loop: dict[str, Any] = {}
 _POLL = 0.05  # seconds: how often a sync lock() on a running loop looks again
+# this process's open lock files -> their token once locked (None while it waits): a forked
+# child closes its copies. Taken around every open, close and fork, so a fork never copies
+# a file this table does not list.
+_files_guard = threading.Lock()
+_open_files: dict[int, HeldLock | None] = {}
 
 
 class HeldLock:
     """The token of a held lock: the open stripe file whose ``flock`` holds it."""
 
-    __slots__ = ("fd", "local", "loop", "path", "released", "scope")
+    __slots__ = ("fd", "local", "loop", "path", "pid", "released", "scope")
 
     def __init__(self, scope: str, path: str, fd: int | None, local: Any, loop: Any = None) -> None:
         self.scope, self.path, self.fd, self.local, self.loop = scope, path, fd, local, loop
         self.released = False
+        self.pid = os.getpid()  # the process whose lock it is
+        if fd is not None:
+            with _files_guard:
+                _open_files[fd] = self
 
     def __repr__(self) -> str:
         return f"<HeldLock {self.scope!r} {'released' if self.released else 'held'}>"
@@ -83,7 +103,10 @@ class FileLocks:
             return path, None, local
         try:
             os.makedirs(self.folder, exist_ok=True)
-            return path, os.open(path, os.O_RDWR | os.O_CREAT, 0o666), None
+            with _files_guard:  # a fork in between would copy a file the table lacks
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+                _open_files[fd] = None
+            return path, fd, None
         except OSError as exc:
             raise BackendError(
                 f"lock({scope!r}) cannot open its lock file {path} ({exc}). Writers need to "
@@ -110,7 +133,7 @@ class FileLocks:
                 _wait_on_loop(path, fd, local, loop)
         except BaseException:
             if fd is not None:
-                os.close(fd)
+                _close(fd)
             raise
         return HeldLock(scope, path, fd, local)
 
@@ -126,7 +149,7 @@ class FileLocks:
                 delay = min(delay * 2, 0.02)
         except BaseException:  # cancelled while waiting: nothing is held
             if fd is not None:
-                os.close(fd)
+                _close(fd)
             raise
         loop = _held_on_loop[path] = asyncio.get_running_loop()
         return HeldLock(scope, path, fd, local, loop)
@@ -141,8 +164,38 @@ class FileLocks:
             _held_on_loop.pop(held.path, None)
         if held.fd is None:  # pragma: no cover - Windows
             held.local.release()
-        else:
-            os.close(held.fd)  # closing the file releases its flock
+        else:  # the lock of the file, even if a copy of it escaped into a child
+            _close(held.fd, unlock=held.pid == os.getpid())
+
+
+def _close(fd: int, unlock: bool = False) -> None:
+    with _files_guard:
+        _open_files.pop(fd, None)
+        try:
+            if unlock:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+
+def _close_in_child() -> None:
+    """In a forked child: close every lock file copied from the parent (its locks stay)."""
+    for fd, held in _open_files.items():
+        if held is not None:
+            held.released = True  # the child's unlock() must not touch the parent's lock
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _open_files.clear()
+    _held_on_loop.clear()  # the parent's tasks hold them; none runs here
+    _files_guard.release()  # taken by the fork's ``before`` handler
+
+
+if fcntl is not None:
+    os.register_at_fork(
+        before=_files_guard.acquire,
+        after_in_parent=_files_guard.release,
+        after_in_child=_close_in_child,
+    )
 
 
 def _wait_on_loop(path: str, fd: int | None, local: Any, loop: Any) -> None:
