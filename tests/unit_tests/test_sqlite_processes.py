@@ -166,6 +166,100 @@ async def test_an_async_writer_blocked_past_the_busy_timeout_gets_a_clear_error(
     await store.aclose()
 
 
+def test_reads_of_ttl_items_go_on_while_another_process_writes(path):
+    """A read refreshes its TTL items (a write): with another process holding SQLite's write
+    lock it waited busy_timeout, then raised "nothing of this call was written", returning
+    nothing. The refresh is skipped instead: the read answers at once, the items keep their
+    expiry, and a later read refreshes them."""
+    store = LongTermMemoryStore.from_sqlite(path, KeywordEmbeddings(dims=64), busy_timeout=3)
+    store.remember("bob", "I like green tea", ttl=60)
+    store.put(("docs",), "k", {"text": "tea"}, ttl=60)
+    keys = [(("docs",), "k"), *((store.user_namespace("bob"), f.id) for f in store.list_all("bob"))]
+
+    def expiries() -> list[object]:
+        return [item.expires_at for item in store.backend.get(keys)]
+
+    before = expiries()
+    other = spawn(HOLDER, path)
+    try:
+        expect_line(other, "holding")
+        started = time.monotonic()
+        assert [f.content for f in store.recall("bob", "green tea")] == ["I like green tea"]
+        assert [f.content for f in store.list_all("bob")] == ["I like green tea"]
+        assert store.get(("docs",), "k").value == {"text": "tea"}
+        assert [i.key for i in store.search(("docs",), query="tea")] == ["k"]
+        assert time.monotonic() - started < 2  # no read waited for the 3 s busy timeout
+        assert expiries() == before  # skipped: nothing expires sooner than before the reads
+    finally:
+        go([other])
+    store.get(("docs",), "k")
+    store.recall("bob", "green tea")
+    assert all(after > old for after, old in zip(expiries(), before, strict=True))
+    store.close()
+
+
+async def test_async_reads_of_ttl_items_go_on_while_another_process_writes(path):
+    store = LongTermMemoryStore.from_sqlite(path, KeywordEmbeddings(dims=64), busy_timeout=3)
+    await store.aremember("bob", "I like green tea", ttl=60)
+    other = spawn(HOLDER, path)
+    try:
+        expect_line(other, "holding")
+        started = time.monotonic()
+        recalled = await store.arecall("bob", "green tea")
+        assert [f.content for f in recalled] == ["I like green tea"]
+        assert time.monotonic() - started < 2
+    finally:
+        go([other])
+    await store.aclose()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_read_only_file_reads_its_ttl_facts():
+    """A file this process may not write: facts with a TTL could not be read at all (the
+    read's refresh raised "read-only"); now the refresh is skipped and the read answers."""
+    import shutil
+    import tempfile
+
+    from langchain_ltm.facts import FactStore
+
+    # a folder another user can reach (pytest's tmp folders are root's only)
+    folder = Path(tempfile.mkdtemp(prefix="ltm-ro-"))
+    try:
+        db = folder / "m.db"
+        seed = FactStore.from_sqlite(str(db), KeywordEmbeddings(dims=64))
+        seed.remember("bob", "bob likes green tea", ttl=600)
+        seed.close()
+        if os.geteuid() == 0:  # root writes anything: read as nobody, as the hunt did
+            for entry in [folder, *folder.iterdir()]:
+                os.chown(entry, 65534, 65534)
+        os.chmod(db, 0o444)
+        folder.chmod(0o755)
+        out, into = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the reader: another process, as another user when root
+            code = 1
+            try:
+                if os.geteuid() == 0:
+                    os.setgid(65534)
+                    os.setuid(65534)
+                reader = FactStore.from_sqlite(str(db), KeywordEmbeddings(dims=64))
+                recalled = [f.content for f in reader.recall("bob", "green tea")]
+                os.write(into, json.dumps(recalled).encode())
+                code = 0
+            except BaseException as exc:
+                os.write(into, repr(exc).encode())
+            finally:
+                os._exit(code)
+        os.close(into)
+        with os.fdopen(out) as said:
+            answer = said.read()
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, answer
+        assert json.loads(answer) == ["bob likes green tea"]
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 WRITER = (
     PRELUDE
     + """

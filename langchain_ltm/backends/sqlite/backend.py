@@ -30,7 +30,10 @@ loaded up front, each call reads what it needs.
 Concurrency: the file is in WAL mode, so any number of processes (and threads) read while
 one writes. Each write is one ``BEGIN IMMEDIATE`` transaction (a batch lands whole or not at
 all); writers wait for each other up to ``busy_timeout`` seconds, then get a
-``BackendError`` saying what to do. Reads run in one snapshot each. Connections come from a
+``BackendError`` saying what to do. Reads run in one snapshot each. A read's TTL refresh
+is a write, but best-effort: it waits at most 50 ms for the write lock and is skipped when
+the file stays busy or is read-only (the items keep the expiry of their last refresh), so
+reads never fail, nor wait ``busy_timeout``, because of it. Connections come from a
 small pool, one caller at a time per connection (``check_same_thread=False`` is safe so).
 
 Locks: :meth:`SqliteBackend.lock` is a per-scope ``flock`` (see ``_lock``), not
@@ -89,6 +92,9 @@ DEFAULT_BUSY_TIMEOUT = 10.0
 DEFAULT_VECTOR_CACHE_MB = 256.0  # 170,000 vectors of 384 floats
 _IDLE_CONNECTIONS = 4
 _MMAP_BYTES = 2_147_418_112  # SQLite's default SQLITE_MAX_MMAP_SIZE; it clamps to its own
+# seconds a refresh on read waits for SQLite's write lock before it is skipped (writes take
+# milliseconds: this lets most refreshes through a busy file, and never holds a read long)
+_REFRESH_WAIT = 0.05
 _OLDEST_SQLITE = (3, 24, 0)  # UPSERT; the JSON functions too (built in since 3.38)
 _WORKERS = 4
 
@@ -420,10 +426,33 @@ class SqliteBackend(ThreadedAsync):
             self.dims = dims
         return deleted
 
-    def touch(self, keys: Sequence[ItemKey], now: datetime) -> None:  # noqa: D102
+    def touch(self, keys: Sequence[ItemKey], now: datetime) -> None:
+        """The refresh on read, best-effort: a read never fails, nor waits, for its refresh.
+
+        It waits at most ``_REFRESH_WAIT`` seconds (or ``busy_timeout``, if shorter) for
+        SQLite's write lock, and is skipped when another connection keeps writing longer,
+        or the file is read-only for this process: the read returns what it read, and the
+        items keep the expiry of their last refresh or write (a skip never makes anything
+        expire sooner than it would have; a later read refreshes it). Postgres's refresh
+        skips the rows a writer holds the same way.
+        """
         if not keys or not self._read("touch", lambda c: sql.any_ttl(c, self.tables, keys)):
             return  # nothing to refresh: a read stays a read
-        self._write("touch", lambda conn: sql.touch(conn, self.tables, keys, now))
+        try:
+            with self._connection() as conn:
+                wait = min(self.busy_timeout, _REFRESH_WAIT)
+                conn.execute(f"PRAGMA busy_timeout = {round(wait * 1000)}")
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                    sql.touch(conn, self.tables, keys, now)
+                    conn.execute("COMMIT")
+                finally:
+                    if conn.in_transaction:
+                        _rollback(conn)
+                    conn.execute(f"PRAGMA busy_timeout = {round(self.busy_timeout * 1000)}")
+        except sqlite3.Error as exc:
+            if not _busy_or_read_only(exc):
+                raise self._translate(exc, "touch") from exc
 
     def sweep(self, now: datetime) -> int:  # noqa: D102
         return self._write("sweep", lambda conn: sql.sweep(conn, self.tables, now))
@@ -490,7 +519,7 @@ class SqliteBackend(ThreadedAsync):
         message = str(exc).strip()
         name = str(getattr(exc, "sqlite_errorname", ""))
         lowered = message.lower()
-        if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in lowered:
+        if _busy(exc):
             return BackendError(
                 f"{self.path} stayed locked by another writer for more than busy_timeout="
                 f"{self.busy_timeout:g} s during {what} ({message}); nothing of this call was "
@@ -503,7 +532,7 @@ class SqliteBackend(ThreadedAsync):
                 f"The disk holding {self.path} is full ({message}): free space, then retry "
                 f"the {what} (nothing of this batch was written)."
             )
-        if name.startswith("SQLITE_READONLY") or "readonly" in lowered:
+        if _read_only(exc):
             return BackendError(
                 f"{self.path} is read-only for this process ({message}): make the file and its "
                 "folder writable (SQLite also writes the -wal and -shm files next to it)."
@@ -519,6 +548,20 @@ class SqliteBackend(ThreadedAsync):
                 "another file, or restore this one from a backup (ltm export output)."
             )
         return BackendError(f"SQLite failed during {what} on {self.path}: {message}")
+
+
+def _busy(exc: sqlite3.Error) -> bool:
+    name = str(getattr(exc, "sqlite_errorname", ""))
+    return name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in str(exc).lower()
+
+
+def _read_only(exc: sqlite3.Error) -> bool:
+    name = str(getattr(exc, "sqlite_errorname", ""))
+    return name.startswith("SQLITE_READONLY") or "readonly" in str(exc).lower()
+
+
+def _busy_or_read_only(exc: sqlite3.Error) -> bool:
+    return _busy(exc) or _read_only(exc)
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
@@ -543,7 +586,8 @@ def sqlite_backend(
         table: Items table name (also ``{table}_vectors``, ``_schema``, ``_meta``).
         dims: Embedding size. ``None``: read from the file, or learnt at the first write.
         busy_timeout: Seconds a write waits for another process's write transaction
-            before raising ``BackendError`` (readers never wait: WAL mode).
+            before raising ``BackendError`` (readers never wait: WAL mode; a read's TTL
+            refresh waits at most 50 ms, then is skipped).
         vector_cache_mb: Megabytes of searched users' vectors kept between searches while
             nothing is committed to the file (any commit, by any process, empties it; 0:
             none). A search otherwise re-reads every vector of the user from the file.
