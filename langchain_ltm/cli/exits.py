@@ -7,7 +7,16 @@ from __future__ import annotations
 
 from langchain_ltm.errors import BackendError, LTMError
 
-__all__ = ["EXIT_ENGINE", "EXIT_NOT_FOUND", "EXIT_OK", "EXIT_USAGE", "Failure", "classify"]
+__all__ = [
+    "EXIT_ENGINE",
+    "EXIT_NOT_FOUND",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "Failure",
+    "bare_sqlite_path",
+    "classify",
+    "is_sqlite_file",
+]
 
 EXIT_OK = 0
 """The command did what was asked (including a recall that found nothing)."""
@@ -79,11 +88,8 @@ def classify(exc: Exception, where: str) -> tuple[int, str] | None:
         )
     if isinstance(exc, (FileExistsError, NotADirectoryError)):
         path = exc.filename or "that path"
-        if _is_sqlite_file(path):  # as the default store's path is printed
-            return EXIT_USAGE, (
-                f"{path} is a SQLite file, and a bare path names an embedded Qdrant folder: "
-                f"pass --store sqlite:///{path} to use it."
-            )
+        if is_sqlite_file(path):  # as the default store's path is printed
+            return EXIT_USAGE, bare_sqlite_path(path)
         return EXIT_USAGE, (
             f"cannot keep a store in {path}: it is a file, not a folder; pass --store a "
             "folder path (embedded Qdrant), sqlite:///PATH for a SQLite file, or a URL."
@@ -102,7 +108,15 @@ def _caused_by(exc: BaseException, package: str, name: str) -> bool:
     )
 
 
-def _is_sqlite_file(path: object) -> bool:
+def bare_sqlite_path(path: object) -> str:
+    """What to say when ``--store`` names a SQLite file by its bare path (a folder's form)."""
+    return (
+        f"{path} is a SQLite file, and a bare path names an embedded Qdrant folder: "
+        f"pass --store sqlite:///{path} to use it."
+    )
+
+
+def is_sqlite_file(path: object) -> bool:
     """``path`` is a file that starts with SQLite's header."""
     try:
         with open(str(path), "rb") as file:

@@ -191,6 +191,20 @@ def test_compact_of_a_store_that_is_not_a_sqlite_file(tmp_path, capsys):
         compact(garbage)
 
 
+def test_compact_of_a_sqlite_file_by_its_bare_path_says_how_to_name_it(emptied, capsys):
+    """A bare path is an embedded Qdrant folder's form: compact said the SQLite file was
+    "neither" SQLite nor Postgres; it now says what the other commands say."""
+    path, _ = emptied
+    size = path.stat().st_size
+    assert cli.main(["compact", "--store", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path} is a SQLite file" in err and f"--store sqlite:///{path}" in err
+    assert "neither" not in err
+    assert cli.main(["list", "--user", "bob", "--store", str(path)]) == 2
+    assert f"pass --store sqlite:///{path} to use it" in capsys.readouterr().err
+    assert path.stat().st_size == size  # nothing compacted
+
+
 def test_compact_takes_no_user_and_defaults_to_the_default_store(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("LTM_USER", "someone")  # not needed, not used
     assert cli.main(["compact"]) == 1  # no default store yet: nothing to compact

@@ -7,9 +7,18 @@ which also gives deleted rows' space back.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
-from langchain_ltm.cli.exits import EXIT_ENGINE, EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, Failure
+from langchain_ltm.cli.exits import (
+    EXIT_ENGINE,
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    EXIT_USAGE,
+    Failure,
+    bare_sqlite_path,
+    is_sqlite_file,
+)
 from langchain_ltm.cli.session import Session
 from langchain_ltm.defaults import (
     _POSTGRES_SCHEMES,
@@ -75,6 +84,8 @@ def _compact_sqlite(url: str | None) -> Compacted:
         path = default_store_path()
     elif url.startswith("sqlite:"):
         path = sqlite_path(check_sqlite_url(url))
+    elif is_sqlite_file(os.path.expanduser(url)):  # a bare path, as the other commands say
+        raise Failure(EXIT_USAGE, bare_sqlite_path(os.path.expanduser(url)))
     else:
         raise Failure(
             EXIT_USAGE,
