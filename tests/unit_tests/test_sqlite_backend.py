@@ -178,6 +178,29 @@ def test_tables_live_side_by_side(path):
         sqlite_backend(path, table='x"; DROP TABLE ltm_items; --')
 
 
+def test_a_file_where_another_app_has_a_table_of_the_stores_name(tmp_path):
+    """Another app's ``ltm_items``: setup said only 'table "ltm_items" already exists'. It
+    now says the table is not the store's and how to give the store its own; nothing of the
+    file changes, and ``table=`` opens a store beside the app's table."""
+    path = tmp_path / "app.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE ltm_items (id INTEGER PRIMARY KEY, name TEXT)")
+    conn.execute("INSERT INTO ltm_items (name) VALUES ('the app')")
+    conn.commit()
+    conn.close()
+    with pytest.raises(BackendError, match=r'table="\.\.\."') as caught:
+        sqlite_backend(str(path))
+    assert "not langchain-ltm's" in str(caught.value) and "another file" in str(caught.value)
+    conn = sqlite3.connect(path)
+    names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    assert names == ["ltm_items"]  # nothing created, not even the schema table
+    assert conn.execute("SELECT name FROM ltm_items").fetchall() == [("the app",)]
+    conn.close()
+    store = LongTermMemoryStore.from_sqlite(path, KeywordEmbeddings(dims=64), table="memories")
+    assert store.remember("alice", "I like tea").action == "created"
+    store.close()
+
+
 def test_bad_paths_and_options_are_clear(tmp_path):
     with pytest.raises(ValueError, match="needs a file path"):
         sqlite_backend(":memory:")

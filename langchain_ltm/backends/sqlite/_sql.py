@@ -28,7 +28,7 @@ from langchain_ltm.backends.base import (
     expiry,
     namespace_matches,
 )
-from langchain_ltm.errors import SchemaVersionError
+from langchain_ltm.errors import BackendError, SchemaVersionError
 
 SCHEMA_VERSION = 1
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,47}")
@@ -444,6 +444,18 @@ def _migrations(t: Tables) -> list[tuple[int, str, list[str]]]:
     ]
 
 
+def _foreign_table(t: Tables, path: str, exc: sqlite3.OperationalError) -> BackendError:
+    """The error for a file where a table (or index) of this store's names is another app's."""
+    return BackendError(
+        f"{path} already has a table or index of the names this store uses ({exc}), and it "
+        "is not langchain-ltm's (no schema version records it): another app's, most likely. "
+        f'Nothing was changed. Give the store tables of its own in that file with table="...": '
+        f'LongTermMemoryStore.from_sqlite(path, embeddings, table="memories") (also '
+        f"FactStore.from_sqlite and sqlite_backend; it uses that name and its _vectors, "
+        f'_schema and _meta tables; the default is "{t.table}"), or use another file.'
+    )
+
+
 def _create_versions(t: Tables) -> str:
     return (
         f"CREATE TABLE IF NOT EXISTS {t.versions} (version INTEGER PRIMARY KEY, "
@@ -478,7 +490,12 @@ def migrate(conn: sqlite3.Connection, t: Tables, path: str) -> None:
         if version <= current:
             continue
         for statement in statements:
-            conn.execute(statement)
+            try:
+                conn.execute(statement)
+            except sqlite3.OperationalError as exc:
+                if "already exists" not in str(exc):
+                    raise
+                raise _foreign_table(t, path, exc) from exc
         conn.execute(
             f"INSERT INTO {t.versions} (version, description, applied_at) VALUES (?, ?, ?)",
             (version, description, datetime.now(timezone.utc).isoformat()),
