@@ -24,9 +24,9 @@ from langchain_ltm.backends.qdrant import (
     QdrantBackend,
     qdrant_backend,
 )
+from langchain_ltm.backends.qdrant._domains import domain_for, local_lock_for
 from langchain_ltm.backends.qdrant._layout import head_id, to_us, translate
 from langchain_ltm.backends.qdrant._plans import Layout, plan_write
-from langchain_ltm.backends.qdrant.backend import _domain_for, _local_lock_for
 from langchain_ltm.errors import BackendError
 from tests.fakes import KeywordEmbeddings
 from tests.qdrant_sim import SimulatedQdrantServer
@@ -314,7 +314,7 @@ class _AsyncOverSync:
 
     def __init__(self, client: QdrantClient) -> None:
         self._client = client
-        self._lock = _local_lock_for(client)
+        self._lock = local_lock_for(client)
 
     def __getattr__(self, name):
         method = getattr(self._client, name)
@@ -499,13 +499,13 @@ def test_the_lock_domain_of_a_server_is_its_address_and_collection():
     port, prefix or collection is another domain; embedded clients keep one each."""
 
     def domain(collection="c", **options):
-        return _domain_for(QdrantClient(check_compatibility=False, **options), collection)
+        return domain_for(QdrantClient(check_compatibility=False, **options), collection)
 
     url = "http://qdrant.test:6333"
     aclient = AsyncQdrantClient(url=url, check_compatibility=False)
     first = domain(url=url)
     assert domain(url=url) is first
-    assert _domain_for(QdrantClient(**aclient.init_options), "c") is first
+    assert domain_for(QdrantClient(**aclient.init_options), "c") is first
     assert domain(host="qdrant.test", port=6333) is first
     assert domain(location="http://qdrant.test") is first  # 6333 is the default port
     assert domain(url="http://qdrant.test:7333") is not first
