@@ -281,7 +281,7 @@ def test_pgvectorstores_drops_are_split_in_parts(mode, tmp_path, monkeypatch):
     """PGVectorStore's own async delete too (the part size made small to see it)."""
     from langgraph.store.base import PutOp
 
-    from langchain_ltm.backends.vectorstore import backend as module
+    from langchain_ltm.backends.vectorstore import _store_calls as module
 
     monkeypatch.setattr(module, "DROP_PART", 3)
     sizes: list[int] = []

@@ -202,8 +202,8 @@ def _fail_deletes(monkeypatch, reason):
     async def afail(*args, **kwargs):
         raise _Crash(reason)
 
-    monkeypatch.setattr("langchain_ltm.backends.vectorstore.backend.delete_present", fail)
-    monkeypatch.setattr("langchain_ltm.backends.vectorstore.backend.adelete_present", afail)
+    monkeypatch.setattr("langchain_ltm.backends.vectorstore._store_calls.delete_present", fail)
+    monkeypatch.setattr("langchain_ltm.backends.vectorstore._store_calls.adelete_present", afail)
 
 
 def check_crash_before_commit(kind, mode, tmp_path, monkeypatch):

@@ -98,7 +98,8 @@ Where the code lives: this module holds :class:`VectorStoreBackend` and its thin
 async shells; the sans-I/O search is :mod:`._search`, the sans-I/O write :mod:`._write`,
 ``repair()``'s work :mod:`._repair`, the documents' metadata and the scope and value
 filters :mod:`._layout`, the catalog :mod:`._catalog`, each store's dialect
-:mod:`.family` and :mod:`.dialects`; every call into the store runs in
+:mod:`.family` and :mod:`.dialects`; every call into the store (and the filters it is
+sent) is its base :class:`~._store_calls.StoreCalls`'s, run in
 :func:`~._failures.engine_call`, so its client's failures raise as ``BackendError``.
 """
 
@@ -116,7 +117,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from langchain_ltm._steps import Step, run_async, run_sync
-from langchain_ltm.backends._threaded import ThreadedAsync, run_to_end
+from langchain_ltm.backends._threaded import run_to_end
 from langchain_ltm.backends.base import (
     Capabilities,
     Hit,
@@ -130,7 +131,6 @@ from langchain_ltm.backends.base import (
 )
 from langchain_ltm.backends.vectorstore._catalog import Catalog
 from langchain_ltm.backends.vectorstore._failures import engine_call
-from langchain_ltm.backends.vectorstore._layout import scope_equalities, search_equalities
 from langchain_ltm.backends.vectorstore._repair import (
     DEFAULT_GRACE_SECONDS,
     check_grace,
@@ -139,15 +139,13 @@ from langchain_ltm.backends.vectorstore._repair import (
     restore,
 )
 from langchain_ltm.backends.vectorstore._search import search_logic
+from langchain_ltm.backends.vectorstore._store_calls import StoreCalls
 from langchain_ltm.backends.vectorstore._write import acommit, collect, write_logic
 from langchain_ltm.backends.vectorstore.family import (
-    Scored,
     StoreFamily,
-    adelete_present,
     default_add,
     default_search,
     defines,
-    delete_present,
     family_for,
 )
 
@@ -157,14 +155,7 @@ T = TypeVar("T")
 _WORKERS = 4
 
 
-DROP_PART = 10_000
-"""The most document ids one delete (and its presence check) names. Both pgvector
-families bind one value per id, and Postgres takes at most 65,535 a statement: deleting
-66,000 items failed there and left every document journaled for ``repair()``, whose own
-delete failed the same way."""
-
-
-class VectorStoreBackend(ThreadedAsync):
+class VectorStoreBackend(StoreCalls):
     """Memories in a LangChain vectorstore, items in a SQLite catalog beside it.
 
     Build it with :func:`vectorstore_backend`; ``LongTermMemoryStore(vs)`` builds one with a
@@ -321,36 +312,6 @@ class VectorStoreBackend(ThreadedAsync):
             return await self._off_loop(self.search, request)
         return await run_async(search_logic(self, request))
 
-    def scope_filter(self, prefix: tuple[str, ...]) -> Any:
-        """The engine filter a search under ``prefix`` sends (the store's own dialect)."""
-        return self.family.filter_builder(scope_equalities(self.catalog.store_id, prefix))
-
-    def search_filter(self, request: SearchRequest) -> Any:
-        """The engine filter a ranked search sends: the scope and the pushable value filter.
-
-        Conditions ``{field: "a short string"}`` on top-level fields are added as
-        equalities on ``ltm_v_<field>`` when the catalog's documents carry those fields
-        (see :func:`~._catalog.value_metadata`); every other condition, and these too, is
-        checked again on the catalog's items. Families with ``value_filters=False``
-        (Pinecone, Weaviate, Elasticsearch, Atlas, Redis) get the scope only.
-
-        Example:
-            >>> from langchain_community.vectorstores import FAISS
-            >>> from langchain_core.embeddings import DeterministicFakeEmbedding
-            >>> from langchain_ltm._filters import compile_filter
-            >>> emb = DeterministicFakeEmbedding(size=8)
-            >>> backend = vectorstore_backend(FAISS.from_texts(["unrelated"], emb))
-            >>> wanted = compile_filter({"kind": "pref", "n": 3})  # n: a number, not pushed
-            >>> where = backend.search_filter(SearchRequest(("memories", "bob"), filter=wanted))
-            >>> where == {**backend.scope_filter(("memories", "bob")), "ltm_v_kind": "pref"}
-            True
-            >>> sorted(where)  # FAISS's dialect: a dict of equalities on metadata keys
-            ['ltm_n0', 'ltm_n1', 'ltm_store', 'ltm_v_kind']
-            >>> backend.close()
-        """
-        eq = search_equalities(self.catalog.store_id, request, self._value_fields)
-        return self.family.filter_builder(eq)
-
     # ---- writes -------------------------------------------------------------------------
 
     def write(self, upserts: Sequence[Record], deletes: Sequence[ItemKey]) -> int:  # noqa: D102
@@ -380,7 +341,7 @@ class VectorStoreBackend(ThreadedAsync):
             run_sync(collect(self, garbage))
         return count
 
-    # ---- the vectorstore's part of each step: sync under the lock, async native ----------
+    # ---- the catalog's part of each step (the store's part: StoreCalls) ---------------------
 
     def _cat(self, method: str, *args: Any) -> Step:
         """A catalog call (the async twin on the catalog's own threads)."""
@@ -392,71 +353,6 @@ class VectorStoreBackend(ThreadedAsync):
     ) -> tuple[int, list[str]]:
         """The catalog commit, as :func:`~._write.acommit` runs it: its outcome known."""
         return await acommit(self.catalog, kept, gone, ids, writer)
-
-    def _engine(self, operation: str) -> Any:
-        """Calls into the vectorstore: its client's failures raise as ``BackendError``."""
-        return engine_call(self.vectorstore, operation)
-
-    def _vs_search(self, vector: list[float], k: int, where: Any) -> tuple[Scored, int | None]:
-        with self._vs_lock, self._engine("search"):
-            results = self._search(self.vectorstore, vector, k, where)
-            return results, self._size()
-
-    async def _avs_search(
-        self, vector: list[float], k: int, where: Any
-    ) -> tuple[Scored, int | None]:
-        if self._asearch is None:
-            return await self._off_loop(self._vs_search, vector, k, where)
-        with self._engine("search"):
-            results = await self._asearch(self.vectorstore, vector, k, where)
-            size = await self._off_loop(self._size) if self.family.post_filter else None
-        return results, size
-
-    def _vs_search_ids(self, vector: list[float], k: int, ids: list[str]) -> Scored | None:
-        assert self.family.search_ids is not None
-        with self._vs_lock, self._engine("search"):
-            return self.family.search_ids(self.vectorstore, vector, k, ids)
-
-    async def _avs_search_ids(self, vector: list[float], k: int, ids: list[str]) -> Scored | None:
-        return await self._off_loop(self._vs_search_ids, vector, k, ids)
-
-    def _size(self) -> int | None:
-        if self.family.post_filter and self.family.size:
-            return self.family.size(self.vectorstore)
-        return None
-
-    def _vs_add(
-        self, ids: list[str], texts: list[str], vectors: list[list[float]], metas: list[Any]
-    ) -> None:
-        with self._vs_lock, self._engine("add"):
-            self._add(self.vectorstore, ids, texts, vectors, metas)
-
-    async def _avs_add(
-        self, ids: list[str], texts: list[str], vectors: list[list[float]], metas: list[Any]
-    ) -> None:
-        if self._aadd is None:
-            await self._off_loop(self._vs_add, ids, texts, vectors, metas)
-        else:
-            with self._engine("add"):
-                await self._aadd(self.vectorstore, ids, texts, vectors, metas)
-
-    def _drop_parts(self, ids: Sequence[str]) -> list[Sequence[str]]:
-        """``ids`` in parts a store's presence check and delete take (:data:`DROP_PART`)."""
-        size = min(self._max_batch or DROP_PART, DROP_PART)
-        return [ids[start : start + size] for start in range(0, len(ids), size)]
-
-    def _vs_drop(self, ids: Sequence[str]) -> None:
-        with self._vs_lock, self._engine("delete"):
-            for part in self._drop_parts(ids):
-                delete_present(self.vectorstore, part, self.family)
-
-    async def _avs_drop(self, ids: Sequence[str]) -> None:
-        if self._native_drop:
-            with self._engine("delete"):
-                for part in self._drop_parts(ids):
-                    await adelete_present(self.vectorstore, part)
-        else:
-            await self._off_loop(self._vs_drop, ids)
 
     # ---- repair -------------------------------------------------------------------------
 
