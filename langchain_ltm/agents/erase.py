@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Any
 
-from langgraph.store.base import PutOp
+from langgraph.store.base import BaseStore, PutOp
 
 from langchain_ltm._labels import validate_user_id
 from langchain_ltm._steps import Logic, Step, call, run_async, run_sync
@@ -85,7 +85,7 @@ class ErasureReport:
 
 
 def forget_user(
-    store: LongTermMemoryStore, user_id: str, *, checkpointer: Any = None
+    store: LongTermMemoryStore | BaseStore, user_id: str, *, checkpointer: Any = None
 ) -> ErasureReport:
     """Erase one user everywhere: facts with versions, session turns, threads.
 
@@ -109,6 +109,12 @@ def forget_user(
     background): a run still going can write new facts or turns after the erasure. Facts
     kept under another namespace (``LongTermMemoryConfig(namespace=...)``) are erased by
     passing ``store.with_options(namespace=...)``.
+
+    Given a LangGraph store that is not a ``LongTermMemoryStore`` (``InMemoryStore``,
+    ``PostgresStore``: what ``SessionMemoryMiddleware`` alone may run on), it erases what
+    the package keeps there, the session turns and the thread registry, with the threads'
+    checkpoints; the report counts no facts (such a store keeps none of ours: what other
+    tools wrote in it under their own namespaces is theirs to delete).
 
     Args:
         store: The store the agent used (its facts, session turns and thread registry).
@@ -139,12 +145,13 @@ def forget_user(
         >>> store.list_all("alice"), forget_user(store, "alice").facts
         ([], 0)
     """
-    store = require_store(store, "forget_user")
-    return run_sync(_forget(store, validate_user_id(user_id), _checked(checkpointer)))
+    return run_sync(
+        _forget(_erasable(store, "forget_user"), validate_user_id(user_id), _checked(checkpointer))
+    )
 
 
 async def aforget_user(
-    store: LongTermMemoryStore, user_id: str, *, checkpointer: Any = None
+    store: LongTermMemoryStore | BaseStore, user_id: str, *, checkpointer: Any = None
 ) -> ErasureReport:
     """Async twin of :func:`forget_user`.
 
@@ -160,8 +167,8 @@ async def aforget_user(
         >>> asyncio.run(aforget_user(store, "alice")).facts
         2
     """
-    store = require_store(store, "aforget_user")
-    return await run_async(_forget(store, validate_user_id(user_id), _checked(checkpointer)))
+    erasable = _erasable(store, "aforget_user")
+    return await run_async(_forget(erasable, validate_user_id(user_id), _checked(checkpointer)))
 
 
 def export_user_data(store: LongTermMemoryStore, user_id: str) -> dict[str, Any]:
@@ -238,7 +245,16 @@ def user_namespaces(store: LongTermMemoryStore, user_id: str) -> tuple[tuple[str
 # ---- logic, written once ----------------------------------------------------------------
 
 
-def _forget(store: LongTermMemoryStore, user_id: str, checkpointer: Any) -> Logic[ErasureReport]:
+def _erasable(store: Any, helper: str) -> LongTermMemoryStore | BaseStore:
+    """``store`` if erasing a user from it is possible: ours, or any other LangGraph store."""
+    if isinstance(store, BaseStore) and not isinstance(store, LongTermMemoryStore):
+        return store  # session turns and thread records only (SessionMemoryMiddleware's)
+    return require_store(store, helper)
+
+
+def _forget(
+    store: LongTermMemoryStore | BaseStore, user_id: str, checkpointer: Any
+) -> Logic[ErasureReport]:
     registry = yield from _scan(store, thread_namespace(user_id))
     turns = yield from _scan(store, session_namespace(user_id))
     thread_ids = _thread_ids(registry, turns)
@@ -246,13 +262,16 @@ def _forget(store: LongTermMemoryStore, user_id: str, checkpointer: Any) -> Logi
         yield _has_checkpoint_tables(checkpointer)  # not a wrong file, before any delete
         for thread_id in thread_ids:
             yield _delete_thread(checkpointer, thread_id)
-    # counted, not refreshed: the TTLs of what is about to go are no one's concern
-    facts: list[Fact] = yield Step(
-        partial(store.list_all, refresh_ttl=False),
-        partial(store.alist_all, refresh_ttl=False),
-        (user_id,),
-    )
-    deleted: int = yield call(store, "clear_user", user_id)
+    facts: list[Fact] = []
+    deleted = 0
+    if isinstance(store, LongTermMemoryStore):
+        # counted, not refreshed: the TTLs of what is about to go are no one's concern
+        facts = yield Step(
+            partial(store.list_all, refresh_ttl=False),
+            partial(store.alist_all, refresh_ttl=False),
+            (user_id,),
+        )
+        deleted = yield call(store, "clear_user", user_id)
     yield from _delete(store, turns)
     yield from _delete(store, registry)  # last: a re-run finds the threads until here
     RECORDER.forget(store, user_id)  # a thread the user reuses is recorded again
@@ -293,19 +312,31 @@ def _item_record(item: StoredItem) -> dict[str, Any]:
     }
 
 
-def _scan(store: LongTermMemoryStore, namespace: tuple[str, ...]) -> Logic[list[StoredItem]]:
+def _scan(store: LongTermMemoryStore | BaseStore, namespace: tuple[str, ...]) -> Logic[list[Any]]:
     """Every item of one namespace, expired ones too: the engine holds them until its sweep.
 
     A thread record or a session turn written with a TTL (the store's ``default_ttl``, in
     earlier releases) still names the user's data once it has expired; an erase that
-    skipped it left that thread's checkpoints behind.
+    skipped it left that thread's checkpoints behind. Another LangGraph store is read
+    page by page through its own ``search`` (what it shows).
     """
+    if not isinstance(store, LongTermMemoryStore):
+        found: list[Any] = []
+        while True:
+            page = yield Step(
+                partial(store.search, limit=_PAGE, offset=len(found), refresh_ttl=False),
+                partial(store.asearch, limit=_PAGE, offset=len(found), refresh_ttl=False),
+                (namespace,),
+            )
+            found += page
+            if len(page) < _PAGE:
+                return [i for i in found if tuple(i.namespace) == namespace]  # not a child's
     request = SearchRequest(namespace, None, (), None, 0)  # no alive_at: expired ones too
     (hits,) = yield call(store.backend, "search", request)
     return [hit.item for hit in hits if hit.item.namespace == namespace]  # not a child's
 
 
-def _delete(store: LongTermMemoryStore, items: list[StoredItem]) -> Logic[None]:
+def _delete(store: LongTermMemoryStore | BaseStore, items: list[Any]) -> Logic[None]:
     for start in range(0, len(items), _PAGE):
         ops = [PutOp(tuple(i.namespace), i.key, None) for i in items[start : start + _PAGE]]
         yield call(store, "batch", ops)

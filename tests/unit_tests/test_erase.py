@@ -267,6 +267,42 @@ def test_a_bad_user_id_raises_before_anything_is_deleted(store, saver, agent, ba
     assert checkpointed_threads(saver) == threads
 
 
+@pytest.mark.parametrize("use_async", [False, True])
+def test_a_langgraph_store_under_session_memory_alone_is_erased_too(use_async):
+    """SessionMemoryMiddleware takes any BaseStore; forget_user refused such a store with a
+    TypeError, so the user's indexed turns and threads could not be erased."""
+    from langgraph.store.memory import InMemoryStore
+
+    emb = KeywordEmbeddings()
+    store = InMemoryStore(index={"dims": emb.dims, "embed": emb, "fields": ["text"]})
+    saver = InMemorySaver()
+    agent = create_agent(
+        ScriptedToolModel(),
+        middleware=[SessionMemoryMiddleware(store, retrieval="relevance")],
+        store=store,
+        checkpointer=saver,
+    )
+    for user in USERS:
+        for thread in threads_of(user):
+            agent.invoke(say(f"{user} loves hiking in the alps"), run(user, thread))
+    sessions = [(SESSIONS_ROOT, encode_label(u)) for u in USERS]
+    assert all(store.search(ns, limit=100) for ns in sessions)
+    erase = (
+        (lambda: asyncio.run(aforget_user(store, "alice", checkpointer=saver)))
+        if use_async
+        else (lambda: forget_user(store, "alice", checkpointer=saver))
+    )
+    report = erase()
+    assert (report.facts, report.thread_ids) == (0, threads_of("alice"))
+    assert report.session_turns == 2 and report.threads == 2
+    assert store.search(sessions[0], limit=100) == []
+    assert store.search(thread_namespace("alice"), limit=100) == []
+    assert all(saver.get_tuple(run("alice", t)) is None for t in threads_of("alice"))
+    assert len(store.search(sessions[1], limit=100)) == 2  # bob is untouched
+    assert all(saver.get_tuple(run("bob", t)) is not None for t in threads_of("bob"))
+    assert erase().session_turns == 0
+
+
 def test_something_that_is_not_a_checkpointer_is_refused_first(store, saver, agent):
     before = everything(store)
     with pytest.raises(TypeError, match="BaseCheckpointSaver"):
