@@ -44,7 +44,21 @@ __all__ = [
     "value_change",
 ]
 
-_TOKEN = re.compile(r"#?[0-9]+(?:[.,:/][0-9]+)*[a-z]*|[A-Za-z][A-Za-z0-9'-]*")
+# letters of the Latin script, accented ones included ("Müller", "café", "Łódź")
+_LATIN = "A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u1e00-\u1eff"
+# a word keeps a trailing "++" or "#": "C", "C++" and "C#" are three languages
+_TOKEN = re.compile(
+    rf"#?[0-9]+(?:[.,:/][0-9]+)*[a-z]*|[{_LATIN}][{_LATIN}0-9'\u0300-\u036f-]*(?:\+\+|#)?"
+)
+_LATIN_CHAR = re.compile(f"[{_LATIN}\u0300-\u036f]")  # a letter or an accent on one
+# marks inside an emoji sequence or after a letter that change no content: variation
+# selectors, joiners
+_JOINERS = frozenset("\ufe0e\ufe0f\u200d\u200c")
+# "I'm", "we're", "they've", "you'll": the verb as a word ("am" is a copula: "I'm married"
+# is a state, as "I am married"); "'s" and "'d" (is or has, would or had) are left off
+_CONTRACTED = re.compile(r"(?<=[A-Za-z])'(m|re|ve|ll)\b", re.IGNORECASE)
+_CONTRACTED_VERBS = {"m": "am", "re": "are", "ve": "have", "ll": "will"}
+_CONTRACTION = re.compile(r"'[sd]$")
 _SENTENCE_END = re.compile(r"[.!?;]\s")
 
 _STOP = frozenset(
@@ -140,6 +154,7 @@ class Words:
     values: frozenset[str]
     negated: bool
     past: bool
+    unread: frozenset[str] = frozenset()
 
 
 def stem(word: str) -> str:
@@ -173,8 +188,14 @@ def stem(word: str) -> str:
 
 
 def fold(text: str) -> str:
-    """NFKC, straight apostrophes, "n't" as " not": the form both word checks read."""
+    """NFKC, straight apostrophes, "n't" as " not", "I'm" as "I am": what both checks read.
+
+    Example:
+        >>> fold("I\u2019m sure they\u2019re right, aren't they?")
+        'I am sure they are right, are not they?'
+    """
     text = unicodedata.normalize("NFKC", text).replace("\u2019", "'").replace("\u2018", "'")
+    text = _CONTRACTED.sub(lambda m: " " + _CONTRACTED_VERBS[m.group(1).lower()], text)
     return re.sub(r"n't\b", " not", text)
 
 
@@ -202,9 +223,9 @@ def read_words(text: str) -> Words:
     tokens = list(_TOKEN.finditer(folded))
     for i, match in enumerate(tokens):
         raw = match.group()
-        lower = raw.lower().removesuffix("'s")
+        lower = _CONTRACTION.sub("", raw.lower())
         previous_raw = tokens[i - 1].group() if i else ""
-        previous = previous_raw.lower().removesuffix("'s")
+        previous = _CONTRACTION.sub("", previous_raw.lower())
         following = tokens[i + 1].group().lower() if i + 1 < len(tokens) else ""
         if any(c.isdigit() for c in raw):
             digits = lower.lstrip("#")
@@ -230,7 +251,51 @@ def read_words(text: str) -> Words:
                 lower.endswith("ed") and len(lower) > 4 and previous not in _COPULAS
             ):
                 past = True
-    return Words(frozenset(terms), frozenset(names), frozenset(values), negated, past)
+    unread = unread_runs(folded)
+    # a run is carried only as itself, as a name is: "我喜欢咖啡" does not carry "我喜欢茶"
+    terms |= unread
+    names |= unread
+    return Words(frozenset(terms), frozenset(names), frozenset(values), negated, past, unread)
+
+
+def _unread(char: str) -> bool:
+    """Whether ``char`` is content the word rules cannot read (not Latin, not punctuation)."""
+    if char.isascii() or _LATIN_CHAR.match(char):
+        return False
+    return unicodedata.category(char)[0] not in "PZC"
+
+
+def unread_runs(text: str) -> frozenset[str]:
+    """The runs of ``text`` the word rules cannot read: other scripts, symbols, emoji.
+
+    A run is what stands between spaces, punctuation and Latin-script words, case-folded: a
+    word of a script with spaces ("Дмитрий"), a whole clause of one without ("我喜欢咖啡"),
+    a symbol or emoji ("🥜", "€"). The rules know no words of those scripts (which word is
+    a subject, a negation, a name), so a text holding them is carried only by a text with the
+    same runs.
+
+    Example:
+        >>> sorted(unread_runs("My colleague 李伟 is on leave 🏖️"))
+        ['李伟', '🏖']
+        >>> unread_runs("Ich treffe Herrn Müller am Montag")
+        frozenset()
+    """
+    if text.isascii():
+        return frozenset()
+    runs: set[str] = set()
+    run: list[str] = []
+    for char in text:
+        if char in _JOINERS:
+            continue
+        if _unread(char):
+            run.append(char)
+        else:
+            if run:
+                runs.add("".join(run).casefold())
+            run = []
+    if run:
+        runs.add("".join(run).casefold())
+    return frozenset(runs)
 
 
 def _leads(word: str) -> bool:
@@ -313,7 +378,13 @@ def carries(old: str, new: str) -> bool:
         False
     """
     a, b = read_words(old), read_words(new)
-    return a.negated == b.negated and a.values <= b.values and not missing(old, new)
+    return (
+        a.negated == b.negated
+        and a.values <= b.values
+        # what the rules cannot read may hide a new subject or a negation: only the same
+        and a.unread == b.unread
+        and not missing(old, new)
+    )
 
 
 def _dates(values: frozenset[str]) -> frozenset[str]:

@@ -182,3 +182,65 @@ async def test_a_multi_valued_attribute_is_not_replaced_below_the_merge_threshol
     await store.aremember("u", "My hobby is painting")
     hiking = await store.aremember("u", "My hobby is hiking")  # 0.58: a slot, not sure
     assert hiking.action == "created" and len(await store.alist_all("u")) == 2
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # other scripts and emoji read as no words at all: anything "carried" them
+        ("我对花生过敏", "我儿子对花生过敏"),  # my son, not me
+        ("我喜欢咖啡", "我喜欢茶"),  # coffee, tea
+        ("У меня аллергия на орехи", "У моего сына аллергия на орехи"),
+        ("Я люблю кофе", "Моя жена не любит кофе"),
+        ("أنا مصاب بحساسية من الفول السوداني", "ابني مصاب بحساسية من الفول السوداني"),
+        ("息子は5歳です", "娘は5歳です"),
+        ("My son Дмитрий is 5", "My son Алексей is 5"),
+        ("My colleague 李伟 is on leave", "My colleague 王芳 is on leave"),
+        ("I'm allergic to 🥜", "I'm allergic to 🥛"),
+        # accented letters and symbols were cut off a word
+        ("Ich treffe Herrn Müller am Montag", "Ich treffe Herrn Möller am Montag"),
+        ("I code in C", "I code in C++"),
+        ("I code in C", "I code in C#"),
+    ],
+)
+def test_what_the_rules_cannot_read_is_carried_only_as_itself(old, new):
+    """Non-Latin scripts and emoji were invisible (no terms), so every such text "carried"."""
+    assert not carries(old, new) and not carries(new, old)
+    assert not value_change(old, new)
+    assert not slot_change(old, new, ENTITY_WORDS)
+
+
+def test_a_text_with_unread_runs_still_carries_them_with_more_detail():
+    assert read_words("I'm allergic to 🥜").unread == {"🥜"}
+    assert carries("My son Дмитрий is 5", "My son Дмитрий is 5 and plays chess")
+    assert not carries("I love 🍕", "I love 🍕 and my son loves 🍣")  # a run added
+    assert carries("Ich treffe Herrn Müller", "Ich treffe Herrn Müller am Montag")
+
+
+def test_a_contraction_is_its_words():
+    """ "I'm" read as the content word "i'm": "I'm X" / "I am X" lost information."""
+    for short, full in (
+        ("I'm allergic to peanuts", "I am allergic to peanuts"),
+        ("I'm 34", "I am 34"),
+        ("We're moving to Berlin", "We are moving to Berlin"),
+    ):
+        assert carries(short, full) and carries(full, short), short
+        assert read_words(short) == read_words(full)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("我喜欢咖啡", "我喜欢茶"),
+        ("My colleague 李伟 is on leave", "My colleague 王芳 is on leave"),
+        ("I'm allergic to 🥜", "I'm allergic to 🥛"),
+        ("Ich treffe Herrn Müller am Montag", "Ich treffe Herrn Möller am Montag"),
+    ],
+)
+async def test_remember_keeps_texts_the_rules_cannot_read_apart(minilm, old, new):
+    """Each pair scores >= merge_threshold with MiniLM and was ``updated``: the old text hidden."""
+    store = LongTermMemoryStore(InMemoryVectorStore(minilm))
+    await store.aremember("u", old)
+    result = await store.aremember("u", new)
+    assert result.action == "created"
+    assert sorted(f.content for f in await store.alist_all("u")) == sorted([old, new])
