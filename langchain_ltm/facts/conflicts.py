@@ -6,8 +6,10 @@ number, date or negation ("has one kid" / "has two kids now") is the same fact w
 value even when its similarity is modest. These checks look at the words:
 
 - :func:`subjects` finds whom or what a fact is about: a possessive followed by a person,
-  pet or thing ("my sister", "the user's manager", "her dog"), or a leading name
-  ("Tom likes sushi"). A fact without one is about the user.
+  pet or thing ("my sister", "the user's manager", "her dog": whose is part of it), a
+  leading relation word ("Son allergic to penicillin"), a leading name ("Tom likes sushi")
+  or "he", "she", "they"; and the user when named beside them ("My wife and I ...").
+  A fact without one is about the user.
 - :func:`different_subject` is true when two facts are about different subjects.
 - :func:`value_change` is true when two facts say the same words except for numbers, dates
   or a negation.
@@ -68,18 +70,25 @@ ENTITY_WORDS = frozenset(_RELATIONS) | _ENTITIES
 """Words that name a person, pet or thing a fact can be about ("sister", "dog", "laptop")."""
 
 _POSSESSIVE = re.compile(
-    r"\b(?:my|his|her|their|our|your|the user's|user's|the customer's)\s+", re.IGNORECASE
+    r"\b(my|his|her|their|our|your|the user's|user's|the customer's)\s+", re.IGNORECASE
 )
+# whose a possessive names: the user's own ("my", "our") or another person's ("her dog")
+_OWNERS = {"his": "he", "her": "she", "their": "they", "your": "you"}
+# a fact leading with one of these is about that person ("She is allergic to ...")
+_PRONOUNS = frozenset({"he", "she", "they"})
+# the user named beside someone else ("My wife and I ...", "me and my son")
+_FIRST_PERSON = frozenset({"i", "me", "myself", "we", "us", "ourselves"})
 _PHRASE_STOP = _VERBS | frozenset(
     "to in on at for with from of the a an and or but now also still just always never "
     "not no who which that".split()
 )
-_LEADING_NAME = re.compile(r"^\s*([A-Z][a-z]+(?:\s[A-Z][a-z]+)?)\b")
+_UPPER, _LOWER = "A-Z\u00c0-\u00d6\u00d8-\u00de", "a-z\u00df-\u00f6\u00f8-\u00ff"
+_LEADING_NAME = re.compile(rf"^\s*([{_UPPER}][{_LOWER}]+(?:\s[{_UPPER}][{_LOWER}]+)?)\b")
 _NOT_NAMES = frozenset(
     "i i'm i've i'd the user a an my his her their our your we he she they it this that "
     "always never usually often sometimes every each no not".split()
 )
-_TOKEN = re.compile(r"[a-z][a-z'-]*")
+_TOKEN = re.compile(r"[^\W\d_](?:[^\W\d_]|['-])*")  # a word, in any script
 
 
 def _canonical(word: str) -> str:
@@ -138,8 +147,12 @@ def subjects(text: str) -> frozenset[str]:
     """Whom or what ``text`` is about, besides the user; empty when it is about the user.
 
     Each subject is a possessive phrase ("my older sister", "the user's work laptop",
-    "my son's friend") or a leading name ("Tom likes sushi", "Ana's husband"), as a key.
-    Keys naming a person, pet or thing start with ``"*"``.
+    "my son's friend", "her dog"), a leading relation word as in a note ("Son allergic to
+    penicillin", read as "my son"), a leading name ("Tom likes sushi", "Ana's husband") or
+    a leading "he", "she" or "they", as a key. Keys naming a person, pet or thing start
+    with ``"*"``; another person's possessive is part of the key ("her dog" is not "my
+    dog", "their son" is not "our son"). When the user is named beside them ("My wife and
+    I ...", "... with me"), ``"*user"`` is a subject too.
 
     Example:
         >>> sorted(subjects("My older sister is allergic to peanuts"))
@@ -150,6 +163,8 @@ def subjects(text: str) -> frozenset[str]:
         ['*name:tom']
         >>> sorted(subjects("My son's friend's birthday is October 2"))
         ['*son>friend>birthday']
+        >>> sorted(subjects("My wife and I are vegetarian")), sorted(subjects("Her dog is 3"))
+        (['*user', '*wife'], ['*she>dog'])
     """
     folded = fold(text)
     found: set[str] = set()
@@ -158,21 +173,43 @@ def subjects(text: str) -> frozenset[str]:
         words = _phrase(tokens, 0)
         if words:
             key, entity = _chain(words)
+            owner = _OWNERS.get(match.group(1).lower())
+            key = f"{owner}>{key}" if owner else key
             found.add(("*" if entity else "") + key)
+    tokens = _TOKEN.findall(folded.lower())
+    found |= _leading(folded, tokens)
+    if any(s.startswith("*") for s in found) and any(
+        t.split("'")[0] in _FIRST_PERSON for t in tokens
+    ):
+        found.add("*user")
+    return frozenset(found)
+
+
+def _leading(folded: str, tokens: list[str]) -> set[str]:
+    """The subject the text starts with: a relation word, a pronoun or a name, if any."""
+    first = _TOKEN.match(folded.lstrip().lower())
+    word = first.group() if first else ""
+    base = word.split("'")[0]
+    if base in _PRONOUNS:
+        return {"*" + base}  # "She is allergic to peanuts", "They have two dogs"
+    if _is_entity(_canonical(word.removesuffix("'s"))):
+        # "Son allergic to penicillin", "Mom is allergic ...": as "my son", "my mom"
+        key, _ = _chain(_phrase(tokens, 0))
+        return {"*" + key}
     lead = _LEADING_NAME.match(folded)
     if lead:
         name = lead.group(1)
         rest = folded.lstrip()[len(name) :]
-        tokens = _TOKEN.findall(rest.lower())
+        after = _TOKEN.findall(rest.lower())
         possessive = rest.startswith("'s")
-        follower = tokens[0] if tokens else ""
+        follower = after[0] if after else ""
         if name.lower() not in _NOT_NAMES and (possessive or _verb_like(follower, name)):
             key = "name:" + name.lower()
             if possessive:
                 chain, _ = _chain(_phrase(_TOKEN.findall(rest[2:].lower()), 0))
                 key = f"{key}>{chain}" if chain else key
-            found.add("*" + key)
-    return frozenset(found)
+            return {"*" + key}
+    return set()
 
 
 def _verb_like(follower: str, name: str) -> bool:

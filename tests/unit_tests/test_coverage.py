@@ -244,3 +244,73 @@ async def test_remember_keeps_texts_the_rules_cannot_read_apart(minilm, old, new
     result = await store.aremember("u", new)
     assert result.action == "created"
     assert sorted(f.content for f in await store.alist_all("u")) == sorted([old, new])
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # the user beside someone else: the user's own fact would vanish
+        ("My wife and I are vegetarian", "My wife is vegetarian"),
+        ("My kids and I are allergic to peanuts", "My kids are allergic to peanuts"),
+        ("My friend Anna and I play tennis", "My friend Anna plays tennis"),
+        # a leading relation word, as in a note: "Son ..." is "my son ..."
+        ("Allergic to penicillin", "Son allergic to penicillin"),
+        ("Allergic to penicillin", "Daughter: allergic to penicillin"),
+        ("I am allergic to penicillin", "mom is allergic to penicillin"),
+        # another possessor, another pronoun
+        ("My dog is 3", "Her dog is 3"),
+        ("Our son is allergic to eggs", "Their son is allergic to eggs"),
+        ("We have two dogs", "They have two dogs"),
+        ("I am allergic to peanuts", "She is allergic to peanuts"),
+        ("I'm allergic to peanuts", "She's allergic to peanuts"),
+        # a name in another script or with accents
+        ("My son Дмитрий is 5", "My son Алексей is 5"),
+        ("Zoë likes sushi", "Chloé likes sushi"),
+    ],
+)
+def test_another_person_is_another_subject(old, new):
+    assert different_subject(old, new) and different_subject(new, old)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("My wife and I are vegetarian", "I and my wife are vegetarian"),
+        ("Son allergic to penicillin", "My son allergic to penicillin"),
+        ("Mom is allergic to penicillin", "My mom is allergic to penicillin"),
+        ("Our son is allergic to eggs", "My son is allergic to eggs"),
+        ("I'm allergic to peanuts", "Allergic to peanuts"),
+        ("We're moving to Berlin", "We are moving to Berlin in May"),
+    ],
+)
+def test_one_subject_said_two_ways_is_the_same_subject(old, new):
+    assert not different_subject(old, new)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("My wife and I are vegetarian", "My wife is vegetarian"),
+        ("Allergic to penicillin", "Son allergic to penicillin"),
+        ("My dog is 3", "Her dog is 3"),
+        ("We have two dogs", "They have two dogs"),
+    ],
+)
+async def test_remember_keeps_facts_about_other_people_apart(minilm, old, new):
+    """Each pair scored >= merge_threshold and was ``updated``: the stored fact hidden."""
+    store = LongTermMemoryStore(InMemoryVectorStore(minilm))
+    await store.aremember("u", old)
+    result = await store.aremember("u", new)
+    assert result.action == "created"
+    assert [s.reason for s in result.similar] == ["different_subject"]
+    assert sorted(f.content for f in await store.alist_all("u")) == sorted([old, new])
+
+
+async def test_a_contraction_restates_and_another_person_is_a_different_subject(minilm):
+    store = LongTermMemoryStore(InMemoryVectorStore(minilm))
+    await store.aremember("u", "I'm allergic to peanuts")
+    same = await store.aremember("u", "I am allergic to peanuts")  # was loses_information
+    assert (same.action, same.previous) == ("updated", "I'm allergic to peanuts")
+    other = await store.aremember("u", "She is allergic to peanuts")  # was uncertain
+    assert other.action == "created"
+    assert [s.reason for s in other.similar] == ["different_subject"]
