@@ -33,6 +33,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
+from langchain_ltm.facts.text import compatible
+
 __all__ = [
     "Words",
     "carries",
@@ -190,11 +192,14 @@ def stem(word: str) -> str:
 def fold(text: str) -> str:
     """NFKC, straight apostrophes, "n't" as " not", "I'm" as "I am": what both checks read.
 
+    Superscripts, subscripts and fractions are kept ("10²" is not "102"): the checks read
+    them as symbols (see :func:`unread_runs`).
+
     Example:
         >>> fold("I\u2019m sure they\u2019re right, aren't they?")
         'I am sure they are right, are not they?'
     """
-    text = unicodedata.normalize("NFKC", text).replace("\u2019", "'").replace("\u2018", "'")
+    text = compatible(text).replace("\u2019", "'").replace("\u2018", "'")
     text = _CONTRACTED.sub(lambda m: " " + _CONTRACTED_VERBS[m.group(1).lower()], text)
     return re.sub(r"n't\b", " not", text)
 

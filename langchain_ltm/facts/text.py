@@ -10,13 +10,41 @@ from typing import Any
 from langchain_ltm._utf8 import encodes_as_utf8
 from langchain_ltm.errors import InvalidFactError
 
-__all__ = ["content_hash", "normalize_fact", "validate_text"]
+__all__ = ["compatible", "content_hash", "normalize_fact", "validate_text"]
 
 _SPACE = re.compile(r"\s+")
 _TRAILING = re.compile(r"[\s.!?;:,\u2026\u3002]+$")
 # invisible marks that change no word: a byte-order mark (a file or pipe's first line),
 # zero-width spaces and joiners, the word joiner, the soft hyphen
 _INVISIBLE = dict.fromkeys(map(ord, "\ufeff\u200b\u200c\u200d\u2060\u00ad"))
+# characters whose compatibility form says something else: superscripts, subscripts and
+# fractions ("10²" is not "102")
+_KEPT = re.compile(
+    "(["
+    + "".join(
+        chr(c)
+        for c in range(0x80, 0x2200)
+        if unicodedata.decomposition(chr(c)).startswith(("<super>", "<sub>", "<fraction>"))
+    )
+    + "]+)"
+)
+
+
+def compatible(text: str) -> str:
+    """NFKC, except where it changes what a text says: superscripts, subscripts, fractions.
+
+    Full-width letters, ligatures and the like fold (full-width "tea" is "tea"), but
+    "10²" stays "10²", not "102", and "H₂O", "½" keep their marks.
+
+    Example:
+        >>> compatible("\uff54\uff45\uff41 at 10²")
+        'tea at 10²'
+    """
+    if text.isascii():
+        return text
+    parts = _KEPT.split(text)
+    parts[::2] = [unicodedata.normalize("NFKC", part) for part in parts[::2]]
+    return unicodedata.normalize("NFC", "".join(parts))
 
 
 def normalize_fact(text: str) -> str:
@@ -24,15 +52,20 @@ def normalize_fact(text: str) -> str:
 
     Invisible marks (a byte-order mark, zero-width spaces and joiners, soft hyphens) are
     left out, so a text pasted with one is the text without it, and a text of nothing but
-    those has no content.
+    those has no content. Superscripts, subscripts and fractions are kept ("10²" is not
+    "102": :func:`compatible`), and so is "ß" ("in Maßen", in moderation, is not "in
+    Massen", in masses).
 
     Example:
         >>> normalize_fact("  I  prefer Spanish!! ")
         'i prefer spanish'
         >>> normalize_fact("\ufeffI prefer\u200b Spanish") == normalize_fact("I prefer Spanish")
         True
+        >>> normalize_fact("STRAẞE") == normalize_fact("Straße") != normalize_fact("Strasse")
+        True
     """
-    text = unicodedata.normalize("NFKC", text.translate(_INVISIBLE)).casefold()
+    text = compatible(text.translate(_INVISIBLE)).replace("\u1e9e", "\u00df")
+    text = "\u00df".join(part.casefold() for part in text.split("\u00df"))
     return _TRAILING.sub("", _SPACE.sub(" ", text).strip())
 
 

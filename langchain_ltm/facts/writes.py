@@ -178,14 +178,16 @@ def _store_facts(
         )
         taken = yield call(ctx.backend, "get", [(namespace, fact_key(label, h)) for h in hashes])
         taken = [item for item in taken if item is not None and is_alive(item, alive_at)]
-        exact = {str(h.item.value.get("content_hash")): h.item for h in exact_hits}
+        # keyed by the hash of its text now: a hash stored by an earlier release, which
+        # folded "10²" into "102" and "ß" into "ss", does not make "102" its duplicate
+        exact = {_hash_of(h.item): h.item for h in exact_hits}
         # an item another client stored with the same text (LangMem's {"content": ...},
-        # no hash of ours) is that text already: a duplicate, not a new version of it
+        # no hash of ours), or one whose stored hash an earlier release computed otherwise,
+        # is that text already: a duplicate, not a new version of it
         for hits in neighbours:
             for hit in hits:
-                value = hit.item.value
-                if "content_hash" not in value and isinstance(value.get("content"), str):
-                    exact.setdefault(content_hash(value["content"]), hit.item)
+                if isinstance(hit.item.value.get("content"), str):
+                    exact.setdefault(_hash_of(hit.item), hit.item)
 
         def decide(resolutions: Mapping[int, Any] | None) -> BatchDecision:
             return decide_batch(
@@ -273,6 +275,12 @@ def _store_facts(
     for row, d in zip(fresh, decision.decisions, strict=True):
         out[row] = _result(d, decision.touched, stored, histories, lines, user_id, now, pinned, ttl)
     return [r for r in out if r is not None]
+
+
+def _hash_of(item: StoredItem) -> str:
+    """The content hash of a stored fact's text, as this release computes it."""
+    content = item.value.get("content")
+    return content_hash(content) if isinstance(content, str) else str(item.value["content_hash"])
 
 
 def _neighbours(
