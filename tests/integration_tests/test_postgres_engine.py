@@ -648,6 +648,17 @@ def test_a_table_dropped_behind_the_stores_back_is_named_at_setup(make_backend, 
         ("{x}", "{x}_vectors", "the vectors table of the store with table='{x}'"),
         ("{x}", "{x}_schema", "the schema versions table of the store with table='{x}'"),
         ("{x}_schema", "{x}", "the items table of the store with table='{x}_schema'"),
+        # index names share the namespace: "x" skipped its index, or failed on "x_pkey"
+        ("{x}_pkey", "{x}", "the items table of the store with table='{x}_pkey'"),
+        ("{x}_fact_hash", "{x}", "the items table of the store with table='{x}_fact_hash'"),
+        ("{x}_expires_at", "{x}", "the items table of the store with table='{x}_expires_at'"),
+        (
+            "{x}_vectors_scope",
+            "{x}",
+            "the items table of the store with table='{x}_vectors_scope'",
+        ),
+        ("{x}_vectors_hnsw", "{x}", "the items table of the store with table='{x}_vectors_hnsw'"),
+        ("{x}", "{x}_vectors_scope", "an index on {x}_vectors"),
     ],
 )
 def test_a_table_name_clashing_with_another_stores_tables_is_refused(
@@ -676,3 +687,25 @@ def test_a_table_name_clashing_with_another_stores_tables_is_refused(
     assert relations() == before  # nothing created or changed
     assert [f.content for f in store.list_all("u1")] == ["Lives in Paris"]
     assert store.remember("u1", "Works in Lyon").action == "created"  # the first one works
+
+
+def test_create_hnsw_index_refuses_a_name_taken_by_another_relation(make_backend, pg_conn, emb):
+    """Store "x"'s HNSW index is "x_vectors_hnsw": when another relation had that name
+    (another store's table, an index of something else), ``CREATE INDEX IF NOT EXISTS``
+    did nothing and create_hnsw_index() returned as if it had built the index."""
+    backend = make_backend(dims=64)
+    LongTermMemoryStore(backend, embeddings=emb).remember("u1", "Lives in Paris")
+    t = backend.tables
+    name = f"{t.table}_vectors_hnsw"
+    pg_conn.execute(f'CREATE INDEX "{name}" ON {t.vectors} (key)')  # someone else's index
+    with pytest.raises(ValueError, match=rf"its HNSW index would be .*{name}.* another index"):
+        backend.create_hnsw_index()
+    pg_conn.execute(f'DROP INDEX "{t.schema}"."{name}"')
+    backend.create_hnsw_index()  # the name is free: built, and building it again is a no-op
+    backend.create_hnsw_index()
+    method = pg_conn.execute(
+        "SELECT am.amname FROM pg_class c JOIN pg_am am ON am.oid = c.relam "
+        "WHERE c.oid = to_regclass(%s)",
+        (f'"{t.schema}"."{name}"',),
+    ).fetchone()
+    assert method == ("hnsw",)

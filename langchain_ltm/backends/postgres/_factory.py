@@ -51,7 +51,9 @@ def postgres_backend(
             connections): for custom JSON on both, call ``set_json_dumps(dumps)`` and
             ``set_json_loads(loads)`` globally, or hand in the pool you use.
         table: Items table name (vectors go to ``{table}_vectors``, the schema version to
-            ``{table}_schema``: a name that is another store's table is refused).
+            ``{table}_schema``, its indexes ``{table}_pkey``, ``_fact_hash``,
+            ``_vectors_scope``, ``_expires_at``, ``_vectors_hnsw``: a name that is
+            another relation, another store's table say, is refused).
         schema: Postgres schema for the tables (created if missing).
         dims: Embedding size. ``None``: read from the table, or learnt at the first write.
         setup: Create/migrate the tables now (sync). Pass ``False`` and await

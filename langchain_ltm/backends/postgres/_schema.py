@@ -145,37 +145,104 @@ def _layout_of(kind: str, columns: Sequence[str]) -> tuple[str, str] | None:
     return None
 
 
-def _check_layouts(t: Tables) -> Exchange[None]:
-    """Raise ValueError if a relation bearing one of ``t``'s names is not that table.
+# the indexes a store creates beside its tables, by suffix: what each is for, the table it
+# is on (a suffix of _LAYOUTS), its access method and columns. They share the schema's
+# relation namespace with every table: "CREATE INDEX IF NOT EXISTS x_vectors_scope" does
+# nothing when store "x_vectors_scope" has a table of that name.
+_INDEXES = {
+    "pkey": ("primary key index", "", "btree", ("ns_path", "key")),
+    "fact_hash": ("fact-hash index", "", "btree", ("ns_path", "content_hash")),
+    "vectors_scope": ("scope index", "_vectors", "btree", ("ns_path", "key")),
+    "expires_at": ("expiry index", "", "btree", ("expires_at",)),
+    "vectors_hnsw": ("HNSW index", "_vectors", "hnsw", ("embedding",)),
+}
+
+# what a relation of each kind is, for a message (pg_class.relkind)
+_KINDS = {
+    "r": "a table",
+    "p": "a table",
+    "i": "an index",
+    "I": "an index",
+    "v": "a view",
+    "m": "a materialized view",
+    "S": "a sequence",
+    "c": "a type",
+    "f": "a foreign table",
+}
+
+_RELATIONS_SQL = (
+    "SELECT r.name, c.relkind::text, ARRAY(SELECT a.attname::text FROM pg_attribute a "
+    "WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum), "
+    "coalesce(i.indrelid = to_regclass(r.owner), false), am.amname::text, "
+    "i.indrelid::regclass::text "
+    "FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS r(name, owner, n) "
+    "JOIN pg_class c ON c.oid = to_regclass(r.name) "
+    "LEFT JOIN pg_index i ON i.indexrelid = c.oid LEFT JOIN pg_am am ON am.oid = c.relam "
+    "ORDER BY r.n"  # the tables first: a clash of tables names the other store's table
+)
+
+
+def _index_name(t: Tables, suffix: str) -> str:
+    """The schema-qualified name of one of ``t``'s indexes (made in its tables' schema)."""
+    return f'"{t.schema}".{t.index(suffix)}'
+
+
+def _what_it_is(name: str, kind: str, columns: Sequence[str], index_on: str | None) -> str:
+    """What relation ``name`` is, for a message: another store's table, an index on X..."""
+    found = _layout_of(kind, columns)
+    if found is not None:
+        unquoted = name.rsplit(".", 1)[-1].strip('"')
+        owner = unquoted[: len(unquoted) - len(found[0])]
+        return f"the {found[1]} table of the store with table={owner!r}"
+    if index_on is not None:
+        return f"an index on {index_on}"
+    if kind in ("r", "p"):
+        return "a table of something else"
+    return _KINDS.get(kind, "another relation")
+
+
+def _check_layouts(t: Tables, *, hnsw_strict: bool = False) -> Exchange[None]:
+    """Raise ValueError if a relation bearing one of ``t``'s names is not what ``t`` made.
 
     One store's names are another's with a suffix (``table="x"`` keeps its vectors in
-    ``x_vectors``, the items of ``table="x_vectors"``): setup would reuse the other store's
-    table (``CREATE TABLE IF NOT EXISTS``) and fail on it halfway, or worse.
+    ``x_vectors``, the items of ``table="x_vectors"``, and its scope index in
+    ``x_vectors_scope``, the items of ``table="x_vectors_scope"``): setup would reuse the
+    other store's table (``CREATE TABLE IF NOT EXISTS``) and fail on it halfway, or skip
+    the index (``CREATE INDEX IF NOT EXISTS``) and leave this store without it. A
+    relation with an index's name is accepted only as that index: on this store's table,
+    with its access method and columns (``hnsw_strict=False``: the HNSW name, which setup
+    does not create, may be any index on the vectors table).
     """
-    names = {t.items: "", t.vectors: "_vectors", t.versions: "_schema"}
-    rows = yield Statement(
-        "SELECT r.name, c.relkind::text, ARRAY(SELECT a.attname::text FROM pg_attribute a "
-        "WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) "
-        "FROM unnest(%s::text[]) AS r(name) JOIN pg_class c ON c.oid = to_regclass(r.name)",
-        (list(names),),
-    )
-    for name, kind, columns in rows:
-        suffix = names[name]
-        found = _layout_of(str(kind), list(columns))
-        if found is not None and found[0] == suffix:
-            continue
-        qualified = name.rsplit(".", 1)[-1].strip('"')
-        if found is None:
-            what = "a table of something else" if kind in ("r", "p") else "not a table"
+    tables = {t.items: "", t.vectors: "_vectors", t.versions: "_schema"}
+    indexes = {_index_name(t, suffix): suffix for suffix in _INDEXES}
+    owners: list[str | None] = [None] * len(tables)
+    owners += [t.items if _INDEXES[suffix][1] == "" else t.vectors for suffix in _INDEXES]
+    rows = yield Statement(_RELATIONS_SQL, ([*tables, *indexes], owners))
+    for name, kind, columns, on_ours, method, index_on in rows:
+        if name in tables:
+            role = f"{_LAYOUTS[tables[name]][0]} table"
+            found = _layout_of(str(kind), list(columns))
+            if found is not None and found[0] == tables[name]:
+                continue
+            what = _what_it_is(name, str(kind), list(columns), index_on)
         else:
-            owner = qualified[: len(qualified) - len(found[0])]
-            what = f"the {found[1]} table of the store with table={owner!r}"
+            role, _, wanted_method, wanted_columns = _INDEXES[indexes[name]]
+            lenient = indexes[name] == "vectors_hnsw" and not hnsw_strict
+            same = method == wanted_method and tuple(columns) == wanted_columns
+            if on_ours and (same or lenient):
+                continue
+            what = (
+                f"another index on {index_on} ({method} on {', '.join(columns)})"
+                if on_ours
+                else _what_it_is(name, str(kind), list(columns), index_on)
+            )
         raise ValueError(
-            f"Cannot use table={t.table!r}: its {_LAYOUTS[suffix][0]} table would be {name}, "
-            f"which exists and is {what}. A store keeps its data in the tables {{table}}, "
-            "{table}_vectors and {table}_schema, so two stores whose names differ by one of "
-            "those suffixes collide. Open this store with another table name (nothing was "
-            "created or changed)."
+            f"Cannot use table={t.table!r}: its {role} would be {name}, which exists and is "
+            f"{what}. A store keeps its data in the tables {{table}}, {{table}}_vectors and "
+            "{table}_schema, with the indexes {table}_pkey, {table}_fact_hash, "
+            "{table}_vectors_scope, {table}_expires_at and {table}_vectors_hnsw, all in one "
+            "namespace: two stores whose names differ by one of those suffixes collide. Open "
+            "this store with another table name (nothing was created or changed)."
         )
 
 
@@ -242,6 +309,7 @@ def setup(
 
 def create_hnsw_index(t: Tables, m: int, ef_construction: int) -> Exchange[None]:
     """An HNSW index (cosine) with the operator class of the column's type."""
+    yield from _check_layouts(t, hnsw_strict=True)  # the name: an HNSW index of ours, or free
     rows = yield Statement(TYPMOD_SQL, (t.vectors,))
     vector_type = str(rows[0][1])
     yield Statement(
