@@ -455,6 +455,39 @@ def test_an_unreachable_server_is_a_clear_error(tmp_path):
     assert "connecting directly failed: connection is bad" in str(info.value)
 
 
+def test_sync_and_async_calls_say_alike_that_the_server_cannot_be_reached(tmp_path):
+    """aremember/aforget/aupdate_fact take an advisory lock on a connection of their own:
+    when it could not be opened they raised psycopg's OperationalError, where the sync
+    twins (and asearch) raise BackendError saying what to check."""
+    url = f"postgresql://postgres@/postgres?host={tmp_path}"  # no server listens there
+    store = LongTermMemoryStore(
+        postgres_backend(url, setup=False, dims=16, timeout=1), embeddings=KeywordEmbeddings(16)
+    )
+    calls = {
+        "remember": lambda: store.remember("u1", "Likes tea"),
+        "forget": lambda: store.forget("u1", "some-id"),
+        "update_fact": lambda: store.update_fact("u1", "some-id", "Likes coffee"),
+        "search": lambda: store.search(NS, query="tea"),
+    }
+    acalls = {
+        "remember": lambda: store.aremember("u1", "Likes tea"),
+        "forget": lambda: store.aforget("u1", "some-id"),
+        "update_fact": lambda: store.aupdate_fact("u1", "some-id", "Likes coffee"),
+        "search": lambda: store.asearch(NS, query="tea"),
+    }
+    try:
+        for name, call in calls.items():
+            with pytest.raises(BackendError, match="Cannot connect to Postgres") as sync:
+                call()
+            with pytest.raises(BackendError, match="Cannot connect to Postgres") as not_sync:
+                asyncio.run(acalls[name]())
+            assert type(not_sync.value) is type(sync.value), name
+            for info in (sync, not_sync):
+                assert "server is up and reachable" in str(info.value), name
+    finally:
+        store.close()
+
+
 def test_a_pool_whose_connections_all_stay_busy_says_so(pg_url):
     """The server is reachable: only then is a bigger pool the advice."""
     backend = postgres_backend(pg_url, table=f"t_{uuid.uuid4().hex[:12]}", max_size=1, timeout=1)

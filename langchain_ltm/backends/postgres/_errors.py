@@ -2,9 +2,10 @@
 
 :func:`translate` turns a psycopg or pool error into a ``BackendError`` or a kin of it
 (``DuplicateFactError``, ``EmbeddingDimensionError``, ``EngineLimitError``,
-``StoreInUseError``); :func:`rolled_back` tells a call Postgres rolled back (which
-``_pools.Connector`` retries once); ``ENDED_BY_TIMEOUT`` names the server timeouts that end
-a session (``_lock`` reads it too).
+``StoreInUseError``); :class:`ConnectError` is an async pool's failed connection attempt;
+:func:`rolled_back` tells a call Postgres rolled back (which ``_connector.Connector``
+retries once); ``ENDED_BY_TIMEOUT`` names the server timeouts that end a session
+(``_lock`` reads it too).
 """
 
 from __future__ import annotations
@@ -19,6 +20,20 @@ from langchain_ltm.errors import (
     DuplicateFactError,
     EmbeddingDimensionError,
     EngineLimitError,
+)
+
+
+class ConnectError(psycopg.OperationalError):
+    """A new connection of an async ``LoopPool`` could not be opened (the server is down...).
+
+    Told apart from a connection that broke during a call, so that :func:`translate` says
+    what the sync pool's timeout says: check the server and the URL, not "retry".
+    """
+
+
+_CHECK_SERVER = (
+    "Check that the server is up and reachable at the URL's host and port, and the URL's "
+    "user, password and database."
 )
 
 
@@ -46,10 +61,11 @@ def translate(exc: BaseException, what: str, why: str = "") -> Exception:
     """
     if isinstance(exc, PoolTimeout) and why:
         return BackendError(
-            f"Cannot connect to Postgres ({exc}; connecting directly failed: {why}). Check "
-            "that the server is up and reachable at the URL's host and port, and the URL's "
-            "user, password and database."
+            f"Cannot connect to Postgres ({exc}; connecting directly failed: {why}). "
+            + _CHECK_SERVER
         )
+    if isinstance(exc, ConnectError):
+        return BackendError(f"Cannot connect to Postgres ({exc}). " + _CHECK_SERVER)
     if isinstance(exc, PoolTimeout):
         return BackendError(
             f"No free Postgres connection within the pool timeout ({exc}), although the "

@@ -188,6 +188,8 @@ class AdvisoryLocks:
                 except PoolTimeout as exc:
                     why = await asyncio.to_thread(self.connector.diagnose)
                     raise translate(exc, "lock", why) from exc
+                except psycopg.Error as exc:  # a new connection failed (ConnectError)
+                    raise translate(exc, "lock") from exc
                 try:
                     if conn.autocommit:
                         await conn.execute("BEGIN", prepare=False)

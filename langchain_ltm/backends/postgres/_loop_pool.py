@@ -16,6 +16,7 @@ from psycopg.pq import TransactionStatus
 from psycopg_pool import PoolTimeout
 
 from langchain_ltm.backends.postgres._drive import left_in_pipeline, rollback_or_close
+from langchain_ltm.backends.postgres._errors import ConnectError
 
 _IDLE = TransactionStatus.IDLE
 
@@ -125,7 +126,10 @@ class LoopPool:
             if not conn.closed:
                 return conn
         kwargs = {"connect_timeout": max(1, round(self.timeout)), **self.kwargs}
-        return await psycopg.AsyncConnection.connect(self.conninfo, **kwargs)
+        try:
+            return await psycopg.AsyncConnection.connect(self.conninfo, **kwargs)
+        except psycopg.OperationalError as exc:  # not a call's broken connection: say so
+            raise ConnectError(" ".join(str(exc).split())) from exc
 
     async def check(self) -> None:
         """Drop the idle connections that no longer answer."""
