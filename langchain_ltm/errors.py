@@ -112,7 +112,10 @@ class LockLostError(BackendError):
     """A Postgres write was refused: a lock its caller held was released under it.
 
     The connection holding a user's lock ended (killed, or a server timeout), so another
-    writer may have written since; nothing of the write was made. Retry the call.
+    writer may have written since; nothing of the write was made. Retry the call. When the
+    write's own connection broke too as it committed (a server restart, a network fault
+    ending both), its first attempt may have been stored: the message then says so, and
+    a retried call reads again and finds it.
     """
 
 

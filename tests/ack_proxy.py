@@ -12,6 +12,7 @@ import contextlib
 import socket
 import struct
 import threading
+from collections.abc import Callable
 
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
@@ -22,7 +23,9 @@ class AckProxy:
     """Forwards ``127.0.0.1:<port>`` to the server of ``url`` (a unix socket or TCP).
 
     ``arm()`` makes the next ``COMMIT`` answer (of any connection) get lost; ``dropped``
-    counts the ones lost so far. ``close()`` stops it.
+    counts the ones lost so far; ``on_lose`` (if set) is called, in the proxy's thread,
+    after an answer is swallowed and before its connection ends (what else the outage
+    does: end another session, say). ``close()`` stops it.
 
     Example (not run here: it needs a server):
         with AckProxy(pg_url) as proxy: store = ...(proxy.url); proxy.arm(); store.forget(...)
@@ -38,6 +41,7 @@ class AckProxy:
             self._target = (socket.AF_INET, (host, port))
         self._armed = 0
         self.dropped = 0
+        self.on_lose: Callable[[], object] | None = None
         self._guard = threading.Lock()
         self._sockets: list[socket.socket] = []
         self._listener = socket.socket()
@@ -107,6 +111,8 @@ class AckProxy:
                                 self.dropped += 1
                         if lose:
                             client.sendall(out)
+                            if self.on_lose is not None:
+                                self.on_lose()
                             raise OSError("the answer to COMMIT is lost")
                     out += message
                 client.sendall(out)

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 from langgraph.store.base import PutOp
 
-from langchain_ltm import BackendError, EngineLimitError, LongTermMemoryStore
+from langchain_ltm import BackendError, EngineLimitError, LockLostError, LongTermMemoryStore
 from langchain_ltm.backends.postgres import postgres_backend
 from tests.ack_proxy import AckProxy
 from tests.fakes import KeywordEmbeddings
@@ -295,5 +295,49 @@ async def test_a_lost_commit_answer_still_reports_what_was_deleted(make_backend,
             assert await call("clear_user", "u1") == 2
             assert proxy.dropped == 3
             assert store.list_all("u1") == []
+        finally:
+            store.close()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_a_write_whose_commit_answer_and_lock_were_lost_says_it_may_be_stored(
+    make_backend, pg_url, pg_conn, mode
+):
+    """An outage (a restart) lost the answer to an update's COMMIT and ended the session
+    holding the user's lock: the connector retried, the retry found the lock gone and
+    raised LockLostError "Nothing of this write was made", with the new text stored."""
+    table = make_backend(dims=64).tables.table  # the fixture drops it after the test
+    app = f"ltm-{uuid.uuid4().hex[:8]}"
+    with AckProxy(pg_url) as proxy:
+        backend = postgres_backend(
+            proxy.url, table=table, dims=64, setup=False, connect_kwargs={"application_name": app}
+        )
+        store = LongTermMemoryStore(backend, embeddings=KeywordEmbeddings(64))
+        try:
+            fact = store.remember("u1", "I live in Paris").fact
+
+            def outage() -> None:  # the committed write's answer is lost: the lock goes too
+                pg_conn.execute(
+                    "SELECT pg_terminate_backend(l.pid, 5000) FROM pg_locks l "
+                    "JOIN pg_stat_activity a USING (pid) "
+                    "WHERE l.locktype = 'advisory' AND l.granted AND a.application_name = %s",
+                    (app,),
+                )
+
+            proxy.on_lose = outage
+            proxy.arm()
+
+            async def update() -> object:
+                if mode == "async":
+                    return await store.aupdate_fact("u1", fact.id, "I live in Berlin")
+                return store.update_fact("u1", fact.id, "I live in Berlin")
+
+            with pytest.raises(LockLostError, match="may have committed") as info:
+                await update()
+            assert proxy.dropped == 1
+            assert "lock of 'u1' ended" in str(info.value)
+            assert "Nothing of this write was made" not in str(info.value)
+            assert [f.content for f in store.list_all("u1")] == ["I live in Berlin"]  # it was
+            assert "I live in Paris" in [v.content for v in store.history("u1", fact.id)]
         finally:
             store.close()

@@ -9,7 +9,9 @@ A call whose connection breaks (server restart, ``pg_terminate_backend``, networ
 retried once on a fresh connection after the pool has discarded its dead connections:
 reads are safe to repeat, and a write is one transaction, so it either committed or did
 not, and writing the same batch again leaves the same rows. A second failure raises
-``BackendError``. So is a call that Postgres rolled back as a deadlock victim or for a
+``BackendError``. A retried write refused because its caller's lock was released meanwhile
+(``LockLostError``: the outage ended the lock's session too) says that its first attempt
+may have committed. So is a call that Postgres rolled back as a deadlock victim or for a
 serialization failure (SQLSTATE class 40): our writes cannot deadlock with each other
 (``_writes.write_locks``), but a writer outside that discipline can, and so do two
 transactions swapping two facts' contents (each waits for the other in the fact-hash
@@ -34,10 +36,10 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
 from langchain_ltm.backends.postgres import _wire
 from langchain_ltm.backends.postgres._drive import drive_async, drive_sync, left_in_pipeline
-from langchain_ltm.backends.postgres._errors import rolled_back, translate
+from langchain_ltm.backends.postgres._errors import maybe_committed, rolled_back, translate
 from langchain_ltm.backends.postgres._loop_pool import AsyncPoolLike, LoopPool
 from langchain_ltm.backends.postgres._sql import Exchange
-from langchain_ltm.errors import BackendError
+from langchain_ltm.errors import BackendError, LockLostError
 
 T = TypeVar("T")
 
@@ -234,6 +236,7 @@ class Connector:
         (``_direct``), else on the connection's kept cursor (see ``_drive``).
         """
         pool = self.sync_pool()
+        broke = False  # a transaction's connection broke: it may have committed
         for attempt in (1, 2):
             try:
                 with pool.connection() as conn:
@@ -259,7 +262,12 @@ class Connector:
                 cause = lost.__cause__ or lost
                 if attempt == 2:
                     raise translate(cause, what) from cause
+                broke = transaction
                 pool.check()
+            except LockLostError as exc:
+                if broke:  # the first attempt may have committed (its answer was lost)
+                    raise maybe_committed(exc) from exc
+                raise
             except PoolTimeout as exc:
                 raise translate(exc, what, self.diagnose()) from exc
             except psycopg.Error as exc:
@@ -289,6 +297,7 @@ class Connector:
     ) -> T:
         """Async twin of :meth:`run`."""
         pool = self.async_pool()
+        broke = False  # a transaction's connection broke: it may have committed
         for attempt in (1, 2):
             try:
                 async with pool.connection() as conn:
@@ -314,7 +323,12 @@ class Connector:
                 cause = lost.__cause__ or lost
                 if attempt == 2:
                     raise translate(cause, what) from cause
+                broke = transaction
                 await pool.check()
+            except LockLostError as exc:
+                if broke:  # the first attempt may have committed (its answer was lost)
+                    raise maybe_committed(exc) from exc
+                raise
             except PoolTimeout as exc:
                 raise translate(exc, what, await asyncio.to_thread(self.diagnose)) from exc
             except psycopg.Error as exc:

@@ -20,6 +20,7 @@ from langchain_ltm.errors import (
     DuplicateFactError,
     EmbeddingDimensionError,
     EngineLimitError,
+    LockLostError,
 )
 
 
@@ -147,6 +148,26 @@ def translate(exc: BaseException, what: str, why: str = "") -> Exception:
             "half-written: retry the call (a retried batch is idempotent)."
         )
     return BackendError(f"Postgres failed during {what}: {message}")
+
+
+NOTHING_MADE = " Nothing of this write was made: retry the call (it reads again)."
+"""How a :class:`LockLostError` of a write's first attempt ends (``_writes``)."""
+
+
+def maybe_committed(exc: LockLostError) -> LockLostError:
+    """``exc``, raised by the retry of a write whose first connection broke: say it may be in.
+
+    The first attempt's connection can break after its ``COMMIT`` reached the server (the
+    answer was lost: a restart, a network fault, which end the lock's session too), so
+    "nothing of this write was made" may be false.
+    """
+    return LockLostError(
+        f"{str(exc).removesuffix(NOTHING_MADE)} This write's first attempt lost its "
+        "connection before the answer to its COMMIT came (the same outage ended the lock's "
+        "session), so it may have committed: the write may be stored, whole, or not at all. "
+        "Read what is stored before writing it again; retrying the call is safe (it reads "
+        "again, under the lock)."
+    )
 
 
 ENDED_BY_TIMEOUT = {

@@ -17,6 +17,7 @@ from langchain_ltm.backends.base import (
     ItemKey,
     Record,
 )
+from langchain_ltm.backends.postgres._errors import NOTHING_MADE
 from langchain_ltm.backends.postgres._schema import TYPMOD_SQL, column_type
 from langchain_ltm.backends.postgres._sql import (
     Exchange,
@@ -369,6 +370,5 @@ def _refuse_without(lost: Sequence[str]) -> None:
         raise LockLostError(
             f"The Postgres connection holding the lock of {', '.join(map(repr, lost))} "
             "ended during this call (killed, or closed by a server timeout), so Postgres "
-            "released the lock and another writer may have written since. Nothing of this "
-            "write was made: retry the call (it reads again)."
+            "released the lock and another writer may have written since." + NOTHING_MADE
         )
