@@ -95,6 +95,43 @@ def test_concurrent_setups_of_one_table(make_backend, pg_url):
     assert errors == []
 
 
+def test_a_role_without_create_rights_opens_tables_at_the_current_version(
+    make_backend, pg_url, pg_conn, emb
+):
+    """An app role given only DML on the store's tables could not open them: setup ran
+    CREATE SCHEMA / CREATE TABLE IF NOT EXISTS, which Postgres checks CREATE rights for
+    even when everything exists ("permission denied for database"), and the error did not
+    say what to do. Tables at the current version are now only read; where there is DDL to
+    do, the error says to run setup once as the owner."""
+    suffix = uuid.uuid4().hex[:10]
+    schema, role = f"s_{suffix}", f"app_{suffix}"
+    owner = make_backend(schema=schema, dims=64)  # the migration role: creates the tables
+    LongTermMemoryStore(owner, embeddings=emb).remember("u1", "Lives in Paris")
+    t = owner.tables
+    pg_conn.execute(f"CREATE ROLE {role} LOGIN")
+    try:
+        pg_conn.execute(f"GRANT USAGE ON SCHEMA {schema} TO {role}")
+        pg_conn.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON {t.items}, {t.vectors} TO {role}")
+        pg_conn.execute(f"GRANT SELECT ON {t.versions} TO {role}")
+        app_url = psycopg.conninfo.make_conninfo(pg_url, user=role)
+        store = LongTermMemoryStore.from_postgres(app_url, emb, table=t.table, schema=schema)
+        try:
+            assert store.remember("u1", "Works in Lyon").action == "created"
+            assert sorted(f.content for f in store.list_all("u1")) == [
+                "Lives in Paris",
+                "Works in Lyon",
+            ]
+        finally:
+            store.close()
+        with pytest.raises(BackendError, match="run setup once as the tables' owner"):
+            postgres_backend(app_url, table=f"t_{suffix}", schema=schema)  # new: DDL to do
+    finally:
+        pg_conn.execute(f"DROP OWNED BY {role}")
+        pg_conn.execute(f"DROP ROLE {role}")
+    owner.drop()
+    pg_conn.execute(f"DROP SCHEMA {schema}")
+
+
 # the fact-hash constraint of schema versions 1 and 2 (an ALTER TABLE action)
 _UNIQUE_FACT_HASH = (
     "DROP CONSTRAINT {name}, ADD CONSTRAINT {name} UNIQUE (ns_path, content_hash) "

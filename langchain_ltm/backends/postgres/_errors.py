@@ -119,6 +119,14 @@ def translate(exc: BaseException, what: str, why: str = "") -> Exception:
             f"{message}. The pgvector extension is not installed in this database and this "
             "role may not install it: ask an administrator to run CREATE EXTENSION vector."
         )
+    if isinstance(exc, pg_errors.InsufficientPrivilege) and what == "setup":
+        return BackendError(
+            f"{message}. This role may not create or migrate the store's tables: run setup "
+            "once as the tables' owner (a role with CREATE on the database and schema: "
+            "postgres_backend(owner_url, ...), LongTermMemoryStore.from_postgres(owner_url, "
+            "...) or PostgresBackend.setup()). Tables at the current schema version then "
+            "open as this role; or open them with postgres_backend(..., setup=False)."
+        )
     if isinstance(exc, (pg_errors.UntranslatableCharacter, pg_errors.CharacterNotInRepertoire)):
         return BackendError(
             f"{message}. Postgres cannot store NUL (\\u0000) characters in text or JSON; "

@@ -251,19 +251,30 @@ def setup(
 ) -> Exchange[tuple[int | None, str]]:
     """Create or migrate the schema (idempotent, serialized); the vectors' size and type.
 
+    Tables already at :data:`SCHEMA_VERSION` are only read (no DDL: a role without CREATE
+    rights opens them), unless ``dims`` types an untyped embedding column.
+
     A new table gets ``vector_type`` (``None``: ``vector``); an existing one keeps its own,
     and asking for the other raises ``ValueError`` naming the migration.
     """
     yield Statement("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (SETUP_LOCK,))
     yield from _check_layouts(t)
-    yield Statement("CREATE EXTENSION IF NOT EXISTS vector")
-    yield Statement(f'CREATE SCHEMA IF NOT EXISTS "{t.schema}"')
-    yield Statement(
-        f"CREATE TABLE IF NOT EXISTS {t.versions} (version integer PRIMARY KEY, "
-        "description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
-    )
-    rows = yield Statement(f"SELECT coalesce(max(version), 0) FROM {t.versions}")
-    current = int(rows[0][0])
+    # The version first: tables already at this version need no DDL, so a role without
+    # CREATE rights on the database or schema (an app role given DML on the tables) can
+    # open them; Postgres checks those rights even for CREATE ... IF NOT EXISTS. Setups
+    # are serialized by the lock above, so no other one runs between this and the DDL.
+    rows = yield Statement("SELECT to_regclass(%s) IS NOT NULL", (t.versions,))
+    current = 0
+    if rows[0][0]:
+        rows = yield Statement(f"SELECT coalesce(max(version), 0) FROM {t.versions}")
+        current = int(rows[0][0])
+    if current < SCHEMA_VERSION:
+        yield Statement("CREATE EXTENSION IF NOT EXISTS vector")
+        yield Statement(f'CREATE SCHEMA IF NOT EXISTS "{t.schema}"')
+        yield Statement(
+            f"CREATE TABLE IF NOT EXISTS {t.versions} (version integer PRIMARY KEY, "
+            "description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
     if current > SCHEMA_VERSION:
         raise SchemaVersionError(
             f"Table {t.items} has schema version {current}, newer than this langchain-ltm "
