@@ -132,6 +132,25 @@ def test_a_role_without_create_rights_opens_tables_at_the_current_version(
     pg_conn.execute(f"DROP SCHEMA {schema}")
 
 
+def test_a_search_path_without_pgvectors_schema_is_named(make_backend, pg_url, emb):
+    """pgvector is installed in public; a connection whose search_path leaves it out does
+    not find the vector type: setup succeeded, then every call said "the pgvector
+    extension is missing ... run setup()", and setup again changed nothing."""
+    table = make_backend(dims=64).tables.table
+    options = {"options": f"-c search_path=app_{uuid.uuid4().hex[:8]}"}
+    with pytest.raises(BackendError, match="installed in schema public, which is not on"):
+        postgres_backend(pg_url, table=table, connect_kwargs=options)
+    backend = postgres_backend(pg_url, table=table, connect_kwargs=options, setup=False)
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    try:
+        with pytest.raises(BackendError, match="not on this connection's search_path") as info:
+            store.recall("u1", "tea")
+        assert "options='-c search_path=app_" in str(info.value)
+        assert "extension is missing" not in str(info.value)
+    finally:
+        store.close()
+
+
 # the fact-hash constraint of schema versions 1 and 2 (an ALTER TABLE action)
 _UNIQUE_FACT_HASH = (
     "DROP CONSTRAINT {name}, ADD CONSTRAINT {name} UNIQUE (ns_path, content_hash) "

@@ -36,18 +36,18 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
 from langchain_ltm.backends.postgres import _wire
 from langchain_ltm.backends.postgres._drive import drive_async, drive_sync, left_in_pipeline
-from langchain_ltm.backends.postgres._errors import maybe_committed, rolled_back, translate
+from langchain_ltm.backends.postgres._errors import (
+    VECTOR_SCHEMA_SQL,
+    maybe_committed,
+    rolled_back,
+    translate,
+    vector_not_found,
+)
 from langchain_ltm.backends.postgres._loop_pool import AsyncPoolLike, LoopPool
 from langchain_ltm.backends.postgres._sql import Exchange
 from langchain_ltm.errors import BackendError, LockLostError
 
 T = TypeVar("T")
-
-
-_NO_VECTOR = (
-    "The pgvector extension is missing in this database: run PostgresBackend.setup() "
-    "(or CREATE EXTENSION vector as an administrator)."
-)
 
 
 class _Lost(Exception):
@@ -195,8 +195,9 @@ class Connector:
     def _prepare(self, conn: psycopg.Connection[Any], owned: bool) -> None:
         if conn.adapters.types.get("vector") is None:
             info = self._vector_info or TypeInfo.fetch(conn, "vector")
-            if info is None:
-                raise BackendError(_NO_VECTOR)
+            if info is None:  # not installed, or not on the search_path
+                (row,) = conn.execute(VECTOR_SCHEMA_SQL).fetchall()
+                raise vector_not_found(*row)
             self._vector_info = info
             _register_vector(conn, info)
             if owned:
@@ -206,8 +207,9 @@ class Connector:
     async def _aprepare(self, conn: psycopg.AsyncConnection[Any], owned: bool) -> None:
         if conn.adapters.types.get("vector") is None:
             info = self._vector_info or await TypeInfo.fetch(conn, "vector")
-            if info is None:
-                raise BackendError(_NO_VECTOR)
+            if info is None:  # not installed, or not on the search_path
+                (row,) = await (await conn.execute(VECTOR_SCHEMA_SQL)).fetchall()
+                raise vector_not_found(*row)
             self._vector_info = info
             _register_vector(conn, info)
             if owned:

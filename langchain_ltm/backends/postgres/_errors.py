@@ -178,6 +178,30 @@ def maybe_committed(exc: LockLostError) -> LockLostError:
     )
 
 
+NO_VECTOR = (
+    "The pgvector extension is missing in this database: run PostgresBackend.setup() "
+    "(or CREATE EXTENSION vector as an administrator)."
+)
+
+VECTOR_SCHEMA_SQL = (
+    "SELECT (SELECT extnamespace::regnamespace::text FROM pg_extension "
+    "WHERE extname = 'vector'), current_setting('search_path')"
+)
+"""The schema pgvector is installed in (NULL: it is not) and the connection's search_path."""
+
+
+def vector_not_found(schema: str | None, search_path: str) -> BackendError:
+    """The error when this connection cannot see the ``vector`` type: why, and the fix."""
+    if schema is None:
+        return BackendError(NO_VECTOR)
+    return BackendError(
+        f"pgvector is installed in schema {schema}, which is not on this connection's "
+        f"search_path ({search_path}), so its vector type is not found: add it, in the URL "
+        f"or connect_kwargs (options='-c search_path={search_path},{schema}') or for the "
+        f"role (ALTER ROLE ... SET search_path = {search_path}, {schema})."
+    )
+
+
 ENDED_BY_TIMEOUT = {
     "25P03": "idle_in_transaction_session_timeout",
     "25P04": "transaction_timeout",  # Postgres 17+

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from langchain_ltm.backends.postgres._errors import VECTOR_SCHEMA_SQL, vector_not_found
 from langchain_ltm.backends.postgres._sql import (
     Exchange,
     Statement,
@@ -270,6 +271,12 @@ def setup(
         current = int(rows[0][0])
     if current < SCHEMA_VERSION:
         yield Statement("CREATE EXTENSION IF NOT EXISTS vector")
+    # every call needs the vector type by its plain name: installed in a schema the
+    # search_path leaves out, it is not found (CREATE EXTENSION IF NOT EXISTS says nothing)
+    rows = yield Statement(f"SELECT to_regtype('vector') IS NULL, * FROM ({VECTOR_SCHEMA_SQL}) v")
+    if rows[0][0]:
+        raise vector_not_found(rows[0][1], rows[0][2])
+    if current < SCHEMA_VERSION:
         yield Statement(f'CREATE SCHEMA IF NOT EXISTS "{t.schema}"')
         yield Statement(
             f"CREATE TABLE IF NOT EXISTS {t.versions} (version integer PRIMARY KEY, "
