@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import copy
+import inspect
 import threading
 from collections.abc import Iterable
 from dataclasses import replace
@@ -75,6 +76,30 @@ __all__ = [
 
 DEFAULT_UPSERT_THRESHOLD = DEFAULT_MERGE_THRESHOLD
 """The 0.1 name of :data:`DEFAULT_MERGE_THRESHOLD`."""
+
+
+_POSTGRES_OPTIONS = ("setup", "min_size", "max_size", "timeout", "connect_kwargs")
+"""The options of ``postgres_backend()`` that ``from_postgres`` passes on."""
+
+
+def _refuse_unknown(factory: str, kwargs: dict[str, Any], engine_options: Iterable[str]) -> None:
+    """Raise TypeError for an option of ``factory``'s ``**kwargs`` that no one takes.
+
+    They went to ``LongTermMemoryStore.__init__``, whose TypeError named neither the
+    factory nor the options it does take.
+    """
+    store_options = [
+        name
+        for name in inspect.signature(LongTermMemoryStore.__init__).parameters
+        if name not in ("self", "vectorstore", "embeddings", "namespace")
+    ]
+    unknown = [name for name in kwargs if name not in store_options]
+    if unknown:
+        raise TypeError(
+            f"{factory}() got unexpected option(s) {', '.join(map(repr, unknown))}: it takes "
+            f"the store's ({', '.join(store_options)}) and the engine's "
+            f"({', '.join(engine_options)})."
+        )
 
 
 class LongTermMemoryStore(FactAPI, BaseStore):
@@ -228,16 +253,23 @@ class LongTermMemoryStore(FactAPI, BaseStore):
             vector_type: ``"halfvec"`` stores embeddings as float16 (half the vectors
                 table and index, search still exact over the stored values); ``"vector"``
                 (float32) or ``None`` (an existing table's type) otherwise.
-            **kwargs: Other ``LongTermMemoryStore`` options (``merge_threshold``, ...).
+            **kwargs: Other ``LongTermMemoryStore`` options (``merge_threshold``, ...),
+                and ``postgres_backend()``'s connection options: ``setup``,
+                ``min_size``, ``max_size``, ``timeout``, ``connect_kwargs``.
+
+        Raises:
+            TypeError: an option that is neither the store's nor ``postgres_backend()``'s.
 
         Example:
             >>> store = LongTermMemoryStore.from_postgres(  # doctest: +SKIP
-            ...     "postgresql://app@localhost/app", embeddings
+            ...     "postgresql://app@localhost/app", embeddings, max_size=20
             ... )
         """
         postgres = engine("postgres", "postgres")
+        options = {name: kwargs.pop(name) for name in _POSTGRES_OPTIONS if name in kwargs}
+        _refuse_unknown("from_postgres", kwargs, _POSTGRES_OPTIONS)
         backend = postgres.postgres_backend(
-            conn, table=table, schema=schema, dims=dims, vector_type=vector_type
+            conn, table=table, schema=schema, dims=dims, vector_type=vector_type, **options
         )
         return cls(backend, embeddings=embeddings, namespace=namespace, **kwargs)
 

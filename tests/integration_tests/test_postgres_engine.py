@@ -798,3 +798,25 @@ def test_create_hnsw_index_refuses_a_name_taken_by_another_relation(make_backend
         (f'"{t.schema}"."{name}"',),
     ).fetchone()
     assert method == ("hnsw",)
+
+
+def test_from_postgres_passes_the_pool_options_on_and_names_unknown_ones(pg_url, emb):
+    """from_postgres(..., max_size=...) went to LongTermMemoryStore.__init__ and failed
+    with its TypeError; postgres_backend(timeout=0) was taken, and every call then said
+    the pool's connections were all busy."""
+    table = f"t_{uuid.uuid4().hex[:12]}"
+    store = LongTermMemoryStore.from_postgres(
+        pg_url, emb, table=table, max_size=3, timeout=4, merge_threshold=0.9
+    )
+    try:
+        pool = store.backend.connector.sync_pool()
+        assert (pool.max_size, pool.timeout) == (3, 4)
+        assert store.remember("u1", "Lives in Paris").action == "created"
+        with pytest.raises(TypeError, match=r"from_postgres\(\) got unexpected option\(s\) 'lock"):
+            LongTermMemoryStore.from_postgres(pg_url, emb, table=table, lock_timeout=1)
+    finally:
+        store.backend.drop()
+        store.close()
+    for timeout in (0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match="timeout must be a positive number"):
+            postgres_backend(pg_url, table=table, timeout=timeout, setup=False)

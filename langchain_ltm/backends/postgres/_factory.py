@@ -73,7 +73,7 @@ def postgres_backend(
 
     Raises:
         ValueError: ``conn`` is a URL libpq cannot read (a bad port, an unknown parameter),
-            raised before any connection is tried.
+            raised before any connection is tried; ``timeout`` is not positive.
         BackendError: with ``setup=True``, the server cannot be reached within ``timeout``.
 
     Example:
@@ -82,6 +82,9 @@ def postgres_backend(
         (384, '"public"."ltm_items"')
         >>> backend.setup()  # creates or migrates the tables  # doctest: +SKIP
     """
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        # 0 was taken, and every call then failed saying the pool's connections were busy
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}.")
     engine: Any = None
     pool: ConnectionPool[Any] | None = None
     apool: AsyncConnectionPool[Any] | None = None
