@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import os
 import subprocess
 import sys
@@ -776,6 +777,25 @@ def test_a_table_name_clashing_with_another_stores_tables_is_refused(
     assert relations() == before  # nothing created or changed
     assert [f.content for f in store.list_all("u1")] == ["Lives in Paris"]
     assert store.remember("u1", "Works in Lyon").action == "created"  # the first one works
+
+
+def test_a_store_set_up_beside_a_colliding_one_before_the_check_still_opens(
+    make_backend, pg_conn, emb, caplog
+):
+    """A store an earlier release set up after store "x_vectors_scope" has no scope index
+    (the name is the other store's table): refusing to open it locked its data away."""
+    x = f"t_{uuid.uuid4().hex[:12]}"
+    old = LongTermMemoryStore(make_backend(table=x, dims=64), embeddings=emb)
+    old.remember("u1", "Lives in Paris")
+    t = old.backend.tables
+    pg_conn.execute(f'DROP INDEX "{t.schema}".{t.index("vectors_scope")}')  # as it was left
+    other = LongTermMemoryStore(make_backend(table=f"{x}_vectors_scope", dims=64), embeddings=emb)
+    other.remember("u1", "Works in Lyon")
+    with caplog.at_level(logging.WARNING):
+        again = LongTermMemoryStore(make_backend(table=x, dims=64), embeddings=emb)
+    assert f"table='{x}' has no index" in caplog.text
+    assert [f.content for f in again.list_all("u1")] == ["Lives in Paris"]
+    assert [f.content for f in other.list_all("u1")] == ["Works in Lyon"]
 
 
 def test_create_hnsw_index_refuses_a_name_taken_by_another_relation(make_backend, pg_conn, emb):

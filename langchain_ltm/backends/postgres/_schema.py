@@ -5,6 +5,7 @@ Exchanges (see ``_sql``): I/O-free generators of statements, driven by ``_drive`
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from langchain_ltm.backends.postgres._errors import VECTOR_SCHEMA_SQL, vector_not_found
@@ -14,6 +15,8 @@ from langchain_ltm.backends.postgres._sql import (
     Tables,
 )
 from langchain_ltm.errors import BackendError, SchemaVersionError
+
+_log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 4
 SETUP_LOCK = "langchain_ltm.setup"
@@ -219,7 +222,20 @@ def _check_layouts(t: Tables, *, hnsw_strict: bool = False) -> Exchange[None]:
     owners: list[str | None] = [None] * len(tables)
     owners += [t.items if _INDEXES[suffix][1] == "" else t.vectors for suffix in _INDEXES]
     rows = yield Statement(_RELATIONS_SQL, ([*tables, *indexes], owners))
+    exists = any(row[0] == t.items and row[2] for row in rows)  # this store's items table
     for name, kind, columns, on_ours, method, index_on in rows:
+        if name in indexes and not on_ours and exists:
+            # a store that a release without this check set up beside the other one: it has
+            # no such index, and refusing would lock its data away; it works without it
+            _log.warning(
+                "The Postgres store table=%r has no index %s: the name is taken by %s. Its "
+                "searches work, slower; to have the index, move the data to a store with "
+                "another table name (ltm migrate).",
+                t.table,
+                name,
+                _what_it_is(name, str(kind), list(columns), index_on),
+            )
+            continue
         if name in tables:
             role = f"{_LAYOUTS[tables[name]][0]} table"
             found = _layout_of(str(kind), list(columns))
