@@ -352,7 +352,7 @@ class ImportReport:
                     [
                         "LINE",
                         "NOT RESTORED (the user has this text as another fact, or this fact "
-                        "with a text the line lacks)",
+                        "with a text the line lacks or written after the line's updated_at)",
                     ],
                     conflicts,
                 )
@@ -410,6 +410,13 @@ def migrate_summary(report: dict[str, Any]) -> str:
         text += (
             f"\n\nThe target also holds {plural(extra['facts'], 'fact')} and "
             f"{plural(extra['items'], 'other item')} that are not in the source (kept)."
+        )
+    newer = [i for u in report["users"] for i in u.get("newer_in_target", ())]
+    if newer:
+        text += (
+            f"\n\nThe target's {plural(len(newer), 'fact')} with the same texts "
+            f"({', '.join(newer)}) {'was' if len(newer) == 1 else 'were'} written there after "
+            "the source's (said again, pinned, a TTL changed): kept as they are."
         )
     if report["verified"]:
         text += "\n\nVerified: the target has every fact, version and item of the source."

@@ -46,8 +46,10 @@ class ImportResult:
         restored: Facts written back (restore).
         conflicts: Ids of records not restored, nothing changed for them: another fact of
             the user already has the same text, or the user's fact with that id holds a
-            text the record does not carry (a newer state than the export's: restoring
-            would hide it). ``mode="merge"`` folds such records into the stored facts.
+            text the record does not carry, or was written after the record's
+            ``updated_at`` (a newer state than the export's: restoring would hide a text,
+            or give back an expiry, pin or metadata the user has since changed).
+            ``mode="merge"`` folds such records into the stored facts.
         results: One ``RememberResult`` per text re-decided (merge), oldest version first.
         dry_run: Nothing was written.
         expired: Ids of records left out because their ``expires_at`` had passed (a fact
@@ -262,8 +264,18 @@ def _restore(
         alive = [i if i is not None and is_alive(i, now) else None for i in stored]
         live_versions = [h for h in old_versions if is_alive(h.item, now)]
         held_texts = _stored_texts(candidates, alive, live_versions)
+        # ... and only if it is not older than it: a fact written since the export (said
+        # again for good, pinned, given new metadata) would get back the record's expiry
+        # and lose its pin, and a text the user now keeps for good would expire
+        newer = {
+            f.id
+            for f, item in zip(candidates, alive, strict=True)
+            if item is not None and item.updated_at > f.updated_at
+        }
         conflicts = tuple(
-            f.id for f in facts if f.id in taken or not held_texts[f.id] <= _record_texts(f)
+            f.id
+            for f in facts
+            if f.id in taken or f.id in newer or not held_texts[f.id] <= _record_texts(f)
         )
         restored = [f for f in candidates if f.id not in conflicts]
         old_versions = [h for h in old_versions if h.item.value.get("version_of") not in conflicts]

@@ -197,6 +197,32 @@ def test_migrate_is_not_verified_when_the_targets_fact_of_an_id_holds_other_text
         ]
 
 
+def test_migrate_again_keeps_a_fact_the_target_has_since_kept_for_good(tmp_path):
+    """Run again into a used target, migrate restored the source's older state of a fact
+    the user had since said again for good (and pinned) there: it had its expiry back."""
+    source, target = f"sqlite:///{tmp_path / 'src.db'}", f"sqlite:///{tmp_path / 'dst.db'}"
+    with opened(source) as store:
+        fact = store.remember("u", "Is allergic to penicillin", ttl=60).fact
+    assert ltm("migrate", "--from", source, "--to", target)[0] == 0
+    with opened(target) as store:
+        store.remember("u", "Is allergic to penicillin", pinned=True)
+        kept = store.export_user("u")
+    assert kept[0]["expires_at"] is None and kept[0]["pinned"] is True
+    code, out, err = ltm("migrate", "--from", source, "--to", target, "--yes", "--json")
+    report = json.loads(out)
+    assert (code, err, report["verified"]) == (0, "", True)
+    (user,) = report["users"]
+    assert (user["conflicts"], user["newer_in_target"], user["not_restored"]) == (
+        [fact.id],
+        [fact.id],
+        [],
+    )
+    with opened(target) as store:
+        assert store.export_user("u") == kept
+    code, out, _ = ltm("migrate", "--from", source, "--to", target, "--yes")
+    assert code == 0 and f"({fact.id}) was written there after the source's" in out
+
+
 def test_migrate_of_one_user_copies_their_session_turns_and_threads(tmp_path):
     """``--user`` copied the user's facts alone and said "Verified": the session turns
     and the thread records (what forget_user erases) stayed behind."""

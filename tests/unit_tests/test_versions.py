@@ -480,6 +480,38 @@ async def test_an_older_export_never_restores_over_newer_texts(mem):
     assert await mem.export_user("u1") == newer
 
 
+async def test_an_older_export_never_gives_an_expiry_back_to_a_fact_kept_for_good(mem, clock):
+    """Restoring a backup taken while a text had a TTL, after the user said it again for
+    good and pinned it, put the old expiry back and unpinned it: the text was gone soon."""
+    made = await mem.remember("u1", "Is allergic to penicillin", ttl=1, metadata={"src": "x"})
+    backup = await mem.export_user("u1")
+    clock.advance(0.25)
+    again = await mem.remember("u1", "Is allergic to penicillin", pinned=True)
+    assert again.fact.id == made.fact.id and again.fact.expires_at is None
+    kept = await mem.export_user("u1")
+    result = await mem.import_user("u1", backup)
+    assert result.restored == 0 and result.conflicts == (made.fact.id,)
+    assert await mem.export_user("u1") == kept
+    clock.advance(5)  # past the backup's expiry: the text the user keeps is still there
+    (fact,) = await mem.list_all("u1")
+    assert (fact.content, fact.expires_at, fact.ttl_minutes, fact.pinned) == (
+        "Is allergic to penicillin",
+        None,
+        None,
+        True,
+    )
+    assert [f.id for f in await mem.recall("u1", "penicillin", include_history=True)] == [
+        made.fact.id
+    ]
+    # the backup restores once the fact is gone (forgotten on purpose), and is idempotent
+    await mem.forget("u1", made.fact.id)
+    assert (await mem.import_user("u1", backup)).expired == (made.fact.id,)
+    clock.now -= timedelta(minutes=5)
+    assert (await mem.import_user("u1", backup)).restored == 1
+    assert (await mem.import_user("u1", backup)).restored == 1
+    assert await mem.export_user("u1") == backup
+
+
 async def test_two_records_with_one_id_are_refused(mem):
     records = [{"id": "abc", "content": "Likes tea"}, {"id": "abc", "content": "Likes jazz"}]
     with pytest.raises(InvalidFactError, match="Records 1 and 2 have the same id 'abc'"):
