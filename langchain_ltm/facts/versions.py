@@ -42,6 +42,7 @@ __all__ = [
     "fact_value",
     "format_time",
     "parse_time",
+    "stored_time",
     "version_key",
     "version_value",
 ]
@@ -134,6 +135,21 @@ def parse_time(text: Any, default: datetime) -> datetime:
         return default
     moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def stored_time(text: Any, default: datetime) -> datetime:
+    """A time in a stored value, as reads take it: ``default`` when missing or unreadable.
+
+    A client may put any ``valid_from`` beside a ``content`` (``"yesterday"``, a year-1
+    time east of UTC): one such item raised in every read of the user's facts, their
+    export, and ``forget_user``. It reads as the item's own time instead, as a number does.
+    """
+    try:
+        moment = parse_time(text, default)
+        moment.astimezone(timezone.utc)  # format_time (exports, rewrites) needs it in UTC
+    except (ValueError, OverflowError):
+        return default
+    return moment
 
 
 def version_key(fact_id: str, number: int) -> str:
@@ -261,7 +277,7 @@ def upgraded_value(item: StoredItem, value: Mapping[str, Any]) -> dict[str, Any]
 
 def valid_from(item: StoredItem) -> datetime:
     """When the stored fact's current text became its text."""
-    return parse_time(item.value.get("valid_from"), item.updated_at)
+    return stored_time(item.value.get("valid_from"), item.updated_at)
 
 
 def to_version(item: StoredItem) -> FactVersion:
@@ -269,8 +285,8 @@ def to_version(item: StoredItem) -> FactVersion:
     value = item.value
     return FactVersion(
         str(value["content"]),
-        parse_time(value.get("valid_from"), item.created_at),
-        parse_time(value.get("valid_to"), item.updated_at),
+        stored_time(value.get("valid_from"), item.created_at),
+        stored_time(value.get("valid_to"), item.updated_at),
         metadata_of(value),
         item.expires_at,
         item.ttl_minutes,

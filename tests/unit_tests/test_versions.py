@@ -1840,6 +1840,31 @@ async def test_concurrent_client_puts_over_a_fact_keep_every_text(store):
     ]
 
 
+@pytest.mark.parametrize("when", ["yesterday", "0001-01-01T00:00:00+05:00", "2024-13-45"])
+def test_a_clients_unreadable_valid_from_reads_as_the_items_own_time(store, when):
+    """One client item with ``{"content": "Call mum", "valid_from": "yesterday"}`` made
+    every read of the user's facts raise (list_all, recall, export_user), and forget_user
+    too: the user's data could not be exported nor erased."""
+    from langchain_ltm import forget_user
+
+    namespace = store.user_namespace("u1")
+    store.remember("u1", "Likes green tea")
+    store.put(namespace, "note-1", {"content": "Call mum", "valid_from": when})
+    put_at = store.get(namespace, "note-1").updated_at
+    facts = {f.id: f for f in store.list_all("u1")}
+    assert facts["note-1"].valid_from == put_at
+    found = store.recall("u1", "Call mum", limit=5, include_history=True)
+    assert "note-1" in {f.id for f in found}
+    exported = store.export_user("u1")
+    (note,) = [r for r in exported if r["id"] == "note-1"]
+    assert note["valid_from"] == put_at.isoformat()
+    store.clear_user("u1")
+    assert store.import_user("u1", exported).restored == 2
+    store.put(namespace, "note-2", {"content": "Call dad", "valid_from": when})
+    assert forget_user(store, "u1").facts == 3
+    assert store.list_all("u1") == []
+
+
 def test_an_item_whose_content_is_not_a_text_is_no_fact(store):
     """LangMem's memory store manager puts ``{"kind": "Memory", "content": {"content":
     ...}}`` in a user's namespace: the fact API listed and recalled it as a fact with a
