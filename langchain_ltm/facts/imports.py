@@ -242,6 +242,15 @@ def _restore(
         gone = [h.item for h in same_text if not is_alive(h.item, now)]
         same_text = [h for h in same_text if is_alive(h.item, now)]
         owner = {str(h.item.value["content_hash"]): h.item.key for h in same_text}
+        # an item another client put with a text (LangMem's {"content": ...}) has no hash
+        # of ours: it holds its text all the same, and a restore made a second fact of it
+        (puts,) = yield call(
+            ctx.backend, "search", SearchRequest(namespace, None, _CLIENT_TEXTS, None, 0, now)
+        )
+        for hit in puts:
+            text = hit.item.value.get("content")
+            if hit.item.namespace == namespace and isinstance(text, str) and text.strip():
+                owner.setdefault(content_hash(text), hit.item.key)
         taken = {f.id for f in facts if owner.get(content_hash(f.content), f.id) != f.id}
         candidates = [f for f in facts if f.id not in taken]
         stored = yield call(ctx.backend, "get", [(namespace, f.id) for f in candidates])
@@ -295,6 +304,10 @@ def _restore(
     finally:
         yield from ctx.locks.release(ctx.backend, held)
     return ImportResult("restore", restored=len(restored), conflicts=conflicts, dry_run=dry_run)
+
+
+_CLIENT_TEXTS = (*layout.CURRENT_FACTS, Condition(("content_hash",), "$exists", False))
+"""Current items of a user's namespace that another client put (no ``content_hash``)."""
 
 
 def _one_record_per_id(parsed: Sequence[tuple[Fact, bool, bool]]) -> None:

@@ -66,6 +66,8 @@ _NEEDS_BASE_STORE = (
     "test_reads_of_a_fact_a_client_put_over_refresh_its_versions",
     "test_a_client_put_of_the_same_text_keeps_when_the_text_began",
     "test_an_item_whose_content_is_not_a_text_is_no_fact",
+    "test_a_clients_unreadable_valid_from_reads_as_the_items_own_time",
+    "test_a_restore_of_a_text_another_client_stored_is_a_conflict",
     "test_a_search_above_the_users_shows_versions_unless_filtered_out",
     # a 0.1 fact is written as 0.1 wrote it, through put
     "test_a_client_put_over_a_0_1_fact_keeps_its_inline_texts",

@@ -1310,6 +1310,19 @@ def test_a_text_another_client_stored_is_a_duplicate_not_a_new_version(store):
     ]
 
 
+@pytest.mark.parametrize("index", [None, False])
+def test_a_restore_of_a_text_another_client_stored_is_a_conflict(store, index):
+    """A client's ``{"content": "Has a cat named Tom"}`` has no hash of ours: a restore of
+    a record with that text under another id made a second current fact of it."""
+    namespace = store.user_namespace("u1")
+    store.put(namespace, "langmem-1", {"content": "Has a cat named Tom"}, index=index)
+    record = {"id": "f-1", "content": "has a cat named Tom.", "created_at": T0.isoformat()}
+    done = store.import_user("u1", [record, {"id": "f-2", "content": "Likes tea"}])
+    assert (done.restored, done.conflicts) == (1, ("f-1",))
+    assert sorted(f.id for f in store.list_all("u1")) == ["f-2", "langmem-1"]
+    assert store.get(namespace, "langmem-1").value == {"content": "Has a cat named Tom"}
+
+
 def test_facts_of_another_configurations_users_below_this_user_are_not_this_users(store):
     tenant = store.with_options(namespace=("memories", "acme"))  # its users live below acme's
     bob = tenant.remember("bob", "Prefers dark mode").fact
