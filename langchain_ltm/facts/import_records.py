@@ -10,6 +10,7 @@ stay current over every later write. A merge counts them as now.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, Literal, NamedTuple
@@ -135,14 +136,23 @@ def _secret(read: _Read, guard: SecretGuard, now: datetime | None = None) -> str
 
 
 def parse_record(
-    ctx: FactContext, record: Any, where: str, user_id: str, restore: bool
+    ctx: FactContext,
+    record: Any,
+    where: str,
+    user_id: str,
+    restore: bool,
+    as_stored: bool = False,
 ) -> tuple[Fact, bool, bool]:
     """One exported fact, checked; whether it has an id; whether it says when it was said.
 
     Raises InvalidFactError naming the record and the field. Secrets and times later than
     now (plus :data:`CLOCK_SKEW`) fail a restore; a merge rejects secrets per text and
-    counts future times as now.
+    counts future times as now. ``as_stored`` (a restore copying another store's facts,
+    ``ltm migrate``): no length limit, secret check or future-time check, which are this
+    store's policy for new input; the record's shape is checked all the same.
     """
+    if as_stored:
+        return _parse(record, where, user_id, False, sys.maxsize, None)
     return _parse(record, where, user_id, restore, ctx.max_fact_chars, ctx.guard)
 
 

@@ -86,18 +86,29 @@ def import_user(
     records: Sequence[Mapping[str, Any] | str],
     mode: ImportMode,
     dry_run: bool = False,
+    *,
+    as_stored: bool = False,
+    names: Sequence[str] | None = None,
 ) -> Logic[ImportResult]:
     """The logic of ``LongTermMemoryStore.import_user``.
 
     Restore writes back records that carry an ``id``; records without one (plain texts)
     cannot be placed exactly, so they are merged, as in ``mode="merge"``.
+
+    ``as_stored``: the records are another store's facts as it holds them (``ltm
+    migrate``), copied without this store's input policy: its ``max_fact_chars``, its
+    secret guard and the refusal of future times (a fact written by a clock running
+    ahead) apply to what users say, not to a copy. ``names``: what an error calls each
+    record (default ``record 1``, ``record 2``, ...).
     """
     if mode not in ("restore", "merge"):
         raise ValueError(f'mode must be "restore" or "merge", got {mode!r}.')
     records = as_record_list(records)
+    if names is None:
+        names = [f"record {line}" for line in range(1, len(records) + 1)]
     parsed = [
-        parse_record(ctx, record, f"record {line}", user_id, mode == "restore")
-        for line, record in enumerate(records, 1)
+        parse_record(ctx, record, name, user_id, mode == "restore", as_stored)
+        for name, record in zip(names, records, strict=True)
     ]
     now = _clock.utcnow()
     gone = [f.expires_at is not None and f.expires_at <= now for f, _, _ in parsed]

@@ -223,6 +223,58 @@ def test_migrate_again_keeps_a_fact_the_target_has_since_kept_for_good(tmp_path)
     assert code == 0 and f"({fact.id}) was written there after the source's" in out
 
 
+@pytest.mark.parametrize("case", ["long", "guard_off", "clock_ahead"])
+def test_migrate_copies_facts_the_source_holds_whatever_the_targets_input_policy(
+    tmp_path, monkeypatch, case
+):
+    """Migrate restored each fact through the target's input checks: a source made with
+    max_fact_chars=5000 holding a 3,015-character fact, one made with secret_guard=False,
+    or a fact written by a machine whose clock ran 20 minutes ahead stopped it half way
+    (exit 2, "record 1"), and again with --yes."""
+    from datetime import timedelta
+
+    from langchain_ltm import LongTermMemoryStore, _clock
+
+    path = tmp_path / "src.db"
+    options = {"long": {"max_fact_chars": 5000}, "guard_off": {"secret_guard": False}}
+    store = LongTermMemoryStore.from_sqlite(
+        path, cli_session.default_embeddings(), **options.get(case, {})
+    )
+    store.remember("alice", "Likes green tea")
+    text = {
+        "long": "Meeting notes: " + "lorem ipsum " * 250,
+        "guard_off": "Wifi password is Tr0ub4dor&3xq",
+        "clock_ahead": "Plays chess",
+    }[case]
+    if case == "clock_ahead":
+        real = _clock.utcnow
+        monkeypatch.setattr(_clock, "utcnow", lambda: real() + timedelta(minutes=20))
+    bob = store.remember("bob", text).fact
+    monkeypatch.undo()
+    store.remember("carol", "Speaks Italian")
+    store.close()
+    source, target = f"sqlite:///{path}", f"sqlite:///{tmp_path / 'dst.db'}"
+    code, out, err = ltm("migrate", "--from", source, "--to", target, "--json")
+    assert (code, err) == (0, "") and json.loads(out)["verified"] is True
+    with opened(target) as copied:
+        (fact,) = copied.list_all("bob")
+        assert (fact.id, fact.content, fact.created_at) == (bob.id, text, bob.created_at)
+        assert [f.content for f in copied.list_all("carol")] == ["Speaks Italian"]
+
+
+def test_migrate_names_the_user_and_fact_the_target_cannot_take(tmp_path):
+    """What still fails a copy (here a client's item made to look like one of our facts,
+    with no words in its text) names the user and the fact, not "record 1" of a batch."""
+    source, target = f"sqlite:///{tmp_path / 'src.db'}", f"sqlite:///{tmp_path / 'dst.db'}"
+    with opened(source) as store:
+        store.remember("alice", "Likes green tea")
+        store.put(store.user_namespace("bob"), "odd-1", {"content": "?!", "content_hash": "x"})
+    code, _, err = ltm("migrate", "--from", source, "--to", target)
+    assert code == 2
+    assert "user 'bob', fact 'odd-1': content has no content" in err
+    assert "record 1" not in err and "--yes" in err
+
+
 def test_migrate_of_one_user_copies_their_session_turns_and_threads(tmp_path):
     """``--user`` copied the user's facts alone and said "Verified": the session turns
     and the thread records (what forget_user erases) stayed behind."""

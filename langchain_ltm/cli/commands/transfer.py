@@ -31,7 +31,8 @@ from langchain_ltm.cli.io import (
 from langchain_ltm.cli.jsonl import ImportLine, read_import_jsonl
 from langchain_ltm.cli.session import Session, all_users, no_store_at
 from langchain_ltm.defaults import sqlite_path
-from langchain_ltm.facts import content_hash
+from langchain_ltm.errors import InvalidFactError
+from langchain_ltm.facts import content_hash, imports
 from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts.import_records import check_records, record_secret
 from langchain_ltm.store import LongTermMemoryStore
@@ -188,7 +189,7 @@ def cmd_migrate(session: Session) -> int:
     # shifted the pages read after them (by offset), so live items were never read
     now = utcnow()
     try:
-        facts, conflicts = _copy_facts(session, source, target, users, progress)
+        facts, conflicts = _copy_facts(session, source, source_where, target, users, progress)
         items = _copy_items(source, target, scopes, facts, now, args.batch_size, progress)
     finally:
         progress.finish()
@@ -283,6 +284,7 @@ def _expiry(value: Any) -> datetime | None:
 def _copy_facts(
     session: Session,
     source: LongTermMemoryStore,
+    source_where: str,
     target: LongTermMemoryStore,
     users: list[str],
     progress: Progress,
@@ -295,7 +297,24 @@ def _copy_facts(
         facts[user] = {str(r["id"]): _texts(r) for r in records}
         for start in range(0, len(records), session.args.batch_size):
             batch = records[start : start + session.args.batch_size]
-            done = target.import_user(user, batch, "restore")
+            # a copy of what the source holds: the target's input policy (its
+            # max_fact_chars, secret guard, refusal of future times) is for new input
+            names = [f"user {user!r}, fact {r['id']!r}" for r in batch]
+            try:
+                done = run_sync(
+                    imports.import_user(
+                        target._facts, user, batch, "restore", as_stored=True, names=names
+                    )
+                )
+            except InvalidFactError as exc:
+                raise Failure(
+                    EXIT_USAGE,
+                    f"the source {source_where} holds a fact the target cannot take: {exc} "
+                    f"The source is unchanged; the users before {user!r} are in the "
+                    "target. Correct or forget that fact in the source (ltm forget --store "
+                    f"{session.args.source} --user ... ID), then run the same migrate "
+                    "again with --yes.",
+                ) from exc
             conflicts.setdefault(user, []).extend(done.conflicts)
             for fact_id in done.expired:  # expired since the export: not expected there
                 facts[user].pop(fact_id, None)
