@@ -1322,6 +1322,17 @@ def test_export_user_data_prints_or_writes_one_json_document(ltm, tmp_path):
     }
 
 
+def test_import_of_an_export_user_data_document_says_it_is_the_wrong_file(ltm, tmp_path):
+    """It read as "line 1: not valid JSON" (the document is indented over many lines)."""
+    path = tmp_path / "alice.json"
+    assert ltm("remember", "--user", "alice", "Likes green tea")[0] == 0
+    assert ltm("export-user-data", "--user", "alice", "-o", str(path))[0] == 0
+    code, out, err = ltm("import", "--user", "alice", str(path))
+    assert (code, out) == (2, "")
+    assert "is an `ltm export-user-data` document" in err and "ltm export" in err
+    assert "not valid JSON" not in err
+
+
 def test_import_leaves_out_what_expired_since_the_export(ltm, tmp_path, monkeypatch):
     """An exported TTL fact restores with its expiry; once past it, import leaves it out."""
     import langchain_ltm._clock as clock

@@ -61,6 +61,7 @@ def cmd_import(session: Session) -> int:
     """``ltm import``: restore exported lines, remember the others; the file is checked first."""
     args = session.args
     raw = _read_lines(args.file)
+    _not_user_data(raw, args.file)
     read_import_jsonl(raw, args.file)  # the whole file is checked before the store opens
     store = session.store_or_empty() if args.dry_run else session.store
     if args.threshold is not None:
@@ -128,6 +129,24 @@ def cmd_import(session: Session) -> int:
             f"{counts['conflict']} conflicts: see the report); {others}.",
         )
     return EXIT_OK
+
+
+def _not_user_data(raw: list[bytes], name: str) -> None:
+    """Refuse an ``ltm export-user-data`` document by name (it read as "line 1: not JSON")."""
+    first = next((line.strip() for line in raw if line.strip()), b"")
+    if first not in (b"{", b"{}") and not first.startswith(b'{"user_id"'):
+        return
+    try:
+        data = json.loads(b"\n".join(raw))
+    except ValueError:
+        return
+    if isinstance(data, dict) and {"user_id", "facts"} <= data.keys():
+        raise Failure(
+            EXIT_USAGE,
+            f"{name} is an `ltm export-user-data` document (all of a user's data, one JSON "
+            "document), not an import file: `ltm import` reads the JSON Lines `ltm export` "
+            "writes. Export the user's facts with `ltm export --user NAME -o FILE`.",
+        )
 
 
 def _read_lines(name: str) -> list[bytes]:
