@@ -171,7 +171,7 @@ async def aforget_user(
     return await run_async(_forget(erasable, validate_user_id(user_id), _checked(checkpointer)))
 
 
-def export_user_data(store: LongTermMemoryStore, user_id: str) -> dict[str, Any]:
+def export_user_data(store: LongTermMemoryStore | BaseStore, user_id: str) -> dict[str, Any]:
     """Everything kept about one user, as one JSON-ready dict (a data-access request).
 
     Returns:
@@ -188,10 +188,13 @@ def export_user_data(store: LongTermMemoryStore, user_id: str) -> dict[str, Any]
         has passed but that the engine still holds (until its sweep) are included, as
         :func:`forget_user` deletes them; expired facts are not (``export_user`` leaves
         them out). The checkpoints themselves are the checkpointer's: read them with
-        ``agent.get_state`` for each ``thread_id``.
+        ``agent.get_state`` for each ``thread_id``. Given a LangGraph store that is not a
+        ``LongTermMemoryStore`` (what ``SessionMemoryMiddleware`` alone may run on, see
+        :func:`forget_user`), ``facts`` and ``other_items`` are empty: it keeps none of ours.
 
     Raises:
         InvalidUserIdError: ``user_id`` is missing, empty, not a string or too long.
+        TypeError: ``store`` is not a LangGraph store (a bare vectorstore: wrap it).
 
     Example:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -205,11 +208,11 @@ def export_user_data(store: LongTermMemoryStore, user_id: str) -> dict[str, Any]
         >>> [i["value"] for i in export_user_data(store, "alice")["other_items"]]
         [{'content': {'note': 'tea'}}]
     """
-    store = require_store(store, "export_user_data")
-    return run_sync(_export(store, validate_user_id(user_id)))
+    erasable = _erasable(store, "export_user_data")
+    return run_sync(_export(erasable, validate_user_id(user_id)))
 
 
-async def aexport_user_data(store: LongTermMemoryStore, user_id: str) -> dict[str, Any]:
+async def aexport_user_data(store: LongTermMemoryStore | BaseStore, user_id: str) -> dict[str, Any]:
     """Async twin of :func:`export_user_data`.
 
     Example:
@@ -221,8 +224,8 @@ async def aexport_user_data(store: LongTermMemoryStore, user_id: str) -> dict[st
         >>> [f["content"] for f in asyncio.run(aexport_user_data(store, "alice"))["facts"]]
         ['Lives in Paris']
     """
-    store = require_store(store, "aexport_user_data")
-    return await run_async(_export(store, validate_user_id(user_id)))
+    erasable = _erasable(store, "aexport_user_data")
+    return await run_async(_export(erasable, validate_user_id(user_id)))
 
 
 def user_namespaces(store: LongTermMemoryStore, user_id: str) -> tuple[tuple[str, ...], ...]:
@@ -246,7 +249,7 @@ def user_namespaces(store: LongTermMemoryStore, user_id: str) -> tuple[tuple[str
 
 
 def _erasable(store: Any, helper: str) -> LongTermMemoryStore | BaseStore:
-    """``store`` if erasing a user from it is possible: ours, or any other LangGraph store."""
+    """``store`` if a user's data in it can be found: ours, or any other LangGraph store."""
     if isinstance(store, BaseStore) and not isinstance(store, LongTermMemoryStore):
         return store  # session turns and thread records only (SessionMemoryMiddleware's)
     return require_store(store, helper)
@@ -284,10 +287,13 @@ def _forget(
     )
 
 
-def _export(store: LongTermMemoryStore, user_id: str) -> Logic[dict[str, Any]]:
-    facts: list[dict[str, Any]] = yield call(store, "export_user", user_id)
-    own = yield from _scan(store, store.user_namespace(user_id))
-    others = [i for i in own if not (layout.is_fact(i) or layout.is_version(i))]
+def _export(store: LongTermMemoryStore | BaseStore, user_id: str) -> Logic[dict[str, Any]]:
+    facts: list[dict[str, Any]] = []
+    others: list[StoredItem] = []
+    if isinstance(store, LongTermMemoryStore):
+        facts = yield call(store, "export_user", user_id)
+        own = yield from _scan(store, store.user_namespace(user_id))
+        others = [i for i in own if not (layout.is_fact(i) or layout.is_version(i))]
     turns = yield from _scan(store, session_namespace(user_id))
     registry = yield from _scan(store, thread_namespace(user_id))
     turns.sort(key=lambda i: (str(i.value.get("at", "")), i.created_at, _turn_order(i)))

@@ -269,8 +269,9 @@ def test_a_bad_user_id_raises_before_anything_is_deleted(store, saver, agent, ba
 
 @pytest.mark.parametrize("use_async", [False, True])
 def test_a_langgraph_store_under_session_memory_alone_is_erased_too(use_async):
-    """SessionMemoryMiddleware takes any BaseStore; forget_user refused such a store with a
-    TypeError, so the user's indexed turns and threads could not be erased."""
+    """SessionMemoryMiddleware takes any BaseStore; forget_user and export_user_data refused
+    such a store with a TypeError, so the user's indexed turns and threads could not be
+    erased or returned."""
     from langgraph.store.memory import InMemoryStore
 
     emb = KeywordEmbeddings()
@@ -287,6 +288,15 @@ def test_a_langgraph_store_under_session_memory_alone_is_erased_too(use_async):
             agent.invoke(say(f"{user} loves hiking in the alps"), run(user, thread))
     sessions = [(SESSIONS_ROOT, encode_label(u)) for u in USERS]
     assert all(store.search(ns, limit=100) for ns in sessions)
+    export = (
+        (lambda: asyncio.run(aexport_user_data(store, "alice")))
+        if use_async
+        else (lambda: export_user_data(store, "alice"))
+    )
+    data = export()
+    assert (data["facts"], data["other_items"]) == ([], [])
+    assert [t["thread_id"] for t in data["threads"]] == list(threads_of("alice"))
+    assert len(data["session_turns"]) == 2
     erase = (
         (lambda: asyncio.run(aforget_user(store, "alice", checkpointer=saver)))
         if use_async
