@@ -3,7 +3,8 @@
 An update may only replace a text that the new text *carries*: every name, object, place,
 number and claim of the old one is still there, reworded or with more detail
 (:func:`carries`), or both state the same attribute of the same thing with a new value:
-another number, date or polarity (:func:`value_change`), or another value of a named
+another number or polarity, or another time the new text says changed (:func:`value_change`;
+another time alone is another occasion: :func:`moved_in_time`), or another value of a named
 attribute ("my favourite colour is blue" / "... is green", "lives in Paris" / "lives in
 Berlin": :func:`slot_change`). Cosine similarity cannot tell: "Melanie signed up for a pottery
 class" and "Melanie made a plate in pottery class" score 0.86 and are two events.
@@ -16,7 +17,9 @@ Each fact is read into :class:`Words`:
 - *values*: numbers that are a quantity or a date ("two kids", "rent 1200", "May 5", "2023"),
   number words read as digits ("five" = "5");
 - *negated*: whether the fact says "not", "never", "no longer", ...;
-- *past*: whether it reports something that happened ("went", "signed up", "was given").
+- *past*: whether it reports something that happened ("went", "signed up", "was given");
+  :func:`reports_past` also reads the irregular pasts that are not stems ("spoke", "had")
+  and marks of the past with any verb ("two days ago", "last Monday", "has been to Rome").
 
 Limits, stated plainly: the checks see words, not meaning. A synonym with another stem
 ("kids" / "children", "pottery class" / "ceramics course") reads as missing, so a true
@@ -38,9 +41,12 @@ from langchain_ltm.facts.text import compatible
 __all__ = [
     "Words",
     "carries",
+    "conditional",
     "fold",
     "missing",
+    "moved_in_time",
     "read_words",
+    "reports_past",
     "single_valued",
     "slot_change",
     "value_change",
@@ -401,15 +407,148 @@ def _same_occasion(a: frozenset[str], b: frozenset[str]) -> bool:
     return bool(_dates(a)) and _dates(a) == _dates(b)
 
 
+# past forms that are tense only (not stems: "spoke" is not read as "speak"), so that their
+# reports are events; spellings shared with the present ("read", "put", "cut") are left out
+_PAST_ONLY = frozenset(
+    """
+    had did arose awoke bent bit bitten bled blew blown bred burnt clung crept dealt dove
+    dreamt drank drunk dwelt fed fled flung forbade forgave forgiven forgot forgotten froze
+    hid knelt leapt learnt lit mistook overslept overtook rang risen rose rung sank sunk shook
+    shaken shone shot shown shrank slid smelt sped spelt spilt spoke spoken spun spat sprang
+    stole stolen stuck stung stank struck strove swore sworn swept swung tore torn trod
+    underwent undertook undertaken withdrew withdrawn wove woven wept
+    """.split()
+)
+# what marks a report of the past whatever its verb: "ago", "yesterday", "last Monday",
+# "have been to Rome"
+_PAST_MARKS = re.compile(
+    r"\b(?:ago|yesterday|last\s+(?:night|week|month|year|time|weekend|"
+    r"(?:mon|tues|wednes|thurs|fri|satur|sun)day|spring|summer|autumn|fall|winter)|"
+    r"been\s+to)\b",
+    re.IGNORECASE,
+)
+
+
+@lru_cache(maxsize=8192)
+def reports_past(text: str) -> bool:
+    """Whether ``text`` reports something that happened.
+
+    A regular past ("signed up"), an irregular one ("went", "spoke", "drank", "had", "did"),
+    or a mark of the past with any verb ("two days ago", "last Monday", "has been to Rome").
+
+    Example:
+        >>> reports_past("I spoke to my boss about a raise"), reports_past("I have a meeting")
+        (True, False)
+    """
+    if read_words(text).past:
+        return True
+    folded = fold(text)
+    return bool(_PAST_MARKS.search(folded)) or any(
+        m.group().lower() in _PAST_ONLY for m in _TOKEN.finditer(folded)
+    )
+
+
+_CONDITION = re.compile(r"\b(?:if|unless|when|whenever|in\s+case)\b", re.IGNORECASE)
+
+
+def conditional(text: str) -> bool:
+    """Whether ``text`` holds a condition ("if it rains ...", "... unless I'm late").
+
+    A negation or a number may sit in the condition or in what follows it, and the word
+    checks cannot tell which: "If it rains I take the bus" / "If it doesn't rain I take the
+    bus" are two rules, not a new polarity of one.
+
+    Example:
+        >>> conditional("If it rains I take the bus"), conditional("I take the bus")
+        (True, False)
+    """
+    return bool(_CONDITION.search(fold(text)))
+
+
+_MONTH = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
+    r"sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+)
+_DAY = r"\d{1,2}(?:st|nd|rd|th)?"
+_YEAR = r"(?:1[89]|20)\d\d"
+# when something happens: a date, a year after a preposition, a clock time, a weekday, a
+# part of the day or a season ("twice a week", "20 days a year" are rates, not occasions)
+_OCCASION = re.compile(
+    rf"\b(?:{_MONTH}(?:\s+{_DAY}\b)?(?:,?\s+{_YEAR})?"
+    rf"|{_DAY}\s+(?:of\s+)?{_MONTH}(?:,?\s+{_YEAR})?"
+    rf"|(?:in|on|since|from|until|till|by|before|after|of|during|around|circa)\s+{_YEAR}"
+    r"|\d{4}-\d\d-\d\d|\d{1,2}/\d{1,2}(?:/\d{2,4})?"
+    r"|\d{1,2}(?:[:.]\d\d)?\s*(?:am|pm|a\.m\.|p\.m\.|o'clock)|\d{1,2}:\d\d"
+    r"|\d{1,2}(?:st|nd|rd|th)"
+    r"|(?:mon|tues|wednes|thurs|fri|satur|sun)day|weekends?|weekdays?"
+    r"|morning|afternoon|evening|night|spring|summer|autumn|fall|winter)\b",
+    re.IGNORECASE,
+)
+# words by which a new text says that the time of a plan changed ("now", "moved to")
+_CHANGED = frozenset(
+    stem(w)
+    for w in "now actually instead moved rescheduled postponed changed switched shifted "
+    "pushed delayed".split()
+)
+
+
+@lru_cache(maxsize=8192)
+def _occasions(text: str) -> frozenset[str]:
+    """The values of ``text`` that say when ("May 5" -> may, 5; "at 3pm" -> 3pm)."""
+    found: set[str] = set()
+    for match in _OCCASION.finditer(fold(text)):
+        found |= read_words(match.group()).values
+    return frozenset(found)
+
+
+def _says_changed(text: str) -> bool:
+    return any(stem(m.group()) in _CHANGED for m in _TOKEN.finditer(fold(text)))
+
+
+def moved_in_time(old: str, new: str) -> bool:
+    """Whether the two differ only in when, and ``new`` does not say that the time changed.
+
+    The same words with another day, date, time, part of the day, season or year: "I have a
+    meeting on Monday" / "... on Tuesday", "I have yoga every Monday" / "... every
+    Thursday", "I go to the gym in the morning" / "... in the evening" are two occasions
+    that can both hold (or two events: "had a fever on Monday" / "... on Thursday"), not a
+    new value of one. When the new text says so ("now", "actually", "instead", "moved",
+    "rescheduled", "postponed", "changed", ...), it is a change.
+
+    Example:
+        >>> moved_in_time("I have a meeting on Monday", "I have a meeting on Tuesday")
+        True
+        >>> moved_in_time("I have a meeting on Monday", "I have a meeting on Tuesday now")
+        False
+        >>> moved_in_time("I have 2 cats", "I have 3 cats")
+        False
+    """
+    a, b = read_words(old), read_words(new)
+    changed = a.values ^ b.values
+    return (
+        bool(changed)
+        and a.terms == b.terms
+        and changed <= _occasions(old) | _occasions(new)
+        and not _says_changed(new)
+    )
+
+
 def value_change(old: str, new: str) -> bool:
     """Whether ``new`` restates ``old`` with another number, date or polarity (an update).
 
     Both say the same terms (identifying numbers included: "room 104" is not "room 105";
-    a new term would be a new claim: "I like jazz" / "I don't like jazz festivals"), and a
-    value or the polarity differs. A report of something that happened is not updated by another
-    ("ran 5 km on Sunday" / "ran 10 km on Monday" are two runs; "ran 5 km" / "ran 10 km"
-    may be too) unless both name the same date ("reported a lost card this morning" /
-    "reported two lost cards this morning").
+    a new term would be a new claim: "I like jazz" / "I don't like jazz festivals"), and
+    either the polarity changes with the same values, or a value is replaced: the old text
+    has a value the new one lacks and the new one has one the old lacks, as many new values
+    as old ones gone. A value dropped is not a new value ("takes 20mg of lisinopril daily" /
+    "takes lisinopril daily"), nor is one cut from several ("May 5 at 3pm" / "May 6").
+
+    Not a value change: another time alone, unless the new text says it changed
+    (:func:`moved_in_time`: "a meeting on Monday" / "... on Tuesday" are two meetings),
+    another time and another value at once ("read 2 books in May" / "read 3 books in
+    June"), a text with a condition (:func:`conditional`), and a report of something that happened
+    (:func:`reports_past`) after another ("ran 5 km" / "ran 10 km" may be two runs), unless
+    both name the same date ("lost one card this morning" / "lost two cards this morning").
 
     Example:
         >>> value_change("Has one kid", "Has two kids now")
@@ -420,15 +559,29 @@ def value_change(old: str, new: str) -> bool:
         False
         >>> value_change("Ran 5 km on Sunday", "Ran 10 km on Monday")
         False
-        >>> value_change("Lost a card this morning", "Lost two cards this morning")
+        >>> value_change("Lost one card this morning", "Lost two cards this morning")
         True
+        >>> value_change("I take 20mg of lisinopril daily", "I take lisinopril daily")
+        False
     """
     a, b = read_words(old), read_words(new)
     if not a.terms or a.terms != b.terms or a.names != b.names:
         return False
-    if (a.values == b.values) == (a.negated == b.negated):
-        return False  # nothing changed, or two things at once ("don't ... in the evening")
-    return not ((a.past or b.past) and not _same_occasion(a.values, b.values))
+    if a.negated != b.negated:
+        if a.values != b.values:
+            return False  # two things at once ("don't ... in the evening")
+    else:
+        old_only, new_only = a.values - b.values, b.values - a.values
+        if not old_only or not new_only or len(old_only) > len(new_only):
+            return False  # nothing changed, or a value dropped
+        changed = old_only | new_only
+        when = changed & (_occasions(old) | _occasions(new))
+        if when and (when != changed or not _says_changed(new)):
+            return False  # another time (moved_in_time), or a time and a value at once
+    if conditional(old) or conditional(new):
+        return False
+    past = reports_past(old) or reports_past(new)
+    return not past or _same_occasion(a.values, b.values)
 
 
 # "<attribute> is <value>" (present tense: "my trip was ..." tells of a past event) and a
@@ -485,7 +638,10 @@ def slot_change(old: str, new: str, entities: frozenset[str] = frozenset()) -> b
     password"), or a single-valued frame ("lives in", "works at"). It must name something
     besides its subject: "my sister is a nurse" / "my sister is allergic to cats" say two
     things about one person, not one thing twice. Each value must say something the other
-    does not: a value cut short or made more precise is not a change. Many attributes hold
+    does not: a value cut short or made more precise is not a change, nor is a number or
+    date dropped, nor (:func:`moved_in_time`) another time alone unless the attribute holds
+    one value at a time ("my birthday is May 5" / "... May 6"), nor a text with a condition
+    (:func:`conditional`). Many attributes hold
     several values ("my hobby is ..."), so the store asks ``merge_threshold`` for a slot
     change unless the attribute holds one value at a time (:func:`single_valued`).
     ``entities`` are the words that only name a subject (people, pets, things: see
@@ -499,6 +655,8 @@ def slot_change(old: str, new: str, entities: frozenset[str] = frozenset()) -> b
         >>> slot_change("Caroline is a counselor", "Caroline is an artist")
         False
     """
+    if conditional(old) or conditional(new):
+        return False
     for _, a, b in _slot_matches(old, new):
         attr_a, attr_b = read_words(a.group("attr")), read_words(b.group("attr"))
         if a.group("frame").lower() != b.group("frame").lower():
@@ -508,9 +666,13 @@ def slot_change(old: str, new: str, entities: frozenset[str] = frozenset()) -> b
         if not attr_a.terms - attr_a.names - entities:
             continue  # "Caroline is ...", "my sister is ...": no attribute named
         value_a, value_b = read_words(a.group("value")), read_words(b.group("value"))
-        old_only = value_a.terms - value_b.terms or value_a.values - value_b.values
-        new_only = value_b.terms - value_a.terms or value_b.values - value_a.values
-        # a value replaced: neither made more precise ("Paris, France") nor cut short
-        # ("works at Google" after "works at Google on the search team")
-        return bool(old_only and new_only)
+        if value_a.terms != value_b.terms:
+            # a value replaced: neither made more precise ("Paris, France") nor cut short
+            # ("works at Google" after "works at Google on the search team")
+            return bool(value_a.terms - value_b.terms and value_b.terms - value_a.terms)
+        old_only, new_only = value_a.values - value_b.values, value_b.values - value_a.values
+        if not old_only or not new_only or len(old_only) > len(new_only):
+            return False  # nothing replaced, or a number or date dropped ("May 5 at 3pm")
+        # another time alone is another occasion, unless one time is all the attribute holds
+        return not moved_in_time(old, new) or single_valued(old, new)
     return False
