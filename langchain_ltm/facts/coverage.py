@@ -45,6 +45,7 @@ __all__ = [
     "fold",
     "missing",
     "moved_in_time",
+    "negated_terms",
     "read_words",
     "reports_past",
     "single_valued",
@@ -377,8 +378,37 @@ def missing(old: str, new: str) -> tuple[str, ...]:
     )
 
 
+# where what a negation denies ends: punctuation, or a conjunction that starts a clause
+_CLAUSE_END = re.compile(
+    r"[,;:.!?]|\b(?:but|whereas|although|though|while|because|yet|if|unless|when|whenever)\b",
+    re.IGNORECASE,
+)
+_NEGATION = re.compile(r"\b(?:" + "|".join(sorted(_NEGATIONS)) + r")\b", re.IGNORECASE)
+
+
+@lru_cache(maxsize=8192)
+def negated_terms(text: str) -> frozenset[str]:
+    """The terms a negation denies: those after it in its clause.
+
+    Example:
+        >>> sorted(negated_terms("I don't eat meat, but I eat fish"))
+        ['eat', 'meat']
+    """
+    found: set[str] = set()
+    for clause in _CLAUSE_END.split(fold(text)):
+        negation = _NEGATION.search(clause)
+        if negation is not None:
+            found |= read_words(clause[negation.end() :]).terms
+    return frozenset(found)
+
+
 def carries(old: str, new: str) -> bool:
     """Whether ``new`` says everything ``old`` says: every term, value and the polarity.
+
+    The polarity of each claim: the terms a negation denies (:func:`negated_terms`) are
+    the same in both ("I don't like jazz but I like blues" / "I like jazz but I don't like
+    blues", "If it rains I don't take the bus" / "If it doesn't rain I take the bus" say the
+    same words and differ).
 
     Example:
         >>> carries("I prefer answers in Spanish", "I prefer my answers in Spanish, please")
@@ -395,6 +425,7 @@ def carries(old: str, new: str) -> bool:
         # what the rules cannot read may hide a new subject or a negation: only the same
         and a.unread == b.unread
         and not missing(old, new)
+        and (not a.negated or negated_terms(old) == negated_terms(new) & a.terms)
     )
 
 

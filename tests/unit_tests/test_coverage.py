@@ -465,3 +465,31 @@ async def test_remember_still_updates_a_changed_value(minilm, old, new):
     await store.aremember("u", old)
     result = await store.aremember("u", new)
     assert (result.action, result.previous) == ("updated", old)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("If it rains I don't take the bus", "If it doesn't rain I take the bus"),
+        ("I don't like jazz but I like blues", "I like jazz but I don't like blues"),
+        ("I don't like jazz but I like blues", "I don't like jazz and I don't like blues"),
+        ("My son doesn't eat fish, he eats chicken", "My son eats fish, he doesn't eat chicken"),
+    ],
+)
+def test_a_negation_moved_to_another_claim_is_not_carried(old, new):
+    """Both texts negated and the same words read as carried: "If it doesn't rain I take the
+    bus" replaced "If it rains I don't take the bus" from the merge threshold."""
+    assert not carries(old, new)
+
+
+def test_a_negation_restated_is_still_carried():
+    assert carries("I don't eat meat anymore", "I no longer eat meat")
+    assert carries("Doesn't want emojis in replies", "Doesn't want any emojis in replies, please")
+    assert carries("Caroline does not eat meat", "Caroline does not eat meat or fish")
+
+
+async def test_remember_keeps_a_rule_with_its_negation_moved(minilm):
+    store = LongTermMemoryStore(InMemoryVectorStore(minilm))
+    await store.aremember("u", "If it rains I don't take the bus")
+    moved = await store.aremember("u", "If it doesn't rain I take the bus")
+    assert moved.action == "created" and len(await store.alist_all("u")) == 2
