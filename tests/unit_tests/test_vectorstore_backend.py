@@ -763,6 +763,77 @@ def test_a_capped_store_is_never_asked_for_more_than_it_takes(tmp_path):
     store.close()
 
 
+def _capped_store(tmp_path, max_k, **changes):
+    """A Chroma store registered as if its search took at most ``max_k`` (Pinecone-like)."""
+    import dataclasses
+
+    from langchain_ltm.backends.vectorstore.family import registered
+
+    emb = KeywordEmbeddings(DIMS)
+    vs = chroma(emb)
+    base = registered(vs)
+    assert base is not None
+    family = dataclasses.replace(base, max_k=max_k, **changes)
+    backend = VectorStoreBackend(vs, catalog=tmp_path / "c.db", family=family)
+    return LongTermMemoryStore(backend, embeddings=emb, fields=["text"]), backend, vs, emb
+
+
+def test_repair_on_a_capped_store_deletes_every_stray(tmp_path):
+    # a store restored from a backup brings back 60 forgotten texts; its search shows 20 at a
+    # time: repair() searches again until none is left, not once
+    store, backend, vs, _ = _capped_store(tmp_path, max_k=20)
+    store.batch([PutOp(("docs", "bob"), str(i), {"text": f"bob secret {i}"}) for i in range(60)])
+    store.batch([PutOp(("docs", "alice"), str(i), {"text": f"alice note {i}"}) for i in range(5)])
+    backup = _copy_of_documents(backend)
+    store.batch([PutOp(("docs", "bob"), str(i), None) for i in range(60)])  # bob forgotten
+    assert count_documents(vs) == 5
+    backend._vs_add(*backup)  # the backup restored behind the catalog's back
+    assert count_documents(vs) == 65
+    assert backend.repair(grace_seconds=0) == 60
+    assert count_documents(vs) == 5
+    assert backend.repair(grace_seconds=0) == 0
+    assert sorted(h.value["text"] for h in store.search(("docs",), limit=10)) == [
+        f"alice note {i}" for i in range(5)
+    ]
+    store.close()
+
+
+def test_repair_stops_and_warns_when_the_store_ignores_its_deletes(tmp_path, caplog):
+    # a delete= that silently does nothing: repair() must not search and delete forever
+    import dataclasses
+
+    store, backend, vs, _ = _capped_store(tmp_path, max_k=20)
+    store.batch([PutOp(("docs", "bob"), str(i), {"text": f"bob secret {i}"}) for i in range(30)])
+    backup = _copy_of_documents(backend)
+    store.batch([PutOp(("docs", "bob"), str(i), None) for i in range(30)])
+    backend._vs_add(*backup)
+    backend.family = dataclasses.replace(backend.family, delete=lambda vs_, ids: None)
+    with caplog.at_level("WARNING", logger="langchain_ltm"):
+        assert backend.repair(grace_seconds=0) == 0  # nothing was deleted
+    assert count_documents(vs) == 30
+    assert "still holds 20 documents it was asked to delete" in caplog.text
+    store.close()
+
+
+def test_repair_warns_when_current_documents_hide_the_strays_of_a_capped_store(tmp_path, caplog):
+    # 30 current documents nearer the probe than the stray: a search capped at 20 cannot
+    # reach it, and repair() says so instead of reporting a clean store
+    store, backend, vs, emb = _capped_store(tmp_path, max_k=20)
+    for i in range(30):
+        emb.vectors[f"near {i}"] = [1.0, 0.01 * i] + [0.0] * (DIMS - 2)
+    emb.vectors["far"] = [0.0, 0.0, 1.0] + [0.0] * (DIMS - 3)
+    store.put(("docs", "bob"), "pin", {"text": "far"})
+    backup = _copy_of_documents(backend)
+    store.delete(("docs", "bob"), "pin")
+    store.batch([PutOp(("docs", "a"), str(i), {"text": f"near {i}"}) for i in range(30)])
+    backend._vs_add(*backup)
+    with caplog.at_level("WARNING", logger="langchain_ltm"):
+        assert backend.repair(grace_seconds=0) == 0
+    assert "returns at most max_k=20 documents" in caplog.text
+    assert count_documents(vs) == 31  # the stray stays, and the warning says so
+    store.close()
+
+
 def test_a_ready_family_is_checked_against_the_store_too(tmp_path):
     class NoSearch(VectorStore):  # no get_by_ids, no search by vector
         def add_texts(self, texts, metadatas=None, **kwargs):

@@ -15,6 +15,7 @@ next ``repair()``.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import numbers
 import uuid
@@ -33,10 +34,13 @@ from langchain_ltm.backends.vectorstore._layout import (
 )
 from langchain_ltm.backends.vectorstore._search import FIRST_K
 from langchain_ltm.backends.vectorstore._write import add
-from langchain_ltm.backends.vectorstore.family import present
+from langchain_ltm.backends.vectorstore.family import Scored, present
 
 if TYPE_CHECKING:
     from langchain_ltm.backends.vectorstore.backend import VectorStoreBackend
+
+# the logger the engine has always used, whichever of its modules speaks
+log = logging.getLogger("langchain_ltm.backends.vectorstore.backend")
 
 DEFAULT_GRACE_SECONDS = 900.0  # an `adding` row older than this belongs to a dead writer
 
@@ -58,12 +62,51 @@ def check_grace(value: Any) -> float:
 
 
 def drop_strays(backend: VectorStoreBackend) -> int:
-    """Delete this catalog's documents that are neither current nor being added."""
-    catalog, family = backend.catalog, backend.family
-    dims = catalog.dims
+    """Delete this catalog's documents that are neither current nor being added.
+
+    A store that takes all of them in one search (widened until it has them) needs one
+    round. A store whose search caps ``k`` (``max_k``) shows the ``max_k`` nearest to the
+    probe: their strays are deleted and the search runs again, until a round shows none.
+    A round that finds only strays already deleted (a delete the store silently ignored)
+    stops the loop with a warning, as does a full page of current documents (strays
+    behind more than ``max_k`` current documents are out of the search's reach).
+    """
+    dims = backend.catalog.dims
     if dims is None:
         return 0
     probe = [1.0] + [0.0] * (dims - 1)
+    dropped: set[str] = set()
+    while True:
+        results, complete = _scoped_documents(backend, probe)
+        strays = _strays(backend, results)
+        if not strays:
+            if not complete:
+                log.warning(
+                    "repair(): the store's search returns at most max_k=%s documents and the "
+                    "%s nearest to its probe are all current: any stray documents beyond "
+                    "them (texts no longer current) stay in %s",
+                    backend.family.max_k,
+                    len(results),
+                    type(backend.vectorstore).__name__,
+                )
+            return len(dropped)
+        if dropped.issuperset(strays):  # deleted before, still there: the store ignored it
+            log.warning(
+                "repair(): %s still holds %d documents it was asked to delete; they stay "
+                "until a delete takes effect (check the store's delete=)",
+                type(backend.vectorstore).__name__,
+                len(strays),
+            )
+            return len(dropped - set(strays))
+        backend._vs_drop(strays)
+        dropped.update(strays)
+        if complete:
+            return len(dropped)
+
+
+def _scoped_documents(backend: VectorStoreBackend, probe: list[float]) -> tuple[Scored, bool]:
+    """This catalog's documents a search for ``probe`` returns, and whether that is all."""
+    catalog, family = backend.catalog, backend.family
     where = backend.scope_filter(())
     cap = family.max_k
     k = max(FIRST_K, 2 * catalog.vector_count(()))
@@ -71,9 +114,16 @@ def drop_strays(backend: VectorStoreBackend) -> int:
     while True:
         results, size = backend._vs_search(probe, k, where)
         done = (size is not None and k >= size) if family.post_filter else len(results) < k
-        if done or (cap is not None and k >= cap):  # a capped store: the strays it shows
-            break
+        if done:
+            return results, True
+        if cap is not None and k >= cap:  # a capped store: the documents it shows
+            return results, False
         k = k * 4 if cap is None else min(k * 4, cap)
+
+
+def _strays(backend: VectorStoreBackend, results: Scored) -> list[str]:
+    """The ids among ``results`` of this catalog's documents not current nor being added."""
+    catalog = backend.catalog
     # read after the search: a writer journals `adding` before its add, and clears the
     # rows in the commit that makes them current, which the catalog read below sees
     adding = set(catalog.journal_ids(ADDING))
@@ -93,9 +143,7 @@ def drop_strays(backend: VectorStoreBackend) -> int:
         item = current.get(key) if key is not None else None
         if item is None or doc.metadata.get("ltm_at") != sql.to_us(item.updated_at):
             strays.append(id_)
-    if strays:
-        backend._vs_drop(strays)
-    return len(strays)
+    return list(dict.fromkeys(strays))
 
 
 def repair_journal(backend: VectorStoreBackend, grace: float) -> int:

@@ -371,8 +371,11 @@ class VectorStoreBackend(StoreCalls):
         back with the vectors the catalog keeps (nothing is embedded again), 500 items at
         a time; then one search scoped to this catalog's documents, widened until it has
         them all, finds the ones that are not current and not journaled ``adding`` (a
-        write in flight), and deletes them. It reads the whole catalog: a maintenance
-        call, not one for every request.
+        write in flight), and deletes them (a store whose search caps ``k``, ``max_k``,
+        is searched again after each delete until a search shows no such document; a
+        warning is logged when current documents fill the capped search, or when the
+        store ignores the delete). It reads the whole catalog: a maintenance call, not
+        one for every request.
 
         Example:
             >>> from langchain_community.vectorstores import FAISS
