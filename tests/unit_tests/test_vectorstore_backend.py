@@ -885,6 +885,34 @@ def test_a_store_whose_scores_are_not_the_configured_distance_is_refused_at_firs
     right.close()
 
 
+def test_a_first_answer_identical_to_the_query_does_not_pass_the_score_check(tmp_path):
+    # distance 0 scores 1.0 under every convention: a first search whose top item is the
+    # query itself proved nothing, yet passed the check for good, and the wrong distance=
+    # then ranked everything after it (a rephrasing created as a new fact, not an update)
+    import dataclasses
+
+    from langchain_ltm.backends.vectorstore.family import registered
+
+    emb = KeywordEmbeddings(DIMS)
+    vs = chroma(emb)  # squared l2: registered as euclidean, the scores would be wrong
+    base = registered(vs)
+    assert base is not None
+    wrong = dataclasses.replace(base, distance="euclidean")
+    store = LongTermMemoryStore(
+        VectorStoreBackend(vs, catalog=tmp_path / "c.db", family=wrong),
+        embeddings=emb,
+        fields=["text"],
+    )
+    store.put(("docs",), "a", {"text": "hello world"})
+    assert store.search(("docs",), query="hello world", limit=1)[0].score == pytest.approx(1.0)
+    store.put(("docs",), "b", {"text": "hello there friend"})
+    with pytest.raises(UnsupportedVectorStoreError, match="not the one configured"):
+        store.search(("docs",), query="hello world", limit=2)  # the second item tells
+    with pytest.raises(UnsupportedVectorStoreError, match="not the one configured"):
+        store.search(("docs",), query="hello there", limit=2)
+    store.close()
+
+
 def test_milvus_refuses_a_text_longer_than_its_field_and_keeps_the_old_one(tmp_path):
     """Milvus Lite's max_length counts characters: 65,535 of any script fit, one more does not.
 

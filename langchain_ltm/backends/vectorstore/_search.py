@@ -6,7 +6,8 @@ catalog: :func:`ranked_among_ids`), checks each returned document against the ca
 (known item, current version, alive, passes the whole filter: :func:`passing`), and grows
 ``k`` fourfold until the page is full or the store runs out; then the catalog's exact
 scoped search has the last word (:func:`checked`). The first ranked
-answer of a backend is checked to score as the exact cosine (:func:`check_scores`).
+answer of a backend that can tell (an item not identical to the query) is checked to
+score as the exact cosine (:func:`check_scores`).
 A page (``offset``) is the tail of the engine's own top ``offset + limit``, ties ordered
 by score then namespace and key: an approximate index can miss an item in one window
 and find it in the next, so pages can overlap or skip (the README says so).
@@ -96,7 +97,7 @@ def ranked(
         results, size = yield Step(backend._vs_search, backend._avs_search, (vector, k, where))
         hits = yield from passing(backend, results, items, request)
         if hits and not backend._scores_checked:
-            yield from check_scores(backend, hits[0], vector)
+            yield from check_scores(backend, hits, vector)
         exhausted = (size is not None and k >= size) if family.post_filter else len(results) < k
         last = exhausted or (cap is not None and k >= cap)  # the store can give no more
         if wanted is not None and len(hits) >= wanted:
@@ -145,7 +146,7 @@ def ranked_among_ids(
             return None
         hits = yield from passing(backend, results, items, request)
         if hits and not backend._scores_checked:
-            yield from check_scores(backend, hits[0], vector)
+            yield from check_scores(backend, hits, vector)
         if (
             wanted is not None
             and len(hits) >= wanted
@@ -204,40 +205,48 @@ def passing(
     return by_score_then_key(hits)  # ties in one order, whatever the window
 
 
-def check_scores(backend: VectorStoreBackend, top: Hit, vector: list[float]) -> Logic[None]:
-    """Once per backend: the engine's top score, converted, is the exact cosine.
+CHECK_HITS = 5  # the hits of one answer compared with the catalog's exact cosine
+SAME_UNDER_EVERY_DISTANCE = 1 - 1e-3  # distance 0 is cosine 1 whatever the convention
+
+
+def check_scores(backend: VectorStoreBackend, hits: list[Hit], vector: list[float]) -> Logic[None]:
+    """Until one answer tells: the engine's scores, converted, are the exact cosines.
 
     The distance convention comes from the family (``distance=``) or the wrapper's
     settings, which may not be the index's own metric (Pinecone and Atlas wrappers are
     told it; an index created as euclidean scores otherwise). The catalog keeps every
-    vector, so its exact score of the same item says whether the conversion is right.
+    vector, so its exact scores of the same items say whether the conversion is right.
+    The first :data:`CHECK_HITS` hits in the top hit's namespace are compared; a hit
+    identical to the query (distance 0: cosine 1 under every convention) proves nothing,
+    so an answer made only of such hits leaves the check for the next one.
 
     Raises:
-        UnsupportedVectorStoreError: The two differ by more than 1e-3.
+        UnsupportedVectorStoreError: A hit's converted score and its exact cosine differ
+            by more than 1e-3.
     """
+    top = hits[0]
     probe = SearchRequest(
-        top.item.namespace, vectors=np.asarray([vector], dtype=np.float32), limit=5
+        top.item.namespace, vectors=np.asarray([vector], dtype=np.float32), limit=CHECK_HITS
     )
     (exact,) = yield backend._cat("search", probe)
-    want = next(
-        (
-            h.score
-            for h in exact
-            if h.item.key == top.item.key and h.item.namespace == top.item.namespace
-        ),
-        None,
-    )
-    if want is None or top.score is None:
-        return  # not comparable on this answer (the item changed meanwhile): next time
-    if abs(float(want) - float(top.score)) > 1e-3:
-        raise UnsupportedVectorStoreError(
-            f"{type(backend.vectorstore).__name__} scores do not turn into cosine "
-            f"similarities with distance={backend.family.distance!r} ({top.score:.4f} for "
-            f"an item whose cosine is {want:.4f}): the index's metric is not the one "
-            "configured. Create the store with the metric its index uses, or register "
-            'it with the matching distance= ("cosine", "l2", "euclidean", "ip", ...).'
-        )
-    backend._scores_checked = True
+    want = {h.item.key: h.score for h in exact if h.score is not None}
+    telling = False
+    for hit in hits[:CHECK_HITS]:
+        cosine = want.get(hit.item.key) if hit.item.namespace == top.item.namespace else None
+        if cosine is None or hit.score is None:
+            continue  # not comparable on this answer (the item changed meanwhile)
+        if abs(float(cosine) - float(hit.score)) > 1e-3:
+            raise UnsupportedVectorStoreError(
+                f"{type(backend.vectorstore).__name__} scores do not turn into cosine "
+                f"similarities with distance={backend.family.distance!r} ({hit.score:.4f} "
+                f"for an item whose cosine is {cosine:.4f}): the index's metric is not the "
+                "one configured. Create the store with the metric its index uses, or "
+                "register it with the matching distance= "
+                '("cosine", "l2", "euclidean", "ip", ...).'
+            )
+        telling = telling or float(cosine) < SAME_UNDER_EVERY_DISTANCE
+    if telling:
+        backend._scores_checked = True
 
 
 def checked(

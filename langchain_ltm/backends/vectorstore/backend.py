@@ -254,7 +254,7 @@ class VectorStoreBackend(StoreCalls):
         )
         self._vs_lock = threading.RLock()  # stores like FAISS are not thread-safe
         self._warned_short = False
-        self._scores_checked = False  # the first ranked answer is checked to be cosine
+        self._scores_checked = False  # ranked answers are checked to be cosine until one tells
         self._ids_usable = True  # until the family's search_ids says it cannot (None)
         try:
             self.repair(full=False)
