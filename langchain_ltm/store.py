@@ -176,13 +176,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         upsert_threshold: float | None = None,
         ttl: TTLConfig | None = None,
     ) -> None:
-        self.backend: VectorBackend = backend_for(vectorstore)
-        embeddings = embeddings or getattr(vectorstore, "embeddings", None)
-        if embeddings is None:
-            raise ValueError(
-                "No embeddings: pass a vectorstore built with embeddings, or embeddings=..."
-            )
-        self.embeddings = embeddings
+        # the options first: a refused one leaves nothing open
         self.fields = list(fields or ["$"])
         self.namespace = fact_prefix(namespace)
         self.policy = decision_policy(merge_threshold, review_threshold, upsert_threshold)
@@ -192,10 +186,31 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         self.max_queries = check_limit("max_queries", max_queries)
         self.secret_guard = secret_guard
         self._guard = guard_for(secret_guard)
-        self._embedder = Embedder(embeddings)
         self._tokenized_fields = tokenize_fields(self.fields)
-        self._locks = UserLocks.shared_by(self.backend)
         self.ttl_config: TTLConfig | None = check_ttl_config(ttl)
+        self.backend: VectorBackend = backend_for(vectorstore)
+        try:
+            self._start(vectorstore, embeddings)
+        except BaseException:
+            if self.backend is not vectorstore:  # built here (a given backend stays the caller's)
+                self.backend.close()
+            raise
+
+    def _start(self, vectorstore: Any, embeddings: EmbeddingsLike | None) -> None:
+        """The rest of ``__init__``, once the backend is open (which a failure closes)."""
+        embeddings = embeddings or getattr(vectorstore, "embeddings", None)
+        if embeddings is None:
+            raise ValueError(
+                f"A bare backend ({type(vectorstore).__name__}) has no embeddings: pass "
+                "embeddings=... (the Embeddings that embed what it stores)."
+                if isinstance(vectorstore, VectorBackend)
+                else f"{type(vectorstore).__name__} exposes no `.embeddings`: pass "
+                "embeddings=... (the Embeddings it was built with), as in "
+                "LongTermMemoryStore(vectorstore, embeddings=embeddings)."
+            )
+        self.embeddings: EmbeddingsLike = embeddings
+        self._embedder = Embedder(self.embeddings)
+        self._locks = UserLocks.shared_by(self.backend)
         self.supports_ttl = self.backend.capabilities.ttl
         if self.ttl_config and not self.supports_ttl:
             raise NotImplementedError(no_ttl(self.backend.capabilities.name))
@@ -207,9 +222,9 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         # the store a with_options view was made from: its views keep it alive and its
         # sweepers sweep through it (they hold it weakly, so a dropped store is collected)
         self._root: LongTermMemoryStore | None = None
+        self._coalescer = Coalescer(lambda ops: run_async(self._batch(ops)))
         if self.ttl_config and self.ttl_config.get("sweep_interval_minutes"):
             self.start_ttl_sweeper()
-        self._coalescer = Coalescer(lambda ops: run_async(self._batch(ops)))
 
     @property
     def merge_threshold(self) -> float:
@@ -271,7 +286,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         backend = postgres.postgres_backend(
             conn, table=table, schema=schema, dims=dims, vector_type=vector_type, **options
         )
-        return cls(backend, embeddings=embeddings, namespace=namespace, **kwargs)
+        return cls._over(backend, embeddings=embeddings, namespace=namespace, **kwargs)
 
     @classmethod
     def from_qdrant(
@@ -319,7 +334,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
             tenant_depth=len(namespace) + 1,
             lock_timeout=lock_timeout,
         )
-        return cls(backend, embeddings=embeddings, namespace=namespace, **kwargs)
+        return cls._over(backend, embeddings=embeddings, namespace=namespace, **kwargs)
 
     @classmethod
     def from_sqlite(
@@ -370,7 +385,16 @@ class LongTermMemoryStore(FactAPI, BaseStore):
             busy_timeout=busy_timeout,
             vector_cache_mb=vector_cache_mb,
         )
-        return cls(backend, embeddings=embeddings, namespace=namespace, **kwargs)
+        return cls._over(backend, embeddings=embeddings, namespace=namespace, **kwargs)
+
+    @classmethod
+    def _over(cls, backend: VectorBackend, **kwargs: Any) -> LongTermMemoryStore:
+        """A store over a backend a ``from_*`` constructor opened: closed if refused."""
+        try:
+            return cls(backend, **kwargs)
+        except BaseException:
+            backend.close()
+            raise
 
     def with_options(
         self,

@@ -109,6 +109,15 @@ class FactStore(FactAPI):
         )
 
     @classmethod
+    def _over(cls, backend: VectorBackend, embeddings: EmbeddingsLike, **options: Any) -> FactStore:
+        """A store over a backend a ``from_*`` constructor opened: closed if refused."""
+        try:
+            return cls(backend, embeddings, **options)
+        except BaseException:
+            backend.close()
+            raise
+
+    @classmethod
     def from_sqlite(
         cls,
         path: str | Path,
@@ -141,7 +150,7 @@ class FactStore(FactAPI):
             busy_timeout=busy_timeout,
             vector_cache_mb=vector_cache_mb,
         )
-        return cls(backend, embeddings, **options)
+        return cls._over(backend, embeddings, **options)
 
     @classmethod
     def from_postgres(
@@ -172,7 +181,7 @@ class FactStore(FactAPI):
         backend = engine("postgres", "postgres").postgres_backend(
             conn, table=table, schema=schema, dims=dims
         )
-        return cls(backend, embeddings, **options)
+        return cls._over(backend, embeddings, **options)
 
     @property
     def _facts(self) -> FactContext:

@@ -167,3 +167,70 @@ async def test_a_closed_store_starts_no_sweeper_task(any_store):
     with pytest.raises(BackendError, match="was closed"):
         await any_store.astart_ttl_sweeper(sweep_interval_minutes=0.0005)
     assert await any_store.astop_ttl_sweeper(timeout=5)
+
+
+# ---- a refused constructor leaves nothing open -------------------------------------------
+
+
+def _faiss(embedding_function):
+    import faiss as faiss_lib
+    from langchain_community.docstore.in_memory import InMemoryDocstore
+    from langchain_community.vectorstores import FAISS
+
+    return FAISS(embedding_function, faiss_lib.IndexFlatL2(16), InMemoryDocstore(), {})
+
+
+@pytest.mark.parametrize(
+    "bad", [{"max_fact_chars": 0}, {"merge_threshold": 7}, {"history_limit": -1}]
+)
+def test_a_refused_option_leaves_no_temporary_catalog(bad, tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        LongTermMemoryStore(_faiss(KeywordEmbeddings(dims=16)), **bad)
+    assert list(tmp_path.iterdir()) == []  # no ltm-catalog-* folder, no open catalog
+
+
+def test_a_store_that_exposes_no_embeddings_is_refused_with_what_to_pass(tmp_path, monkeypatch):
+    # FAISS built with a function: it embeds, but its `.embeddings` is None
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    emb = KeywordEmbeddings(dims=16)
+    vs = _faiss(emb.embed_query)
+    assert vs.embeddings is None
+    with pytest.raises(ValueError, match=r"FAISS exposes no `\.embeddings`: pass embeddings="):
+        LongTermMemoryStore(vs)
+    assert list(tmp_path.iterdir()) == []  # the backend it opened was closed
+    store = LongTermMemoryStore(vs, embeddings=emb)  # as the message says
+    assert store.remember("u1", "likes tea").action == "created"
+    store.close()
+
+
+@pytest.mark.parametrize(
+    ("cls", "embeddings", "options", "refusal"),
+    [
+        ("store", None, {}, "no embeddings"),
+        ("store", KeywordEmbeddings(dims=16), {"merge_threshold": 7}, "merge_threshold"),
+        ("facts", KeywordEmbeddings(dims=16), {"history_limit": -1}, "history_limit"),
+    ],
+)
+def test_a_from_constructor_that_fails_closes_the_backend_it_opened(
+    cls, embeddings, options, refusal, tmp_path, monkeypatch
+):
+    from langchain_ltm.backends.sqlite.backend import SqliteBackend
+    from langchain_ltm.facts import FactStore
+
+    closed: list[SqliteBackend] = []
+    close = SqliteBackend.close
+
+    def recording_close(self):
+        closed.append(self)
+        close(self)
+
+    monkeypatch.setattr(SqliteBackend, "close", recording_close)
+    make = LongTermMemoryStore if cls == "store" else FactStore
+    with pytest.raises(ValueError, match=refusal):
+        make.from_sqlite(tmp_path / "m.db", embeddings, **options)
+    assert len(closed) == 1  # the SQLite connection it opened is closed
