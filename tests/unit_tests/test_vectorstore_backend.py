@@ -913,6 +913,38 @@ def test_a_first_answer_identical_to_the_query_does_not_pass_the_score_check(tmp
     store.close()
 
 
+def test_a_temporary_catalog_over_a_store_that_keeps_its_documents_is_warned_of(tmp_path, caplog):
+    # Chroma with a persist folder: at close() the catalog goes, the texts stay in the
+    # folder where no later store (a new catalog, a new ltm_store id) can see or forget them
+    import chromadb
+    from langchain_chroma import Chroma
+
+    from tests.vectorstores import chroma_settings
+
+    emb = KeywordEmbeddings(DIMS)
+    client = chromadb.PersistentClient(str(tmp_path / "chroma"), settings=chroma_settings())
+    vs = chroma(emb, client=client)
+    with caplog.at_level("WARNING", logger="langchain_ltm"):
+        kept = LongTermMemoryStore(vs)
+    assert "a temporary catalog over Chroma, whose documents may outlive" in caplog.text
+    kept.remember("alice", "my diagnosis is type 2 diabetes")
+    kept.close()
+    same = Chroma(vs._collection.name, emb, client=client)
+    assert same._collection.get()["documents"] == ["my diagnosis is type 2 diabetes"]
+    again = LongTermMemoryStore(same, embeddings=emb)
+    assert again.list_all("alice") == []  # what the warning says: out of a new store's reach
+    again.close()
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="langchain_ltm"):  # stores living in the process
+        LongTermMemoryStore(chroma(emb)).close()
+        LongTermMemoryStore(faiss(emb, tmp_path / "f")).close()
+        LongTermMemoryStore(
+            vectorstore_backend(chroma(emb, client=client), catalog=tmp_path / "c.db"),
+            embeddings=emb,
+        ).close()
+    assert "temporary catalog" not in caplog.text
+
+
 def test_milvus_refuses_a_text_longer_than_its_field_and_keeps_the_old_one(tmp_path):
     """Milvus Lite's max_length counts characters: 65,535 of any script fit, one more does not.
 

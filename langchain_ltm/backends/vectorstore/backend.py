@@ -147,6 +147,7 @@ from langchain_ltm.backends.vectorstore.family import (
     default_search,
     defines,
     family_for,
+    in_process_only,
 )
 
 __all__ = ["VectorStoreBackend", "vectorstore_backend"]
@@ -165,7 +166,9 @@ class VectorStoreBackend(StoreCalls):
         vectorstore: Any LangChain ``VectorStore`` with a registered family (Chroma and
             FAISS are built in) or a ``filter_builder``.
         catalog: The catalog's SQLite file; ``None``: a temporary file removed by
-            :meth:`close` (the memories then last as long as the backend).
+            :meth:`close` (the memories then last as long as the backend; over a store
+            that keeps its documents, a server or a file, their texts stay in it where
+            no later store sees them: a warning is logged).
         filter_builder: The store's filter for equalities on metadata keys (overrides the
             registered family's).
         family: A ready :class:`StoreFamily` (overrides registration and ``filter_builder``).
@@ -225,6 +228,8 @@ class VectorStoreBackend(StoreCalls):
         if catalog is None:
             self._tmp = tempfile.mkdtemp(prefix="ltm-catalog-")
             path = str(Path(self._tmp) / "catalog.sqlite")
+            if not in_process_only(vectorstore):
+                temporary_catalog_warning(vectorstore)
         else:
             path = os.fspath(catalog)
         self.catalog = Catalog(path, table=table)
@@ -469,7 +474,9 @@ def vectorstore_backend(
         vectorstore: A LangChain ``VectorStore`` (Chroma, FAISS, or one registered with
             ``register_vectorstore``).
         catalog: SQLite file for the items (created if missing; keep it with the
-            vectorstore's data). ``None``: a temporary catalog, gone at ``close()``.
+            vectorstore's data). ``None``: a temporary catalog, gone at ``close()``
+            (the texts written stay in a store that keeps its documents: a warning says
+            so).
         filter_builder: Equalities on metadata keys -> the store's filter (for a store
             without a registered family, or to override it).
         family: A complete :class:`StoreFamily` instead.
@@ -509,4 +516,18 @@ def vectorstore_backend(
         family=family,
         table=table,
         grace_seconds=grace_seconds,
+    )
+
+
+def temporary_catalog_warning(vectorstore: Any) -> None:
+    """Log that a temporary catalog over a store that keeps its documents strands them."""
+    import logging  # here: only a temporary catalog over a persistent store needs it
+
+    logging.getLogger(__name__).warning(
+        "langchain-ltm: a temporary catalog over %s, whose documents may outlive this "
+        "process (a server, a file): at close() the catalog goes and the texts written "
+        "stay in the store, where no later store can see, forget or delete them. Pass "
+        "a catalog file kept with the store's data: vectorstore_backend(vs, "
+        'catalog="path/ltm-catalog.db").',
+        type(vectorstore).__name__,
     )

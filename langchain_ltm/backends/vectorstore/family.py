@@ -418,6 +418,28 @@ def defines(vectorstore: Any, method: str) -> bool:
     return fn is not None and fn is not getattr(VectorStore, method, None)
 
 
+def in_process_only(vectorstore: Any) -> bool:
+    """Whether the store's documents live in this process only (FAISS, an in-memory Chroma).
+
+    Any other store (a server, a file; one this cannot tell) may keep them after the
+    process: a temporary catalog over it leaves texts no later store can see or delete.
+    """
+    if any(
+        c.__name__ in ("FAISS", "InMemoryVectorStore")
+        and c.__module__.startswith(("langchain_community.", "langchain_core."))
+        for c in type(vectorstore).__mro__
+    ):
+        return True  # (a saved FAISS index is the caller's own save_local)
+    if type(vectorstore).__module__.startswith("langchain_chroma"):
+        try:
+            settings = vectorstore._client.get_settings()
+        except Exception:  # a client this cannot read: assume it persists
+            return False
+        api = str(settings.chroma_api_impl).lower()
+        return not settings.is_persistent and "fastapi" not in api and "http" not in api
+    return False
+
+
 # ---- the default calls --------------------------------------------------------------
 
 
