@@ -594,8 +594,19 @@ class _Bare(VectorStore):
 
 
 def test_a_store_without_a_dialect_says_how_to_add_one():
-    with pytest.raises(UnsupportedVectorStoreError, match="register_vectorstore"):
+    with pytest.raises(UnsupportedVectorStoreError, match="register_vectorstore") as err:
         LongTermMemoryStore(_Bare(), embeddings=KeywordEmbeddings(DIMS))
+    # everything at once: the dialect and every missing method with the option for it (it
+    # said "no filter dialect" alone, then "lacks ..." once registered, without delete=)
+    message = str(err.value)
+    assert "no filter dialect for _Bare" in message
+    for method, option in [
+        ("get_by_ids", "get=..."),
+        ("delete", "delete=..."),
+        ("add_embeddings", "add=..."),
+        ("similarity_search_with_score_by_vector", "search=..."),
+    ]:
+        assert method in message and option in message
     with pytest.raises(UnsupportedVectorStoreError, match="pass a LangChain VectorStore"):
         backend_for(object())
 
@@ -611,6 +622,7 @@ def test_a_store_lacking_methods_names_them():
         "similarity_search_with_score_by_vector",
     ):
         assert method in message
+    assert "get=..., delete=..., add=..., search=..." in message  # delete= was left out
 
 
 class _Mine(InMemoryVectorStore):

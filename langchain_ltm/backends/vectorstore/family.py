@@ -291,6 +291,13 @@ class StoreFamily:
         return needed
 
 
+_OPTION_FOR = {  # the register_vectorstore option that stands in for a missing method
+    "get_by_ids": "get",
+    "delete": "delete",
+    "add_embeddings": "add",
+    "similarity_search_with_score_by_vector": "search",
+}
+
 _REGISTRY: dict[str, StoreFamily] = {}
 
 
@@ -377,24 +384,36 @@ def family_for(
     if filter_builder is not None:
         base = family or StoreFamily(type(vectorstore).__name__, filter_builder)
         family = dataclasses.replace(base, filter_builder=filter_builder)
+    name = type(vectorstore).__name__
     if family is None:
+        # every refusal at once: the dialect and the methods the default calls need
+        missing = [m for m in StoreFamily(name, dict).required() if not defines(vectorstore, m)]
+        lacks = (
+            f" {name} also lacks {', '.join(missing)}: register those calls too ("
+            + ", ".join(f"{_OPTION_FOR[m]}=..." for m in missing)
+            + ")."
+            if missing
+            else ""
+        )
         raise UnsupportedVectorStoreError(
-            f"langchain-ltm has no filter dialect for {type(vectorstore).__name__}, so it "
-            "cannot scope a user's search inside the store. Register one in a few lines: "
+            f"langchain-ltm has no filter dialect for {name}, so it cannot scope a user's "
+            f"search inside the store.{lacks} Register it in a few lines: "
             "register_vectorstore(MyStore, lambda eq: <the store's filter for the "
-            'equalities eq>, distance="cosine" | "l2" | "ip"), or pass '
-            "vectorstore_backend(vs, filter_builder=...). See the README, 'Your own "
-            "vectorstore'."
+            'equalities eq>, distance="cosine" | "l2" | "ip"'
+            + "".join(f", {_OPTION_FOR[m]}=..." for m in missing)
+            + "), or pass vectorstore_backend(vs, filter_builder=...). See the README, "
+            "'Your own vectorstore' (Adding a store)."
         )
     missing = [m for m in family.required() if not defines(vectorstore, m)]
     if missing:
         raise UnsupportedVectorStoreError(
-            f"{type(vectorstore).__name__} lacks {', '.join(missing)}, which langchain-ltm "
-            "needs to keep memories in it (add with ids and precomputed vectors, get_by_ids, "
-            "delete(ids), a search by vector with a metadata filter). Register the missing "
-            "calls with register_vectorstore(..., add=..., search=..., get=...), or use another "
-            "engine "
-            "(LongTermMemoryStore.from_sqlite(path, embeddings))."
+            f"{name} lacks {', '.join(missing)}, which langchain-ltm needs to keep memories "
+            "in it (add with ids and precomputed vectors, get_by_ids, delete(ids), a search "
+            "by vector with a metadata filter). Register the missing calls with "
+            "register_vectorstore(..., "
+            + ", ".join(f"{_OPTION_FOR[m]}=..." for m in missing)
+            + ") (each a function of the store: see register_vectorstore), or use another "
+            "engine (LongTermMemoryStore.from_sqlite(path, embeddings))."
         )
     return family
 
