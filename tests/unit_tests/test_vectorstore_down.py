@@ -12,12 +12,14 @@ Chroma server stopped mid-test: tests/integration_tests/test_vectorstore_servers
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import sys
 from typing import Any
 
 import pytest
 from langchain_core.vectorstores import InMemoryVectorStore
+from langgraph.store.base import PutOp
 
 from langchain_ltm import BackendError, LongTermMemoryStore, UnsupportedVectorStoreError
 from langchain_ltm.backends.vectorstore import StoreFamily, VectorStoreBackend, vectorstore_backend
@@ -155,6 +157,48 @@ def test_the_message_says_nothing_of_a_failed_write_was_stored(tmp_path):
     assert [i.value for i in store.search(("docs",), query="tea notes", limit=1)] == [
         {"text": "green tea notes"}
     ]
+    store.close()
+
+
+class _KLimit(_Down):
+    """A store whose search refuses a k above 16, in sqlite-vec's words."""
+
+    def similarity_search_with_score_by_vector(self, embedding, k=4, filter=None):
+        if k > 16:
+            import sqlite3
+
+            raise sqlite3.OperationalError(
+                f"k value in knn query too large, provided {k} and the limit is 16"
+            )
+        return super().similarity_search_with_score_by_vector(embedding, k, filter)
+
+
+def test_a_store_refusing_a_large_k_is_told_of_max_k_not_that_it_is_down(tmp_path):
+    # it said "Check that _KLimit's database is up and reachable; retry once it answers":
+    # retrying never helps, registering the store's limit does
+    emb = KeywordEmbeddings(DIMS)
+    vs = _KLimit(emb)
+    store = LongTermMemoryStore(
+        vectorstore_backend(vs, catalog=tmp_path / "c.db", family=NATIVE),
+        embeddings=emb,
+        fields=["text"],
+    )
+    store.batch([PutOp(("docs",), str(i), {"text": f"tea note {i}"}) for i in range(30)])
+    with pytest.raises(BackendError, match=r"register_vectorstore\(\.\.\., max_k=N\)") as err:
+        store.search(("docs",), query="tea", limit=20)  # asks for k = 40
+    assert "k value in knn query too large" in str(err.value)
+    store.close()
+    capped = dataclasses.replace(NATIVE, max_k=16)  # as the message says
+    store = LongTermMemoryStore(
+        vectorstore_backend(vs, catalog=tmp_path / "c.db", family=capped),
+        embeddings=emb,
+        fields=["text"],
+    )
+    assert len(store.search(("docs",), query="tea", limit=20)) == 20
+    vs.failure = _refused()  # a store that is down is still told to check it is up
+    with pytest.raises(BackendError, match=r"failed to search .* is up and reachable") as err:
+        store.search(("docs",), query="tea", limit=5)
+    assert "max_k" not in str(err.value)
     store.close()
 
 

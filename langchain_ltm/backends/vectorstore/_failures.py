@@ -30,6 +30,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -64,9 +65,22 @@ OPERATIONS: dict[str, tuple[str, str]] = {
 }
 
 
+# a search error that speaks of a limit on k: the store may cap the results one search
+# returns (sqlite-vec's 4,096, Pinecone's top_k), which its registration's max_k= tells
+_K_LIMIT = re.compile(r"\b(k|top_?k|n_results|limit|num_candidates)\b", re.IGNORECASE)
+_MAX_K = (
+    "No memory was changed. If {name}'s search takes at most some number of results (the "
+    "error names a limit on k), register it with that number, register_vectorstore(..., "
+    "max_k=N): the backend then never asks for more. Otherwise check that {name}'s "
+    "database is up and reachable; retry once it answers."
+)
+
+
 def engine_error(vectorstore: Any, operation: str, exc: BaseException) -> BackendError:
     """The :class:`BackendError` for ``exc``, raised by ``vectorstore`` during ``operation``."""
     doing, outcome = OPERATIONS[operation]
+    if operation == "search" and _K_LIMIT.search(str(exc)):
+        outcome = _MAX_K
     name = type(vectorstore).__name__
     cls = type(exc)
     where = "" if cls.__module__ == "builtins" else f"{cls.__module__}."
