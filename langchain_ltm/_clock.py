@@ -24,11 +24,18 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def check_ttl(ttl: Any, what: str = "ttl", most: float = MAX_TTL_MINUTES) -> float | None:
-    """``None`` (no expiry) or a positive number of minutes below ``most``, as a float.
+def check_ttl(
+    ttl: Any,
+    what: str = "ttl",
+    most: float = MAX_TTL_MINUTES,
+    none_means: str = "no expiry",
+) -> float | None:
+    """``None`` or a positive number of minutes below ``most``, as a float.
 
     Any real number is one (``numpy.int64``, ``numpy.float32``, ``Decimal``, ``Fraction``),
-    as LangGraph takes them; ``bool``, NaN and infinities are not.
+    as LangGraph takes them; ``bool``, NaN and infinities are not. ``none_means`` says in
+    the error what ``None`` does for ``what`` (a TTL: no expiry; a sweep interval: another
+    default).
     """
     if ttl is None:
         return None
@@ -39,6 +46,6 @@ def check_ttl(ttl: Any, what: str = "ttl", most: float = MAX_TTL_MINUTES) -> flo
     if not 0 < minutes < most:
         raise ValueError(
             f"{what} is a number of minutes > 0 and below {most:,.0f} (e.g. 0.5 or 60), "
-            f"or None for no expiry; got {ttl!r}."
+            f"or None for {none_means}; got {ttl!r}."
         )
     return minutes

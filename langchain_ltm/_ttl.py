@@ -67,7 +67,10 @@ def check_ttl_config(ttl: Mapping[str, Any] | None) -> TTLConfig | None:
             raise ValueError(f"TTLConfig {flag} must be True or False, got {ttl[flag]!r}.")
     check_ttl(ttl.get("default_ttl"), "TTLConfig default_ttl")
     check_ttl(
-        ttl.get("sweep_interval_minutes"), "TTLConfig sweep_interval_minutes", MAX_SWEEP_MINUTES
+        ttl.get("sweep_interval_minutes"),
+        "TTLConfig sweep_interval_minutes",
+        MAX_SWEEP_MINUTES,
+        "no sweeper thread (start_ttl_sweeper() starts one later)",
     )
     config: TTLConfig = {}
     config.update(ttl)  # type: ignore[typeddict-item]
@@ -76,7 +79,12 @@ def check_ttl_config(ttl: Mapping[str, Any] | None) -> TTLConfig | None:
 
 def interval_minutes(given: float | None, config: TTLConfig | None) -> float:
     """The sweep interval: the call's, else the config's, else 5 minutes."""
-    check_ttl(given, "sweep_interval_minutes", MAX_SWEEP_MINUTES)
+    check_ttl(
+        given,
+        "sweep_interval_minutes",
+        MAX_SWEEP_MINUTES,
+        "the TTLConfig's interval (else every 5 minutes)",
+    )
     return float(given or (config or {}).get("sweep_interval_minutes") or DEFAULT_SWEEP_MINUTES)
 
 

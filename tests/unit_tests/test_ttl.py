@@ -109,6 +109,25 @@ def test_a_sweep_interval_a_thread_cannot_wait_is_refused(make_store):
     assert future.result(timeout=5) is None
 
 
+def test_a_refused_sweep_interval_says_what_none_means_for_it(make_store):
+    """The messages ended "or None for no expiry", a TTL's meaning: for an interval None is
+    the config's interval (else 5 minutes) in ``start_ttl_sweeper``, no sweeper thread in
+    the config; a TTL's message keeps "no expiry"."""
+    store = make_store()
+    for start in (store.start_ttl_sweeper, store.astart_ttl_sweeper):
+        with pytest.raises(ValueError, match=r"None for the TTLConfig's interval \(else every 5"):
+            call = start(sweep_interval_minutes=threading.TIMEOUT_MAX)
+            if asyncio.iscoroutine(call):
+                asyncio.run(call)
+    with pytest.raises(ValueError, match=r"None for no sweeper thread") as refused:
+        make_store(ttl={"sweep_interval_minutes": 0})
+    assert "no expiry" not in str(refused.value)
+    with pytest.raises(ValueError, match=r"None for no expiry"):
+        make_store(ttl={"default_ttl": 0})
+    with pytest.raises(ValueError, match=r"None for no expiry"):
+        store.put(NS, "k", TEA, ttl=0)
+
+
 def test_a_sweeper_thread_that_fails_says_so_in_its_future(make_store, caplog):
     """The thread's loop ended the future with ``set_result(None)`` whatever stopped it."""
     store = make_store()
