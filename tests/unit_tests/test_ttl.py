@@ -114,11 +114,11 @@ def test_a_refused_sweep_interval_says_what_none_means_for_it(make_store):
     the config's interval (else 5 minutes) in ``start_ttl_sweeper``, no sweeper thread in
     the config; a TTL's message keeps "no expiry"."""
     store = make_store()
-    for start in (store.start_ttl_sweeper, store.astart_ttl_sweeper):
-        with pytest.raises(ValueError, match=r"None for the TTLConfig's interval \(else every 5"):
-            call = start(sweep_interval_minutes=threading.TIMEOUT_MAX)
-            if asyncio.iscoroutine(call):
-                asyncio.run(call)
+    interval = r"None for the TTLConfig's interval \(else every 5 minutes\)"
+    with pytest.raises(ValueError, match=interval):
+        store.start_ttl_sweeper(sweep_interval_minutes=threading.TIMEOUT_MAX)
+    with pytest.raises(ValueError, match=interval):
+        asyncio.run(store.astart_ttl_sweeper(sweep_interval_minutes=threading.TIMEOUT_MAX))
     with pytest.raises(ValueError, match=r"None for no sweeper thread") as refused:
         make_store(ttl={"sweep_interval_minutes": 0})
     assert "no expiry" not in str(refused.value)
