@@ -358,7 +358,8 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         ``SqliteSaver`` checkpoints.
 
         Args:
-            path: The database file (created if missing; its folder must exist).
+            path: The database file (created if missing; its folder must exist), a path
+                and not a ``sqlite:///`` URL (``ValueError`` naming the path to pass).
             embeddings: Embeds facts, queries and indexed fields.
             table: Items table (also ``{table}_vectors``, ``_schema``, ``_meta``).
             dims: Vector size (read from the file, or learned at the first write).

@@ -132,7 +132,8 @@ class FactStore(FactAPI):
         """Facts in one SQLite file: the engine of ``LongTermMemoryStore.from_sqlite``.
 
         Args:
-            path: The database file (created if missing; its folder must exist).
+            path: The database file (created if missing; its folder must exist), a path
+                and not a ``sqlite:///`` URL (``ValueError`` naming the path to pass).
             embeddings: Embeds facts and queries.
             table: Items table (also ``{table}_vectors``, ``_schema``, ``_meta``).
             dims: Vector size (read from the file, or learned at the first write).

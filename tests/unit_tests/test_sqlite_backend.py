@@ -19,7 +19,7 @@ import pytest
 from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.store.base import PutOp
 
-from langchain_ltm import BackendError, EmbeddingDimensionError, LongTermMemoryStore
+from langchain_ltm import BackendError, EmbeddingDimensionError, FactStore, LongTermMemoryStore
 from langchain_ltm._filters import Condition
 from langchain_ltm.backends import backend_for
 from langchain_ltm.backends.base import ListRequest, Record, SearchRequest
@@ -199,6 +199,33 @@ def test_a_file_where_another_app_has_a_table_of_the_stores_name(tmp_path):
     store = LongTermMemoryStore.from_sqlite(path, KeywordEmbeddings(dims=64), table="memories")
     assert store.remember("alice", "I like tea").action == "created"
     store.close()
+
+
+def test_a_sqlite_url_given_as_the_path_is_refused_naming_the_path(tmp_path, monkeypatch):
+    """The README listed ``sqlite:///path`` as a way to build the store: from_sqlite read it
+    as a relative path and said "Cannot open ./sqlite:/... check that its folder exists".
+    The URL is refused with the path to pass (the part after ``sqlite:///``, as ``ltm
+    --store`` reads it), by every SQLite constructor, and no file is made."""
+    monkeypatch.chdir(tmp_path)
+    file = tmp_path / "memories.db"
+    url = f"sqlite:///{file}"  # sqlite:////tmp/.../memories.db: absolute, as the CLI reads it
+    emb = KeywordEmbeddings(dims=16)
+    builds = (
+        lambda: sqlite_backend(url),
+        lambda: LongTermMemoryStore.from_sqlite(url, emb),
+        lambda: FactStore.from_sqlite(url, emb),
+        lambda: sqlite_backend(Path(url)),  # Path("sqlite:////x") is "sqlite:/x": no path given
+    )
+    for build in builds[:3]:
+        with pytest.raises(ValueError, match=rf"not a URL: .*; pass '{file}' \(sqlite:///PATH"):
+            build()
+    with pytest.raises(ValueError, match=r"not a URL: got 'sqlite:/.*'; pass the file's path"):
+        builds[3]()
+    with pytest.raises(ValueError, match=r"pass 'memories.db'"):
+        sqlite_backend("sqlite:///memories.db")  # relative, as in ltm --store
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    open_store(url, embeddings=emb)[0].close()  # the CLI's reading of the same URL: that file
+    assert file.exists()
 
 
 def test_bad_paths_and_options_are_clear(tmp_path):

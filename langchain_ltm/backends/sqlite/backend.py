@@ -143,6 +143,13 @@ class SqliteBackend(ThreadedAsync):
                 "processes share the file. Use a temporary file, or "
                 "LongTermMemoryStore(InMemoryVectorStore(embeddings)) for a store in memory."
             )
+        if path.startswith("sqlite:"):  # read as a relative path: "Cannot open ./sqlite:/..."
+            bare = path.removeprefix("sqlite:///") if path.startswith("sqlite:///") else None
+            raise ValueError(
+                f"A SQLite store takes a file path, not a URL: got {path!r}; pass "
+                + (repr(bare) if bare else "the file's path")
+                + " (sqlite:///PATH URLs are for ltm --store and open_store)."
+            )
         if dims is not None and (
             not isinstance(dims, int) or isinstance(dims, bool) or not 1 <= dims <= 65536
         ):
@@ -582,7 +589,8 @@ def sqlite_backend(
     Args:
         path: Database file (created if missing; its folder must exist). Other tools'
             tables may share it (LangGraph's ``SqliteSaver`` checkpoints, for one). A
-            relative path is resolved against the working directory now, once.
+            relative path is resolved against the working directory now, once. A
+            ``sqlite:///`` URL is refused (``ValueError`` naming the path to pass).
         table: Items table name (also ``{table}_vectors``, ``_schema``, ``_meta``).
         dims: Embedding size. ``None``: read from the file, or learnt at the first write.
         busy_timeout: Seconds a write waits for another process's write transaction
