@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import dataclasses
 import logging
@@ -12,6 +13,7 @@ import threading
 import time
 import uuid
 from datetime import datetime, timezone
+from urllib.parse import quote
 
 import numpy as np
 import psycopg
@@ -150,6 +152,52 @@ def test_a_search_path_without_pgvectors_schema_is_named(make_backend, pg_url, e
         assert "extension is missing" not in str(info.value)
     finally:
         store.close()
+
+
+def test_the_suggested_search_path_options_connect(pg_url, pg_conn, emb):
+    """pgvector in its own schema, the default search_path (``"$user", public``): the
+    error suggested options='-c search_path="$user", public,ext', which libpq splits at
+    the space: the server refused it ("List syntax is invalid") and the store said it
+    cannot connect. The suggestion, taken as written (connect_kwargs and the URL), now
+    connects and finds the vector type, with a space inside a schema name too."""
+    database = f"sp_{uuid.uuid4().hex[:12]}"
+    pg_conn.execute(f"CREATE DATABASE {database}")
+    url = pg_url.replace("/postgres?", f"/{database}?", 1)
+    assert url != pg_url
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute('CREATE SCHEMA "ltm ext"')
+            conn.execute('CREATE EXTENSION vector SCHEMA "ltm ext"')
+        with pytest.raises(BackendError, match="not on this connection's search_path") as info:
+            LongTermMemoryStore.from_postgres(url, emb)
+        message = str(info.value)
+        options = ast.literal_eval(message.split("connect_kwargs (options=")[1].split(")")[0])
+        for store in (
+            LongTermMemoryStore.from_postgres(url, emb, connect_kwargs={"options": options}),
+            LongTermMemoryStore.from_postgres(f"{url}&options={quote(options)}", emb),
+        ):
+            with store:
+                store.remember("u1", "Lives in Paris")
+                assert [f.content for f in store.recall("u1", "Paris")] == ["Lives in Paris"]
+        assert options == '-c search_path="$user",public,"ltm\\ ext"'
+        assert 'SET search_path = "$user", public, "ltm ext")' in message
+    finally:
+        pg_conn.execute(f"DROP DATABASE {database} WITH (FORCE)")
+
+
+@pytest.mark.parametrize(
+    "options", ["-c search_path=a, b", "-c search_path = a", "-c no_such_setting=1"]
+)
+def test_options_the_server_refuses_are_named_not_the_server(pg_url, options):
+    """A setting the server refused (a list with a space, which libpq splits at) said
+    "Cannot connect ... Check that the server is up", though it answered."""
+    table = f"t_{uuid.uuid4().hex[:12]}"
+    with pytest.raises(BackendError, match=r"refused a setting of this connection's options"):
+        postgres_backend(pg_url, table=table, connect_kwargs={"options": options}, timeout=1)
+    url = f"{pg_url}{'&' if '?' in pg_url else '?'}options={quote(options)}"
+    with pytest.raises(BackendError, match=r"write list values without them") as info:
+        postgres_backend(url, table=table, timeout=1)
+    assert "server is up" not in str(info.value)
 
 
 # the fact-hash constraint of schema versions 1 and 2 (an ALTER TABLE action)

@@ -38,6 +38,25 @@ _CHECK_SERVER = (
 )
 
 
+_BAD_SETTING = (
+    "invalid value for parameter",
+    "unrecognized configuration parameter",
+    "requires a value",  # -c name = value: split at the spaces
+)
+
+
+def _check_for(failure: str) -> str:
+    """What to check when connecting failed with ``failure``: the options, or the server."""
+    if any(text in failure for text in _BAD_SETTING):  # the server is up: it refused a -c
+        return (
+            "The server refused a setting of this connection's options (options= in "
+            "connect_kwargs or the URL, or PGOPTIONS): correct it. libpq splits options at "
+            "spaces: write list values without them (-c search_path=a,b) or escape each "
+            "space as '\\ '."
+        )
+    return _CHECK_SERVER
+
+
 def rolled_back(exc: BaseException) -> bool:
     """Postgres rolled the transaction back: a deadlock victim, a serialization failure.
 
@@ -63,10 +82,10 @@ def translate(exc: BaseException, what: str, why: str = "") -> Exception:
     if isinstance(exc, PoolTimeout) and why:
         return BackendError(
             f"Cannot connect to Postgres ({exc}; connecting directly failed: {why}). "
-            + _CHECK_SERVER
+            + _check_for(why)
         )
     if isinstance(exc, ConnectError):
-        return BackendError(f"Cannot connect to Postgres ({exc}). " + _CHECK_SERVER)
+        return BackendError(f"Cannot connect to Postgres ({exc}). " + _check_for(str(exc)))
     if isinstance(exc, PoolTimeout):
         return BackendError(
             f"No free Postgres connection within the pool timeout ({exc}), although the "
@@ -190,15 +209,48 @@ VECTOR_SCHEMA_SQL = (
 """The schema pgvector is installed in (NULL: it is not) and the connection's search_path."""
 
 
+def _list_items(setting: str) -> list[str]:
+    """The items of a Postgres list setting (``"$user", public``), quotes kept, stripped."""
+    items, item, quoted = [], "", False
+    for char in setting:
+        if char == '"':
+            quoted = not quoted  # a doubled quote inside a name toggles twice: still inside
+        if char == "," and not quoted:
+            items.append(item.strip())
+            item = ""
+        else:
+            item += char
+    items.append(item.strip())
+    return [i for i in items if i]
+
+
+def search_path_option(search_path: str, schema: str) -> str:
+    r"""The libpq ``options`` that set ``search_path`` to ``search_path`` then ``schema``.
+
+    libpq splits ``options`` at spaces (a space after a comma made the server refuse the
+    rest: "List syntax is invalid"), so the items are joined with bare commas and a space
+    inside a quoted name is escaped as libpq wants (``\ ``).
+
+    Example:
+        >>> search_path_option('"$user", public', "ext")
+        '-c search_path="$user",public,ext'
+        >>> print(search_path_option('"my app"', '"my ext"'))
+        -c search_path="my\ app","my\ ext"
+    """
+    value = ",".join([*_list_items(search_path), schema])
+    return "-c search_path=" + value.replace("\\", "\\\\").replace(" ", "\\ ")
+
+
 def vector_not_found(schema: str | None, search_path: str) -> BackendError:
     """The error when this connection cannot see the ``vector`` type: why, and the fix."""
     if schema is None:
         return BackendError(NO_VECTOR)
     return BackendError(
         f"pgvector is installed in schema {schema}, which is not on this connection's "
-        f"search_path ({search_path}), so its vector type is not found: add it, in the URL "
-        f"or connect_kwargs (options='-c search_path={search_path},{schema}') or for the "
-        f"role (ALTER ROLE ... SET search_path = {search_path}, {schema})."
+        f"search_path ({search_path}), so its vector type is not found: add it, in "
+        f"connect_kwargs (options={search_path_option(search_path, schema)!r}) or the URL "
+        f"(the same options, URL-encoded), or for the role (ALTER ROLE ... SET search_path "
+        f"= {search_path}, {schema})."
     )
 
 
