@@ -158,6 +158,14 @@ async def aforget_user(
     A checkpointer without async deletion (the sync ``PostgresSaver``) is called in a worker
     thread.
 
+    Args:
+        store: The store the agent used (its facts, session turns and thread registry).
+        user_id: Whose data to erase.
+        checkpointer: The agent's LangGraph checkpointer; ``None`` leaves checkpoints alone.
+
+    Returns:
+        The counts deleted, as an :class:`ErasureReport`.
+
     Example:
         >>> import asyncio
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -173,6 +181,10 @@ async def aforget_user(
 
 def export_user_data(store: LongTermMemoryStore | BaseStore, user_id: str) -> dict[str, Any]:
     """Everything kept about one user, as one JSON-ready dict (a data-access request).
+
+    Args:
+        store: The store the user's facts, session turns and thread records are in.
+        user_id: Whose data to export.
 
     Returns:
         ``{"user_id", "facts", "other_items", "session_turns", "threads"}``: ``facts`` is
@@ -214,6 +226,16 @@ def export_user_data(store: LongTermMemoryStore | BaseStore, user_id: str) -> di
 
 async def aexport_user_data(store: LongTermMemoryStore | BaseStore, user_id: str) -> dict[str, Any]:
     """Async twin of :func:`export_user_data`.
+
+    Args:
+        store: The store the user's facts, session turns and thread records are in.
+        user_id: Whose data to export.
+
+    Returns:
+        What :func:`export_user_data` returns.
+
+    Raises:
+        InvalidUserIdError: ``user_id`` is missing, empty, not a string or too long.
 
     Example:
         >>> import asyncio

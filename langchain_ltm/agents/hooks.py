@@ -37,7 +37,19 @@ def memory_pre_model_hook(
 
     It returns ``llm_input_messages``, so the facts reach the model call only, never the
     thread's state. The user comes from the run (runtime context or ``configurable``).
-    The options are ``MemoryMiddleware``'s (``show_dates``: each fact's date in the block).
+    The options are ``MemoryMiddleware``'s.
+
+    Args:
+        store: Where the facts live.
+        recall_limit: Most relevant facts added to a model call (pinned facts come on top).
+        min_score: Relevant facts scoring below this similarity stay out of the prompt.
+        max_chars: Size budget of the memory block, in characters, its header included.
+        user_id_key: Name of the user id in the runtime context and ``configurable``.
+        header: First lines of the memory block.
+        show_dates: Start each fact's line in the block with its date (``[2023-05-08]``).
+
+    Returns:
+        The hook, for ``create_react_agent(..., pre_model_hook=hook)``.
 
     Example:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding

@@ -73,6 +73,14 @@ _DESCRIPTIONS = {
 def resolve_user_id(config: RunnableConfig | None, runtime: Any, key: str = "user_id") -> str:
     """The user of this run: the runtime context's ``key``, else ``configurable[key]``.
 
+    Args:
+        config: The run's config (its ``configurable`` is read), or ``None``.
+        runtime: The run's LangGraph runtime (its ``context`` is read first), or ``None``.
+        key: Name of the user id in both places.
+
+    Returns:
+        The user id, checked.
+
     Raises:
         MissingUserIdError: Neither place has it (raised before any storage call).
         InvalidUserIdError: It is there but empty or not a string.

@@ -56,6 +56,12 @@ def normalize_fact(text: str) -> str:
     "102": :func:`compatible`), and so is "ß" ("in Maßen", in moderation, is not "in
     Massen", in masses).
 
+    Args:
+        text: A fact (or any text).
+
+    Returns:
+        Its normalized form.
+
     Example:
         >>> normalize_fact("  I  prefer Spanish!! ")
         'i prefer spanish'
@@ -71,6 +77,15 @@ def normalize_fact(text: str) -> str:
 
 def content_hash(text: str) -> str:
     """Hash of the normalized text (hex, 32 characters).
+
+    Two texts with one :func:`normalize_fact` form have one hash: a fact's
+    ``content_hash``, which exact dedup compares.
+
+    Args:
+        text: A fact (or any text).
+
+    Returns:
+        The first 32 hex digits of the SHA-256 of ``normalize_fact(text)``.
 
     Example:
         >>> content_hash("Likes tea.") == content_hash("likes tea")
