@@ -18,10 +18,22 @@ every write of facts):
 - is refused when its value has no text ``content`` (``ValueError``): the fact and its
   versions would be left as an item that is no fact, their texts out of every export.
 
+Every put into a user's namespace whose value has a ``content_hash`` (a fact's value,
+read and put back, under its key or another) gets it computed again from its text
+``content``, or loses it when ``content`` is not a text: a copied hash named a text the
+item does not hold, so the fact API took the item for the holder of that text (a restore
+of it was a "conflict"; on Postgres, whose constraint keeps one fact per text, every later
+``remember`` of it failed). One current fact of a user has a text's hash: a put of a text
+another item of the user holds with its hash is written without one, as LangMem's puts
+are (so it is stored on every engine, Postgres' constraint included; the fact API still
+reads it as a fact, and ``remember`` of its text is a duplicate). Such puts are written
+under the user's lock, where that is checked.
+
 A ``delete`` of a fact deletes its versions, found under the lock too. A batch reads the
-items its puts and deletes in user namespaces touch (one ``get``); puts of new keys and
-writes outside user namespaces go in one write, with no lock, and each user with a fact
-touched is written on its own, under that user's lock, after reading again.
+items its puts and deletes in user namespaces touch (one ``get``); puts of new keys
+without a ``content_hash`` and writes outside user namespaces go in one write, with no
+lock, and each user with a fact touched or a hash to write is written on its own, under
+that user's lock, after reading again.
 
 The secret guard is not run here: a ``put`` stores what the client gives, as any
 ``BaseStore`` does (refusing would break drop-in clients, a deepagents file holding a
@@ -36,12 +48,13 @@ from datetime import datetime
 from typing import Any
 
 from langchain_ltm._steps import Logic, call
-from langchain_ltm.backends.base import ItemKey, Record, StoredItem, is_alive
+from langchain_ltm.backends.base import ItemKey, Record, SearchRequest, StoredItem, is_alive
 from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts.context import FactContext
 from langchain_ltm.facts.reads import versions_by_fact
 from langchain_ltm.facts.records import embed_versions, with_ttl
 from langchain_ltm.facts.text import content_hash
+from langchain_ltm.facts.writes import with_hashes
 
 __all__ = ["write_puts"]
 
@@ -78,6 +91,10 @@ def write_puts(
     Raises:
         ValueError: A put over a fact has no text ``content`` (nothing of the batch written).
     """
+    upserts = [
+        _with_own_hash(r) if ctx.is_user_namespace(r.namespace) and not layout.is_version(r) else r
+        for r in upserts
+    ]
     puts = [r for r in upserts if ctx.is_user_namespace(r.namespace) and not layout.is_version(r)]
     gone = [key for key in deletes if ctx.is_user_namespace(key[0])]
     keys = [*_keys(puts), *gone]
@@ -86,7 +103,11 @@ def write_puts(
     for record in puts:
         _check_put(found[(record.namespace, record.key)], record, now)
     users = sorted(
-        {r.namespace[-1] for r in puts if _is_fact(found[(r.namespace, r.key)], now)}
+        {
+            r.namespace[-1]
+            for r in puts
+            if "content_hash" in r.value or _is_fact(found[(r.namespace, r.key)], now)
+        }
         | {namespace[-1] for namespace, _ in gone}
     )
     if not users:
@@ -151,9 +172,64 @@ def _user_write(
         # before the put would find nothing)
         record = dataclasses.replace(record, value=layout.upgraded_value(item, record.value))
         records.append(_as_fact(record, number + new_text, new_text, switch))
+    records = yield from _one_hash_per_text(ctx, namespace, records, deletes)
     if kept:
         kept = yield from embed_versions(ctx, kept)
     return [*records, *kept], removed
+
+
+def _with_own_hash(record: Record) -> Record:
+    """The put with the ``content_hash`` of its own text, or none when its content is no text.
+
+    Puts without one are left as they are (LangMem's ``{"content": ...}``).
+    """
+    value = record.value
+    if "content_hash" not in value:
+        return record
+    text = value.get("content")
+    if isinstance(text, str):
+        digest = content_hash(text)
+        if value["content_hash"] == digest:
+            return record
+        return dataclasses.replace(record, value={**value, "content_hash": digest})
+    return dataclasses.replace(
+        record, value={k: v for k, v in value.items() if k != "content_hash"}
+    )
+
+
+def _one_hash_per_text(
+    ctx: FactContext, namespace: tuple[str, ...], puts: list[Record], deletes: list[ItemKey]
+) -> Logic[list[Record]]:
+    """The user's puts, without the hash of a text another item of the user holds with it.
+
+    Another item: one the batch neither puts nor deletes (its hash is read under the lock,
+    an expired one's too, which Postgres' constraint still sees), or an earlier put of the
+    batch. Two facts may swap texts in one batch.
+    """
+    hashes = list(
+        dict.fromkeys(str(r.value["content_hash"]) for r in puts if "content_hash" in r.value)
+    )
+    if not hashes:
+        return puts
+    (hits,) = yield call(
+        ctx.backend, "search", SearchRequest(namespace, None, with_hashes(hashes), None, 0)
+    )
+    written = {r.key for r in puts} | {key for _, key in deletes}
+    held = {
+        str(h.item.value.get("content_hash"))
+        for h in hits
+        if h.item.namespace == namespace and h.item.key not in written
+    }
+    out = []
+    for record in puts:
+        digest = record.value.get("content_hash")
+        if digest in held:  # stored as LangMem's puts are: a fact, with no hash of ours
+            value = {k: v for k, v in record.value.items() if k != "content_hash"}
+            record = dataclasses.replace(record, value=value)
+        elif digest is not None:
+            held.add(str(digest))
+        out.append(record)
+    return out
 
 
 def _is_fact(item: StoredItem | None, now: datetime) -> bool:

@@ -252,7 +252,13 @@ def _restore(
         # row goes in this write (Postgres' fact-hash constraint would still see it)
         gone = [h.item for h in same_text if not is_alive(h.item, now)]
         same_text = [h for h in same_text if is_alive(h.item, now)]
-        owner = {str(h.item.value["content_hash"]): h.item.key for h in same_text}
+        # the text an item holds, not the hash it stores: a value a client copied under
+        # another key carried the old text's (earlier releases kept it)
+        owner = {
+            content_hash(text): h.item.key
+            for h in same_text
+            if isinstance(text := h.item.value.get("content"), str)
+        }
         # an item another client put with a text (LangMem's {"content": ...}) has no hash
         # of ours: it holds its text all the same, and a restore made a second fact of it
         (puts,) = yield call(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+import numpy as np
 import pytest
 from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.store.base import PutOp
@@ -17,6 +18,7 @@ from langchain_ltm import (
     LongTermMemoryStore,
     Resolution,
 )
+from langchain_ltm.backends.base import Record
 from langchain_ltm.facts.text import content_hash
 from tests.fakes import KeywordEmbeddings
 from tests.unit_tests.test_facts import emb, mem  # noqa: F401  (fixtures)
@@ -1324,6 +1326,27 @@ def test_a_restore_of_a_text_another_client_stored_is_a_conflict(store, index):
     assert store.get(namespace, "langmem-1").value == {"content": "Has a cat named Tom"}
 
 
+def test_a_restore_reads_the_text_an_item_holds_not_the_hash_it_stores(store, emb):
+    """Earlier releases wrote a fact's value copied under another key with the old text's
+    ``content_hash``: a restore took the copy for the holder of that text, and reported
+    the record as a conflict though no fact held its text."""
+    namespace = store.user_namespace("u1")
+    made = store.remember("u1", "Plays cello").fact
+    assert made is not None
+    backup = store.export_user("u1")
+    copied = store.get(namespace, made.id).value
+    store.forget("u1", made.id)
+    text = "Owns a bicycle"  # the copy as an earlier release wrote it: the cello's hash
+    vector = np.asarray(emb.embed_documents([text]))
+    stale = Record(
+        namespace, "copy-1", {**copied, "content": text}, (text,), ("content",), vector, T0
+    )
+    store.backend.write([stale], [])
+    done = store.import_user("u1", backup)
+    assert (done.restored, done.conflicts) == (1, ())
+    assert sorted(f.content for f in store.list_all("u1")) == [text, "Plays cello"]
+
+
 def test_facts_of_another_configurations_users_below_this_user_are_not_this_users(store):
     tenant = store.with_options(namespace=("memories", "acme"))  # its users live below acme's
     bob = tenant.remember("bob", "Prefers dark mode").fact
@@ -1809,6 +1832,64 @@ def test_a_client_put_without_a_text_over_a_fact_is_refused(store):
     ]
     store.delete(namespace, made.id)  # deleting it is how: its versions go with it
     assert store.search(namespace, filter={"version_of": made.id}) == []
+
+
+def test_a_fact_value_copied_under_another_key_carries_the_hash_of_its_own_text(store):
+    """A fact's value read, changed and put under a key that is no live fact (a copy, or a
+    read-modify-write of a fact forgotten meanwhile) kept the old text's ``content_hash``:
+    a restore of the old text was a conflict though no fact held it, and on Postgres every
+    later ``remember`` of it failed ("Another writer stored the same fact")."""
+    namespace = store.user_namespace("u1")
+    made = store.remember("u1", "Plays cello").fact
+    assert made is not None
+    backup = store.export_user("u1")
+    copied = dict(store.get(namespace, made.id).value)
+    store.forget("u1", made.id)
+    store.put(namespace, "copy-1", {**copied, "content": "Owns a bicycle"})
+    store.put(namespace, "copy-2", {**copied, "content": {"text": "a note"}})  # no text
+    assert store.get(namespace, "copy-1").value["content_hash"] == content_hash("Owns a bicycle")
+    assert "content_hash" not in store.get(namespace, "copy-2").value
+    done = store.import_user("u1", backup)
+    assert (done.restored, done.conflicts) == (1, ())
+    store.forget("u1", made.id)
+    again = store.remember("u1", "Plays cello")
+    assert again.action == "created" and again.fact is not None and again.fact.id == made.id
+    found = store.remember("u1", "Owns a bicycle")
+    assert found.action == "duplicate" and found.fact is not None and found.fact.id == "copy-1"
+    assert sorted(f.content for f in store.list_all("u1")) == ["Owns a bicycle", "Plays cello"]
+
+
+def test_a_client_put_of_a_text_another_fact_holds_is_stored_on_every_engine(store):
+    """A read-modify-write put over fact A with fact B's text: the in-memory and SQLite
+    engines stored it, Postgres refused it ("Another writer stored the same fact ... Call
+    remember() again"; its constraint keeps one fact per text). Every engine stores it now,
+    without a hash of ours (as LangMem's puts are), and ``remember`` of it finds B."""
+    namespace = store.user_namespace("u1")
+    a = store.remember("u1", "Lives in Paris").fact
+    b = store.remember("u1", "Works at Acme").fact
+    assert a is not None and b is not None
+    store.put(namespace, a.id, {**store.get(namespace, a.id).value, "content": "Works at Acme"})
+    store.put(namespace, "copy-b", dict(store.get(namespace, b.id).value))  # a copy of B
+    assert [v.content for v in store.history("u1", a.id)] == ["Lives in Paris", "Works at Acme"]
+    for key in (a.id, "copy-b"):
+        assert "content_hash" not in store.get(namespace, key).value
+    assert store.get(namespace, b.id).value["content_hash"] == content_hash("Works at Acme")
+    again = store.remember("u1", "Works at Acme")
+    assert again.action == "duplicate" and again.fact is not None and again.fact.id == b.id
+    assert sorted(f.id for f in store.list_all("u1")) == sorted([a.id, b.id, "copy-b"])
+    # two facts swapping texts in one batch keep their hashes: each text is held once
+    c = store.remember("u1", "Plays cello").fact
+    d = store.remember("u1", "Owns a bicycle").fact
+    assert c is not None and d is not None
+    vc, vd = store.get(namespace, c.id).value, store.get(namespace, d.id).value
+    store.batch(
+        [
+            PutOp(namespace, c.id, {**vc, "content": vd["content"]}),
+            PutOp(namespace, d.id, {**vd, "content": vc["content"]}),
+        ]
+    )
+    assert store.get(namespace, c.id).value["content_hash"] == content_hash("Owns a bicycle")
+    assert store.get(namespace, d.id).value["content_hash"] == content_hash("Plays cello")
 
 
 def test_a_client_put_keeps_expiries_and_the_history_limit(store, clock):
