@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_ltm.facts import content_hash, validate_text
+from langchain_ltm.facts import validate_text
 from langchain_ltm.facts.import_records import check_record
 
 __all__ = ["ImportLine", "InputError", "read_import_jsonl"]
@@ -54,7 +54,6 @@ def read_import_jsonl(
     """
     out: list[ImportLine] = []
     ids: dict[str, int] = {}
-    texts: dict[str, int] = {}
     for number, raw in enumerate(lines, start=1):
         where = f"{name}, line {number}"
         try:
@@ -83,17 +82,15 @@ def read_import_jsonl(
                 "write such a value as a string"
             ) from exc
         record = _import_record(obj, line, where, max_chars)
+        # two lines with one text are a conflict of the second (an export holds them when a
+        # client put a text twice); two with one id would keep only one of their texts
         if record.get("id") is not None:
-            for seen, key, what in (
-                (ids, record["id"], "id"),
-                (texts, content_hash(record["content"]), "text"),
-            ):
-                if key in seen:
-                    raise InputError(
-                        f"{where}: the same {what} as line {seen[key]}; a user has one current "
-                        "fact per id and per text: remove one of them, or import with --merge."
-                    )
-                seen[key] = number
+            if record["id"] in ids:
+                raise InputError(
+                    f"{where}: the same id as line {ids[record['id']]}; a user has one current "
+                    "fact per id: remove one of them, or import with --merge."
+                )
+            ids[record["id"]] = number
         out.append(ImportLine(number, record))
     return out
 

@@ -45,7 +45,8 @@ class ImportResult:
             re-decided by ``remember``).
         restored: Facts written back (restore).
         conflicts: Ids of records not restored, nothing changed for them: another fact of
-            the user already has the same text, or the user's fact with that id holds a
+            the user already has the same text (or an earlier record of the restore
+            brings it), or the user's fact with that id holds a
             text the record does not carry, or was written after the record's
             ``updated_at`` (a newer state than the export's: restoring would hide a text,
             or give back an expiry, pin or metadata the user has since changed).
@@ -228,16 +229,11 @@ def _restore(
     namespace = (*ctx.namespace, label)
     if not facts:
         return ImportResult("restore", dry_run=dry_run)
+    # the first record with a text restores it (an export holds two facts with one text
+    # when a client put it twice): the others are conflicts, as for a text already held
     seen: dict[str, str] = {}
     for fact in facts:
-        digest = content_hash(fact.content)
-        if digest in seen and seen[digest] != fact.id:
-            raise InvalidFactError(
-                f"Facts {seen[digest]!r} and {fact.id!r} have the same text "
-                f"({fact.content!r}); a store keeps one current fact per text. Remove one, "
-                'or import with mode="merge".'
-            )
-        seen[digest] = fact.id
+        seen.setdefault(content_hash(fact.content), fact.id)
     texts = list(dict.fromkeys(v.content for fact in facts for v in fact.versions))
     vectors = yield call(ctx.embedder, "embed", texts, False)
     row = {text: i for i, text in enumerate(texts)}
@@ -268,7 +264,9 @@ def _restore(
             text = hit.item.value.get("content")
             if hit.item.namespace == namespace and isinstance(text, str) and text.strip():
                 owner.setdefault(content_hash(text), hit.item.key)
-        taken = {f.id for f in facts if owner.get(content_hash(f.content), f.id) != f.id}
+        # each text goes to the fact holding it, else to the first record bringing it
+        holder = {**seen, **owner}
+        taken = {f.id for f in facts if holder[content_hash(f.content)] != f.id}
         candidates = [f for f in facts if f.id not in taken]
         stored = yield call(ctx.backend, "get", [(namespace, f.id) for f in candidates])
         (old_versions,) = yield call(

@@ -430,7 +430,6 @@ def test_import_accepts_fact_lines_and_reports_rejections(ltm, tmp_path):
         (_export_lines(3) + _line(id="a@1"), "line 4: id 'a@1' may not contain '@'"),
         (_export_lines(3) + _line(id=7), "line 4: id must be"),
         (_export_lines(3) + _line(id="f1", content="Other"), "line 4: the same id as line 1"),
-        (_export_lines(3) + _line(id="z", content="Fact 0"), "line 4: the same text as line 1"),
         (_export_lines(3) + _line(id="z", history="Had a dog"), "line 4: history must be a list"),
         (
             _export_lines(3) + _line(id="z", history=[{"content": " "}]),
@@ -673,6 +672,21 @@ def test_import_restores_a_0_1_export(ltm, tmp_path):
         }
     ]
     assert fact["valid_from"] == "2025-02-01T00:00:00+00:00"
+
+
+def test_import_of_an_export_holding_one_text_twice_restores_the_first(ltm, tmp_path):
+    """An export holds two facts with one text when a client put it twice (LangMem's
+    create): the file was refused whole ("the same text as line 1"), nothing restored."""
+    path = tmp_path / "in.jsonl"
+    twice = _export_lines(2) + _line(**{**json.loads(_export_lines(1)), "id": "f3"})
+    path.write_text(twice, encoding="utf-8")
+    code, out, _ = ltm("import", "--user", "alice", str(path), "--json")
+    summary = as_json(out)
+    assert code == 2  # as for any conflict: a line was left out
+    assert (summary["restored"], summary["conflicts"]) == (2, 1)
+    assert summary["conflict_lines"] == [{"line": 3, "id": "f3"}]
+    listed = as_json(ltm("list", "--user", "alice", "--json")[1])
+    assert sorted((f["id"], f["content"]) for f in listed) == [("f1", "Fact 0"), ("f2", "Fact 1")]
 
 
 def test_import_restore_reports_secrets_and_conflicts(ltm, tmp_path):

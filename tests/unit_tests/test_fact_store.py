@@ -68,6 +68,7 @@ _NEEDS_BASE_STORE = (
     "test_an_item_whose_content_is_not_a_text_is_no_fact",
     "test_a_clients_unreadable_valid_from_reads_as_the_items_own_time",
     "test_a_restore_of_a_text_another_client_stored_is_a_conflict",
+    "test_a_restore_of_an_export_holding_one_text_twice_restores_the_first",
     "test_a_fact_value_copied_under_another_key_carries_the_hash_of_its_own_text",
     "test_a_client_put_of_a_text_another_fact_holds_is_stored_on_every_engine",
     "test_a_search_above_the_users_shows_versions_unless_filtered_out",

@@ -521,10 +521,13 @@ async def test_two_records_with_one_id_are_refused(mem):
     assert await mem.list_all("u1") == []
 
 
-async def test_two_records_with_one_text_are_refused(mem):
+async def test_two_records_with_one_text_restore_the_first(mem):
+    """The second was refused with the whole restore (an export holds two such facts when
+    a client put one text twice): it is a conflict, as for a text the user already has."""
     records = [{"id": "a", "content": "I like tea"}, {"id": "b", "content": "i like tea."}]
-    with pytest.raises(InvalidFactError, match="same text"):
-        await mem.import_user("u1", records)
+    done = await mem.import_user("u1", records)
+    assert (done.restored, done.conflicts) == (1, ("b",))
+    assert [(f.id, f.content) for f in await mem.list_all("u1")] == [("a", "I like tea")]
     with pytest.raises(ValueError, match="mode"):
         await mem.import_user("u1", records, "replace")
 
@@ -1324,6 +1327,28 @@ def test_a_restore_of_a_text_another_client_stored_is_a_conflict(store, index):
     assert (done.restored, done.conflicts) == (1, ("f-1",))
     assert sorted(f.id for f in store.list_all("u1")) == ["f-2", "langmem-1"]
     assert store.get(namespace, "langmem-1").value == {"content": "Has a cat named Tom"}
+
+
+def test_a_restore_of_an_export_holding_one_text_twice_restores_the_first(store):
+    """Two LangMem puts of one text are two facts, and ``export_user`` gives both:
+    restoring the user's own export raised InvalidFactError ("a store keeps one current
+    fact per text") and restored nothing."""
+    namespace = store.user_namespace("u1")
+    store.put(namespace, "m1", {"content": "Is not vegetarian anymore"})
+    store.put(namespace, "m2", {"content": "Is not vegetarian anymore"})
+    store.put(namespace, "m3", {"content": "Likes tea"})
+    backup = store.export_user("u1")
+    store.clear_user("u1")
+    for _ in range(2):  # a second restore changes nothing
+        done = store.import_user("u1", backup)
+        assert (done.restored, done.conflicts) == (2, ("m2",))
+        assert sorted((f.id, f.content) for f in store.list_all("u1")) == [
+            ("m1", "Is not vegetarian anymore"),
+            ("m3", "Likes tea"),
+        ]
+    twice = [backup[0], {**backup[1], "id": backup[0]["id"]}]
+    with pytest.raises(InvalidFactError, match="have the same id"):  # one id: still refused
+        store.import_user("u1", twice)
 
 
 def test_a_restore_reads_the_text_an_item_holds_not_the_hash_it_stores(store, emb):
