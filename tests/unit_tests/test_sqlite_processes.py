@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-import select
+import selectors
 import subprocess
 import sys
 import time
@@ -474,7 +474,9 @@ def test_a_forked_child_never_releases_its_parents_lock(path):
     other = spawn(LOCK_HOLDER, path)
     try:
         assert other.stdout is not None
-        ready, _, _ = select.select([other.stdout], [], [], 3)
+        with selectors.DefaultSelector() as waiting:  # poll/epoll: select() caps fds at 1024
+            waiting.register(other.stdout, selectors.EVENT_READ)
+            ready = waiting.select(3)
         assert not ready and other.poll() is None  # still waiting for the parent's lock
         backend.unlock(token)
         expect_line(other, "locked")
