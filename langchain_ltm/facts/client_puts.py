@@ -43,7 +43,7 @@ password). SECURITY.md says so, and how to guard LangMem's tools.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -178,13 +178,23 @@ def _user_write(
     return [*records, *kept], removed
 
 
+def _in_layout(value: Mapping[str, Any]) -> bool:
+    """Whether a put's value is a fact as the fact API writes it (a copied fact's value).
+
+    A hash and a version count: what Postgres' one-fact-per-hash constraint covers. A
+    client's own document with a ``content_hash`` field of its own is none of ours.
+    """
+    return "content_hash" in value and "versions" in value
+
+
 def _with_own_hash(record: Record) -> Record:
     """The put with the ``content_hash`` of its own text, or none when its content is no text.
 
-    Puts without one are left as they are (LangMem's ``{"content": ...}``).
+    Only a value in the fact layout (:func:`_in_layout`): any other put is written as given
+    (LangMem's ``{"content": ...}``, a client's document with a hash field of its own).
     """
     value = record.value
-    if "content_hash" not in value:
+    if not _in_layout(value):
         return record
     text = value.get("content")
     if isinstance(text, str):
@@ -206,9 +216,7 @@ def _one_hash_per_text(
     an expired one's too, which Postgres' constraint still sees), or an earlier put of the
     batch. Two facts may swap texts in one batch.
     """
-    hashes = list(
-        dict.fromkeys(str(r.value["content_hash"]) for r in puts if "content_hash" in r.value)
-    )
+    hashes = list(dict.fromkeys(str(r.value["content_hash"]) for r in puts if _in_layout(r.value)))
     if not hashes:
         return puts
     (hits,) = yield call(
@@ -218,11 +226,11 @@ def _one_hash_per_text(
     held = {
         str(h.item.value.get("content_hash"))
         for h in hits
-        if h.item.namespace == namespace and h.item.key not in written
+        if h.item.namespace == namespace and h.item.key not in written and _in_layout(h.item.value)
     }
     out = []
     for record in puts:
-        digest = record.value.get("content_hash")
+        digest = record.value.get("content_hash") if _in_layout(record.value) else None
         if digest in held:  # stored as LangMem's puts are: a fact, with no hash of ours
             value = {k: v for k, v in record.value.items() if k != "content_hash"}
             record = dataclasses.replace(record, value=value)

@@ -71,6 +71,7 @@ _NEEDS_BASE_STORE = (
     "test_a_restore_of_an_export_holding_one_text_twice_restores_the_first",
     "test_a_fact_value_copied_under_another_key_carries_the_hash_of_its_own_text",
     "test_a_client_put_of_a_text_another_fact_holds_is_stored_on_every_engine",
+    "test_a_clients_document_with_a_hash_field_of_its_own_is_stored_as_given",
     "test_a_search_above_the_users_shows_versions_unless_filtered_out",
     # a 0.1 fact is written as 0.1 wrote it, through put
     "test_a_client_put_over_a_0_1_fact_keeps_its_inline_texts",

@@ -1884,6 +1884,22 @@ def test_a_fact_value_copied_under_another_key_carries_the_hash_of_its_own_text(
     assert sorted(f.content for f in store.list_all("u1")) == ["Owns a bicycle", "Plays cello"]
 
 
+def test_a_clients_document_with_a_hash_field_of_its_own_is_stored_as_given(store):
+    """Puts recomputed or dropped any ``content_hash`` in a user's namespace, so a client's
+    own document (not in the fact layout) came back changed, unlike InMemoryStore's."""
+    namespace = store.user_namespace("u1")
+    docs = {
+        "doc1": {"content": "Quarterly report", "content_hash": "sha256:deadbeef"},
+        "doc2": {"content": "Quarterly report", "content_hash": "sha256:deadbeef"},
+        "doc3": {"content": {"title": "x"}, "content_hash": "md5:1"},
+    }
+    for key, value in docs.items():
+        store.put(namespace, key, value)
+    for key, value in docs.items():
+        item = store.get(namespace, key)
+        assert item is not None and item.value == value
+
+
 def test_a_client_put_of_a_text_another_fact_holds_is_stored_on_every_engine(store):
     """A read-modify-write put over fact A with fact B's text: the in-memory and SQLite
     engines stored it, Postgres refused it ("Another writer stored the same fact ... Call
