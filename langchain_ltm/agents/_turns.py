@@ -210,8 +210,9 @@ def current_turn(
     The one definition of "the current input" that extraction and session memory share.
     ``waiting``: the user messages :func:`record_input` kept since the last run that ended
     (``[]``: the user said nothing new); those still in ``messages`` start the turn, and
-    those a summary removed come first, copied. ``None`` (a state without that record):
-    the last turn and the turns before it that have no final answer
+    those a summary removed come first, copied. ``None`` (a state without that record), or
+    a record holding a message without an id (a state that gives none: nothing can be
+    matched): the last turn and the turns before it that have no final answer
     (:func:`current_input`).
 
     Example:
@@ -223,8 +224,11 @@ def current_turn(
         ["I'm vegan; book it", '', 'never mind', 'Sure.']
         >>> [m.text for m in current_turn(thread[4:], [paused, thread[4]])]  # summarized away
         ["I'm vegan; book it", 'never mind', 'Sure.']
+        >>> said = [HumanMessage("hi"), AIMessage("hello"), HumanMessage("bye"), AIMessage("ok")]
+        >>> [m.text for m in current_turn(said, [said[2]])]  # no ids: the thread tells
+        ['bye', 'ok']
     """
-    if waiting is None:
+    if waiting is None or any(not m.id for m in waiting):
         _, turns = split_turns(messages)
         if not any(said_by_user(turn[0]) for turn in turns):
             return []
