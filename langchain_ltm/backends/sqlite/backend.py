@@ -439,9 +439,10 @@ class SqliteBackend(ThreadedAsync):
         It waits at most ``_REFRESH_WAIT`` seconds (or ``busy_timeout``, if shorter) for
         SQLite's write lock, and is skipped when another connection keeps writing longer,
         or the file is read-only for this process: the read returns what it read, and the
-        items keep the expiry of their last refresh or write (a skip never makes anything
-        expire sooner than it would have; a later read refreshes it). Postgres's refresh
-        skips the rows a writer holds the same way.
+        items keep the expiry of their last refresh or write, which a later read moves
+        again. Best-effort means just that: under writes that never pause, reads may keep
+        skipping and an item read all along can expire at its last expiry. Postgres's
+        refresh skips the rows a writer holds the same way.
         """
         if not keys or not self._read("touch", lambda c: sql.any_ttl(c, self.tables, keys)):
             return  # nothing to refresh: a read stays a read
