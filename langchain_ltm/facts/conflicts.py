@@ -21,6 +21,7 @@ near-duplicate (listed as ``similar``), a false merge would hide a fact in the h
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from functools import lru_cache
 
 from langchain_ltm.facts.coverage import LEADING_VERBS as _VERBS
@@ -168,9 +169,12 @@ def subjects(text: str) -> frozenset[str]:
     """
     folded = fold(text)
     found: set[str] = set()
+    # the words are read once; each possessive reads the few after it
+    spans = [(m.start(), m.group().lower()) for m in _TOKEN.finditer(folded)]
+    starts = [start for start, _ in spans]
+    words_after = [word for _, word in spans]
     for match in _POSSESSIVE.finditer(folded):
-        tokens = _TOKEN.findall(folded[match.end() :].lower())
-        words = _phrase(tokens, 0)
+        words = _phrase(words_after, bisect_left(starts, match.end()))
         if words:
             key, entity = _chain(words)
             owner = _OWNERS.get(match.group(1).lower())

@@ -69,6 +69,7 @@ _CONTRACTED = re.compile(r"(?<=[A-Za-z])'(m|re|ve|ll)\b", re.IGNORECASE)
 _CONTRACTED_VERBS = {"m": "am", "re": "are", "ve": "have", "ll": "will"}
 _CONTRACTION = re.compile(r"'[sd]$")
 _SENTENCE_END = re.compile(r"[.!?;]\s")
+_DIGIT = re.compile(r"\d")
 
 _STOP = frozenset(
     """
@@ -166,6 +167,7 @@ class Words:
     unread: frozenset[str] = frozenset()
 
 
+@lru_cache(maxsize=16384)
 def stem(word: str) -> str:
     """A light English stem: "inspired", "inspiring", "inspire" -> "inspir".
 
@@ -239,7 +241,7 @@ def read_words(text: str) -> Words:
         previous_raw = tokens[i - 1].group() if i else ""
         previous = _CONTRACTION.sub("", previous_raw.lower())
         following = tokens[i + 1].group().lower() if i + 1 < len(tokens) else ""
-        if any(c.isdigit() for c in raw):
+        if _DIGIT.search(raw):
             digits = lower.lstrip("#")
             if _is_identifier(raw, digits, previous, previous_raw, following):
                 # keyed by its noun: "project 12" is not "team 12"
@@ -652,12 +654,23 @@ def single_valued(old: str, new: str) -> bool:
     return False
 
 
+def _one_line(text: str) -> str:
+    """``text`` folded, each run of whitespace (line breaks too) as one space.
+
+    The slot patterns then read in one pass: on a run of spaces or a line break before the
+    end they backtracked over the rest of the text for each frame word (seconds on a
+    2,000-character note).
+    """
+    return " ".join(fold(text).split())
+
+
 def _slot_matches(
     old: str, new: str
 ) -> Iterator[tuple[re.Pattern[str], re.Match[str], re.Match[str]]]:
     """Each slot pattern both texts match, with both matches."""
+    flat_old, flat_new = _one_line(old), _one_line(new)
     for pattern in _SLOTS:
-        a, b = pattern.match(fold(old).strip()), pattern.match(fold(new).strip())
+        a, b = pattern.match(flat_old), pattern.match(flat_new)
         if a is not None and b is not None:
             yield pattern, a, b
 

@@ -9,7 +9,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 
 from langchain_ltm import LongTermMemoryStore
 from langchain_ltm.embeddings import LocalMiniLMEmbeddings
-from langchain_ltm.facts.conflicts import ENTITY_WORDS, different_subject
+from langchain_ltm.facts.conflicts import ENTITY_WORDS, different_subject, subjects
 from langchain_ltm.facts.coverage import (
     carries,
     conditional,
@@ -493,3 +493,15 @@ async def test_remember_keeps_a_rule_with_its_negation_moved(minilm):
     await store.aremember("u", "If it rains I don't take the bus")
     moved = await store.aremember("u", "If it doesn't rain I take the bus")
     assert moved.action == "created" and len(await store.alist_all("u")) == 2
+
+
+def test_long_texts_with_runs_of_spaces_or_many_possessives_read_as_short_ones():
+    """The slot pattern backtracked over the rest of the text for each frame word (a
+    2,000-character note with a run of spaces took seconds a candidate, under the user's
+    lock), and each possessive re-read the rest of the text. A run of spaces or a line
+    break is one space to the slot frame now, as in any other text."""
+    spaced = "My favourite colour is" + " " * 1000 + "blue"
+    assert slot_change(spaced, "My favourite colour is green", ENTITY_WORDS)
+    assert slot_change("My favourite colour is blue\nend", "My favourite colour is green\nend")
+    assert not slot_change("a" + " " * 1998 + "b", "a" + " " * 1998 + "c")
+    assert subjects("My sister is kind, " * 100 + "and my dog is old") == {"*sister", "*dog"}
