@@ -17,6 +17,8 @@ Each fact is read into :class:`Words`:
 - *values*: numbers that are a quantity or a date ("two kids", "rent 1200", "May 5", "2023"),
   number words read as digits ("five" = "5");
 - *negated*: whether the fact says "not", "never", "no longer", ...;
+- *moods*: "will", "would" ("I'd"), "should", "could", "might", ...: a plan or a wish is
+  not the state it names ("I'm a nurse" / "I'll be a nurse"), so both must say the same;
 - *past*: whether it reports something that happened ("went", "signed up", "was given");
   :func:`reports_past` also reads the irregular pasts that are not stems ("spoke", "had")
   and marks of the past with any verb ("two days ago", "last Monday", "has been to Rome").
@@ -63,11 +65,20 @@ _LATIN_CHAR = re.compile(f"[{_LATIN}\u0300-\u036f]")  # a letter or an accent on
 # marks inside an emoji sequence or after a letter that change no content: variation
 # selectors, joiners
 _JOINERS = frozenset("\ufe0e\ufe0f\u200d\u200c")
-# "I'm", "we're", "they've", "you'll": the verb as a word ("am" is a copula: "I'm married"
-# is a state, as "I am married"); "'s" and "'d" (is or has, would or had) are left off
-_CONTRACTED = re.compile(r"(?<=[A-Za-z])'(m|re|ve|ll)\b", re.IGNORECASE)
-_CONTRACTED_VERBS = {"m": "am", "re": "are", "ve": "have", "ll": "will"}
+# "I'm", "we're", "they've", "you'll", "I'd": the verb as a word ("am" is a copula: "I'm
+# married" is a state, as "I am married"; "'d" is read as "would", a mood, though it may be
+# "had"); "'s" (is or has) is left off
+_CONTRACTED = re.compile(r"(?<=[A-Za-z])'(m|re|ve|ll|d)\b", re.IGNORECASE)
+_CONTRACTED_VERBS = {"m": "am", "re": "are", "ve": "have", "ll": "will", "d": "would"}
+# words that say a fact is a plan, a wish, a duty or a possibility, not a state: "I'll be a
+# nurse", "I'd save for a house", "I should call my mum" say something else than "I'm a
+# nurse", "I'm saving ...", "I call my mum"; both texts must say the same ones, as with a
+# negation ("may" is a month too, "can" says what is so)
+_MOODS = frozenset("will would shall should could might must".split())
 _CONTRACTION = re.compile(r"'[sd]$")
+# "won't" is "will not" ("wo" is no word), "can't" "can not"
+_IRREGULAR_NOT = re.compile(r"\b(wo|sha|ca)n't\b", re.IGNORECASE)
+_NOT_VERBS = {"wo": "will", "sha": "shall", "ca": "can"}
 _SENTENCE_END = re.compile(r"[.!?;]\s")
 _DIGIT = re.compile(r"\d")
 
@@ -165,6 +176,7 @@ class Words:
     negated: bool
     past: bool
     unread: frozenset[str] = frozenset()
+    moods: frozenset[str] = frozenset()
 
 
 @lru_cache(maxsize=16384)
@@ -210,6 +222,7 @@ def fold(text: str) -> str:
     """
     text = compatible(text).replace("\u2019", "'").replace("\u2018", "'")
     text = _CONTRACTED.sub(lambda m: " " + _CONTRACTED_VERBS[m.group(1).lower()], text)
+    text = _IRREGULAR_NOT.sub(lambda m: _NOT_VERBS[m.group(1).lower()] + " not", text)
     return re.sub(r"n't\b", " not", text)
 
 
@@ -234,6 +247,7 @@ def read_words(text: str) -> Words:
     names: set[str] = set()
     values: set[str] = set()
     negated = past = False
+    moods: set[str] = set()
     tokens = list(_TOKEN.finditer(folded))
     for i, match in enumerate(tokens):
         raw = match.group()
@@ -251,6 +265,8 @@ def read_words(text: str) -> Words:
                 values.add(digits.rstrip("stndrh") or digits)
         elif lower in _NEGATIONS:
             negated = True
+        elif lower in _MOODS:
+            moods.add(lower)
         elif lower in _NUMBER_WORDS:
             values.add(_NUMBER_WORDS[lower])
         elif lower in _DATE_WORDS:
@@ -269,7 +285,10 @@ def read_words(text: str) -> Words:
     # a run is carried only as itself, as a name is: "我喜欢咖啡" does not carry "我喜欢茶"
     terms |= unread
     names |= unread
-    return Words(frozenset(terms), frozenset(names), frozenset(values), negated, past, unread)
+    return Words(
+        frozenset(terms), frozenset(names), frozenset(values), negated, past, unread,
+        frozenset(moods),
+    )  # fmt: skip
 
 
 def _unread(char: str) -> bool:
@@ -423,6 +442,7 @@ def carries(old: str, new: str) -> bool:
     a, b = read_words(old), read_words(new)
     return (
         a.negated == b.negated
+        and a.moods == b.moods
         and a.values <= b.values
         # what the rules cannot read may hide a new subject or a negation: only the same
         and a.unread == b.unread
@@ -598,7 +618,7 @@ def value_change(old: str, new: str) -> bool:
         False
     """
     a, b = read_words(old), read_words(new)
-    if not a.terms or a.terms != b.terms or a.names != b.names:
+    if not a.terms or a.terms != b.terms or a.names != b.names or a.moods != b.moods:
         return False
     if a.negated != b.negated:
         if a.values != b.values:
@@ -701,6 +721,8 @@ def slot_change(old: str, new: str, entities: frozenset[str] = frozenset()) -> b
     """
     if conditional(old) or conditional(new):
         return False
+    if read_words(old).moods != read_words(new).moods:
+        return False  # "I'm a nurse" / "I'll be a nurse": a plan is not a new value
     for _, a, b in _slot_matches(old, new):
         attr_a, attr_b = read_words(a.group("attr")), read_words(b.group("attr"))
         if a.group("frame").lower() != b.group("frame").lower():

@@ -505,3 +505,34 @@ def test_long_texts_with_runs_of_spaces_or_many_possessives_read_as_short_ones()
     assert slot_change("My favourite colour is blue\nend", "My favourite colour is green\nend")
     assert not slot_change("a" + " " * 1998 + "b", "a" + " " * 1998 + "c")
     assert subjects("My sister is kind, " * 100 + "and my dog is old") == {"*sister", "*dog"}
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I'm a nurse", "I'll be a nurse"),
+        ("I'm saving for a house", "I'd save for a house"),
+        ("I'll call the plumber on Monday", "I'd call the plumber on Monday"),
+        ("I love living in Spain", "I'd love to live in Spain"),
+        ("I call my mum on Sundays", "I should call my mum on Sundays"),
+    ],
+)
+def test_a_plan_or_a_wish_is_not_the_state_it_names(old, new):
+    """ "'ll" was read as "will", a stop word, and "'d" as nothing: "I'll be a nurse"
+    replaced "I'm a nurse" (0.85), "I'd call the plumber" the plan to call him (0.95)."""
+    assert not carries(old, new)
+    assert not value_change(old, new)
+    assert not slot_change(old, new, ENTITY_WORDS)
+
+
+def test_a_mood_said_both_ways_is_still_carried():
+    assert carries("I would like tea in the morning", "I'd like tea in the morning, please")
+    assert carries("I'll move to Berlin in May", "I will move to Berlin in May with my cat")
+    assert value_change("I'll call the plumber on Monday", "I won't call the plumber on Monday")
+
+
+async def test_remember_keeps_a_plan_beside_the_state(minilm):
+    store = LongTermMemoryStore(InMemoryVectorStore(minilm))
+    await store.aremember("u", "I'm a nurse")
+    plan = await store.aremember("u", "I'll be a nurse")
+    assert plan.action == "created" and len(await store.alist_all("u")) == 2
