@@ -373,14 +373,6 @@ def _is_identifier(raw: str, digits: str, previous: str, previous_raw: str, nxt:
     )
 
 
-def _has(term: str, pool: frozenset[str]) -> bool:
-    if term in pool:
-        return True
-    if len(term) < 5 or "#" in term:
-        return False
-    return any(len(p) >= 5 and (p.startswith(term) or term.startswith(p)) for p in pool)
-
-
 def missing(old: str, new: str) -> tuple[str, ...]:
     """The terms of ``old`` that ``new`` does not carry (stems, names, ``#``identifiers).
 
@@ -388,15 +380,10 @@ def missing(old: str, new: str) -> tuple[str, ...]:
         >>> missing("Melanie signed up for a pottery class", "Melanie made a pottery plate")
         ('class', 'sign')
     """
-    stored, pool = read_words(old), read_words(new).terms
-    return tuple(
-        sorted(
-            t
-            for t in stored.terms
-            # a name is carried only as itself: "Julian" does not carry "Julia"
-            if not (t in pool if t in stored.names else _has(t, pool))
-        )
-    )
+    # a term is carried only as itself, its stem: a word that starts with it is another
+    # word ("Julian" / "Julia", Turkish "yaşıyorum" / "yaşıyor", I live / he lives, Dutch
+    # "vriend" / "vriendin"); the stemmer reads the English inflections
+    return tuple(sorted(read_words(old).terms - read_words(new).terms))
 
 
 # where what a negation denies ends: punctuation, or a conjunction that starts a clause
