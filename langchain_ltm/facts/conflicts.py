@@ -90,6 +90,8 @@ _NOT_NAMES = frozenset(
     "always never usually often sometimes every each no not".split()
 )
 _TOKEN = re.compile(r"[^\W\d_](?:[^\W\d_]|['-])*")  # a word, in any script
+# capitalized words before "'s" that own nothing ("It's", "There's": "is")
+_NOT_OWNERS = _NOT_NAMES | frozenset("there here what who where how let everyone user".split())
 
 
 def _canonical(word: str) -> str:
@@ -150,7 +152,8 @@ def subjects(text: str) -> frozenset[str]:
     Each subject is a possessive phrase ("my older sister", "the user's work laptop",
     "my son's friend", "her dog"), a leading relation word as in a note ("Son allergic to
     penicillin", read as "my son"), a leading name ("Tom likes sushi", "Ana's husband") or
-    a leading "he", "she" or "they", as a key. Keys naming a person, pet or thing start
+    a leading "he", "she" or "they", as a key; a name's person or thing anywhere ("I work
+    with Anna's husband") is a key too, so it is not Anna. Keys naming a person, pet or thing start
     with ``"*"``; another person's possessive is part of the key ("her dog" is not "my
     dog", "their son" is not "our son"). When the user is named beside them ("My wife and
     I ...", "... with me"), ``"*user"`` is a subject too.
@@ -170,9 +173,9 @@ def subjects(text: str) -> frozenset[str]:
     folded = fold(text)
     found: set[str] = set()
     # the words are read once; each possessive reads the few after it
-    spans = [(m.start(), m.group().lower()) for m in _TOKEN.finditer(folded)]
+    spans = [(m.start(), m.group()) for m in _TOKEN.finditer(folded)]
     starts = [start for start, _ in spans]
-    words_after = [word for _, word in spans]
+    words_after = [word.lower() for _, word in spans]
     for match in _POSSESSIVE.finditer(folded):
         words = _phrase(words_after, bisect_left(starts, match.end()))
         if words:
@@ -180,6 +183,13 @@ def subjects(text: str) -> frozenset[str]:
             owner = _OWNERS.get(match.group(1).lower())
             key = f"{owner}>{key}" if owner else key
             found.add(("*" if entity else "") + key)
+    # a name's person or thing anywhere in the text ("I work with Anna's husband"): not Anna
+    for i, (_, word) in enumerate(spans):
+        name = word.removesuffix("'s")
+        if name != word and name[:1].isupper() and name.lower() not in _NOT_OWNERS:
+            words = _phrase(words_after, i + 1)
+            if words:
+                found.add(f"*name:{name.lower()}>{_chain(words)[0]}")
     tokens = _TOKEN.findall(folded.lower())
     found |= _leading(folded, tokens)
     if any(s.startswith("*") for s in found) and any(

@@ -558,3 +558,33 @@ def test_a_word_that_starts_with_another_is_another_word(old, new):
 def test_english_inflections_are_still_carried():
     assert carries("Caroline is inspired by nature", "Caroline finds nature inspiring")
     assert carries("I'm adopting a dog", "I adopted a dog from the shelter")
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I'm Anna", "I'm Anna's mum"),
+        ("I work with Anna", "I work with Anna's husband"),
+        ("I report to Maria", "I report to Maria's boss"),
+        ("I have dinner with Tom on Fridays", "I have dinner with Tom's parents on Fridays"),
+    ],
+)
+def test_a_names_relative_is_another_person_than_the_name(old, new):
+    """ "'s" is read off, so "Anna's husband" carried "Anna": "I'm Anna's mum" replaced "I'm
+    Anna" (0.82), hiding the user's own name."""
+    assert different_subject(old, new)
+
+
+def test_a_names_relative_said_twice_is_one_subject():
+    assert not different_subject("Ana's husband is a chef", "Ana's husband is a chef at Noma")
+    assert not different_subject(
+        "I work with Anna's husband", "I work with Anna's husband at the bank"
+    )
+    assert subjects("It's my sister's dog") == subjects("my sister's dog")
+
+
+async def test_remember_keeps_the_users_name_beside_a_names_relative(minilm):
+    store = LongTermMemoryStore(InMemoryVectorStore(minilm))
+    await store.aremember("u", "I'm Anna")
+    mum = await store.aremember("u", "I'm Anna's mum")
+    assert mum.action == "created" and len(await store.alist_all("u")) == 2
