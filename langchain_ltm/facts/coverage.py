@@ -43,6 +43,7 @@ from langchain_ltm.facts.text import compatible
 __all__ = [
     "Words",
     "carries",
+    "change_marks",
     "conditional",
     "fold",
     "missing",
@@ -442,9 +443,19 @@ def _dates(values: frozenset[str]) -> frozenset[str]:
     return frozenset(v for v in values if v in _DATE_WORDS or (len(v) == 4 and v.isdigit()))
 
 
+# a weekday comes every week: "ran 5 km on Sunday" / "ran 10 km on Sunday" may be two runs
+_WEEKLY = frozenset(
+    "monday tuesday wednesday thursday friday saturday sunday weekday weekend".split()
+)
+
+
 def _same_occasion(a: frozenset[str], b: frozenset[str]) -> bool:
-    """Whether two reports of something that happened name the same dated occasion."""
-    return bool(_dates(a)) and _dates(a) == _dates(b)
+    """Whether two reports of something that happened name the same dated occasion.
+
+    A weekday alone names no one occasion; a date, a year or a part of the day ("this
+    morning") does.
+    """
+    return bool(_dates(a) - _WEEKLY) and _dates(a) == _dates(b)
 
 
 # past forms that are tense only (not stems: "spoke" is not read as "speak"), so that their
@@ -541,8 +552,31 @@ def _occasions(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def _says_changed(text: str) -> bool:
-    return any(stem(m.group()) in _CHANGED for m in _TOKEN.finditer(fold(text)))
+# words by which a new text adds an occasion beside the old one ("on Thursday too")
+_ADDED = re.compile(r"\b(?:too|also|as\s+well)\b", re.IGNORECASE)
+
+
+@lru_cache(maxsize=8192)
+def _stems(text: str) -> frozenset[str]:
+    return frozenset(stem(m.group()) for m in _TOKEN.finditer(fold(text)))
+
+
+def change_marks(old: str, new: str) -> frozenset[str]:
+    """The words by which ``new`` says that the time of ``old`` changed (stems).
+
+    A change word counts only where the old text lacks it ("I change my contact lenses
+    every Monday" / "... every Thursday" says no change), and none counts when the new text
+    adds an occasion ("Actually I also have yoga on Thursday", "... now too").
+
+    Example:
+        >>> sorted(change_marks("I have yoga on Monday", "I have yoga on Thursday instead"))
+        ['instead']
+        >>> change_marks("I have yoga on Monday", "Actually I also have yoga on Thursday")
+        frozenset()
+    """
+    if _ADDED.search(fold(new)):
+        return frozenset()
+    return (_stems(new) & _CHANGED) - _stems(old)
 
 
 def moved_in_time(old: str, new: str) -> bool:
@@ -569,7 +603,7 @@ def moved_in_time(old: str, new: str) -> bool:
         bool(changed)
         and a.terms == b.terms
         and changed <= _occasions(old) | _occasions(new)
-        and not _says_changed(new)
+        and not change_marks(old, new)
     )
 
 
@@ -605,7 +639,14 @@ def value_change(old: str, new: str) -> bool:
         False
     """
     a, b = read_words(old), read_words(new)
-    if not a.terms or a.terms != b.terms or a.names != b.names or a.moods != b.moods:
+    # the words that say the time changed are no claim ("rescheduled to May 12", "instead")
+    marks = change_marks(old, new)
+    if (
+        not a.terms
+        or a.terms - marks != b.terms - marks
+        or a.names - marks != b.names - marks
+        or a.moods != b.moods
+    ):
         return False
     if a.negated != b.negated:
         if a.values != b.values:
@@ -616,7 +657,7 @@ def value_change(old: str, new: str) -> bool:
             return False  # nothing changed, or a value dropped
         changed = old_only | new_only
         when = changed & (_occasions(old) | _occasions(new))
-        if when and (when != changed or not _says_changed(new)):
+        if when and (when != changed or not marks):
             return False  # another time (moved_in_time), or a time and a value at once
     if conditional(old) or conditional(new):
         return False

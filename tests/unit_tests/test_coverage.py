@@ -588,3 +588,46 @@ async def test_remember_keeps_the_users_name_beside_a_names_relative(minilm):
     await store.aremember("u", "I'm Anna")
     mum = await store.aremember("u", "I'm Anna's mum")
     assert mum.action == "created" and len(await store.alist_all("u")) == 2
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("My dentist appointment is on May 5", "My dentist appointment is rescheduled to May 12"),
+        ("My dentist appointment is on May 5", "My dentist appointment is postponed to May 12"),
+        ("I have yoga on Monday", "I have yoga on Thursday instead"),
+    ],
+)
+def test_the_words_that_say_the_time_changed_are_no_claim(old, new):
+    """ "rescheduled", "postponed", "instead" are documented as saying the time changed, but
+    they are content words, so the two texts differed in words and stayed two facts."""
+    assert value_change(old, new)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I change my contact lenses every Monday", "I change my contact lenses every Thursday"),
+        ("I switch to winter tyres in October", "I switch to summer tyres in April"),
+        ("Our moving company comes on May 3", "Our moving company comes on May 10"),
+        ("I have yoga on Monday", "Actually I also have yoga on Thursday"),
+        ("The cleaner comes on Monday", "The cleaner comes on Thursday now too"),
+        ("I ran 5 km on Sunday", "I ran 10 km on Sunday"),
+        ("My son scored 2 goals on Saturday", "My son scored 3 goals on Saturday"),
+    ],
+)
+def test_a_change_word_of_the_fact_itself_or_an_added_occasion_is_no_change(old, new):
+    """The fact's own "change", "switch", "moving" read as "the time changed" (0.98), as did
+    "now"/"actually" with "too"/"also"; two past events on one weekday read as one."""
+    assert not value_change(old, new)
+    assert not slot_change(old, new, ENTITY_WORDS)
+
+
+async def test_remember_updates_a_rescheduled_appointment_and_keeps_a_second_yoga_day(minilm):
+    store = LongTermMemoryStore(InMemoryVectorStore(minilm))
+    await store.aremember("u", "My dentist appointment is on May 5")
+    moved = await store.aremember("u", "My dentist appointment is rescheduled to May 12")
+    assert moved.action == "updated"
+    await store.aremember("v", "I have yoga on Monday")
+    also = await store.aremember("v", "Actually I also have yoga on Thursday")
+    assert also.action == "created" and len(await store.alist_all("v")) == 2
