@@ -382,7 +382,7 @@ def missing(old: str, new: str) -> tuple[str, ...]:
         ('class', 'sign')
     """
     # a term is carried only as itself, its stem: a word that starts with it is another
-    # word ("Julian" / "Julia", Turkish "yaşıyorum" / "yaşıyor", I live / he lives, Dutch
+    # word ("Julian" / "Julia", Polish "mieszkam" / "mieszka", I live / he lives, Dutch
     # "vriend" / "vriendin"); the stemmer reads the English inflections
     return tuple(sorted(read_words(old).terms - read_words(new).terms))
 
