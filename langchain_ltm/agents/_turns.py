@@ -202,6 +202,11 @@ def recorded(state: Any, key: str) -> list[AnyMessage] | None:
     return None if waiting is None else list(waiting)
 
 
+def clear_record(state: Any, key: str) -> dict[str, Any] | None:
+    """``after_agent``'s state update once the input's turn is handled: the record cleared."""
+    return {key: []} if state.get(key) else None
+
+
 def current_turn(
     messages: Sequence[AnyMessage], waiting: Sequence[AnyMessage] | None = None
 ) -> list[AnyMessage]:

@@ -55,7 +55,13 @@ from langchain_ltm.agents._recall import (
 )
 from langchain_ltm.agents._registry import RECORDER, new_input
 from langchain_ltm.agents._store import require_store
-from langchain_ltm.agents._turns import current_turn, input_query, record_input, recorded
+from langchain_ltm.agents._turns import (
+    clear_record,
+    current_turn,
+    input_query,
+    record_input,
+    recorded,
+)
 from langchain_ltm.agents.config import LongTermMemoryConfig
 from langchain_ltm.agents.tools import create_memory_tools, resolve_user_id, scoped_store
 from langchain_ltm.store import LongTermMemoryStore
@@ -232,7 +238,7 @@ class MemoryMiddleware(AgentMiddleware[MemoryState, Any, Any]):
                 self._background.submit(job.user_id, job.thread_id, job.turns[0])
             else:
                 run_sync(extract(self.store, self.extract_with, job))
-        return _handled(state)
+        return clear_record(state, _INPUT)
 
     async def aafter_agent(
         self, state: MemoryState, runtime: Runtime[Any]
@@ -244,7 +250,7 @@ class MemoryMiddleware(AgentMiddleware[MemoryState, Any, Any]):
                 self._background.submit(job.user_id, job.thread_id, job.turns[0])
             else:
                 await run_async(extract(self.store, self.extract_with, job))
-        return _handled(state)
+        return clear_record(state, _INPUT)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait for pending background extractions (tests, shutdown); ``False`` on timeout."""
@@ -253,11 +259,6 @@ class MemoryMiddleware(AgentMiddleware[MemoryState, Any, Any]):
     async def aflush(self, timeout: float | None = None) -> bool:
         """Async twin of :meth:`flush` (waits in a worker thread)."""
         return await asyncio.to_thread(self.flush, timeout)
-
-
-def _handled(state: MemoryState) -> dict[str, Any] | None:
-    """Clear the input's record once its turn is handled."""
-    return {_INPUT: []} if state.get(_INPUT) else None
 
 
 def _current_config() -> RunnableConfig | None:

@@ -52,6 +52,7 @@ from langchain_ltm.agents._registry import (
 )
 from langchain_ltm.agents._turns import (
     Turn,
+    clear_record,
     input_query,
     latest_turns,
     record_input,
@@ -320,7 +321,7 @@ class SessionMemoryMiddleware(AgentMiddleware[SessionState, Any, Any]):
             The cleared record of the input's user messages (``None``: nothing to clear).
         """
         run_sync(self._index(state, runtime, _run_config()))
-        return _handled(state)
+        return clear_record(state, _INPUT)
 
     async def aafter_agent(
         self, state: SessionState, runtime: Runtime[Any]
@@ -335,7 +336,7 @@ class SessionMemoryMiddleware(AgentMiddleware[SessionState, Any, Any]):
             The cleared record of the input's user messages (``None``: nothing to clear).
         """
         await run_async(self._index(state, runtime, _run_config()))
-        return _handled(state)
+        return clear_record(state, _INPUT)
 
     # ---- logic, written once ------------------------------------------------------------
 
@@ -429,11 +430,6 @@ class SessionMemoryMiddleware(AgentMiddleware[SessionState, Any, Any]):
 
 
 # ---- helpers -----------------------------------------------------------------------------
-
-
-def _handled(state: SessionState) -> dict[str, Any] | None:
-    """Clear the input's record once its turns are indexed."""
-    return {_INPUT: []} if state.get(_INPUT) else None
 
 
 def _in_view(
