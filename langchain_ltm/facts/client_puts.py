@@ -18,9 +18,10 @@ every write of facts):
 - is refused when its value has no text ``content`` (``ValueError``): the fact and its
   versions would be left as an item that is no fact, their texts out of every export.
 
-Every put into a user's namespace whose value has a ``content_hash`` (a fact's value,
-read and put back, under its key or another) gets it computed again from its text
-``content``, or loses it when ``content`` is not a text: a copied hash named a text the
+Every put into a user's namespace whose value is in the fact layout (a ``content_hash``
+and a ``versions`` count: a fact's value, read and put back, under its key or another)
+gets its hash computed again from its text ``content``, or loses it when ``content`` is
+not a text: a copied hash named a text the
 item does not hold, so the fact API took the item for the holder of that text (a restore
 of it was a "conflict"; on Postgres, whose constraint keeps one fact per text, every later
 ``remember`` of it failed). One current fact of a user has a text's hash: a put of a text
@@ -31,8 +32,8 @@ under the user's lock, where that is checked.
 
 A ``delete`` of a fact deletes its versions, found under the lock too. A batch reads the
 items its puts and deletes in user namespaces touch (one ``get``); puts of new keys
-without a ``content_hash`` and writes outside user namespaces go in one write, with no
-lock, and each user with a fact touched or a hash to write is written on its own, under
+that are not in the fact layout and writes outside user namespaces go in one write, with
+no lock, and each user with a fact touched or a hash to write is written on its own, under
 that user's lock, after reading again.
 
 The secret guard is not run here: a ``put`` stores what the client gives, as any
@@ -106,7 +107,7 @@ def write_puts(
         {
             r.namespace[-1]
             for r in puts
-            if "content_hash" in r.value or _is_fact(found[(r.namespace, r.key)], now)
+            if _in_layout(r.value) or _is_fact(found[(r.namespace, r.key)], now)
         }
         | {namespace[-1] for namespace, _ in gone}
     )
@@ -202,9 +203,13 @@ def _with_own_hash(record: Record) -> Record:
         if value["content_hash"] == digest:
             return record
         return dataclasses.replace(record, value={**value, "content_hash": digest})
-    return dataclasses.replace(
-        record, value={k: v for k, v in value.items() if k != "content_hash"}
-    )
+    return _without_hash(record)
+
+
+def _without_hash(record: Record) -> Record:
+    """The put without a ``content_hash``: a fact to the fact API, as LangMem's puts are."""
+    value = {k: v for k, v in record.value.items() if k != "content_hash"}
+    return dataclasses.replace(record, value=value)
 
 
 def _one_hash_per_text(
@@ -232,8 +237,7 @@ def _one_hash_per_text(
     for record in puts:
         digest = record.value.get("content_hash") if _in_layout(record.value) else None
         if digest in held:  # stored as LangMem's puts are: a fact, with no hash of ours
-            value = {k: v for k, v in record.value.items() if k != "content_hash"}
-            record = dataclasses.replace(record, value=value)
+            record = _without_hash(record)
         elif digest is not None:
             held.add(str(digest))
         out.append(record)

@@ -178,12 +178,11 @@ def _store_facts(
         )
         taken = yield call(ctx.backend, "get", [(namespace, fact_key(label, h)) for h in hashes])
         taken = [item for item in taken if item is not None and is_alive(item, alive_at)]
-        # keyed by the hash of its text now: a hash stored by an earlier release, which
-        # folded "10²" into "102" and "ß" into "ss", does not make "102" its duplicate
+        # keyed by the hash of the text each holds: a hash a client copied with a fact's
+        # value (put before puts computed it again) names a text the item does not hold
         exact = {_hash_of(h.item): h.item for h in exact_hits}
         # an item another client stored with the same text (LangMem's {"content": ...},
-        # no hash of ours), or one whose stored hash an earlier release computed otherwise,
-        # is that text already: a duplicate, not a new version of it
+        # no hash of ours) is that text already: a duplicate, not a new version of it
         for hits in neighbours:
             for hit in hits:
                 if isinstance(hit.item.value.get("content"), str):
@@ -278,7 +277,7 @@ def _store_facts(
 
 
 def _hash_of(item: StoredItem) -> str:
-    """The content hash of a stored fact's text, as this release computes it."""
+    """The content hash of the text a stored fact holds (its stored hash if it holds none)."""
     content = item.value.get("content")
     return content_hash(content) if isinstance(content, str) else str(item.value["content_hash"])
 
