@@ -306,13 +306,12 @@ def _restore(
         records: list[Record] = []
         for fact in restored:
             records.extend(_fact_records(namespace, fact, vectors, row))
-        keep = {(r.namespace, r.key) for r in records}
+        written = {(r.namespace, r.key) for r in records}
         stale = [
             (h.item.namespace, h.item.key)
             for h in old_versions
-            if (h.item.namespace, h.item.key) not in keep
+            if (h.item.namespace, h.item.key) not in written
         ]
-        written = {(r.namespace, r.key) for r in records}
         stale += [(i.namespace, i.key) for i in gone if (i.namespace, i.key) not in written]
         if records and not dry_run:
             yield call(ctx.backend, "write", records, stale)
