@@ -26,7 +26,6 @@ __all__ = [
     "DEFAULT_MIN_SCORE",
     "RecallOptions",
     "cut",
-    "latest_user_text",
     "recall_block",
     "said_by_user",
     "with_memory",
@@ -106,17 +105,6 @@ def least_max_chars(header: str) -> int:
         258
     """
     return len(header) + len("\n" + _LONGEST_HEADING + "\n") + _MIN_CUT
-
-
-def latest_user_text(messages: Sequence[Any]) -> str | None:
-    """The latest human message as a recall query (``None``: none, or nothing to search).
-
-    See :func:`searchable`. A summary of earlier messages is not the user's.
-    """
-    for message in reversed(messages):
-        if said_by_user(message):
-            return searchable(message.text if hasattr(message, "text") else str(message.content))
-    return None
 
 
 def said_by_user(message: Any) -> bool:

@@ -4,11 +4,14 @@ A turn starts at a user message and holds what follows it up to the next one. Th
 helpers find a turn's final answer (:func:`final_answer`); the current input
 (:func:`current_turn`, from the user messages ``before_agent`` recorded with
 :func:`record_input`: the one definition extraction and session memory share) and its
-turns (:func:`latest_turns`); the value a finished turn is indexed with
-(:func:`turn_value`); and the "Earlier conversations" block that brings stored turns back
-into the system message (:func:`render_turns`, :func:`with_context`). Used by
+turns (:func:`latest_turns`); the recall query of a model call (:func:`recall_query`: the
+one rule ``MemoryMiddleware`` and ``memory_pre_model_hook`` share); the value a finished
+turn is indexed with (:func:`turn_value`); and the "Earlier conversations" block that
+brings stored turns back into the system message (:func:`render_turns`,
+:func:`with_context`). Used by
 :class:`~langchain_ltm.agents.session.SessionMemoryMiddleware`,
-:class:`~langchain_ltm.agents.middleware.MemoryMiddleware` and
+:class:`~langchain_ltm.agents.middleware.MemoryMiddleware`,
+:func:`~langchain_ltm.agents.hooks.memory_pre_model_hook` and
 :mod:`langchain_ltm.agents._history_view`.
 """
 
@@ -22,7 +25,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_ltm._utf8 import storable
-from langchain_ltm.agents._recall import cut, said_by_user
+from langchain_ltm.agents._recall import cut, said_by_user, searchable
 from langchain_ltm.facts.versions import format_time
 
 CONTEXT_HEADER = (
@@ -264,6 +267,34 @@ def input_query(
     if waiting and waiting[-1].id and waiting[-1].id not in ids:
         return waiting[-1]
     return next((m for m in reversed(messages) if said_by_user(m)), None)
+
+
+def recall_query(
+    messages: Sequence[AnyMessage], waiting: Sequence[AnyMessage] | None = None
+) -> str | None:
+    """The query automatic recall searches with (``None``: none, or nothing to search).
+
+    The one rule ``MemoryMiddleware`` and ``memory_pre_model_hook`` share: the latest
+    user message of the current input (:func:`input_query`; a summary of earlier messages
+    is not the user's), its text parts only (an image or a file adds nothing), through
+    :func:`~langchain_ltm.agents._recall.searchable` (its first 2,000 characters; a
+    message of punctuation only has nothing to search). ``waiting``: the record of
+    :func:`record_input` (``None``: a caller that keeps none, the pre-model hook).
+
+    Example:
+        >>> summary = HumanMessage("Summary: ...", additional_kwargs={"lc_source": "summarization"})
+        >>> recall_query([HumanMessage("where do I live?"), AIMessage("Oslo"), summary])
+        'where do I live?'
+        >>> photo = {"type": "image", "url": "https://example.com/cat.png"}
+        >>> recall_query([HumanMessage([{"type": "text", "text": "what is it?"}, photo])])
+        'what is it?'
+        >>> recall_query([summary], [HumanMessage("book a table", id="h1")])  # summarized away
+        'book a table'
+        >>> recall_query([HumanMessage("?!")]) is None
+        True
+    """
+    said = input_query(messages, waiting)
+    return None if said is None else searchable(said.text)
 
 
 def _is_summary(message: Any) -> bool:

@@ -11,12 +11,12 @@ from langchain_ltm.agents._recall import (
     DEFAULT_HEADER,
     DEFAULT_MIN_SCORE,
     RecallOptions,
-    latest_user_text,
     memory_messages,
     recall_block,
 )
 from langchain_ltm.agents._registry import RECORDER, new_input
 from langchain_ltm.agents._store import require_store
+from langchain_ltm.agents._turns import recall_query
 from langchain_ltm.agents.tools import current_runtime, resolve_user_id
 from langchain_ltm.store import LongTermMemoryStore
 
@@ -70,7 +70,7 @@ def memory_pre_model_hook(
         thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
         # the thread is the user's: forget_user deletes its checkpoints too
         yield from RECORDER.note(store, user_id, thread_id, check=new_input(messages))
-        block = yield from recall_block(store, user_id, latest_user_text(messages), options)
+        block = yield from recall_block(store, user_id, recall_query(messages), options)
         return {"llm_input_messages": memory_messages(messages, block)}
 
     def hook(state: Any, config: RunnableConfig) -> dict[str, Any]:

@@ -50,7 +50,6 @@ from langchain_ltm.agents._recall import (
     DEFAULT_MIN_SCORE,
     RecallOptions,
     recall_block,
-    searchable,
     with_memory,
 )
 from langchain_ltm.agents._registry import RECORDER, new_input
@@ -58,7 +57,7 @@ from langchain_ltm.agents._store import require_store
 from langchain_ltm.agents._turns import (
     clear_record,
     current_turn,
-    input_query,
+    recall_query,
     record_input,
     recorded,
 )
@@ -177,8 +176,7 @@ class MemoryMiddleware(AgentMiddleware[MemoryState, Any, Any]):
         yield from self._note_thread(user_id, request.messages)
         if self.mode == "tools":
             return request
-        said = input_query(request.messages, recorded(request.state, _INPUT))
-        query = None if said is None else searchable(said.text)
+        query = recall_query(request.messages, recorded(request.state, _INPUT))
         block = yield from recall_block(self.store, user_id, query, self.options)
         if block is None:
             return request

@@ -813,8 +813,7 @@ def test_the_turns_shown_keep_within_max_chars_however_many_are_relevant():
 def test_a_summary_of_earlier_messages_is_not_a_turn_of_the_user():
     """langchain's SummarizationMiddleware puts its summary in a HumanMessage: it was
     indexed as something the user said, and became the recall query."""
-    from langchain_ltm.agents._recall import latest_user_text
-    from langchain_ltm.agents._turns import latest_turns
+    from langchain_ltm.agents._turns import latest_turns, recall_query
 
     summary = HumanMessage(
         "Here is a summary of the conversation to date: ...",
@@ -822,9 +821,7 @@ def test_a_summary_of_earlier_messages_is_not_a_turn_of_the_user():
     )
     messages = [summary, HumanMessage("my marathon is in May"), AIMessage("noted")]
     assert [t.user for t in latest_turns(messages)] == ["my marathon is in May"]
-    assert latest_user_text([HumanMessage("when is my marathon"), summary]) == (
-        "when is my marathon"
-    )
+    assert recall_query([HumanMessage("when is my marathon"), summary]) == "when is my marathon"
     assert latest_turns([summary]) == []
 
 
