@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import copy
-import inspect
 import threading
 from collections.abc import Iterable
 from dataclasses import replace
@@ -36,7 +35,7 @@ from langchain_ltm._ttl import (
     interval_minutes,
     no_ttl,
 )
-from langchain_ltm.backends import backend_for, engine
+from langchain_ltm.backends import backend_for
 from langchain_ltm.backends.base import (
     ItemKey,
     ListRequest,
@@ -76,30 +75,6 @@ __all__ = [
 
 DEFAULT_UPSERT_THRESHOLD = DEFAULT_MERGE_THRESHOLD
 """The 0.1 name of :data:`DEFAULT_MERGE_THRESHOLD`."""
-
-
-_POSTGRES_OPTIONS = ("setup", "min_size", "max_size", "timeout", "connect_kwargs")
-"""The options of ``postgres_backend()`` that ``from_postgres`` passes on."""
-
-
-def _refuse_unknown(factory: str, kwargs: dict[str, Any], engine_options: Iterable[str]) -> None:
-    """Raise TypeError for an option of ``factory``'s ``**kwargs`` that no one takes.
-
-    They went to ``LongTermMemoryStore.__init__``, whose TypeError named neither the
-    factory nor the options it does take.
-    """
-    store_options = [
-        name
-        for name in inspect.signature(LongTermMemoryStore.__init__).parameters
-        if name not in ("self", "vectorstore", "embeddings", "namespace")
-    ]
-    unknown = [name for name in kwargs if name not in store_options]
-    if unknown:
-        raise TypeError(
-            f"{factory}() got unexpected option(s) {', '.join(map(repr, unknown))}: it takes "
-            f"the store's ({', '.join(store_options)}) and the engine's "
-            f"({', '.join(engine_options)})."
-        )
 
 
 class LongTermMemoryStore(FactAPI, BaseStore):
@@ -280,13 +255,19 @@ class LongTermMemoryStore(FactAPI, BaseStore):
             ...     "postgresql://app@localhost/app", embeddings, max_size=20
             ... )
         """
-        postgres = engine("postgres", "postgres")
-        options = {name: kwargs.pop(name) for name in _POSTGRES_OPTIONS if name in kwargs}
-        _refuse_unknown("from_postgres", kwargs, _POSTGRES_OPTIONS)
-        backend = postgres.postgres_backend(
-            conn, table=table, schema=schema, dims=dims, vector_type=vector_type, **options
+        from langchain_ltm import _store_factories  # it imports this module
+
+        return _store_factories.from_postgres(
+            cls,
+            conn,
+            embeddings,
+            table=table,
+            schema=schema,
+            dims=dims,
+            namespace=namespace,
+            vector_type=vector_type,
+            **kwargs,
         )
-        return cls._over(backend, embeddings=embeddings, namespace=namespace, **kwargs)
 
     @classmethod
     def from_qdrant(
@@ -325,16 +306,18 @@ class LongTermMemoryStore(FactAPI, BaseStore):
             >>> store.remember("u1", "likes tea").action
             'created'
         """
-        qdrant = engine("qdrant", "qdrant")
-        backend = qdrant.qdrant_backend(
+        from langchain_ltm import _store_factories  # it imports this module
+
+        return _store_factories.from_qdrant(
+            cls,
             client_or_url_or_path,
+            embeddings,
             collection=collection,
             dims=dims,
-            embeddings=embeddings,
-            tenant_depth=len(namespace) + 1,
+            namespace=namespace,
             lock_timeout=lock_timeout,
+            **kwargs,
         )
-        return cls._over(backend, embeddings=embeddings, namespace=namespace, **kwargs)
 
     @classmethod
     def from_sqlite(
@@ -377,16 +360,19 @@ class LongTermMemoryStore(FactAPI, BaseStore):
             ...     s.remember("u1", "likes tea").action
             'created'
         """
-        from langchain_ltm.backends.sqlite import sqlite_backend
+        from langchain_ltm import _store_factories  # it imports this module
 
-        backend = sqlite_backend(
+        return _store_factories.from_sqlite(
+            cls,
             path,
+            embeddings,
             table=table,
             dims=dims,
             busy_timeout=busy_timeout,
             vector_cache_mb=vector_cache_mb,
+            namespace=namespace,
+            **kwargs,
         )
-        return cls._over(backend, embeddings=embeddings, namespace=namespace, **kwargs)
 
     @classmethod
     def _over(cls, backend: VectorBackend, **kwargs: Any) -> LongTermMemoryStore:

@@ -1,0 +1,116 @@
+"""The ``from_*`` constructors of :class:`~langchain_ltm.store.LongTermMemoryStore`.
+
+Each opens its engine's backend (``postgres_backend``, ``qdrant_backend``,
+``sqlite_backend``, the way ``backends/<engine>/_factory.py`` do) and builds the store over
+it with ``LongTermMemoryStore._over`` (which closes the backend if the store refuses its
+options). The classmethods keep the public signatures, defaults and docstrings and call
+these: the defaults are written there only. This module imports ``store``, so ``store``
+imports it inside the classmethods.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable
+from typing import Any
+
+from langchain_ltm._embedder import EmbeddingsLike
+from langchain_ltm.backends import engine
+from langchain_ltm.store import LongTermMemoryStore
+
+__all__ = ["from_postgres", "from_qdrant", "from_sqlite"]
+
+
+_POSTGRES_OPTIONS = ("setup", "min_size", "max_size", "timeout", "connect_kwargs")
+"""The options of ``postgres_backend()`` that ``from_postgres`` passes on."""
+
+
+def _refuse_unknown(factory: str, kwargs: dict[str, Any], engine_options: Iterable[str]) -> None:
+    """Raise TypeError for an option of ``factory``'s ``**kwargs`` that no one takes.
+
+    They went to ``LongTermMemoryStore.__init__``, whose TypeError named neither the
+    factory nor the options it does take.
+    """
+    store_options = [
+        name
+        for name in inspect.signature(LongTermMemoryStore.__init__).parameters
+        if name not in ("self", "vectorstore", "embeddings", "namespace")
+    ]
+    unknown = [name for name in kwargs if name not in store_options]
+    if unknown:
+        raise TypeError(
+            f"{factory}() got unexpected option(s) {', '.join(map(repr, unknown))}: it takes "
+            f"the store's ({', '.join(store_options)}) and the engine's "
+            f"({', '.join(engine_options)})."
+        )
+
+
+def from_postgres(
+    cls: type[LongTermMemoryStore],
+    conn: Any,
+    embeddings: EmbeddingsLike,
+    *,
+    table: str,
+    schema: str,
+    dims: int | None,
+    namespace: tuple[str, ...],
+    vector_type: str | None,
+    **kwargs: Any,
+) -> LongTermMemoryStore:
+    """The body of :meth:`LongTermMemoryStore.from_postgres` (its options, documented there)."""
+    postgres = engine("postgres", "postgres")
+    options = {name: kwargs.pop(name) for name in _POSTGRES_OPTIONS if name in kwargs}
+    _refuse_unknown("from_postgres", kwargs, _POSTGRES_OPTIONS)
+    backend = postgres.postgres_backend(
+        conn, table=table, schema=schema, dims=dims, vector_type=vector_type, **options
+    )
+    return cls._over(backend, embeddings=embeddings, namespace=namespace, **kwargs)
+
+
+def from_qdrant(
+    cls: type[LongTermMemoryStore],
+    client_or_url_or_path: Any,
+    embeddings: EmbeddingsLike,
+    *,
+    collection: str,
+    dims: int | None,
+    namespace: tuple[str, ...],
+    lock_timeout: float,
+    **kwargs: Any,
+) -> LongTermMemoryStore:
+    """The body of :meth:`LongTermMemoryStore.from_qdrant` (its options, documented there)."""
+    qdrant = engine("qdrant", "qdrant")
+    backend = qdrant.qdrant_backend(
+        client_or_url_or_path,
+        collection=collection,
+        dims=dims,
+        embeddings=embeddings,
+        tenant_depth=len(namespace) + 1,
+        lock_timeout=lock_timeout,
+    )
+    return cls._over(backend, embeddings=embeddings, namespace=namespace, **kwargs)
+
+
+def from_sqlite(
+    cls: type[LongTermMemoryStore],
+    path: Any,
+    embeddings: EmbeddingsLike,
+    *,
+    table: str,
+    dims: int | None,
+    busy_timeout: float,
+    vector_cache_mb: float,
+    namespace: tuple[str, ...],
+    **kwargs: Any,
+) -> LongTermMemoryStore:
+    """The body of :meth:`LongTermMemoryStore.from_sqlite` (its options, documented there)."""
+    from langchain_ltm.backends.sqlite import sqlite_backend
+
+    backend = sqlite_backend(
+        path,
+        table=table,
+        dims=dims,
+        busy_timeout=busy_timeout,
+        vector_cache_mb=vector_cache_mb,
+    )
+    return cls._over(backend, embeddings=embeddings, namespace=namespace, **kwargs)
