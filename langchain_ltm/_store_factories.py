@@ -21,10 +21,6 @@ from langchain_ltm.store import LongTermMemoryStore
 __all__ = ["from_postgres", "from_qdrant", "from_sqlite"]
 
 
-_POSTGRES_OPTIONS = ("setup", "min_size", "max_size", "timeout", "connect_kwargs")
-"""The options of ``postgres_backend()`` that ``from_postgres`` passes on."""
-
-
 def _refuse_unknown(factory: str, kwargs: dict[str, Any], engine_options: Iterable[str]) -> None:
     """Raise TypeError for an option of ``factory``'s ``**kwargs`` that no one takes.
 
@@ -59,8 +55,9 @@ def from_postgres(
 ) -> LongTermMemoryStore:
     """The body of :meth:`LongTermMemoryStore.from_postgres` (its options, documented there)."""
     postgres = engine("postgres", "postgres")
-    options = {name: kwargs.pop(name) for name in _POSTGRES_OPTIONS if name in kwargs}
-    _refuse_unknown("from_postgres", kwargs, _POSTGRES_OPTIONS)
+    pool_options = postgres.POOL_OPTIONS
+    options = {name: kwargs.pop(name) for name in pool_options if name in kwargs}
+    _refuse_unknown("from_postgres", kwargs, pool_options)
     backend = postgres.postgres_backend(
         conn, table=table, schema=schema, dims=dims, vector_type=vector_type, **options
     )

@@ -162,6 +162,7 @@ class FactStore(FactAPI):
         table: str = "ltm_items",
         schema: str = "public",
         dims: int | None = None,
+        vector_type: str | None = None,
         **options: Any,
     ) -> FactStore:
         """Facts in Postgres with pgvector: the engine of ``LongTermMemoryStore.from_postgres``.
@@ -175,12 +176,19 @@ class FactStore(FactAPI):
             table: Items table (vectors go to ``{table}_vectors``).
             schema: Postgres schema (created if missing).
             dims: Vector size (read from the table, or learned at the first write).
-            **options: The other ``FactStore`` options (``namespace``, ``merge_threshold``...).
+            vector_type: ``"halfvec"`` stores embeddings as float16 (half the vectors
+                table and index, search still exact over the stored values); ``"vector"``
+                (float32) or ``None`` (an existing table's type) otherwise.
+            **options: The other ``FactStore`` options (``namespace``, ``merge_threshold``...)
+                and the pool's, passed to ``postgres_backend`` (``setup``, ``min_size``,
+                ``max_size``, ``timeout``, ``connect_kwargs``).
         """
         from langchain_ltm.backends import engine
 
-        backend = engine("postgres", "postgres").postgres_backend(
-            conn, table=table, schema=schema, dims=dims
+        postgres = engine("postgres", "postgres")
+        pool = {name: options.pop(name) for name in postgres.POOL_OPTIONS if name in options}
+        backend = postgres.postgres_backend(
+            conn, table=table, schema=schema, dims=dims, vector_type=vector_type, **pool
         )
         return cls._over(backend, embeddings, **options)
 

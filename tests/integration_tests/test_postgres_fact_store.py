@@ -48,3 +48,23 @@ def test_a_fact_command_on_postgres_imports_neither_langgraph_nor_langchain(pg_u
         commands_stay_light(url)
     finally:
         pg_conn.execute(f"DROP DATABASE {database} WITH (FORCE)")
+
+
+def test_from_postgres_takes_the_vector_type_and_the_pool_options(pg_url, emb):
+    table = f"t_{uuid.uuid4().hex[:12]}"
+    facts = FactStore.from_postgres(
+        pg_url, emb, table=table, vector_type="halfvec", max_size=2, timeout=5.0
+    )
+    try:
+        assert facts.backend.vector_type == "halfvec"
+        made = facts.remember("alice", "My daughter is 7 years old")
+        assert made.action == "created"
+        assert [hit.content for hit in facts.recall("alice", "daughter age")] == [
+            "My daughter is 7 years old"
+        ]
+        reopened = FactStore.from_postgres(pg_url, emb, table=table)
+        assert reopened.backend.vector_type == "halfvec"  # None: the table's own type
+        reopened.close()
+    finally:
+        facts.backend.drop()
+        facts.close()
