@@ -347,9 +347,10 @@ def _is_identifier(raw: str, digits: str, previous: str, previous_raw: str, nxt:
     """Whether a number names a thing ("room 104", "#5003", "LH401", "client 4411").
 
     A number is a quantity or a date when it counts something ("5 members", "80 kg"), comes
-    after a function word ("is 34", "in 2023") or a month ("May 5"); it names a thing when
-    it is glued to letters that are not a unit, follows "#" or an identifying noun, or
-    follows a capitalized or any other word with no counted word after it.
+    after a function word ("is 34", "in 2023"), a month ("May 5") or a word with "'s" ("my
+    son's 7" is "my son is 7"; "Anna's 3 kids" counts); it names a thing when it is glued
+    to letters that are not a unit, follows "#" or an identifying noun, or follows a
+    capitalized or any other word with no counted word after it.
     """
     if raw.startswith("#") or not _is_number(raw):
         return True  # "#5003", "LH401", "A4"
@@ -358,6 +359,8 @@ def _is_identifier(raw: str, digits: str, previous: str, previous_raw: str, nxt:
         return suffix not in _UNITS  # "3b" names, "20mg" and "6am" measure
     if previous in _ID_NOUNS:
         return True
+    if previous_raw.lower().endswith("'s"):
+        return False  # "'s" is "is" (or "has"), as "is 34", or owns what is counted
     counted = bool(nxt) and nxt not in _STOP and nxt not in _NEGATIONS and not nxt[0].isdigit()
     if previous_raw[:1].isupper() and previous not in _DATE_WORDS and not counted:
         return True  # "Project 12 has ...", but not "Has 2 kids"

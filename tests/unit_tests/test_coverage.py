@@ -631,3 +631,27 @@ async def test_remember_updates_a_rescheduled_appointment_and_keeps_a_second_yog
     await store.aremember("v", "I have yoga on Monday")
     also = await store.aremember("v", "Actually I also have yoga on Thursday")
     assert also.action == "created" and len(await store.alist_all("v")) == 2
+
+
+def test_a_number_after_apostrophe_s_is_a_value():
+    """The number after "my son's" read as a name ("project 12"), so "My son's 8" was
+    another thing than "My son's 7", not a new value."""
+    assert read_words("My son's 7").values == {"7"}
+    assert read_words("My son's 7").terms == {"son"}
+    assert read_words("Room 104 is booked").terms == {"room", "room#104", "book"}
+    assert value_change("My son's 7", "My son's 8")
+    assert value_change("Anna's 7", "Anna's 8")
+    assert not value_change("My son's 7", "My daughter's 8")
+
+
+async def test_remember_updates_a_number_after_apostrophe_s(minilm):
+    """Was ``created`` beside the stored text (listed as ``loses_information``)."""
+    store = LongTermMemoryStore(InMemoryVectorStore(minilm))
+    first = await store.aremember("u", "My son's 7")
+    result = await store.aremember("u", "My son's 8")
+    assert (result.action, result.previous) == ("updated", "My son's 7")
+    assert [f.content for f in await store.alist_all("u")] == ["My son's 8"]
+    assert [v.content for v in await store.ahistory("u", first.fact.id)] == [
+        "My son's 7",
+        "My son's 8",
+    ]
