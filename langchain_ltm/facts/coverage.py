@@ -610,12 +610,27 @@ def moved_in_time(old: str, new: str) -> bool:
     )
 
 
+def _frame(text: str, marks: frozenset[str] = frozenset()) -> tuple[str, ...]:
+    """The words of ``text`` in order, each run of digits as "#", the ``marks`` left out.
+
+    Example:
+        >>> _frame("I'm 5'10 now", frozenset({"now"}))
+        ('i', 'am', '#', '#')
+    """
+    return tuple(
+        re.sub(r"\d+", "#", word)
+        for word in (m.group().lower() for m in _TOKEN.finditer(fold(text)))
+        if stem(word) not in marks
+    )
+
+
 def value_change(old: str, new: str) -> bool:
     """Whether ``new`` restates ``old`` with another number, date or polarity (an update).
 
     Both say the same terms (identifying numbers included: "room 104" is not "room 105";
-    a new term would be a new claim: "I like jazz" / "I don't like jazz festivals"), and
-    either the polarity changes with the same values, or a value is replaced: the old text
+    a new term would be a new claim: "I like jazz" / "I don't like jazz festivals"; texts
+    with no term say the same words in the same order, numbers aside: "I'm 34" / "I'm 35"),
+    and either the polarity changes with the same values, or a value is replaced: the old text
     has a value the new one lacks and the new one has one the old lacks, as many new values
     as old ones gone. A value dropped is not a new value ("takes 20mg of lisinopril daily" /
     "takes lisinopril daily"), nor is one cut from several ("May 5 at 3pm" / "May 6").
@@ -645,7 +660,9 @@ def value_change(old: str, new: str) -> bool:
     # the words that say the time changed are no claim ("rescheduled to May 12", "instead")
     marks = change_marks(old, new)
     if (
-        not a.terms
+        # no content word: only the same words in the same order name the attribute
+        # ("I'm 34" / "I'm 35", but not "I'm 34" / "I'm 5'10\"")
+        (not a.terms and _frame(old) != _frame(new, marks))
         or a.terms - marks != b.terms - marks
         or a.names - marks != b.names - marks
         or a.moods != b.moods

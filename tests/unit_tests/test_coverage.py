@@ -655,3 +655,49 @@ async def test_remember_updates_a_number_after_apostrophe_s(minilm):
         "My son's 7",
         "My son's 8",
     ]
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I'm 34", "I'm 35"),
+        ("I am 34", "I am 35 now"),
+        ("I'm 5'10\"", "I'm 5'11\""),
+    ],
+)
+def test_a_number_said_in_the_same_words_with_no_content_word_is_a_new_value(old, new):
+    """ "I'm 34" has no content word, so no attribute was read and no value changed."""
+    assert value_change(old, new)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I'm 34", "I'm 5'10\""),  # an age and a height: other words around the numbers
+        ("I'm 34", "I'm 35 too"),
+        ("I'm 34", "I'm not 35"),
+        ("I'm 34", "We're 35"),
+        ("I'm off on the 5th", "I'm off on the 6th"),  # another time alone
+    ],
+)
+def test_a_text_with_no_content_word_changes_only_in_the_same_words(old, new):
+    assert not value_change(old, new)
+
+
+@pytest.mark.parametrize(("old", "new"), [("I'm 34", "I'm 35"), ("I'm 5'10\"", "I'm 5'11\"")])
+async def test_remember_updates_a_value_said_with_no_content_word(minilm, old, new):
+    """Each was ``created`` beside the stored text (listed as ``loses_information``)."""
+    store = LongTermMemoryStore(InMemoryVectorStore(minilm))
+    first = await store.aremember("u", old)
+    result = await store.aremember("u", new)
+    assert (result.action, result.previous) == ("updated", old)
+    assert [f.content for f in await store.alist_all("u")] == [new]
+    assert [v.content for v in await store.ahistory("u", first.fact.id)] == [old, new]
+
+
+async def test_remember_keeps_an_age_beside_a_height(minilm):
+    store = LongTermMemoryStore(InMemoryVectorStore(minilm))
+    await store.aremember("u", "I'm 34")
+    height = await store.aremember("u", "I'm 5'10\"")
+    assert height.action == "created"
+    assert len(await store.alist_all("u")) == 2
