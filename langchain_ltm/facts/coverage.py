@@ -732,11 +732,34 @@ def _one_line(text: str) -> str:
     return " ".join(fold(text).split())
 
 
+_APOSTROPHE_S = re.compile(r"(?<=[^\W\d_])'s\s+")
+
+
+def _said_is(flat: str) -> str:
+    """``flat`` with an "'s" before a value alone read as "is": "my birthday's May 5".
+
+    Before a number or date and nothing else, "'s" says what the attribute is (as "I'm 34"
+    says "I am 34"); before a word it may own it ("my son's school"), so it is left as is.
+
+    Example:
+        >>> _said_is("My birthday's May 5"), _said_is("My son's school")
+        ('My birthday is May 5', "My son's school")
+    """
+    matches = list(_APOSTROPHE_S.finditer(flat))
+    if not matches:
+        return flat
+    last = matches[-1]  # an earlier one has the word before the last "'s" in its value
+    rest = read_words(flat[last.end() :])
+    if rest.values and not rest.terms and not rest.negated and not rest.moods:
+        return f"{flat[: last.start()]} is {flat[last.end() :]}"
+    return flat
+
+
 def _slot_matches(
     old: str, new: str
 ) -> Iterator[tuple[re.Pattern[str], re.Match[str], re.Match[str]]]:
     """Each slot pattern both texts match, with both matches."""
-    flat_old, flat_new = _one_line(old), _one_line(new)
+    flat_old, flat_new = _said_is(_one_line(old)), _said_is(_one_line(new))
     for pattern in _SLOTS:
         a, b = pattern.match(flat_old), pattern.match(flat_new)
         if a is not None and b is not None:
@@ -747,8 +770,9 @@ def slot_change(old: str, new: str, entities: frozenset[str] = frozenset()) -> b
     """Whether both give a value to the same named attribute, and the values differ.
 
     The attribute is what comes before "is" ("my favourite colour", "the office wifi
-    password"), or a single-valued frame ("lives in", "works at"). It must name something
-    besides its subject: "my sister is a nurse" / "my sister is allergic to cats" say two
+    password"; or "'s" before a number or date alone: "my birthday's May 5"), or a
+    single-valued frame ("lives in", "works at"). It must name something besides its
+    subject: "my sister is a nurse" / "my sister is allergic to cats" say two
     things about one person, not one thing twice. Each value must say something the other
     does not: a value cut short or made more precise is not a change, nor is a number or
     date dropped, nor (:func:`moved_in_time`) another time alone unless the attribute holds

@@ -701,3 +701,27 @@ async def test_remember_keeps_an_age_beside_a_height(minilm):
     height = await store.aremember("u", "I'm 5'10\"")
     assert height.action == "created"
     assert len(await store.alist_all("u")) == 2
+
+
+def test_apostrophe_s_before_a_value_alone_says_what_the_attribute_is():
+    """ "My birthday's May 5" named no attribute (no "is"), so another date was another
+    occasion, though a birthday holds one date."""
+    assert slot_change("My birthday's May 5", "My birthday's May 6", ENTITY_WORDS)
+    assert single_valued("My birthday's May 5", "My birthday's May 6")
+    # before a word "'s" may own it: no attribute said
+    assert not slot_change("My job's salary", "My job's hours", ENTITY_WORDS)
+    assert not slot_change("My son's school", "My son's coach", ENTITY_WORDS)
+    assert not slot_change("My birthday's May 5", "My birthday's not May 6", ENTITY_WORDS)
+    assert not single_valued("My appointment's May 5", "My appointment's May 12")
+
+
+async def test_remember_updates_a_birthday_said_with_apostrophe_s(minilm):
+    """Was ``created`` beside the stored text (listed as ``loses_information``)."""
+    store = LongTermMemoryStore(InMemoryVectorStore(minilm))
+    first = await store.aremember("u", "My birthday's May 5")
+    result = await store.aremember("u", "My birthday's May 6")
+    assert (result.action, result.previous) == ("updated", "My birthday's May 5")
+    assert [v.content for v in await store.ahistory("u", first.fact.id)] == [
+        "My birthday's May 5",
+        "My birthday's May 6",
+    ]
