@@ -30,6 +30,7 @@ from langchain_ltm.guard import SecretGuard
 __all__ = [
     "CLOCK_SKEW",
     "ImportMode",
+    "RefusedText",
     "as_record_list",
     "check_record",
     "check_records",
@@ -42,6 +43,16 @@ ImportMode = Literal["restore", "merge"]
 
 CLOCK_SKEW = timedelta(minutes=5)
 """How far in the future a restored time may lie (another machine's clock running ahead)."""
+
+
+class RefusedText(InvalidFactError):
+    """An exported record, well formed, holding a text this store does not take.
+
+    Longer than its ``max_fact_chars``, a NUL, a lone surrogate, no content: what another
+    client (LangMem's ``{"content": ...}``) or a store with a higher limit wrote. The
+    import refuses that record alone and reports it (``ImportResult.refused``); the
+    message names the record and the text.
+    """
 
 
 def check_records(
@@ -178,8 +189,11 @@ def _read(record: Any, where: str, user_id: str | None, restore: bool, max_chars
         record = {"content": record}
     if not isinstance(record, Mapping):
         raise InvalidFactError(f"{where} must be an object with a 'content', got {record!r}.")
-    content = validate_text(record.get("content"), f"{where}: content", max_chars)
     fact_id = record.get("id")
+    # an exported record (with an id) whose text this store does not take is refused alone
+    # once the rest of it reads well; a text without an id is new input, checked as remember's
+    refused: dict[int, str] = {} if fact_id is not None else _RAISE
+    content = _text(record.get("content"), f"{where}: content", max_chars, refused, -1)
     if fact_id is not None:
         _check_id(fact_id, where)
     now = _clock.utcnow()
@@ -203,7 +217,7 @@ def _read(record: Any, where: str, user_id: str | None, restore: bool, max_chars
             )
         ttl = _ttl_minutes(record.get("ttl_minutes"), expires, where)
         every = [
-            _version(v, f"{where}: history[{n}]", created, updated, since, max_chars)
+            _version(v, f"{where}: history[{n}]", created, updated, since, max_chars, refused, n)
             for n, v in enumerate(earlier)
         ]
         places = tuple(n for n, v in enumerate(every) if not _expired(v, now))
@@ -222,6 +236,11 @@ def _read(record: Any, where: str, user_id: str | None, restore: bool, max_chars
     pinned = False if record.get("pinned") is None else record["pinned"]
     if not isinstance(pinned, bool):  # "true" or 1 was read as not pinned
         raise InvalidFactError(f"{where}: pinned must be true or false, got {pinned!r}.")
+    # what is stored: the text and its earlier texts still alive (an expired record is
+    # left out whole, and reported as expired)
+    why = [refused[n] for n in (-1, *places) if n in refused]
+    if why and not (expires is not None and expires <= now):
+        raise RefusedText(why[0])
     if fact_id is None and user_id is not None:
         fact_id = fact_key(encode_label(user_id), content_hash(content))
     fact = Fact(
@@ -306,6 +325,8 @@ def _version(
     updated: datetime,
     since: datetime,
     max_chars: int,
+    refused: dict[int, str],
+    place: int,
 ) -> FactVersion:
     """One exported version; a plain string is a 0.1 export's history entry (no dates).
 
@@ -313,8 +334,9 @@ def _version(
     strings (missing: the record's), and it may not end before it begins.
     """
     if isinstance(raw, str):
-        text = validate_text(raw, f"{where}: content", max_chars)
-        return FactVersion(text, created, updated)
+        return FactVersion(
+            _text(raw, f"{where}: content", max_chars, refused, place), created, updated
+        )
     if not isinstance(raw, Mapping):
         raise InvalidFactError(f"{where}: a history entry must be an object, got {raw!r}.")
     valid_from = _time(raw, "valid_from", created, where)
@@ -326,13 +348,33 @@ def _version(
         )
     expires = _time(raw, "expires_at", valid_to, where) if raw.get("expires_at") else None
     return FactVersion(
-        validate_text(raw.get("content"), f"{where}: content", max_chars),
+        _text(raw.get("content"), f"{where}: content", max_chars, refused, place),
         valid_from,
         valid_to,
         _metadata(raw.get("metadata"), where),
         expires,
         _ttl_minutes(raw.get("ttl_minutes"), expires, where),
     )
+
+
+_RAISE: dict[int, str] = {}
+"""``refused`` of a record without an id: its text is checked as ``remember`` checks it."""
+
+
+def _text(raw: Any, where: str, max_chars: int, refused: dict[int, str], place: int) -> str:
+    """A record's text (``place``: -1 its current one, else its place in ``history``).
+
+    Not a string: a malformed record (raises). A string the store does not take (see
+    :class:`RefusedText`): noted in ``refused`` under ``place``, unless ``refused`` is
+    :data:`_RAISE`, and returned as it is.
+    """
+    if refused is _RAISE or not isinstance(raw, str):
+        return validate_text(raw, where, max_chars)
+    try:
+        return validate_text(raw, where, max_chars)
+    except InvalidFactError as exc:
+        refused.setdefault(place, str(exc))
+        return raw
 
 
 def _time(record: Mapping[str, Any], name: str, default: datetime, where: str) -> datetime:

@@ -19,14 +19,19 @@ from datetime import datetime
 from typing import Any
 
 from langchain_ltm import _clock
-from langchain_ltm._filters import Condition
+from langchain_ltm._filters import Condition, matches
 from langchain_ltm._labels import encode_label
 from langchain_ltm._steps import Logic, call
-from langchain_ltm.backends.base import Record, SearchRequest, is_alive
+from langchain_ltm.backends.base import Record, SearchRequest, StoredItem, is_alive
 from langchain_ltm.errors import InvalidFactError
 from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts.context import FactContext
-from langchain_ltm.facts.import_records import ImportMode, as_record_list, parse_record
+from langchain_ltm.facts.import_records import (
+    ImportMode,
+    RefusedText,
+    as_record_list,
+    parse_record,
+)
 from langchain_ltm.facts.model import Fact, RememberResult
 from langchain_ltm.facts.reads import list_all
 from langchain_ltm.facts.text import content_hash
@@ -59,6 +64,17 @@ class ImportResult:
             ``records`` of the record the text came from, and the text. An earlier text
             whose own ``expires_at`` had passed is left out, so a record may bring fewer
             results than it has texts.
+        refused: ``(id, why)`` of each exported record left out because a text of it
+            (current, or an earlier one not expired) is one this store does not take:
+            longer than its ``max_fact_chars``, a NUL, no content (an item another
+            client put, such as LangMem's ``{"content": ...}``, or an export of a store
+            with a higher limit). The other records are imported.
+        conflict_texts: ``(id, texts)`` of each record in ``conflicts`` bringing texts
+            (its current one or earlier ones, oldest first) that the user holds nowhere,
+            as a fact, a version or another client's item: say another fact took the
+            record's current text, its earlier texts are then in the records only. Nothing
+            is written for them; import those records with ``mode="merge"`` to fold the
+            texts into the stored facts (as earlier versions when they were said before).
 
     Example:
         >>> ImportResult("merge").counts()
@@ -72,6 +88,8 @@ class ImportResult:
     dry_run: bool = False
     expired: tuple[str, ...] = ()
     sources: tuple[tuple[int, str], ...] = ()
+    refused: tuple[tuple[str, str], ...] = ()
+    conflict_texts: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def counts(self) -> dict[str, int]:
         """How many texts got each action (merge)."""
@@ -107,16 +125,21 @@ def import_user(
     records = as_record_list(records)
     if names is None:
         names = [f"record {line}" for line in range(1, len(records) + 1)]
-    parsed = [
-        parse_record(ctx, record, name, user_id, mode == "restore", as_stored)
-        for name, record in zip(names, records, strict=True)
-    ]
+    parsed: list[tuple[Fact, bool, bool]] = []
+    places: list[int] = []  # each parsed record's place in records
+    refused: list[tuple[str, str]] = []
+    for n, (name, record) in enumerate(zip(names, records, strict=True)):
+        try:
+            parsed.append(parse_record(ctx, record, name, user_id, mode == "restore", as_stored))
+            places.append(n)
+        except RefusedText as exc:  # an exported text this store does not take: that record
+            if as_stored:  # a copy (ltm migrate) is whole or fails, naming what it cannot take
+                raise
+            refused.append((str(record["id"]), str(exc)))
     now = _clock.utcnow()
     gone = [f.expires_at is not None and f.expires_at <= now for f, _, _ in parsed]
     expired = tuple(f.id for (f, _, _), out in zip(parsed, gone, strict=True) if out)
-    live = [
-        (n, record) for n, (record, out) in enumerate(zip(parsed, gone, strict=True)) if not out
-    ]
+    live = [(n, record) for n, record, out in zip(places, parsed, gone, strict=True) if not out]
     if (
         mode == "restore"
         and any(f.expires_at for _, (f, _, _) in live)
@@ -127,7 +150,7 @@ def import_user(
             "does not support TTL; import them into an engine that does (or remove the field)."
         )
     if mode == "restore":
-        _one_record_per_id(parsed)
+        _one_record_per_id(parsed, places)
     exact = [fact for _, (fact, has_id, _) in live if has_id and mode == "restore"]
     loose = [
         (n, fact, dated) for n, (fact, has_id, dated) in live if not (has_id and mode == "restore")
@@ -139,7 +162,7 @@ def import_user(
         merged = yield from _merge(ctx, user_id, [(f, d) for _, f, d in loose], dry_run)
         sources = tuple((n, v.content) for n, fact, _ in loose for v in fact.versions)
         result = dataclasses.replace(result, results=tuple(merged), sources=sources)
-    return dataclasses.replace(result, expired=expired)
+    return dataclasses.replace(result, expired=expired, refused=tuple(refused))
 
 
 def _merge(
@@ -239,54 +262,50 @@ def _restore(
     row = {text: i for i, text in enumerate(texts)}
     held = yield from ctx.locks.acquire(ctx.backend, label)
     try:
-        (same_text,) = yield call(
-            ctx.backend, "search", SearchRequest(namespace, None, with_hashes(list(seen)), None, 0)
+        # one read of the user's items under the lock (not three searches): the facts
+        # holding the records' texts, the items other clients put with a text, and the
+        # records' stored versions are each picked out of it with the filter its search had
+        (everything,) = yield call(
+            ctx.backend, "search", SearchRequest(namespace, None, (), None, 0)
         )
         now = _clock.utcnow()
-        same_text = [h for h in same_text if h.item.namespace == namespace]  # not a child's
+        items = [h.item for h in everything if h.item.namespace == namespace]  # not a child's
+        hashes = with_hashes(list(seen))
+        same_text = [i for i in items if matches(i.value, hashes)]
         # a fact whose TTL has passed is gone (if not yet swept): it holds no text, and its
         # row goes in this write (Postgres' fact-hash constraint would still see it)
-        gone = [h.item for h in same_text if not is_alive(h.item, now)]
-        same_text = [h for h in same_text if is_alive(h.item, now)]
+        gone = [i for i in same_text if not is_alive(i, now)]
+        same_text = [i for i in same_text if is_alive(i, now)]
         # the text an item holds, not the hash it stores: a value a client copied under
         # another key carried the old text's (earlier releases kept it)
         owner = {
-            content_hash(text): h.item.key
-            for h in same_text
-            if isinstance(text := h.item.value.get("content"), str)
+            content_hash(text): i.key
+            for i in same_text
+            if isinstance(text := i.value.get("content"), str)
         }
         # an item another client put with a text (LangMem's {"content": ...}) has no hash
         # of ours: it holds its text all the same, and a restore made a second fact of it
-        (puts,) = yield call(
-            ctx.backend, "search", SearchRequest(namespace, None, _CLIENT_TEXTS, None, 0, now)
-        )
-        for hit in puts:
-            text = hit.item.value.get("content")
-            if hit.item.namespace == namespace and isinstance(text, str) and text.strip():
-                owner.setdefault(content_hash(text), hit.item.key)
+        for item in items:
+            text = item.value.get("content")
+            if (
+                is_alive(item, now)
+                and matches(item.value, _CLIENT_TEXTS)
+                and isinstance(text, str)
+                and text.strip()
+            ):
+                owner.setdefault(content_hash(text), item.key)
         # each text goes to the fact holding it, else to the first record bringing it
         holder = {**seen, **owner}
         taken = {f.id for f in facts if holder[content_hash(f.content)] != f.id}
         candidates = [f for f in facts if f.id not in taken]
-        stored = yield call(ctx.backend, "get", [(namespace, f.id) for f in candidates])
-        (old_versions,) = yield call(
-            ctx.backend,
-            "search",
-            SearchRequest(
-                namespace,
-                None,
-                (Condition(("version_of",), "$in", [f.id for f in candidates] or [""]),),
-                None,
-                0,
-            ),
-        )
+        by_key = {i.key: i for i in items}
+        stored = [by_key.get(f.id) for f in candidates]
+        ids = {f.id for f in candidates}
+        old_versions = [i for i in items if layout.is_version(i) and i.value["version_of"] in ids]
         # a record may replace the stored fact of its id only if it carries every text of
         # it (an older export restored over newer texts would hide them for good)
-        old_versions = [
-            h for h in old_versions if h.item.namespace == namespace and layout.is_version(h.item)
-        ]
         alive = [i if i is not None and is_alive(i, now) else None for i in stored]
-        live_versions = [h for h in old_versions if is_alive(h.item, now)]
+        live_versions = [i for i in old_versions if is_alive(i, now)]
         held_texts = _stored_texts(candidates, alive, live_versions)
         # ... and only if it is not older than it: a fact written since the export (said
         # again for good, pinned, given new metadata) would get back the record's expiry
@@ -302,32 +321,63 @@ def _restore(
             if f.id in taken or f.id in newer or not held_texts[f.id] <= _record_texts(f)
         )
         restored = [f for f in candidates if f.id not in conflicts]
-        old_versions = [h for h in old_versions if h.item.value.get("version_of") not in conflicts]
+        old_versions = [i for i in old_versions if i.value.get("version_of") not in conflicts]
         records: list[Record] = []
         for fact in restored:
             records.extend(_fact_records(namespace, fact, vectors, row))
         written = {(r.namespace, r.key) for r in records}
-        stale = [
-            (h.item.namespace, h.item.key)
-            for h in old_versions
-            if (h.item.namespace, h.item.key) not in written
-        ]
+        stale = [(i.namespace, i.key) for i in old_versions if (i.namespace, i.key) not in written]
         stale += [(i.namespace, i.key) for i in gone if (i.namespace, i.key) not in written]
         if records and not dry_run:
             yield call(ctx.backend, "write", records, stale)
     finally:
         yield from ctx.locks.release(ctx.backend, held)
-    return ImportResult("restore", restored=len(restored), conflicts=conflicts, dry_run=dry_run)
+    unheld = _not_held([f for f in facts if f.id in conflicts], items, restored, now)
+    return ImportResult(
+        "restore",
+        restored=len(restored),
+        conflicts=conflicts,
+        dry_run=dry_run,
+        conflict_texts=unheld,
+    )
+
+
+def _not_held(
+    conflicts: Sequence[Fact], items: Sequence[StoredItem], restored: Sequence[Fact], now: datetime
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Per conflict record, its texts (current and earlier) that no text of the user matches.
+
+    A record left alone may bring earlier texts the user holds nowhere (another fact took
+    its current text): they are then only in the records, and the result names them.
+    Held: a live item's text (a fact, a version, another client's item, a 0.1 fact's
+    inline history) or a text restored in the same call.
+    """
+    held = {content_hash(v.content) for f in restored for v in f.versions}
+    for item in items:
+        if not is_alive(item, now):
+            continue
+        text = item.value.get("content")
+        if isinstance(text, str):
+            held.add(content_hash(text))
+        held.update(content_hash(v.content) for v in layout.legacy_history(item))
+    out = []
+    for fact in conflicts:
+        texts = dict.fromkeys(
+            v.content for v in fact.versions if content_hash(v.content) not in held
+        )
+        if texts:
+            out.append((fact.id, tuple(texts)))
+    return tuple(out)
 
 
 _CLIENT_TEXTS = (*layout.CURRENT_FACTS, Condition(("content_hash",), "$exists", False))
 """Current items of a user's namespace that another client put (no ``content_hash``)."""
 
 
-def _one_record_per_id(parsed: Sequence[tuple[Fact, bool, bool]]) -> None:
+def _one_record_per_id(parsed: Sequence[tuple[Fact, bool, bool]], places: Sequence[int]) -> None:
     """Raise InvalidFactError when two records of a restore carry the same ``id``."""
     first: dict[str, int] = {}
-    for line, (fact, has_id, _) in enumerate(parsed, 1):
+    for line, (fact, has_id, _) in zip((n + 1 for n in places), parsed, strict=True):
         if not has_id:
             continue
         if fact.id in first:
@@ -355,8 +405,8 @@ def _stored_texts(
         value = item.value
         texts = [value.get("content"), *(value.get("history") or ())]  # 0.1: inline history
         held[fact.id].update(content_hash(t) for t in texts if isinstance(t, str) and t)
-    for hit in versions:
-        text, owner = hit.item.value.get("content"), hit.item.value.get("version_of")
+    for item in versions:
+        text, owner = item.value.get("content"), item.value.get("version_of")
         if isinstance(text, str) and text and owner in held:
             held[owner].add(content_hash(text))
     return held

@@ -2098,3 +2098,77 @@ async def test_an_observed_at_out_of_range_in_utc_is_refused(mem):
         with pytest.raises(InvalidFactError):
             await mem.import_user("u1", [{**record, "id": "f1"}], mode=mode)
     assert await mem.list_all("u1") == []
+
+
+async def test_an_export_with_a_client_text_the_store_does_not_take_restores_the_rest(mem):
+    """An export holds the texts other clients put (LangMem's ``{"content": ...}``): one
+    longer than the store's max_fact_chars, or with a NUL, made the whole import refused,
+    so none of the user's other records came back. That record alone is refused now,
+    named with why; every other record is restored (restore and merge)."""
+    source = LongTermMemoryStore(InMemoryVectorStore(KeywordEmbeddings(64)), max_fact_chars=5000)
+    source.remember("u1", ["I live in Paris", "I like green tea"])
+    namespace = source.user_namespace("u1")
+    source.put(namespace, "langmem-long", {"content": "notes " * 500})  # 3,000 characters
+    source.put(namespace, "langmem-nul", {"content": "a \x00 b"})
+    records = source.export_user("u1")
+    assert len(records) == 4
+    for mode, user in (("restore", "u1"), ("merge", "u2")):
+        done = await mem.import_user(user, records, mode)
+        assert [(i, why.split(":")[0]) for i, why in done.refused] == [
+            ("langmem-long", "record 3"),
+            ("langmem-nul", "record 4"),
+        ]
+        assert "3,000 characters long" in done.refused[0][1] and "NUL" in done.refused[1][1]
+        kept = sorted(f.content for f in await mem.list_all(user))
+        assert kept == ["I like green tea", "I live in Paris"]
+    # a record without an id is new input, checked as remember's: still refused whole
+    with pytest.raises(InvalidFactError, match="record 2: content is 3,000"):
+        await mem.import_user("u3", [{"content": "ok fact"}, {"content": "x " * 1500}])
+
+
+async def test_a_conflict_names_the_texts_the_user_holds_nowhere(mem):
+    """A record left alone (another fact of the user took its current text) brought
+    earlier texts the user held nowhere: the result said only "conflict", and those texts
+    were in the export alone. The result names them; a merge of that record folds them
+    in as earlier versions."""
+    source = LongTermMemoryStore(InMemoryVectorStore(KeywordEmbeddings(64)))
+    source.remember("u1", "I live in Paris")
+    source.remember("u1", "I live in Berlin now")
+    (record,) = source.export_user("u1")
+    assert [v["content"] for v in record["history"]] == ["I live in Paris"]
+    await mem.remember("u1", "I live in Berlin now")  # said again since, as another fact
+    for dry_run in (True, False):
+        done = await mem.import_user("u1", [record], dry_run=dry_run)
+        assert done.conflicts == (record["id"],)
+        assert done.conflict_texts == ((record["id"], ("I live in Paris",)),)
+    merged = await mem.import_user("u1", [record], "merge")
+    assert [r.action for r in merged.results][-1] == "duplicate"
+    (fact,) = await mem.list_all("u1")
+    assert [v.content for v in fact.versions] == ["I live in Paris", "I live in Berlin now"]
+    # nothing is named once the user holds every text of the record
+    again = await mem.import_user("u1", [record])
+    assert again.conflicts == (record["id"],) and again.conflict_texts == ()
+
+
+def test_a_restore_reads_the_users_items_once_under_the_lock(store):
+    """A restore batch searched the user's items three times under the user's lock (the
+    facts holding its texts, other clients' texts, the records' versions): one read now."""
+    store.remember("u1", "I live in Paris")
+    records = [
+        *store.export_user("u1"),
+        {"id": "r2", "content": "I like green tea", "history": [{"content": "I like tea"}]},
+    ]
+    backend = store._facts.backend
+    searches = []
+    search = backend.search
+
+    def counting(request):
+        searches.append(request)
+        return search(request)
+
+    backend.search = counting
+    try:
+        done = store.import_user("u1", records)
+    finally:
+        del backend.search
+    assert done.restored == 2 and len(searches) == 1
