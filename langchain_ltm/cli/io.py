@@ -15,7 +15,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -220,6 +220,8 @@ class ImportRow:
     similarity: float | None = None
     reason: str | None = None
     similar: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    not_held: list[str] = dataclasses.field(default_factory=list)
+    """A conflict's texts the user holds nowhere (in the file only; --merge folds them in)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The row as a JSON-ready dict."""
@@ -236,11 +238,17 @@ class ImportReport:
     rows: list[ImportRow] = dataclasses.field(default_factory=list)
 
     def restored(
-        self, batch: list[ImportLine], conflicts: Sequence[str], expired: Sequence[str] = ()
+        self,
+        batch: list[ImportLine],
+        conflicts: Sequence[str],
+        expired: Sequence[str] = (),
+        not_held: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         """Record a restored batch (a conflict: the user has the text as another fact).
 
         ``expired``: the ids left out because their ``expires_at`` had passed.
+        ``not_held``: per conflict id, its texts the user holds nowhere
+        (``ImportResult.conflict_texts``).
         """
         for line in batch:
             fact_id = str(line.record["id"])
@@ -251,7 +259,10 @@ class ImportReport:
                 if fact_id in conflicts
                 else "restored"
             )
-            self.rows.append(ImportRow(line.number, action, fact_id, line.record["content"]))
+            row = ImportRow(line.number, action, fact_id, line.record["content"])
+            if action == "conflict":
+                row.not_held = list((not_held or {}).get(fact_id, ()))
+            self.rows.append(row)
 
     def merged(
         self,
@@ -311,8 +322,11 @@ class ImportReport:
         data["rejected_lines"] = [
             {"line": r.line, "reason": r.reason} for r in self.rows if r.action == "rejected"
         ]
+        # a conflict bringing texts the user holds nowhere names them (they are in the file only)
         data["conflict_lines"] = [
-            {"line": r.line, "id": r.id} for r in self.rows if r.action == "conflict"
+            {"line": r.line, "id": r.id, **({"not_held": r.not_held} if r.not_held else {})}
+            for r in self.rows
+            if r.action == "conflict"
         ]
         if self.dry_run:
             data["lines"] = [row.to_dict() for row in self.rows]
@@ -344,7 +358,11 @@ class ImportReport:
         rejected = [[str(r.line), str(r.reason)] for r in self.rows if r.action == "rejected"]
         if rejected:
             text += "\n\n" + table(["LINE", "REJECTED BECAUSE"], rejected)
-        conflicts = [[str(r.line), str(r.id)] for r in self.rows if r.action == "conflict"]
+        conflicts = [
+            [str(r.line), str(r.id) + _not_held_note(r)]
+            for r in self.rows
+            if r.action == "conflict"
+        ]
         if conflicts:
             text += (
                 "\n\n"
@@ -361,13 +379,21 @@ class ImportReport:
         return text
 
 
+def _not_held_note(row: ImportRow) -> str:
+    """A conflict's texts the user holds nowhere: they are only in the file."""
+    if not row.not_held:
+        return ""
+    texts = "; ".join(repr(t if len(t) <= 60 else t[:57] + "...") for t in row.not_held)
+    return f" (texts the user holds nowhere, only in this file: {texts})"
+
+
 def _row_note(row: ImportRow) -> str:
     if row.action == "updated":
         return f"  (new version of: {row.previous}; similarity {row.similarity or 0:.2f})"
     if row.action == "rejected":
         return f"  ({row.reason})"
     if row.action == "conflict":
-        return "  (the user has this text as another fact)"
+        return "  (the user has this text as another fact)" + _not_held_note(row)
     if row.similar:
         close = "; ".join(f"{s['id']} {s['content']!r} {s['score']:.2f}" for s in row.similar)
         return f"  (kept apart from similar: {close})"

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_ltm.facts import validate_text
-from langchain_ltm.facts.import_records import check_record
+from langchain_ltm.facts.import_records import RefusedText, check_record
 
 __all__ = ["ImportLine", "InputError", "read_import_jsonl"]
 
@@ -35,6 +35,8 @@ class ImportLine:
 
     number: int
     record: dict[str, Any]
+    refused: str | None = None
+    """Why the store does not take a text of this exported line (it is not imported)."""
 
     @property
     def exported(self) -> bool:
@@ -81,7 +83,7 @@ def read_import_jsonl(
                 f"{where}: it holds a number of more than 4,300 digits, which is not read; "
                 "write such a value as a string"
             ) from exc
-        record = _import_record(obj, line, where, max_chars)
+        record, refused = _import_record(obj, line, where, max_chars)
         # two lines with one text are a conflict of the second (an export holds them when a
         # client put a text twice); two with one id would keep only one of their texts
         if record.get("id") is not None:
@@ -91,12 +93,18 @@ def read_import_jsonl(
                     "fact per id: remove one of them, or import with --merge."
                 )
             ids[record["id"]] = number
-        out.append(ImportLine(number, record))
+        out.append(ImportLine(number, record, refused))
     return out
 
 
-def _import_record(obj: Any, line: str, where: str, max_chars: int) -> dict[str, Any]:
+def _import_record(
+    obj: Any, line: str, where: str, max_chars: int
+) -> tuple[dict[str, Any], str | None]:
     """The record ``import_user`` is given for one line, checked by its own parser.
+
+    With why the store does not take a text of an exported line (with an ``id``: another
+    client's item, a text longer than ``max_chars``), which ``ltm import`` then lists as
+    rejected while importing the others (:class:`RefusedText`).
 
     Every field passes on as the line has it (a null is a missing field), so the command
     and the API read a line the same way: each earlier version keeps its own times,
@@ -109,9 +117,13 @@ def _import_record(obj: Any, line: str, where: str, max_chars: int) -> dict[str,
     if not isinstance(text, str):
         shown = line if len(line) <= 60 else line[:57] + "..."
         raise InputError(f"{where}: {_LINE_HINT}; got {shown}")
-    content = validate_text(text, f"{where}: fact", max_chars)
     fields = obj if isinstance(obj, dict) else {}
     record = {k: v for k, v in fields.items() if v is not None and k != "fact"}
-    record["content"] = content
-    check_record(record, where, max_chars)
-    return record
+    if record.get("id") is None:
+        text = validate_text(text, f"{where}: fact", max_chars)
+    record["content"] = text
+    try:
+        check_record(record, where, max_chars)
+    except RefusedText as exc:
+        return record, str(exc)
+    return record, None

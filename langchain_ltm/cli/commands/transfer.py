@@ -39,22 +39,59 @@ from langchain_ltm.store import LongTermMemoryStore
 
 
 def cmd_export(session: Session) -> int:
-    """``ltm export``: the user's facts as JSON Lines, to stdout or a file."""
+    """``ltm export``: the user's facts as JSON Lines, to stdout or a file.
+
+    The summary counts what of the user's namespace the file holds besides facts
+    ``remember`` wrote (items another client put with a text ``content``: LangMem's
+    memories) and what it leaves out (other items, without a text ``content``: a profile,
+    a document), which ``ltm export-user-data`` includes.
+    """
     store = session.store
     count = session.counter(store.user_namespace(session.user))  # facts and their versions
     with session.progress("export", "items", count).step():
         records = store.export_user(session.user)
+    clients, others = _client_items(store, session.user)
     lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    left_out = (
+        f"; left out {plural(others, 'other item')} without a text content (a profile or "
+        "document another client put: `ltm export-user-data` includes them)"
+        if others
+        else ""
+    )
     path = session.output_path()
     if path is None:
         session.out.write(lines)
+        if others:  # stdout holds the file: the note goes to stderr
+            print(f"ltm: {left_out[2:]}.", file=session.err)
         return EXIT_OK
     write_atomically(path, lines)
+    of_clients = f" ({clients} of them items another client put with a text)" if clients else ""
     session.emit(
-        {"user_id": session.user, "path": str(path), "exported": len(records)},
-        f"Exported {plural(len(records), 'fact')} of user {session.user!r} to {path}.",
+        {
+            "user_id": session.user,
+            "path": str(path),
+            "exported": len(records),
+            "client_items": clients,
+            "other_items_left_out": others,
+        },
+        f"Exported {plural(len(records), 'fact')}{of_clients} of user {session.user!r} to "
+        f"{path}{left_out}.",
     )
     return EXIT_OK
+
+
+def _client_items(store: LongTermMemoryStore, user: str) -> tuple[int, int]:
+    """How many of the user's items another client put with a text, and without one.
+
+    With a text ``content`` (no ``content_hash``: not written by ``remember``) an export
+    holds it as a fact; without one it is left out.
+    """
+    namespace = store.user_namespace(user)
+    (hits,) = store.backend.search(SearchRequest(namespace, None, (), None, 0, utcnow()))
+    mine = [h.item for h in hits if h.item.namespace == namespace]
+    texts = sum(1 for i in mine if layout.is_fact(i) and "content_hash" not in i.value)
+    others = sum(1 for i in mine if not layout.is_fact(i) and not layout.is_version(i))
+    return texts, others
 
 
 def cmd_import(session: Session) -> int:
@@ -73,7 +110,9 @@ def cmd_import(session: Session) -> int:
     for line in lines:
         # what the line would store: its text, metadata and earlier versions still alive
         where = f"{args.file}, line {line.number}"
-        reason = record_secret(line.record, where, store.max_fact_chars, guard) if guard else None
+        reason = line.refused  # a text the store does not take (a client's long item)
+        if reason is None and guard:
+            reason = record_secret(line.record, where, store.max_fact_chars, guard)
         if reason:  # not stored, like a secret given to remember; the other lines are
             report.rows.append(ImportRow(line.number, "rejected", None, "-", reason=reason))
         elif line.exported and not args.merge:
@@ -96,7 +135,7 @@ def cmd_import(session: Session) -> int:
             done = store.import_user(
                 session.user, [x.record for x in batch], "restore", dry_run=args.dry_run
             )
-            report.restored(batch, done.conflicts, done.expired)
+            report.restored(batch, done.conflicts, done.expired, dict(done.conflict_texts))
             progress.advance(len(batch))
         # a dry run decides every merged line in one call, so lines see the ones before them
         size = len(merge) if args.dry_run else args.batch_size
