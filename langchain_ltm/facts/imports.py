@@ -19,10 +19,10 @@ from datetime import datetime
 from typing import Any
 
 from langchain_ltm import _clock
-from langchain_ltm._filters import Condition, matches
+from langchain_ltm._filters import Condition
 from langchain_ltm._labels import encode_label
 from langchain_ltm._steps import Logic, call
-from langchain_ltm.backends.base import Record, SearchRequest, StoredItem, is_alive
+from langchain_ltm.backends.base import Hit, Record, SearchRequest, StoredItem, is_alive
 from langchain_ltm.errors import InvalidFactError
 from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts.context import FactContext
@@ -262,50 +262,54 @@ def _restore(
     row = {text: i for i, text in enumerate(texts)}
     held = yield from ctx.locks.acquire(ctx.backend, label)
     try:
-        # one read of the user's items under the lock (not three searches): the facts
-        # holding the records' texts, the items other clients put with a text, and the
-        # records' stored versions are each picked out of it with the filter its search had
-        (everything,) = yield call(
-            ctx.backend, "search", SearchRequest(namespace, None, (), None, 0)
+        (same_text,) = yield call(
+            ctx.backend, "search", SearchRequest(namespace, None, with_hashes(list(seen)), None, 0)
         )
         now = _clock.utcnow()
-        items = [h.item for h in everything if h.item.namespace == namespace]  # not a child's
-        hashes = with_hashes(list(seen))
-        same_text = [i for i in items if matches(i.value, hashes)]
+        same_text = [h for h in same_text if h.item.namespace == namespace]  # not a child's
         # a fact whose TTL has passed is gone (if not yet swept): it holds no text, and its
         # row goes in this write (Postgres' fact-hash constraint would still see it)
-        gone = [i for i in same_text if not is_alive(i, now)]
-        same_text = [i for i in same_text if is_alive(i, now)]
+        gone = [h.item for h in same_text if not is_alive(h.item, now)]
+        same_text = [h for h in same_text if is_alive(h.item, now)]
         # the text an item holds, not the hash it stores: a value a client copied under
         # another key carried the old text's (earlier releases kept it)
         owner = {
-            content_hash(text): i.key
-            for i in same_text
-            if isinstance(text := i.value.get("content"), str)
+            content_hash(text): h.item.key
+            for h in same_text
+            if isinstance(text := h.item.value.get("content"), str)
         }
         # an item another client put with a text (LangMem's {"content": ...}) has no hash
         # of ours: it holds its text all the same, and a restore made a second fact of it
-        for item in items:
-            text = item.value.get("content")
-            if (
-                is_alive(item, now)
-                and matches(item.value, _CLIENT_TEXTS)
-                and isinstance(text, str)
-                and text.strip()
-            ):
-                owner.setdefault(content_hash(text), item.key)
+        (puts,) = yield call(
+            ctx.backend, "search", SearchRequest(namespace, None, _CLIENT_TEXTS, None, 0, now)
+        )
+        for hit in puts:
+            text = hit.item.value.get("content")
+            if hit.item.namespace == namespace and isinstance(text, str) and text.strip():
+                owner.setdefault(content_hash(text), hit.item.key)
         # each text goes to the fact holding it, else to the first record bringing it
         holder = {**seen, **owner}
         taken = {f.id for f in facts if holder[content_hash(f.content)] != f.id}
         candidates = [f for f in facts if f.id not in taken]
-        by_key = {i.key: i for i in items}
-        stored = [by_key.get(f.id) for f in candidates]
-        ids = {f.id for f in candidates}
-        old_versions = [i for i in items if layout.is_version(i) and i.value["version_of"] in ids]
+        stored = yield call(ctx.backend, "get", [(namespace, f.id) for f in candidates])
+        (old_versions,) = yield call(
+            ctx.backend,
+            "search",
+            SearchRequest(
+                namespace,
+                None,
+                (Condition(("version_of",), "$in", [f.id for f in candidates] or [""]),),
+                None,
+                0,
+            ),
+        )
         # a record may replace the stored fact of its id only if it carries every text of
         # it (an older export restored over newer texts would hide them for good)
+        old_versions = [
+            h for h in old_versions if h.item.namespace == namespace and layout.is_version(h.item)
+        ]
         alive = [i if i is not None and is_alive(i, now) else None for i in stored]
-        live_versions = [i for i in old_versions if is_alive(i, now)]
+        live_versions = [h for h in old_versions if is_alive(h.item, now)]
         held_texts = _stored_texts(candidates, alive, live_versions)
         # ... and only if it is not older than it: a fact written since the export (said
         # again for good, pinned, given new metadata) would get back the record's expiry
@@ -321,17 +325,29 @@ def _restore(
             if f.id in taken or f.id in newer or not held_texts[f.id] <= _record_texts(f)
         )
         restored = [f for f in candidates if f.id not in conflicts]
-        old_versions = [i for i in old_versions if i.value.get("version_of") not in conflicts]
+        old_versions = [h for h in old_versions if h.item.value.get("version_of") not in conflicts]
         records: list[Record] = []
         for fact in restored:
             records.extend(_fact_records(namespace, fact, vectors, row))
         written = {(r.namespace, r.key) for r in records}
-        stale = [(i.namespace, i.key) for i in old_versions if (i.namespace, i.key) not in written]
+        stale = [
+            (h.item.namespace, h.item.key)
+            for h in old_versions
+            if (h.item.namespace, h.item.key) not in written
+        ]
         stale += [(i.namespace, i.key) for i in gone if (i.namespace, i.key) not in written]
+        # a record left alone may bring texts the user holds nowhere (one read of every
+        # text of the user, only for a batch with conflicts)
+        every: list[Hit] = []
+        if conflicts:
+            (every,) = yield call(
+                ctx.backend, "search", SearchRequest(namespace, None, layout.ANY_TEXT, None, 0, now)
+            )
         if records and not dry_run:
             yield call(ctx.backend, "write", records, stale)
     finally:
         yield from ctx.locks.release(ctx.backend, held)
+    items = [h.item for h in every if h.item.namespace == namespace]  # not a child's
     unheld = _not_held([f for f in facts if f.id in conflicts], items, restored, now)
     return ImportResult(
         "restore",
@@ -405,8 +421,8 @@ def _stored_texts(
         value = item.value
         texts = [value.get("content"), *(value.get("history") or ())]  # 0.1: inline history
         held[fact.id].update(content_hash(t) for t in texts if isinstance(t, str) and t)
-    for item in versions:
-        text, owner = item.value.get("content"), item.value.get("version_of")
+    for hit in versions:
+        text, owner = hit.item.value.get("content"), hit.item.value.get("version_of")
         if isinstance(text, str) and text and owner in held:
             held[owner].add(content_hash(text))
     return held

@@ -2148,27 +2148,3 @@ async def test_a_conflict_names_the_texts_the_user_holds_nowhere(mem):
     # nothing is named once the user holds every text of the record
     again = await mem.import_user("u1", [record])
     assert again.conflicts == (record["id"],) and again.conflict_texts == ()
-
-
-def test_a_restore_reads_the_users_items_once_under_the_lock(store):
-    """A restore batch searched the user's items three times under the user's lock (the
-    facts holding its texts, other clients' texts, the records' versions): one read now."""
-    store.remember("u1", "I live in Paris")
-    records = [
-        *store.export_user("u1"),
-        {"id": "r2", "content": "I like green tea", "history": [{"content": "I like tea"}]},
-    ]
-    backend = store._facts.backend
-    searches = []
-    search = backend.search
-
-    def counting(request):
-        searches.append(request)
-        return search(request)
-
-    backend.search = counting
-    try:
-        done = store.import_user("u1", records)
-    finally:
-        del backend.search
-    assert done.restored == 2 and len(searches) == 1
