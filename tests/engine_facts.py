@@ -29,6 +29,7 @@ from tests.unit_tests.test_facts import (
     test_users_are_isolated,
 )
 from tests.unit_tests.test_provenance import (
+    test_a_b_a_gives_one_answer_whatever_the_calls_it_is_split_into,
     test_a_backfill_before_everything_moves_created_at,
     test_a_backfill_richer_than_the_current_text_is_a_fact_of_its_own,
     test_a_backfill_run_again_is_a_duplicate_of_the_version_it_became,
@@ -164,6 +165,7 @@ __all__ = [
     "clock",
     "emb",
     "mem",
+    "test_a_b_a_gives_one_answer_whatever_the_calls_it_is_split_into",
     "test_a_backfill_before_everything_moves_created_at",
     "test_a_backfill_richer_than_the_current_text_is_a_fact_of_its_own",
     "test_a_backfill_run_again_is_a_duplicate_of_the_version_it_became",

@@ -170,12 +170,16 @@ def _merge(
 ) -> Logic[list[RememberResult]]:
     """Re-decide every text, in the order the texts were said, in one ``remember`` batch.
 
-    A text the user already has, current or earlier, is a duplicate: re-importing an export
-    never brings a replaced text back. Each text keeps its metadata and, when the record
-    says when (``valid_from``/``created_at``; a time in the future counts as now), is
-    remembered as said then (``observed_at``). TTLs are not carried (the texts are
-    remembered anew, and may become versions of facts that have their own); records already
-    expired were left out before.
+    A dated text the user already has, current or earlier, said no later than the holding
+    fact's current text began is a duplicate: re-importing an export never brings a
+    replaced text back. An undated text is said now, as in ``remember``: the current text
+    again is a duplicate, a replaced one leads again (the last word wins). Either way a
+    text is decided alike whether an earlier call or an earlier record of this one holds
+    it, so an import split into calls (``ltm import --batch-size``) ends as one call does.
+    Each text keeps its metadata and, when the record says when (``valid_from``/
+    ``created_at``; a time in the future counts as now), is remembered as said then
+    (``observed_at``). TTLs are not carried (the texts are remembered anew, and may become
+    versions of facts that have their own); records already expired were left out before.
     """
     now = _clock.utcnow()
     said = [
@@ -183,15 +187,20 @@ def _merge(
         for fact, dated in facts
         for v in fact.versions
     ]
-    stored: list[Fact] = yield from list_all(ctx, user_id, refresh_ttl=False)
-    # a text the user holds for good is a duplicate; one held only with an expiry goes
-    # through remember, which makes it last (as any text said again without a TTL)
-    known = {
-        content_hash(v.content): f
-        for f in stored
-        for v, expires in [*((h, h.expires_at) for h in f.history), (f.versions[-1], f.expires_at)]
-        if expires is None
-    }
+    known: dict[str, Fact] = {}
+    if any(at is not None for _, at in said):  # only a dated text can be held already
+        stored: list[Fact] = yield from list_all(ctx, user_id, refresh_ttl=False)
+        # a text the user holds for good is a duplicate; one held only with an expiry goes
+        # through remember, which makes it last (as any text said again without a TTL)
+        known = {
+            content_hash(v.content): f
+            for f in stored
+            for v, expires in [
+                *((h, h.expires_at) for h in f.history),
+                (f.versions[-1], f.expires_at),
+            ]
+            if expires is None
+        }
     # ... unless the record says it after the stored fact's current text began: the user
     # said it again since (Paris, Berlin, Paris again), and the last word must lead
     fresh = [(v, at) for v, at in said if not _held_already(known, v.content, at)]
@@ -237,12 +246,13 @@ def _merge(
 def _held_already(known: Mapping[str, Fact], text: str, said_at: datetime | None) -> bool:
     """Whether a merged text is one the user holds already, as said then (a duplicate).
 
-    An undated text counts as said now: one the user holds, current or replaced, stays as
-    it is (re-importing an export never brings a replaced text back). A dated one is new
-    if it was said after the holding fact's current text began.
+    A dated text is, unless it was said after the holding fact's current text began. An
+    undated one is said now, after it: ``remember`` decides it (the current text again is
+    its duplicate there), so an earlier call holding it decides nothing an earlier record
+    of the same call would not.
     """
     fact = known.get(content_hash(text))
-    return fact is not None and (said_at is None or said_at <= fact.valid_from)
+    return fact is not None and said_at is not None and said_at <= fact.valid_from
 
 
 def _restore(

@@ -799,6 +799,31 @@ def test_a_dry_run_import_creates_no_store(ltm, tmp_path, form):
     assert code == (0 if form == "default" else 1), err  # the default store reads as empty
 
 
+@pytest.mark.parametrize("mode", [[], ["--merge"]])
+def test_an_import_ends_alike_at_every_batch_size_and_as_its_dry_run_says(ltm, tmp_path, mode):
+    """An import of "one kid", "two kids", "one kid": the dry run (one call) and a batch
+    holding all three made "one kid" current again; `--batch-size 1` or 2 (or the default
+    256 with the repeat past line 256) kept "two kids" current, the last line a duplicate
+    of the replaced text."""
+    path = tmp_path / "kids.jsonl"
+    texts = ["I have one kid", "I have two kids", "I have one kid"]
+    path.write_text("".join(json.dumps(t) + "\n" for t in texts), encoding="utf-8")
+    counts = ("created", "duplicate", "updated")
+    code, out, err = ltm("import", "--user", "a", str(path), *mode, "--dry-run", "--json")
+    assert (code, err) == (0, "")
+    said = as_json(out)
+    assert [r["action"] for r in said["lines"]] == ["created", "updated", "updated"]
+    for size in ("1", "2", "3"):
+        url = f"sqlite:///{tmp_path}/b{size}.db"
+        args = ("import", "--user", "a", str(path), *mode, "--batch-size", size, "--json")
+        code, out, err = ltm(*args, store_url=url)
+        assert (code, err) == (0, "")
+        assert {k: as_json(out)[k] for k in counts} == {k: said[k] for k in counts}, size
+        (fact,) = as_json(ltm("list", "--user", "a", "--json", store_url=url)[1])
+        assert fact["content"] == "I have one kid", size
+        assert [h["content"] for h in fact["history"]] == texts[:2]
+
+
 def test_import_merge_dry_run_threshold(ltm, tmp_path):
     ltm("remember", "--user", "alice", "Likes black tea", "Lives in Paris")
     before = as_json(ltm("list", "--user", "alice", "--json")[1])

@@ -319,6 +319,32 @@ async def test_the_last_of_a_b_a_in_one_batch_is_current(mem):
     assert [f.content for f in await mem.list_all("u2")] == [ONE]
 
 
+async def test_a_b_a_gives_one_answer_whatever_the_calls_it_is_split_into(mem):
+    """An import re-decided a text against what was stored before its call only: "one kid",
+    "two kids", "one kid" in one call ended on "one kid", split into calls (``ltm import
+    --batch-size 1`` or 2, or a repeat past line 256) the third was a duplicate of the
+    replaced text and "two kids" stayed current, so the dry run (one call) reported what
+    the import did not do. A text said again follows remember's rule in every call."""
+    texts = [ONE, TWO, ONE]
+    for mode in ("merge", "restore"):  # a plain line is merged in a restore too
+        for size in (1, 2, 3):
+            user = f"{mode}{size}"
+            actions = []
+            for start in range(0, len(texts), size):
+                part = await mem.import_user(user, texts[start : start + size], mode)
+                actions += [r.action for r in part.results]
+            assert actions == ["created", "updated", "updated"], (mode, size)
+            (fact,) = await mem.list_all(user)
+            assert [v.content for v in fact.versions] == [ONE, TWO, ONE], (mode, size)
+    # remember agrees, one call or three
+    together = await mem.remember("r1", texts)
+    apart = [await mem.remember("r3", text) for text in texts]
+    assert [r.action for r in together] == [r.action for r in apart]
+    for user in ("r1", "r3"):
+        (fact,) = await mem.list_all(user)
+        assert [v.content for v in fact.versions] == [ONE, TWO, ONE]
+
+
 async def test_a_text_said_twice_in_a_merge_keeps_each_time_and_metadata(mem):
     records = [
         {"content": ONE, "valid_from": "2020-01-01T00:00:00Z", "metadata": {"s": 1}},

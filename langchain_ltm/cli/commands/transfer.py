@@ -138,6 +138,7 @@ def cmd_import(session: Session) -> int:
             report.restored(batch, done.conflicts, done.expired, dict(done.conflict_texts))
             progress.advance(len(batch))
         # a dry run decides every merged line in one call, so lines see the ones before them
+        # (a text said again is decided alike in one call or split into batches)
         size = len(merge) if args.dry_run else args.batch_size
         for batch in _chunks(merge, size):
             done = store.import_user(
@@ -151,7 +152,7 @@ def cmd_import(session: Session) -> int:
             print(
                 f"ltm: {progress.done} of {progress.total} facts were stored before the "
                 "failure; importing the file again is safe (restored facts are written as "
-                "they were, merged ones come back duplicate).",
+                "they were, merged lines are decided again and lose no text).",
                 file=session.err,
             )
         raise
