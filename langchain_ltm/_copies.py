@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from langgraph.store.base import PutOp
 
 from langchain_ltm._ops import plan_batch
 from langchain_ltm._steps import Logic, call
-from langchain_ltm.backends.base import Record, StoredItem
+from langchain_ltm.backends.base import ItemKey, Record, StoredItem
+from langchain_ltm.facts.client_puts import unique_hashes
 
 if TYPE_CHECKING:
     from langchain_ltm.store import LongTermMemoryStore
@@ -65,7 +66,7 @@ def copy_items(
     paths: Sequence[Sequence[str] | None],
     *,
     keep_ttl: bool,
-) -> Logic[None]:
+) -> Logic[dict[ItemKey, dict[str, Any]]]:
     """Write ``items`` into ``store`` (a ``LongTermMemoryStore``) as they were stored.
 
     Args:
@@ -75,6 +76,10 @@ def copy_items(
             ``None`` where unknown).
         keep_ttl: Whether the target keeps TTLs (``store.supports_ttl``); otherwise the
             copies never expire.
+
+    Returns:
+        The values written, by item: as the source holds them, but on Postgres without the
+        ``content_hash`` of a fact's text another item of the namespace holds.
     """
     puts = [
         PutOp(item.namespace, item.key, item.value, index=index_fields(item_paths))
@@ -113,5 +118,9 @@ def copy_items(
                 expires_at=item.expires_at if keep_ttl else None,
             )
         )
+    # Postgres lets one item of a namespace hold a fact's hash: a second copy of a fact's
+    # value (a snapshot's) goes without it, as a put of it would
+    records = yield from unique_hashes(store._facts, records, [])
     if records:
         yield call(store.backend, "write", records, [])
+    return {(r.namespace, r.key): r.value for r in records}

@@ -333,6 +333,9 @@ class DuplicateFactError(BackendError):
         True
     """
 
+    detail: str = ""
+    """The database's own account of the conflict (Postgres' ``DETAIL``), when it gave one."""
+
 
 class RecallTargetError(LTMError, ValueError):
     """A broad-scope walk of the HNSW index cannot reach the recall a calibration asked for.

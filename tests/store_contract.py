@@ -226,6 +226,44 @@ class BaseStoreContract:
         assert (await api.get(NS, "k")).value == {"c": 3}
         assert [h.value for h in await api.search(NS)] == [{"c": 3}]
 
+    async def test_a_clients_own_fields_over_a_text_are_kept_as_put(self, api):
+        """A put over a text item of a user's namespace wrote the put's time over the
+        client's own ``valid_from`` and a count over its list of ``versions`` (and, with a
+        ``version_of`` field, a hash over its own); InMemoryStore keeps what was put. (A
+        text put over another without a ``valid_from`` gets one in a user's namespace: when
+        it took over.)"""
+        puts = [
+            ("contract", {"content": "Lease for flat 3", "valid_from": "2025-01-01"}),
+            ("contract", {"content": "Lease for flat 4", "valid_from": "2026-03-01"}),
+            ("doc", {"content": "draft", "content_hash": "sha1:ab", "versions": ["r1", "r2"]}),
+            ("doc", {"content": "final", "content_hash": "sha1:cd", "versions": ["r1", "r3"]}),
+            ("x", {"content": "Q report", "content_hash": "any", "versions": 1, "version_of": "d"}),
+        ]
+        for key, value in puts:  # every field as put (a fact's valid_from may be added)
+            await api.put(NS, key, value)
+            got = (await api.get(NS, key)).value
+            assert as_json({field: got.get(field) for field in value}) == as_json(value)
+
+    async def test_copies_of_a_fact_shaped_value_under_other_keys_are_all_stored(self, api):
+        """Postgres refused a second copy of a value with ``content``, ``content_hash`` and
+        ``versions`` under another key of a namespace outside the users' (a snapshot of a
+        fact's value): ``DuplicateFactError``. Every copy is stored; on Postgres a second
+        copy of a fact's hash in one namespace goes without it, which its fact-hash
+        constraint keeps to one item; a client's own document with a list of versions is
+        no fact's value and is stored as put everywhere."""
+        fact = {"content": "I live in Berlin", "content_hash": "abc", "versions": 0}
+        doc = {"content": "same file body", "content_hash": "sha-of-file", "versions": [1, 2]}
+        for ns in (("snapshots", "u1"), (*NS, "backup")):
+            for key in ("a", "b"):
+                await api.put(ns, key, dict(fact))
+                await api.put(ns, f"doc-{key}", dict(doc))
+            first, second = [(await api.get(ns, key)).value for key in ("a", "b")]
+            assert first == fact
+            assert second == fact or second == {"content": "I live in Berlin", "versions": 0}
+            for key in ("doc-a", "doc-b"):
+                assert (await api.get(ns, key)).value == doc
+            assert keys(await api.search(ns)) == ["a", "b", "doc-a", "doc-b"]
+
     async def test_delete(self, api):
         await api.put(NS, "k", {"v": 1})
         await api.put(NS, "other", {"v": 2})

@@ -18,8 +18,9 @@ every write of facts):
 - is refused when its value has no text ``content`` (``ValueError``): the fact and its
   versions would be left as an item that is no fact, their texts out of every export.
 
-Every put into a user's namespace whose value is in the fact layout (a ``content_hash``
-and a ``versions`` count: a fact's value, read and put back, under its key or another)
+Every put into a user's namespace whose value is in the fact layout
+(``versions.holds_hash``: a ``content_hash``, an integer ``versions`` count and no
+``version_of``: a fact's value, read and put back, under its key or another)
 gets its hash computed again from its text ``content``, or loses it when ``content`` is
 not a text: a copied hash named a text the
 item does not hold, so the fact API took the item for the holder of that text (a restore
@@ -57,7 +58,7 @@ from langchain_ltm.facts.records import embed_versions, with_ttl
 from langchain_ltm.facts.text import content_hash
 from langchain_ltm.facts.writes import with_hashes
 
-__all__ = ["write_puts"]
+__all__ = ["unique_hashes", "write_puts"]
 
 
 def keys_to_read(ctx: FactContext, puts: Iterable[tuple[ItemKey, Any]]) -> list[ItemKey]:
@@ -96,6 +97,11 @@ def write_puts(
         _with_own_hash(r) if ctx.is_user_namespace(r.namespace) and not layout.is_version(r) else r
         for r in upserts
     ]
+    outside = [r for r in upserts if not ctx.is_user_namespace(r.namespace)]
+    if outside:  # as given, but for a hash Postgres lets one item of a namespace hold
+        written = yield from unique_hashes(ctx, outside, deletes)
+        swap = dict(zip(map(id, outside), written, strict=True))
+        upserts = [swap.get(id(r), r) for r in upserts]
     puts = [r for r in upserts if ctx.is_user_namespace(r.namespace) and not layout.is_version(r)]
     gone = [key for key in deletes if ctx.is_user_namespace(key[0])]
     keys = [*_keys(puts), *gone]
@@ -107,7 +113,7 @@ def write_puts(
         {
             r.namespace[-1]
             for r in puts
-            if _in_layout(r.value) or _is_fact(found[(r.namespace, r.key)], now)
+            if layout.holds_hash(r.value) or _is_fact(found[(r.namespace, r.key)], now)
         }
         | {namespace[-1] for namespace, _ in gone}
     )
@@ -168,24 +174,18 @@ def _user_write(
         kept += [k for k in added if (k.namespace, k.key) not in doomed]
         unstored = {(namespace, layout.version_key(item.key, number + 1))}
         removed += sorted(doomed - unstored - {(v.namespace, v.key) for v in inline})
+        # a new text takes over now, unless the value says when it began: a valid_from
+        # of its own (not the replaced text's, carried over by a read-modify-write)
+        began = None if _says_when(item, record.value) or not new_text else switch
         # the same text holds since it did: upgraded_value writes down when it began, as
         # for every rewrite (without it the fact would seem to start now, and an as_of
         # before the put would find nothing)
         record = dataclasses.replace(record, value=layout.upgraded_value(item, record.value))
-        records.append(_as_fact(record, number + new_text, new_text, switch))
+        records.append(_as_fact(record, number + new_text, began))
     records = yield from _one_hash_per_text(ctx, namespace, records, deletes)
     if kept:
         kept = yield from embed_versions(ctx, kept)
     return [*records, *kept], removed
-
-
-def _in_layout(value: Mapping[str, Any]) -> bool:
-    """Whether a put's value is a fact as the fact API writes it (a copied fact's value).
-
-    A hash and a version count: what Postgres' one-fact-per-hash constraint covers. A
-    client's own document with a ``content_hash`` field of its own is none of ours.
-    """
-    return "content_hash" in value and "versions" in value
 
 
 def _with_own_hash(record: Record) -> Record:
@@ -195,7 +195,7 @@ def _with_own_hash(record: Record) -> Record:
     (LangMem's ``{"content": ...}``, a client's document with a hash field of its own).
     """
     value = record.value
-    if not _in_layout(value):
+    if not layout.holds_hash(value):
         return record
     text = value.get("content")
     if isinstance(text, str):
@@ -212,16 +212,41 @@ def _without_hash(record: Record) -> Record:
     return dataclasses.replace(record, value=value)
 
 
+def unique_hashes(
+    ctx: FactContext, records: list[Record], deletes: Sequence[ItemKey]
+) -> Logic[list[Record]]:
+    """``records``, on Postgres each without the hash of a text another item of its namespace holds.
+
+    Postgres keeps one item in the fact layout per text hash and namespace (its constraint
+    cannot tell a user's namespace from any other): a second copy of a fact's value under
+    another key outside the users' namespaces (a snapshot, a backup) was refused with
+    ``DuplicateFactError``, and ``ltm migrate`` of a store holding two failed. The copy is
+    stored without the hash, as in a user's namespace. Other engines store it as given.
+    """
+    if not ctx.backend.capabilities.extra.get("unique_fact_hash"):
+        return records
+    spaces = dict.fromkeys(r.namespace for r in records if layout.holds_hash(r.value))
+    out = {id(r): r for r in records}
+    for namespace in spaces:
+        mine = [r for r in records if r.namespace == namespace]
+        gone = [key for key in deletes if key[0] == namespace]
+        kept = yield from _one_hash_per_text(ctx, namespace, mine, gone)
+        out.update(zip(map(id, mine), kept, strict=True))
+    return [out[id(r)] for r in records]
+
+
 def _one_hash_per_text(
     ctx: FactContext, namespace: tuple[str, ...], puts: list[Record], deletes: list[ItemKey]
 ) -> Logic[list[Record]]:
-    """The user's puts, without the hash of a text another item of the user holds with it.
+    """The puts of one namespace, without the hash of a text another item there holds.
 
     Another item: one the batch neither puts nor deletes (its hash is read under the lock,
     an expired one's too, which Postgres' constraint still sees), or an earlier put of the
     batch. Two facts may swap texts in one batch.
     """
-    hashes = list(dict.fromkeys(str(r.value["content_hash"]) for r in puts if _in_layout(r.value)))
+    hashes = list(
+        dict.fromkeys(str(r.value["content_hash"]) for r in puts if layout.holds_hash(r.value))
+    )
     if not hashes:
         return puts
     (hits,) = yield call(
@@ -231,11 +256,13 @@ def _one_hash_per_text(
     held = {
         str(h.item.value.get("content_hash"))
         for h in hits
-        if h.item.namespace == namespace and h.item.key not in written and _in_layout(h.item.value)
+        if h.item.namespace == namespace
+        and h.item.key not in written
+        and layout.holds_hash(h.item.value)
     }
     out = []
     for record in puts:
-        digest = record.value.get("content_hash") if _in_layout(record.value) else None
+        digest = record.value.get("content_hash") if layout.holds_hash(record.value) else None
         if digest in held:  # stored as LangMem's puts are: a fact, with no hash of ours
             record = _without_hash(record)
         elif digest is not None:
@@ -291,18 +318,31 @@ def _pruned(ctx: FactContext, versions: Sequence[Any]) -> set[ItemKey]:
     return {(v.namespace, v.key) for v in ordered[: len(ordered) - limit]}
 
 
-def _as_fact(record: Record, number: int, new_text: bool, valid_from: datetime) -> Record:
-    """The put as written: layout fields a copied value carries, set for its text.
+def _says_when(item: StoredItem, value: Mapping[str, Any]) -> bool:
+    """Whether a put over ``item`` says when its text began: a ``valid_from`` of its own.
 
-    ``valid_from``: when a new text took over (the same text keeps the value's own, which
-    ``layout.upgraded_value`` fills in from the stored fact).
+    Not the stored one, which a value read, changed and put back carries over.
+    """
+    return "valid_from" in value and value["valid_from"] != item.value.get("valid_from")
+
+
+def _as_fact(record: Record, number: int, valid_from: datetime | None) -> Record:
+    """The put as written: the layout fields a copied fact's value carries, set for its text.
+
+    Only a value in the fact layout (:func:`~langchain_ltm.facts.versions.holds_hash`) gets
+    the hash of its text, and only a count of versions is set to ``number``: a client's own
+    ``content_hash`` or ``versions`` field (a list of revisions) is kept as given.
+    ``valid_from``: when a new text took over, set even where the value had none (``None``:
+    the value's own is kept, which ``layout.upgraded_value`` fills in from the stored fact
+    for the same text).
     """
     value: dict[str, Any] = dict(record.value)
-    if "content_hash" in value:
+    if layout.holds_hash(value):
         value["content_hash"] = content_hash(value["content"])
-    if "versions" in value:
+    count = value.get("versions")  # a count (a copied one, or upgraded_value's): set
+    if isinstance(count, int) and not isinstance(count, bool):
         value["versions"] = number
-    if new_text:  # set even where the value had none: when the text took over
+    if valid_from is not None:
         value["valid_from"] = layout.format_time(valid_from)
     return dataclasses.replace(record, value=value) if value != record.value else record
 

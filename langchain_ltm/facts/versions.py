@@ -41,6 +41,7 @@ __all__ = [
     "fact_from_items",
     "fact_value",
     "format_time",
+    "holds_hash",
     "parse_time",
     "stored_time",
     "version_key",
@@ -73,6 +74,28 @@ No engine-independent condition says "a string": a client's item whose ``content
 one (LangMem's ``{"content": {"content": ...}}``) passes, and every read drops it after
 (:func:`is_fact`), widening its window as for any hit it cannot use.
 """
+
+
+def holds_hash(value: Mapping[str, Any]) -> bool:
+    """Whether a value is in the fact layout: a fact's value as the fact API writes it.
+
+    A ``content_hash``, a ``versions`` count (an integer, not a bool) and no ``version_of``.
+    The one definition of the items that hold their text's hash: a put of such a value in
+    a user's namespace gets the hash of its own text (``client_puts``), at most one such
+    item of a namespace holds a hash, ``remember`` finds every such item by its hash
+    (``writes.with_hashes``: :data:`CURRENT_FACTS` with it), and Postgres' one-fact-per-hash
+    constraint covers exactly these rows (``FACT_ROW``, schema version 5). Any other value
+    (a document with hash and ``versions`` fields of its own, an item naming another in
+    ``version_of``) is a client's own, stored as given.
+    """
+    count = value.get("versions")
+    return (
+        "content_hash" in value
+        and isinstance(count, int)
+        and not isinstance(count, bool)
+        and "version_of" not in value
+    )
+
 
 VERSIONS: Filter = (Condition(("version_of",), "$exists", True),)
 """Earlier versions only."""

@@ -7,6 +7,7 @@ import asyncio
 import dataclasses
 import logging
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -65,7 +66,7 @@ def test_setup_is_idempotent_and_records_the_schema_version(make_backend, pg_con
     again = make_backend(table=backend.tables.table)  # another process, no dims given
     assert again.dims == 64
     versions = pg_conn.execute(f"SELECT version FROM {backend.tables.versions}").fetchall()
-    assert versions == [(1,), (2,), (3,), (4,)]
+    assert versions == [(1,), (2,), (3,), (4,), (5,)]
     columns = dict(
         pg_conn.execute(
             "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = %s",
@@ -220,7 +221,7 @@ def test_a_version_1_table_migrates_to_ttl_columns(make_backend, pg_conn, emb):
     )
     store = LongTermMemoryStore(make_backend(table=t.table), embeddings=emb)  # setup migrates
     versions = pg_conn.execute(f"SELECT version, description FROM {t.versions}").fetchall()
-    assert [v for v, _ in versions] == [1, 2, 3, 4] and "TTL" in versions[1][1]
+    assert [v for v, _ in versions] == [1, 2, 3, 4, 5] and "TTL" in versions[1][1]
     columns = dict(
         pg_conn.execute(
             "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = %s",
@@ -257,7 +258,11 @@ def _fact_hash_constraint(pg_conn, t):
 def _assert_facts_only_at_commit(pg_conn, t):
     contype, definition, deferrable, deferred = _fact_hash_constraint(pg_conn, t)
     assert (contype, deferrable, deferred) == ("x", True, True)  # exclusion, at commit
-    assert "WHERE (((content_hash IS NOT NULL) AND (value ? 'versions'::text)))" in definition
+    assert (  # schema version 5: the values versions.holds_hash takes
+        "WHERE (((content_hash IS NOT NULL) AND (jsonb_typeof((value -> 'versions'::text)) = "
+        "'number'::text) AND ((value ->> 'versions'::text) ~ '^-?[0-9]+$'::text) AND "
+        "(NOT (value ? 'version_of'::text))))"
+    ) in definition
 
 
 def test_the_fact_hash_is_unique_among_facts_only(make_backend, pg_conn, emb):
@@ -287,7 +292,7 @@ def test_a_plain_value_with_its_own_content_hash_is_not_a_fact(make_backend, pg_
         f"ALTER TABLE {t.items} DROP CONSTRAINT {t.index('fact_hash')}, "
         f"ADD CONSTRAINT {t.index('fact_hash')} EXCLUDE USING btree "
         "(ns_path WITH =, content_hash WITH =) WHERE (content_hash IS NOT NULL) "
-        f"DEFERRABLE INITIALLY DEFERRED; DELETE FROM {t.versions} WHERE version = 4"
+        f"DEFERRABLE INITIALLY DEFERRED; DELETE FROM {t.versions} WHERE version >= 4"
     )
     store.put(("docs",), "copy-1", doc)
     with pytest.raises(DuplicateFactError):  # what version 3 did to a plain put
@@ -321,11 +326,43 @@ def test_a_version_2_table_gets_the_partial_fact_hash_constraint(make_backend, p
     assert _fact_hash_constraint(pg_conn, t)[0] == "u"
     again = LongTermMemoryStore(make_backend(table=t.table), embeddings=emb)  # migrates
     versions = pg_conn.execute(f"SELECT version FROM {t.versions} ORDER BY 1").fetchall()
-    assert versions == [(1,), (2,), (3,), (4,)]
+    assert versions == [(1,), (2,), (3,), (4,), (5,)]
     _assert_facts_only_at_commit(pg_conn, t)
     assert again.get(("docs",), "plain").value == {"content": "no hash here"}
     assert [f.id for f in again.list_all("u1")] == [fact.id]
     assert again.remember("u1", "i live in paris!").action == "duplicate"
+
+
+def test_a_version_4_table_leaves_a_clients_version_of_item_out_of_the_fact_hash(
+    make_backend, pg_conn, emb
+):
+    """Schema version 4's constraint covered a client's item with a ``version_of`` field
+    of its own, which ``remember`` does not look up by hash: every later ``remember`` of
+    its text was refused with ``DuplicateFactError``. Version 5 covers the values
+    ``versions.holds_hash`` takes, the ones ``remember`` finds."""
+    backend = make_backend(dims=64)
+    t = backend.tables
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    pg_conn.execute(  # schema version 4's constraint
+        f"ALTER TABLE {t.items} DROP CONSTRAINT {t.index('fact_hash')}, "
+        f"ADD CONSTRAINT {t.index('fact_hash')} EXCLUDE USING btree "
+        "(ns_path WITH =, content_hash WITH =) WHERE "
+        "(content_hash IS NOT NULL AND value ? 'versions') "
+        f"DEFERRABLE INITIALLY DEFERRED; DELETE FROM {t.versions} WHERE version = 5"
+    )
+    ns = store.user_namespace("u1")
+    text = "Quarterly report"
+    odd = {"content": text, "content_hash": content_hash(text), "versions": 1, "version_of": "d"}
+    store.put(ns, "x", odd)
+    with pytest.raises(DuplicateFactError, match=re.escape(f"of namespace {ns!r}")):
+        store.remember("u1", text)
+    again = LongTermMemoryStore(make_backend(table=t.table), embeddings=emb)  # migrates
+    versions = pg_conn.execute(f"SELECT version FROM {t.versions} ORDER BY 1").fetchall()
+    assert versions == [(1,), (2,), (3,), (4,), (5,)]
+    _assert_facts_only_at_commit(pg_conn, t)
+    assert again.remember("u1", text).action == "created"
+    assert again.remember("u1", text).action == "duplicate"
+    assert again.get(ns, "x").value == odd
 
 
 def test_newer_schema_version_is_refused(make_backend, pg_conn):
@@ -402,7 +439,7 @@ def test_a_fact_hash_conflict_rolls_back_the_whole_batch(make_backend, pg_conn):
     backend.write(
         [record("a", {"content": "x", "content_hash": "h", "versions": 0}, vec[:1], now)], []
     )
-    with pytest.raises(DuplicateFactError, match="remember\\(\\) again"):
+    with pytest.raises(DuplicateFactError, match="remember\\(\\) again") as caught:
         backend.write(
             [
                 record("b", {"other": 1}, vec[1:2], now),
@@ -410,6 +447,8 @@ def test_a_fact_hash_conflict_rolls_back_the_whole_batch(make_backend, pg_conn):
             ],
             [],
         )
+    # the error names the item, its namespace and the hash (it said only "this user")
+    assert f"the item 'c' of namespace {NS!r}, content_hash 'h'" in str(caught.value)
     assert count_rows(pg_conn, backend) == (1, 1)
     # two facts may swap texts within one batch: the constraint is checked at commit
     backend.write(
@@ -774,7 +813,7 @@ def test_a_table_dropped_behind_the_stores_back_is_named_at_setup(make_backend, 
     LongTermMemoryStore(backend, embeddings=emb).remember("u1", "Lives in Paris")
     t = backend.tables
     pg_conn.execute(f"DROP TABLE {t.items} CASCADE")  # an operator's mistake
-    with pytest.raises(BackendError, match=r"is missing, though .* records schema version 4"):
+    with pytest.raises(BackendError, match=r"is missing, though .* records schema version 5"):
         make_backend(table=t.table)
     backend.drop()  # what the message says to do to start afresh
     again = LongTermMemoryStore(make_backend(table=t.table, dims=64), embeddings=emb)

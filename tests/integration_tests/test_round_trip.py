@@ -184,3 +184,32 @@ def test_ltm_migrate_folder_postgres_folder(tmp_path, pg_database, monkeypatch):
             store.close()
         assert got["facts"] == want["facts"] and got["history"] == want["history"]
         assert got["items"] == want["items"]
+
+
+def test_ltm_migrate_copies_snapshots_of_a_facts_value_to_postgres(
+    tmp_path, pg_database, monkeypatch
+):
+    """Two snapshots of a fact's value outside the user's namespace: Postgres refused the
+    second (its fact-hash constraint keeps one per namespace) and the migration failed.
+    The second is stored without the hash, as a put of it is, and the check passes."""
+    monkeypatch.setenv("LTM_HOME", str(tmp_path / "home"))
+    embeddings = cli_session.default_embeddings()
+    source, _ = open_store(str(tmp_path / "a"), embeddings=embeddings)
+    try:
+        fact = source.remember("alice", "I live in Berlin").fact
+        assert fact is not None
+        value = source.get(source.user_namespace("alice"), fact.id).value
+        for key in ("d1", "d2"):
+            source.put(("snapshots", "alice"), key, dict(value))
+    finally:
+        source.close()
+    code, report = migrate("--from", tmp_path / "a", "--to", pg_database)
+    assert code == 0 and report["verified"]
+    target, _ = open_store(pg_database, embeddings=embeddings)
+    try:
+        got = [target.get(("snapshots", "alice"), key).value for key in ("d1", "d2")]
+        bare = {k: v for k, v in value.items() if k != "content_hash"}
+        assert got in ([value, bare], [bare, value])  # the copy written second goes bare
+        assert [f.content for f in target.list_all("alice")] == ["I live in Berlin"]
+    finally:
+        target.close()

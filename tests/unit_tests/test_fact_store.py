@@ -57,6 +57,8 @@ _NEEDS_BASE_STORE = (
     "test_a_restored_fact_keeps_its_ttl_when_reads_have_moved_its_expiry",
     "test_the_backend_tells_which_paths_each_item_embedded",
     "test_a_clients_item_with_a_version_of_field_is_not_a_version",
+    "test_a_clients_item_with_a_version_of_field_never_blocks_its_text",
+    "test_a_clients_own_valid_from_over_a_text_is_kept",
     "test_a_client_put_read_changed_and_put_back_keeps_every_text",
     "test_as_of_finds_the_facts_a_client_put_without_valid_from",
     "test_a_rewrite_keeps_when_a_client_put_fact_began",

@@ -1582,6 +1582,50 @@ def test_a_clients_item_with_a_version_of_field_is_not_a_version(store):
     assert store.get(ns, "doc2") is not None
 
 
+def test_a_clients_item_with_a_version_of_field_never_blocks_its_text(store):
+    """A client's item in the fact layout with a ``version_of`` field of its own: puts
+    took it for a fact (its hash computed again) and Postgres' constraint covered it, but
+    ``remember`` looks up hashes among current facts only (no ``version_of``): every later
+    ``remember`` or ``update_fact`` of its text raised ``DuplicateFactError``. It is a
+    client's own item, stored as given, and the text is the user's to remember."""
+    ns = store.user_namespace("alice")
+    odd = {"content": "Quarterly report", "content_hash": "anything", "versions": 1}
+    store.put(ns, "x", {**odd, "version_of": "draft-7"})
+    copied = store.remember("alice", "Yearly report").fact  # a fact's value, copied
+    assert copied is not None
+    store.put(ns, "y", {**store.get(ns, copied.id).value, "version_of": "draft-8"})
+    assert store.get(ns, "x").value == {**odd, "version_of": "draft-7"}
+    for text in ("Quarterly report", "Yearly report"):
+        made = store.remember("alice", text)
+        assert made.action in ("created", "duplicate"), text
+        assert store.remember("alice", text).action == "duplicate"
+    other = store.remember("alice", "Monthly report").fact
+    assert other is not None
+    assert store.update_fact("alice", other.id, "Quarterly report").action == "updated"
+    assert "Quarterly report" in [f.content for f in store.list_all("alice")]
+
+
+def test_a_clients_own_valid_from_over_a_text_is_kept(store, clock):
+    """A put over a text item with a ``valid_from`` of its own wrote the put's time over
+    it; the replaced text is still kept as a version. A value read, changed and put back
+    carries the stored ``valid_from``: that one is moved to when the new text took over."""
+    ns = store.user_namespace("alice")
+    store.put(ns, "lease", {"content": "Lease for flat 3", "valid_from": "2025-01-01"})
+    clock.advance(5)
+    store.put(ns, "lease", {"content": "Lease for flat 4", "valid_from": "2026-03-01"})
+    assert store.get(ns, "lease").value["valid_from"] == "2026-03-01"
+    (fact,) = store.list_all("alice")
+    assert fact.valid_from == datetime(2026, 3, 1, tzinfo=timezone.utc)
+    assert [v.content for v in store.history("alice", "lease")] == [
+        "Lease for flat 3",
+        "Lease for flat 4",
+    ]
+    clock.advance(5)
+    store.put(ns, "lease", {**store.get(ns, "lease").value, "content": "Lease for flat 5"})
+    assert store.list_all("alice")[0].valid_from > datetime(2026, 3, 1, tzinfo=timezone.utc)
+    assert len(store.history("alice", "lease")) == 3
+
+
 def test_forget_never_loses_to_an_update_running_at_once(store):
     import threading
     import time

@@ -10,11 +10,16 @@ retries once); ``ENDED_BY_TIMEOUT`` names the server timeouts that end a session
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
+from typing import Any
+
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg_pool import PoolTimeout
 
 from langchain_ltm.backends._compaction import StoreInUseError
+from langchain_ltm.backends.postgres._sql import namespace_of, ns_path
 from langchain_ltm.errors import (
     BackendError,
     DuplicateFactError,
@@ -72,6 +77,45 @@ _REWRITES = {
 """Calls that lock the store's tables for a rewrite, within a ``lock_timeout`` of theirs."""
 
 
+_HELD = re.compile(r"Key \(ns_path, content_hash\)=\((.*), ([^,]*?)\) (?:conflicts|already)")
+"""Postgres' detail of a fact-hash violation: the namespace's path and the hash."""
+
+
+def duplicate_fact(detail: str, keys: Sequence[str] = ()) -> DuplicateFactError:
+    """The error for a fact-hash violation, naming the namespace, hash and ``keys`` written.
+
+    ``detail``: Postgres' ``DETAIL`` (empty or another form: the namespace goes unnamed).
+    """
+    held = _HELD.match(detail)
+    where = ""
+    if held:
+        items = f"the item {', '.join(map(repr, keys))} of " if keys else "an item of "
+        where = (
+            f" ({items}namespace {namespace_of(held[1])!r}, content_hash {held[2]!r}: another "
+            "item there holds that text's hash)"
+        )
+    error = DuplicateFactError(
+        f"Postgres keeps one fact per text and namespace{where}, so this batch was not "
+        "written. If another writer stored the same fact for this user at the same moment, "
+        "call remember() again: it will find the stored fact and report it as a duplicate."
+    )
+    error.detail = detail
+    return error
+
+
+def naming_items(error: DuplicateFactError, upserts: Sequence[Any]) -> DuplicateFactError:
+    """``error`` again, naming the keys of ``upserts`` (records) that hold the hash it names."""
+    held = _HELD.match(error.detail)
+    if not held:
+        return error
+    keys = [
+        r.key
+        for r in upserts
+        if ns_path(r.namespace) == held[1] and str(r.value.get("content_hash")) == held[2]
+    ]
+    return duplicate_fact(error.detail, keys) if keys else error
+
+
 def translate(exc: BaseException, what: str, why: str = "") -> Exception:
     """A langchain-ltm error for a psycopg error, saying what to change.
 
@@ -95,11 +139,7 @@ def translate(exc: BaseException, what: str, why: str = "") -> Exception:
     if isinstance(exc, pg_errors.UniqueViolation | pg_errors.ExclusionViolation) and str(
         getattr(exc.diag, "constraint_name", "")
     ).endswith("_fact_hash"):  # a unique constraint up to schema version 2, then exclusion
-        return DuplicateFactError(
-            "Another writer stored the same fact for this user at the same moment, so this "
-            "batch was not written (unique content hash per namespace). Call remember() "
-            "again: it will find the stored fact and report it as a duplicate."
-        )
+        return duplicate_fact(str(getattr(exc.diag, "message_detail", "") or ""))
     message = str(exc).strip()
     if isinstance(exc, pg_errors.LockNotAvailable) and what in _REWRITES:
         return StoreInUseError(

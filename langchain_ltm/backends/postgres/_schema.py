@@ -18,7 +18,7 @@ from langchain_ltm.errors import BackendError, SchemaVersionError
 
 _log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 SETUP_LOCK = "langchain_ltm.setup"
 
 
@@ -47,8 +47,19 @@ def column_type(vector_type: str, dims: int | None) -> str:
     return vector_type if dims is None else f"{vector_type}({int(dims)})"
 
 
-FACT_ROW = "content_hash IS NOT NULL AND value ? 'versions'"
-"""The rows the fact-hash constraint covers: facts as the fact API writes them."""
+FACT_ROW = (
+    "content_hash IS NOT NULL AND jsonb_typeof(value -> 'versions') = 'number' "
+    "AND (value ->> 'versions') ~ '^-?[0-9]+$' AND NOT value ? 'version_of'"
+)
+"""The rows the fact-hash constraint covers: facts as the fact API writes them.
+
+The values ``versions.holds_hash`` takes (a hash, an integer ``versions``, no
+``version_of``): every row covered is one ``remember`` finds by its hash, else a row it
+cannot see refused every later ``remember`` of its text.
+"""
+
+
+_FACT_ROW_4 = "content_hash IS NOT NULL AND value ? 'versions'"
 
 
 def _migrations(
@@ -122,6 +133,19 @@ def _migrations(
                 # duplicate facts, which no other engine does. A fact's value always holds
                 # "versions" (the fact layout; not a metadata key), so the constraint keeps
                 # to those rows; exact dedup of facts holds as before.
+                f"ALTER TABLE {t.items} DROP CONSTRAINT IF EXISTS {t.index('fact_hash')}, "
+                f"ADD CONSTRAINT {t.index('fact_hash')} EXCLUDE USING btree "
+                f"(ns_path WITH =, content_hash WITH =) WHERE ({_FACT_ROW_4}) "
+                "DEFERRABLE INITIALLY DEFERRED",
+            ],
+        ),
+        (
+            5,
+            "fact hash: only values in the fact layout (an integer versions, no version_of)",
+            [
+                # Version 4 covered a client's item with a version_of field (which remember
+                # does not look at: every later remember of its text was refused) and a
+                # document with a list of versions of its own (put as given).
                 f"ALTER TABLE {t.items} DROP CONSTRAINT IF EXISTS {t.index('fact_hash')}, "
                 f"ADD CONSTRAINT {t.index('fact_hash')} EXCLUDE USING btree "
                 f"(ns_path WITH =, content_hash WITH =) WHERE ({FACT_ROW}) "

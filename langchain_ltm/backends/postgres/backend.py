@@ -12,11 +12,12 @@ Schema (``table="ltm_items"``, created and migrated by :meth:`PostgresBackend.se
     ``created_at``, ``updated_at``, and for TTL ``expires_at timestamptz NULL`` (with a
     partial index ``WHERE expires_at IS NOT NULL`` for the sweeper) and ``ttl_minutes
     double precision NULL`` (schema version 2). An exclusion constraint ``(ns_path WITH =,
-    content_hash WITH =) WHERE content_hash IS NOT NULL AND value ? 'versions'``, checked
+    content_hash WITH =) WHERE`` the value is in the fact layout (``_schema.FACT_ROW``), checked
     at commit, makes exact fact dedup hold across processes; other items (plain
     ``BaseStore`` puts, even with ``content`` and ``content_hash`` keys of their own) are
     not in its index (schema version 3: before, a ``UNIQUE`` constraint indexed every item;
-    version 4: only rows in the fact layout, whose values always hold ``versions``).
+    version 4: only rows in the fact layout, whose values always hold ``versions``; version 5:
+    an integer ``versions`` and no ``version_of``, ``versions.holds_hash``).
 
 ``ltm_items_vectors`` — one row per embedded text, in the layout of langchain-postgres'
     ``PGEngine.init_vectorstore_table`` (``langchain_id uuid`` primary key, ``content
@@ -90,6 +91,7 @@ try:
     from langchain_ltm.backends.postgres import _broad, _reads, _schema, _writes
     from langchain_ltm.backends.postgres import _sql as sql
     from langchain_ltm.backends.postgres._connector import Connector
+    from langchain_ltm.backends.postgres._errors import naming_items
     from langchain_ltm.backends.postgres._factory import postgres_backend
     from langchain_ltm.backends.postgres._lock import AdvisoryLocks, HeldLock
     from langchain_ltm.backends.postgres._maintenance import TableMaintenance
@@ -337,28 +339,34 @@ class PostgresBackend(TableMaintenance, VectorBackend):
     def write(self, upserts: Sequence[Record], deletes: Sequence[ItemKey]) -> int:  # noqa: D102
         upserts, deletes, new_dims = self._plan_write(upserts, deletes)
         held = self._locks.held()
-        deleted = self.connector.run(
-            lambda: _writes.write(self.tables, upserts, deletes, new_dims, held),
-            "write",
-            transaction=True,  # the key locks, then the statements (_writes.write)
-            # typing the column (ALTER TABLE) makes psycopg drop its prepared statements,
-            # which in pipeline mode lands after the next one was prepared: not pipelined
-            pipeline=new_dims is None,
-        )
+        try:
+            deleted = self.connector.run(
+                lambda: _writes.write(self.tables, upserts, deletes, new_dims, held),
+                "write",
+                transaction=True,  # the key locks, then the statements (_writes.write)
+                # typing the column (ALTER TABLE) makes psycopg drop its prepared statements,
+                # which in pipeline mode lands after the next one was prepared: not pipelined
+                pipeline=new_dims is None,
+            )
+        except DuplicateFactError as exc:  # named: the items it was about
+            raise naming_items(exc, upserts) from exc.__cause__
         self.dims = self.dims or new_dims
         return deleted
 
     async def awrite(self, upserts: Sequence[Record], deletes: Sequence[ItemKey]) -> int:  # noqa: D102
         upserts, deletes, new_dims = self._plan_write(upserts, deletes)
         held = self._locks.held()
-        deleted = await self.connector.arun(
-            lambda: _writes.write(self.tables, upserts, deletes, new_dims, held),
-            "write",
-            transaction=True,  # the key locks, then the statements (_writes.write)
-            # typing the column (ALTER TABLE) makes psycopg drop its prepared statements,
-            # which in pipeline mode lands after the next one was prepared: not pipelined
-            pipeline=new_dims is None,
-        )
+        try:
+            deleted = await self.connector.arun(
+                lambda: _writes.write(self.tables, upserts, deletes, new_dims, held),
+                "write",
+                transaction=True,  # the key locks, then the statements (_writes.write)
+                # typing the column (ALTER TABLE) makes psycopg drop its prepared statements,
+                # which in pipeline mode lands after the next one was prepared: not pipelined
+                pipeline=new_dims is None,
+            )
+        except DuplicateFactError as exc:  # named: the items it was about
+            raise naming_items(exc, upserts) from exc.__cause__
         self.dims = self.dims or new_dims
         return deleted
 

@@ -427,7 +427,7 @@ def _copy_items(
         except NotImplementedError:  # an engine that cannot tell: the default fields
             paths = [None] * len(keys)
         kept = [(s, p) for s, p in zip(found, paths, strict=True) if s is not None]
-        run_sync(
+        written = run_sync(
             copy_items(
                 target,
                 [s for s, _ in kept],
@@ -435,7 +435,11 @@ def _copy_items(
                 keep_ttl=target.supports_ttl,
             )
         )
-        copied.update(((s.namespace, s.key), _digest(s.value)) for s, _ in kept)
+        # checked as written: a Postgres target keeps no second copy of a fact's hash
+        copied.update(
+            ((s.namespace, s.key), _digest(written.get((s.namespace, s.key), s.value)))
+            for s, _ in kept
+        )
         progress.advance(len(page))
     return copied
 
