@@ -275,13 +275,17 @@ class Session:
 
 
 def all_users(store: LongTermMemoryStore) -> list[tuple[str, tuple[str, ...]]]:
-    """Every user with something stored, with the namespace holding it."""
+    """Every user with something stored, with the namespace holding it.
+
+    Only namespaces that hold items themselves: ``("memories", "acme", "bob")`` (user
+    ``bob`` of a configuration whose namespace is ``("memories", "acme")``) does not make
+    ``acme`` a user (cut to a depth, it did: a cleared user came back in ``ltm stats``).
+    """
     found: list[tuple[str, tuple[str, ...]]] = []
-    depth, page, offset = len(store.namespace) + 1, 1000, 0
+    page, offset = 1000, 0
     while True:
-        namespaces = store.list_namespaces(
-            prefix=store.namespace, max_depth=depth, limit=page, offset=offset
-        )
+        # no max_depth: user_id_of names no user for a namespace below a user's
+        namespaces = store.list_namespaces(prefix=store.namespace, limit=page, offset=offset)
         for ns in namespaces:
             user = store.user_id_of(ns)
             if user is not None:

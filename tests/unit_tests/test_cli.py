@@ -1635,3 +1635,16 @@ def test_import_names_a_conflicts_texts_the_user_holds_nowhere(ltm, tmp_path):
     ]
     code, out, _ = ltm("import", "--user", "alice", str(path))
     assert "texts the user holds nowhere, only in this file: 'Lives in Paris'" in out
+
+
+def test_stats_lists_no_user_for_a_namespace_below_theirs(ltm, tmp_path):
+    """A cleared user came back in ``ltm stats`` (0 facts) while a namespace below theirs
+    held items: ``("memories", "acme", "bob")`` is bob's of another configuration."""
+    with opened(tmp_path / "q") as store:
+        store.remember("acme", "Acme pays invoices monthly")
+        store.with_options(namespace=("memories", "acme")).remember("bob", "Bob's note")
+        store.remember("carol", "Likes tea")
+        store.clear_user("acme")
+    code, out, _ = ltm("stats", "--json")
+    assert code == 0
+    assert [u["user_id"] for u in as_json(out)["per_user"]] == ["carol"]

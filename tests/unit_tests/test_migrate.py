@@ -105,11 +105,12 @@ def test_migrate_one_user(source, tmp_path):
     code, out, _ = ltm("migrate", "--from", source, "--to", target, "--user", "alice", "--json")
     report = json.loads(out)
     assert code == 0 and report["verified"] and report["user_id"] == "alice"
-    assert report["source"] == {"users": 1, "facts": 2, "versions": 2, "items": 2}
+    # alice's profile; not the item of ("memories", "alice", "threads") below her namespace
+    assert report["source"] == {"users": 1, "facts": 2, "versions": 2, "items": 1}
     exports, items, _ = snapshot(source)
     copied, copied_items, _ = snapshot(target)
     assert copied == {"alice": exports["alice"], "bob": []}
-    assert set(copied_items) == {k for k in items if k[0][:2] == ("memories", "alice")}
+    assert set(copied_items) == {k for k in items if k[0] == ("memories", "alice")}
 
     # then bob into the same target: it is not empty any more, but bob's part of it is
     code, out, _ = ltm("migrate", "--from", source, "--to", target, "--user", "bob", "--json")
@@ -622,3 +623,37 @@ def test_migrate_copies_a_clients_item_that_names_a_fact_in_version_of(source, t
     assert code == 0 and json.loads(out)["verified"]
     with opened(target) as store:
         assert store.get(store.user_namespace("alice"), "note").value == note
+
+
+def test_migrate_of_one_user_leaves_the_namespaces_below_theirs(tmp_path):
+    """``--user acme`` copied (and verified) the items of every namespace below acme's:
+    ``("memories", "acme", "bob")`` is user bob of a configuration whose namespace is
+    ``("memories", "acme")``, which forget_user and export-user-data leave alone."""
+    source, target = f"sqlite:///{tmp_path / 'src.db'}", f"sqlite:///{tmp_path / 'dst.db'}"
+    with opened(source) as store:
+        store.remember("acme", "Acme pays invoices monthly")
+        store.with_options(namespace=("memories", "acme")).remember("bob", "Bob's private note")
+        bobs = ("memories", "acme", "bob")
+        assert store.backend.count(bobs) == 1
+    code, out, err = ltm("migrate", "--from", source, "--to", target, "--user", "acme", "--json")
+    assert (code, err) == (0, "")
+    report = json.loads(out)
+    assert report["verified"] is True
+    assert report["source"] == {"users": 1, "facts": 1, "versions": 0, "items": 0}
+    with opened(target) as store:
+        assert [f.content for f in store.list_all("acme")] == ["Acme pays invoices monthly"]
+        assert store.backend.count(bobs) == 0  # bob's note stayed in the source
+
+    # a target holding only a namespace below acme's holds nothing of acme's: no --yes asked
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    with opened(other) as store:
+        store.with_options(namespace=("memories", "acme")).remember("carol", "Carol's note")
+    code, out, err = ltm("migrate", "--from", source, "--to", other, "--user", "acme", "--json")
+    assert (code, err) == (0, "")
+    assert json.loads(out)["extra_in_target"] == {"facts": 0, "items": 0}
+
+    # and a user whose namespace only has namespaces below it is no user of the source
+    with opened(source) as store:
+        store.clear_user("acme")
+    code, out, err = ltm("migrate", "--from", source, "--to", other, "--user", "acme")
+    assert (code, out) == (2, "") and "holds no user's memories at all" in err

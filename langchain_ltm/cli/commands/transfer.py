@@ -225,7 +225,8 @@ def cmd_migrate(session: Session) -> int:
         raise Failure(EXIT_USAGE, f"--from {args.source}: {missing}.")
     source, source_where = session.open(args.source, "source")
     one = args.user is not None
-    # one user: their facts, session turns and threads (what forget_user erases)
+    # one user: their facts, session turns and threads (what forget_user erases), each
+    # namespace exactly: not the ones below it (another configuration's users)
     scopes = user_namespaces(source, args.user) if one else ((),)
     if one and not _count(source, scopes):
         raise Failure(EXIT_USAGE, _no_such_user(source, source_where, args.user))
@@ -265,7 +266,42 @@ def cmd_migrate(session: Session) -> int:
 
 
 def _count(store: LongTermMemoryStore, scopes: Sequence[tuple[str, ...]]) -> int:
-    return sum(store.backend.count(scope) for scope in scopes)
+    """How many items ``scopes`` hold: everything for ``((),)``, else each namespace exactly.
+
+    A user's namespace can have namespaces below it, such as ``("memories", "acme", "bob")``
+    under ``("memories", "acme")``: user ``bob`` of a configuration whose namespace is
+    ``("memories", "acme")``, not user ``acme``'s (``forget_user`` leaves it alone).
+    """
+    if _everything(scopes):
+        return store.backend.count(())
+    total = 0
+    for scope in scopes:
+        below = {
+            ns[: len(scope) + 1]
+            for ns in _namespaces_under(store, scope)
+            if len(ns) > len(scope)
+        }
+        total += store.backend.count(scope) - sum(store.backend.count(ns) for ns in below)
+    return total
+
+
+def _everything(scopes: Sequence[tuple[str, ...]]) -> bool:
+    return tuple(scopes) == ((),)
+
+
+def _in_scope(namespace: tuple[str, ...], scopes: Sequence[tuple[str, ...]]) -> bool:
+    """Whether an item of ``namespace`` is one ``scopes`` name (see :func:`_count`)."""
+    return _everything(scopes) or tuple(namespace) in scopes
+
+
+def _namespaces_under(store: LongTermMemoryStore, prefix: tuple[str, ...]) -> list[tuple[str, ...]]:
+    found: list[tuple[str, ...]] = []
+    page = 1000
+    while True:
+        namespaces = store.list_namespaces(prefix=prefix, limit=page, offset=len(found))
+        found += namespaces
+        if len(namespaces) < page:
+            return found
 
 
 def _no_such_user(source: LongTermMemoryStore, where: str, user: str) -> str:
@@ -451,7 +487,7 @@ def _other_items(
     size: int,
     now: datetime,
 ) -> Iterator[list[SearchItem]]:
-    """Pages of the items under ``scopes`` that ``export_user`` does not carry.
+    """Pages of the items ``scopes`` hold (:func:`_in_scope`) that ``export_user`` does not carry.
 
     Every page leaves out what had expired at ``now``, one moment for all of them: pages
     are read by offset, and an item expiring between two pages moved every later item one
@@ -468,7 +504,11 @@ def _other_items(
             (hits,) = store.backend.search(request)
             page = [to_search_item(hit) for hit in hits]
             offset += len(page)
-            kept = [item for item in page if not _is_fact(store, item, facts)]
+            kept = [
+                item
+                for item in page
+                if _in_scope(item.namespace, scopes) and not _is_fact(store, item, facts)
+            ]
             if kept:
                 yield kept
             if len(page) < size:
@@ -504,7 +544,7 @@ def _verify(
     earlier, compared by content hash), not only as many. A text that expired since the
     copy counts on neither side; an item is looked for as the copy read it (at ``now``).
     """
-    others = [user for user, _ in all_users(target)] if scopes == ((),) else []
+    others = [user for user, _ in all_users(target)] if _everything(scopes) else []
     exported = {
         user: _own_facts(target, user, target.export_user(user))
         for user in dict.fromkeys([*facts, *others])
