@@ -258,7 +258,18 @@ class Session:
         path = Path(target).expanduser()
         fd = descriptor_named(path)
         ours = self.out_fd()  # None: stdout closed (>&-) or not a file
-        return None if fd is not None and fd == (1 if ours is None else ours) else path
+        if fd is not None and fd == (1 if ours is None else ours):
+            return None
+        store = _store_location(self.url)
+        if store is not None and _overwrites(path, store):
+            raise Failure(
+                EXIT_USAGE,
+                f"-o {target} is {'inside ' if store.is_dir() else ''}the store's own "
+                f"{'folder' if store.is_dir() else 'file'} {store}: writing there would "
+                "replace the memories of every user with this export. Give another file "
+                "name; nothing was written.",
+            )
+        return path
 
     def out_fd(self) -> int | None:
         """The file descriptor of :attr:`out`, if it has one."""
@@ -346,6 +357,51 @@ def no_store_at(url: str) -> str | None:
     if not folder.is_dir() or (folder / "meta.json").is_file():
         return None
     return f"{folder} holds no embedded Qdrant store"
+
+
+def _store_location(url: str | None) -> Path | None:
+    """The file or folder holding the store ``url`` names; None for servers and memory://.
+
+    A SQLite file (``sqlite:///PATH``, the default store), or the folder of an embedded
+    Qdrant (``qdrant:PATH``, a plain path, the old default), ``chroma:PATH`` or
+    ``faiss:PATH`` store.
+    """
+    from langchain_ltm._vectorstore_urls import is_vectorstore_url, store_folder  # at need
+
+    if url is None:
+        return legacy_store_folder() or default_store_path()
+    if url.startswith("sqlite:"):
+        try:
+            return sqlite_path(check_sqlite_url(url))
+        except ValueError:
+            return None
+    if url == "memory://" or "://" in url:
+        return None
+    if is_vectorstore_url(url):
+        return store_folder(url)  # None for a factory (module:function)
+    try:
+        return qdrant_folder(url)
+    except ValueError:
+        return None
+
+
+def _overwrites(path: Path, store: Path) -> bool:
+    """Whether writing ``path`` replaces ``store``'s file (or its journal) or writes in its folder.
+
+    A hard link or another path to the same file counts.
+    """
+    if store.is_dir():
+        places = [path, *path.absolute().parents]
+        return any(_same(place, store) for place in places)
+    journals = [store.with_name(store.name + end) for end in ("", "-wal", "-shm", "-journal")]
+    return any(_same(path, journal) for journal in journals)
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist: writing a new file replaces nothing
+        return False
 
 
 def _indent(text: str) -> str:

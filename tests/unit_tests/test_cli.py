@@ -1648,3 +1648,35 @@ def test_stats_lists_no_user_for_a_namespace_below_theirs(ltm, tmp_path):
     code, out, _ = ltm("stats", "--json")
     assert code == 0
     assert [u["user_id"] for u in as_json(out)["per_user"]] == ["carol"]
+
+
+def test_export_into_the_stores_own_file_or_folder_is_refused(ltm, tmp_path, monkeypatch):
+    """``ltm export -o <the store's SQLite file>`` replaced the whole store (every user)
+    with one user's JSON Lines; export-user-data did the same."""
+    db = tmp_path / "m.db"
+    store = f"sqlite:///{db}"
+    for user, text in (("alice", "Prefers answers in Spanish"), ("bob", "Works on payments")):
+        assert ltm("remember", "--user", user, text, store_url=store)[0] == 0
+    link = tmp_path / "link.db"
+    link.hardlink_to(db)
+    monkeypatch.chdir(tmp_path)
+    for command in ("export", "export-user-data"):
+        for given in (str(db), "m.db", str(link)):  # by its path, a relative one, a hard link
+            code, out, err = ltm(command, "--user", "alice", "-o", given, store_url=store)
+            assert (code, out) == (2, ""), (command, given)
+            assert f"-o {given} is the store's own file" in err and "nothing was written" in err
+    code, out, _ = ltm("list", "--user", "bob", "--json", store_url=store)
+    assert code == 0 and [f["content"] for f in as_json(out)] == ["Works on payments"]
+    # the default store (no --store) and a folder store: a file inside the folder too
+    assert ltm("remember", "--user", "alice", "Likes tea", store_url=None)[0] == 0
+    home_db = tmp_path / "home" / "memories.db"
+    code, _, err = ltm("export", "--user", "alice", "-o", str(home_db), store_url=None)
+    assert code == 2 and "the store's own file" in err
+    folder = tmp_path / "q"
+    assert ltm("remember", "--user", "alice", "Likes tea", store_url=str(folder))[0] == 0
+    code, _, err = ltm("export", "--user", "alice", "-o", str(folder / "a.jsonl"))
+    assert code == 2 and "inside the store's own folder" in err
+    assert not (folder / "a.jsonl").exists()
+    # another file beside it is written as before
+    code, _, _ = ltm("export", "--user", "alice", "-o", str(tmp_path / "a.jsonl"))
+    assert code == 0 and (tmp_path / "a.jsonl").is_file()
