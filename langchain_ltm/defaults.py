@@ -167,7 +167,8 @@ def qdrant_folder(url: str) -> Path:
 
     A URL of an unknown scheme ("sqllite:///x.db", "mysql://...") or a folder holding files
     but no Qdrant store (a Chroma folder given without ``chroma:``) is refused: it was
-    opened as a new, empty Qdrant store, and a read reported nothing stored.
+    opened as a new, empty Qdrant store, and a read reported nothing stored. So is
+    ``qdrant://...``: ``qdrant://localhost:6333`` made a folder named ``localhost:6333``.
 
     Raises:
         ValueError: ``url`` is not an embedded Qdrant folder.
@@ -176,6 +177,11 @@ def qdrant_folder(url: str) -> Path:
         >>> qdrant_folder("qdrant:/tmp/memories").name
         'memories'
     """
+    if url.startswith("qdrant://"):  # "//localhost:6333" was taken as a folder, and made
+        raise ValueError(
+            f"{url!r}: a Qdrant server is http://HOST:6333 (https:// with TLS), an embedded "
+            "Qdrant folder qdrant:PATH (qdrant:/abs/path for an absolute one)."
+        )
     rest = url.removeprefix("qdrant:")
     if not rest.strip():
         raise ValueError(f"{url!r} names no folder: use {_STORE_FORMS}.")

@@ -335,8 +335,6 @@ def no_store_at(url: str) -> str | None:
             f"there is no SQLite file at {path} (sqlite:///name.db is relative to the current "
             "folder, sqlite:////abs/name.db absolute)"
         )
-    if "://" in url:
-        return None
     if is_vectorstore_url(url):
         try:
             folder = checked_folder(url)  # chroma:PATH or faiss:PATH
@@ -348,6 +346,8 @@ def no_store_at(url: str) -> str | None:
         if not folder.is_dir() or catalog is None or catalog.is_file():
             return None
         return f"{folder} holds no langchain-ltm store of that URL (no {catalog.name})"
+    if "://" in url:  # a server (qdrant://... : open_store refuses it)
+        return None
     try:
         folder = qdrant_folder(url)
     except ValueError:
@@ -375,10 +375,10 @@ def _store_location(url: str | None) -> Path | None:
             return sqlite_path(check_sqlite_url(url))
         except ValueError:
             return None
-    if url == "memory://" or "://" in url:
-        return None
     if is_vectorstore_url(url):
-        return store_folder(url)  # None for a factory (module:function)
+        return store_folder(url)  # None for a factory (module:function) or a server
+    if "://" in url:
+        return None
     try:
         return qdrant_folder(url)
     except ValueError:

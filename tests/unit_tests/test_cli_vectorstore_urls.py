@@ -272,6 +272,29 @@ def test_migrate_from_a_folder_without_a_store_exits_2(tmp_path):
     assert code == 2 and "no ltm-catalog-x.sqlite)" in err
 
 
+def test_qdrant_scheme_and_faiss_abs_urls_create_no_store(tmp_path, monkeypatch):
+    """``--store qdrant://localhost:6333`` was the embedded folder "//localhost:6333" (made
+    by every command, ``list`` too); ``faiss:///abs`` skipped the missing-folder check of
+    the commands that only read (both returned early for any "://")."""
+    monkeypatch.chdir(tmp_path)
+    # qdrant://HOST:PORT as a user writes it; HOST is a folder of tmp_path here, so that the
+    # code before the fix made its folder there, not at the root of the machine
+    url = f"qdrant:/{tmp_path}/srv:6333"
+    for command in (["list", "--user", "a"], ["remember", "--user", "a", "Likes tea"]):
+        code, out, err = ltm("--store", url, *command)
+        assert (code, out) == (2, ""), err
+        assert "http://HOST:6333" in err and "qdrant:PATH" in err
+    assert list(tmp_path.iterdir()) == []  # no folder made
+    missing = tmp_path / "fmissing"
+    for command in ("list", "stats", "export"):
+        code, _, err = ltm("--store", f"faiss://{missing}", command, "--user", "a")
+        assert code == 1 and f"there is no folder {missing}" in err
+    assert not missing.exists()
+    assert ltm("--store", f"faiss://{missing}", "remember", "--user", "a", "Likes tea")[0] == 0
+    code, out, _ = ltm("--store", f"faiss:{missing}", "list", "--user", "a")
+    assert code == 0 and "Likes tea" in out
+
+
 def test_two_collections_of_one_chroma_folder_keep_apart(tmp_path):
     mine, theirs = f"chroma:{tmp_path}/c", f"chroma:{tmp_path}/c?collection=team"
     assert ltm("--store", mine, "remember", "--user", "a", "Likes tea")[0] == 0
