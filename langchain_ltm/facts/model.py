@@ -219,7 +219,11 @@ class RememberResult:
         action: ``created`` (new fact), ``duplicate`` (the same fact was already stored),
             ``updated`` (a stored fact got this text as its new version; the old text stays
             in its history) or ``rejected`` (not stored; ``reason`` says why).
-        fact: The stored fact after the action (``None`` when rejected).
+        fact: The stored fact after the action (``None`` when rejected). For several texts
+            in one call, it is the fact as the whole call left it: rows that name one fact
+            get the same fact, so a row's own text (the one at its index) may be an
+            earlier version by then ("I have one kid", "I have two kids": both rows show
+            "I have two kids", the first row ``created``).
         previous: The text the fact had before an update.
         similarity: Cosine similarity to the matched fact (exact duplicates: 1.0).
         similar: Stored facts close to a ``created`` one that were not merged because the

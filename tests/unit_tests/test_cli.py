@@ -103,6 +103,7 @@ def test_remember_prints_one_action_per_fact(ltm):
     assert code == 0
     assert set(record) == {
         "index",
+        "text",
         "action",
         "fact",
         "previous",
@@ -1680,3 +1681,21 @@ def test_export_into_the_stores_own_file_or_folder_is_refused(ltm, tmp_path, mon
     # another file beside it is written as before
     code, _, _ = ltm("export", "--user", "alice", "-o", str(tmp_path / "a.jsonl"))
     assert code == 0 and (tmp_path / "a.jsonl").is_file()
+
+
+def test_remember_shows_each_row_with_its_own_text(ltm):
+    """Each row showed the fact as the whole call left it: "I have two kids" (row 2, an
+    update) vanished from the report, shown as "I have one kid" (row 3's text)."""
+    texts = ["I have one kid", "I have two kids", "I have one kid"]
+    code, out, _ = ltm("remember", "--user", "a", *texts)
+    rows = out.splitlines()[1:]
+    assert code == 0 and [row.split()[0] for row in rows] == ["created", "updated", "updated"]
+    assert [row.split(None, 2)[2].split("  (")[0] for row in rows] == texts
+    assert "I have two kids  (was: I have one kid;" in rows[1]
+    assert rows[1].endswith("(the fact now: I have one kid)")  # row 3 changed it again
+    code, out, _ = ltm("remember", "--user", "b", "--json", *texts[:2])
+    records = as_json(out)
+    assert [r["text"] for r in records] == texts[:2]
+    assert [r["previous"] for r in records] == [None, "I have one kid"]
+    # "fact": the fact as the call left it (RememberResult.fact), the same for both rows
+    assert [r["fact"]["content"] for r in records] == ["I have two kids"] * 2

@@ -62,11 +62,14 @@ def cmd_remember(session: Session) -> int:
     texts = _checked(session, facts)
     results = _remember_batches(session, texts)
     rows, records = [], []
-    for i, result in enumerate(results, start=1):
+    for i, (text, result) in enumerate(zip(texts, results, strict=True), start=1):
+        # each row shows its own text: ``fact`` is the fact as the whole call left it, so a
+        # later row's update of the same fact showed in this row (and this row's text not)
         fact = result.fact
         records.append(
             {
                 "index": i,
+                "text": text,
                 "action": result.action,
                 "fact": fact.to_dict() if fact else None,
                 "previous": result.previous,
@@ -77,11 +80,13 @@ def cmd_remember(session: Session) -> int:
         )
         if fact is None:
             rows.append([result.action, "-", str(result.reason)])
-        elif result.action == "updated":
+            continue
+        now = f"  (the fact now: {fact.content})" if fact.content != text else ""
+        if result.action == "updated":
             note = f"  (was: {result.previous}; similarity {result.similarity or 0:.2f})"
-            rows.append([result.action, fact.id, fact.content + note])
+            rows.append([result.action, fact.id, text + note + now])
         else:
-            rows.append([result.action, fact.id, fact.content + _similar_note(result)])
+            rows.append([result.action, fact.id, text + _similar_note(result) + now])
     session.emit(records, table(["ACTION", "ID", "FACT"], rows))
     rejected = sum(r.action == "rejected" for r in results)
     if rejected == len(results) == 1:
