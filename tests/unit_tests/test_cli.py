@@ -175,6 +175,40 @@ def test_an_interrupted_remember_says_how_many_facts_were_stored(ltm, monkeypatc
     assert len(as_json(ltm("list", "--user", "alice", "--json")[1])) == 256
 
 
+def test_an_interrupted_remember_says_truthfully_how_to_finish(ltm, tmp_path, monkeypatch):
+    """It said remembering all the facts again was safe ("those come back duplicate"), but
+    a text a later one had updated came back as an update: history [blue, green, blue]."""
+    from langchain_ltm.cli.commands import facts as fact_commands
+    from langchain_ltm.facts.standalone import FactStore
+
+    store = f"sqlite:///{tmp_path / 'm.db'}"
+    texts = ["My favourite colour is blue", "My favourite colour is now green"]
+    monkeypatch.setattr(fact_commands, "BATCH_SIZE", 1)
+    remember = FactStore.remember
+    calls = []
+
+    def interrupted(self, *args, **kwargs):  # Ctrl-C as the second batch starts
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return remember(self, *args, **kwargs)
+
+    monkeypatch.setattr(FactStore, "remember", interrupted)
+    code, _, err = ltm("remember", "--user", "a", *texts, store_url=store)
+    assert code == 130 and "the first 1 of 2 facts were remembered" in err
+    assert "safe" not in err and "come back duplicate" not in err
+    assert "remember the other 1 (from fact 2 on)" in err and "a new version" in err
+    monkeypatch.setattr(FactStore, "remember", remember)
+    # what it says: the rest alone finishes it, as one run would have
+    assert ltm("remember", "--user", "a", texts[1], store_url=store)[0] == 0
+    code, out, _ = ltm("list", "--user", "a", "--json", store_url=store)
+    (fact,) = as_json(out)
+    assert [v["content"] for v in fact["history"]] + [fact["content"]] == texts
+    # and all of them again stores the first once more, as a new version (not a duplicate)
+    code, out, _ = ltm("remember", "--user", "a", "--json", *texts, store_url=store)
+    assert [r["action"] for r in as_json(out)] == ["updated", "updated"]
+
+
 def test_stdin_lines_end_at_newlines_only(ltm, monkeypatch):
     """``splitlines()`` also split at U+2028, U+0085 and form feeds: one fact became two."""
     said = "Likes jazz\u2028and blues\nNotes\x0cpage two\r\nSays \x85hi\n"
@@ -1699,3 +1733,4 @@ def test_remember_shows_each_row_with_its_own_text(ltm):
     assert [r["previous"] for r in records] == [None, "I have one kid"]
     # "fact": the fact as the call left it (RememberResult.fact), the same for both rows
     assert [r["fact"]["content"] for r in records] == ["I have two kids"] * 2
+

@@ -35,10 +35,13 @@ def _remember_batches(session: Session, texts: list[str]) -> list[RememberResult
             progress.advance(len(batch))
     except BaseException:  # Ctrl-C, an engine failure: say what is stored already
         progress.finish()
-        if results:
+        if results:  # all of them again would store a text a later one updated once more
+            done, rest = len(results), len(texts) - len(results)
             print(
-                f"ltm: the first {len(results)} of {len(texts)} facts were remembered before "
-                "it stopped; remembering them all again is safe (those come back duplicate).",
+                f"ltm: the first {done} of {len(texts)} facts were remembered before it "
+                f"stopped; to finish, remember the other {rest} (from fact {done + 1} on). "
+                "Remembering them all again would store each of the first ones that a later "
+                "one updated as said again (a new version), not as a duplicate.",
                 file=session.err,
             )
         raise
