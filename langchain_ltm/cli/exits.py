@@ -58,7 +58,16 @@ def classify(exc: Exception, where: str) -> tuple[int, str] | None:
                 f"{where}: no free Postgres connection within the pool timeout, although the "
                 "server accepts connections (they all stayed busy); retry the command."
             )
-        return EXIT_ENGINE, str(exc)
+        text = str(exc)
+        if "busy_timeout=" in text and "sqlite_backend()" in text:  # the Python API's advice
+            return EXIT_ENGINE, (
+                text.partition(" Retry it;")[0]
+                .replace("this call", "this command")
+                .replace("more than busy_timeout=", "more than its busy timeout of ")
+                + " Retry the command, or end the process that keeps a write transaction "
+                "open on the file (an interactive sqlite3 shell after BEGIN, a stuck job)."
+            )
+        return EXIT_ENGINE, text
     if isinstance(exc, (LTMError, ValueError)):
         return EXIT_USAGE, str(exc)
     if isinstance(exc, (ConnectionError, TimeoutError)) or any(
@@ -108,11 +117,11 @@ def _caused_by(exc: BaseException, package: str, name: str) -> bool:
     )
 
 
-def bare_sqlite_path(path: object) -> str:
-    """What to say when ``--store`` names a SQLite file by its bare path (a folder's form)."""
+def bare_sqlite_path(path: object, flag: str = "--store") -> str:
+    """What to say when ``flag`` names a SQLite file by its bare path (a folder's form)."""
     return (
         f"{path} is a SQLite file, and a bare path names an embedded Qdrant folder: "
-        f"pass --store sqlite:///{path} to use it."
+        f"pass {flag} sqlite:///{path} to use it."
     )
 
 

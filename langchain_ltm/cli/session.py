@@ -186,7 +186,7 @@ class Session:
             raise Failure(
                 EXIT_NOT_FOUND,
                 f"{whose} has no fact with id {given!r} (nor one starting with it); "
-                f"see the ids with: ltm list --user {shlex.quote(self.user)}",
+                f"see the ids with: {self.command_line('list')}",
             )
         shown = table(["ID", "FACT"], [[fact.id, fact.content] for fact in found[:20]])
         more = f"\n... and {len(found) - 20} more" if len(found) > 20 else ""
@@ -195,6 +195,17 @@ class Session:
         else:
             head = f"{given!r} begins {len(found)} facts of {whose}; give more of the id"
         raise Failure(EXIT_USAGE, f"{head}:\n{_indent(shown)}{more}")
+
+    def command_line(self, command: str) -> str:
+        """``ltm COMMAND`` for this command's user and ``--store``, to print in a hint.
+
+        The ``--store`` given on the command line goes with it (without it, the hint read
+        the default store); one from ``$LTM_STORE`` is left to the environment.
+        """
+        words = ["ltm", command, "--user", self.user]
+        if self.url is not None and self.url != os.environ.get("LTM_STORE"):
+            words += ["--store", _redact(self.url)]
+        return shlex.join(words)
 
     def progress(self, label: str, unit: str, count: Callable[[], int]) -> Progress:
         """A progress bar on stderr for ``count()`` things, drawn on a terminal from MANY.

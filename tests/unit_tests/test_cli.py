@@ -1150,6 +1150,53 @@ def test_a_busy_postgres_pool_is_told_without_the_python_api():
     assert "Cannot connect to Postgres" in str(error) and "max_size" not in str(error)
 
 
+def test_a_locked_sqlite_file_is_told_without_the_python_api(tmp_path):
+    """The CLI said "pass a larger busy_timeout to sqlite_backend() / from_sqlite()"."""
+    from langgraph.store.base import PutOp
+
+    from langchain_ltm.cli.exits import EXIT_ENGINE, classify
+
+    path = tmp_path / "m.db"
+    store = LongTermMemoryStore.from_sqlite(path, KeywordEmbeddings(), busy_timeout=0.1)
+    holder = sqlite3.connect(path, isolation_level=None)
+    try:
+        store.put(("notes",), "a", {"text": "one"})
+        holder.execute("BEGIN IMMEDIATE")  # another process's open write transaction
+        with pytest.raises(BackendError) as caught:
+            store.batch([PutOp(("notes",), "b", {"text": "two"})])
+    finally:
+        holder.close()
+        store.close()
+    assert "sqlite_backend()" in str(caught.value)  # the library's advice, for Python
+    code, message = classify(caught.value, "the store")
+    assert code == EXIT_ENGINE and message.startswith(f"{path} stayed locked")
+    assert "more than its busy timeout of 0.1 s" in message
+    assert "nothing of this command was written" in message
+    assert "Retry the command" in message and "write transaction open" in message
+    assert "busy_timeout" not in message and "sqlite_backend" not in message
+
+
+def test_hints_name_the_store_and_the_flag_in_use(ltm, tmp_path, monkeypatch):
+    """``forget``'s hint "ltm list --user alice" dropped the --store given (it then read
+    the default store); migrate given a bare SQLite path was told "pass --store ...",
+    which migrate refuses."""
+    db = tmp_path / "my mem.db"
+    url = f"sqlite:///{db}"
+    assert ltm("remember", "--user", "alice", "Likes tea", store_url=url)[0] == 0
+    code, _, err = ltm("forget", "--user", "alice", "deadbeef", store_url=url)
+    assert code == 1 and err.rstrip().endswith(f"ltm list --user alice --store '{url}'")
+    monkeypatch.setenv("LTM_STORE", url)  # from the environment: the hint runs there too
+    code, _, err = ltm("forget", "--user", "alice", "deadbeef", store_url=None)
+    assert code == 1 and err.rstrip().endswith("see the ids with: ltm list --user alice")
+    monkeypatch.delenv("LTM_STORE")
+    target = f"sqlite:///{tmp_path / 'new.db'}"
+    code, out, err = ltm("migrate", "--from", str(db), "--to", target, store_url=None)
+    assert (code, out) == (2, "") and f"pass --from {url} to use it" in err
+    code, out, err = ltm("migrate", "--from", target, "--to", str(db), store_url=None)
+    assert (code, out) == (2, "") and f"pass --to {url} to use it" in err
+    assert not (tmp_path / "new.db").exists()
+
+
 def test_a_file_is_not_a_store(ltm, tmp_path):
     path = tmp_path / "file.txt"
     path.write_text("x")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shlex
 import sys
 
 from langchain_ltm.cli.exits import EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE, Failure
@@ -169,7 +168,7 @@ def cmd_forget(session: Session) -> int:
         raise Failure(
             EXIT_NOT_FOUND,
             f"user {session.user!r} has no fact with id {fact_id!r}; "
-            f"see the ids with: ltm list --user {shlex.quote(session.user)}",
+            f"see the ids with: {session.command_line('list')}",
         )
     return EXIT_OK
 

@@ -19,7 +19,14 @@ from langchain_ltm._steps import run_sync
 from langchain_ltm._vectorstore_urls import folder_catalog, is_vectorstore_url
 from langchain_ltm.agents.erase import user_namespaces
 from langchain_ltm.backends.base import SearchRequest
-from langchain_ltm.cli.exits import EXIT_ENGINE, EXIT_OK, EXIT_USAGE, Failure
+from langchain_ltm.cli.exits import (
+    EXIT_ENGINE,
+    EXIT_OK,
+    EXIT_USAGE,
+    Failure,
+    bare_sqlite_path,
+    is_sqlite_file,
+)
 from langchain_ltm.cli.io import (
     ImportReport,
     ImportRow,
@@ -218,6 +225,12 @@ def cmd_migrate(session: Session) -> int:
                 "when ltm ends. Migrate between stores that persist (sqlite:///PATH, a "
                 "folder, postgresql://..., http(s)://...).",
             )
+    for url, flag in ((args.source, "--from"), (args.target, "--to")):
+        if url.startswith("sqlite:") or is_vectorstore_url(url) or "://" in url:
+            continue
+        path = Path(url.removeprefix("qdrant:")).expanduser()  # a Qdrant folder's form
+        if is_sqlite_file(path):
+            raise Failure(EXIT_USAGE, bare_sqlite_path(path, flag))  # not "--store ..."
     if _same_store(args.source, args.target):
         raise Failure(EXIT_USAGE, "--from and --to are the same store; pass another --to.")
     missing = no_store_at(args.source)  # opening it would create an empty store
