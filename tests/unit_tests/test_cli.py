@@ -1780,4 +1780,3 @@ def test_remember_shows_each_row_with_its_own_text(ltm):
     assert [r["previous"] for r in records] == [None, "I have one kid"]
     # "fact": the fact as the call left it (RememberResult.fact), the same for both rows
     assert [r["fact"]["content"] for r in records] == ["I have two kids"] * 2
-

@@ -290,9 +290,7 @@ def _count(store: LongTermMemoryStore, scopes: Sequence[tuple[str, ...]]) -> int
     total = 0
     for scope in scopes:
         below = {
-            ns[: len(scope) + 1]
-            for ns in _namespaces_under(store, scope)
-            if len(ns) > len(scope)
+            ns[: len(scope) + 1] for ns in _namespaces_under(store, scope) if len(ns) > len(scope)
         }
         total += store.backend.count(scope) - sum(store.backend.count(ns) for ns in below)
     return total
