@@ -940,6 +940,7 @@ def test_secret_is_rejected_not_echoed(ltm):
     assert code == 2
     assert [r["action"] for r in results] == ["created", "rejected"]
     assert results[1]["fact"] is None and "card" in results[1]["reason"]
+    assert [r["text"] for r in results] == ["Owns a cat", None]  # its text is not echoed
     assert "1 of 2 facts were rejected and not stored" in err and "1 was stored" in err
     assert "4111" not in out + err
     code, out, err = ltm("remember", "--user", "alice", CARD)

@@ -71,7 +71,7 @@ def cmd_remember(session: Session) -> int:
         records.append(
             {
                 "index": i,
-                "text": text,
+                "text": None if fact is None else text,  # a rejected secret is not echoed
                 "action": result.action,
                 "fact": fact.to_dict() if fact else None,
                 "previous": result.previous,
