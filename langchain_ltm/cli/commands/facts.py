@@ -71,8 +71,8 @@ def cmd_remember(session: Session) -> int:
         records.append(
             {
                 "index": i,
-                "text": None if fact is None else text,  # a rejected secret is not echoed
                 "action": result.action,
+                "text": None if fact is None else text,  # a rejected secret is not echoed
                 "fact": fact.to_dict() if fact else None,
                 "previous": result.previous,
                 "similarity": result.similarity,
