@@ -217,14 +217,14 @@ def _cosine(text: str) -> float:
     return value
 
 
-_WHOLE_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]{0,17})")
+_WHOLE_NUMBER = re.compile(r"0|-?[1-9][0-9]{0,17}")  # "-0" stays a string: 0 read back "0"
 
 
 def meta_pair(text: str) -> tuple[str, str | int]:
     """``KEY=VALUE`` of ``--meta``: a whole number (``session=1``) is a number, else a string.
 
-    The value may contain ``=``. Whole numbers in their plain form only (``007`` and ``1.0``
-    stay strings), so what is stored reads back as it was typed, and ``--meta session=1``
+    The value may contain ``=``. Whole numbers in their plain form only (``007``, ``1.0``
+    and ``-0`` stay strings), so what is stored reads back as it was typed, and ``--meta session=1``
     finds what ``remember(..., metadata={"session": 1})`` stored.
     """
     key, sep, value = text.partition("=")

@@ -101,6 +101,10 @@ def test_a_whole_number_is_a_number_on_both_sides(ltm, tmp_path):
         assert code == 0 and found in out and out.count("Has a") == 1, out
     code, out, _ = ltm("recall", "--user", "alice", "--meta", "zip=2134", "pet")
     assert "No facts of user 'alice' with zip=2134 match." in out
+    # "-0" was stored as the number 0 (read back "0", not as typed); -5 is a number
+    ltm("remember", "--user", "bob", "--meta", "x=-0", "--meta", "y=-5", "Has a fish")
+    (fact,) = as_json(ltm("list", "--user", "bob", "--json")[1])
+    assert fact["metadata"] == {"x": "-0", "y": -5}
 
 
 def test_import_keeps_created_at_of_a_plain_line(ltm, tmp_path):
