@@ -309,9 +309,17 @@ class ImportReport:
         """How many rows of each action."""
         return Counter(row.action for row in self.rows)
 
+    def in_order(self) -> list[ImportRow]:
+        """The rows by line number (a line's own rows as decided: earlier versions first).
+
+        Rows are recorded as they are decided: rejected lines first, then the restored
+        ones, then the merged ones; the report listed them in that order.
+        """
+        return sorted(self.rows, key=lambda row: row.line)
+
     def to_dict(self) -> dict[str, Any]:
         """The report for ``--json`` (every line only in a dry run)."""
-        counts = self.counts()
+        counts, in_order = self.counts(), self.in_order()
         data: dict[str, Any] = {"user_id": self.user, "read": self.read, "dry_run": self.dry_run}
         data.update(
             restored=counts["restored"],
@@ -320,21 +328,21 @@ class ImportReport:
             **{a: counts[a] for a in ("created", "duplicate", "updated", "rejected")},
         )
         data["rejected_lines"] = [
-            {"line": r.line, "reason": r.reason} for r in self.rows if r.action == "rejected"
+            {"line": r.line, "reason": r.reason} for r in in_order if r.action == "rejected"
         ]
         # a conflict bringing texts the user holds nowhere names them (they are in the file only)
         data["conflict_lines"] = [
             {"line": r.line, "id": r.id, **({"not_held": r.not_held} if r.not_held else {})}
-            for r in self.rows
+            for r in in_order
             if r.action == "conflict"
         ]
         if self.dry_run:
-            data["lines"] = [row.to_dict() for row in self.rows]
+            data["lines"] = [row.to_dict() for row in in_order]
         return data
 
     def human(self) -> str:
         """The report for people: counts, then the lines that need a look."""
-        counts = self.counts()
+        counts, in_order = self.counts(), self.in_order()
         parts = []
         if counts["restored"] or counts["conflict"]:
             parts.append(f"{counts['restored']} restored, {counts['conflict']} conflicts")
@@ -351,17 +359,15 @@ class ImportReport:
                 f"{self.user!r} would give " + "; ".join(parts) + "."
             )
             rows = [
-                [str(r.line), r.action, r.id or "-", r.content + _row_note(r)] for r in self.rows
+                [str(r.line), r.action, r.id or "-", r.content + _row_note(r)] for r in in_order
             ]
             return head + "\n\n" + table(["LINE", "WOULD BE", "ID", "FACT"], rows)
         text = f"Read {plural(self.read, 'fact')} for user {self.user!r}: " + "; ".join(parts) + "."
-        rejected = [[str(r.line), str(r.reason)] for r in self.rows if r.action == "rejected"]
+        rejected = [[str(r.line), str(r.reason)] for r in in_order if r.action == "rejected"]
         if rejected:
             text += "\n\n" + table(["LINE", "REJECTED BECAUSE"], rejected)
         conflicts = [
-            [str(r.line), str(r.id) + _not_held_note(r)]
-            for r in self.rows
-            if r.action == "conflict"
+            [str(r.line), str(r.id) + _not_held_note(r)] for r in in_order if r.action == "conflict"
         ]
         if conflicts:
             text += (

@@ -448,6 +448,28 @@ def test_import_accepts_fact_lines_and_reports_rejections(ltm, tmp_path):
     assert "LINE  REJECTED BECAUSE" in out and "4111" not in out
 
 
+def test_import_reports_lines_in_order_and_no_others_when_there_are_none(ltm, tmp_path):
+    """A dry run listed rejected lines first (then restored, then merged ones), and a file
+    of one rejected line said "1 of 1 lines were not stored ...; the others were"."""
+    path = tmp_path / "in.jsonl"
+    exported = _export_lines(1)
+    path.write_text(_line(content="Plays the cello") + json.dumps({"fact": CARD}) + "\n" + exported)
+    code, out, err = ltm("import", "--user", "carol", str(path), "--dry-run", "--json")
+    assert code == 2 and "1 of 3 lines would not be stored" in err
+    assert "; the others would be." in err
+    report = as_json(out)
+    assert [(r["line"], r["action"]) for r in report["lines"]] == [
+        (1, "created"),
+        (2, "rejected"),
+        (3, "restored"),
+    ]
+    code, out, _ = ltm("import", "--user", "carol", str(path), "--dry-run")
+    assert [line.split()[0] for line in out.splitlines()[3:]] == ["1", "2", "3"]
+    path.write_text(json.dumps({"fact": CARD}) + "\n")
+    code, _, err = ltm("import", "--user", "carol", str(path))
+    assert code == 2 and "1 of 1 lines were not stored" in err and "others" not in err
+
+
 @pytest.mark.parametrize(
     ("content", "expected"),
     [

@@ -166,14 +166,18 @@ def cmd_import(session: Session) -> int:
     progress.finish()
     session.emit(report.to_dict(), report.human())
     counts = report.counts()
-    left = counts["rejected"] + counts["conflict"]
+    # lines, not rows: a merged line gets a row per text (its history's too)
+    left = len({r.line for r in report.rows if r.action in ("rejected", "conflict")})
     if left:  # as remember: a line that was not stored is not "done"
         would = "would not be" if args.dry_run else "were not"
-        others = "the others would be" if args.dry_run else "the others were"
+        if left < len(lines):
+            others = "; the others would be" if args.dry_run else "; the others were"
+        else:
+            others = ""  # "the others were" with no others
         raise Failure(
             EXIT_USAGE,
             f"{left} of {len(lines)} lines {would} stored ({counts['rejected']} rejected, "
-            f"{counts['conflict']} conflicts: see the report); {others}.",
+            f"{counts['conflict']} conflicts: see the report){others}.",
         )
     return EXIT_OK
 
