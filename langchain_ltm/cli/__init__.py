@@ -13,7 +13,7 @@ file ``memories.db`` in the user's data directory), before or after the subcomma
 to give a SQLite file's free pages back to the disk. A fact id can be
 given by a unique prefix. Tables for people, ``--json`` for scripts, progress bars on a
 terminal. Exit codes: 0 done, 1 the thing asked for is not there, 2 bad usage or input,
-3 the storage engine failed (or a migration's copy is incomplete).
+3 the storage engine failed (or a migration's copy is incomplete, or a disk is full).
 
 Layout: :mod:`~langchain_ltm.cli.parser` (arguments, help; imports nothing heavy, so
 ``ltm --help`` is quick), :mod:`~langchain_ltm.cli.exits` (exit codes),

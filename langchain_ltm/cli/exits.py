@@ -5,6 +5,8 @@ Imports nothing heavy: ``ltm --help`` loads it.
 
 from __future__ import annotations
 
+import errno
+
 from langchain_ltm.errors import BackendError, LTMError
 
 __all__ = [
@@ -25,7 +27,8 @@ EXIT_NOT_FOUND = 1
 EXIT_USAGE = 2
 """Bad usage or bad input; also a fact the secret guard rejected (the others are stored)."""
 EXIT_ENGINE = 3
-"""The storage engine failed or cannot be reached; the same command may work later."""
+"""The storage engine failed or cannot be reached, or the disk is full (the output's too);
+the same command may work later."""
 
 # Exceptions raised by these packages are engine failures (server down, network, locks).
 _ENGINE_PACKAGES = frozenset(
@@ -40,6 +43,10 @@ _ENGINE_PACKAGES = frozenset(
         "chromadb",
     }
 )
+
+
+_NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO})
+"""Errors of writing that say nothing of the command: a full disk (or quota), a bad device."""
 
 
 class Failure(Exception):
@@ -104,7 +111,9 @@ def classify(exc: Exception, where: str) -> tuple[int, str] | None:
             "folder path (embedded Qdrant), sqlite:///PATH for a SQLite file, or a URL."
         )
     if isinstance(exc, OSError):
-        return EXIT_USAGE, f"cannot use {exc.filename or where}: {exc.strerror or exc}."
+        # a full disk or a failing device is no bad usage: the same command may work later
+        code = EXIT_ENGINE if exc.errno in _NO_ROOM else EXIT_USAGE
+        return code, f"cannot use {exc.filename or where}: {exc.strerror or exc}."
     return None
 
 

@@ -96,7 +96,7 @@ stores (--store, or $LTM_STORE):
 
 exit codes: 0 done (also a recall that finds nothing), 1 not found (forget of an unknown id),
   2 bad usage or input (or a fact the secret guard rejected), 3 storage engine failure
-  (or a migration whose target does not have everything afterwards)
+  (or a migration whose target does not have everything afterwards, or a full disk)
 
 examples:
   ltm remember --user alice@example.com "Prefers answers in Spanish" "Works on payments"

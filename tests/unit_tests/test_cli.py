@@ -1576,16 +1576,20 @@ def test_export_into_a_folder_it_may_not_write_names_the_file_asked_for(ltm, tmp
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
 def test_a_full_output_is_named_not_the_store(ltm, tmp_path, monkeypatch):
-    """`ltm list > /dev/full` said "cannot use the store at ...: No space left on device"."""
+    """`ltm list > /dev/full` said "cannot use the store at ...: No space left on device".
+
+    And exited 2, "bad usage or input": a full disk is neither (now 3, as an engine that
+    cannot write: the same command may work later).
+    """
     ltm("remember", "--user", "u", "Likes tea")
     code, _, err = ltm("export", "--user", "u", "-o", "/dev/full")
-    assert code == 2 and "cannot use /dev/full: No space left on device" in err
+    assert code == 3 and "cannot use /dev/full: No space left on device" in err
     full = open("/dev/full", "w")  # noqa: SIM115 (closed below, its failure expected)
     try:
         monkeypatch.setattr(sys, "stdout", full)
         err_stream = io.StringIO()
         monkeypatch.setattr(sys, "stderr", err_stream)
-        assert cli.main(["list", "--user", "u", "--store", str(tmp_path / "q")]) == 2
+        assert cli.main(["list", "--user", "u", "--store", str(tmp_path / "q")]) == 3
     finally:
         with contextlib.suppress(OSError):  # what was not written is still buffered
             full.close()
