@@ -56,6 +56,7 @@ from langgraph.store.base import Item, Op, PutOp, Result, SearchItem
 from langchain_ltm._codec import copy_value
 
 RunBatch = Callable[[list[Op]], Awaitable[list[Result]]]
+LoneRun = Callable[[], Awaitable[list[Result]]]
 Future = asyncio.Future[list[Result]]
 
 DEFAULT_MAX_OPS = 10_000
@@ -130,19 +131,21 @@ class Coalescer:
 
     # ---- calls --------------------------------------------------------------------------
 
-    def submit(self, ops: Iterable[Op]) -> Awaitable[list[Result]]:
+    def submit(self, ops: Iterable[Op], alone: LoneRun | None = None) -> Awaitable[list[Result]]:
         """Run ``ops`` as one ``abatch`` call: at once if the loop is idle, else merged.
 
         Returns what to await, at once: the lone run, or the future of a waiting call. A
         waiting call costs a future and two list slots, no coroutine or object of its own:
         in a burst of 10,000 calls, every object the GC has to trace shows in the time.
+        ``alone``: what runs instead of the batch when the call runs alone (it must answer
+        as the batch of ``ops`` would: ``asearch`` runs its search without the planning).
         """
         ops = ops if type(ops) is list else list(ops)
         loop = asyncio.get_running_loop()
         queue = self._queue(loop)
         if not queue.busy:
             queue.busy = True
-            return self._run_alone(ops, queue, loop)
+            return self._run_alone(ops, queue, loop, alone)
         future: asyncio.Future[list[Result]] = loop.create_future()
         queue.ops.append(ops)
         queue.futures.append(future)
@@ -209,11 +212,15 @@ class Coalescer:
         return queue
 
     async def _run_alone(
-        self, ops: list[Op], queue: _LoopQueue, loop: asyncio.AbstractEventLoop
+        self,
+        ops: list[Op],
+        queue: _LoopQueue,
+        loop: asyncio.AbstractEventLoop,
+        alone: LoneRun | None,
     ) -> list[Result]:
         try:
             self.runs += 1
-            return await self._run(ops)
+            return await (self._run(ops) if alone is None else alone())
         finally:
             self._hand_over(queue, loop)
 

@@ -643,7 +643,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
             ['k1']
         """
         op = self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl)
-        return run_sync(self._search_alone(op))
+        return run_sync(self._search_alone(*plan_search(op)))
 
     async def asearch(
         self,
@@ -656,13 +656,20 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         offset: int = 0,
         refresh_ttl: bool | None = None,
     ) -> list[SearchItem]:
-        """Async twin of :meth:`search`: the same checks and errors, then a batch operation.
+        """Async twin of :meth:`search`: the same checks, errors and answers.
 
-        Concurrent async searches share batch runs (see :meth:`search`).
+        A search made while the event loop runs no other call of this store runs alone, as
+        :meth:`search` does; one made while another call runs waits and shares the next
+        batch run with the other waiting calls (see ``_coalesce``).
         """
         op = self._search_op(namespace_prefix, query, filter, limit, offset, refresh_ttl)
-        plan_search(op)  # refused here as search refuses it, before any batching
-        return (await self.abatch([op]))[0]  # type: ignore[return-value]
+        op, conditions = plan_search(op)  # refused here as search refuses it, before any batching
+        results = await self._coalescer.submit([op], lambda: self._search_run(op, conditions))
+        return results[0]  # type: ignore[return-value]
+
+    async def _search_run(self, op: SearchOp, conditions: Filter) -> list[Result]:
+        """A lone ``asearch``'s run: :meth:`_search_alone`, without the batch planning."""
+        return [await run_async(self._search_alone(op, conditions))]
 
     def _search_op(
         self,
@@ -678,8 +685,8 @@ class LongTermMemoryStore(FactAPI, BaseStore):
             refresh_ttl = (self.ttl_config or {}).get("refresh_on_read", True)
         return SearchOp(namespace_prefix, filter, limit, offset, query, refresh_ttl)
 
-    def _search_alone(self, op: SearchOp) -> Logic[list[SearchItem]]:
-        op, conditions = plan_search(op)
+    def _search_alone(self, op: SearchOp, conditions: Filter) -> Logic[list[SearchItem]]:
+        """One planned search (``plan_search``), with the TTL refresh a batch would do."""
         now = _clock.utcnow()
         vectors = None
         if op.query:

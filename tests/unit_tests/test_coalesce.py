@@ -565,3 +565,27 @@ async def test_a_lone_call_runs_without_waiting_for_the_loop():
 def test_max_ops_is_checked():
     with pytest.raises(ValueError, match="max_ops"):
         Coalescer(run_async, max_ops=0)  # type: ignore[arg-type]
+
+
+async def test_asearches_made_during_a_run_still_share_the_next_run():
+    """The first of concurrent ``asearch`` calls runs alone (without the batch planning);
+    the others, made while it runs, wait and share one batch run and one embedding call."""
+    probe = Probe()
+    store = make_store(probe)
+    await store.abatch([PutOp(NS, f"k{i}", {"text": f"note {i} about tea"}) for i in range(20)])
+    probe.calls.clear()
+    embeddings: KeywordEmbeddings = store.embeddings  # type: ignore[assignment]
+    query_calls, document_calls = embeddings.query_calls, embeddings.document_calls
+    runs = store._coalescer.runs
+    found = await asyncio.gather(
+        *(store.asearch(NS, query=f"note {i}", limit=3) for i in range(30))
+    )
+    assert store._coalescer.runs == runs + 2
+    assert probe.calls == {"search": 30}
+    # one query embedded alone, then the 29 others in one call
+    assert (embeddings.query_calls - query_calls, embeddings.document_calls - document_calls) == (
+        1,
+        1,
+    )
+    one_by_one = [await store.asearch(NS, query=f"note {i}", limit=3) for i in range(30)]
+    assert found == one_by_one

@@ -233,3 +233,94 @@ def test_search_refreshes_ttls_as_batch_does(refresh, on_read):
         lambda store: _as_batch(store, ("memories", "u0"), query="tea", refresh_ttl=refresh),
     )
     assert alone == batched == ({"k0"} if (on_read if refresh is None else refresh) else set())
+
+
+async def _as_abatch(store, prefix, **kwargs):
+    refresh = kwargs.pop("refresh_ttl", None)
+    if refresh is None:
+        refresh = (store.ttl_config or {}).get("refresh_on_read", True)
+    op = SearchOp(prefix, kwargs.get("filter"), kwargs.get("limit", 10),
+                  kwargs.get("offset", 0), kwargs.get("query"), refresh)  # fmt: skip
+    return (await store.abatch([op]))[0]
+
+
+@pytest.mark.parametrize(
+    ("prefix", "kwargs"),
+    [
+        (("memories", "u0"), {"query": "tea", "limit": 2}),
+        (("memories",), {"query": "tea fact 3", "offset": 1}),
+        (("memories", "u1"), {"filter": {"n": {"$gte": 3}}}),
+        (("memories", "u1"), {"query": "tea", "filter": {"n": 1}, "limit": 1}),
+        (["memories", "u0"], {"query": "tea"}),
+        ((), {"limit": 3}),
+    ],
+)
+async def test_asearch_answers_what_an_abatch_of_one_search_answers(prefix, kwargs):
+    store = _search_store()
+    assert await store.asearch(prefix, **kwargs) == await _as_abatch(store, prefix, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("prefix", "kwargs"),
+    [
+        (("memories", "u.0"), {}),
+        ("memories", {}),
+        (("memories", ""), {"query": "tea"}),
+        (("memories",), {"limit": -1}),
+        (("memories",), {"offset": -2}),
+        (("memories",), {"query": 5}),
+        (("memories",), {"filter": {"n": {"$regex": "x"}}}),
+    ],
+)
+async def test_asearch_refuses_what_an_abatch_refuses(prefix, kwargs):
+    store = _search_store()
+    refused = (InvalidNamespaceError, ValueError, TypeError)
+    with pytest.raises(refused) as alone:
+        await store.asearch(prefix, **kwargs)
+    with pytest.raises(refused) as batched:
+        await _as_abatch(store, prefix, **kwargs)
+    assert type(alone.value) is type(batched.value)
+    assert str(alone.value) == str(batched.value)
+
+
+@pytest.mark.parametrize("refresh", [None, True, False])
+@pytest.mark.parametrize("on_read", [True, False])
+async def test_asearch_refreshes_ttls_as_abatch_does(refresh, on_read):
+    ttl = {"default_ttl": None, "refresh_on_read": on_read}
+    keys = [(("memories", "u0"), f"k{n}") for n in (0, 2, 4)]  # k0 has a TTL
+
+    async def refreshed(store, run) -> set[str]:
+        before = [item.expires_at for item in store.backend.get(keys)]
+        await run(store)
+        after = [item.expires_at for item in store.backend.get(keys)]
+        return {key for (_, key), b, a in zip(keys, before, after) if a is not None and a > b}
+
+    alone = await refreshed(
+        _search_store(ttl),
+        lambda store: store.asearch(("memories", "u0"), query="tea", refresh_ttl=refresh),
+    )
+    batched = await refreshed(
+        _search_store(ttl),
+        lambda store: _as_abatch(store, ("memories", "u0"), query="tea", refresh_ttl=refresh),
+    )
+    assert alone == batched == ({"k0"} if (on_read if refresh is None else refresh) else set())
+
+
+async def test_a_lone_asearch_runs_without_the_batch_planning(monkeypatch):
+    """An ``asearch`` the loop runs alone skips ``plan_batch`` and the batch around its one
+    search (a fifth of the store's share of a per-user search), as ``search`` does."""
+    import langchain_ltm.store as store_module
+
+    store = _search_store()
+    planned = []
+    plan_batch_of_store = store_module.plan_batch
+    monkeypatch.setattr(
+        store_module, "plan_batch", lambda *a: planned.append(a) or plan_batch_of_store(*a)
+    )
+    runs = store._coalescer.runs
+    found = await store.asearch(("memories", "u0"), query="tea", limit=2)
+    assert [item.key for item in found] == [
+        it.key for it in store.search(("memories", "u0"), query="tea", limit=2)
+    ]
+    assert planned == []
+    assert store._coalescer.runs == runs + 1
