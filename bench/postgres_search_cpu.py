@@ -12,12 +12,15 @@ other query): the floor (one prepared psycopg query over the same vectors, gener
 is subtracted). Wall time and the thread's CPU time (``time.thread_time_ns``) per call;
 every answer is checked equal to the floor's.
 
-``--profile`` instead runs ``store.search`` (or ``--profile-what backend``) under cProfile
-in this process, on this checkout, and prints the top functions.
+``--profile`` instead runs ``store.search`` (or ``--profile-what astore``, ``backend``,
+``abackend``) under cProfile in this process, on this checkout, and prints the top
+functions. ``--compact`` runs ``backend.compact()`` after the load, as
+``bench/postgres_scale.py --compact`` measures.
 
 Usage:
     python bench/postgres_search_cpu.py --code /path/to/main --code .   # 100k facts, 10k users
-    python bench/postgres_search_cpu.py --profile
+    python bench/postgres_search_cpu.py --facts 1000000 --users 100000 --compact --code ...
+    python bench/postgres_search_cpu.py --profile                # or --profile-what abackend
 """
 
 from __future__ import annotations
@@ -109,10 +112,14 @@ def load(url: str, args: argparse.Namespace) -> None:
             ],
             [],
         )
+    print(f"loaded {args.facts:,} facts / {args.users:,} users in {time.perf_counter() - t0:.0f} s")
+    if args.compact:
+        t0 = time.perf_counter()
+        backend.compact()
+        print(f"compact() in {time.perf_counter() - t0:.1f} s")
     backend.close()
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f"VACUUM ANALYZE {TABLE}, {TABLE}_vectors")
-    print(f"loaded {args.facts:,} facts / {args.users:,} users in {time.perf_counter() - t0:.0f} s")
 
 
 class Worker:
@@ -218,6 +225,13 @@ def profile(url: str, args: argparse.Namespace) -> None:
         if args.profile_what == "backend":
             request = SearchRequest(ns, worker.vecs[i][None, :], limit=K)
             calls.append(lambda request=request: backend.search(request))
+        elif args.profile_what == "abackend":
+            request = SearchRequest(ns, worker.vecs[i][None, :], limit=K)
+
+            async def one(request: SearchRequest = request) -> object:
+                return await backend.asearch(request)
+
+            calls.append(lambda one=one: worker.loop.run_until_complete(one()))
         elif args.profile_what == "astore":
 
             async def each(ns: tuple = ns, text: str = worker.texts[i]) -> object:
@@ -299,8 +313,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--code", action="append", default=[], help="a checkout (repeat)")
     parser.add_argument("--url", help="a running server (default: start one)")
     parser.add_argument("--reuse", action="store_true", help="keep a table already loaded")
+    parser.add_argument("--compact", action="store_true", help="backend.compact() after loading")
     parser.add_argument("--profile", action="store_true")
-    parser.add_argument("--profile-what", default="store", choices=("store", "astore", "backend"))
+    parser.add_argument(
+        "--profile-what", default="store", choices=("store", "astore", "backend", "abackend")
+    )
     parser.add_argument("--sort", default="tottime")
     parser.add_argument("--top", type=int, default=40)
     parser.add_argument("--worker", help=argparse.SUPPRESS)

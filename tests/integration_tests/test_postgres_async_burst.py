@@ -216,9 +216,9 @@ async def test_a_write_cancelled_while_its_pipeline_closes_leaves_no_pipelined_c
 async def test_a_checkout_with_a_free_slot_starts_no_task(make_backend):
     """A free slot of the async pool is taken at once: no task and no timer per checkout
     (they were 15 of the 20 us of client CPU a checkout took, on every async call)."""
-    import numpy as np
-
     from datetime import datetime, timezone
+
+    import numpy as np
 
     from langchain_ltm.backends.base import Record, SearchRequest
 
