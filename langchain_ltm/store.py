@@ -632,7 +632,8 @@ class LongTermMemoryStore(FactAPI, BaseStore):
 
         The same checks and answers as ``batch([SearchOp(...)])``, less the batch's planning
         (a per-user search is mostly fixed cost: this is a fifth of the store's share).
-        ``asearch`` stays a batch operation, so concurrent async searches share batch runs.
+        ``asearch`` does the same when it runs alone; async searches made while another call
+        of the store runs share batch runs.
 
         Example:
             >>> from langchain_core.embeddings import DeterministicFakeEmbedding
