@@ -10,35 +10,26 @@ imports it inside the classmethods.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterable
 from typing import Any
 
 from langchain_ltm._embedder import EmbeddingsLike
 from langchain_ltm.backends import engine
+from langchain_ltm.facts.options import refuse_unknown
 from langchain_ltm.store import LongTermMemoryStore
 
 __all__ = ["from_postgres", "from_qdrant", "from_sqlite"]
 
 
 def _refuse_unknown(factory: str, kwargs: dict[str, Any], engine_options: Iterable[str]) -> None:
-    """Raise TypeError for an option of ``factory``'s ``**kwargs`` that no one takes.
-
-    They went to ``LongTermMemoryStore.__init__``, whose TypeError named neither the
-    factory nor the options it does take.
-    """
-    store_options = [
-        name
-        for name in inspect.signature(LongTermMemoryStore.__init__).parameters
-        if name not in ("self", "vectorstore", "embeddings", "namespace")
-    ]
-    unknown = [name for name in kwargs if name not in store_options]
-    if unknown:
-        raise TypeError(
-            f"{factory}() got unexpected option(s) {', '.join(map(repr, unknown))}: it takes "
-            f"the store's ({', '.join(store_options)}) and the engine's "
-            f"({', '.join(engine_options)})."
-        )
+    """Raise TypeError for an option of ``factory`` that neither the store nor engine takes."""
+    refuse_unknown(
+        factory,
+        LongTermMemoryStore.__init__,
+        kwargs,
+        engine_options,
+        not_options=("self", "vectorstore", "embeddings", "namespace"),
+    )
 
 
 def from_postgres(
@@ -55,7 +46,7 @@ def from_postgres(
 ) -> LongTermMemoryStore:
     """The body of :meth:`LongTermMemoryStore.from_postgres` (its options, documented there)."""
     postgres = engine("postgres", "postgres")
-    pool_options = postgres.POOL_OPTIONS
+    pool_options = postgres.BACKEND_OPTIONS
     options = {name: kwargs.pop(name) for name in pool_options if name in kwargs}
     _refuse_unknown("from_postgres", kwargs, pool_options)
     backend = postgres.postgres_backend(
@@ -76,6 +67,7 @@ def from_qdrant(
     **kwargs: Any,
 ) -> LongTermMemoryStore:
     """The body of :meth:`LongTermMemoryStore.from_qdrant` (its options, documented there)."""
+    _refuse_unknown("from_qdrant", kwargs, ("collection", "dims", "lock_timeout"))
     qdrant = engine("qdrant", "qdrant")
     backend = qdrant.qdrant_backend(
         client_or_url_or_path,
@@ -103,6 +95,7 @@ def from_sqlite(
     """The body of :meth:`LongTermMemoryStore.from_sqlite` (its options, documented there)."""
     from langchain_ltm.backends.sqlite import sqlite_backend
 
+    _refuse_unknown("from_sqlite", kwargs, ("table", "dims", "busy_timeout", "vector_cache_mb"))
     backend = sqlite_backend(
         path,
         table=table,

@@ -7,7 +7,8 @@ refuses with the same message.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from langchain_ltm.facts.decision import DecisionPolicy
@@ -22,6 +23,7 @@ __all__ = [
     "check_resolver",
     "decision_policy",
     "guard_for",
+    "refuse_unknown",
     "replace_policy",
 ]
 
@@ -123,3 +125,39 @@ def check_history_limit(history_limit: Any) -> int | None:
     ):
         raise ValueError(f"history_limit must be None or an int >= 0, got {history_limit!r}.")
     return history_limit
+
+
+def refuse_unknown(
+    factory: str,
+    init: Callable[..., Any],
+    kwargs: dict[str, Any],
+    engine_options: Iterable[str],
+    *,
+    not_options: Iterable[str] = ("self",),
+) -> None:
+    """Raise TypeError for an option of a ``from_*`` factory that neither side takes.
+
+    A factory passes its engine's options on and the rest to the store's ``__init__``
+    (``init``), whose own TypeError named neither the factory nor what it does take.
+    ``not_options`` are ``init``'s parameters the factory fills itself.
+
+    Example:
+        >>> def init(self, backend, *, merge_threshold=None): ...
+        >>> refuse_unknown("from_x", init, {"merge_threshold": 0.9}, ["dims"],
+        ...                not_options=("self", "backend"))
+        >>> refuse_unknown("from_x", init, {"min_sise": 2}, ["dims"],
+        ...                not_options=("self", "backend"))
+        Traceback (most recent call last):
+        ...
+        TypeError: from_x() got unexpected option(s) 'min_sise': it takes the store's \
+(merge_threshold) and the engine's (dims).
+    """
+    skipped = set(not_options)
+    store_options = [name for name in inspect.signature(init).parameters if name not in skipped]
+    unknown = [name for name in kwargs if name not in store_options]
+    if unknown:
+        raise TypeError(
+            f"{factory}() got unexpected option(s) {', '.join(map(repr, unknown))}: it takes "
+            f"the store's ({', '.join(store_options)}) and the engine's "
+            f"({', '.join(engine_options)})."
+        )

@@ -18,6 +18,7 @@ from langchain_ltm.facts.options import (
     check_resolver,
     decision_policy,
     guard_for,
+    refuse_unknown,
     replace_policy,
 )
 from langchain_ltm.facts.resolution import Resolver
@@ -117,6 +118,16 @@ class FactStore(FactAPI):
             backend.close()
             raise
 
+    @staticmethod
+    def _refuse_unknown(factory: str, options: dict[str, Any], engine_options: Any) -> None:
+        refuse_unknown(
+            f"FactStore.{factory}",
+            FactStore.__init__,
+            options,
+            engine_options,
+            not_options=("self", "backend", "embeddings"),
+        )
+
     @classmethod
     def from_sqlite(
         cls,
@@ -144,6 +155,9 @@ class FactStore(FactAPI):
         """
         from langchain_ltm.backends.sqlite import sqlite_backend
 
+        cls._refuse_unknown(
+            "from_sqlite", options, ("table", "dims", "busy_timeout", "vector_cache_mb")
+        )
         backend = sqlite_backend(
             path,
             table=table,
@@ -186,9 +200,11 @@ class FactStore(FactAPI):
         from langchain_ltm.backends import engine
 
         postgres = engine("postgres", "postgres")
-        pool = {name: options.pop(name) for name in postgres.POOL_OPTIONS if name in options}
+        engine_options = postgres.BACKEND_OPTIONS
+        chosen = {name: options.pop(name) for name in engine_options if name in options}
+        cls._refuse_unknown("from_postgres", options, engine_options)
         backend = postgres.postgres_backend(
-            conn, table=table, schema=schema, dims=dims, vector_type=vector_type, **pool
+            conn, table=table, schema=schema, dims=dims, vector_type=vector_type, **chosen
         )
         return cls._over(backend, embeddings, **options)
 

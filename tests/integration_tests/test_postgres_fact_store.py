@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
+
 from langchain_ltm import LongTermMemoryStore
 from langchain_ltm.defaults import _redact, open_facts
 from langchain_ltm.facts import FactStore
@@ -65,6 +67,10 @@ def test_from_postgres_takes_the_vector_type_and_the_pool_options(pg_url, emb):
         reopened = FactStore.from_postgres(pg_url, emb, table=table)
         assert reopened.backend.vector_type == "halfvec"  # None: the table's own type
         reopened.close()
+        with pytest.raises(
+            TypeError, match=r"from_postgres\(\) got unexpected option\(s\) 'max_sise'"
+        ):
+            FactStore.from_postgres(pg_url, emb, table=table, max_sise=2)
     finally:
         facts.backend.drop()
         facts.close()

@@ -168,6 +168,18 @@ def test_bad_options_are_refused_as_the_store_refuses_them(tmp_path):
         FactStore(object(), emb)  # type: ignore[arg-type]
 
 
+def test_a_mistyped_option_names_the_factory_and_what_it_takes(tmp_path):
+    emb = DeterministicFakeEmbedding(size=8)
+    path = tmp_path / "typo.db"
+    for factory in (FactStore.from_sqlite, LongTermMemoryStore.from_sqlite):
+        with pytest.raises(TypeError) as refused:
+            factory(path, emb, busy_timeot=5)
+        message = str(refused.value)
+        assert "from_sqlite() got unexpected option(s) 'busy_timeot'" in message
+        assert "merge_threshold" in message and "busy_timeout" in message
+    assert not path.exists()  # refused before the file was made
+
+
 def test_a_list_namespace_is_the_same_prefix_in_both_classes(tmp_path):
     emb = DeterministicFakeEmbedding(size=8)
     path = tmp_path / "list.db"

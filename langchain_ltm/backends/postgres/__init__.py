@@ -18,7 +18,7 @@
 
 from langchain_ltm.backends._compaction import Compacted, StoreInUseError
 from langchain_ltm.backends.postgres._calibrate import BroadCalibration, CalibrationStep
-from langchain_ltm.backends.postgres._factory import POOL_OPTIONS
+from langchain_ltm.backends.postgres._factory import BACKEND_OPTIONS
 from langchain_ltm.backends.postgres.backend import (
     DuplicateFactError,
     PostgresBackend,
@@ -28,7 +28,7 @@ from langchain_ltm.backends.postgres.backend import (
 from langchain_ltm.errors import LockLostError
 
 __all__ = [
-    "POOL_OPTIONS",
+    "BACKEND_OPTIONS",
     "BroadCalibration",
     "CalibrationStep",
     "Compacted",

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from langchain_ltm.backends.postgres.backend import PostgresBackend
 
-POOL_OPTIONS = ("setup", "min_size", "max_size", "timeout", "connect_kwargs")
+BACKEND_OPTIONS = ("setup", "min_size", "max_size", "timeout", "connect_kwargs")
 """The options of :func:`postgres_backend` that the stores' ``from_postgres`` pass on."""
 
 
