@@ -47,6 +47,7 @@ Usage:
     python bench/cli_startup.py --postgres auto          # + Postgres
     python bench/cli_startup.py --sizes 0 1000 --runs 3 --skip-concurrency
     python bench/cli_startup.py --engines sqlite+warm,sqlite,sqlite+nocopy   # the copy's gain
+    python bench/cli_startup.py --first-only --sizes 0 --runs 10 --before /tmp/main-code
 """
 
 from __future__ import annotations
@@ -172,10 +173,12 @@ def build(engines: list[Engine], sizes: list[int]) -> None:
             engine.reset(n)
 
 
-def env(engine: Engine, n: int) -> dict[str, str]:
+def env(engine: Engine, n: int, code: str | None = None) -> dict[str, str]:
     # as a user has it: bytecode cached (compiled in main), no LTM_STORE/LTM_USER
     dropped = ("LTM_STORE", "LTM_USER", "LTM_ENCODER_SERVER", "PYTHONDONTWRITEBYTECODE")
     out = {k: v for k, v in os.environ.items() if k not in dropped}
+    if code is not None:  # another copy of the package (--before)
+        out["PYTHONPATH"] = os.pathsep.join(filter(None, [code, out.get("PYTHONPATH")]))
     out["LTM_HOME"] = str(engine.work / "home")  # never the real data directory
     out["XDG_RUNTIME_DIR"] = str(engine.work / "run")  # nor the user's warm encoder
     out["LTM_ENCODER_SERVER"] = "auto" if engine.warm else "off"
@@ -329,40 +332,49 @@ def per_command(engines: list[Engine], sizes: list[int], runs: int) -> None:
         )
 
 
-def first_ever(work: Path, runs: int) -> None:
+def first_ever(work: Path, runs: int, before: str | None = None) -> None:
     """Cold ``ltm recall`` with no optimised model copy yet, vs with one, per encoder mode.
 
     ``off``: the command makes the copy itself. ``auto`` (the default): the command starts
     the warm encoder, which makes the copy, and embeds in its own process meanwhile; each
     round stops the encoder and deletes the copy first (what the very first command after
-    installing finds).
+    installing finds). ``before``: another copy of the package (its parent folder, put on
+    ``PYTHONPATH``), run alternately with this one in every round (in alternating order).
     """
     cold, auto = Engine("sqlite", work), Engine("sqlite", work, warm=True)
     (work / "run").mkdir(mode=0o700, exist_ok=True)
     rows: dict[str, list[Run]] = {}
     baseline = []
     folder = work / "model-cache"
+    codes: list[tuple[str, str | None]] = [("", None)]
+    if before is not None:  # both on PYTHONPATH: the installed ltm script may import either
+        codes = [("before: ", before), ("this code: ", str(Path(__file__).resolve().parents[1]))]
+    before_load = load()
     for rep in range(runs):
         for engine, mode in ((cold, "off"), (auto, "auto")):
-            subprocess.run([LTM, "encoder", "stop"], env=env(auto, 0), capture_output=True)
-            shutil.rmtree(folder, ignore_errors=True)
-            baseline.append(run_one(BASELINE)[0])
-            for label in ("no copy yet", "the next one"):
-                done, _ = run_one(argv("recall", engine, 0, rep), env(engine, 0))
-                if done.code != 0:
-                    print(f"  ! first recall: exit {done.code}: {done.err}")
-                rows.setdefault(f"{label}, LTM_ENCODER_SERVER={mode}", []).append(done)
-                if mode == "auto":  # the encoder the first one started: up, copy made
-                    subprocess.run([LTM, "encoder", "start"], env=env(auto, 0), check=True)
-    subprocess.run([LTM, "encoder", "stop"], env=env(auto, 0), capture_output=True)
+            for name, code in codes if rep % 2 == 0 else codes[::-1]:
+                environ = env(engine, 0, code)
+                stop = [LTM, "encoder", "stop"]
+                subprocess.run(stop, env=env(auto, 0, code), capture_output=True)
+                shutil.rmtree(folder, ignore_errors=True)
+                baseline.append(run_one(BASELINE)[0])
+                for label in ("no copy yet", "the next one"):
+                    done, _ = run_one(argv("recall", engine, 0, rep), environ)
+                    if done.code != 0:
+                        print(f"  ! first recall: exit {done.code}: {done.err}")
+                    rows.setdefault(f"{name}{label}, LTM_ENCODER_SERVER={mode}", []).append(done)
+                    if mode == "auto":  # the encoder the first one started: up, copy made
+                        start_ = [LTM, "encoder", "start"]
+                        subprocess.run(start_, env=env(auto, 0, code), check=True)
+                subprocess.run(stop, env=env(auto, 0, code), capture_output=True)
     base = statistics.median(r.seconds for r in baseline)
     print(
         f"\n### The first cold command after installing (SQLite, 0 facts, median of {runs}, "
-        f"baseline {base:.2f} s)\n"
+        f"baseline {base:.2f} s; load average before {before_load}, after {load()})\n"
     )
     print("| `ltm recall` | wall | x baseline | CPU | peak RSS |")
     print("|---|---|---|---|---|")
-    for label, rs in rows.items():
+    for label, rs in sorted(rows.items(), key=lambda item: item[0].split(": ")[-1]):
         med = statistics.median(r.seconds for r in rs)
         cpu = statistics.median(r.cpu for r in rs)
         rss = statistics.median(r.rss_mb for r in rs)
@@ -501,11 +513,18 @@ def main() -> None:
     parser.add_argument(
         "--first-only", action="store_true", help="only the first command after installing"
     )
+    parser.add_argument(
+        "--before",
+        metavar="DIR",
+        help="with --first-only: a folder holding another langchain_ltm (`git archive main "
+        "langchain_ltm | tar -x -C DIR`), run alternately with this checkout's in every round",
+    )
     args = parser.parse_args()
     names = args.engines.split(",") + (["postgres+warm", "postgres"] if args.postgres else [])
     work = Path(tempfile.mkdtemp(prefix="ltm-cli-bench-"))
     package = Path(__file__).resolve().parents[1] / "langchain_ltm"
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=False)
+    for compiled in [package, *([Path(args.before) / "langchain_ltm"] if args.before else [])]:
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(compiled)], check=False)
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load average {load()}")
     print(f"ltm: {LTM}\nstores in {work}")
     try:
@@ -523,7 +542,7 @@ def main() -> None:
             if pg_url:
                 _postgres_databases(pg_url, args.sizes)
             build(engines, sorted(set([*args.sizes, 1_000])))
-            first_ever(work, args.runs)  # also makes the copy the runs use
+            first_ever(work, args.runs, args.before)  # also makes the copy the runs use
             if args.first_only:
                 return
             if any(engine.warm for engine in engines):  # warm = already running
