@@ -258,7 +258,10 @@ def read_words(text: str) -> Words:
         following = tokens[i + 1].group().lower() if i + 1 < len(tokens) else ""
         if _DIGIT.search(raw):
             digits = lower.lstrip("#")
-            if _is_identifier(raw, digits, previous, previous_raw, following):
+            said = previous_raw.lower().endswith("'s") and _says_is(
+                folded[: tokens[i - 1].end()], folded[match.start() :]
+            )
+            if _is_identifier(raw, digits, previous, previous_raw, following, said):
                 # keyed by its noun: "project 12" is not "team 12"
                 noun = stem(previous) if previous.isalpha() and previous not in _STOP else ""
                 terms.add(f"{noun}#{digits}")
@@ -343,14 +346,16 @@ _UNITS = frozenset(
 )
 
 
-def _is_identifier(raw: str, digits: str, previous: str, previous_raw: str, nxt: str) -> bool:
+def _is_identifier(
+    raw: str, digits: str, previous: str, previous_raw: str, nxt: str, said: bool = False
+) -> bool:
     """Whether a number names a thing ("room 104", "#5003", "LH401", "client 4411").
 
     A number is a quantity or a date when it counts something ("5 members", "80 kg"), comes
-    after a function word ("is 34", "in 2023"), a month ("May 5") or a word with "'s" ("my
-    son's 7" is "my son is 7"; "Anna's 3 kids" counts); it names a thing when it is glued
-    to letters that are not a unit, follows "#" or an identifying noun, or follows a
-    capitalized or any other word with no counted word after it.
+    after a function word ("is 34", "in 2023"), a month ("May 5") or an "'s" that says "is"
+    (``said``, :func:`_says_is`: "my son's 7" is "my son is 7"); it names a thing when it is
+    glued to letters that are not a unit, follows "#" or an identifying noun, or follows a
+    capitalized or any other word with no counted word after it ("I love Ocean's 11").
     """
     if raw.startswith("#") or not _is_number(raw):
         return True  # "#5003", "LH401", "A4"
@@ -359,8 +364,8 @@ def _is_identifier(raw: str, digits: str, previous: str, previous_raw: str, nxt:
         return suffix not in _UNITS  # "3b" names, "20mg" and "6am" measure
     if previous in _ID_NOUNS:
         return True
-    if previous_raw.lower().endswith("'s"):
-        return False  # "'s" is "is" (or "has"), as "is 34", or owns what is counted
+    if said:
+        return False  # "my son's 7": "'s" is "is", as "is 34"
     counted = bool(nxt) and nxt not in _STOP and nxt not in _NEGATIONS and not nxt[0].isdigit()
     if previous_raw[:1].isupper() and previous not in _DATE_WORDS and not counted:
         return True  # "Project 12 has ...", but not "Has 2 kids"
@@ -735,11 +740,40 @@ def _one_line(text: str) -> str:
 _APOSTROPHE_S = re.compile(r"(?<=[^\W\d_])'s\s+")
 
 
-def _said_is(flat: str) -> str:
-    """``flat`` with an "'s" before a value alone read as "is": "my birthday's May 5".
+# where the value after an "'s" ends: a clause's end ("My son's 7, and he ...", "... 7 and
+# loves Lego"); a comma or a point inside a number ("1,200", "5.5") ends nothing
+_VALUE_END = re.compile(
+    r"[,;:.!?](?:\s|$)|\b(?:and|but|whereas|although|though|while|because|yet|if|unless|"
+    r"when|whenever)\b",
+    re.IGNORECASE,
+)
 
-    Before a number or date and nothing else, "'s" says what the attribute is (as "I'm 34"
-    says "I am 34"); before a word it may own it ("my son's school"), so it is left as is.
+
+def _says_is(before: str, after: str) -> bool:
+    """Whether the "'s" ending ``before`` says "is", ``after`` being the rest of the text.
+
+    It does where it ends the subject and a value alone follows: only function words and
+    possessives before it in its clause ("my son's 7", "Anna's 7", "my son's birthday's
+    May 5"), and after it a number or date that ends its clause, a unit at most ("our
+    rent's 1200 a month", "my son's 7 and loves Lego"), as "I'm 34" says "I am 34". After
+    a verb or a noun it owns what follows ("I love Ocean's 11", "I'm a fan of Beethoven's
+    5"), and before a word it may own it ("my son's school"). :func:`read_words` (a number
+    after such an "'s" is a value) and :func:`_said_is` (the slot check) read it with this
+    one rule.
+
+    Example:
+        >>> _says_is("My son's", "7"), _says_is("I love Ocean's", "11")
+        (True, False)
+    """
+    words = [m.group().lower() for m in _TOKEN.finditer(_CLAUSE_END.split(before)[-1])]
+    if not all(word in _STOP or word.endswith("'s") for word in words[:-1]):
+        return False
+    rest = read_words(_VALUE_END.split(after, maxsplit=1)[0])
+    return bool(rest.values) and not rest.terms and not rest.negated and not rest.moods
+
+
+def _said_is(flat: str) -> str:
+    """``flat`` with an "'s" that says "is" (:func:`_says_is`) read as "is".
 
     Example:
         >>> _said_is("My birthday's May 5"), _said_is("My son's school")
@@ -749,8 +783,7 @@ def _said_is(flat: str) -> str:
     if not matches:
         return flat
     last = matches[-1]  # an earlier one has the word before the last "'s" in its value
-    rest = read_words(flat[last.end() :])
-    if rest.values and not rest.terms and not rest.negated and not rest.moods:
+    if _says_is(flat[: last.end()], flat[last.end() :]):
         return f"{flat[: last.start()]} is {flat[last.end() :]}"
     return flat
 

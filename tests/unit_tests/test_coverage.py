@@ -725,3 +725,52 @@ async def test_remember_updates_a_birthday_said_with_apostrophe_s(minilm):
         "My birthday's May 5",
         "My birthday's May 6",
     ]
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I love Ocean's 11", "I love Ocean's 12"),
+        ("I like Beethoven's 5", "I like Beethoven's 9"),
+        ("I'm a fan of Ocean's 11", "I'm a fan of Ocean's 13"),
+        ("I listen to Mahler's 5", "I listen to Mahler's 2"),
+    ],
+)
+def test_a_number_after_apostrophe_s_that_follows_a_verb_names_a_thing(old, new):
+    """A number after any "'s" read as a value, so one title replaced another (0.90-0.93).
+
+    "'s" says "is" only after the subject, function words and possessives before it.
+    """
+    assert any("#" in term for term in read_words(old).terms)  # "ocean#11", as "room#104"
+    assert not value_change(old, new)
+    assert not slot_change(old, new, ENTITY_WORDS)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("My son's 7", "My son's 8"),
+        ("Anna's 7", "Anna's 8"),
+        ("My son's 7 and loves Lego", "My son's 8 and loves Lego"),
+    ],
+)
+def test_a_number_after_the_subjects_apostrophe_s_is_still_a_value(old, new):
+    assert value_change(old, new)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I love Ocean's 11", "I love Ocean's 12"),
+        ("I like Beethoven's 5", "I like Beethoven's 9"),
+        ("I'm a fan of Ocean's 11", "I'm a fan of Ocean's 13"),
+        ("I listen to Mahler's 5", "I listen to Mahler's 2"),
+    ],
+)
+async def test_remember_keeps_two_titles_with_apostrophe_s_and_a_number(minilm, old, new):
+    """Each was ``updated`` (0.90-0.93): the first title vanished from the current facts."""
+    store = LongTermMemoryStore(InMemoryVectorStore(minilm))
+    await store.aremember("u", old)
+    result = await store.aremember("u", new)
+    assert result.action == "created"
+    assert sorted(f.content for f in await store.alist_all("u")) == sorted([old, new])
