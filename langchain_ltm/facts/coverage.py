@@ -629,16 +629,49 @@ def _frame(text: str, marks: frozenset[str] = frozenset()) -> tuple[str, ...]:
     )
 
 
+# a mark after a number that says what it measures, which the words do not read: feet and
+# inches (5'10"), minutes and seconds, a percentage, degrees
+_MEASURE = re.compile("[0-9]\\s*(['\"%\u00b0\u2032\u2033\u201d])")
+
+
+def _measures(text: str) -> tuple[str, ...]:
+    """The marks after the numbers of ``text`` that say what they measure, in order."""
+    return tuple(_MEASURE.findall(fold(text)))
+
+
+def _close_numbers(old: str, new: str) -> bool:
+    """Whether each number of ``new`` is within half again of the one in its place in ``old``.
+
+    In a text with no content word (:func:`value_change`) the number alone says what is
+    measured: an age, a weight, a count of people are each "I'm N" or "we're N". A value
+    that changes over time moves by a part of itself ("I'm 34" / "I'm 35", "we're 4" /
+    "we're 5"); a number of another size is likely another measure ("I'm 34" / "I'm 340",
+    "I'm 3", "I'm 70"; "he's 7" / "he's 120"; "we're 4" / "we're 40").
+
+    Example:
+        >>> _close_numbers("I'm 34", "I'm 35"), _close_numbers("I'm 34", "I'm 70")
+        (True, False)
+    """
+    for a, b in zip(re.findall("[0-9]+", fold(old)), re.findall("[0-9]+", fold(new)), strict=False):
+        x, y = int(a), int(b)
+        if x != y and (min(x, y) == 0 or max(x, y) > 1.5 * min(x, y)):
+            return False
+    return True
+
+
 def value_change(old: str, new: str) -> bool:
     """Whether ``new`` restates ``old`` with another number, date or polarity (an update).
 
     Both say the same terms (identifying numbers included: "room 104" is not "room 105";
     a new term would be a new claim: "I like jazz" / "I don't like jazz festivals"; texts
-    with no term say the same words in the same order, numbers aside: "I'm 34" / "I'm 35"),
-    and either the polarity changes with the same values, or a value is replaced: the old text
-    has a value the new one lacks and the new one has one the old lacks, as many new values
-    as old ones gone. A value dropped is not a new value ("takes 20mg of lisinopril daily" /
-    "takes lisinopril daily"), nor is one cut from several ("May 5 at 3pm" / "May 6").
+    with no term say the same words in the same order, numbers aside, each number within
+    half again of the old one: "I'm 34" / "I'm 35", not "I'm 34" / "I'm 340"), the same
+    marks of measure after the numbers (an age, then a height in feet and inches, is no new
+    value), no question ("I'm 35?"), and either the polarity changes with the same values,
+    or a value is replaced: the old text has a value the new one lacks and the new one has
+    one the old lacks, as many new values as old ones gone. A value dropped is not a new
+    value ("takes 20mg of lisinopril daily" / "takes lisinopril daily"), nor is one cut
+    from several ("May 5 at 3pm" / "May 6").
 
     Not a value change: another time alone, unless the new text says it changed
     (:func:`moved_in_time`: "a meeting on Monday" / "... on Tuesday" are two meetings),
@@ -664,10 +697,14 @@ def value_change(old: str, new: str) -> bool:
     a, b = read_words(old), read_words(new)
     # the words that say the time changed are no claim ("rescheduled to May 12", "instead")
     marks = change_marks(old, new)
+    if "?" in old or "?" in new:
+        return False  # a question states no value ("I'm 34" / "I'm 35?")
+    if _measures(old) != _measures(new):
+        return False  # another measure ("My son is 7" / "My son is 4'2\"")
     if (
-        # no content word: only the same words in the same order name the attribute
-        # ("I'm 34" / "I'm 35", but not "I'm 34" / "I'm 5'10\"")
-        (not a.terms and _frame(old) != _frame(new, marks))
+        # no content word: only the same words in the same order name the attribute, and
+        # only a number of the same size ("I'm 34" / "I'm 35", not "I'm 5'10\"" or "I'm 340")
+        (not a.terms and (_frame(old) != _frame(new, marks) or not _close_numbers(old, new)))
         or a.terms - marks != b.terms - marks
         or a.names - marks != b.names - marks
         or a.moods != b.moods

@@ -5,9 +5,11 @@ For each new fact, in order, as if each were remembered alone:
 1. Its normalized text is already a current fact: ``duplicate``.
 2. Its nearest fact that it may replace scores at least ``merge_threshold``, or at least
    ``review_threshold`` when the two say the same words with another number, date or
-   polarity: ``updated`` (a new version; the old text is kept). A fact may replace another only when
-   both are about the same subject (:mod:`~langchain_ltm.facts.conflicts`) and the new text
-   carries everything the old one said, or states the same attribute with a new value
+   polarity (and a content word names what changed: "I'm 34" / "I'm 35" needs
+   ``merge_threshold``): ``updated`` (a new version; the old text is kept). A fact may
+   replace another only when both are about the same subject
+   (:mod:`~langchain_ltm.facts.conflicts`) and the new text carries everything the old one
+   said, or states the same attribute with a new value
    (:mod:`~langchain_ltm.facts.coverage`): an update never hides information.
    A text said *before* the fact's current text (a backfill: ``moments``) becomes an
    earlier version while the stored text stays current, so the direction flips: it may
@@ -34,7 +36,13 @@ import numpy as np
 
 from langchain_ltm.backends.base import Hit, StoredItem, Vectors
 from langchain_ltm.facts.conflicts import ENTITY_WORDS, different_subject
-from langchain_ltm.facts.coverage import carries, single_valued, slot_change, value_change
+from langchain_ltm.facts.coverage import (
+    carries,
+    read_words,
+    single_valued,
+    slot_change,
+    value_change,
+)
 from langchain_ltm.facts.model import RememberAction, SimilarFact
 from langchain_ltm.facts.resolution import Ambiguity, Resolution
 from langchain_ltm.facts.text import content_hash
@@ -52,7 +60,8 @@ class DecisionPolicy:
     Attributes:
         merge_threshold: From here a fact about the same subject is a new version.
         review_threshold: From here a fact is close enough to be ambiguous (or, differing
-            only by a number, date or negation, a new version).
+            only by a number, date or negation of an attribute a content word names, a new
+            version).
         max_similar: Most close facts listed in ``similar`` or shown to a resolver.
         restatements: An extra check, ``restatements(old, new, score) -> bool``, asked
             only when the word check would not let ``new`` replace ``old`` (the subjects
@@ -349,7 +358,11 @@ def _replaces(
     stored = candidate.content
     if different_subject(stored, text):
         return False
-    if value_change(stored, text):
+    if value_change(stored, text) and (
+        # with no content word only the word order names the attribute ("I'm 34"): a
+        # weaker sign, so such a change needs the merge threshold ("I'm 34" / "I'm 44")
+        candidate.score >= policy.merge_threshold or read_words(stored).terms
+    ):
         return True
     if slot_change(stored, text, ENTITY_WORDS) and (
         candidate.score >= policy.merge_threshold or single_valued(stored, text)

@@ -774,3 +774,63 @@ async def test_remember_keeps_two_titles_with_apostrophe_s_and_a_number(minilm, 
     result = await store.aremember("u", new)
     assert result.action == "created"
     assert sorted(f.content for f in await store.alist_all("u")) == sorted([old, new])
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("He's 7", "He's 120"),  # an age, a weight: another measure
+        ("I'm 34", "I'm 340"),
+        ("I'm 34", "I'm 3"),
+        ("I'm 34", "I'm 70"),
+        ("We're 4", "We're 40"),
+        ("I'm 34", "I'm 35?"),  # a question states no value
+        ("My son is 7", "My son is 4'2\""),  # an age and a height
+        ("My son's 7", "My son's 4'2\""),
+    ],
+)
+def test_another_measure_or_a_question_changes_no_value(old, new):
+    """Each read as a new value: with no content word only the word order was checked."""
+    assert not value_change(old, new)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [("I'm 34", "I'm 35"), ("We're 4", "We're 5"), ("I'm 5'10\"", "I'm 5'11\"")],
+)
+def test_a_close_number_in_the_same_words_still_changes_a_value(old, new):
+    assert value_change(old, new)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("He's 7", "He's 120"),
+        ("I'm 34", "I'm 340"),
+        ("I'm 34", "I'm 3"),
+        ("I'm 34", "I'm 70"),
+        ("We're 4", "We're 40"),
+        ("I'm 34", "I'm 35?"),
+        ("It's 10", "It's 12"),  # a close number, but 0.77: below merge_threshold
+        ("My son is 7", "My son is 4'2\""),
+        ("My son's 7", "My son's 4'2\""),
+    ],
+)
+async def test_remember_keeps_a_number_of_another_measure_beside_the_old_one(minilm, old, new):
+    """Each was ``updated`` (0.55-0.77): the old text vanished from the current facts."""
+    store = LongTermMemoryStore(InMemoryVectorStore(minilm))
+    await store.aremember("u", old)
+    result = await store.aremember("u", new)
+    assert result.action == "created"
+    assert [s.content for s in result.similar] == [old]
+    assert sorted(f.content for f in await store.alist_all("u")) == sorted([old, new])
+
+
+async def test_a_value_named_by_word_order_alone_needs_the_merge_threshold(minilm):
+    """ "I'm 34" / "I'm 35" (0.91) merged from ``review_threshold``, as a change of a named
+    attribute ("My son's 7" / "My son's 8", 0.91) does."""
+    store = LongTermMemoryStore(InMemoryVectorStore(minilm), merge_threshold=0.95)
+    await store.aremember("u", "I'm 34")
+    assert (await store.aremember("u", "I'm 35")).action == "created"
+    await store.aremember("v", "My son's 7")
+    assert (await store.aremember("v", "My son's 8")).action == "updated"
