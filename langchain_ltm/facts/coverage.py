@@ -50,6 +50,7 @@ __all__ = [
     "moved_in_time",
     "negated_terms",
     "read_words",
+    "reads_english",
     "reports_past",
     "single_valued",
     "slot_change",
@@ -419,6 +420,67 @@ def negated_terms(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
+# the common function words of the languages most written in Latin script besides English
+# (German, Dutch, French, Spanish, Italian, Portuguese, Polish, Scandinavian); those that
+# are English words too ("die", "am", "is", "me", "on", "son", "per", "van") are left out
+_FOREIGN = frozenset(
+    """
+    ich du er sie wir ihr und oder aber nicht kein keine keinen der das dem des ein eine
+    einen einem einer ist sind mit zu zum zur im vom beim auf für aus bei nach mein meine
+    meinen meinem meiner dein deine sein seine ihre unser unsere habe haben auch sehr noch
+    jetzt schon wie
+    ik jij hij zij wij mijn jouw zijn haar een het voor op niet geen en naar bij ook dat heb
+    heeft wordt nog maar uit ons onze
+    je tu il elle nous vous ils elles le la les une des du et est mes ses avec pour dans sur
+    pas ne que qui au aux cette sont suis ai avons ont chez très aussi mais ou nos vos leur
+    leurs
+    yo mi mis tus su sus el los las una es está estoy soy eres con por para pero muy se lo
+    mí hay tengo tiene del al también
+    io gli di della dello che sono ho mio mia miei non ci anche
+    eu os uma meu minha não da dos das em na é sou tenho muito
+    nie jest się że od mój moja moje jestem ze dla jak czy jego jej
+    jag och är inte jeg og ikke det
+    """.split()
+)
+
+
+@lru_cache(maxsize=8192)
+def reads_english(text: str) -> bool:
+    """Whether the word rules can read ``text``: it has no function word of another language.
+
+    Such a word is one of another Latin-script language ("ich", "mijn", "la", "nous"), said
+    in lower case or leading a sentence (a name mid-sentence, "Le Creuset", is no such
+    word), or half the lower-case words carry letters English does not write ("Tôi bị dị
+    ứng", "mieszkają"). The rules know which word is a subject, a negation or a copula in
+    English only: in another language an added word may name another person ("Me encanta
+    el jazz" / "A mi hermana le encanta el jazz") and "am", "is" are no English copulas
+    ("Ich arbeite am Montag", Dutch "Mijn dochter is ...").
+
+    Example:
+        >>> reads_english("I love Le Creuset pans"), reads_english("Le duele la espalda")
+        (True, False)
+        >>> reads_english("Tôi bị dị ứng đậu phộng"), reads_english("I met Mr Müller")
+        (False, True)
+    """
+    folded = fold(text).lstrip()
+    if folded.isascii() and _FOREIGN.isdisjoint(_TOKEN.findall(folded.lower())):
+        return True  # most texts: no word to weigh
+    starts = {0} | {m.end() for m in _SENTENCE_END.finditer(folded)}
+    lower = accented = 0
+    for match in _TOKEN.finditer(folded):
+        raw = match.group()
+        if raw[:1].isdigit() or raw[:1] == "#":
+            continue
+        word = raw.lower()
+        leading = match.start() in starts and raw[1:] == word[1:]  # "Le ..." but not "UN"
+        if word in _FOREIGN and (raw == word or leading):
+            return False
+        if raw == word:
+            lower += 1
+            accented += not word.isascii()
+    return not accented or 2 * accented < lower
+
+
 def carries(old: str, new: str) -> bool:
     """Whether ``new`` says everything ``old`` says: every term, value and the polarity.
 
@@ -444,6 +506,8 @@ def carries(old: str, new: str) -> bool:
         and a.unread == b.unread
         and not missing(old, new)
         and (not a.negated or negated_terms(old) == negated_terms(new) & a.terms)
+        # in a text the rules cannot read as English, an added word may be another subject
+        and (a.terms == b.terms or (reads_english(old) and reads_english(new)))
     )
 
 
@@ -847,7 +911,8 @@ def slot_change(old: str, new: str, entities: frozenset[str] = frozenset()) -> b
     does not: a value cut short or made more precise is not a change, nor is a number or
     date dropped, nor (:func:`moved_in_time`) another time alone unless the attribute holds
     one value at a time ("my birthday is May 5" / "... May 6"), nor a text with a condition
-    (:func:`conditional`). Many attributes hold
+    (:func:`conditional`), nor one the rules do not read as English (:func:`reads_english`:
+    German "am Montag", Dutch "is" are no copulas). Many attributes hold
     several values ("my hobby is ..."), so the store asks ``merge_threshold`` for a slot
     change unless the attribute holds one value at a time (:func:`single_valued`).
     ``entities`` are the words that only name a subject (people, pets, things: see
@@ -865,10 +930,14 @@ def slot_change(old: str, new: str, entities: frozenset[str] = frozenset()) -> b
         return False
     if read_words(old).moods != read_words(new).moods:
         return False  # "I'm a nurse" / "I'll be a nurse": a plan is not a new value
+    if not (reads_english(old) and reads_english(new)):
+        return False  # the frames are English: "Ich arbeite am Montag", "Mijn zoon is ..."
     for _, a, b in _slot_matches(old, new):
         attr_a, attr_b = read_words(a.group("attr")), read_words(b.group("attr"))
         if a.group("frame").lower() != b.group("frame").lower():
             continue  # "works as a nurse" / "works at a hospital": two attributes
+        if a.group("frame").lower() == "am":
+            continue  # English says "am" after "I" only, no attribute ("Yoga am Montag")
         if attr_a.terms != attr_b.terms or attr_a.negated != attr_b.negated:
             continue
         if not attr_a.terms - attr_a.names - entities:

@@ -16,6 +16,7 @@ from langchain_ltm.facts.coverage import (
     missing,
     moved_in_time,
     read_words,
+    reads_english,
     reports_past,
     single_valued,
     slot_change,
@@ -228,7 +229,7 @@ def test_a_text_with_unread_runs_still_carries_them_with_more_detail():
     assert read_words("I'm allergic to 🥜").unread == {"🥜"}
     assert carries("My son Дмитрий is 5", "My son Дмитрий is 5 and plays chess")
     assert not carries("I love 🍕", "I love 🍕 and my son loves 🍣")  # a run added
-    assert carries("Ich treffe Herrn Müller", "Ich treffe Herrn Müller am Montag")
+    assert carries("I meet Mr Müller", "I meet Mr Müller on Monday")  # a name with accents
 
 
 def test_a_contraction_is_its_words():
@@ -834,3 +835,84 @@ async def test_a_value_named_by_word_order_alone_needs_the_merge_threshold(minil
     assert (await store.aremember("u", "I'm 35")).action == "created"
     await store.aremember("v", "My son's 7")
     assert (await store.aremember("v", "My son's 8")).action == "updated"
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Ich arbeite am Montag im Homeoffice", "Ich arbeite am Freitag im Homeoffice"),
+        ("Ich trainiere am Morgen im Fitnessstudio", "Ich trainiere am Abend im Fitnessstudio"),
+        ("Training am Morgen", "Training am Abend"),  # no other German word: the frame
+        ("Mijn dochter is allergisch voor pinda's", "Mijn dochter is gek op pinda's"),
+        ("Mijn zoon is bang voor honden", "Mijn zoon is dol op honden"),
+    ],
+)
+def test_another_languages_am_or_is_is_no_english_copula(old, new):
+    """German "am" (on the) and Dutch "is" matched the "<attribute> is <value>" frame:
+    "am Montag" / "am Freitag" (0.90) and "is allergic to" / "is fond of" (0.85) merged."""
+    assert not slot_change(old, new, ENTITY_WORDS)
+    assert not value_change(old, new) and not carries(old, new)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Me duele la espalda", "Le duele la espalda"),  # my back, his back
+        ("Me encanta el jazz", "A mi hermana le encanta el jazz"),  # my sister
+        ("Me operaron de la rodilla en 2019", "A mi padre le operaron de la rodilla en 2019"),
+        ("Tôi bị dị ứng đậu phộng", "Con tôi bị dị ứng đậu phộng"),  # my child
+        ("Ich trinke Kaffee", "Meine Frau sagt, ich trinke Kaffee"),
+    ],
+)
+def test_a_word_added_in_another_language_is_not_carried(old, new):
+    """Every word of the old text was in the new one, so it "carried" it: the added word
+    named another person in a language the rules cannot read (0.88-0.96, merged)."""
+    assert not carries(old, new)
+    assert not value_change(old, new)
+
+
+def test_what_reads_as_english():
+    for text in (
+        "I love Le Creuset pans",  # a name mid-sentence
+        "I met Mr Müller on Monday",
+        "My fiancée is a nurse",
+        "Lives in Paris",
+        "My email is anna@example.com",
+        "UN reports are my job",
+    ):
+        assert reads_english(text), text
+    for text in (
+        "Ich arbeite am Montag",
+        "Mijn zoon is bang voor honden",
+        "Le duele la espalda",
+        "On habite à Lyon",
+        "Tôi bị dị ứng đậu phộng",
+        "İstanbul'da yaşıyorum",
+        "Od roku mieszkam w Krakowie",
+    ):
+        assert not reads_english(text), text
+
+
+def test_other_languages_still_merge_a_changed_number_and_english_a_new_value():
+    assert carries("Ich treffe Herrn Müller am Montag", "Ich treffe Herrn Müller am Montag!")
+    assert value_change("Mein Sohn ist 5 Jahre alt", "Mein Sohn ist 6 Jahre alt")
+    assert slot_change("My favourite colour is blue", "My favourite colour is green")
+    assert carries("I meet Mr Müller", "I meet Mr Müller on Monday")
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Ich arbeite am Montag im Homeoffice", "Ich arbeite am Freitag im Homeoffice"),
+        ("Mijn dochter is allergisch voor pinda's", "Mijn dochter is gek op pinda's"),
+        ("Me encanta el jazz", "A mi hermana le encanta el jazz"),
+        ("Tôi bị dị ứng đậu phộng", "Con tôi bị dị ứng đậu phộng"),
+    ],
+)
+async def test_remember_keeps_facts_in_other_languages_apart(minilm, old, new):
+    """Each pair scores >= merge_threshold with MiniLM and was ``updated``: the old text hidden."""
+    store = LongTermMemoryStore(InMemoryVectorStore(minilm))
+    await store.aremember("u", old)
+    result = await store.aremember("u", new)
+    assert result.action == "created"
+    assert sorted(f.content for f in await store.alist_all("u")) == sorted([old, new])
