@@ -8,7 +8,8 @@ value even when its similarity is modest. These checks look at the words:
 - :func:`subjects` finds whom or what a fact is about: a possessive followed by a person,
   pet or thing ("my sister", "the user's manager", "her dog": whose is part of it), a
   leading relation word ("Son allergic to penicillin"), a leading name ("Tom likes sushi")
-  or "he", "she", "they"; and the user when named beside them ("My wife and I ...").
+  or "he", "she", "they" (leading, or anywhere when no one else is named: "At work he
+  ..."); and the user when named beside them ("My wife and I ...").
   A fact without one is about the user.
 - :func:`different_subject` is true when two facts are about different subjects.
 - :func:`value_change` is true when two facts say the same words except for numbers, dates
@@ -77,6 +78,8 @@ _POSSESSIVE = re.compile(
 _OWNERS = {"his": "he", "her": "she", "their": "they", "your": "you"}
 # a fact leading with one of these is about that person ("She is allergic to ...")
 _PRONOUNS = frozenset({"he", "she", "they"})
+# a person named by a pronoun, in any of its forms ("he", "him")
+_THIRD = {"he": "he", "him": "he", "she": "she", "her": "she", "they": "they", "them": "they"}
 # the user named beside someone else ("My wife and I ...", "me and my son")
 _FIRST_PERSON = frozenset({"i", "me", "myself", "we", "us", "ourselves"})
 _PHRASE_STOP = _VERBS | frozenset(
@@ -152,11 +155,13 @@ def subjects(text: str) -> frozenset[str]:
     Each subject is a possessive phrase ("my older sister", "the user's work laptop",
     "my son's friend", "her dog"), a leading relation word as in a note ("Son allergic to
     penicillin", read as "my son"), a leading name ("Tom likes sushi", "Ana's husband") or
-    a leading "he", "she" or "they", as a key; a name's person or thing anywhere ("I work
-    with Anna's husband") is a key too, so it is not Anna. Keys naming a person, pet or thing start
-    with ``"*"``; another person's possessive is part of the key ("her dog" is not "my
-    dog", "their son" is not "our son"). When the user is named beside them ("My wife and
-    I ...", "... with me"), ``"*user"`` is a subject too.
+    a leading "he", "she" or "they" (anywhere, in any form, when the text names no one
+    else: "At work he uses Python" is not "At work I use Python"), as a key; a name's
+    person or thing anywhere ("I work with Anna's husband") is a key too, so it is not
+    Anna. Keys naming a person, pet or thing start with ``"*"``; another person's
+    possessive is part of the key ("her dog" is not "my dog", "their son" is not "our
+    son"). When the user is named beside them ("My wife and I ...", "... with me"),
+    ``"*user"`` is a subject too.
 
     Example:
         >>> sorted(subjects("My older sister is allergic to peanuts"))
@@ -192,6 +197,9 @@ def subjects(text: str) -> frozenset[str]:
                 found.add(f"*name:{name.lower()}>{_chain(words)[0]}")
     tokens = _TOKEN.findall(folded.lower())
     found |= _leading(folded, tokens)
+    if not found:  # naming no one else, "he" anywhere is the subject ("At work he ...")
+        pronoun = next((p for t in tokens if (p := _THIRD.get(t.split("'")[0]))), None)
+        found |= {"*" + pronoun} if pronoun else set()
     if any(s.startswith("*") for s in found) and any(
         t.split("'")[0] in _FIRST_PERSON for t in tokens
     ):

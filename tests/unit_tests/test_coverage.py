@@ -916,3 +916,34 @@ async def test_remember_keeps_facts_in_other_languages_apart(minilm, old, new):
     result = await store.aremember("u", new)
     assert result.action == "created"
     assert sorted(f.content for f in await store.alist_all("u")) == sorted([old, new])
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("At work I use Python", "At work he uses Python"),
+        ("Apparently I am allergic to nuts", "Apparently he is allergic to nuts"),
+        ("In 2020 I moved to Berlin", "In 2020 she moved to Berlin"),
+        ("On Fridays we go climbing", "On Fridays they go climbing"),
+        ("I called yesterday about the bill", "I called him yesterday about the bill"),
+    ],
+)
+def test_a_pronoun_that_does_not_lead_is_still_a_subject(old, new):
+    """Only a leading "he"/"she"/"they" was read: "At work he uses Python" replaced "At
+    work I use Python" (0.87), "In 2020 she moved to Berlin" the user's move (0.80)."""
+    assert different_subject(old, new) and different_subject(new, old)
+
+
+def test_a_pronoun_after_a_named_person_is_that_person():
+    assert not different_subject("My sister loves jazz", "My sister loves jazz and she sings")
+    assert not different_subject("Tom said he likes sushi", "Tom likes sushi")
+    assert subjects("At work she uses Python") == subjects("She uses Python at work")
+
+
+async def test_remember_keeps_a_fact_about_him_beside_the_users(minilm):
+    store = LongTermMemoryStore(InMemoryVectorStore(minilm))
+    await store.aremember("u", "At work I use Python")
+    his = await store.aremember("u", "At work he uses Python")
+    assert his.action == "created"
+    assert [s.reason for s in his.similar] == ["different_subject"]
+    assert len(await store.alist_all("u")) == 2
