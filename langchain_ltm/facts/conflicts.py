@@ -244,12 +244,65 @@ def _verb_like(follower: str, name: str) -> bool:
     return len(follower) > 3 and follower.endswith("s") and not name.lower().endswith("s")
 
 
+@lru_cache(maxsize=16384)
+def _entity(word: str) -> str:
+    """The person, pet or thing ``word`` names ("moms" -> "mother"), or ``""``."""
+    base = _canonical(word)
+    return base if _is_entity(base) else ""
+
+
+# words between two named ones that put them in one role ("My wife and I", "Anna or Ben")
+_JOINING = frozenset("and or nor both my our your his their the a an".split())
+
+
+@lru_cache(maxsize=4096)
+def _roles(text: str) -> tuple[frozenset[str], ...]:
+    """The user, people, pets, things and names ``text`` names, in the order it names them.
+
+    Each role is a set: those joined by "and" or "or" share one ("My wife and I"). "I" and
+    "me" are the user, "he" and "him" one person; a possessive ("my") names no one.
+    """
+    roles: list[set[str]] = []
+    seen: set[str] = set()
+    joined = False  # only joining words since the last one named
+    spans = _TOKEN.findall(fold(text))
+    for i, word in enumerate(spans):
+        base = word.lower().split("'")[0]
+        if base in _FIRST_PERSON:
+            named = "user"
+        elif base in _THIRD:
+            named = _THIRD[base]
+        elif _entity(base):
+            named = _entity(base)
+        elif (
+            word[:1].isupper()
+            and base not in _NOT_OWNERS
+            # a leading verb is no name ("Lives with Anna", "Visited Rome")
+            and (i or not (base in _VERBS or base in PAST_FORMS or base.endswith(("ing", "ed"))))
+        ):
+            named = "name:" + base
+        else:
+            joined = joined and base in _JOINING
+            continue
+        if named not in seen:
+            seen.add(named)
+            if joined:
+                roles[-1].add(named)
+            else:
+                roles.append({named})
+        joined = True
+    return tuple(frozenset(role) for role in roles)
+
+
 def different_subject(a: str, b: str) -> bool:
     """Whether the two facts are about different people, pets or things.
 
     They are when the people, pets or things they name differ ("my sister" / "my son",
-    "my husband" / "my husband's mother", "my sister" / the user), or when both name
-    something of the user's and nothing in common ("my left knee" / "my right knee").
+    "my husband" / "my husband's mother", "my sister" / the user), when both name
+    something of the user's and nothing in common ("my left knee" / "my right knee"), or
+    when they name the same ones in another order, so in other roles ("I called my mom" /
+    "My mom called me", "from Paris to Rome" / "from Rome to Paris"; those joined by "and"
+    or "or" share a role: "My wife and I" is "I and my wife").
 
     Example:
         >>> different_subject("My sister is allergic to peanuts", "My son is allergic to peanuts")
@@ -259,6 +312,9 @@ def different_subject(a: str, b: str) -> bool:
         >>> different_subject("My favourite colour is blue", "Favourite colour is green now")
         False
     """
+    roles_a, roles_b = _roles(a), _roles(b)
+    if len(roles_a) > 1 and roles_a != roles_b and set().union(*roles_a) == set().union(*roles_b):
+        return True  # the same ones in other roles: "I called my mom" / "My mom called me"
     sa, sb = subjects(a), subjects(b)
     if sa == sb:
         return False

@@ -27,7 +27,8 @@ Limits, stated plainly: the checks see words, not meaning. A synonym with anothe
 ("kids" / "children", "pottery class" / "ceramics course") reads as missing, so a true
 restatement is kept as a second fact (listed as ``similar``), never merged wrongly. A word
 that is present with another role ("Y thanks X" after "X thanks Y") reads as carried; the
-subject check of :mod:`~langchain_ltm.facts.conflicts` catches the leading name.
+subject check of :mod:`~langchain_ltm.facts.conflicts` catches the people, things and names
+named in another order.
 """
 
 from __future__ import annotations

@@ -947,3 +947,41 @@ async def test_remember_keeps_a_fact_about_him_beside_the_users(minilm):
     assert his.action == "created"
     assert [s.reason for s in his.similar] == ["different_subject"]
     assert len(await store.alist_all("u")) == 2
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I called my mom", "My mom called me"),
+        ("I taught my son to swim", "My son taught me to swim"),
+        ("My sister helps my brother with homework", "My brother helps my sister with homework"),
+        ("I flew from Paris to Rome", "I flew from Rome to Paris"),
+        ("He called me about the lease", "I called him about the lease"),
+    ],
+)
+def test_the_same_ones_in_other_roles_are_another_fact(old, new):
+    """The same words in another order "carried": "My mom called me" replaced "I called my
+    mom" (0.94), the flight back replaced the flight out (1.00)."""
+    assert different_subject(old, new) and different_subject(new, old)
+
+
+def test_the_same_ones_joined_in_one_role_in_another_order_are_one_subject():
+    assert not different_subject("My wife and I are vegetarian", "I and my wife are vegetarian")
+    assert not different_subject("Anna and Ben got married", "Ben and Anna got married in May")
+    assert not different_subject("I called my mom", "I called my mom on Sunday")
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I called my mom", "My mom called me"),
+        ("I flew from Paris to Rome", "I flew from Rome to Paris"),
+    ],
+)
+async def test_remember_keeps_the_same_ones_in_other_roles_apart(minilm, old, new):
+    store = LongTermMemoryStore(InMemoryVectorStore(minilm))
+    await store.aremember("u", old)
+    result = await store.aremember("u", new)
+    assert result.action == "created"
+    assert [s.reason for s in result.similar] == ["different_subject"]
+    assert sorted(f.content for f in await store.alist_all("u")) == sorted([old, new])
