@@ -985,3 +985,39 @@ async def test_remember_keeps_the_same_ones_in_other_roles_apart(minilm, old, ne
     assert result.action == "created"
     assert [s.reason for s in result.similar] == ["different_subject"]
     assert sorted(f.content for f in await store.alist_all("u")) == sorted([old, new])
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (
+            "I'm not allergic to peanuts, shellfish or eggs",
+            "I'm not allergic to peanuts, but I'm allergic to shellfish and eggs",
+        ),
+        (
+            "My son doesn't eat eggs, milk or nuts",
+            "My son doesn't eat eggs, but he eats milk and nuts",
+        ),
+        ("I don't drink coffee, tea, or soda", "I don't drink coffee; I drink tea and soda"),
+    ],
+)
+def test_a_negation_runs_over_the_list_after_a_comma(old, new):
+    """A comma ended what a negation denies, so "not allergic to peanuts, shellfish or eggs"
+    denied peanuts only and "..., but I'm allergic to shellfish and eggs" carried it (0.97)."""
+    assert not carries(old, new)
+
+
+def test_a_comma_before_a_subject_or_a_verb_still_ends_a_negation():
+    assert not carries("I don't eat meat, I eat fish", "I don't eat fish, I eat meat")
+    assert not carries("I don't eat meat, fish is fine", "I don't eat fish, meat is fine")
+    assert carries("I don't drink coffee, tea, or soda", "I don't drink coffee, tea or soda, ever")
+
+
+async def test_remember_keeps_a_list_denied_beside_one_item_denied(minilm):
+    store = LongTermMemoryStore(InMemoryVectorStore(minilm))
+    old = "I'm not allergic to peanuts, shellfish or eggs"
+    await store.aremember("u", old)
+    new = "I'm not allergic to peanuts, but I'm allergic to shellfish and eggs"
+    result = await store.aremember("u", new)
+    assert result.action == "created"
+    assert sorted(f.content for f in await store.alist_all("u")) == sorted([old, new])
