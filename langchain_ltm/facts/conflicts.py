@@ -188,9 +188,10 @@ def subjects(text: str) -> frozenset[str]:
             owner = _OWNERS.get(match.group(1).lower())
             key = f"{owner}>{key}" if owner else key
             found.add(("*" if entity else "") + key)
-    # a name's person or thing anywhere in the text ("I work with Anna's husband"): not Anna
+    # a name's person or thing anywhere in the text ("I work with Anna's husband", "the
+    # Millers' neighbours"): not Anna, not the Millers
     for i, (_, word) in enumerate(spans):
-        name = word.removesuffix("'s")
+        name = word[:-1] if word.endswith("s'") else word.removesuffix("'s")
         if name != word and name[:1].isupper() and name.lower() not in _NOT_OWNERS:
             words = _phrase(words_after, i + 1)
             if words:

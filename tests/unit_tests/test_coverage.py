@@ -1021,3 +1021,17 @@ async def test_remember_keeps_a_list_denied_beside_one_item_denied(minilm):
     result = await store.aremember("u", new)
     assert result.action == "created"
     assert sorted(f.content for f in await store.alist_all("u")) == sorted([old, new])
+
+
+def test_a_plural_names_relative_is_another_subject():
+    """Only "'s" was read as a possessive: "I babysit for the Millers' neighbours" replaced
+    "I babysit for the Millers" (0.90)."""
+    assert different_subject("I babysit for the Millers", "I babysit for the Millers' neighbours")
+    assert not different_subject("The Joneses' dog barks", "The Joneses' dog barks at night")
+
+
+async def test_remember_keeps_a_plural_names_relative_apart(minilm):
+    store = LongTermMemoryStore(InMemoryVectorStore(minilm))
+    await store.aremember("u", "I babysit for the Millers")
+    result = await store.aremember("u", "I babysit for the Millers' neighbours")
+    assert result.action == "created" and len(await store.alist_all("u")) == 2
