@@ -277,7 +277,8 @@ def read_words(text: str) -> Words:
             values.add(_NUMBER_WORDS[lower])
         elif lower in _DATE_WORDS:
             values.add(lower)
-        elif lower not in _STOP:
+        elif lower not in _STOP or (raw == "A" and match.start() not in starts):
+            # a capital "A" inside a sentence names a letter: "hepatitis A", "terminal A"
             term = stem(lower)
             if term:
                 terms.add(term)

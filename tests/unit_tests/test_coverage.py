@@ -1035,3 +1035,29 @@ async def test_remember_keeps_a_plural_names_relative_apart(minilm):
     await store.aremember("u", "I babysit for the Millers")
     result = await store.aremember("u", "I babysit for the Millers' neighbours")
     assert result.action == "created" and len(await store.alist_all("u")) == 2
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I'm vaccinated against hepatitis A", "I'm vaccinated against hepatitis B"),
+        ("Our flight leaves from terminal A", "Our flight leaves from terminal B"),
+        ("My son got an A in math", "My son got a B in math"),
+    ],
+)
+def test_a_capital_a_inside_a_sentence_is_a_letter(old, new):
+    """ "A" was read as the article, so "hepatitis B" carried "hepatitis A" (0.87) and
+    replaced it."""
+    assert not carries(old, new) and missing(old, new) == ("a",)
+
+
+def test_a_leading_a_is_still_the_article():
+    assert read_words("A friend visits me").terms == {"friend", "visit"}
+    assert carries("A friend visits me. A dog barks", "A friend visits me. A dog barks at night")
+
+
+async def test_remember_keeps_hepatitis_a_beside_hepatitis_b(minilm):
+    store = LongTermMemoryStore(InMemoryVectorStore(minilm))
+    await store.aremember("u", "I'm vaccinated against hepatitis A")
+    result = await store.aremember("u", "I'm vaccinated against hepatitis B")
+    assert result.action == "created" and len(await store.alist_all("u")) == 2
