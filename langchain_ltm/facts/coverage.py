@@ -213,6 +213,7 @@ def stem(word: str) -> str:
     return word
 
 
+@lru_cache(maxsize=8192)
 def fold(text: str) -> str:
     """NFKC, straight apostrophes, "n't" as " not", "I'm" as "I am": what both checks read.
 
