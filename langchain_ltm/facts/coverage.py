@@ -278,8 +278,8 @@ def read_words(text: str) -> Words:
             values.add(_NUMBER_WORDS[lower])
         elif lower in _DATE_WORDS:
             values.add(lower)
-        elif lower not in _STOP or (raw == "A" and match.start() not in starts):
-            # a capital "A" inside a sentence names a letter: "hepatitis A", "terminal A"
+        elif lower not in _STOP or (raw == "A" and (match.start() not in starts or not following)):
+            # a capital "A" inside a sentence or alone names a letter: "hepatitis A", "A"
             term = stem(lower)
             if term:
                 terms.add(term)

@@ -1061,3 +1061,10 @@ async def test_remember_keeps_hepatitis_a_beside_hepatitis_b(minilm):
     await store.aremember("u", "I'm vaccinated against hepatitis A")
     result = await store.aremember("u", "I'm vaccinated against hepatitis B")
     assert result.action == "created" and len(await store.alist_all("u")) == 2
+
+
+def test_a_lone_capital_a_is_a_letter_too():
+    """The value of "My blood type is A" is read alone: as the article it had no words, so
+    "... is O" was no new value (merged before only because "A" was no word at all)."""
+    assert read_words("A").terms == {"a"}
+    assert slot_change("My blood type is A", "My blood type is O", ENTITY_WORDS)
