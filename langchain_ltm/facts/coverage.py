@@ -450,24 +450,24 @@ def negated_terms(text: str) -> frozenset[str]:
 
 # the common function words of the languages most written in Latin script besides English
 # (German, Dutch, French, Spanish, Italian, Portuguese, Polish, Scandinavian); those that
-# are English words too ("die", "am", "is", "me", "on", "son", "per", "van") are left out
+# are English words or spellings too are left out ("die", "am", "is", "me", "on", "son",
+# "van", "pour", "soy", "hay", "en" route, "au" pair, "im" for "I'm", "5 mi", "est")
 _FOREIGN = frozenset(
     """
-    ich du er sie wir ihr und oder aber nicht kein keine keinen der das dem des ein eine
-    einen einem einer ist sind mit zu zum zur im vom beim auf für aus bei nach mein meine
+    ich du sie wir ihr und oder aber nicht kein keine keinen der das dem des ein eine
+    einen einem einer ist sind mit zu zum zur vom beim auf für aus bei nach mein meine
     meinen meinem meiner dein deine sein seine ihre unser unsere habe haben auch sehr noch
     jetzt schon wie
-    ik jij hij zij wij mijn jouw zijn haar een het voor op niet geen en naar bij ook dat heb
+    ik jij hij zij wij mijn jouw zijn haar een het voor niet geen naar bij ook dat heb
     heeft wordt nog maar uit ons onze
-    je tu il elle nous vous ils elles le la les une des du et est mes ses avec pour dans sur
-    pas ne que qui au aux cette sont suis ai avons ont chez très aussi mais ou nos vos leur
-    leurs
-    yo mi mis tus su sus el los las una es está estoy soy eres con por para pero muy se lo
-    mí hay tengo tiene del al también
-    io gli di della dello che sono ho mio mia miei non ci anche
-    eu os uma meu minha não da dos das em na é sou tenho muito
-    nie jest się że od mój moja moje jestem ze dla jak czy jego jej
-    jag och är inte jeg og ikke det
+    je tu il elle nous vous ils elles le la les une des du mes ses avec dans sur ne que
+    qui aux cette sont suis avons ont très aussi mais ou nos vos leur leurs
+    mis tus su el los las una es está estoy eres por pero muy se lo mí tengo tiene del
+    también
+    io gli di della dello che sono mio mia miei ci anche
+    eu os uma meu minha não da das na é sou tenho muito
+    nie się że od mój moja moje jestem ze dla jak czy jego jej
+    jag och är inte jeg ikke det
     """.split()
 )
 
@@ -489,18 +489,23 @@ def reads_english(text: str) -> bool:
         (True, False)
         >>> reads_english("Tôi bị dị ứng đậu phộng"), reads_english("I met Mr Müller")
         (False, True)
+        >>> reads_english("Los Angeles is where I live"), reads_english("I drink soy milk")
+        (True, True)
     """
     folded = fold(text).lstrip()
     if folded.isascii() and _FOREIGN.isdisjoint(_TOKEN.findall(folded.lower())):
         return True  # most texts: no word to weigh
     starts = {0} | {m.end() for m in _SENTENCE_END.finditer(folded)}
     lower = accented = 0
-    for match in _TOKEN.finditer(folded):
+    tokens = list(_TOKEN.finditer(folded))
+    for i, match in enumerate(tokens):
         raw = match.group()
         if raw[:1].isdigit() or raw[:1] == "#":
             continue
         word = raw.lower()
-        leading = match.start() in starts and raw[1:] == word[1:]  # "Le ..." but not "UN"
+        # "Le duele ...", but not "UN reports", nor a name ("Los Angeles is ...")
+        following = tokens[i + 1].group() if i + 1 < len(tokens) else ""
+        leading = match.start() in starts and raw[1:] == word[1:] and following.islower()
         if word in _FOREIGN and (raw == word or leading):
             return False
         if raw == word:
@@ -965,7 +970,7 @@ def slot_change(old: str, new: str, entities: frozenset[str] = frozenset()) -> b
         if a.group("frame").lower() != b.group("frame").lower():
             continue  # "works as a nurse" / "works at a hospital": two attributes
         if a.group("frame").lower() == "am":
-            continue  # English says "am" after "I" only, no attribute ("Yoga am Montag")
+            continue  # English says "am" after "I" only: no attribute ("Training am Abend")
         if attr_a.terms != attr_b.terms or attr_a.negated != attr_b.negated:
             continue
         if not attr_a.terms - attr_a.names - entities:

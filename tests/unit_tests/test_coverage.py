@@ -879,6 +879,12 @@ def test_what_reads_as_english():
         "Lives in Paris",
         "My email is anna@example.com",
         "UN reports are my job",
+        "Los Angeles is where I live",
+        "Las Vegas was fun",
+        "im allergic to peanuts",  # "I'm" typed fast
+        "I ran 5 mi and had a soy latte en route",
+        "We have an au pair, she is great",
+        "I prefer non alcoholic beer, et al.",
     ):
         assert reads_english(text), text
     for text in (
