@@ -25,6 +25,7 @@ from tests.unit_tests.test_facts import (
     test_prefix_label_users_do_not_see_each_other,
     test_recall_input_limits,
     test_recall_merges_phrasings_without_duplicates,
+    test_recall_refuses_a_query_that_is_not_text_naming_its_type,
     test_similar_fact_updates_in_place,
     test_users_are_isolated,
 )
@@ -289,6 +290,7 @@ __all__ = [
     "test_recall_filter_runs_in_the_engine_and_fills_the_limit",
     "test_recall_input_limits",
     "test_recall_merges_phrasings_without_duplicates",
+    "test_recall_refuses_a_query_that_is_not_text_naming_its_type",
     "test_recall_with_history_fills_its_limit_past_one_facts_many_versions",
     "test_recall_with_phrasings_ranks_past_a_window_full_of_one_facts_versions",
     "test_recall_with_phrasings_ranks_past_a_window_full_of_users_below",

@@ -275,7 +275,8 @@ class FactAPI(ABC):
 
         Args:
             user_id: Whose facts to search; nobody else's are looked at.
-            queries: One phrasing or several (embedded in one call, merged by best score).
+            queries: One phrasing or several (a str, or a list or tuple of str; embedded in
+                one call, merged by best score).
             limit: How many facts to return.
             min_score: Leave out facts scoring below this cosine similarity.
             include_history: Also search earlier versions; a fact found through one is

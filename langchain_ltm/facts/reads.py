@@ -281,6 +281,16 @@ def may_have_more(hits: Sequence[Hit], window: int, min_score: float | None = No
 
 
 def _phrasings(ctx: FactContext, queries: str | Sequence[str]) -> list[str]:
+    """The distinct phrasings of ``queries``: a str, or a list or tuple of str.
+
+    Anything else is refused by its type, as ``remember`` refuses it: ``bytes`` was read
+    as a list of ints ("got int"), ``None`` or a number raised a bare ``TypeError``, and a
+    dict or a set was searched by its keys.
+    """
+    if not isinstance(queries, (str, list, tuple)):
+        raise InvalidFactError(
+            f"queries must be a str or a list of str, got {type(queries).__name__}."
+        )
     phrasings = [queries] if isinstance(queries, str) else list(queries)
     if not phrasings:
         raise InvalidFactError("recall needs at least one query.")

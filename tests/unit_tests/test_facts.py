@@ -370,6 +370,27 @@ async def test_recall_input_limits(mem):
         await mem.recall("u1", "q", limit=10**9)
 
 
+@pytest.mark.parametrize(
+    ("query", "named"),
+    [
+        (b"green tea", "bytes"),
+        (None, "NoneType"),
+        (42, "int"),
+        ({"green tea": 1}, "dict"),
+        ({"tea"}, "set"),
+    ],
+)
+async def test_recall_refuses_a_query_that_is_not_text_naming_its_type(mem, emb, query, named):
+    """bytes read as ints ("got int"), None and 42 raised a bare TypeError, and a dict or
+    a set was searched by its keys: recall takes a str or a list/tuple of str, as remember."""
+    await mem.remember("u1", "Likes green tea")
+    embedded = emb.texts_embedded
+    with pytest.raises(InvalidFactError, match=rf"a str or a list of str, got {named}\."):
+        await mem.recall("u1", query)
+    assert emb.texts_embedded == embedded
+    assert [f.content for f in await mem.recall("u1", ("green tea",))] == ["Likes green tea"]
+
+
 def test_changed_embedding_model_is_a_clear_error(store):
     store.remember("u1", "I like green tea")
     other_model = LongTermMemoryStore(store.backend, embeddings=KeywordEmbeddings(dims=32))
