@@ -144,6 +144,10 @@ def recall_block(
 ) -> Logic[str | None]:
     """Pinned facts, then the facts most relevant to ``query``: one embedding call at most.
 
+    Pinned facts come on top of ``options.limit``: recall is asked for that many more
+    (within recall's most), so the pinned ones it finds again, which the block shows once
+    under "Profile", take none of the relevant facts' places.
+
     An engine that fails (``BackendError``: the database is down) gives no block and a
     warning: the model answers without memories rather than the turn failing.
     """
@@ -153,9 +157,10 @@ def recall_block(
         if query:  # within a store's own query limit (max_fact_chars) too
             query = searchable(query, getattr(store, "max_fact_chars", 2000))
         if query and options.limit:
+            wanted = min(options.limit + len(pinned), MAX_RECALL_LIMIT)
             relevant = yield Step(
-                lambda: store.recall(user_id, query, options.limit, min_score=options.min_score),
-                lambda: store.arecall(user_id, query, options.limit, min_score=options.min_score),
+                lambda: store.recall(user_id, query, wanted, min_score=options.min_score),
+                lambda: store.arecall(user_id, query, wanted, min_score=options.min_score),
             )
     except BackendError as exc:
         logger.warning("memory recall failed; answering without memories: %s", exc)
@@ -182,11 +187,12 @@ def render_block(
     the budget at most. One that does not fit is cut to the room left when at least
     :data:`_MIN_CUT` characters are left, else left out, and the facts after it still get
     their turn: one long fact never hides the rest (the recall tool returns whole texts).
-    A section heading only appears with a fact under it.
+    A section heading only appears with a fact under it. At most ``options.limit``
+    relevant facts, the pinned ones left out of them (they are shown under "Profile").
     """
     cap = max(_MIN_CUT, options.max_chars // 4)
     seen = {f.id for f in pinned}
-    extra = [f for f in relevant if f.id not in seen]
+    extra = [f for f in relevant if f.id not in seen][: options.limit]
     sections = [
         (_PROFILE, [_line(f, options.show_dates) for f in pinned]),
         (_LONGEST_HEADING, [_line(f, options.show_dates) for f in extra]),

@@ -121,6 +121,40 @@ def test_min_score_and_budget_keep_the_block_small(store):
     assert len(block) <= 258 and "Spanish" in block
 
 
+@pytest.mark.parametrize("call", ["sync", "async"])
+@pytest.mark.parametrize("build", ["middleware", "hook"])
+def test_pinned_facts_come_on_top_of_recall_limit(emb, build, call):
+    """The docstring says pinned facts come on top of ``recall_limit``; recall was asked
+    for ``recall_limit`` facts, the pinned ones it found again were dropped (they are shown
+    under "Profile"), and fewer relevant facts reached the prompt: none here."""
+    store = LongTermMemoryStore(InMemoryVectorStore(emb))
+    store.remember("alice", ["Favourite food sushi", "Favourite food tempura"], pinned=True)
+    store.remember("alice", ["Likes ramen food", "Likes curry food", "Works on the payments"])
+    said = "favourite food"
+    assert [f.pinned for f in store.recall("alice", said, limit=4)] == [True, True, False, False]
+    if build == "middleware":
+        model = RecordingModel()
+        agent = agent_with(store, model, mode="recall", recall_limit=2)
+        state = {"messages": [("user", said)]}
+        if call == "sync":
+            agent.invoke(state, run("alice"))
+        else:
+            asyncio.run(agent.ainvoke(state, run("alice")))
+        prompt = system_text(model.requests[0])
+    else:
+        hook = memory_pre_model_hook(store, min_score=0.1, recall_limit=2)
+        state = {"messages": [HumanMessage(said)]}
+        if call == "sync":
+            out = hook.invoke(state, run("alice"))
+        else:
+            out = asyncio.run(hook.ainvoke(state, run("alice")))
+        prompt = system_text(out["llm_input_messages"])
+    relevant = prompt.split("Relevant to this message:\n", 1)[-1].splitlines()
+    assert relevant == ["- Likes ramen food", "- Likes curry food"]  # recall_limit facts
+    assert "- Favourite food sushi" in prompt and "- Favourite food tempura" in prompt
+    assert prompt.count("Favourite food sushi") == 1
+
+
 @pytest.mark.parametrize("build", ["middleware", "hook"])
 def test_a_budget_that_cannot_hold_the_header_and_a_fact_is_refused(store, build):
     """``max_chars`` from 100 was accepted, but the default header alone is 171 characters:
