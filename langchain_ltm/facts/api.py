@@ -277,7 +277,8 @@ class FactAPI(ABC):
             user_id: Whose facts to search; nobody else's are looked at.
             queries: One phrasing or several (a str, or a list or tuple of str; embedded in
                 one call, merged by best score).
-            limit: How many facts to return.
+            limit: How many facts to return, from 1 to 1,000 (``ValueError`` outside it;
+                ``store.search`` has no such cap).
             min_score: Leave out facts scoring below this cosine similarity.
             include_history: Also search earlier versions; a fact found through one is
                 returned with that text and ``superseded=True``.

@@ -118,8 +118,13 @@ def test_filters_limits_and_offsets(store):
     huge = store.search(("memories",), query="fact", limit=10**9, offset=0)
     assert [i.value["content"] for i in huge] == ["a fact that must survive"]
     assert store.search(("memories",), limit=5, offset=10**9) == []
-    with pytest.raises(ValueError, match="limit"):
-        store.recall("keeper", "fact", limit=0)
+    # recall's limit is 1 to 1,000 (the README says so where recall is described and here)
+    assert [f.content for f in store.recall("keeper", "fact", limit=1000)] == [
+        "a fact that must survive"
+    ]
+    for bad in (0, 1001, 10**9):
+        with pytest.raises(ValueError, match="limit must be an int from 1 to 1000"):
+            store.recall("keeper", "fact", limit=bad)
 
 
 PROVENANCE_CASES = {
