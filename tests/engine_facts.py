@@ -27,6 +27,7 @@ from tests.unit_tests.test_facts import (
     test_recall_merges_phrasings_without_duplicates,
     test_recall_refuses_a_query_that_is_not_text_naming_its_type,
     test_similar_fact_updates_in_place,
+    test_tied_scores_give_one_answer_on_every_engine,
     test_users_are_isolated,
 )
 from tests.unit_tests.test_provenance import (
@@ -302,6 +303,7 @@ __all__ = [
     "test_rewriting_a_fact_with_a_ttl_keeps_its_versions_alive_as_long",
     "test_said_earlier_ends_the_value_it_replaced_there",
     "test_similar_fact_updates_in_place",
+    "test_tied_scores_give_one_answer_on_every_engine",
     "test_the_ambiguous_band_creates_with_similar_and_nothing_merges",
     "test_the_backend_tells_which_paths_each_item_embedded",
     "test_the_current_text_said_earlier_has_held_since_then",

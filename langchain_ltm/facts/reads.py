@@ -105,13 +105,15 @@ def recall(
                 _merge(best, hits, namespace, min_score, as_of)
         scores = sorted((h.score or 0.0 for h in best.values()), reverse=True)
         floor = scores[limit - 1] if len(scores) >= limit else None
-        # past WIDEST a crowded window answers with what it held
+        # past WIDEST a crowded window answers with what it held. A window ending on a tie
+        # with the floor is widened too: which of the tied facts an engine put inside it
+        # is its own order (insertion, or namespace and key), and ties go by fact id.
         todo = {
             window: min(wanted * 4, WIDEST)
             for window, (wanted, last) in ends.items()
-            if floor is None or last > floor
+            if floor is None or last >= floor
         }
-    ranked = sorted(best.items(), key=lambda kv: kv[1].score or 0.0, reverse=True)[:limit]
+    ranked = sorted(best.items(), key=_rank)[:limit]
     facts = {h.item.key: h.item for _, h in ranked if not layout.is_version(h.item)}
     missing = [fact_id for fact_id, _ in ranked if fact_id not in facts]
     if missing:
@@ -240,6 +242,17 @@ def _by_search(windows: Mapping[tuple[int, int], int]) -> dict[tuple[int, int], 
     return out
 
 
+def _rank(entry: tuple[str, Hit]) -> tuple[float, str]:
+    """The order of recall's answer: best score first, ties by fact id.
+
+    Equal scores came back in the engine's order (insertion in memory and Qdrant,
+    namespace and key in SQLite, Postgres and a vectorstore): one store answered
+    otherwise on each engine, and after a rewrite of a fact.
+    """
+    fact_id, hit = entry
+    return (-(hit.score or 0.0), fact_id)
+
+
 def _merge(
     best: dict[str, Hit],
     hits: Sequence[Hit],
@@ -248,6 +261,9 @@ def _merge(
     as_of: datetime | None,
 ) -> None:
     """Keep each fact's best-scoring hit (its text or a version's) in ``best``.
+
+    Of texts of one fact scoring the same, the one with the least key (the current text's
+    before its versions'), whatever order the engine listed them in.
 
     With ``as_of``, a fact without ``valid_from`` (a client's put of a new key, see
     :func:`_scopes`) counts only if its last write was by then.
@@ -264,7 +280,7 @@ def _merge(
             continue
         fact_id = str(item.value["version_of"]) if layout.is_version(item) else item.key
         seen = best.get(fact_id)
-        if seen is None or hit.score > (seen.score or 0.0):
+        if seen is None or (-hit.score, item.key) < (-(seen.score or 0.0), seen.item.key):
             best[fact_id] = hit
 
 

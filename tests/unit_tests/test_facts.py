@@ -370,6 +370,32 @@ async def test_recall_input_limits(mem):
         await mem.recall("u1", "q", limit=10**9)
 
 
+async def test_tied_scores_give_one_answer_on_every_engine(mem, emb):
+    """Facts scoring the same came back in the engine's order: insertion (memory, Qdrant:
+    "zz" first) or namespace and key (SQLite, Postgres, a vectorstore: "aa"), so ``limit``
+    kept other facts on each engine. Ties go by fact id everywhere, also after a rewrite."""
+    question = "what do I drink?"
+    emb.vectors[question] = [1.0] + [0.0] * 63
+    texts = {"zz": "Drinks green tea", "mm": "Drinks black coffee", "aa": "Drinks mate"}
+    for text in texts.values():
+        emb.vectors[text] = [1.0, 1.0] + [0.0] * 62  # one cosine, 0.7071, to the question
+    said = "2021-01-01T00:00:00+00:00"
+    records = [
+        {"id": key, "content": text, "created_at": said, "updated_at": said, "valid_from": said}
+        for key, text in texts.items()  # written zz, mm, aa
+    ]
+    await mem.import_user("u1", records)
+    ties = [f.score for f in await mem.recall("u1", question, limit=3)]
+    assert len(set(ties)) == 1
+    assert [f.id for f in await mem.recall("u1", question, limit=1)] == ["aa"]
+    assert [f.id for f in await mem.recall("u1", question, limit=3)] == ["aa", "mm", "zz"]
+    assert [f.id for f in await mem.recall("u1", [question, "Drinks"], limit=2)] == ["aa", "mm"]
+    pinning = await mem.remember("u1", "Drinks green tea", pinned=True)  # rewrites zz
+    assert pinning.fact.id == "zz" and pinning.fact.pinned
+    assert [f.id for f in await mem.recall("u1", question, limit=1)] == ["aa"]
+    assert [f.id for f in await mem.recall("u1", question, limit=2)] == ["aa", "mm"]
+
+
 @pytest.mark.parametrize(
     ("query", "named"),
     [
