@@ -80,8 +80,10 @@ def recall(
     wanted_meta = metadata_filter(filter)
     scopes = [(*scope, *wanted_meta) for scope in _scopes(include_history, as_of)]
     vectors = yield call(ctx.embedder, "embed", phrasings, True)
-    # versions of one fact compete for its place: ask for more so `limit` facts remain
-    first = limit if len(scopes) == 1 and not include_history else limit * 3
+    # versions of one fact compete for its place: ask for more so `limit` facts remain.
+    # One past `limit` otherwise: a window whose last hit ties the limit-th fact is widened
+    # (ties go by fact id), and with one more its last is below it unless there is a tie.
+    first = limit + 1 if len(scopes) == 1 and not include_history else limit * 3
     now = _clock.utcnow()
     best: dict[str, Hit] = {}
     # One window per (scope, phrasing), each widened on its own. A window the engine filled

@@ -396,6 +396,41 @@ async def test_tied_scores_give_one_answer_on_every_engine(mem, emb):
     assert [f.id for f in await mem.recall("u1", question, limit=2)] == ["aa", "mm"]
 
 
+async def test_a_recall_without_ties_is_one_ranked_search(mem, store, emb, monkeypatch):
+    """Ties at a window's edge widen it (see the test above); a window of exactly ``limit``
+    ended on the limit-th fact itself, a tie with itself, so every recall searched twice."""
+    emb.vectors["what do I drink?"] = [1.0] + [0.0] * 63
+    drinks = [f"Drinks tea number {k}" for k in range(12)]
+    for k, text in enumerate(drinks):
+        emb.vectors[text] = [1.0 - k / 20, 0.0] + [1.0 if i == k else 0.0 for i in range(62)]
+    await mem.remember("u1", drinks)
+    backend = store.backend
+    searches = []
+    inside = []  # an engine's asearch may run its search: count the outer call
+    search, asearch = backend.search, backend.asearch
+
+    def counted(request):
+        if not inside:
+            searches.append(request.vectors is not None)
+        return search(request)
+
+    async def acounted(request):
+        searches.append(request.vectors is not None)
+        inside.append(True)
+        try:
+            return await asearch(request)
+        finally:
+            inside.pop()
+
+    monkeypatch.setattr(backend, "search", counted)
+    monkeypatch.setattr(backend, "asearch", acounted)
+    for limit in (1, 5):
+        searches.clear()
+        got = await mem.recall("u1", "what do I drink?", limit=limit)
+        assert [f.content for f in got] == drinks[:limit]
+        assert searches == [True]
+
+
 @pytest.mark.parametrize(
     ("query", "named"),
     [
