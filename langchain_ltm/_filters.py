@@ -14,6 +14,7 @@ Semantics (LangGraph's, with upstream bugs fixed):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +24,15 @@ from langchain_ltm.errors import InvalidFilterError
 PUBLIC_OPERATORS = frozenset({"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"})
 RANGE_OPERATORS = frozenset({"$gt", "$gte", "$lt", "$lte"})
 # Used by the fact API only; not accepted in user filters.
-INTERNAL_OPERATORS = frozenset({"$in", "$exists", "$object"})
+INTERNAL_OPERATORS = frozenset({"$in", "$exists", "$object", "$not_after"})
+# "$not_after": the value is not a time in the store's format later than the operand (a
+# time in that format): a missing value, another type or a text in any other form passes,
+# and its reader checks it (recall's as_of: a client's own valid_from, "yesterday", 1700000000).
+STORED_TIME = re.compile(
+    r"[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
+    r"T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{6}Z"
+)
+"""The fixed-width UTC text the store writes its times in (``versions.format_time``)."""
 # "$object": the value at the path is a JSON object. A nested filter ({"meta": {"n": ...}})
 # compiles to one on each parent, since InMemoryStore (and PostgresStore's containment)
 # never match a nested key whose parent is missing or not an object.
@@ -183,6 +192,10 @@ def matches(value: Mapping[str, Any], conditions: Filter) -> bool:
             continue
         if op == "$object":
             if not isinstance(found, Mapping):
+                return False
+            continue
+        if op == "$not_after":
+            if isinstance(found, str) and found > cond.operand and STORED_TIME.fullmatch(found):
                 return False
             continue
         left = None if found is _MISSING else found

@@ -267,8 +267,9 @@ def _merge(
     Of texts of one fact scoring the same, the one with the least key (the current text's
     before its versions'), whatever order the engine listed them in.
 
-    With ``as_of``, a fact without ``valid_from`` (a client's put of a new key, see
-    :func:`_scopes`) counts only if its last write was by then.
+    With ``as_of``, a current text counts only if it began by then as every read takes its
+    ``valid_from`` (``layout.valid_from``: the item's last write when it has none or one
+    that reads as no time; see :func:`_scopes`).
     """
     for hit in hits:
         if hit.score is None or (min_score is not None and hit.score < min_score):
@@ -278,7 +279,7 @@ def _merge(
         if not isinstance(hit.item.value.get("content"), str):
             continue  # a client's item with a structured content: no fact
         item = hit.item
-        if as_of is not None and "valid_from" not in item.value and item.updated_at > as_of:
+        if as_of is not None and not layout.is_version(item) and layout.valid_from(item) > as_of:
             continue
         fact_id = str(item.value["version_of"]) if layout.is_version(item) else item.key
         seen = best.get(fact_id)
@@ -323,19 +324,23 @@ def _phrasings(ctx: FactContext, queries: str | Sequence[str]) -> list[str]:
 def _scopes(include_history: bool, as_of: datetime | None) -> list[Filter]:
     """The filters to search: current facts, every text, or what was true at ``as_of``.
 
-    At ``as_of``: current facts that started by then, versions valid then, and current
-    facts without a ``valid_from`` field (a client's ``put`` of a new key, LangMem's create:
-    it holds from its last write, ``updated_at``, which :func:`_merge` checks, as
-    ``history`` reads it).
+    At ``as_of``: versions valid then, and current facts, less those the engine can tell
+    began later: a ``valid_from`` in the store's own format (what ``remember`` and every
+    rewrite write) after ``as_of``. A fact with no ``valid_from`` (a client's ``put`` of a
+    new key, LangMem's create) or one of a client's own in another form (an offset,
+    ``"yesterday"``, a number: compared as text, they were found or missed by the letters)
+    is checked by :func:`_merge`, as ``list_all`` and ``history`` read it.
     """
     if as_of is None:
         return [layout.ANY_TEXT if include_history else layout.CURRENT_FACTS]
     moment = layout.format_time(as_of)
-    started = Condition(("valid_from",), "$lte", moment)
     return [
-        (*layout.CURRENT_FACTS, started),
-        (*layout.VERSIONS, started, Condition(("valid_to",), "$gt", moment)),
-        (*layout.CURRENT_FACTS, Condition(("valid_from",), "$exists", False)),
+        (*layout.CURRENT_FACTS, Condition(("valid_from",), "$not_after", moment)),
+        (
+            *layout.VERSIONS,
+            Condition(("valid_from",), "$lte", moment),
+            Condition(("valid_to",), "$gt", moment),
+        ),
     ]
 
 

@@ -61,6 +61,7 @@ _NEEDS_BASE_STORE = (
     "test_a_clients_own_valid_from_over_a_text_is_kept",
     "test_a_client_put_read_changed_and_put_back_keeps_every_text",
     "test_as_of_finds_the_facts_a_client_put_without_valid_from",
+    "test_as_of_reads_a_clients_own_valid_from_as_every_read_does",
     "test_a_rewrite_keeps_when_a_client_put_fact_began",
     "test_a_client_put_without_a_text_over_a_fact_is_refused",
     "test_a_client_put_keeps_expiries_and_the_history_limit",

@@ -1415,6 +1415,58 @@ def test_as_of_finds_the_facts_a_client_put_without_valid_from(store, emb, clock
     assert now[-1].id == "mem-1"
 
 
+async def test_as_of_reads_a_clients_own_valid_from_as_every_read_does(store, emb, clock):
+    """A client's put keeps its own ``valid_from``, which ``list_all`` and ``history`` read
+    (an unreadable one, or a number, as the put time), but ``recall(as_of=)`` compared it
+    as text with the store's format: "2021-01-01T05:00:00+09:00" (20:00 UTC the day before)
+    was missed at midnight UTC, one west of UTC that sorts early was found before it
+    began, and "yesterday" or an epoch number was never found. Each fact is found at
+    ``as_of`` exactly when the ``valid_from`` every read shows is by then."""
+    emb.vectors["hobbies"] = crafted((0, 1))
+    namespace = store.user_namespace("u")
+    values = {
+        "k_offset": {"content": "Plays chess", "valid_from": "2021-01-01T05:00:00+09:00"},
+        "k_later": {"content": "Grows tomatoes", "valid_from": "2021-01-01T10:00:00+09:00"},
+        "k_west": {"content": "Bakes bread", "valid_from": "2020-12-31T20:00:00-05:00"},
+        "k_date": {"content": "Collects stamps", "valid_from": "2020-06-01"},
+        "k_zulu": {"content": "Knits scarves", "valid_from": "2021-01-01T00:00:00Z"},
+        "k_word": {"content": "Likes jazz", "valid_from": "yesterday"},
+        "k_number": {"content": "Speaks Dutch", "valid_from": 1609459200},
+        "k_none": {"content": "Runs marathons"},
+    }
+    for i, (key, value) in enumerate(values.items()):
+        emb.vectors[value["content"]] = crafted((0, 1), (i + 1, 0.1))
+        store.put(namespace, key, value)
+    emb.vectors["Sings in a choir"] = crafted((0, 1), (20, 0.1))
+    midnight = datetime(2021, 1, 1, tzinfo=timezone.utc)
+    await store.aremember("u", "Sings in a choir", observed_at=midnight - timedelta(days=1))
+    put_at = clock.now
+    clock.advance(1)
+
+    async def found(at):
+        sync = {f.id for f in store.recall("u", "hobbies", limit=20, as_of=at)}
+        assert {f.id for f in await store.arecall("u", "hobbies", limit=20, as_of=at)} == sync
+        return sync
+
+    facts = store.list_all("u")
+    assert len(facts) == 9
+    choir = next(f.id for f in facts if f.content == "Sings in a choir")
+    assert await found(midnight) == {"k_offset", "k_date", "k_zulu", choir}
+    assert await found(put_at - timedelta(minutes=1)) == {
+        "k_offset",
+        "k_later",
+        "k_west",
+        "k_date",
+        "k_zulu",
+        choir,
+    }
+    assert await found(clock.now) == {f.id for f in facts}
+    for fact in facts:  # as_of agrees with the valid_from reads show
+        assert fact.id in await found(fact.valid_from)
+        assert fact.id not in await found(fact.valid_from - timedelta(microseconds=1))
+    assert {f.id: f.valid_from for f in facts}["k_number"] == put_at
+
+
 def test_a_rewrite_keeps_when_a_client_put_fact_began(store, emb, clock):
     """A fact a client put under a new key has no ``valid_from``: it holds from its last
     write. A rewrite (``remember`` of its text with ``pinned=True``, a merge import's pin)

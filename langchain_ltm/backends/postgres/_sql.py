@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from psycopg.types.json import Jsonb
 
-from langchain_ltm._filters import RANGE_OPERATORS, Condition, Filter, matches
+from langchain_ltm._filters import RANGE_OPERATORS, STORED_TIME, Condition, Filter, matches
 
 T = TypeVar("T")
 
@@ -183,6 +183,17 @@ def _condition(cond: Condition, alias: str, params: list[Any]) -> str:
         return f"{_json_at(alias, cond.path, params)} IS {'NOT ' if cond.operand else ''}NULL"
     if op == "$object":
         return f"coalesce(jsonb_typeof({_json_at(alias, cond.path, params)}) = 'object', false)"
+    if op == "$not_after":  # see _filters: the regex only runs on texts past the operand
+        first = _json_at(alias, cond.path, params)
+        second = _json_at(alias, cond.path, params)
+        params.append(cond.operand)
+        third = _json_at(alias, cond.path, params)
+        params.append(STORED_TIME.pattern)
+        return (
+            f"CASE WHEN jsonb_typeof({first}) = 'string' AND ({second} #>> '{{}}') "
+            f"COLLATE \"C\" > %s::text THEN ({third} #>> '{{}}') !~ ('^' || %s::text || '$') "
+            "ELSE true END"
+        )
     if op in ("$eq", "$ne", "$in"):
         # a missing key compares as JSON null, like InMemoryStore
         left = f"coalesce({_json_at(alias, cond.path, params)}, 'null'::jsonb)"
