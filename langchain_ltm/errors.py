@@ -336,6 +336,9 @@ class DuplicateFactError(BackendError):
     detail: str = ""
     """The database's own account of the conflict (Postgres' ``DETAIL``), when it gave one."""
 
+    where: str = ""
+    """The items, namespace and hash in question, as the message words them (or empty)."""
+
 
 class RecallTargetError(LTMError, ValueError):
     """A broad-scope walk of the HNSW index cannot reach the recall a calibration asked for.

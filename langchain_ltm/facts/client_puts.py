@@ -51,6 +51,7 @@ from typing import Any
 
 from langchain_ltm._steps import Logic, call
 from langchain_ltm.backends.base import ItemKey, Record, SearchRequest, StoredItem, is_alive
+from langchain_ltm.errors import DuplicateFactError
 from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts.context import FactContext
 from langchain_ltm.facts.reads import versions_by_fact
@@ -118,22 +119,38 @@ def write_puts(
         | {namespace[-1] for namespace, _ in gone}
     )
     if not users:
-        yield call(ctx.backend, "write", upserts, deletes)
+        yield from _write(ctx, upserts, deletes)
         return
     locked = {id(r) for r in puts if r.namespace[-1] in users}
     rest = [r for r in upserts if id(r) not in locked]
     loose = [key for key in deletes if key not in gone]
     if rest or loose:
-        yield call(ctx.backend, "write", rest, loose)
+        yield from _write(ctx, rest, loose)
     for label in users:
         mine = [r for r in puts if r.namespace[-1] == label]
         theirs = [key for key in gone if key[0][-1] == label]
         held = yield from ctx.locks.acquire(ctx.backend, label)
         try:
             records, removed = yield from _user_write(ctx, mine, theirs, now)
-            yield call(ctx.backend, "write", records, removed)
+            yield from _write(ctx, records, removed)
         finally:
             yield from ctx.locks.release(ctx.backend, held)
+
+
+def _write(ctx: FactContext, upserts: list[Record], deletes: list[ItemKey]) -> Logic[None]:
+    """Write puts; a fact-hash conflict (Postgres) raised in a put's words, not remember's."""
+    try:
+        yield call(ctx.backend, "write", upserts, deletes)
+    except DuplicateFactError as exc:
+        error = DuplicateFactError(
+            f"The store keeps one item in the fact layout per text and namespace{exc.where}, "
+            "so this batch of puts was not written: another writer stored an item holding "
+            "that text's hash there at the same moment. Put it again: a put of a text "
+            "another item of the namespace holds is stored without its content_hash."
+        )
+        error.detail, error.where = exc.detail, exc.where
+        raise error from exc
+    return None
 
 
 def _user_write(
@@ -191,7 +208,7 @@ def _user_write(
 def _with_own_hash(record: Record) -> Record:
     """The put with the ``content_hash`` of its own text, or none when its content is no text.
 
-    Only a value in the fact layout (:func:`_in_layout`): any other put is written as given
+    Only a value in the fact layout (``layout.holds_hash``): any other put is written as given
     (LangMem's ``{"content": ...}``, a client's document with a hash field of its own).
     """
     value = record.value

@@ -35,6 +35,7 @@ from langchain_ltm.facts.text import content_hash
 
 __all__ = [
     "CURRENT_FACTS",
+    "MAX_COUNT_DIGITS",
     "PINNED",
     "RESERVED",
     "VERSIONS",
@@ -79,22 +80,35 @@ one (LangMem's ``{"content": {"content": ...}}``) passes, and every read drops i
 def holds_hash(value: Mapping[str, Any]) -> bool:
     """Whether a value is in the fact layout: a fact's value as the fact API writes it.
 
-    A ``content_hash``, a ``versions`` count (an integer, not a bool) and no ``version_of``.
+    A ``content``, a text ``content_hash``, a ``versions`` count (a whole number of at
+    most :data:`MAX_COUNT_DIGITS` digits: not a bool, not a float) and no ``version_of``.
     The one definition of the items that hold their text's hash: a put of such a value in
     a user's namespace gets the hash of its own text (``client_puts``), at most one such
     item of a namespace holds a hash, ``remember`` finds every such item by its hash
     (``writes.with_hashes``: :data:`CURRENT_FACTS` with it), and Postgres' one-fact-per-hash
     constraint covers exactly these rows (``FACT_ROW``, schema version 5). Any other value
-    (a document with hash and ``versions`` fields of its own, an item naming another in
-    ``version_of``) is a client's own, stored as given.
+    (a document with hash and ``versions`` fields of its own, a hash that is no text, an
+    item naming another in ``version_of``) is a client's own, stored as given.
+
+    The count's bound: JSON writes a float of 1e16 or more without a fraction (``1e+20``),
+    which Postgres reads as an integer of 17 digits or more; a smaller float is written
+    with one (``2.0``), which Postgres does not read as an integer either.
     """
     count = value.get("versions")
     return (
-        "content_hash" in value
+        "content" in value
+        and isinstance(value.get("content_hash"), str)
         and isinstance(count, int)
         and not isinstance(count, bool)
+        and -_COUNT_BOUND < count < _COUNT_BOUND
         and "version_of" not in value
     )
+
+
+MAX_COUNT_DIGITS = 15
+"""The most digits a fact's ``versions`` count has in :func:`holds_hash` (and ``FACT_ROW``)."""
+
+_COUNT_BOUND = 10**MAX_COUNT_DIGITS
 
 
 VERSIONS: Filter = (Condition(("version_of",), "$exists", True),)

@@ -29,7 +29,9 @@ from langchain_ltm.backends.postgres import (
     SchemaVersionError,
     postgres_backend,
 )
+from langchain_ltm.backends.postgres._schema import FACT_ROW
 from langchain_ltm.facts.text import content_hash
+from langchain_ltm.facts.versions import MAX_COUNT_DIGITS, holds_hash
 from tests.fakes import KeywordEmbeddings
 from tests.pg_pools import handed_in_pool
 
@@ -259,8 +261,9 @@ def _assert_facts_only_at_commit(pg_conn, t):
     contype, definition, deferrable, deferred = _fact_hash_constraint(pg_conn, t)
     assert (contype, deferrable, deferred) == ("x", True, True)  # exclusion, at commit
     assert (  # schema version 5: the values versions.holds_hash takes
-        "WHERE (((content_hash IS NOT NULL) AND (jsonb_typeof((value -> 'versions'::text)) = "
-        "'number'::text) AND ((value ->> 'versions'::text) ~ '^-?[0-9]+$'::text) AND "
+        "WHERE (((content_hash IS NOT NULL) AND (jsonb_typeof((value -> 'content_hash'::text)) "
+        "= 'string'::text) AND (jsonb_typeof((value -> 'versions'::text)) = 'number'::text) "
+        "AND ((value ->> 'versions'::text) ~ '^-?[0-9]{1,15}$'::text) AND "
         "(NOT (value ? 'version_of'::text))))"
     ) in definition
 
@@ -365,6 +368,117 @@ def test_a_version_4_table_leaves_a_clients_version_of_item_out_of_the_fact_hash
     assert again.get(ns, "x").value == odd
 
 
+# schema version 5's first form (before its release): no text hash, no bound on the count
+_FIRST_FORM_5 = (
+    "content_hash IS NOT NULL AND jsonb_typeof(value -> 'versions') = 'number' "
+    "AND (value ->> 'versions') ~ '^-?[0-9]+$' AND NOT value ? 'version_of'"
+)
+
+
+def _as_first_form_5(pg_conn, t):
+    pg_conn.execute(
+        f"ALTER TABLE {t.items} DROP CONSTRAINT {t.index('fact_hash')}, "
+        f"ADD CONSTRAINT {t.index('fact_hash')} EXCLUDE USING btree "
+        f"(ns_path WITH =, content_hash WITH =) WHERE ({_FIRST_FORM_5}) "
+        f"DEFERRABLE INITIALLY DEFERRED; UPDATE {t.versions} SET description = "
+        "'fact hash: only values in the fact layout (an integer versions, no version_of)' "
+        "WHERE version = 5"
+    )
+
+
+def test_a_table_with_schema_version_5s_first_form_is_migrated_again(make_backend, pg_conn, emb):
+    """Schema version 5 was revised before its release (a text hash, a count of at most 15
+    digits): a table set up with its first form records version 5 too, and kept refusing
+    a second copy of a value with a number as its hash. Its recorded description tells the
+    form: setup re-creates the constraint and records the new description, once."""
+    backend = make_backend(dims=64)
+    t = backend.tables
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    fact = store.remember("u1", "I live in Paris").fact
+    _as_first_form_5(pg_conn, t)
+    odd = {"content": "report", "content_hash": 5, "versions": 1}
+    store.put(("docs",), "k1", odd)
+    with pytest.raises(DuplicateFactError):  # what the first form did
+        store.put(("docs",), "k2", odd)
+    again = LongTermMemoryStore(make_backend(table=t.table), embeddings=emb)  # migrates
+    _assert_facts_only_at_commit(pg_conn, t)
+    rows = pg_conn.execute(f"SELECT version, description FROM {t.versions} ORDER BY 1").fetchall()
+    assert [v for v, _ in rows] == [1, 2, 3, 4, 5] and "a text content_hash" in rows[-1][1]
+    again.put(("docs",), "k2", odd)
+    assert again.get(("docs",), "k2").value == odd
+    assert again.remember("u1", "i live in paris!").action == "duplicate"
+    assert [f.id for f in again.list_all("u1")] == [fact.id]
+    definition = _fact_hash_constraint(pg_conn, t)[1]
+    make_backend(table=t.table)  # at the current form: nothing to do
+    assert _fact_hash_constraint(pg_conn, t)[1] == definition
+
+
+@pytest.mark.parametrize(
+    ("content_hash", "versions"),
+    [
+        ({"sha": "ab"}, 1),
+        (5, 1),
+        (True, 1),
+        (1.5, 1),
+        (["a"], 1),
+        ("abc", 1e20),  # JSON writes it 1e+20: an integer to Postgres
+        ("abc", 2.0),
+        ("abc", True),
+        ("abc", 10**20),
+    ],
+)
+def test_copies_of_a_value_with_an_odd_hash_or_count_are_stored_as_put(
+    make_backend, pg_conn, emb, content_hash, versions
+):
+    """A value with ``content`` and ``content_hash``/``versions`` fields that are not a
+    text hash and a whole count: ``{"sha": "ab"}`` as the hash raised ``TypeError`` in the
+    first put outside the users' namespaces (``unique_hashes``), and a number, a bool or a
+    float one (or a float count of 1e16 and more, which Postgres reads as an integer) made
+    the constraint refuse a second copy (``DuplicateFactError``: the puts compared it as
+    text, or not at all). No fact holds such a value: every copy is stored as put."""
+    backend = make_backend(dims=64)
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    value = {"content": "report", "content_hash": content_hash, "versions": versions}
+    for ns in (("docs", "x"), store.user_namespace("u1")):
+        for key in ("k1", "k2"):
+            store.put(ns, key, dict(value), index=False)
+        for key in ("k1", "k2"):
+            assert store.get(ns, key).value == value, (ns, key)
+    (covered,) = pg_conn.execute(
+        f"SELECT count(*) FROM {backend.tables.items} WHERE {FACT_ROW}"
+    ).fetchone()
+    assert covered == 0
+    assert not holds_hash(value)
+
+
+def test_the_fact_hash_constraint_covers_the_values_holds_hash_takes(make_backend, pg_conn):
+    """``FACT_ROW`` (Postgres) and ``versions.holds_hash`` (puts, ``remember``) name the
+    same values: a row covered that the puts do not see refused a second copy."""
+    backend = make_backend(dims=64)
+    t = backend.tables
+    values = [
+        {"content": "t", "content_hash": h, "versions": v}
+        for h in ("abc", "", 5, 1.5, True, None, {"a": 1}, ["a"])
+        for v in (0, 1, -1, 2.0, 1e15, 1e16, 1e20, 10**14, 10**15, 10**20, True, "1", None, [1])
+    ]
+    values += [
+        {"content_hash": "abc", "versions": 1},  # no content
+        {"content": None, "content_hash": "abc", "versions": 1},
+        {"content": "t", "content_hash": "abc", "versions": 1, "version_of": "f"},
+        {"content": "t", "content_hash": "abc"},
+    ]
+    now = datetime.now(timezone.utc)
+    backend.write(
+        [Record(("v", str(i)), "k", value, (), (), None, now) for i, value in enumerate(values)],
+        [],
+    )
+    rows = pg_conn.execute(f"SELECT namespace[2], {FACT_ROW} FROM {t.items}").fetchall()
+    assert len(rows) == len(values)
+    covered = {int(i) for i, fact in rows if fact}
+    assert covered == {i for i, value in enumerate(values) if holds_hash(value)}
+    assert f"{{1,{MAX_COUNT_DIGITS}}}" in FACT_ROW
+
+
 def test_newer_schema_version_is_refused(make_backend, pg_conn):
     backend = make_backend(dims=8)
     pg_conn.execute(
@@ -463,6 +577,37 @@ def test_a_fact_hash_conflict_rolls_back_the_whole_batch(make_backend, pg_conn):
     )
     got = backend.get([(NS, "a"), (NS, "d")])
     assert [g.value["content"] for g in got] == ["y", "x"]
+
+
+def test_a_put_refused_by_the_fact_hash_says_to_put_again(make_backend, pg_url, emb):
+    """A BaseStore put that lost a race for a fact's hash (another session stored a copy
+    of the value under another key at the same moment) was told to "call remember()
+    again", which a client of puts never called. Its error now says what happened to the
+    puts and what to do: put again (the retry sees the other copy, and goes without it)."""
+    backend = make_backend(dims=64)
+    store = LongTermMemoryStore(backend, embeddings=emb)
+    text = "I live in Berlin"
+    value = {"content": text, "content_hash": content_hash(text), "versions": 0}
+    ns = ("snapshots", "u1")
+    with psycopg.connect(pg_url) as other:  # its copy, not yet committed: the put sees none
+        other.execute(
+            f"INSERT INTO {backend.tables.items} (ns_path, key, value, created_at, updated_at) "
+            "VALUES ('snapshots.u1.', 'a', %s, now(), now())",
+            (psycopg.types.json.Jsonb(value),),
+        )
+        commit = threading.Timer(1, other.commit)
+        commit.start()
+        try:
+            with pytest.raises(DuplicateFactError, match="batch of puts was not written") as got:
+                store.put(ns, "b", dict(value), index=False)
+        finally:
+            commit.join()
+    message = str(got.value)
+    assert "remember()" not in message and "Put it again" in message
+    assert f"the item 'b' of namespace {ns!r}" in message
+    store.put(ns, "b", dict(value), index=False)  # again: stored, without the hash
+    assert store.get(ns, "b").value == {"content": text, "versions": 0}
+    assert store.get(ns, "a").value == value
 
 
 def test_mixed_vector_sizes_in_one_batch_are_refused_before_io(make_backend):

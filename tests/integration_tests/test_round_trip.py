@@ -213,3 +213,35 @@ def test_ltm_migrate_copies_snapshots_of_a_facts_value_to_postgres(
         assert [f.content for f in target.list_all("alice")] == ["I live in Berlin"]
     finally:
         target.close()
+
+
+def test_ltm_migrate_copies_documents_with_an_odd_hash_to_postgres(
+    tmp_path, pg_database, monkeypatch
+):
+    """A document whose ``content_hash`` is an object (``{"sha": "ab"}``) made ``ltm
+    migrate`` to Postgres end in a ``TypeError`` traceback after writing part of the data;
+    two copies of one with a number as the hash were refused (``DuplicateFactError``).
+    No fact holds such a value: both are copied as they were, and the check passes."""
+    monkeypatch.setenv("LTM_HOME", str(tmp_path / "home"))
+    embeddings = cli_session.default_embeddings()
+    source, _ = open_store(str(tmp_path / "a"), embeddings=embeddings)
+    docs = {
+        "k1": {"content": "report", "content_hash": {"sha": "ab"}, "versions": 1},
+        "k2": {"content": "report", "content_hash": {"sha": "ab"}, "versions": 1},
+        "n1": {"content": "memo", "content_hash": 7, "versions": 1},
+        "n2": {"content": "memo", "content_hash": 7, "versions": 1},
+    }
+    try:
+        source.remember("alice", "I live in Berlin")
+        for key, value in docs.items():
+            source.put(("docs", "x"), key, value, index=False)
+    finally:
+        source.close()
+    code, report = migrate("--from", tmp_path / "a", "--to", pg_database)
+    assert code == 0 and report["verified"]
+    target, _ = open_store(pg_database, embeddings=embeddings)
+    try:
+        assert {key: target.get(("docs", "x"), key).value for key in docs} == docs
+        assert [f.content for f in target.list_all("alice")] == ["I live in Berlin"]
+    finally:
+        target.close()

@@ -99,7 +99,7 @@ def duplicate_fact(detail: str, keys: Sequence[str] = ()) -> DuplicateFactError:
         "written. If another writer stored the same fact for this user at the same moment, "
         "call remember() again: it will find the stored fact and report it as a duplicate."
     )
-    error.detail = detail
+    error.detail, error.where = detail, where
     return error
 
 

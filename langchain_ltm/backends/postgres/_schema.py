@@ -48,18 +48,37 @@ def column_type(vector_type: str, dims: int | None) -> str:
 
 
 FACT_ROW = (
-    "content_hash IS NOT NULL AND jsonb_typeof(value -> 'versions') = 'number' "
-    "AND (value ->> 'versions') ~ '^-?[0-9]+$' AND NOT value ? 'version_of'"
+    "content_hash IS NOT NULL AND jsonb_typeof(value -> 'content_hash') = 'string' "
+    "AND jsonb_typeof(value -> 'versions') = 'number' "
+    "AND (value ->> 'versions') ~ '^-?[0-9]{1,15}$' AND NOT value ? 'version_of'"
 )
 """The rows the fact-hash constraint covers: facts as the fact API writes them.
 
-The values ``versions.holds_hash`` takes (a hash, an integer ``versions``, no
-``version_of``): every row covered is one ``remember`` finds by its hash, else a row it
-cannot see refused every later ``remember`` of its text.
+Exactly the values ``versions.holds_hash`` takes (a ``content``, which the generated
+``content_hash`` column needs; a text hash; a whole ``versions`` count of at most
+``versions.MAX_COUNT_DIGITS`` digits; no ``version_of``): every row covered is one
+``remember`` and puts find by its hash. A row they cannot see refused every later write of
+its text: a client's ``version_of`` item, a number or object as the hash (compared as
+text, or not at all), a float count of 1e16 or more (Postgres reads ``1e+20`` as an
+integer).
 """
 
-
 _FACT_ROW_4 = "content_hash IS NOT NULL AND value ? 'versions'"
+
+_FACT_LAYOUT_5 = (
+    "fact hash: only values in the fact layout (a text content_hash, a whole versions count "
+    "of at most 15 digits, no version_of)"
+)
+
+_REVISED = 5
+"""The migration revised before its release: a table may have its first form.
+
+Its first form (the constraint without the text hash and the bound on the count) was
+recorded as version 5 too. The recorded description tells the two apart: setup runs the
+migration again over a table whose version-5 row has another description, and records
+this one. (Comparing the constraint's definition would rest on how each Postgres release
+prints it back; the description is ours.)
+"""
 
 
 def _migrations(
@@ -141,11 +160,12 @@ def _migrations(
         ),
         (
             5,
-            "fact hash: only values in the fact layout (an integer versions, no version_of)",
+            _FACT_LAYOUT_5,
             [
                 # Version 4 covered a client's item with a version_of field (which remember
                 # does not look at: every later remember of its text was refused) and a
-                # document with a list of versions of its own (put as given).
+                # document with a list of versions of its own (put as given). Revised before
+                # release (a text hash, at most 15 digits): see _REVISED.
                 f"ALTER TABLE {t.items} DROP CONSTRAINT IF EXISTS {t.index('fact_hash')}, "
                 f"ADD CONSTRAINT {t.index('fact_hash')} EXCLUDE USING btree "
                 f"(ns_path WITH =, content_hash WITH =) WHERE ({FACT_ROW}) "
@@ -293,7 +313,8 @@ def setup(
     """Create or migrate the schema (idempotent, serialized); the vectors' size and type.
 
     Tables already at :data:`SCHEMA_VERSION` are only read (no DDL: a role without CREATE
-    rights opens them), unless ``dims`` types an untyped embedding column.
+    rights opens them), unless ``dims`` types an untyped embedding column, or they have the
+    first form of a migration revised before release (:data:`_REVISED`).
 
     A new table gets ``vector_type`` (``None``: ``vector``); an existing one keeps its own,
     and asking for the other raises ``ValueError`` naming the migration.
@@ -305,10 +326,14 @@ def setup(
     # open them; Postgres checks those rights even for CREATE ... IF NOT EXISTS. Setups
     # are serialized by the lock above, so no other one runs between this and the DDL.
     rows = yield Statement("SELECT to_regclass(%s) IS NOT NULL", (t.versions,))
-    current = 0
+    current, revise = 0, False
     if rows[0][0]:
-        rows = yield Statement(f"SELECT coalesce(max(version), 0) FROM {t.versions}")
-        current = int(rows[0][0])
+        rows = yield Statement(
+            f"SELECT coalesce(max(version), 0), coalesce(bool_or(version = %s AND "
+            f"description <> %s), false) FROM {t.versions}",
+            (_REVISED, _FACT_LAYOUT_5),
+        )
+        current, revise = int(rows[0][0]), bool(rows[0][1]) and int(rows[0][0]) == _REVISED
     if current < SCHEMA_VERSION:
         yield Statement("CREATE EXTENSION IF NOT EXISTS vector")
     # every call needs the vector type by its plain name: installed in a schema the
@@ -340,14 +365,21 @@ def setup(
                 "afresh (PostgresBackend.drop())."
             )
     for version, description, statements in _migrations(t, dims, vector_type or "vector"):
-        if version <= current:
+        again = revise and version == _REVISED
+        if version <= current and not again:
             continue
         for sql in statements:
             yield Statement(sql)
-        yield Statement(
-            f"INSERT INTO {t.versions} (version, description) VALUES (%s, %s)",
-            (version, description),
-        )
+        if again:
+            yield Statement(
+                f"UPDATE {t.versions} SET description = %s, applied_at = now() WHERE version = %s",
+                (description, version),
+            )
+        else:
+            yield Statement(
+                f"INSERT INTO {t.versions} (version, description) VALUES (%s, %s)",
+                (version, description),
+            )
     rows = yield Statement(TYPMOD_SQL, (t.vectors,))
     kind = str(rows[0][1])
     if vector_type is not None and kind != vector_type:

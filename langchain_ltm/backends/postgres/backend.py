@@ -17,7 +17,8 @@ Schema (``table="ltm_items"``, created and migrated by :meth:`PostgresBackend.se
     ``BaseStore`` puts, even with ``content`` and ``content_hash`` keys of their own) are
     not in its index (schema version 3: before, a ``UNIQUE`` constraint indexed every item;
     version 4: only rows in the fact layout, whose values always hold ``versions``; version 5:
-    an integer ``versions`` and no ``version_of``, ``versions.holds_hash``).
+    a text hash, a whole ``versions`` of at most 15 digits and no ``version_of``,
+    ``versions.holds_hash``).
 
 ``ltm_items_vectors`` — one row per embedded text, in the layout of langchain-postgres'
     ``PGEngine.init_vectorstore_table`` (``langchain_id uuid`` primary key, ``content
