@@ -27,6 +27,7 @@ from langchain_ltm.backends.base import Record, SearchRequest
 from langchain_ltm.backends.postgres import (
     DuplicateFactError,
     SchemaVersionError,
+    StoreInUseError,
     postgres_backend,
 )
 from langchain_ltm.backends.postgres._schema import FACT_ROW
@@ -411,6 +412,61 @@ def test_a_table_with_schema_version_5s_first_form_is_migrated_again(make_backen
     definition = _fact_hash_constraint(pg_conn, t)[1]
     make_backend(table=t.table)  # at the current form: nothing to do
     assert _fact_hash_constraint(pg_conn, t)[1] == definition
+
+
+@pytest.mark.parametrize("form", ["version 4", "version 5's first form"])
+def test_a_migration_does_not_wait_behind_an_idle_transaction(
+    make_backend, pg_url, pg_conn, emb, form
+):
+    """A migration's ALTER TABLE (ACCESS EXCLUSIVE) waited, with no lock_timeout, behind a
+    session idle in a transaction that had read the table: the opener waited as long as
+    that session did, and every reader of the table queued behind it. The migration waits
+    at most a few seconds (MIGRATION_LOCK_TIMEOUT), then setup raises StoreInUseError with
+    nothing changed; opened when the table is quiet, it migrates."""
+    backend = make_backend(dims=64)
+    t = backend.tables
+    LongTermMemoryStore(backend, embeddings=emb).remember("u1", "I live in Paris")
+    if form == "version 4":
+        pg_conn.execute(
+            f"ALTER TABLE {t.items} DROP CONSTRAINT {t.index('fact_hash')}, "
+            f"ADD CONSTRAINT {t.index('fact_hash')} EXCLUDE USING btree "
+            "(ns_path WITH =, content_hash WITH =) WHERE "
+            "(content_hash IS NOT NULL AND value ? 'versions') "
+            f"DEFERRABLE INITIALLY DEFERRED; DELETE FROM {t.versions} WHERE version = 5"
+        )
+    else:
+        _as_first_form_5(pg_conn, t)
+    before = _fact_hash_constraint(pg_conn, t)[1]
+    recorded = pg_conn.execute(f"SELECT version, description FROM {t.versions}").fetchall()
+    with psycopg.connect(pg_url) as holder:  # idle in a transaction that read the table
+        holder.execute(f"SELECT count(*) FROM {t.items}").fetchone()
+        release = threading.Timer(30, holder.rollback)
+        release.start()
+        try:
+            started = time.monotonic()
+            with pytest.raises(StoreInUseError, match="could not be migrated"):
+                make_backend(table=t.table)
+            assert time.monotonic() - started < 10
+            with psycopg.connect(pg_url, autocommit=True) as reader:  # not queued behind it
+                reader.execute("SET statement_timeout = '2s'")
+                assert reader.execute(f"SELECT count(*) FROM {t.items}").fetchone()[0] > 0
+
+            async def run() -> None:
+                with pytest.raises(StoreInUseError, match="could not be migrated"):
+                    await make_backend(table=t.table, setup=False).asetup()
+
+            asyncio.run(run())
+            assert release.is_alive()  # refused while the session still held the table
+        finally:
+            release.cancel()
+            holder.rollback()
+    assert _fact_hash_constraint(pg_conn, t)[1] == before  # nothing changed
+    assert pg_conn.execute(f"SELECT version, description FROM {t.versions}").fetchall() == (
+        recorded
+    )
+    store = LongTermMemoryStore(make_backend(table=t.table), embeddings=emb)  # quiet: migrates
+    _assert_facts_only_at_commit(pg_conn, t)
+    assert store.remember("u1", "i live in paris!").action == "duplicate"
 
 
 @pytest.mark.parametrize(

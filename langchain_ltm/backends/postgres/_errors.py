@@ -141,6 +141,14 @@ def translate(exc: BaseException, what: str, why: str = "") -> Exception:
     ).endswith("_fact_hash"):  # a unique constraint up to schema version 2, then exclusion
         return duplicate_fact(str(getattr(exc.diag, "message_detail", "") or ""))
     message = str(exc).strip()
+    if isinstance(exc, pg_errors.LockNotAvailable) and what == "setup":
+        return StoreInUseError(
+            f"{message}: another session (an idle or long transaction, a compaction) holds "
+            "the store's tables, so they could not be migrated to this release's schema "
+            "within its lock_timeout (nothing was changed; waiting longer would stop every "
+            "reader of the tables behind the migration). Open the store again when it is "
+            "quiet, or end that session (pg_stat_activity names it)."
+        )
     if isinstance(exc, pg_errors.LockNotAvailable) and what in _REWRITES:
         return StoreInUseError(
             f"{message}: other sessions (an agent, a long transaction) kept the store's "

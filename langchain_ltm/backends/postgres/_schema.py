@@ -63,6 +63,15 @@ text, or not at all), a float count of 1e16 or more (Postgres reads ``1e+20`` as
 integer).
 """
 
+MIGRATION_LOCK_TIMEOUT = "3s"
+"""How long a migration's DDL waits for other sessions to let go of the tables.
+
+``ALTER TABLE`` takes an ``ACCESS EXCLUSIVE`` lock: waiting behind one idle transaction,
+it made every opener wait with it and queued every reader of the table behind it. Past
+this (or the session's own shorter ``lock_timeout``) setup raises ``StoreInUseError``.
+"""
+
+
 _FACT_ROW_4 = "content_hash IS NOT NULL AND value ? 'versions'"
 
 _FACT_LAYOUT_5 = (
@@ -307,6 +316,15 @@ def _check_layouts(t: Tables, *, hnsw_strict: bool = False) -> Exchange[None]:
         )
 
 
+# MIGRATION_LOCK_TIMEOUT for this transaction, or the session's own if shorter (not 0: none);
+# returns the session's own, to set back after the DDL
+_LOCK_TIMEOUT_SQL = (
+    "WITH s AS MATERIALIZED (SELECT current_setting('lock_timeout') AS own) "
+    "SELECT own, set_config('lock_timeout', CASE WHEN own::interval > interval '0' AND "
+    "own::interval < %s::interval THEN own ELSE %s END, true) FROM s"
+)
+
+
 def setup(
     t: Tables, dims: int | None, vector_type: str | None = None
 ) -> Exchange[tuple[int | None, str]]:
@@ -315,6 +333,10 @@ def setup(
     Tables already at :data:`SCHEMA_VERSION` are only read (no DDL: a role without CREATE
     rights opens them), unless ``dims`` types an untyped embedding column, or they have the
     first form of a migration revised before release (:data:`_REVISED`).
+
+    The migrations of existing tables wait at most :data:`MIGRATION_LOCK_TIMEOUT` for
+    their locks: another session holding the tables longer (an idle transaction) makes
+    setup raise ``StoreInUseError`` (``_errors.translate``), with nothing changed.
 
     A new table gets ``vector_type`` (``None``: ``vector``); an existing one keeps its own,
     and asking for the other raises ``ValueError`` naming the migration.
@@ -364,10 +386,14 @@ def setup(
                 f"backup, or drop {t.versions} and what is left of the store's tables to start "
                 "afresh (PostgresBackend.drop())."
             )
+    timeout_set = False
     for version, description, statements in _migrations(t, dims, vector_type or "vector"):
         again = revise and version == _REVISED
         if version <= current and not again:
             continue
+        if current and not timeout_set:  # DDL on tables others may be using: bounded waits
+            rows = yield Statement(_LOCK_TIMEOUT_SQL, (MIGRATION_LOCK_TIMEOUT,) * 2)
+            timeout_set, before = True, str(rows[0][0])
         for sql in statements:
             yield Statement(sql)
         if again:
@@ -380,6 +406,8 @@ def setup(
                 f"INSERT INTO {t.versions} (version, description) VALUES (%s, %s)",
                 (version, description),
             )
+    if timeout_set:  # the session's own again, for what follows in this transaction
+        yield Statement("SELECT set_config('lock_timeout', %s, true)", (before,))
     rows = yield Statement(TYPMOD_SQL, (t.vectors,))
     kind = str(rows[0][1])
     if vector_type is not None and kind != vector_type:
