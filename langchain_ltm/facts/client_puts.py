@@ -11,7 +11,9 @@ every write of facts):
   other versions take it too: versions never outlive their fact), pruned to the store's
   ``history_limit``;
 - writes the layout fields a copied value carries (``content_hash``, ``versions``,
-  ``valid_from``) for the new text;
+  ``valid_from``) for the new text; a ``valid_from`` of the client's own is kept as put
+  when it lies within the fact's timeline (:func:`_began`), else the text holds from the
+  put;
 - writes a 0.1.0 fact's inline earlier texts out as its versions ``@1``..``@n`` with the
   dates they had (``layout.legacy_versions``), and the fact without ``history``: the put's
   value has none (they were lost), or a copy of it (their ends moved to the put);
@@ -46,7 +48,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from langchain_ltm._steps import Logic, call
@@ -54,6 +56,7 @@ from langchain_ltm.backends.base import ItemKey, Record, SearchRequest, StoredIt
 from langchain_ltm.errors import DuplicateFactError
 from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts.context import FactContext
+from langchain_ltm.facts.import_records import CLOCK_SKEW
 from langchain_ltm.facts.reads import versions_by_fact
 from langchain_ltm.facts.records import embed_versions, with_ttl
 from langchain_ltm.facts.text import content_hash
@@ -94,6 +97,8 @@ def write_puts(
     Raises:
         ValueError: A put over a fact has no text ``content`` (nothing of the batch written).
     """
+    # whole values of a fact (their hash names their own text), before the hash is redone
+    whole = {(r.namespace, r.key) for r in upserts if _whole_fact_value(r.value)}
     upserts = [
         _with_own_hash(r) if ctx.is_user_namespace(r.namespace) and not layout.is_version(r) else r
         for r in upserts
@@ -131,7 +136,7 @@ def write_puts(
         theirs = [key for key in gone if key[0][-1] == label]
         held = yield from ctx.locks.acquire(ctx.backend, label)
         try:
-            records, removed = yield from _user_write(ctx, mine, theirs, now)
+            records, removed = yield from _user_write(ctx, mine, theirs, now, whole)
             yield from _write(ctx, records, removed)
         finally:
             yield from ctx.locks.release(ctx.backend, held)
@@ -154,9 +159,16 @@ def _write(ctx: FactContext, upserts: list[Record], deletes: list[ItemKey]) -> L
 
 
 def _user_write(
-    ctx: FactContext, puts: list[Record], deletes: list[ItemKey], now: datetime
+    ctx: FactContext,
+    puts: list[Record],
+    deletes: list[ItemKey],
+    now: datetime,
+    whole: set[ItemKey],
 ) -> Logic[tuple[list[Record], list[ItemKey]]]:
-    """One user's puts and deletes, read again under the lock: the records and keys to write."""
+    """One user's puts and deletes, read again under the lock: the records and keys to write.
+
+    ``whole``: the puts whose value is a whole fact's value as read (:func:`_whole_fact_value`).
+    """
     namespace = puts[0].namespace if puts else deletes[0][0]
     items = yield call(ctx.backend, "get", [*_keys(puts), *deletes])
     current = dict(zip([r.key for r in puts], items[: len(puts)], strict=True))
@@ -181,7 +193,11 @@ def _user_write(
         # the new text starts now, or where the old one started if a clock ran ahead
         # (a restored fact, another writer): never a version that ends before it begins
         switch = max(now, layout.valid_from(item))
-        added = [_replaced_version(item, record, number + 1, now, switch)] if new_text else []
+        # ... unless the value says when it began (a valid_from of the client's own, within
+        # bounds): then the replaced text ends there
+        copied = new_text and (record.namespace, record.key) in whole
+        began, as_put = _began(item, record.value, new_text, switch, versions, now, copied)
+        added = [_replaced_version(item, record, number + 1, now, began)] if new_text else []
         lasting = [v for v in versions if is_alive(v, now)]
         if record.ttl_minutes is not None:  # versions never outlive their fact
             added += [with_ttl(v, record.ttl_minutes, now) for v in lasting]
@@ -191,14 +207,11 @@ def _user_write(
         kept += [k for k in added if (k.namespace, k.key) not in doomed]
         unstored = {(namespace, layout.version_key(item.key, number + 1))}
         removed += sorted(doomed - unstored - {(v.namespace, v.key) for v in inline})
-        # a new text takes over now, unless the value says when it began: a valid_from
-        # of its own (not the replaced text's, carried over by a read-modify-write)
-        began = None if _says_when(item, record.value) or not new_text else switch
         # the same text holds since it did: upgraded_value writes down when it began, as
         # for every rewrite (without it the fact would seem to start now, and an as_of
         # before the put would find nothing)
         record = dataclasses.replace(record, value=layout.upgraded_value(item, record.value))
-        records.append(_as_fact(record, number + new_text, began))
+        records.append(_as_fact(record, number + new_text, None if as_put else began))
     records = yield from _one_hash_per_text(ctx, namespace, records, deletes)
     if kept:
         kept = yield from embed_versions(ctx, kept)
@@ -335,12 +348,60 @@ def _pruned(ctx: FactContext, versions: Sequence[Any]) -> set[ItemKey]:
     return {(v.namespace, v.key) for v in ordered[: len(ordered) - limit]}
 
 
-def _says_when(item: StoredItem, value: Mapping[str, Any]) -> bool:
-    """Whether a put over ``item`` says when its text began: a ``valid_from`` of its own.
+def _whole_fact_value(value: Mapping[str, Any]) -> bool:
+    """Whether a put's value is a whole fact's value as read: its hash names its own text.
 
-    Not the stored one, which a value read, changed and put back carries over.
+    Another fact's value copied over a fact (or a snapshot put back): its ``valid_from`` is
+    when that text began there, not the client's word on this one. A value read, given a
+    new text and put back still carries the replaced text's hash.
     """
-    return "valid_from" in value and value["valid_from"] != item.value.get("valid_from")
+    text = value.get("content")
+    return (
+        layout.holds_hash(value)
+        and isinstance(text, str)
+        and value["content_hash"] == content_hash(text)
+    )
+
+
+def _began(
+    item: StoredItem,
+    value: Mapping[str, Any],
+    new_text: bool,
+    switch: datetime,
+    versions: Sequence[StoredItem],
+    now: datetime,
+    copied: bool,
+) -> tuple[datetime, bool]:
+    """When the text put over ``item`` began, and whether ``value``'s ``valid_from`` says it as put.
+
+    The client's own ``valid_from`` (not the stored one carried over by a read-modify-write,
+    nor a copied fact's, ``copied``) is kept as given when it is a time within bounds: not
+    later than ``now`` plus :data:`CLOCK_SKEW`, and not earlier than the replaced text's
+    start (a new text) or the end of the fact's latest earlier version (the same text). A
+    ``valid_from`` of 2099 made ``recall(as_of=now)`` miss the fact and its history show a
+    gap; one before the replaced text's start put the versions out of order. Otherwise the
+    new text began at ``switch`` (when it took over), and the same text when it did.
+    """
+    default = switch if new_text else layout.valid_from(item)
+    given = value.get("valid_from")
+    if "valid_from" not in value or given == item.value.get("valid_from") or copied:
+        return default, not new_text
+    try:
+        moment = layout.parse_time(given, now) if isinstance(given, str) else None
+        if moment is not None:
+            moment.astimezone(timezone.utc)
+    except (ValueError, OverflowError):
+        moment = None
+    if moment is None:
+        return default, False
+    if new_text:
+        lower: datetime | None = layout.valid_from(item)
+    else:
+        ends = [layout.to_version(v).valid_to for v in versions]
+        lower = max((end for end in ends if end is not None), default=None)
+    if moment <= now + CLOCK_SKEW and (lower is None or moment >= lower):
+        return moment, True
+    return default, False
 
 
 def _as_fact(record: Record, number: int, valid_from: datetime | None) -> Record:

@@ -1678,6 +1678,60 @@ def test_a_clients_own_valid_from_over_a_text_is_kept(store, clock):
     assert len(store.history("alice", "lease")) == 3
 
 
+def _in_order(store, user_id, fact_id):
+    """The fact's texts as history gives them; each ends where the next one begins."""
+    texts = store.history(user_id, fact_id)
+    for earlier, later in zip(texts, texts[1:]):
+        assert earlier.valid_from <= earlier.valid_to == later.valid_from, texts
+    return texts
+
+
+def test_a_clients_valid_from_is_kept_only_within_the_facts_timeline(store):
+    """A put over a fact with a ``valid_from`` of its own was kept whatever it said: with
+    2099, ``recall(as_of=now)`` missed the fact and its history had a gap (the replaced
+    text ended at the put, the new one began in 2099); one before the replaced text began
+    put the versions out of order. It is kept as given between the replaced text's start
+    and now (plus the restore's clock skew), the replaced text ending there; otherwise the
+    text holds from the put. Another fact's value copied over one carries that fact's
+    ``valid_from``, no word of the client's: the copy holds from the put too."""
+    ns = store.user_namespace("alice")
+    day_ago = datetime.now(timezone.utc) - timedelta(days=1)
+    fact = store.remember("alice", "I like tea", observed_at=day_ago).fact
+    assert fact is not None
+    # within bounds: kept as put, and the replaced text ends there
+    hour_ago = datetime.now(timezone.utc) - timedelta(hours=1)
+    value = dict(store.get(ns, fact.id).value)
+    store.put(ns, fact.id, {**value, "content": "I like cocoa", "valid_from": hour_ago.isoformat()})
+    assert store.get(ns, fact.id).value["valid_from"] == hour_ago.isoformat()
+    texts = _in_order(store, "alice", fact.id)
+    assert [t.content for t in texts] == ["I like tea", "I like cocoa"]
+    assert texts[0].valid_to == hour_ago
+    found = store.recall("alice", "cocoa", as_of=hour_ago + timedelta(minutes=1))
+    assert [f.content for f in found] == ["I like cocoa"]
+    # the same text with a valid_from in the future: it keeps holding since it did
+    store.put(ns, fact.id, {**store.get(ns, fact.id).value, "valid_from": "2099-01-01"})
+    assert store.list_all("alice")[0].valid_from == hour_ago
+    # after now (+ skew), before the replaced text began, no time: from the put
+    for said in ("2099-01-01T00:00:00+00:00", "2000-01-01T00:00:00+00:00", "yesterday"):
+        value = dict(store.get(ns, fact.id).value)
+        text = f"I like coffee ({said})"
+        before = datetime.now(timezone.utc)
+        store.put(ns, fact.id, {**value, "content": text, "valid_from": said})
+        (current,) = store.list_all("alice")
+        assert before <= current.valid_from <= datetime.now(timezone.utc), said
+        found = store.recall("alice", "coffee", as_of=datetime.now(timezone.utc))
+        assert [f.content for f in found] == [text], said
+        assert _in_order(store, "alice", fact.id)[-1].content == text
+    # another fact's whole value, copied over this one: not this text's start
+    other = store.remember("alice", "I live in Paris").fact
+    assert other is not None
+    before = datetime.now(timezone.utc)
+    store.put(ns, fact.id, dict(store.get(ns, other.id).value))
+    assert store.get(ns, fact.id).value["content"] == "I live in Paris"
+    assert {f.id: f.valid_from for f in store.list_all("alice")}[fact.id] >= before
+    assert len(_in_order(store, "alice", fact.id)) == 6
+
+
 def test_forget_never_loses_to_an_update_running_at_once(store):
     import threading
     import time
@@ -1918,10 +1972,15 @@ def test_a_client_put_of_the_same_text_keeps_when_the_text_began(store, clock):
         (fact,) = store.list_all("u1")
         assert fact.valid_from == began
         assert [(v.content, v.valid_to) for v in fact.history] == [("I live in Paris", began)]
-    # a value that says when its text began keeps what it says
-    said = datetime(2020, 1, 1, tzinfo=timezone.utc)
+    # a value that says when its text began keeps what it says, within the fact's
+    # timeline: not before the earlier text ended (nor after now)
+    said = began + timedelta(minutes=1)
     store.put(namespace, made.id, {"content": "I live in Berlin", "valid_from": said.isoformat()})
     assert store.list_all("u1")[0].valid_from == said
+    for said in (datetime(2020, 1, 1, tzinfo=timezone.utc), clock.now + timedelta(days=1)):
+        value = {"content": "I live in Berlin", "valid_from": said.isoformat()}
+        store.put(namespace, made.id, value)
+        assert store.list_all("u1")[0].valid_from == began + timedelta(minutes=1)
 
 
 @pytest.mark.parametrize("copied", [True, False])
