@@ -6,6 +6,7 @@ import asyncio
 import concurrent.futures
 import copy
 import threading
+import weakref
 from collections.abc import Iterable
 from dataclasses import replace
 from datetime import datetime
@@ -197,7 +198,10 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         # the store a with_options view was made from: its views keep it alive and its
         # sweepers sweep through it (they hold it weakly, so a dropped store is collected)
         self._root: LongTermMemoryStore | None = None
-        self._coalescer = Coalescer(lambda ops: run_async(self._batch(ops)))
+        self._coalescer = self._own_coalescer()
+        # every coalescer of this store and its with_options views, each running its own
+        # store's batches (a view's options decide its puts and searches): close() drains all
+        self._coalescers: weakref.WeakSet[Coalescer] = weakref.WeakSet([self._coalescer])
         if self.ttl_config and self.ttl_config.get("sweep_interval_minutes"):
             self.start_ttl_sweeper()
 
@@ -404,6 +408,8 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         """
         view = copy.copy(self)
         view._root = self._root or self
+        view._coalescer = view._own_coalescer()
+        self._coalescers.add(view._coalescer)  # one set, shared by the root and its views
         if namespace is not None:
             view.namespace = fact_prefix(namespace)
         view.policy = replace_policy(
@@ -415,6 +421,10 @@ class LongTermMemoryStore(FactAPI, BaseStore):
             view.secret_guard = secret_guard
             view._guard = guard_for(secret_guard)
         return view
+
+    def _own_coalescer(self) -> Coalescer:
+        """The coalescer of this store's async calls: its batches run with this store's options."""
+        return Coalescer(lambda ops: run_async(self._batch(ops)))
 
     @property
     def omit_expired(self) -> bool:
@@ -445,7 +455,8 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         self._closed.set()
         self.stop_ttl_sweeper()
         self._asweeper.signal_stop()
-        self._coalescer.drain_threads()  # async calls of loops in other threads finish first
+        for coalescer in list(self._coalescers):  # async calls of other threads' loops finish
+            coalescer.drain_threads()
         self.backend.close()
 
     async def aclose(self) -> None:
@@ -457,7 +468,8 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         self._closed.set()
         await self.astop_ttl_sweeper()
         self.stop_ttl_sweeper()
-        await self._coalescer.adrain_all()  # waiting and running async calls finish first
+        for coalescer in list(self._coalescers):  # waiting and running async calls finish first
+            await coalescer.adrain_all()
         await self.backend.aclose()
 
     # ---- TTL -------------------------------------------------------------------------

@@ -60,6 +60,7 @@ _NEEDS_BASE_STORE = (
     "test_a_clients_item_with_a_version_of_field_never_blocks_its_text",
     "test_a_clients_own_valid_from_over_a_text_is_kept",
     "test_a_clients_valid_from_is_kept_only_within_the_facts_timeline",
+    "test_a_views_async_calls_run_with_the_views_options",
     "test_a_client_put_read_changed_and_put_back_keeps_every_text",
     "test_as_of_finds_the_facts_a_client_put_without_valid_from",
     "test_as_of_reads_a_clients_own_valid_from_as_every_read_does",

@@ -4,12 +4,13 @@ lossless export and import. Re-collected on Qdrant (test_qdrant_facts.py) and Po
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pytest
 from langchain_core.vectorstores import InMemoryVectorStore
-from langgraph.store.base import PutOp
+from langgraph.store.base import PutOp, SearchOp
 
 from langchain_ltm import (
     ChatModelResolver,
@@ -2309,3 +2310,27 @@ async def test_a_conflict_names_the_texts_the_user_holds_nowhere(mem):
     # nothing is named once the user holds every text of the record
     again = await mem.import_user("u1", [record])
     assert again.conflicts == (record["id"],) and again.conflict_texts == ()
+
+
+async def test_a_views_async_calls_run_with_the_views_options(store):
+    """A ``with_options`` view shared its store's coalescer, whose batches ran with the
+    store's options: ``view.aput`` over a fact of the view's namespace stored a plain item
+    (the replaced text gone), and ``view.asearch`` showed the fact's versions when it waited
+    for another call, not when it ran alone (as ``view.search`` does)."""
+    view = store.with_options(namespace=("team",))
+    ns = view.user_namespace("u1")
+    fact = (await view.aremember("u1", "I live in Paris")).fact
+    assert fact is not None
+    moved = {**(await view.aget(ns, fact.id)).value, "content": "I live in Berlin"}
+    await view.aput(ns, fact.id, moved)
+    assert [v.content for v in await view.ahistory("u1", fact.id)] == [
+        "I live in Paris",
+        "I live in Berlin",
+    ]
+    expected = [item.key for item in view.search(ns, query="where do I live")]
+    assert expected == [fact.id]  # a user's namespace hides versions
+    together = await asyncio.gather(*(view.asearch(ns, query="where do I live") for _ in range(3)))
+    assert [[item.key for item in items] for items in together] == [expected] * 3
+    (batched,) = await view.abatch([SearchOp(ns, query="where do I live")])
+    assert [item.key for item in batched] == expected
+    assert [f.content for f in store.list_all("u1")] == []  # the store's own users: none
