@@ -2,7 +2,10 @@
 
 For each new fact, in order, as if each were remembered alone:
 
-1. Its normalized text is already a current fact: ``duplicate``.
+1. Its normalized text is already a current fact: ``duplicate``, unless it was said before
+   that text began (``moments``): then it is an ``updated`` of that fact, which its timeline
+   places (an earlier version then, the text's start moved back, or a ``duplicate`` of a
+   text holding then), so a split of the same texts into calls ends alike.
 2. Its nearest fact that it may replace scores at least ``merge_threshold``, or at least
    ``review_threshold`` when the two say the same words with another number, date or
    polarity (and a content word names what changed: "I'm 34" / "I'm 35" needs
@@ -204,7 +207,16 @@ def decide_batch(
     said = list(moments) if moments is not None else [None] * len(texts)
     for i, (text, digest) in enumerate(zip(texts, hashes, strict=True)):
         if digest in by_hash:
-            out.decisions.append(Decision("duplicate", by_hash[digest], i, similarity=1.0))
+            repeat = _repeated_earlier(out, exact.get(digest), by_hash[digest], said[i], ttl)
+            if repeat is None:
+                out.decisions.append(Decision("duplicate", by_hash[digest], i, similarity=1.0))
+                continue
+            # its own text said before it began: the timeline places it (an earlier version,
+            # or the current text's start moved back, or already recorded then)
+            state = _touch(out, repeat.key, [repeat])
+            out.decisions.append(Decision("updated", state.key, i, state.current, 1.0))
+            state.superseded.append(state.content)
+            state.content, state.row = text, i
             continue
         earlier = backfilled.get(digest)
         if earlier is not None and out.touched[earlier].leads_after(said[i]):
@@ -430,6 +442,30 @@ def _apply(
     # "same" is a rewording: kept as the newest version, so no wording the user gave is
     # dropped on a model's word (an exact repeat never reaches a resolver: it is a duplicate)
     return Decision("updated", match.key, row, similarity=match.score)
+
+
+def _repeated_earlier(
+    out: BatchDecision,
+    item: StoredItem | None,
+    key: str,
+    moment: datetime | None,
+    ttl: float | None,
+) -> _Candidate | None:
+    """The stored fact whose current text a row repeats, if the row was said before it began.
+
+    Such a row is not a duplicate: where it goes on the fact's timeline (an earlier version
+    while another text held, or the text's own start moved back) is the timeline's rule
+    (:func:`~langchain_ltm.facts.timeline.holds`), whichever call brought the later text.
+    A fact of the other lifetime (lasting against expiring) stays as it is.
+    """
+    if item is None or item.key != key or (item.ttl_minutes is None) != (ttl is None):
+        return None
+    state = out.touched.get(key)
+    if state is not None and (state.base is None or state.current_row >= 0):
+        return None  # its leading text is one this batch gave
+    if not _before(moment, valid_from(item)):
+        return None
+    return _Candidate(key, str(item.value["content"]), 1.0, item, valid_from(item))
 
 
 def _touch(out: BatchDecision, key: str, candidates: list[_Candidate]) -> FactState:

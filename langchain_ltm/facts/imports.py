@@ -35,6 +35,7 @@ from langchain_ltm.facts.import_records import (
 from langchain_ltm.facts.model import Fact, RememberResult
 from langchain_ltm.facts.reads import list_all
 from langchain_ltm.facts.text import content_hash
+from langchain_ltm.facts.timeline import holds
 from langchain_ltm.facts.updates import pin
 from langchain_ltm.facts.writes import remember_each, with_hashes
 
@@ -170,12 +171,12 @@ def _merge(
 ) -> Logic[list[RememberResult]]:
     """Re-decide every text, in the order the texts were said, in one ``remember`` batch.
 
-    A dated text the user already has, current or earlier, said no later than the holding
-    fact's current text began is a duplicate: re-importing an export never brings a
-    replaced text back. An undated text is said now, as in ``remember``: the current text
-    again is a duplicate, a replaced one leads again (the last word wins). Either way a
-    text is decided alike whether an earlier call or an earlier record of this one holds
-    it, so an import split into calls (``ltm import --batch-size``) ends as one call does.
+    A dated text the user already has, current or earlier, said at a moment it held is a
+    duplicate: re-importing an export never brings a replaced text back. An undated text
+    is said now, as in ``remember``: the current text again is a duplicate, a replaced one
+    leads again (the last word wins). Either way a text is decided alike whether an
+    earlier call or an earlier record of this one holds it, so an import split into calls
+    (``ltm import --batch-size``) ends as one call does.
     Each text keeps its metadata and, when the record says when (``valid_from``/
     ``created_at``; a time in the future counts as now), is remembered as said then
     (``observed_at``). TTLs are not carried (the texts are remembered anew, and may become
@@ -201,8 +202,8 @@ def _merge(
             ]
             if expires is None
         }
-    # ... unless the record says it after the stored fact's current text began: the user
-    # said it again since (Paris, Berlin, Paris again), and the last word must lead
+    # ... at a moment it held then; said at another, remember places it (Paris, Berlin,
+    # Paris again leads; said while another text held, it is an earlier version there)
     fresh = [(v, at) for v, at in said if not _held_already(known, v.content, at)]
     # in the order they were said (undated ones last, as said now): a text met again at
     # an earlier date than its first line is then decided at that date, not after it
@@ -246,13 +247,21 @@ def _merge(
 def _held_already(known: Mapping[str, Fact], text: str, said_at: datetime | None) -> bool:
     """Whether a merged text is one the user holds already, as said then (a duplicate).
 
-    A dated text is, unless it was said after the holding fact's current text began. An
-    undated one is said now, after it: ``remember`` decides it (the current text again is
-    its duplicate there), so an earlier call holding it decides nothing an earlier record
-    of the same call would not.
+    A dated text is when it held then on the holding fact's timeline (the timeline's rule,
+    :func:`~langchain_ltm.facts.timeline.holds`). Said after the fact's current text began,
+    ``remember`` makes it lead (Paris, Berlin, Paris again); said while another text held,
+    or just before it began, ``remember`` places it on the timeline (an earlier version, or
+    the text's start moved back). An undated one is said now, after it: ``remember``
+    decides it (the current text again is its duplicate there). Either way an earlier call
+    holding it decides nothing an earlier record of the same call would not.
     """
     fact = known.get(content_hash(text))
-    return fact is not None and said_at is not None and said_at <= fact.valid_from
+    if fact is None or said_at is None:
+        return False
+    # the current text said again goes to remember, which this call's records may change
+    return holds(fact.history, text, said_at) or (
+        content_hash(fact.content) == content_hash(text) and said_at == fact.valid_from
+    )
 
 
 def _restore(

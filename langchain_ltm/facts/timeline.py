@@ -10,10 +10,14 @@ before its moment:
 - Said earlier (an out-of-order backfill): it becomes an earlier version, valid until the
   next text's ``valid_from``; the text before it (if any) now ends at its moment. The
   current text stays current. Versions after it are renumbered so numbers follow time.
-- The same text said at the same moment as a *stored* text is already recorded: nothing
-  changes (re-running a backfill is idempotent). A text this write adds never counts: in
-  one batch "one kid", "two kids", "one kid" (said at one moment) ends on "one kid", the
-  last word.
+- The same text said at the same moment as a *stored* text, or at a moment it held, is
+  already recorded: nothing changes (re-running a backfill is idempotent). A text this
+  write adds at the same moment never counts: in one batch "one kid", "two kids", "one
+  kid" (said at one moment) ends on "one kid", the last word.
+- Said just before the same text began (no other text between), that text has held since
+  then: its start moves back. Said while another text held, it is an earlier version
+  there, even if it is the current text too ("one kid" 2022, "two kids" 2021, "one kid"
+  2020 are three versions): :func:`holds` is the rule, the same in every split of a batch.
 
 A new text stores only the metadata its caller gave (nothing is inherited from the text it
 follows, which keeps its own). Nothing gets a negative interval: a text ends at the next
@@ -34,7 +38,7 @@ from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts.model import FactVersion
 from langchain_ltm.facts.text import content_hash
 
-__all__ = ["Entry", "Said", "Timeline", "place"]
+__all__ = ["Entry", "Said", "Timeline", "holds", "place"]
 
 
 @dataclass(frozen=True)
@@ -142,7 +146,7 @@ def place(
     out = Timeline([], line[-1] if line else _entry(said[0]), created or said[0].at)
     for new in said:
         digest = content_hash(new.content)
-        if any(
+        if holds(line, new.content, new.at) or any(
             e.row < 0 and e.valid_from == new.at and content_hash(e.content) == digest for e in line
         ):
             out.recorded.add(new.row)
@@ -151,6 +155,18 @@ def place(
         while at > 0 and line[at - 1].valid_from > new.at:
             at -= 1
         before = line[at - 1] if at else None
+        if at < len(line) and content_hash(line[at].content) == digest:
+            # said before the text it is: that text has held since (its start moves back),
+            # unless another text began at that very moment (it would hold for no time)
+            out.recorded.add(new.row)
+            if before is not None and before.valid_from >= new.at:
+                continue
+            line[at].valid_from, line[at].changed = new.at, True
+            if before is not None and (before.valid_to is None or before.valid_to > new.at):
+                before.valid_to, before.changed = new.at, True
+            out.changed = True
+            out.created_at = min(out.created_at, new.at)
+            continue
         entry = _entry(new)
         if at < len(line):
             entry.valid_to = line[at].valid_from
@@ -181,6 +197,21 @@ def place(
     out.versions = versions
     out.changed = out.changed or bool(out.writes)
     return out
+
+
+def holds(texts: Sequence[Entry | FactVersion], text: str, at: datetime) -> bool:
+    """Whether ``text`` is the text of ``texts`` (a fact's timeline) holding at ``at``.
+
+    Said then, it is already recorded (a duplicate). Said at a moment another text of the
+    timeline held (or before every one), it is not: it is placed there, an earlier version.
+    """
+    digest = content_hash(text)
+    return any(
+        e.valid_from <= at
+        and (e.valid_to is None or at < e.valid_to)
+        and content_hash(e.content) == digest
+        for e in texts
+    )
 
 
 def _entry(new: Said) -> Entry:

@@ -421,10 +421,13 @@ def _said_earlier(
     The text has held since then: the fact's ``valid_from`` moves back to the earliest such
     moment, and the version it replaced now ends there (``created_at`` too when it has no
     versions). A moment before that version began (the text said, then an older value,
-    then the text again) moves nothing: the row stays a plain duplicate. Metadata is the
-    stored text's. ``stored`` and ``histories`` are updated to what is written; returns
-    the keys of the facts to rewrite (``records.fact_rewrite``) and the ended versions'
-    records.
+    then the text again) moves nothing: the row stays a plain duplicate. Only a fact of the
+    other lifetime (lasting against expiring) gets here: ``decide_batch`` gives the others
+    such a row as an update, which the timeline places (an earlier version then, the start
+    moved back, or a duplicate where it held: :func:`~langchain_ltm.facts.timeline.holds`).
+    Metadata is the stored text's. ``stored`` and ``histories`` are updated to what is
+    written; returns the keys of the facts to rewrite (``records.fact_rewrite``) and the
+    ended versions' records.
     """
     earliest: dict[str, datetime] = {}
     for d in decision.decisions:

@@ -881,6 +881,36 @@ def test_an_import_ends_alike_at_every_batch_size_and_as_its_dry_run_says(ltm, t
         assert [h["content"] for h in fact["history"]] == texts[:2]
 
 
+@pytest.mark.parametrize("mode", [[], ["--merge"]])
+def test_a_dated_import_out_of_order_ends_alike_at_every_batch_size(ltm, tmp_path, mode):
+    """ "one kid" 2022, "two kids" 2021, "one kid" 2020: the dry run (one call) kept three
+    versions, `--batch-size 1` or 2 made the last line a duplicate and lost 2020."""
+    path = tmp_path / "kids.jsonl"
+    texts = ["I have one kid", "I have two kids", "I have one kid"]
+    lines = [
+        {"content": t, "valid_from": f"{y}-01-01T00:00:00Z"}
+        for t, y in zip(texts, [2022, 2021, 2020])
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    counts = ("created", "duplicate", "updated")
+    code, out, err = ltm("import", "--user", "a", str(path), *mode, "--dry-run", "--json")
+    assert (code, err) == (0, "")
+    said = {k: as_json(out)[k] for k in counts}
+    assert said == {"created": 1, "duplicate": 0, "updated": 2}
+    for size in ("1", "2", "3"):
+        url = f"sqlite:///{tmp_path}/b{size}.db"
+        args = ("import", "--user", "a", str(path), *mode, "--batch-size", size, "--json")
+        code, out, err = ltm(*args, store_url=url)
+        assert (code, err) == (0, "")
+        assert {k: as_json(out)[k] for k in counts} == said, size
+        (fact,) = as_json(ltm("list", "--user", "a", "--json", store_url=url)[1])
+        assert fact["content"] == "I have one kid", size
+        assert [(h["content"], h["valid_from"][:4]) for h in fact["history"]] == [
+            ("I have one kid", "2020"),
+            ("I have two kids", "2021"),
+        ], size
+
+
 def test_import_merge_dry_run_threshold(ltm, tmp_path):
     ltm("remember", "--user", "alice", "Likes black tea", "Lives in Paris")
     before = as_json(ltm("list", "--user", "alice", "--json")[1])

@@ -345,6 +345,39 @@ async def test_a_b_a_gives_one_answer_whatever_the_calls_it_is_split_into(mem):
         assert [v.content for v in fact.versions] == [ONE, TWO, ONE]
 
 
+async def test_dated_lines_out_of_order_give_one_timeline_whatever_the_split(mem):
+    """ "one kid" 2022, "two kids" 2021, "one kid" 2020: one merge call sorted them and kept
+    three versions, but split into calls (``ltm import --batch-size 1``), or remembered one
+    by one, the last was a duplicate of the current text and 2020 was lost (``recall(as_of=
+    2020)`` found nothing). A text said before its fact's current text began, while another
+    text held, is an earlier version then."""
+    texts, years = [ONE, TWO, ONE], [2022, 2021, 2020]
+    records = [{"content": t, "valid_from": f"{y}-01-01T00:00:00Z"} for t, y in zip(texts, years)]
+    jan = {y: datetime(y, 1, 1, tzinfo=timezone.utc) for y in (2020, 2021, 2022)}
+    expected = [(ONE, jan[2020], jan[2021]), (TWO, jan[2021], jan[2022]), (ONE, jan[2022], None)]
+    for size in (1, 2, 3):
+        user = f"m{size}"
+        actions = []
+        for start in range(0, len(records), size):
+            part = await mem.import_user(user, records[start : start + size], "merge")
+            actions += [r.action for r in part.results]
+        assert sorted(actions) == ["created", "updated", "updated"], size
+        (fact,) = await mem.list_all(user)
+        assert spans(fact.versions) == expected, size
+        then = await mem.recall(user, "kids", as_of=at(1, 6, 2020))
+        assert [f.content for f in then] == [ONE], size
+    apart = [await mem.remember("r", t, observed_at=jan[y]) for t, y in zip(texts, years)]
+    assert [r.action for r in apart] == ["created", "updated", "updated"]
+    (fact,) = await mem.list_all("r")
+    assert spans(fact.versions) == expected
+    # each said again where it held: nothing changes
+    for t, y in zip(texts, years):
+        again = await mem.remember("r", t, observed_at=datetime(y, 6, 1, tzinfo=timezone.utc))
+        assert again.action == "duplicate", y
+    (fact,) = await mem.list_all("r")
+    assert spans(fact.versions) == expected
+
+
 async def test_a_text_said_twice_in_a_merge_keeps_each_time_and_metadata(mem):
     records = [
         {"content": ONE, "valid_from": "2020-01-01T00:00:00Z", "metadata": {"s": 1}},
@@ -507,10 +540,15 @@ async def test_said_earlier_ends_the_value_it_replaced_there(mem):
     ]
     as_of = {year: await mem.recall("u1", "kids", as_of=at(1, 6, year)) for year in (2019, 2021)}
     assert [[f.content for f in found] for found in as_of.values()] == [[ONE], [TWO]]
-    # said before the older value began: the timeline cannot hold it, so nothing moves
+    # said before the older value began: an earlier version then (it was a duplicate, and
+    # the moment was lost), the current text and its start stay
     before = await mem.remember("u1", TWO, observed_at=at(1, 1, 2017))
-    assert before.action == "duplicate" and before.fact.valid_from == at(1, 1, 2020)
-    assert len(await mem.history("u1", moved.fact.id)) == 2
+    assert before.action == "updated" and before.fact.valid_from == at(1, 1, 2020)
+    assert spans(await mem.history("u1", moved.fact.id)) == [
+        (TWO, at(1, 1, 2017), at(1, 1, 2018)),
+        (ONE, at(1, 1, 2018), at(1, 1, 2020)),
+        (TWO, at(1, 1, 2020), None),
+    ]
 
 
 async def test_a_merge_decides_texts_in_the_order_they_were_said(mem):
