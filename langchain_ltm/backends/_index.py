@@ -125,7 +125,7 @@ class _Block:
                 self._stack(queries.shape[1])
             assert self._buffer is not None
             live = self._live = self._buffer[: self._count]
-        raw = live @ queries.T
+        raw = cosines(live, queries)
         if self._single or not self._rows:
             return self._rows, raw
         assert self._starts is not None
@@ -337,6 +337,21 @@ def page(items: list[Any], request: SearchRequest) -> list[Any]:
     if request.limit is None:
         return items[request.offset :]
     return items[request.offset : request.offset + request.limit]
+
+
+def cosines(matrix: np.ndarray[Any, Any], queries: Vectors) -> np.ndarray[Any, Any]:
+    """Cosines of ``matrix``'s rows with each query, shape ``(rows, q)``: one product per query.
+
+    ``matrix @ queries.T`` summed in another order for two queries than for one (a matrix
+    product, not a matrix-vector one), so a vector scored 0.6537204 in a search of two
+    phrasings and 0.6537203 alone: recall kept the higher copy and ranked tied facts by it.
+    Each column is the same whatever the other queries of the batch.
+    """
+    rows = np.asarray(queries, dtype=np.float32)
+    out = np.empty((len(matrix), len(rows)), dtype=np.float32)
+    for column in range(len(rows)):
+        out[:, column] = matrix @ np.array(rows[column], dtype=np.float32)  # a fresh, aligned copy
+    return out
 
 
 _SORT_ALL_BELOW = 2048

@@ -394,6 +394,29 @@ async def test_tied_scores_give_one_answer_on_every_engine(mem, emb):
     assert pinning.fact.id == "zz" and pinning.fact.pinned
     assert [f.id for f in await mem.recall("u1", question, limit=1)] == ["aa"]
     assert [f.id for f in await mem.recall("u1", question, limit=2)] == ["aa", "mm"]
+    # Several phrasings, the tied facts past the first window: the first search sent both
+    # phrasings, the widened one only one, and a matrix product of two queries summed in
+    # another order than one of a single query, so one vector scored a float32 step apart
+    # in the two (0.6375983 and 0.6375982); recall kept the higher copy and ranked by it:
+    # limit=1 named another tied fact than limit=12 put first (memory, Qdrant, SQLite).
+    for seed in range(8):
+        rng = np.random.default_rng(seed)
+        user, asked = f"tied{seed}", [f"which drink {seed}?", f"what do I sip {seed}?"]
+        stripes = [1.0 if i % 3 == 0 else (2.0 if i % 5 == 0 else 0.0) for i in range(64)]
+        mixed = rng.integers(0, 3, 64).astype(float).tolist()
+        records = []
+        for k, fact_id in enumerate(f"{c}{c}" for c in "zyxwvutsrqpo"):  # against id order
+            text = f"Sips drink number {k} of {seed}"
+            emb.vectors[text] = stripes if k % 2 else mixed
+            records.append({"id": fact_id, "content": text, "created_at": said, "valid_from": said})
+        await mem.import_user(user, records)
+        for question in asked:
+            emb.vectors[question] = rng.integers(0, 2, 64).astype(float).tolist()
+        every = [(f.id, f.score) for f in await mem.recall(user, asked, limit=12)]
+        assert every == sorted(every, key=lambda hit: (-hit[1], hit[0]))
+        for limit in range(1, 12):
+            got = [(f.id, f.score) for f in await mem.recall(user, asked, limit=limit)]
+            assert got == every[:limit], (seed, limit)
 
 
 async def test_a_recall_without_ties_is_one_ranked_search(mem, store, emb, monkeypatch):

@@ -14,7 +14,7 @@ import numpy as np
 
 from langchain_ltm._filters import Condition, Filter, matches
 from langchain_ltm._utf8 import encodes_as_utf8
-from langchain_ltm.backends._index import _top, page
+from langchain_ltm.backends._index import _top, cosines, page
 from langchain_ltm.backends.base import Hit, SearchRequest, StoredItem
 from langchain_ltm.backends.sqlite._cache import ScopeCache, ScopeVectors
 from langchain_ltm.backends.sqlite._sql import (
@@ -249,7 +249,7 @@ def _ranked(
                 "written with another embedding model."
             )
         matrix = np.frombuffer(blob, dtype="<f4").reshape(-1, dims)
-        raw = matrix @ queries.T
+        raw = cosines(matrix, queries)
         counts = sizes // (4 * dims)
         if (counts == 1).all():
             scores = raw
