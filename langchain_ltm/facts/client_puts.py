@@ -39,6 +39,11 @@ that are not in the fact layout and writes outside user namespaces go in one wri
 no lock, and each user with a fact touched or a hash to write is written on its own, under
 that user's lock, after reading again.
 
+A put of a new fact (a text ``content`` at a key holding none) is written as given, but
+for a ``valid_from`` out of the bounds a put over a fact has: later than now plus the
+clock skew, or in the store's format but no time; it holds from the put
+(:func:`_new_fact_in_bounds`).
+
 The secret guard is not run here: a ``put`` stores what the client gives, as any
 ``BaseStore`` does (refusing would break drop-in clients, a deepagents file holding a
 password). SECURITY.md says so, and how to guard LangMem's tools.
@@ -51,6 +56,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+from langchain_ltm._filters import STORED_TIME
 from langchain_ltm._steps import Logic, call
 from langchain_ltm.backends.base import ItemKey, Record, SearchRequest, StoredItem, is_alive
 from langchain_ltm.errors import DuplicateFactError
@@ -115,6 +121,13 @@ def write_puts(
         found = dict(zip(keys, (yield call(ctx.backend, "get", keys)), strict=True)) if keys else {}
     for record in puts:
         _check_put(found[(record.namespace, record.key)], record, now)
+    bounded = {
+        id(r): _new_fact_in_bounds(r, now)
+        for r in puts
+        if not _is_fact(found[(r.namespace, r.key)], now)
+    }
+    upserts = [bounded.get(id(r), r) for r in upserts]
+    puts = [bounded.get(id(r), r) for r in puts]
     users = sorted(
         {
             r.namespace[-1]
@@ -402,6 +415,31 @@ def _began(
     if moment <= now + CLOCK_SKEW and (lower is None or moment >= lower):
         return moment, True
     return default, False
+
+
+def _new_fact_in_bounds(record: Record, now: datetime) -> Record:
+    """A put of a new fact, its ``valid_from`` the put time when it is out of bounds.
+
+    Out of bounds as over a fact (:func:`_began`): later than ``now`` plus
+    :data:`CLOCK_SKEW`, or in the store's format but no time ("2099-02-30T00:00:00.000000Z").
+    Reads took such a fact as begun at its write, but the engine's ``as_of`` filter compared
+    the text and dropped it from ``recall(as_of=now)``; a 2099 one was missed until 2099.
+    Any other ``valid_from`` ("yesterday", a number) is kept: reads take it as the write.
+    """
+    given = record.value.get("valid_from")
+    if not isinstance(record.value.get("content"), str) or not isinstance(given, str):
+        return record
+    try:
+        moment = layout.parse_time(given, now)
+        moment.astimezone(timezone.utc)
+    except (ValueError, OverflowError):
+        if not STORED_TIME.fullmatch(given):
+            return record
+    else:
+        if moment <= now + CLOCK_SKEW:
+            return record
+    value = {**record.value, "valid_from": layout.format_time(now)}
+    return dataclasses.replace(record, value=value)
 
 
 def _as_fact(record: Record, number: int, valid_from: datetime | None) -> Record:

@@ -34,6 +34,7 @@ def store(emb, tmp_path, request):
 # engine (test_sqlite_facts.py), and the fact logic they check is the one both classes run.
 _NEEDS_BASE_STORE = (
     "test_a_fact_from_version_0_1_keeps_its_inline_history",
+    "test_a_new_facts_valid_from_out_of_bounds_holds_from_the_put",
     "test_a_fact_with_a_ttl_expires_with_its_versions",
     "test_a_new_version_keeps_the_ttl_or_takes_the_one_given",
     "test_cancelled_remember_leaves_the_store_usable",

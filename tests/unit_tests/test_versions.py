@@ -1733,6 +1733,43 @@ def test_a_clients_valid_from_is_kept_only_within_the_facts_timeline(store):
     assert len(_in_order(store, "alice", fact.id)) == 6
 
 
+async def test_a_new_facts_valid_from_out_of_bounds_holds_from_the_put(store):
+    """A put of a new key kept any ``valid_from``: "2099-02-30T00:00:00.000000Z" (the
+    store's format, no date) read as the write time in ``list_all`` while the engine's
+    ``as_of`` filter compared the text and ``recall(as_of=now)`` dropped the fact; one in
+    2099 was missed until 2099. Both hold from the put, as over a fact; one in bounds, or
+    in another form ("yesterday": read as the write), is kept as given."""
+    hour_ago = (datetime.now(timezone.utc) - timedelta(hours=1)).isoformat()
+    said = {
+        "k1": "2099-02-30T00:00:00.000000Z",
+        "k2": "2099-02-28T00:00:00.000000Z",
+        "k3": "2099-01-01T00:00:00+00:00",
+        "k4": "2026-04-31T00:00:00.000000Z",
+        "k5": hour_ago,
+        "k6": "yesterday",
+    }
+    kept = {"k5", "k6"}
+    for sync in (True, False):
+        user = "alice" if sync else "bob"
+        ns = store.user_namespace(user)
+        before = datetime.now(timezone.utc)
+        for key, when in said.items():
+            value = {"content": f"I like tea number {key}", "valid_from": when}
+            if sync:
+                store.put(ns, key, value)
+            else:
+                await store.aput(ns, key, value)
+        after = datetime.now(timezone.utc)
+        for key, when in said.items():
+            stored = store.get(ns, key).value["valid_from"]
+            assert (stored == when) == (key in kept), (key, stored)
+        for fact in store.list_all(user):
+            if fact.id != "k5":
+                assert before <= fact.valid_from <= after, fact.id
+        found = store.recall(user, "tea", limit=10, as_of=datetime.now(timezone.utc))
+        assert sorted(f.id for f in found) == sorted(said)
+
+
 def test_forget_never_loses_to_an_update_running_at_once(store):
     import threading
     import time
