@@ -348,6 +348,8 @@ def cosines(matrix: np.ndarray[Any, Any], queries: Vectors) -> np.ndarray[Any, A
     Each column is the same whatever the other queries of the batch.
     """
     rows = np.asarray(queries, dtype=np.float32)
+    if len(rows) == 1:  # the usual search: no output to fill column by column
+        return (matrix @ np.array(rows[0], dtype=np.float32))[:, None]
     out = np.empty((len(matrix), len(rows)), dtype=np.float32)
     for column in range(len(rows)):
         out[:, column] = matrix @ np.array(rows[column], dtype=np.float32)  # a fresh, aligned copy
