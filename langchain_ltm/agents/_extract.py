@@ -109,6 +109,12 @@ def prompt(
     ]
 
 
+RELATED_QUERIES = 8
+"""Most user messages of a job whose related stored facts extraction recalls.
+
+Fewer if the store's ``max_queries`` is lower: the latest ones."""
+
+
 def extract(
     store: LongTermMemoryStore, model: BaseChatModel, job: ExtractionJob, related_limit: int = 10
 ) -> Logic[list[RememberResult]]:
@@ -116,7 +122,10 @@ def extract(
     humans = [m.text for turn in job.turns for m in turn if said_by_user(m)]
     limit = getattr(store, "max_fact_chars", 2000)
     found = [searchable(text, limit) for text in humans]
-    queries = list(dict.fromkeys(q for q in found if q is not None))[-8:]
+    # the latest messages, within the store's max_queries: more made recall raise, and the
+    # whole turn (a debounced job merges several) was dropped
+    most = min(RELATED_QUERIES, getattr(store, "max_queries", RELATED_QUERIES))
+    queries = list(dict.fromkeys(q for q in found if q is not None))[-most:]
     known: list[RecalledFact] = []
     if queries:
         try:
@@ -124,9 +133,13 @@ def extract(
                 lambda: store.recall(job.user_id, queries, related_limit),
                 lambda: store.arecall(job.user_id, queries, related_limit),
             )
-        except Exception as exc:  # a failing extractor must never fail the agent
-            logger.warning("memory extraction failed for thread %r: %s", job.thread_id, exc)
-            return []
+        except Exception as exc:  # extract anyway: the turn's facts must not be lost
+            logger.warning(
+                "memory extraction for thread %r could not recall related facts (%s); "
+                "extracting without them",
+                job.thread_id,
+                exc,
+            )
     structured = model.with_structured_output(MemoryExtraction, include_raw=True)
     messages = prompt(job.turns, known)
     internal = internal_call_config("memory_extraction")  # kept out of the user's stream

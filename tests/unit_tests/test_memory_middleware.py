@@ -534,6 +534,11 @@ def test_a_store_that_is_down_never_fails_the_turn(emb, caplog, down):
         again = asyncio.run(agent.ainvoke({"messages": [("user", "hi")]}, run("alice", "t2")))
     assert out["messages"][-1].content == again["messages"][-1].content == "ok"
     assert "connection dropped" in caplog.text
+    if down != "remember":  # extracted with no related facts when recall is down
+        assert sorted(f.content for f in store.list_all("alice")) == [
+            "Likes green tea",
+            "Prefers tea",
+        ]
 
 
 def test_the_extraction_call_is_kept_out_of_the_users_stream(emb):
@@ -638,6 +643,45 @@ def test_every_user_message_of_one_input_is_extracted(emb):
     transcript = str(extractor.requests[-1][-1].content)
     assert "User: My sister Eva is allergic to peanuts." in transcript
     assert "User: What should I cook?" in transcript and "User: Hi" not in transcript
+
+
+@pytest.mark.parametrize("call", ["sync", "async", "background"])
+def test_extraction_recalls_within_the_stores_max_queries(emb, call):
+    """More user messages in a job than the store's ``max_queries``: the related facts of
+    the latest ones are recalled (recall raised, and the whole job was dropped)."""
+    store = LongTermMemoryStore(InMemoryVectorStore(emb), max_queries=2)
+    made = store.remember("ana", "Lives in Paris")
+    extractor = ScriptedChatModel(
+        answers=[
+            extraction(
+                ("Allergic to peanuts", False),
+                supersede=[{"fact": 1, "content": "Lives in Berlin"}],
+            )
+        ]
+    )
+    later = {"background": True, "debounce": 0.5} if call == "background" else {}
+    middleware = MemoryMiddleware(store, mode="recall", extract_with=extractor, **later)
+    agent = create_agent(RecordingModel(), middleware=[middleware], checkpointer=InMemorySaver())
+    said = [("user", "I am allergic to peanuts"), ("user", "My sister is Eva")]
+    moved = [("user", "I moved from Paris to Berlin")]
+    if call == "sync":
+        agent.invoke({"messages": [*said, *moved]}, run("ana"))
+    elif call == "async":
+        asyncio.run(agent.ainvoke({"messages": [*said, *moved]}, run("ana")))
+    else:  # two turns debounced into one job: three messages too
+        agent.invoke({"messages": said}, run("ana"))
+        agent.invoke({"messages": moved}, run("ana"))
+        assert middleware.flush(timeout=10)
+    assert len(extractor.requests) == 1
+    assert "1. Lives in Paris" in str(extractor.requests[0][-1].content)
+    assert [v.content for v in store.history("ana", made.fact.id)] == [
+        "Lives in Paris",
+        "Lives in Berlin",
+    ]
+    assert sorted(f.content for f in store.list_all("ana")) == [
+        "Allergic to peanuts",
+        "Lives in Berlin",
+    ]
 
 
 @tool
