@@ -26,7 +26,7 @@ from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts.context import FactContext
 from langchain_ltm.facts.decision import BatchDecision, FactState
 from langchain_ltm.facts.model import Fact, RememberResult
-from langchain_ltm.facts.reads import check_id, versions_of
+from langchain_ltm.facts.reads import check_id, storable_id, versions_of
 from langchain_ltm.facts.records import (
     decision_records,
     embed_versions,
@@ -58,6 +58,8 @@ def update(ctx: FactContext, user_id: str, fact_id: str, text: str) -> Logic[Rem
     """
     text = validate_text(text, "fact", ctx.max_fact_chars)
     check_id(fact_id)
+    if not storable_id(fact_id):
+        raise _not_found(fact_id)
     reason = ctx.guard(text) if ctx.guard else None
     if reason:
         return RememberResult("rejected", None, reason=reason)
@@ -71,10 +73,7 @@ def update(ctx: FactContext, user_id: str, fact_id: str, text: str) -> Logic[Rem
         if item is not None and not is_alive(item, now):
             item = None  # expired: gone
         if item is None or not layout.is_fact(item):
-            raise FactNotFoundError(
-                f"The user has no fact with id {fact_id!r}; use an id returned by "
-                "remember or recall."
-            )
+            raise _not_found(fact_id)
         digest = content_hash(text)
         (with_text,) = yield call(
             ctx.backend,
@@ -154,6 +153,12 @@ def _merged(update: Said, other: StoredItem, item: StoredItem) -> Said:
     return Said(update.content, 0, at, layout.metadata_of(other.value))
 
 
+def _not_found(fact_id: str) -> FactNotFoundError:
+    return FactNotFoundError(
+        f"The user has no fact with id {fact_id!r}; use an id returned by remember or recall."
+    )
+
+
 def pin(ctx: FactContext, user_id: str, fact_ids: Sequence[str]) -> Logic[list[str]]:
     """Pin the user's current facts with these ids (a rewrite: no new version); those pinned.
 
@@ -208,6 +213,8 @@ def prune_history(ctx: FactContext, user_id: str, fact_id: str | None, keep: int
     scope: Filter = layout.VERSIONS
     if fact_id is not None:
         check_id(fact_id)
+        if not storable_id(fact_id):
+            return 0  # no fact, so no versions
         scope = (Condition(("version_of",), "$eq", fact_id),)
     held = yield from ctx.locks.acquire(ctx.backend, namespace[-1])  # as every fact write
     try:

@@ -12,6 +12,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 
 from langchain_ltm import (
     EmbeddingDimensionError,
+    FactNotFoundError,
     InvalidFactError,
     InvalidUserIdError,
     LongTermMemoryStore,
@@ -306,6 +307,19 @@ async def test_forget_takes_only_a_fact_id(mem, store):
         assert store.get(namespace, "profile").value == {"name": "Ann"}
     assert await mem.forget("u1", fact.id) is True
     assert store.backend.count(namespace) == (1 if client else 0)  # its versions went too
+
+
+@pytest.mark.parametrize("fact_id", ["\ud800", "f\udfffact"])
+async def test_an_id_with_a_lone_surrogate_is_no_fact(mem, store, fact_id):
+    """A model's JSON can carry a lone surrogate into a fact id: SQLite and Postgres raised
+    ``UnicodeEncodeError`` reading it (memory and Qdrant answered "no fact")."""
+    fact = (await mem.remember("u1", "I have one kid")).fact
+    with pytest.raises(FactNotFoundError):
+        await mem.update_fact("u1", fact_id, "I have two kids")
+    assert await mem.forget("u1", fact_id) is False
+    assert await mem.history("u1", fact_id) == []
+    assert await mem.prune_history("u1", fact_id) == 0
+    assert [f.content for f in await mem.list_all("u1")] == [fact.content]
 
 
 def test_a_label_the_fact_api_never_makes_is_no_users(store):

@@ -572,3 +572,28 @@ async def test_every_agent_helper_refuses_another_store_saying_to_wrap_it(emb, t
     ):
         create_memory_tools(facts)  # type: ignore[arg-type]
     SessionMemoryMiddleware(InMemoryStore())  # documented to take any BaseStore
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_an_id_with_a_lone_surrogate_is_no_fact_and_the_run_goes_on(emb, tmp_path, mode):
+    """A model's JSON can carry a lone surrogate into a fact id: on SQLite (and Postgres)
+    update_fact and forget_fact raised ``UnicodeEncodeError``, which failed the agent's
+    run. They answer that the user has no such fact."""
+    with LongTermMemoryStore.from_sqlite(tmp_path / "m.db", emb) as store:
+        fact = store.remember("u1", "lives in Paris").fact
+        acting = calls(
+            ("update_fact", {"fact_id": fact.id + "\ud800", "fact": "lives in Rome"}),
+            ("forget_fact", {"fact_id": "\udfff"}),
+        )
+        model = ScriptedChatModel(answers=[acting, AIMessage("Nothing changed.")])
+        agent = build_create_agent(store, model)
+        request = say("I moved to Rome; forget where I lived")
+        if mode == "sync":
+            out = agent.invoke(request, run("u1"))
+        else:
+            out = await agent.ainvoke(request, run("u1"))
+        assert out["messages"][-1].content == "Nothing changed."
+        updated, forgot = [m.content for m in out["messages"] if m.type == "tool"]
+        assert "has no fact with id" in updated
+        assert json.loads(forgot)["deleted"] is False
+        assert [v.content for v in store.history("u1", fact.id)] == ["lives in Paris"]
