@@ -20,6 +20,7 @@ from langgraph.prebuilt import ToolRuntime
 from langchain_ltm._clock import check_ttl
 from langchain_ltm._labels import validate_user_id
 from langchain_ltm._steps import Logic, Step, call, run_async, run_sync
+from langchain_ltm._utf8 import encodes_as_utf8
 from langchain_ltm.agents._registry import RECORDER
 from langchain_ltm.agents._store import require_store
 from langchain_ltm.agents.config import LongTermMemoryConfig
@@ -304,7 +305,10 @@ def _render_result(result: RememberResult) -> dict[str, Any]:
 
 
 def _dump(payload: Any) -> str:
-    return json.dumps(payload, ensure_ascii=False)
+    text = json.dumps(payload, ensure_ascii=False)
+    if not encodes_as_utf8(text):  # a lone surrogate the model's own arguments carried
+        return json.dumps(payload)  # escaped, so the message can be sent back to the model
+    return text
 
 
 def _build(

@@ -596,4 +596,6 @@ async def test_an_id_with_a_lone_surrogate_is_no_fact_and_the_run_goes_on(emb, t
         updated, forgot = [m.content for m in out["messages"] if m.type == "tool"]
         assert "has no fact with id" in updated
         assert json.loads(forgot)["deleted"] is False
+        for answer in (updated, forgot):  # sent back to the model: it must encode
+            answer.encode("utf-8")
         assert [v.content for v in store.history("u1", fact.id)] == ["lives in Paris"]
