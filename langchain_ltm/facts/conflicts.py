@@ -8,8 +8,10 @@ value even when its similarity is modest. These checks look at the words:
 - :func:`subjects` finds whom or what a fact is about: a possessive followed by a person,
   pet or thing ("my sister", "the user's manager", "her dog": whose is part of it), a
   leading relation word ("Son allergic to penicillin"), a leading name ("Tom likes sushi")
-  or "he", "she", "they" (leading, or anywhere when no one else is named: "At work he
-  ..."); and the user when named beside them ("My wife and I ...").
+  or "he", "she", "they" (leading, or anywhere when no one else is named and no "I" or
+  "we" does something: "At work he ..."); and the user when named beside them ("My wife
+  and I ..."). Other pronouns ("I call him") are someone the fact names: another one is
+  another fact ("I owe him" / "I owe her").
   A fact without one is about the user.
 - :func:`different_subject` is true when two facts are about different subjects.
 - :func:`value_change` is true when two facts say the same words except for numbers, dates
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
+from collections import Counter
 from functools import lru_cache
 
 from langchain_ltm.facts.coverage import LEADING_VERBS as _VERBS
@@ -82,9 +85,15 @@ _PRONOUNS = frozenset({"he", "she", "they"})
 _THIRD = {"he": "he", "him": "he", "she": "she", "her": "she", "they": "they", "them": "they"}
 # the user named beside someone else ("My wife and I ...", "me and my son")
 _FIRST_PERSON = frozenset({"i", "me", "myself", "we", "us", "ourselves"})
-_PHRASE_STOP = _VERBS | frozenset(
-    "to in on at for with from of the a an and or but now also still just always never "
-    "not no who which that".split()
+# the user as the one who does something ("I volunteer ...", "we're ...")
+_FIRST_SUBJECTS = frozenset({"i", "we"})
+_PHRASE_STOP = (
+    _VERBS
+    | PAST_FORMS
+    | frozenset(
+        "to in on at for with from of the a an and or but now also still just always never "
+        "not no who which that".split()
+    )
 )
 _UPPER, _LOWER = "A-Z\u00c0-\u00d6\u00d8-\u00de", "a-z\u00df-\u00f6\u00f8-\u00ff"
 _LEADING_NAME = re.compile(rf"^\s*([{_UPPER}][{_LOWER}]+(?:\s[{_UPPER}][{_LOWER}]+)?)\b")
@@ -155,8 +164,10 @@ def subjects(text: str) -> frozenset[str]:
     Each subject is a possessive phrase ("my older sister", "the user's work laptop",
     "my son's friend", "her dog"), a leading relation word as in a note ("Son allergic to
     penicillin", read as "my son"), a leading name ("Tom likes sushi", "Ana's husband") or
-    a leading "he", "she" or "they" (anywhere, in any form, when the text names no one
-    else: "At work he uses Python" is not "At work I use Python"), as a key; a name's
+    a leading "he", "she" or "they" (anywhere when the text names no one else and has no
+    "I" or "we": "At work he uses Python" is not "At work I use Python"), as a key; any
+    other pronoun ("I call him", "... and help them find homes") is a ``"pronoun:"`` key,
+    someone the fact names beside its subject; a name's
     person or thing anywhere ("I work with Anna's husband") is a key too, so it is not
     Anna. Keys naming a person, pet or thing start with ``"*"``; another person's
     possessive is part of the key ("her dog" is not "my dog", "their son" is not "our
@@ -198,9 +209,15 @@ def subjects(text: str) -> frozenset[str]:
                 found.add(f"*name:{name.lower()}>{_chain(words)[0]}")
     tokens = _TOKEN.findall(folded.lower())
     found |= _leading(folded, tokens)
-    if not found:  # naming no one else, "he" anywhere is the subject ("At work he ...")
-        pronoun = next((p for t in tokens if (p := _THIRD.get(t.split("'")[0]))), None)
+    bases = [t.split("'")[0] for t in tokens]
+    if not found and _FIRST_SUBJECTS.isdisjoint(bases):
+        # naming no one else, "he" anywhere is the subject ("At work he ...")
+        pronoun = next((b for b in bases if b in _PRONOUNS), None)
         found |= {"*" + pronoun} if pronoun else set()
+    # any other pronoun ("I call him", "I volunteer ... and help them") is someone the
+    # fact names, not whom it is about: another one is another fact ("I owe him" / "her")
+    owners = {s.lstrip("*").split(">")[0] for s in found}  # "she" of "*she>dog" too
+    found |= {"pronoun:" + _THIRD[b] for b in bases if b in _THIRD and _THIRD[b] not in owners}
     if any(s.startswith("*") for s in found) and any(
         t.split("'")[0] in _FIRST_PERSON for t in tokens
     ):
@@ -266,9 +283,13 @@ def _roles(text: str) -> tuple[frozenset[str], ...]:
     roles: list[set[str]] = []
     seen: set[str] = set()
     joined = False  # only joining words since the last one named
+    along = False  # after "with": the next one named joins the subject
     spans = _TOKEN.findall(fold(text))
     for i, word in enumerate(spans):
         base = word.lower().split("'")[0]
+        if base == "with":
+            along, joined = bool(roles), False
+            continue
         if base in _FIRST_PERSON:
             named = "user"
         elif base in _THIRD:
@@ -284,15 +305,25 @@ def _roles(text: str) -> tuple[frozenset[str], ...]:
             named = "name:" + base
         else:
             joined = joined and base in _JOINING
+            along = along and base in _JOINING
             continue
         if named not in seen:
             seen.add(named)
-            if joined:
+            if along:
+                roles[0].add(named)  # "I went hiking with Melanie": "Melanie and I"
+            elif joined:
                 roles[-1].add(named)
             else:
                 roles.append({named})
-        joined = True
+        joined, along = not along, False
     return tuple(frozenset(role) for role in roles)
+
+
+@lru_cache(maxsize=4096)
+def _doers(text: str) -> Counter[str]:
+    """How many times ``text`` says "I", "we", "he", "she" or "they" (its subjects)."""
+    bases = (t.lower().split("'")[0] for t in _TOKEN.findall(fold(text)))
+    return Counter(b for b in bases if b in _FIRST_SUBJECTS or b in _PRONOUNS)
 
 
 def different_subject(a: str, b: str) -> bool:
@@ -301,9 +332,14 @@ def different_subject(a: str, b: str) -> bool:
     They are when the people, pets or things they name differ ("my sister" / "my son",
     "my husband" / "my husband's mother", "my sister" / the user), when both name
     something of the user's and nothing in common ("my left knee" / "my right knee"), or
-    when they name the same ones in another order, so in other roles ("I called my mom" /
+    when both name several roles and the same ones in another order ("I called my mom" /
     "My mom called me", "from Paris to Rome" / "from Rome to Paris"; those joined by "and"
-    or "or" share a role: "My wife and I" is "I and my wife").
+    or "or" share a role, and one "with" the first: "My wife and I went" is "I and my wife
+    went", "I went hiking with Melanie" is "Melanie and I went hiking"). They are too when
+    one says "I", "we", "he", "she" or "they" where the other says another ("I think I'm
+    allergic" / "I think he's allergic"), or each names someone by another pronoun ("I
+    lent him my car" / "I lent her my car"); a pronoun added to the same subject is no
+    other subject ("I volunteer at a shelter" / "... and help them find homes").
 
     Example:
         >>> different_subject("My sister is allergic to peanuts", "My son is allergic to peanuts")
@@ -314,11 +350,20 @@ def different_subject(a: str, b: str) -> bool:
         False
     """
     roles_a, roles_b = _roles(a), _roles(b)
-    if len(roles_a) > 1 and roles_a != roles_b and set().union(*roles_a) == set().union(*roles_b):
+    several = len(roles_a) > 1 and len(roles_b) > 1
+    if several and roles_a != roles_b and set().union(*roles_a) == set().union(*roles_b):
         return True  # the same ones in other roles: "I called my mom" / "My mom called me"
     sa, sb = subjects(a), subjects(b)
     if sa == sb:
         return False
+    doers_a, doers_b = _doers(a), _doers(b)
+    if not (doers_a <= doers_b or doers_b <= doers_a):
+        return True  # a subject replaced: "I think I'm allergic" / "I think he's allergic"
+    pronouns_a = {s for s in sa if s.startswith("pronoun:")}
+    pronouns_b = {s for s in sb if s.startswith("pronoun:")}
+    if pronouns_a and pronouns_b and pronouns_a != pronouns_b:
+        return True  # "I lent him my car" / "I lent her my car"
+    sa, sb = sa - pronouns_a, sb - pronouns_b
     entities_a = {s for s in sa if s.startswith("*")}
     entities_b = {s for s in sb if s.startswith("*")}
     if entities_a != entities_b:

@@ -413,6 +413,9 @@ _CLAUSE_WORDS = frozenset(
     "i you he she it we they is are am was were be been do does did have has had will would "
     "can could shall should may might must".split()
 )
+# a part after a comma starting with one of these is the exception, not an item denied
+# ("I don't drink coffee, just tea", "I'm not vegan, only vegetarian")
+_EXCEPTION = re.compile(r"\s*(?:just|only|except|apart\s+from|but)\b", re.IGNORECASE)
 
 
 @lru_cache(maxsize=8192)
@@ -434,7 +437,13 @@ def negated_terms(text: str) -> frozenset[str]:
     for end in [*_CLAUSE_END.finditer(folded), None]:
         clause = folded[start : end.start() if end else len(folded)]
         words = {m.group().lower() for m in _TOKEN.finditer(clause)}
-        if comma and clauses and words and words.isdisjoint(_CLAUSE_WORDS):
+        if (
+            comma
+            and clauses
+            and words
+            and words.isdisjoint(_CLAUSE_WORDS)
+            and not _EXCEPTION.match(clause)
+        ):
             clauses[-1] += " " + clause  # an item of the list the clause names
         else:
             clauses.append(clause)
@@ -472,46 +481,76 @@ _FOREIGN = frozenset(
 )
 
 
+# words of _STOP that other languages write as function words too ("am", "is", "me", "a",
+# "in", "on", "so", "was"): no sign of English; the others ("the", "my", "with") are
+_SHARED = frozenset("a am an in is me on so was also will to do no i per".split())
+
+
+def _verb_after(word: str) -> bool:
+    """Whether ``word`` reads as an English verb after a name ("Mia loves", "Del works")."""
+    return (
+        word in LEADING_VERBS
+        or word in PAST_FORMS
+        or (len(word) > 4 and word.endswith("ed"))
+        or (len(word) > 3 and word.endswith("s") and not word.endswith("ss"))
+    )
+
+
 @lru_cache(maxsize=8192)
 def reads_english(text: str) -> bool:
-    """Whether the word rules can read ``text``: it has no function word of another language.
+    """Whether the word rules can read ``text``: it reads as English, not another language.
 
-    Such a word is one of another Latin-script language ("ich", "mijn", "la", "nous"), said
-    in lower case or leading a sentence (a name mid-sentence, "Le Creuset", is no such
-    word), or half the lower-case words carry letters English does not write ("Tôi bị dị
-    ứng", "mieszkają"). The rules know which word is a subject, a negation or a copula in
-    English only: in another language an added word may name another person ("Me encanta
-    el jazz" / "A mi hermana le encanta el jazz") and "am", "is" are no English copulas
-    ("Ich arbeite am Montag", Dutch "Mijn dochter is ...").
+    A text reads as another language with two function words of another Latin-script
+    language ("la", "mijn", "voor"), or one and no English function word ("Ich arbeite am
+    Montag": "am", "is", "me" are written in other languages too, "the", "my", "I" are
+    not); such a word counts in lower case or leading a sentence before a lower-case word
+    that is no English verb ("Le duele ...", not the name in "Mia loves painting", nor
+    "Le Creuset" mid-sentence). Accents make it another language when at least half its
+    lower-case words carry letters English does not write and they are two ("Tôi bị dị
+    ứng", "mieszkają"), or one with no English function word ("Mieszkają tu";
+    not "I love jalapeños"). English writes "da Vinci", "del Toro", "à la mode".
+    The rules know which word is a subject, a negation or a copula in English only: in
+    another language an added word may name another person ("Me encanta el jazz" / "A mi
+    hermana le encanta el jazz") and "am", "is" are no English copulas ("Ich arbeite am
+    Montag", Dutch "Mijn dochter is ...").
 
     Example:
         >>> reads_english("I love Le Creuset pans"), reads_english("Le duele la espalda")
         (True, False)
         >>> reads_english("Tôi bị dị ứng đậu phộng"), reads_english("I met Mr Müller")
         (False, True)
-        >>> reads_english("Los Angeles is where I live"), reads_english("I drink soy milk")
+        >>> reads_english("Los Angeles is where I live"), reads_english("Mia loves painting")
         (True, True)
     """
     folded = fold(text).lstrip()
     if folded.isascii() and _FOREIGN.isdisjoint(_TOKEN.findall(folded.lower())):
         return True  # most texts: no word to weigh
     starts = {0} | {m.end() for m in _SENTENCE_END.finditer(folded)}
-    lower = accented = 0
+    lower = accented = foreign = english = 0
     tokens = list(_TOKEN.finditer(folded))
     for i, match in enumerate(tokens):
         raw = match.group()
         if raw[:1].isdigit() or raw[:1] == "#":
             continue
         word = raw.lower()
-        # "Le duele ...", but not "UN reports", nor a name ("Los Angeles is ...")
+        # "Le duele ...", but not "UN reports", nor a name ("Los Angeles is ", "Mia loves")
         following = tokens[i + 1].group() if i + 1 < len(tokens) else ""
-        leading = match.start() in starts and raw[1:] == word[1:] and following.islower()
+        leading = (
+            match.start() in starts
+            and raw[1:] == word[1:]
+            and following.islower()
+            and not _verb_after(following)
+        )
         if word in _FOREIGN and (raw == word or leading):
-            return False
+            foreign += 1
+        elif (word in _STOP and word not in _SHARED) or raw == "I" or raw.startswith("I'"):
+            english += 1
         if raw == word:
             lower += 1
             accented += not word.isascii()
-    return not accented or 2 * accented < lower
+    if foreign >= 2 or (foreign and not english):
+        return False
+    return not accented or 2 * accented < lower or (accented < 2 and english > 0)
 
 
 def carries(old: str, new: str) -> bool:
@@ -883,6 +922,9 @@ _VALUE_END = re.compile(
 )
 
 
+_OWNING = frozenset("my our your his her their".split())
+
+
 def _says_is(before: str, after: str) -> bool:
     """Whether the "'s" ending ``before`` says "is", ``after`` being the rest of the text.
 
@@ -899,7 +941,10 @@ def _says_is(before: str, after: str) -> bool:
         >>> _says_is("My son's", "7"), _says_is("I love Ocean's", "11")
         (True, False)
     """
-    words = [m.group().lower() for m in _TOKEN.finditer(_CLAUSE_END.split(before)[-1])]
+    raw = [m.group() for m in _TOKEN.finditer(_VALUE_END.split(before)[-1])]
+    words = [word.lower() for word in raw]
+    if len(raw) > 2 and raw[-1][:1].isupper() and words[-3] in _OWNING:
+        words[-2:-1] = []  # "my son Tom's 7": a noun between an owner and the name
     if not all(word in _STOP or word.endswith("'s") for word in words[:-1]):
         return False
     rest = read_words(_VALUE_END.split(after, maxsplit=1)[0])
