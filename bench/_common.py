@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -49,6 +51,38 @@ def unit_rows(rng: np.random.Generator, n: int, dims: int = DIMS) -> np.ndarray:
     v = rng.standard_normal((n, dims), dtype=np.float32)
     v /= np.linalg.norm(v, axis=1, keepdims=True)
     return v
+
+
+def write_random_facts(
+    backend: Any, rng: np.random.Generator, facts: int, users: int, text: str = "fact {n}"
+) -> None:
+    """Write ``facts`` facts of random unit vectors to ``backend``, each owned by one of
+    ``users`` users at random (``("memories", "user-000042")``), 1,000 a write.
+
+    ``text`` is each fact's content (``{n}``: its number, also its key ``f{n}``). ``rng``
+    draws the owners first, then each batch's vectors.
+    """
+    from langchain_ltm.backends.base import Record
+
+    owner = rng.integers(0, users, size=facts)
+    now = datetime.now(timezone.utc)
+    for start in range(0, facts, 1_000):
+        chunk = unit_rows(rng, min(1_000, facts - start))
+        backend.write(
+            [
+                Record(
+                    ("memories", f"user-{owner[n]:06d}"),
+                    f"f{n}",
+                    {"content": text.format(n=n)},
+                    ("fact",),
+                    ("content",),
+                    chunk[n - start][None, :],
+                    now,
+                )
+                for n in range(start, start + len(chunk))
+            ],
+            [],
+        )
 
 
 @dataclass

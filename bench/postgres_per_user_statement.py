@@ -29,18 +29,17 @@ import sys
 import time
 import types
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
 
 import numpy as np
 import psycopg
-from _common import DIMS, LookupEmbeddings, clock, unit_rows
+from _common import DIMS, LookupEmbeddings, clock, unit_rows, write_random_facts
 from pgvector.psycopg import register_vector  # type: ignore[import-untyped]
 from postgres_search import start_server, with_database
 
 from langchain_ltm import LongTermMemoryStore
-from langchain_ltm.backends.base import Hit, Record, SearchRequest
+from langchain_ltm.backends.base import Hit, SearchRequest
 from langchain_ltm.backends.postgres import _sql, postgres_backend
 from langchain_ltm.backends.postgres.backend import PostgresBackend
 
@@ -83,26 +82,8 @@ def run(args: argparse.Namespace, url: str) -> int:
     old = load_revision(args.before)
     backend = postgres_backend(url, table="pu", dims=DIMS)
     rng = np.random.default_rng(5)
-    owner = rng.integers(0, args.users, size=args.facts)
-    now = datetime.now(timezone.utc)
     t0 = time.perf_counter()
-    for start in range(0, args.facts, 1_000):
-        chunk = unit_rows(rng, min(1_000, args.facts - start))
-        backend.write(
-            [
-                Record(
-                    ("memories", f"user-{owner[n]:06d}"),
-                    f"f{n}",
-                    {"content": f"fact {n}"},
-                    ("fact",),
-                    ("content",),
-                    chunk[n - start][None, :],
-                    now,
-                )
-                for n in range(start, start + len(chunk))
-            ],
-            [],
-        )
+    write_random_facts(backend, rng, args.facts, args.users, "fact {n}")
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE pu, pu_vectors")
     print(

@@ -36,12 +36,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 import psycopg
-from _common import DIMS, LookupEmbeddings, unit_rows
+from _common import DIMS, LookupEmbeddings, unit_rows, write_random_facts
 
 K = 5
 TABLE = "cpu"
@@ -80,7 +79,6 @@ def queries(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray]:
 
 
 def load(url: str, args: argparse.Namespace) -> None:
-    from langchain_ltm.backends.base import Record
     from langchain_ltm.backends.postgres import postgres_backend
 
     with psycopg.connect(url, autocommit=True) as conn:
@@ -92,26 +90,8 @@ def load(url: str, args: argparse.Namespace) -> None:
         conn.execute(f"DROP TABLE IF EXISTS {TABLE}_vectors, {TABLE}, {TABLE}_schema")
     backend = postgres_backend(url, table=TABLE, dims=DIMS)
     rng = np.random.default_rng(5)
-    owner = rng.integers(0, args.users, size=args.facts)
-    now = datetime.now(timezone.utc)
     t0 = time.perf_counter()
-    for start in range(0, args.facts, 1_000):
-        chunk = unit_rows(rng, min(1_000, args.facts - start))
-        backend.write(
-            [
-                Record(
-                    ("memories", f"user-{owner[n]:06d}"),
-                    f"f{n}",
-                    {"content": f"fact {n}: something the user told us"},
-                    ("fact",),
-                    ("content",),
-                    chunk[n - start][None, :],
-                    now,
-                )
-                for n in range(start, start + len(chunk))
-            ],
-            [],
-        )
+    write_random_facts(backend, rng, args.facts, args.users, "fact {n}: something the user told us")
     print(f"loaded {args.facts:,} facts / {args.users:,} users in {time.perf_counter() - t0:.0f} s")
     if args.compact:
         t0 = time.perf_counter()
