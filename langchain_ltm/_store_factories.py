@@ -93,9 +93,9 @@ def from_sqlite(
     **kwargs: Any,
 ) -> LongTermMemoryStore:
     """The body of :meth:`LongTermMemoryStore.from_sqlite` (its options, documented there)."""
-    from langchain_ltm.backends.sqlite import sqlite_backend
+    from langchain_ltm.backends.sqlite import BACKEND_OPTIONS, sqlite_backend
 
-    _refuse_unknown("from_sqlite", kwargs, ("table", "dims", "busy_timeout", "vector_cache_mb"))
+    _refuse_unknown("from_sqlite", kwargs, BACKEND_OPTIONS)
     backend = sqlite_backend(
         path,
         table=table,

@@ -153,11 +153,9 @@ class FactStore(FactAPI):
                 while the file is unchanged (0: none).
             **options: The other ``FactStore`` options (``namespace``, ``merge_threshold``...).
         """
-        from langchain_ltm.backends.sqlite import sqlite_backend
+        from langchain_ltm.backends.sqlite import BACKEND_OPTIONS, sqlite_backend
 
-        cls._refuse_unknown(
-            "from_sqlite", options, ("table", "dims", "busy_timeout", "vector_cache_mb")
-        )
+        cls._refuse_unknown("from_sqlite", options, BACKEND_OPTIONS)
         backend = sqlite_backend(
             path,
             table=table,

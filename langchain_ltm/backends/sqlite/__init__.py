@@ -8,9 +8,15 @@
 """
 
 from langchain_ltm.backends.sqlite._compact import Compacted, StoreInUseError, compact
-from langchain_ltm.backends.sqlite.backend import SchemaVersionError, SqliteBackend, sqlite_backend
+from langchain_ltm.backends.sqlite.backend import (
+    BACKEND_OPTIONS,
+    SchemaVersionError,
+    SqliteBackend,
+    sqlite_backend,
+)
 
 __all__ = [
+    "BACKEND_OPTIONS",
     "Compacted",
     "SchemaVersionError",
     "SqliteBackend",

@@ -577,6 +577,10 @@ def _rollback(conn: sqlite3.Connection) -> None:
         conn.execute("ROLLBACK")
 
 
+BACKEND_OPTIONS = ("table", "dims", "busy_timeout", "vector_cache_mb")
+"""The options of :func:`sqlite_backend` that the stores' ``from_sqlite`` pass on."""
+
+
 def sqlite_backend(
     path: str | os.PathLike[str],
     *,
