@@ -14,6 +14,7 @@ from typing import Any
 from langchain_ltm import _clock
 from langchain_ltm._filters import Condition, Filter
 from langchain_ltm._steps import Logic, call
+from langchain_ltm._utf8 import encodes_as_utf8
 from langchain_ltm.backends.base import (
     Hit,
     ItemKey,
@@ -435,7 +436,7 @@ def history(
     """The logic of ``LongTermMemoryStore.history`` (refreshed as :func:`list_all`)."""
     namespace = ctx.user_namespace(user_id)
     check_id(fact_id)
-    if not storable_id(fact_id):
+    if not encodes_as_utf8(fact_id):  # a lone surrogate (a model's JSON): no stored key
         return []
     (item,) = yield call(ctx.backend, "get", [(namespace, fact_id)])
     now = _clock.utcnow()
@@ -466,7 +467,7 @@ def forget(ctx: FactContext, user_id: str, fact_id: str) -> Logic[bool]:
     """
     namespace = ctx.user_namespace(user_id)
     check_id(fact_id)
-    if not storable_id(fact_id):
+    if not encodes_as_utf8(fact_id):  # a lone surrogate (a model's JSON): no stored key
         return False
     held = yield from ctx.locks.acquire(ctx.backend, namespace[-1])
     try:
@@ -506,17 +507,3 @@ def check_id(fact_id: object) -> None:
     """Raise ValueError unless ``fact_id`` is a non-empty string."""
     if not isinstance(fact_id, str) or not fact_id:
         raise ValueError(f"fact_id must be a non-empty str, got {fact_id!r}.")
-
-
-def storable_id(fact_id: str) -> bool:
-    """Whether ``fact_id`` could be a stored fact's key: it encodes as UTF-8.
-
-    An id with a lone surrogate (a model's JSON can carry one) is no fact: no
-    stored key has one, and SQLite and Postgres raised ``UnicodeEncodeError`` reading it,
-    which failed the memory tool and the agent's run.
-    """
-    try:
-        fact_id.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True

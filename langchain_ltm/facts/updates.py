@@ -13,6 +13,7 @@ from langchain_ltm import _clock
 from langchain_ltm._filters import Condition, Filter
 from langchain_ltm._labels import encode_label
 from langchain_ltm._steps import Logic, call
+from langchain_ltm._utf8 import encodes_as_utf8
 from langchain_ltm.backends.base import (
     ItemKey,
     Record,
@@ -26,7 +27,7 @@ from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts.context import FactContext
 from langchain_ltm.facts.decision import BatchDecision, FactState
 from langchain_ltm.facts.model import Fact, RememberResult
-from langchain_ltm.facts.reads import check_id, storable_id, versions_of
+from langchain_ltm.facts.reads import check_id, versions_of
 from langchain_ltm.facts.records import (
     decision_records,
     embed_versions,
@@ -58,7 +59,7 @@ def update(ctx: FactContext, user_id: str, fact_id: str, text: str) -> Logic[Rem
     """
     text = validate_text(text, "fact", ctx.max_fact_chars)
     check_id(fact_id)
-    if not storable_id(fact_id):
+    if not encodes_as_utf8(fact_id):
         raise _not_found(fact_id)
     reason = ctx.guard(text) if ctx.guard else None
     if reason:
@@ -213,7 +214,7 @@ def prune_history(ctx: FactContext, user_id: str, fact_id: str | None, keep: int
     scope: Filter = layout.VERSIONS
     if fact_id is not None:
         check_id(fact_id)
-        if not storable_id(fact_id):
+        if not encodes_as_utf8(fact_id):
             return 0  # no fact, so no versions
         scope = (Condition(("version_of",), "$eq", fact_id),)
     held = yield from ctx.locks.acquire(ctx.backend, namespace[-1])  # as every fact write
