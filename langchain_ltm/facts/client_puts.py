@@ -399,12 +399,7 @@ def _began(
     given = value.get("valid_from")
     if "valid_from" not in value or given == item.value.get("valid_from") or copied:
         return default, not new_text
-    try:
-        moment = layout.parse_time(given, now) if isinstance(given, str) else None
-        if moment is not None:
-            moment.astimezone(timezone.utc)
-    except (ValueError, OverflowError):
-        moment = None
+    moment = _client_time(given, now)
     if moment is None:
         return default, False
     if new_text:
@@ -412,9 +407,30 @@ def _began(
     else:
         ends = [layout.to_version(v).valid_to for v in versions]
         lower = max((end for end in ends if end is not None), default=None)
-    if moment <= now + CLOCK_SKEW and (lower is None or moment >= lower):
+    if not _ahead(moment, now) and (lower is None or moment >= lower):
         return moment, True
     return default, False
+
+
+def _client_time(given: object, now: datetime) -> datetime | None:
+    """A client's ``valid_from`` as a time, or ``None`` when it is not one the store reads.
+
+    ``None`` for a value that is no string, no time, or a time no timezone can hold
+    (year 1 shifted before UTC's first day).
+    """
+    if not isinstance(given, str):
+        return None
+    try:
+        moment = layout.parse_time(given, now)
+        moment.astimezone(timezone.utc)
+    except (ValueError, OverflowError):
+        return None
+    return moment
+
+
+def _ahead(moment: datetime, now: datetime) -> bool:
+    """Whether ``moment`` is beyond ``now`` plus :data:`CLOCK_SKEW` (a clock running ahead)."""
+    return moment > now + CLOCK_SKEW
 
 
 def _new_fact_in_bounds(record: Record, now: datetime) -> Record:
@@ -429,15 +445,12 @@ def _new_fact_in_bounds(record: Record, now: datetime) -> Record:
     given = record.value.get("valid_from")
     if not isinstance(record.value.get("content"), str) or not isinstance(given, str):
         return record
-    try:
-        moment = layout.parse_time(given, now)
-        moment.astimezone(timezone.utc)
-    except (ValueError, OverflowError):
+    moment = _client_time(given, now)
+    if moment is None:  # not a time ("yesterday"), kept; or a date no calendar has
         if not STORED_TIME.fullmatch(given):
             return record
-    else:
-        if moment <= now + CLOCK_SKEW:
-            return record
+    elif not _ahead(moment, now):
+        return record
     value = {**record.value, "valid_from": layout.format_time(now)}
     return dataclasses.replace(record, value=value)
 
