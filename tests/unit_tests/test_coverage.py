@@ -827,6 +827,29 @@ async def test_remember_keeps_a_number_of_another_measure_beside_the_old_one(min
     assert sorted(f.content for f in await store.alist_all("u")) == sorted([old, new])
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("My favourite colour is blue", "My favourite colour is green?"),
+        ("I live in Paris", "I live in Berlin?"),
+        ("My favourite colour is blue?", "My favourite colour is green"),
+    ],
+)
+def test_a_question_names_no_new_value_of_an_attribute(old, new):
+    """A question mark made no value change, but the attribute check still read one."""
+    assert not slot_change(old, new, ENTITY_WORDS)
+
+
+async def test_remember_keeps_a_statement_when_a_question_names_another_value(minilm):
+    """``updated`` before: the question hid the user's stated colour from the current facts."""
+    store = LongTermMemoryStore(InMemoryVectorStore(minilm))
+    await store.aremember("u", "My favourite colour is blue")
+    result = await store.aremember("u", "My favourite colour is green?")
+    assert result.action == "created"
+    assert [s.content for s in result.similar] == ["My favourite colour is blue"]
+    assert "My favourite colour is blue" in [f.content for f in await store.alist_all("u")]
+
+
 async def test_a_value_named_by_word_order_alone_needs_the_merge_threshold(minilm):
     """ "I'm 34" / "I'm 35" (0.91) merged from ``review_threshold``, as a change of a named
     attribute ("My son's 7" / "My son's 8", 0.91) does."""

@@ -224,9 +224,9 @@ def slot_change(old: str, new: str, entities: frozenset[str] = frozenset()) -> b
     does not: a value cut short or made more precise is not a change, nor is a number or
     date dropped, nor (:func:`moved_in_time`) another time alone unless the attribute holds
     one value at a time ("my birthday is May 5" / "... May 6"), nor a text with a condition
-    (:func:`conditional`), nor one the rules do not read as English (:func:`reads_english`:
-    German "am Montag", Dutch "is" are no copulas). Many attributes hold
-    several values ("my hobby is ..."), so the store asks ``merge_threshold`` for a slot
+    (:func:`conditional`) or a question mark, nor one the rules do not read as English
+    (:func:`reads_english`: German "am Montag", Dutch "is" are no copulas). Many attributes
+    hold several values ("my hobby is ..."), so the store asks ``merge_threshold`` for a slot
     change unless the attribute holds one value at a time (:func:`single_valued`).
     ``entities`` are the words that only name a subject (people, pets, things: see
     :mod:`~langchain_ltm.facts.conflicts`).
@@ -241,6 +241,8 @@ def slot_change(old: str, new: str, entities: frozenset[str] = frozenset()) -> b
     """
     if conditional(old) or conditional(new):
         return False
+    if "?" in old or "?" in new:
+        return False  # a question gives no value ("My favourite colour is green?")
     if read_words(old).moods != read_words(new).moods:
         return False  # "I'm a nurse" / "I'll be a nurse": a plan is not a new value
     if not (reads_english(old) and reads_english(new)):
