@@ -464,6 +464,10 @@ def forget(ctx: FactContext, user_id: str, fact_id: str) -> Logic[bool]:
     The answer is what the read under the lock found (the fact was there), not the
     engine's count of deleted rows: a write whose commit answer was lost is retried on a
     fresh connection (Postgres), and the retry, finding the rows gone, deletes none.
+
+    A fact whose TTL has passed (not yet swept) is gone for the fact API: its rows are
+    deleted all the same, and the answer is ``False``, as ``update_fact`` and ``history``
+    find no such fact (it said ``True``, and the ``forget_fact`` tool "deleted").
     """
     namespace = ctx.user_namespace(user_id)
     check_id(fact_id)
@@ -474,12 +478,13 @@ def forget(ctx: FactContext, user_id: str, fact_id: str) -> Logic[bool]:
         (item,) = yield call(ctx.backend, "get", [(namespace, fact_id)])
         if item is not None and not layout.is_fact(item):
             return False
+        now = _clock.utcnow()
         found = yield from versions_by_fact(ctx, namespace, [fact_id])
         versions = [(namespace, v.key) for v in found[fact_id]]
         yield call(ctx.backend, "write", [], [(namespace, fact_id), *versions])
     finally:
         yield from ctx.locks.release(ctx.backend, held)
-    return item is not None
+    return item is not None and is_alive(item, now)
 
 
 def clear_user(ctx: FactContext, user_id: str) -> Logic[int]:

@@ -1265,6 +1265,26 @@ async def test_an_expired_fact_not_yet_swept_holds_no_text(mem, clock):
     assert (lasting.expires_at, lasting.ttl_minutes) == (None, None)
 
 
+async def test_forgetting_an_expired_fact_deletes_its_rows_and_answers_false(mem, store, clock):
+    """A fact whose TTL has passed (not yet swept) is gone for the fact API: ``forget``
+    deleted its rows and answered True (the ``forget_fact`` tool: "deleted"), while
+    ``update_fact`` and ``history`` found no such fact."""
+    made = await mem.remember("u1", "Alice's hotel room is 412", ttl=5)
+    await mem.update_fact("u1", made.fact.id, "Alice's hotel room is 415")
+    kept = await mem.remember("u1", "Alice listens to jazz")
+    namespace = store.user_namespace("u1")
+    clock.advance(6)  # the fact and its version expired, not swept
+    with pytest.raises(FactNotFoundError):
+        await mem.update_fact("u1", made.fact.id, "Alice's hotel room is 420")
+    assert await mem.history("u1", made.fact.id) == []
+    assert store.backend.count(namespace) == 3  # its two rows are still there
+    assert await mem.forget("u1", made.fact.id) is False
+    assert store.backend.count(namespace) == 1  # ... deleted all the same
+    assert await mem.forget("u1", made.fact.id) is False
+    assert [f.id for f in await mem.list_all("u1")] == [kept.fact.id]
+    assert await mem.forget("u1", kept.fact.id) is True  # a live fact: True, as before
+
+
 async def test_an_observed_at_before_the_year_1000_reads_back(mem):
     early = datetime(999, 1, 2, tzinfo=timezone.utc)
     await mem.remember("u1", "Was born in Rome", observed_at=early)
