@@ -3,7 +3,9 @@
 ``import_user`` is the logic of ``LongTermMemoryStore.import_user`` / ``FactStore.import_user``:
 records are checked first (a bad one raises before anything is written), records whose
 ``expires_at`` has passed are left out, then exported facts are restored with their ids,
-timestamps, versions (each with its metadata) and expiry, and the rest are merged.
+timestamps, versions (each with its metadata) and expiry, and the rest are merged. Restored
+over the user's live fact of the same id, an item holding the same text keeps the later
+expiry of the two (a read since the export pushed it without moving ``updated_at``).
 
 How a record is read and checked (a restore refuses times in the future, beyond a few
 minutes of clock skew; a merge counts them as now) is :mod:`langchain_ltm.facts.import_records`.
@@ -22,7 +24,14 @@ from langchain_ltm import _clock
 from langchain_ltm._filters import Condition
 from langchain_ltm._labels import encode_label
 from langchain_ltm._steps import Logic, call
-from langchain_ltm.backends.base import Hit, Record, SearchRequest, StoredItem, is_alive
+from langchain_ltm.backends.base import (
+    Hit,
+    ItemKey,
+    Record,
+    SearchRequest,
+    StoredItem,
+    is_alive,
+)
 from langchain_ltm.errors import InvalidFactError
 from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts.context import FactContext
@@ -348,6 +357,9 @@ def _restore(
         records: list[Record] = []
         for fact in restored:
             records.extend(_fact_records(namespace, fact, vectors, row))
+        live = {(i.namespace, i.key): i for i in alive if i is not None}
+        live.update(((h.item.namespace, h.item.key), h.item) for h in live_versions)
+        records = _no_earlier_expiry(records, live)
         written = {(r.namespace, r.key) for r in records}
         stale = [
             (h.item.namespace, h.item.key)
@@ -505,6 +517,37 @@ def _fact_records(
         )
     )
     return out
+
+
+def _no_earlier_expiry(
+    records: Sequence[Record], live: Mapping[ItemKey, StoredItem]
+) -> list[Record]:
+    """Each record written over a live item holding its text keeps the later expiry of the two.
+
+    A read pushes the expiry of a fact and its versions without moving ``updated_at``, so a
+    restore of an export taken before that read (``import_user`` twice, ``ltm import``, an
+    ``ltm migrate`` run again into a target read since) is not a newer state, and it wrote
+    the export's earlier expiry back: the texts went before they would have. An item that
+    lasts stays lasting. One place for the import and the migration, which both restore here.
+    """
+    out = []
+    for record in records:
+        item = live.get((record.namespace, record.key))
+        ends = record.expires
+        if item is None or ends is None or not _same_text(item, record):
+            out.append(record)
+        elif item.expires_at is None:
+            out.append(dataclasses.replace(record, ttl_minutes=None, expires_at=None))
+        elif item.expires_at > ends:
+            out.append(dataclasses.replace(record, expires_at=item.expires_at))
+        else:
+            out.append(record)
+    return out
+
+
+def _same_text(item: StoredItem, record: Record) -> bool:
+    text = item.value.get("content")
+    return isinstance(text, str) and content_hash(text) == content_hash(record.texts[0])
 
 
 _LONGEST_TTL = _clock.MAX_TTL_MINUTES - 1

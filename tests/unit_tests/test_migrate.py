@@ -224,6 +224,36 @@ def test_migrate_again_keeps_a_fact_the_target_has_since_kept_for_good(tmp_path)
     assert code == 0 and f"({fact.id}) was written there after the source's" in out
 
 
+def test_migrate_again_keeps_the_expiry_reads_in_the_target_pushed(tmp_path, monkeypatch):
+    """Run again into a target read since, migrate wrote the source's expiry back over the
+    one the read had pushed (a read moves no ``updated_at``): both texts went early."""
+    from datetime import datetime, timedelta, timezone
+
+    from langchain_ltm import _clock
+    from langchain_ltm.cli.commands import transfer
+
+    now = [datetime(2026, 1, 5, 9, 0, tzinfo=timezone.utc)]
+    monkeypatch.setattr(_clock, "utcnow", lambda: now[0])
+    monkeypatch.setattr(transfer, "utcnow", lambda: now[0])
+    source, target = f"sqlite:///{tmp_path / 'src.db'}", f"sqlite:///{tmp_path / 'dst.db'}"
+    with opened(source) as store:
+        fact = store.remember("u", "Pam's rental car is a red Fiat", ttl=60).fact
+        store.update_fact("u", fact.id, "Pam's rental car is a blue Fiat")
+    assert ltm("migrate", "--from", source, "--to", target)[0] == 0
+    now[0] += timedelta(minutes=50)
+    with opened(target) as store:
+        assert len(store.history("u", fact.id)) == 2  # a read: expires 110 min after the write
+    now[0] += timedelta(minutes=5)
+    code, out, err = ltm("migrate", "--from", source, "--to", target, "--yes", "--json")
+    assert (code, err, json.loads(out)["verified"]) == (0, "", True)
+    now[0] += timedelta(minutes=10)  # the source's expiry has passed, the read's has not
+    with opened(target) as store:
+        assert [v.content for v in store.history("u", fact.id, refresh_ttl=False)] == [
+            "Pam's rental car is a red Fiat",
+            "Pam's rental car is a blue Fiat",
+        ]
+
+
 @pytest.mark.parametrize("case", ["long", "guard_off", "clock_ahead"])
 def test_migrate_copies_facts_the_source_holds_whatever_the_targets_input_policy(
     tmp_path, monkeypatch, case

@@ -1053,6 +1053,50 @@ async def test_a_restored_fact_keeps_its_ttl_when_reads_have_moved_its_expiry(me
     assert await mem.list_all("u1") == [] and await mem.list_all("u2") == []
 
 
+async def test_restoring_an_export_over_its_fact_keeps_the_expiry_reads_pushed(mem, clock):
+    """A read pushes the expiry of a fact and its versions, not ``updated_at``: a restore of
+    an export taken before the read (``import_user`` twice, ``ltm import``, ``ltm migrate``
+    run again) found no newer fact, wrote the export's expiry back, and both texts went 45
+    minutes before they would have. An item that lasts stays lasting."""
+
+    def near(a, b):
+        return a is not None and abs((a - b).total_seconds()) < 0.01
+
+    made = await mem.remember("u1", "Pam's rental car is a red Fiat", ttl=60)
+    await mem.update_fact("u1", made.fact.id, "Pam's rental car is a blue Fiat")
+    exported = await mem.export_user("u1")
+    pushed = clock.now + timedelta(minutes=110)
+    clock.advance(50)
+    assert len(await mem.history("u1", made.fact.id)) == 2  # a read: both expire at +110
+    clock.advance(5)
+    done = await mem.import_user("u1", exported)
+    assert (done.restored, done.conflicts) == (1, ())
+    (fact,) = await mem.list_all("u1", refresh_ttl=False)
+    assert near(fact.expires_at, pushed) and fact.ttl_minutes == 60
+    assert [near(v.expires_at, pushed) for v in fact.history] == [True]
+    clock.advance(10)  # the export's expiry has passed, the read's has not
+    assert [v.content for v in await mem.history("u1", made.fact.id, refresh_ttl=False)] == [
+        "Pam's rental car is a red Fiat",
+        "Pam's rental car is a blue Fiat",
+    ]
+    clock.advance(46)  # past the read's: gone, as without the restore
+    assert await mem.list_all("u1") == []
+
+    made = await mem.remember("u2", "Pam's hotel is the Ritz", ttl=60)
+    (record,) = await mem.export_user("u2")
+    await mem.clear_user("u2")
+    lasting = {**record, "expires_at": None, "ttl_minutes": None}
+    assert (await mem.import_user("u2", [lasting])).restored == 1
+    assert (await mem.import_user("u2", [record])).restored == 1
+    clock.advance(61)
+    (fact,) = await mem.list_all("u2")
+    assert (fact.content, fact.expires_at, fact.ttl_minutes) == (
+        "Pam's hotel is the Ritz",
+        None,
+        None,
+    )
+
+
 @pytest.mark.parametrize(
     ("ttl", "match"),
     [
