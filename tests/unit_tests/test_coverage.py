@@ -1200,3 +1200,48 @@ async def test_remember_keeps_an_exception_beside_a_list_denied(minilm):
     result = await store.aremember("u", new)
     assert result.action == "created"
     assert sorted(f.content for f in await store.alist_all("u")) == sorted([old, new])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I DON'T LIKE BLUES",
+        "I dont like blues",
+        "I don`t like blues",
+        "I don\u00b4t like blues",
+        "I don\u02bct like blues",
+        "My son DOESNT eat fish",
+        "She isnt vegan",
+        "I cant eat gluten",
+        "I WONT go",
+        "We havent met",
+    ],
+)
+def test_a_negation_is_read_however_it_is_typed(text):
+    """Only a lower-case "n't" with a straight or curly apostrophe read as a negation."""
+    assert read_words(text).negated
+
+
+def test_words_ending_like_a_negation_are_no_negation():
+    for text in ("Kant wrote on scant resources", "I want a dentist", "My parents went"):
+        assert not read_words(text).negated, text
+    assert carries("I don't like blues", "I dont like blues")  # the same words
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I LIKE JAZZ BUT I DON'T LIKE BLUES", "I DON'T LIKE JAZZ BUT I LIKE BLUES"),
+        ("I like jazz but I dont like blues", "I dont like jazz but I like blues"),
+        ("I like jazz but I don`t like blues", "I don`t like jazz but I like blues"),
+        ("If it rains I take the bus", "If it doesnt rain I take the bus"),
+        ("I cant eat gluten but I can eat dairy", "I can eat gluten but I cant eat dairy"),
+    ],
+)
+async def test_remember_keeps_a_negation_typed_otherwise_apart(minilm, old, new):
+    """Each pair was ``updated`` (0.94-0.98): the negation unread, the stored text hidden."""
+    assert not carries(old, new)
+    store = LongTermMemoryStore(InMemoryVectorStore(minilm))
+    await store.aremember("u", old)
+    result = await store.aremember("u", new)
+    assert result.action == "created" and len(await store.alist_all("u")) == 2

@@ -48,9 +48,21 @@ _CONTRACTED_VERBS = {"m": "am", "re": "are", "ve": "have", "ll": "will", "d": "w
 # negation ("may" is a month too, "can" says what is so)
 _MOODS = frozenset("will would shall should could might must".split())
 _CONTRACTION = re.compile(r"'[sd]$")
-# "won't" is "will not" ("wo" is no word), "can't" "can not"
-_IRREGULAR_NOT = re.compile(r"\b(wo|sha|ca)n't\b", re.IGNORECASE)
+# "won't" is "will not" ("wo" is no word), "can't" "can not"; typed without the apostrophe
+# too ("wont", "cant": the other readings, "accustomed" and "hypocritical talk", are rare)
+_IRREGULAR_NOT = re.compile(r"\b(wo|sha|ca)n'?t\b", re.IGNORECASE)
 _NOT_VERBS = {"wo": "will", "sha": "shall", "ca": "can"}
+# "n't" in any case ("DON'T"), and the auxiliaries typed without the apostrophe ("dont",
+# "doesnt", "isnt", "wouldnt"): no English word is spelled so
+_NOT = re.compile(
+    r"n't\b|\b(do|does|did|is|are|was|were|has|have|had|would|could|should|must|need|might|"
+    r"ai)nt\b",
+    re.IGNORECASE,
+)
+# apostrophes typed otherwise: curly ones, the modifier letter (U+02BC); a backtick or an
+# acute accent between two letters ("don`t", "don\u00b4t")
+_TYPED = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
+_QUOTE_IN_WORD = re.compile(r"(?<=[^\W\d_])[`\u00b4](?=[^\W\d_])")
 _SENTENCE_END = re.compile(r"[.!?;]\s")
 _DIGIT = re.compile(r"\d")
 
@@ -187,16 +199,20 @@ def fold(text: str) -> str:
     """NFKC, straight apostrophes, "n't" as " not", "I'm" as "I am": what both checks read.
 
     Superscripts, subscripts and fractions are kept ("10²" is not "102"): the checks read
-    them as symbols (see :func:`unread_runs`).
+    them as symbols (see :func:`unread_runs`). A negation is read however it is typed: in
+    capitals, with another apostrophe or none ("DON'T", "don`t", "dont", "cant").
 
     Example:
         >>> fold("I\u2019m sure they\u2019re right, aren't they?")
         'I am sure they are right, are not they?'
+        >>> fold("I DON'T eat fish, she doesnt eat meat")
+        'I DO not eat fish, she does not eat meat'
     """
-    text = compatible(text).replace("\u2019", "'").replace("\u2018", "'")
+    if "`" in text or not text.isascii():
+        text = compatible(_QUOTE_IN_WORD.sub("'", text.translate(_TYPED)))
     text = _CONTRACTED.sub(lambda m: " " + _CONTRACTED_VERBS[m.group(1).lower()], text)
     text = _IRREGULAR_NOT.sub(lambda m: _NOT_VERBS[m.group(1).lower()] + " not", text)
-    return re.sub(r"n't\b", " not", text)
+    return _NOT.sub(lambda m: (m.group(1) or "") + " not", text)
 
 
 def _is_number(token: str) -> bool:
