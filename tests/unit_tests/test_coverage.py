@@ -1245,3 +1245,31 @@ async def test_remember_keeps_a_negation_typed_otherwise_apart(minilm, old, new)
     await store.aremember("u", old)
     result = await store.aremember("u", new)
     assert result.action == "created" and len(await store.alist_all("u")) == 2
+
+
+@pytest.mark.parametrize(
+    ("typed", "plain"),
+    [
+        ("I'm a full\u2011time nurse", "I'm a full-time nurse"),
+        ("I'm a full\u2010time nurse", "I'm a full-time nurse"),
+        ("I\u02bcm allergic to peanuts", "I'm allergic to peanuts"),
+        ("I'm allergic to pea\u00adnuts", "I'm allergic to peanuts"),
+        ("I'm allergic to pea\u200bnuts", "I'm allergic to peanuts"),
+    ],
+)
+def test_a_word_typed_with_other_punctuation_is_the_same_word(typed, plain):
+    """A Unicode hyphen, the U+02BC apostrophe or an invisible mark split a word in two."""
+    assert read_words(typed) == read_words(plain)
+
+
+@pytest.mark.parametrize(
+    "typed",
+    ["I'm a full\u2011time nurse", "I'm a full\u2010time nurse", "I\u02bcm a full-time nurse"],
+)
+async def test_remember_reads_a_text_typed_with_other_punctuation_as_its_words(minilm, typed):
+    """The same text with a Unicode hyphen was ``created`` beside the stored one with
+    ``loses_information``: two current copies of one fact."""
+    store = LongTermMemoryStore(InMemoryVectorStore(minilm))
+    await store.aremember("u", "I'm a full-time nurse")
+    result = await store.aremember("u", typed)
+    assert result.action != "created" and len(await store.alist_all("u")) == 1

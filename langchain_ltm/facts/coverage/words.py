@@ -60,8 +60,13 @@ _NOT = re.compile(
     re.IGNORECASE,
 )
 # apostrophes typed otherwise: curly ones, the modifier letter (U+02BC); a backtick or an
-# acute accent between two letters ("don`t", "don\u00b4t")
-_TYPED = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
+# acute accent between two letters ("don`t", "don\u00b4t"); and the hyphens of Unicode
+# (U+2010, U+2011 "full\u2011time"): NFKC keeps them, so a word would split in two. The
+# invisible marks normalize_fact leaves out (zero-width spaces, soft hyphens) are left out.
+_TYPED = str.maketrans(
+    {"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u2010": "-", "\u2011": "-"}
+    | dict.fromkeys("\ufeff\u200b\u200c\u200d\u2060\u00ad", "")
+)
 _QUOTE_IN_WORD = re.compile(r"(?<=[^\W\d_])[`\u00b4](?=[^\W\d_])")
 _SENTENCE_END = re.compile(r"[.!?;]\s")
 _DIGIT = re.compile(r"\d")
@@ -200,7 +205,8 @@ def fold(text: str) -> str:
 
     Superscripts, subscripts and fractions are kept ("10²" is not "102"): the checks read
     them as symbols (see :func:`unread_runs`). A negation is read however it is typed: in
-    capitals, with another apostrophe or none ("DON'T", "don`t", "dont", "cant").
+    capitals, with another apostrophe or none ("DON'T", "don`t", "dont", "cant"); a
+    Unicode hyphen is "-" ("full\u2011time"), and invisible marks are left out.
 
     Example:
         >>> fold("I\u2019m sure they\u2019re right, aren't they?")
