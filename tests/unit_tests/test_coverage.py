@@ -1273,3 +1273,32 @@ async def test_remember_reads_a_text_typed_with_other_punctuation_as_its_words(m
     await store.aremember("u", "I'm a full-time nurse")
     result = await store.aremember("u", typed)
     assert result.action != "created" and len(await store.alist_all("u")) == 1
+
+
+@pytest.mark.parametrize(
+    ("duty", "state"),
+    [
+        ("I have to work on Saturdays", "I work on Saturdays"),
+        ("My son has to take insulin daily", "My son takes insulin daily"),
+        ("I've to call my mum on Sundays", "I call my mum on Sundays"),
+        ("I had to leave early", "I left early"),
+    ],
+)
+def test_a_duty_said_with_have_to_is_not_the_state(duty, state):
+    """ "have to" read as "have" (a function word) and "to": the duty and the state were one."""
+    assert "have to" in read_words(duty).moods
+    assert not carries(duty, state) and not carries(state, duty)
+
+
+def test_have_to_before_a_determiner_or_a_number_is_no_duty():
+    assert not read_words("I have to the end of May").moods
+    assert not read_words("I have two kids").moods
+    assert carries("I have to work", "I have to work on Saturdays")  # more detail
+
+
+async def test_remember_keeps_a_duty_and_the_state_apart(minilm):
+    """ "I have to work on Saturdays" -> "I work on Saturdays" was ``updated`` (0.93)."""
+    store = LongTermMemoryStore(InMemoryVectorStore(minilm))
+    await store.aremember("u", "I have to work on Saturdays")
+    result = await store.aremember("u", "I work on Saturdays")
+    assert result.action == "created" and len(await store.alist_all("u")) == 2

@@ -17,8 +17,9 @@ Each fact is read into :class:`Words`:
 - *values*: numbers that are a quantity or a date ("two kids", "rent 1200", "May 5", "2023"),
   number words read as digits ("five" = "5");
 - *negated*: whether the fact says "not", "never", "no longer", ...;
-- *moods*: "will", "would" ("I'd"), "should", "could", "might", ...: a plan or a wish is
-  not the state it names ("I'm a nurse" / "I'll be a nurse"), so both must say the same;
+- *moods*: "will", "would" ("I'd"), "should", "could", "might", "must", "have to" + a verb,
+  ...: a plan, a wish or a duty is not the state it names ("I'm a nurse" / "I'll be a
+  nurse", "I have to work on Saturdays" / "I work on Saturdays"), so both must say the same;
 - *past*: whether it reports something that happened ("went", "signed up", "was given");
   :func:`reports_past` also reads the irregular pasts that are not stems ("spoke", "had")
   and marks of the past with any verb ("two days ago", "last Monday", "has been to Rome").

@@ -45,7 +45,7 @@ _CONTRACTED_VERBS = {"m": "am", "re": "are", "ve": "have", "ll": "will", "d": "w
 # words that say a fact is a plan, a wish, a duty or a possibility, not a state: "I'll be a
 # nurse", "I'd save for a house", "I should call my mum" say something else than "I'm a
 # nurse", "I'm saving ...", "I call my mum"; both texts must say the same ones, as with a
-# negation ("may" is a month too, "can" says what is so)
+# negation ("may" is a month too, "can" says what is so); "have to" is one too (see _HAVE)
 _MOODS = frozenset("will would shall should could might must".split())
 _CONTRACTION = re.compile(r"'[sd]$")
 # "won't" is "will not" ("wo" is no word), "can't" "can not"; typed without the apostrophe
@@ -68,6 +68,13 @@ _TYPED = str.maketrans(
     | dict.fromkeys("\ufeff\u200b\u200c\u200d\u2060\u00ad", "")
 )
 _QUOTE_IN_WORD = re.compile(r"(?<=[^\W\d_])[`\u00b4](?=[^\W\d_])")
+# "have to" + a verb is a duty ("I have to work on Saturdays" is not "I work on Saturdays"),
+# read as a mood of its own; before a determiner, a pronoun or a number "to" is a preposition
+_HAVE = frozenset("have has had having".split())
+_NOT_A_VERB = frozenset(
+    "a an the this that these those my your his her its our their me him us them you it "
+    "some any every each all no".split()
+)
 _SENTENCE_END = re.compile(r"[.!?;]\s")
 _DIGIT = re.compile(r"\d")
 
@@ -265,6 +272,8 @@ def read_words(text: str) -> Words:
             negated = True
         elif lower in _MOODS:
             moods.add(lower)
+        elif lower in _HAVE and following == "to" and _verb_follows(tokens, i + 2):
+            moods.add("have to")  # a duty: "I have to work", "he had to leave"
         elif lower in _NUMBER_WORDS:
             values.add(_NUMBER_WORDS[lower])
         elif lower in _DATE_WORDS:
@@ -288,6 +297,14 @@ def read_words(text: str) -> Words:
         frozenset(terms), frozenset(names), frozenset(values), negated, past, unread,
         frozenset(moods),
     )  # fmt: skip
+
+
+def _verb_follows(tokens: list[re.Match[str]], i: int) -> bool:
+    """Whether the word at ``i`` reads as a verb after "have to" ("work", not "the", "5")."""
+    if i >= len(tokens):
+        return False
+    word = tokens[i].group().lower()
+    return word[:1].isalpha() and word not in _NOT_A_VERB
 
 
 def _unread(char: str) -> bool:
