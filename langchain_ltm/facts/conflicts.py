@@ -28,8 +28,15 @@ from bisect import bisect_left
 from collections import Counter
 from functools import lru_cache
 
+from langchain_ltm.facts.coverage import (
+    _DATE_WORDS,
+    _NUMBER_WORDS,
+    _STOP,
+    PAST_FORMS,
+    fold,
+    value_change,
+)
 from langchain_ltm.facts.coverage import LEADING_VERBS as _VERBS
-from langchain_ltm.facts.coverage import PAST_FORMS, fold, value_change
 
 __all__ = ["ENTITY_WORDS", "different_subject", "subjects", "value_change"]
 
@@ -273,12 +280,34 @@ def _entity(word: str) -> str:
 _JOINING = frozenset("and or nor both my our your his their the a an".split())
 
 
+def _cased(text: str) -> bool:
+    """Whether the case of ``text`` can mark a name: it writes capitals and lower case.
+
+    "ANNA LIKES TOM" and "anna likes tom" cannot tell "Anna" from "likes".
+    """
+    return text != text.lower() and text != text.upper()
+
+
+def _may_name(base: str) -> bool:
+    """Whether a word of a text with no case may name someone or something (not a verb)."""
+    return not (
+        base in _STOP
+        or base in _VERBS
+        or base in PAST_FORMS
+        or base in _NUMBER_WORDS
+        or base in _DATE_WORDS
+        or (len(base) > 4 and base.endswith(("ing", "ed")))
+    )
+
+
 @lru_cache(maxsize=4096)
-def _roles(text: str) -> tuple[frozenset[str], ...]:
+def _roles(text: str, caseless: bool = False) -> tuple[frozenset[str], ...]:
     """The user, people, pets, things and names ``text`` names, in the order it names them.
 
     Each role is a set: those joined by "and" or "or" share one ("My wife and I"). "I" and
-    "me" are the user, "he" and "him" one person; a possessive ("my") names no one.
+    "me" are the user, "he" and "him" one person; a possessive ("my") names no one. A name
+    is a capitalized word; ``caseless`` (a text whose case cannot tell one) reads every word
+    but a function word or a known verb as one ("anna likes tom").
     """
     roles: list[set[str]] = []
     seen: set[str] = set()
@@ -296,10 +325,11 @@ def _roles(text: str) -> tuple[frozenset[str], ...]:
             named = _THIRD[base]
         elif _entity(base):
             named = _entity(base)
-        elif (
-            word[:1].isupper()
-            and base not in _NOT_OWNERS
+        elif base not in _NOT_OWNERS and (
+            _may_name(base)
+            if caseless
             # a leading verb is no name ("Lives with Anna", "Visited Rome")
+            else word[:1].isupper()
             and (i or not (base in _VERBS or base in PAST_FORMS or base.endswith(("ing", "ed"))))
         ):
             named = "name:" + base
@@ -317,6 +347,65 @@ def _roles(text: str) -> tuple[frozenset[str], ...]:
                 roles.append({named})
         joined, along = not along, False
     return tuple(frozenset(role) for role in roles)
+
+
+# the words of a text in order, numbers and list commas included (what :func:`_swapped`
+# compares); words that join the items of one list
+_WORDS = re.compile(r"[^\W\d_](?:[^\W\d_]|['-])*|\d+(?:[.,:/]\d+)*|[,&/]")
+_LISTING = frozenset(", & / and or nor".split())
+
+
+@lru_cache(maxsize=4096)
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(_WORDS.findall(fold(text).lower()))
+
+
+def _lists(words: tuple[str, ...]) -> list[int]:
+    """For each word, the list it is an item of: content words joined by "and", "or", ","."""
+    group, last, listed = [], -1, False
+    number = 0
+    for word in words:
+        content = word not in _STOP and word not in _LISTING
+        if content:
+            if last < 0 or not listed:
+                number += 1
+            last, listed = number, False
+        elif word in _LISTING:
+            listed = last >= 0
+        elif word not in _JOINING:
+            last = -1
+        group.append(number if content else 0)
+    return group
+
+
+def _swapped(a: str, b: str) -> bool:
+    """Whether two texts say the same words with content words trading places.
+
+    The words around them are the same, so each word has another role: "Anna likes Tom" /
+    "Tom likes Anna", "I use vim for python and emacs for java" / "... vim for java and
+    emacs for python", "I run 5 km on Monday and 10 km on Friday" / "... 10 km on Monday
+    and 5 km on Friday". The items of one list may come in any order ("jazz, blues and
+    rock" / "rock, blues and jazz").
+
+    Example:
+        >>> _swapped("I prefer tea to coffee", "I prefer coffee to tea")
+        True
+        >>> _swapped("I like jazz and blues", "I like blues and jazz")
+        False
+    """
+    wa, wb = _words(a), _words(b)
+    if len(wa) != len(wb) or wa == wb or Counter(wa) != Counter(wb):
+        return False
+    moved = [i for i, (x, y) in enumerate(zip(wa, wb, strict=True)) if x != y]
+    if any(wa[i] in _STOP or wa[i] in _LISTING for i in moved):
+        return False  # another frame: "to Rome from Paris" / "from Paris to Rome"
+    lists = _lists(wa)
+    items: dict[int, Counter[str]] = {}
+    for i in moved:
+        items.setdefault(lists[i], Counter())
+        items[lists[i]][wa[i]] += 1
+        items[lists[i]][wb[i]] -= 1
+    return any(+counts or -counts for counts in items.values())
 
 
 @lru_cache(maxsize=4096)
@@ -339,7 +428,12 @@ def different_subject(a: str, b: str) -> bool:
     one says "I", "we", "he", "she" or "they" where the other says another ("I think I'm
     allergic" / "I think he's allergic"), or each names someone by another pronoun ("I
     lent him my car" / "I lent her my car"); a pronoun added to the same subject is no
-    other subject ("I volunteer at a shelter" / "... and help them find homes").
+    other subject ("I volunteer at a shelter" / "... and help them find homes"). In a text
+    with no case ("ANNA LIKES TOM", "i flew from paris to rome") any word but a function
+    word or a known verb may be a name, so both texts are read so when one has none; and
+    the same words with content words trading places are other roles in any case ("I use
+    vim for python and emacs for java" / "... vim for java and emacs for python"), the
+    items of one list aside.
 
     Example:
         >>> different_subject("My sister is allergic to peanuts", "My son is allergic to peanuts")
@@ -349,10 +443,15 @@ def different_subject(a: str, b: str) -> bool:
         >>> different_subject("My favourite colour is blue", "Favourite colour is green now")
         False
     """
-    roles_a, roles_b = _roles(a), _roles(b)
+    # in a text with no case ("ANNA LIKES TOM", "i flew from paris to rome") any word may
+    # be a name: both are read so
+    caseless = not (_cased(a) and _cased(b))
+    roles_a, roles_b = _roles(a, caseless), _roles(b, caseless)
     several = len(roles_a) > 1 and len(roles_b) > 1
     if several and roles_a != roles_b and set().union(*roles_a) == set().union(*roles_b):
         return True  # the same ones in other roles: "I called my mom" / "My mom called me"
+    if _swapped(a, b):
+        return True  # "I use vim for python and emacs for java" / "... vim for java ..."
     sa, sb = subjects(a), subjects(b)
     if sa == sb:
         return False

@@ -29,7 +29,9 @@ Limits, stated plainly: the checks see words, not meaning. A synonym with anothe
 restatement is kept as a second fact (listed as ``similar``), never merged wrongly. A word
 that is present with another role ("Y thanks X" after "X thanks Y") reads as carried; the
 subject check of :mod:`~langchain_ltm.facts.conflicts` catches the people, things and names
-named in another order.
+named in another order (any word in a text with no case, "anna likes tom"), and the same
+words with two content words trading places ("I prefer tea to coffee" / "... coffee to
+tea").
 
 The checks, one module each: :mod:`.words` (a text read into :class:`Words`: the stemmer,
 the folding, the shared word lists, :func:`missing`), :mod:`.negation` (what a negation
