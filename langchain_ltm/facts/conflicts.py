@@ -13,7 +13,8 @@ value even when its similarity is modest. These checks look at the words:
   and I ..."). Other pronouns ("I call him") are someone the fact names: another one is
   another fact ("I owe him" / "I owe her").
   A fact without one is about the user.
-- :func:`different_subject` is true when two facts are about different subjects.
+- :func:`different_subject` is true when two facts are about different subjects: those
+  :func:`subjects` finds, and "we" / "I" (the user with others, the user alone).
 - :func:`value_change` is true when two facts say the same words except for numbers, dates
   or a negation.
 
@@ -426,14 +427,15 @@ def different_subject(a: str, b: str) -> bool:
     or "or" share a role, and one "with" the first: "My wife and I went" is "I and my wife
     went", "I went hiking with Melanie" is "Melanie and I went hiking"). They are too when
     one says "I", "we", "he", "she" or "they" where the other says another ("I think I'm
-    allergic" / "I think he's allergic"), or each names someone by another pronoun ("I
-    lent him my car" / "I lent her my car"); a pronoun added to the same subject is no
-    other subject ("I volunteer at a shelter" / "... and help them find homes"). In a text
-    with no case ("ANNA LIKES TOM", "i flew from paris to rome") any word but a function
-    word or a known verb may be a name, so both texts are read so when one has none; and
-    the same words with content words trading places are other roles in any case ("I use
-    vim for python and emacs for java" / "... vim for java and emacs for python"), the
-    items of one list aside.
+    allergic" / "I think he's allergic", "We live in Paris" / "I live in Paris": "we" is
+    the user with others), or each names someone by another pronoun ("I lent him my
+    car" / "I lent her my car"); a pronoun added to the same subject is no other subject
+    ("I volunteer at a shelter" / "... and help them find homes", "We live in Paris" /
+    "We live in Paris and I work in Lyon"). In a text with no case ("ANNA LIKES TOM", "i
+    flew from paris to rome") any word but a function word or a known verb may be a name,
+    so both texts are read so when one has none; and the same words with content words
+    trading places are other roles in any case ("I use vim for python and emacs for java" /
+    "... vim for java and emacs for python"), the items of one list aside.
 
     Example:
         >>> different_subject("My sister is allergic to peanuts", "My son is allergic to peanuts")
@@ -452,12 +454,14 @@ def different_subject(a: str, b: str) -> bool:
         return True  # the same ones in other roles: "I called my mom" / "My mom called me"
     if _swapped(a, b):
         return True  # "I use vim for python and emacs for java" / "... vim for java ..."
+    doers_a, doers_b = _doers(a), _doers(b)
+    if not (doers_a <= doers_b or doers_b <= doers_a):
+        # a subject replaced: "I think I'm allergic" / "I think he's allergic", and "we"
+        # (the user with others) / "I" (the user alone): "We live in Paris" / "I live ..."
+        return True
     sa, sb = subjects(a), subjects(b)
     if sa == sb:
         return False
-    doers_a, doers_b = _doers(a), _doers(b)
-    if not (doers_a <= doers_b or doers_b <= doers_a):
-        return True  # a subject replaced: "I think I'm allergic" / "I think he's allergic"
     pronouns_a = {s for s in sa if s.startswith("pronoun:")}
     pronouns_b = {s for s in sb if s.startswith("pronoun:")}
     if pronouns_a and pronouns_b and pronouns_a != pronouns_b:

@@ -305,6 +305,33 @@ def test_one_subject_said_two_ways_is_the_same_subject(old, new):
 @pytest.mark.parametrize(
     ("old", "new"),
     [
+        ("We're vegetarian", "I'm vegetarian"),
+        ("We live in Paris", "I live in Paris"),
+        ("We have two dogs", "I have three dogs"),
+    ],
+)
+async def test_we_and_i_are_two_subjects(minilm, old, new):
+    """ "We" (the user with others) and "I" (the user alone) named no other subject, so "I"
+    replaced "we" (each pair scores >= 0.80 with MiniLM) and the others' fact was hidden."""
+    assert different_subject(old, new) and different_subject(new, old)
+    store = LongTermMemoryStore(InMemoryVectorStore(minilm))
+    await store.aremember("u", old)
+    result = await store.aremember("u", new)
+    assert (result.action, [s.reason for s in result.similar]) == (
+        "created",
+        ["different_subject"],
+    )
+    assert sorted(f.content for f in await store.alist_all("u")) == sorted([old, new])
+
+
+def test_we_said_beside_i_is_no_other_subject():
+    assert not different_subject("We live in Paris", "We live in Paris and I work in Lyon")
+    assert not different_subject("We're moving to Berlin", "We are moving to Berlin in May")
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
         ("My wife and I are vegetarian", "My wife is vegetarian"),
         ("Allergic to penicillin", "Son allergic to penicillin"),
         ("My dog is 3", "Her dog is 3"),
