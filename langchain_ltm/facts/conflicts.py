@@ -11,7 +11,8 @@ value even when its similarity is modest. These checks look at the words:
   or "he", "she", "they" (leading, or anywhere when no one else is named and no "I" or
   "we" does something: "At work he ..."); and the user when named beside them ("My wife
   and I ..."). Other pronouns ("I call him") are someone the fact names: another one is
-  another fact ("I owe him" / "I owe her").
+  another fact ("I owe him" / "I owe her"). A part of a group is not the group ("some of
+  my kids" / "all my kids", "a friend of my sister" / "my sister").
   A fact without one is about the user.
 - :func:`different_subject` is true when two facts are about different subjects: those
   :func:`subjects` finds, and "we" / "I" (the user with others, the user alone).
@@ -179,7 +180,10 @@ def subjects(text: str) -> frozenset[str]:
     person or thing anywhere ("I work with Anna's husband") is a key too, so it is not
     Anna. Keys naming a person, pet or thing start with ``"*"``; another person's
     possessive is part of the key ("her dog" is not "my dog", "their son" is not "our
-    son"). When the user is named beside them ("My wife and I ...", "... with me"),
+    son"), and so is how much of it the text is about (:func:`_scope`: "some of my kids",
+    "one of my kids" and "a friend of my sister" are not "my kids" or "my sister"; "all",
+    "each", "every", "both", "none" of them are the whole group, as the phrase alone).
+    When the user is named beside them ("My wife and I ...", "... with me"),
     ``"*user"`` is a subject too.
 
     Example:
@@ -206,7 +210,7 @@ def subjects(text: str) -> frozenset[str]:
             key, entity = _chain(words)
             owner = _OWNERS.get(match.group(1).lower())
             key = f"{owner}>{key}" if owner else key
-            found.add(("*" if entity else "") + key)
+            found.add(("*" if entity else "") + key + _scope(folded[: match.start()]))
     # a name's person or thing anywhere in the text ("I work with Anna's husband", "the
     # Millers' neighbours"): not Anna, not the Millers
     for i, (_, word) in enumerate(spans):
@@ -231,6 +235,44 @@ def subjects(text: str) -> frozenset[str]:
     ):
         found.add("*user")
     return frozenset(found)
+
+
+# how much of a group a phrase is about: the whole of it, as the phrase alone says ("all my
+# kids", "each of my kids", "none of my kids": each one, denied), or a part of it ("some of
+# my kids", "one of my kids", "half my team"), which is another subject
+_WHOLE = frozenset("all every each both none neither whole".split())
+_PART = frozenset("some most many few several any either half".split())
+_ARTICLES = frozenset("a an the".split())
+_TAIL = re.compile(r"[\w'-]+")
+
+
+def _scope(before: str) -> str:
+    """How much of the possessive phrase after ``before`` a text is about, as a key suffix.
+
+    ``""`` for the whole of it ("my kids", "all my kids", "each of my kids", "both my
+    parents"); ``"@some"``, ``"@#"`` (a number: "two of my kids", "one of my parents"),
+    ``"@friend"`` (a word after an article: "a friend of my sister", "the rest of my
+    family") for a part of it or someone else.
+
+    Example:
+        >>> _scope("All "), _scope("Some of "), _scope("One of "), _scope("I met a friend of ")
+        ('', '@some', '@#', '@friend')
+    """
+    words: list[str] = _TAIL.findall(before[-40:].lower())
+    of = bool(words) and words[-1] == "of"
+    words = words[:-1] if of else words
+    if not words:
+        return ""
+    word = words[-1]
+    if word in _WHOLE or (of and word == "one" and words[-2:-1] in (["every"], ["each"])):
+        return ""  # "all my kids", "every one of my kids": the whole group
+    if word in _PART:
+        return "@" + word  # "some of my kids", "half my team"
+    if word in _NUMBER_WORDS or word.isdigit():
+        return "@#" if of else ""  # "two of my kids"
+    if of and words[-2:-1] and words[-2] in _ARTICLES:
+        return "@" + _canonical(word)  # "a friend of my sister", "the rest of my family"
+    return ""  # "proud of my son", "I think of my mom": the phrase itself
 
 
 def _leading(folded: str, tokens: list[str]) -> set[str]:

@@ -332,6 +332,51 @@ def test_we_said_beside_i_is_no_other_subject():
 @pytest.mark.parametrize(
     ("old", "new"),
     [
+        ("All my kids play piano", "Some of my kids play piano"),
+        ("All of my siblings live in Paris", "Some of my siblings live in Paris"),
+        ("Each of my kids has a phone", "One of my kids has a phone"),
+        ("Both my parents are doctors", "One of my parents is a doctor"),
+        ("My kids play piano", "Two of my kids play piano"),
+        ("My friends live in Paris", "Most of my friends live in Paris"),
+        ("My team works remotely", "Half my team works remotely"),
+        ("My sister is a doctor", "A friend of my sister is a doctor"),
+    ],
+)
+def test_a_part_of_a_group_is_another_subject_than_the_group(old, new):
+    """The scope words were stop words: a text about some of the kids carried (and
+    replaced) one about all of them."""
+    assert different_subject(old, new) and different_subject(new, old)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("My kids play piano", "All my kids play piano"),
+        ("Both my parents are doctors", "My parents are both doctors"),
+        ("Each of my kids has a phone", "Every one of my kids has a phone"),
+        ("My kids play piano", "None of my kids play piano anymore"),
+        ("Two of my kids play piano", "Three of my kids play piano"),
+        ("I'm proud of my son", "I'm really proud of my son"),
+    ],
+)
+def test_the_whole_group_said_two_ways_is_one_subject(old, new):
+    assert not different_subject(old, new)
+
+
+async def test_remember_keeps_a_claim_about_a_part_of_a_group_apart(minilm):
+    store = LongTermMemoryStore(InMemoryVectorStore(minilm))
+    await store.aremember("u", "All my kids play piano")
+    result = await store.aremember("u", "Some of my kids play piano")
+    assert (result.action, [s.reason for s in result.similar]) == (
+        "created",
+        ["different_subject"],
+    )
+    assert len(await store.alist_all("u")) == 2
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
         ("My wife and I are vegetarian", "My wife is vegetarian"),
         ("Allergic to penicillin", "Son allergic to penicillin"),
         ("My dog is 3", "Her dog is 3"),
