@@ -15,7 +15,8 @@ value even when its similarity is modest. These checks look at the words:
   my kids" / "all my kids", "a friend of my sister" / "my sister").
   A fact without one is about the user.
 - :func:`different_subject` is true when two facts are about different subjects: those
-  :func:`subjects` finds, and "we" / "I" (the user with others, the user alone).
+  :func:`subjects` finds, "we" / "I" (the user with others, the user alone) and a year
+  that says which thing ("my 2024 goal" / "my 2025 goal", as "project 12" names a project).
 - :func:`value_change` is true when two facts say the same words except for numbers, dates
   or a negation.
 
@@ -458,6 +459,46 @@ def _doers(text: str) -> Counter[str]:
     return Counter(b for b in bases if b in _FIRST_SUBJECTS or b in _PRONOUNS)
 
 
+_YEAR = r"(?:19|20)[0-9]{2}"
+# a year that names which thing, as "project 12" names a project: after an owner or "the"
+# and before its noun ("my 2024 goal", "the 2024 Olympics", "Anna's 2023 trip"), after the
+# noun and "for" ("my goal for 2024"), or in a label before its colon ("Goals 2024: ...",
+# "2024 goals: ..."); a year after any other word ("born in 1990", "since 2019", "May
+# 2024: ...") or alone is a date, a value
+_NAMING_YEAR = re.compile(
+    rf"\b(?:my|our|your|his|her|their|its|the|this|that|[^\W\d_]+'s)\s+"
+    rf"(?:({_YEAR})\s+(?=[^\W\d_])|(?:[^\W\d_]+\s+){{1,2}}for\s+({_YEAR})\b)"
+    rf"|^[^\S\n]*(?:({_YEAR})\s+[^\W\d_][^:\n]{{0,40}}|([^\W\d_][^:\n]{{0,40}}?)\s({_YEAR}))"
+    r"\s*:(?![0-9])",
+    re.IGNORECASE | re.MULTILINE,
+)
+_A_YEAR = re.compile(_YEAR)
+# words before a label's year that make it a date or a value ("May 2024:", "In 2024:", "The
+# deadline is 2024: ...")
+_DATING = _DATE_WORDS | _STOP | frozenset({"till", "circa"})
+
+
+@lru_cache(maxsize=4096)
+def _named_years(text: str) -> frozenset[str]:
+    """The years of ``text`` that say which thing it is about (see ``_NAMING_YEAR``).
+
+    Example:
+        >>> sorted(_named_years("My 2024 goal is to run a marathon"))
+        ['2024']
+        >>> sorted(_named_years("Vacation 2023: Japan")), sorted(_named_years("Born in 1990"))
+        (['2023'], [])
+    """
+    found: set[str] = set()
+    if _A_YEAR.search(text) is None:
+        return frozenset()  # most texts name no year: the pattern is not tried
+    for match in _NAMING_YEAR.finditer(fold(text)):
+        owned, intended, leading, label, labelled = match.groups()
+        if label is not None and label.split()[-1].lower() in _DATING:
+            continue  # "May 2024: moved to Berlin", "In 2024: ...": a date
+        found.add(owned or intended or leading or labelled)
+    return frozenset(found)
+
+
 def different_subject(a: str, b: str) -> bool:
     """Whether the two facts are about different people, pets or things.
 
@@ -477,7 +518,10 @@ def different_subject(a: str, b: str) -> bool:
     flew from paris to rome") any word but a function word or a known verb may be a name,
     so both texts are read so when one has none; and the same words with content words
     trading places are other roles in any case ("I use vim for python and emacs for java" /
-    "... vim for java and emacs for python"), the items of one list aside.
+    "... vim for java and emacs for python"), the items of one list aside. A year that says
+    which thing is part of the subject ("my 2024 goal" / "my 2025 goal", "Goals 2024: ..." /
+    "Goals 2025: ..."; ``_NAMING_YEAR``), as "project 12" is; a year after a preposition, a
+    month or a verb is a value ("born in 1990", "my birth year is 1990").
 
     Example:
         >>> different_subject("My sister is allergic to peanuts", "My son is allergic to peanuts")
@@ -501,6 +545,8 @@ def different_subject(a: str, b: str) -> bool:
         # a subject replaced: "I think I'm allergic" / "I think he's allergic", and "we"
         # (the user with others) / "I" (the user alone): "We live in Paris" / "I live ..."
         return True
+    if _named_years(a) != _named_years(b):
+        return True  # "my 2024 goal" / "my 2025 goal": a year that says which one
     sa, sb = subjects(a), subjects(b)
     if sa == sb:
         return False
