@@ -1,8 +1,8 @@
 """In-process engine over ``langchain_core``'s ``InMemoryVectorStore``.
 
 Items live in a :class:`~langchain_ltm.backends._index.NamespaceIndex` (per-namespace
-blocks, vectors stacked per block), so a per-user search is one matrix-vector product over
-that user's rows only. Every embedded text is also written to the wrapped
+blocks, vectors stacked per block), so a per-user search is one dot per row over that
+user's rows only. Every embedded text is also written to the wrapped
 ``InMemoryVectorStore`` as a Document (deterministic id, ``page_content`` = the text,
 metadata = namespace/key/path), so the vectorstore's own API (``similarity_search``,
 ``dump``) sees the memories too.

@@ -433,6 +433,78 @@ async def test_tied_scores_give_one_answer_on_every_engine(mem, emb):
             assert got == every[:limit], (seed, limit)
 
 
+async def test_one_text_as_a_facts_version_and_anothers_current_text_ties_by_fact_id(mem, emb):
+    """``remember(["Likes tea", "Likes green tea", "Likes tea"])`` leaves "Likes tea" as
+    fact A's earlier version and as fact B's text: one vector twice. With
+    ``include_history`` the in-memory engine scored the version's copy (its namespace's
+    block, one row) 0.09945032 and B's (a block of several rows) 0.09945035: BLAS sums a
+    row in another order depending on how many rows its matrix has, and where the row
+    sits. The order then followed that noise, not the fact id, so ``limit`` named another
+    fact than on other engines (SQLite's one matrix did the same, for other rows)."""
+    drinks = "tea mate cocoa juice milk cider kefir soda lassi chai kvass mead sake cola port"
+    drinks += " rum gin ale stout porter lager perry grog punch"  # a text per seed: no cache hit
+
+    def cosine(a, b):
+        return float(np.dot(a, b) / np.linalg.norm(a) / np.linalg.norm(b))
+
+    for seed, drink in enumerate(drinks.split()):
+        rng = np.random.default_rng(seed)
+        user = f"tea{seed}"
+        plain, green = f"Likes {drink}", f"Likes green {drink}"
+        base = rng.normal(size=64)
+        emb.vectors[plain] = base.tolist()
+        emb.vectors[green] = (base + 0.1 * rng.normal(size=64)).tolist()  # an update of it
+        others = [f"Plays board game {w} on {d}" for w in "abcdefgh" for d in ("sunday",)]
+        others = others[: 1 + seed % 8]
+        for text in others:
+            emb.vectors[text] = rng.normal(size=64).tolist()
+        question, asked = f"which city {seed}?", rng.normal(size=64)
+        if cosine(asked, emb.vectors[plain]) < cosine(asked, emb.vectors[green]):
+            asked = -asked  # the version outscores its fact's text: recall shows it
+        emb.vectors[question] = asked.tolist()
+        await mem.remember(user, others)
+        said = await mem.remember(user, [plain, green, plain])
+        assert [r.action for r in said] == ["created", "updated", "created"], seed
+        every = await mem.recall(user, question, limit=12, include_history=True)
+        tied = [f for f in every if f.content == plain]
+        assert len(tied) == 2 and {f.superseded for f in tied} == {True, False}
+        assert tied[0].score == tied[1].score, seed
+        assert tied[0].id < tied[1].id, seed
+        first = every.index(tied[0])
+        got = await mem.recall(user, question, limit=first + 1, include_history=True)
+        assert [f.id for f in got] == [f.id for f in every[: first + 1]], seed
+
+
+@pytest.mark.parametrize("numpy_major", [2, 1])
+def test_a_vector_scores_the_same_whatever_matrix_it_sits_in(numpy_major, monkeypatch):
+    """The in-memory engine and SQLite score a scope with ``cosines``. Through BLAS's matrix
+    product one vector's score changed in its low bits with the number of rows of its
+    matrix (13.953947 alone, 13.953951 of two rows, 13.953945 of four), with its row and
+    with the other queries, so exact ties ranked by that noise. Before numpy 2 (no
+    ``np.vecdot``) the engines use ``np.einsum``: checked here too."""
+    from langchain_ltm.backends import _index
+
+    if numpy_major == 1:
+        monkeypatch.setattr(_index, "_row_dots", _index._einsum_dots)
+    rng = np.random.default_rng(1)
+    for dims in (64, 384):
+        for _ in range(10):
+            query, other = rng.normal(size=(2, dims)).astype(np.float32)
+            vector = rng.normal(size=dims).astype(np.float32)
+            seen = set()
+            for rows in (1, 2, 3, 4, 5, 8, 9, 17, 100):
+                for row in {0, rows // 2, rows - 1}:
+                    matrix = rng.normal(size=(rows, dims)).astype(np.float32)
+                    matrix[row] = vector
+                    for shift in (0, 4, 8, 12):  # where the rows start: SQLite's bytes
+                        raw = bytes(shift) + matrix.tobytes()
+                        moved = np.frombuffer(raw, "<f4", offset=shift).reshape(rows, dims)
+                        alone = _index.cosines(moved, query[None, :])
+                        both = _index.cosines(moved, np.stack([other, query]))
+                        seen |= {float(alone[row, 0]), float(both[row, 1])}
+            assert len(seen) == 1, (dims, sorted(seen))
+
+
 async def test_a_recall_without_ties_is_one_ranked_search(mem, store, emb, monkeypatch):
     """Ties at a window's edge widen it (see the test above); a window of exactly ``limit``
     ended on the limit-th fact itself, a tie with itself, so every recall searched twice."""
