@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from langchain_ltm import _clock
 from langchain_ltm._filters import Condition, Filter
@@ -39,7 +40,7 @@ from langchain_ltm.facts.records import (
 )
 from langchain_ltm.facts.text import content_hash, validate_text
 from langchain_ltm.facts.timeline import Said
-from langchain_ltm.facts.writes import with_hashes
+from langchain_ltm.facts.writes import nearest_facts, with_hashes
 
 __all__ = ["pin", "prune_history", "update", "upgrade_legacy"]
 
@@ -83,6 +84,8 @@ def update(ctx: FactContext, user_id: str, fact_id: str, text: str) -> Logic[Rem
         )
         with_text = [h for h in with_text if h.item.namespace == namespace]  # not a child's
         same_text = [h.item for h in with_text if is_alive(h.item, now)]
+        if not same_text:  # a client's fact holds it with no hash of ours (LangMem's put)
+            same_text = yield from _unhashed_holders(ctx, namespace, vectors, digest, now)
         # this fact's own text, else another fact's (one: Postgres allows no second)
         same_text = sorted(same_text, key=lambda i: i.key != fact_id)[:1]
         # a fact with this text whose TTL has passed is gone: its row goes in this write
@@ -116,6 +119,25 @@ def update(ctx: FactContext, user_id: str, fact_id: str, text: str) -> Logic[Rem
     fact = fact_after(state, lines[fact_id], histories, user_id, now, pinned)
     merged = other.key if other is not None else None
     return RememberResult("updated", fact, previous=state.superseded[-1], merged=merged)
+
+
+def _unhashed_holders(
+    ctx: FactContext, namespace: tuple[str, ...], vectors: Any, digest: str, now: datetime
+) -> Logic[list[StoredItem]]:
+    """The user's current facts holding the text of hash ``digest`` without that hash.
+
+    A client's ``{"content": ...}`` put (LangMem's) is a fact with no ``content_hash``:
+    ``remember`` of its text finds it among the text's nearest facts and answers
+    ``duplicate``, so an update to its text finds it the same way (the text scores highest)
+    and merges it as it merges a fact with the hash.
+    """
+    (hits,) = yield from nearest_facts(ctx, namespace, vectors, 1, now)
+    return [
+        h.item
+        for h in hits
+        if isinstance(h.item.value.get("content"), str)
+        and content_hash(h.item.value["content"]) == digest
+    ]
 
 
 def _kept_apart(holder: Fact, other: StoredItem, item: StoredItem, now: datetime) -> str | None:

@@ -68,7 +68,7 @@ from langchain_ltm.facts.resolution import check_resolutions
 from langchain_ltm.facts.text import content_hash, validate_text
 from langchain_ltm.facts.timeline import Said, Timeline
 
-__all__ = ["remember", "remember_each", "with_hashes"]
+__all__ = ["nearest_facts", "remember", "remember_each", "with_hashes"]
 
 # ---- remember ------------------------------------------------------------------------------
 
@@ -174,7 +174,9 @@ def _store_facts(
         # an expired fact with one of these texts is gone: its row goes in this write
         expired = [h.item for h in same_hash if not is_alive(h.item, alive_at)]
         neighbours = (
-            (yield from _neighbours(ctx, namespace, vectors, len(texts), alive_at)) if texts else []
+            (yield from nearest_facts(ctx, namespace, vectors, len(texts), alive_at))
+            if texts
+            else []
         )
         taken = yield call(ctx.backend, "get", [(namespace, fact_key(label, h)) for h in hashes])
         taken = [item for item in taken if item is not None and is_alive(item, alive_at)]
@@ -282,7 +284,7 @@ def _hash_of(item: StoredItem) -> str:
     return content_hash(content) if isinstance(content, str) else str(item.value["content_hash"])
 
 
-def _neighbours(
+def nearest_facts(
     ctx: FactContext,
     namespace: tuple[str, ...],
     vectors: Any,

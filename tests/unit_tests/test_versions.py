@@ -286,6 +286,35 @@ async def test_update_to_the_text_of_a_fact_with_history_changes_nothing(mem):
     assert await mem.export_user("u1") == before
 
 
+async def test_update_to_the_text_of_a_clients_fact_merges_that_fact_in(mem, store):
+    """A client's fact (LangMem's ``{"content": ...}``, no hash of ours) holds its text:
+    ``remember`` of it answers ``duplicate``, but ``update_fact`` to it looked for a hash
+    only, so two current facts held one text. It merges as a fact of ours does, and one
+    with earlier versions of its own is kept apart as well."""
+    namespace = store.user_namespace("u1")
+    store.put(namespace, "x1", {"content": "Plays the violin on weekends"})
+    paris = (await mem.remember("u1", "Lives in Paris")).fact
+    assert (await mem.remember("u1", "Plays the violin on weekends")).action == "duplicate"
+    merged = await mem.update_fact("u1", paris.id, "plays the violin on weekends.")
+    assert (merged.action, merged.merged, merged.fact.id) == ("updated", "x1", paris.id)
+    (fact,) = await mem.list_all("u1")
+    assert [v.content for v in fact.versions] == [
+        "Lives in Paris",
+        "plays the violin on weekends.",
+    ]
+    store.put(namespace, "x2", {"content": "Owns a red bicycle"})
+    store.put(namespace, "x2", {"content": "Owns a blue bicycle"})  # x2 has a version
+    jazz = (await mem.remember("u1", "Listens to jazz")).fact
+    kept = await mem.update_fact("u1", jazz.id, "Owns a blue bicycle")
+    assert (kept.action, kept.fact.id, kept.merged) == ("duplicate", "x2", None)
+    assert "earlier versions" in kept.reason
+    assert sorted(f.content for f in await mem.list_all("u1")) == [
+        "Listens to jazz",
+        "Owns a blue bicycle",
+        "plays the violin on weekends.",
+    ]
+
+
 async def test_a_text_is_never_merged_into_a_fact_that_expires_sooner(mem, clock):
     """Merged, the text would expire with the fact: a lasting one, or one that expires later
     than the fact would from now, is not merged. A text that was to expire sooner merges
