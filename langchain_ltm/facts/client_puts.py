@@ -109,11 +109,6 @@ def write_puts(
         _with_own_hash(r) if ctx.is_user_namespace(r.namespace) and not layout.is_version(r) else r
         for r in upserts
     ]
-    outside = [r for r in upserts if not ctx.is_user_namespace(r.namespace)]
-    if outside:  # as given, but for a hash Postgres lets one item of a namespace hold
-        written = yield from unique_hashes(ctx, outside, deletes)
-        swap = dict(zip(map(id, outside), written, strict=True))
-        upserts = [swap.get(id(r), r) for r in upserts]
     puts = [r for r in upserts if ctx.is_user_namespace(r.namespace) and not layout.is_version(r)]
     gone = [key for key in deletes if ctx.is_user_namespace(key[0])]
     keys = [*_keys(puts), *gone]
@@ -137,13 +132,13 @@ def write_puts(
         | {namespace[-1] for namespace, _ in gone}
     )
     if not users:
-        yield from _write(ctx, upserts, deletes)
+        yield from _write_unlocked(ctx, upserts, deletes, deletes)
         return
     locked = {id(r) for r in puts if r.namespace[-1] in users}
     rest = [r for r in upserts if id(r) not in locked]
     loose = [key for key in deletes if key not in gone]
     if rest or loose:
-        yield from _write(ctx, rest, loose)
+        yield from _write_unlocked(ctx, rest, loose, deletes)
     for label in users:
         mine = [r for r in puts if r.namespace[-1] == label]
         theirs = [key for key in gone if key[0][-1] == label]
@@ -153,6 +148,30 @@ def write_puts(
             yield from _write(ctx, records, removed)
         finally:
             yield from ctx.locks.release(ctx.backend, held)
+
+
+def _write_unlocked(
+    ctx: FactContext, upserts: list[Record], deletes: list[ItemKey], every_delete: list[ItemKey]
+) -> Logic[None]:
+    """Write the puts and deletes no user's lock covers (copies outside user namespaces).
+
+    Such a copy is written as given, but for a hash Postgres lets one item of a namespace
+    hold (:func:`unique_hashes`; ``every_delete``: the batch's deletes). The look for
+    another holder takes no lock: a copy another writer stores between it and the write
+    makes the constraint refuse the write (two copies of a fact's value put in a backup at
+    once raised ``DuplicateFactError``), so the look and the write run again, once, as
+    ``remember`` retries; the second time the look sees the other copy.
+    """
+    for attempt in (1, 2):
+        outside = [r for r in upserts if not ctx.is_user_namespace(r.namespace)]
+        written = (yield from unique_hashes(ctx, outside, every_delete)) if outside else []
+        swap = dict(zip(map(id, outside), written, strict=True))
+        try:
+            yield from _write(ctx, [swap.get(id(r), r) for r in upserts], deletes)
+            return
+        except DuplicateFactError:
+            if attempt == 2 or not any(layout.holds_hash(r.value) for r in outside):
+                raise
 
 
 def _write(ctx: FactContext, upserts: list[Record], deletes: list[ItemKey]) -> Logic[None]:

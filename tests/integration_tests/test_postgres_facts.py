@@ -111,3 +111,31 @@ def test_unique_fact_hash_holds_across_processes(make_backend, emb):
     contents = sorted(f.content for f in setup.list_all("u1"))
     assert contents == ["I live in Berlin", "I live in Paris"]
     assert setup.remember("u1", "i live in paris!").action == "duplicate"
+
+
+def test_a_copy_outside_the_users_racing_another_copy_is_stored(store, monkeypatch):
+    """Two copies of one fact's value put at once under two keys of a namespace outside the
+    users' (a backup): each read no other holder of its hash, and the later write broke the
+    one-fact-per-text constraint, so its put raised ``DuplicateFactError`` (30 of 60 puts
+    in a threaded run). Put in order, the second copy is stored without the hash; so it is
+    now, as a ``BaseStore.put`` (LangGraph's ``PostgresStore``) never fails there."""
+    made = store.remember("u1", "Drives a red bicycle").fact
+    assert made is not None
+    value = dict(store.get(store.user_namespace("u1"), made.id).value)
+    backup = ("backup", "b1")
+    search = store.backend.search
+    landed: list[bool] = []
+
+    def search_then_another_copy(request):
+        found = search(request)
+        if request.prefix == backup and not landed:  # the put's look for a holder
+            landed.append(True)
+            store.put(backup, "copy1", dict(value))
+        return found
+
+    monkeypatch.setattr(store.backend, "search", search_then_another_copy)
+    store.put(backup, "copy2", dict(value))
+    assert landed
+    copies = {key: store.get(backup, key).value for key in ("copy1", "copy2")}
+    assert copies["copy1"] == value
+    assert copies["copy2"] == {k: v for k, v in value.items() if k != "content_hash"}
