@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from langchain_ltm.errors import (
     BackendError,
+    CatalogMismatchError,
     DuplicateFactError,
     EmbeddingDimensionError,
     EngineLimitError,
@@ -38,6 +39,7 @@ __all__ = [
     "DEFAULT_UPSERT_THRESHOLD",
     "Ambiguity",
     "BackendError",
+    "CatalogMismatchError",
     "ChatModelResolver",
     "DuplicateFactError",
     "EmbeddingDimensionError",

@@ -3,7 +3,10 @@
 - ``chroma://HOST:PORT/COLLECTION``: a Chroma server (``chroma run``) over HTTP. The
   catalog (the SQLite file holding the items; the vectors are in Chroma) is kept on this
   machine, in ``chroma/HOST_PORT_COLLECTION.sqlite`` under the data directory, or where
-  ``?catalog=PATH`` says: every process using the memories must use that same file.
+  ``?catalog=PATH`` says: every process using the memories must use that same file. A new
+  catalog over a collection that holds another catalog's memories (one server reached as
+  ``localhost`` and as ``127.0.0.1`` names two catalogs) is refused, naming the catalog
+  that wrote them; ``?share_collection=1`` opens a second, separate store there on purpose.
 - ``chroma:PATH``: a persistent Chroma folder (``chromadb.PersistentClient``), collection
   ``langchain_ltm``; the catalog is ``PATH/ltm-catalog.sqlite``. ``?collection=NAME`` uses
   another collection, with its own catalog ``PATH/ltm-catalog-NAME.sqlite``.
@@ -15,8 +18,9 @@
   search (Redis 8, Redis Stack), the vectors in the RediSearch index ``INDEX`` of a
   ``langchain-redis`` ``RedisVectorStore`` (created with our ``metadata_schema`` when
   missing; RediSearch indexes live in database 0). Options: ``?depth=N`` (how many
-  namespace levels a search may be scoped to, default 4), ``?catalog=PATH``; the catalog
-  is ``redis/HOST_PORT_INDEX.sqlite`` under the data directory by default: every process
+  namespace levels a search may be scoped to, default 4), ``?catalog=PATH``,
+  ``?share_collection=1`` (as for ``chroma://``); the catalog is
+  ``redis/HOST_PORT_INDEX.sqlite`` under the data directory by default: every process
   using the memories must use that same file.
 - ``module:factory``: ``factory`` in the importable ``module`` (the current folder is
   searched too), called with the embeddings when it takes an argument, else without. It
@@ -41,7 +45,12 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from langchain_ltm._embedder import as_langchain
-from langchain_ltm.errors import BackendError, MissingDependencyError, UnsupportedVectorStoreError
+from langchain_ltm.errors import (
+    BackendError,
+    CatalogMismatchError,
+    MissingDependencyError,
+    UnsupportedVectorStoreError,
+)
 
 if TYPE_CHECKING:
     from langchain_ltm._embedder import EmbeddingsLike
@@ -164,7 +173,8 @@ def _chroma_settings() -> Any:
 def _chroma_server(url: str, embeddings: EmbeddingsLike) -> tuple[LongTermMemoryStore, str]:
     usage = (
         f"{url!r} is not a Chroma server URL: write chroma://HOST:PORT/COLLECTION, e.g. "
-        "chroma://localhost:8000/memories (optionally ?catalog=/path/to/catalog.sqlite)"
+        "chroma://localhost:8000/memories (optionally ?catalog=/path/to/catalog.sqlite, "
+        "?share_collection=1)"
     )
     parts = urlsplit(url)
     collection = parts.path.strip("/")
@@ -175,11 +185,13 @@ def _chroma_server(url: str, embeddings: EmbeddingsLike) -> tuple[LongTermMemory
     if not parts.hostname or not collection or "/" in collection:
         raise ValueError(usage)
     query = parse_qs(parts.query)
-    unknown = set(query) - {"catalog"}
+    unknown = set(query) - {"catalog", "share_collection"}
     if unknown:
         raise ValueError(f"{usage}; unknown option {sorted(unknown)[0]!r}")
+    share = _flag(query, "share_collection", usage)
     from langchain_ltm.defaults import data_dir
 
+    # named from the URL's text: kept so (catalogs made by earlier releases still open)
     default = data_dir() / "chroma" / f"{parts.hostname}_{port}_{collection}.sqlite"
     catalog = Path(query["catalog"][0]).expanduser() if "catalog" in query else default
     chromadb = _chromadb(url)
@@ -191,7 +203,8 @@ def _chroma_server(url: str, embeddings: EmbeddingsLike) -> tuple[LongTermMemory
             f"(chroma run --port {port}) or check the host and port of --store {url}"
         ) from exc
     where = f"Chroma server at {parts.hostname}:{port}, collection {collection} (catalog {catalog})"
-    return _generic(_chroma(collection, embeddings, client), catalog, embeddings), where
+    vs = _chroma(collection, embeddings, client)
+    return _generic(vs, catalog, embeddings, url=url, share=share), where
 
 
 def _chroma_folder(url: str, embeddings: EmbeddingsLike) -> tuple[LongTermMemoryStore, str]:
@@ -203,7 +216,7 @@ def _chroma_folder(url: str, embeddings: EmbeddingsLike) -> tuple[LongTermMemory
     catalog = folder_catalog(url)
     assert catalog is not None
     where = f"Chroma folder {folder}, collection {collection} (catalog {catalog})"
-    return _generic(_chroma(collection, embeddings, client), catalog, embeddings), where
+    return _generic(_chroma(collection, embeddings, client), catalog, embeddings, url=url), where
 
 
 def _chroma(collection: str, embeddings: EmbeddingsLike, client: Any) -> Any:
@@ -265,7 +278,7 @@ def _redis_server(url: str, embeddings: EmbeddingsLike) -> tuple[LongTermMemoryS
     usage = (
         f"{shown!r} is not a Redis store URL: write redis://HOST:PORT/INDEX, e.g. "
         "redis://localhost:6379/memories (optionally ?depth=N, "
-        "?catalog=/path/to/catalog.sqlite)"
+        "?catalog=/path/to/catalog.sqlite, ?share_collection=1)"
     )
     index = parts.path.strip("/")
     try:
@@ -275,9 +288,10 @@ def _redis_server(url: str, embeddings: EmbeddingsLike) -> tuple[LongTermMemoryS
     if not parts.hostname or not re.fullmatch(r"[A-Za-z0-9_]+", index):
         raise ValueError(f"{usage}; INDEX is letters, digits and _")
     query = parse_qs(parts.query)
-    unknown = set(query) - {"catalog", "depth"}
+    unknown = set(query) - {"catalog", "depth", "share_collection"}
     if unknown:
         raise ValueError(f"{usage}; unknown option {sorted(unknown)[0]!r}")
+    share = _flag(query, "share_collection", usage)
     try:
         depth = int(query.get("depth", [str(REDIS_DEPTH)])[0])
     except ValueError:
@@ -321,7 +335,7 @@ def _redis_server(url: str, embeddings: EmbeddingsLike) -> tuple[LongTermMemoryS
             f"check the host and port of --store {shown}"
         ) from exc
     where = f"Redis at {parts.hostname}:{port}, index {index} (catalog {catalog})"
-    return _generic(vs, catalog, embeddings), where
+    return _generic(vs, catalog, embeddings, url=shown, share=share), where
 
 
 def _redis_index_dims(index: str, server: str) -> int | None:
@@ -395,7 +409,7 @@ def _factory(url: str, embeddings: EmbeddingsLike) -> tuple[LongTermMemoryStore,
 
     catalog = data_dir() / "catalogs" / f"{module_name}.{name}.sqlite"
     where = f"{url} ({type(made).__name__}, catalog {catalog})"
-    return _generic(made, catalog, embeddings), where
+    return _generic(made, catalog, embeddings, url=url), where
 
 
 def _takes_argument(fn: Any) -> bool:
@@ -421,12 +435,60 @@ def _fast_path(vs: Any) -> bool:
 # ---- shared -------------------------------------------------------------------------------
 
 
-def _generic(vs: Any, catalog: Path, embeddings: EmbeddingsLike) -> LongTermMemoryStore:
+def _generic(
+    vs: Any, catalog: Path, embeddings: EmbeddingsLike, *, url: str, share: bool = False
+) -> LongTermMemoryStore:
     from langchain_ltm.backends.vectorstore import vectorstore_backend
     from langchain_ltm.store import LongTermMemoryStore
 
     _make_folder(catalog.parent)
-    return LongTermMemoryStore(vectorstore_backend(vs, catalog=catalog), embeddings=embeddings)
+    try:
+        backend = vectorstore_backend(vs, catalog=catalog, share_collection=share)
+    except CatalogMismatchError as exc:  # said again for --store: its options, not the API's
+        raise CatalogMismatchError(
+            _mismatch(exc, url), catalog=exc.catalog, store_id=exc.store_id, catalogs=exc.catalogs
+        ) from None
+    return LongTermMemoryStore(backend, embeddings=embeddings)
+
+
+def _mismatch(exc: CatalogMismatchError, url: str) -> str:
+    """What a refused new catalog means for ``--store url``, and what to pass instead."""
+    base = url.partition("?")[0]
+    if exc.catalogs:
+        wrote = f"the catalog that wrote them is {' or '.join(exc.catalogs)}"
+    else:
+        wrote = f"no catalog beside it has that id (ltm_store={exc.store_id!r})"
+    said = (
+        f"--store {url}: the catalog {exc.catalog} is new, but the store already holds "
+        f"langchain-ltm memories written through another catalog ({wrote}). Through a new "
+        "catalog they would look absent: list would show none and forget-user would erase "
+        "nothing of them. Nothing was created."
+    )
+    if url.startswith(("chroma://", "redis://", "rediss://")):
+        use = f"--store '{base}?catalog={exc.catalogs[0]}'" if exc.catalogs else "its file"
+        return (
+            f"{said} Use the catalog that wrote them ({use}; the same server under another "
+            "host name, e.g. localhost and 127.0.0.1, names another default catalog). To keep "
+            f"a second, separate set of memories there on purpose (another machine), pass "
+            f"--store '{base}?share_collection=1'."
+        )
+    if url.startswith(("chroma:", "faiss:")):
+        return (
+            f"{said} Put the folder's catalog file back as {exc.catalog} (the one whose "
+            f"ltm_items_meta table has vectorstore_id = {exc.store_id!r})."
+        )
+    return (
+        f"{said} Have the factory return LongTermMemoryStore(vectorstore_backend(vs, "
+        "catalog=<the catalog that wrote them>), embeddings=...)."
+    )
+
+
+def _flag(query: dict[str, list[str]], name: str, usage: str) -> bool:
+    """A ``?name=1`` URL option (``1``, ``true``, ``0``, ``false``; default false)."""
+    value = query.get(name, ["0"])[-1].lower()
+    if value not in ("1", "true", "0", "false"):
+        raise ValueError(f"{usage}; {name} is 1 or 0")
+    return value in ("1", "true")
 
 
 def _make_folder(folder: Path) -> None:

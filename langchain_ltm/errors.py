@@ -19,6 +19,7 @@ from typing import Any
 
 __all__ = [
     "BackendError",
+    "CatalogMismatchError",
     "DuplicateFactError",
     "EmbeddingDimensionError",
     "EngineLimitError",
@@ -306,6 +307,39 @@ class IncompatibleCollectionError(LTMError, ValueError):
         >>> issubclass(IncompatibleCollectionError, ValueError)
         True
     """
+
+
+class CatalogMismatchError(LTMError, ValueError):
+    """A new catalog was opened over a vectorstore that holds another catalog's memories.
+
+    The generic engine (:func:`~langchain_ltm.backends.vectorstore.vectorstore_backend`,
+    ``ltm --store chroma://...``) keeps each memory's item in a catalog file beside the
+    store; the documents carry the id of the catalog that wrote them. A new catalog over
+    them would see none of them: listings would be empty and an erase would erase nothing
+    of them. Nothing was created. Open the catalog that wrote them (``catalogs`` names the
+    files found beside the new one with that id), or, to keep a second, separate set of
+    memories in the same collection on purpose (a second machine on one server), pass
+    ``share_collection=True`` (``?share_collection=1`` in a ``chroma://`` or ``redis://``
+    URL).
+
+    Attributes:
+        catalog: The new catalog file that was refused.
+        store_id: The id (``ltm_store``) the store's documents carry.
+        catalogs: Catalog files found beside ``catalog`` that hold that id.
+
+    Example:
+        >>> error = CatalogMismatchError("new catalog", catalog="b.db", store_id="1f2e")
+        >>> isinstance(error, ValueError), error.store_id, error.catalogs
+        (True, '1f2e', [])
+    """
+
+    def __init__(
+        self, message: str, *, catalog: str, store_id: str, catalogs: list[str] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.catalog = catalog
+        self.store_id = store_id
+        self.catalogs = list(catalogs or [])
 
 
 class ModelFileError(LTMError, ValueError):

@@ -56,3 +56,35 @@ def test_an_unreachable_server_exits_3(tmp_path):
     code, out, err = ltm("--store", f"chroma://127.0.0.1:{port}/m", "list", "--user", "alice")
     assert (code, out) == (3, "")
     assert f"the Chroma server at 127.0.0.1:{port} did not answer" in err
+
+
+def test_one_server_under_two_host_names_refuses_a_second_catalog(chroma_server, tmp_path):
+    """`chroma://localhost:P/C` and `chroma://127.0.0.1:P/C` name two default catalogs: through
+    the second, `list` said "No facts stored" and `forget-user --yes` reported "facts 0"
+    while the collection kept 'Lives in Paris'. The second catalog is now refused."""
+    import chromadb
+
+    from tests.vectorstores import chroma_settings
+
+    port = chroma_server["port"]
+    first, second = f"chroma://localhost:{port}/alias_c", f"chroma://127.0.0.1:{port}/alias_c"
+    assert ltm("--store", first, "remember", "--user", "alice", "Lives in Paris")[0] == 0
+    written = tmp_path / "home" / "chroma" / f"localhost_{port}_alias_c.sqlite"
+    for command in (["list", "--user", "alice"], ["forget-user", "--user", "alice", "--yes"]):
+        code, out, err = ltm("--store", second, *command)
+        assert (code, out) == (2, ""), err
+        assert "written through another catalog" in err and str(written) in err
+        assert f"--store '{second}?catalog={written}'" in err and "share_collection=1" in err
+    assert not (tmp_path / "home" / "chroma" / f"127.0.0.1_{port}_alias_c.sqlite").exists()
+    client = chromadb.HttpClient(host="localhost", port=port, settings=chroma_settings())
+    assert client.get_collection("alias_c").get()["documents"] == ["Lives in Paris"]
+    code, out, _ = ltm("--store", f"{second}?catalog={written}", "list", "--user", "alice")
+    assert code == 0 and "Lives in Paris" in out  # the advice works
+    shared = f"{second}?share_collection=1"  # a second, separate store, on purpose
+    assert ltm("--store", shared, "remember", "--user", "alice", "Plays the cello")[0] == 0
+    code, out, _ = ltm("--store", second, "list", "--user", "alice")  # now its own catalog
+    assert code == 0 and "Plays the cello" in out and "Paris" not in out
+    code, out, _ = ltm("--store", first, "list", "--user", "alice")
+    assert code == 0 and "Lives in Paris" in out and "cello" not in out
+    client.delete_collection("alias_c")
+

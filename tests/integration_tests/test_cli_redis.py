@@ -72,3 +72,21 @@ def test_an_unreachable_redis_fails_before_anything_is_embedded():
     with pytest.raises(BackendError, match="did not answer"):
         open_vectorstore_url("redis://127.0.0.1:1/memories", Counting(dims=8))
     assert Counting.calls == 0
+
+
+def test_one_redis_under_two_host_names_refuses_a_second_catalog(redis_server, tmp_path):
+    """`redis://localhost:P/I` and `redis://127.0.0.1:P/I` name two default catalogs, as
+    Chroma's URLs do: the second saw no memories and erased none. It is refused now."""
+    port = urlsplit(redis_server).port
+    first, second = f"redis://localhost:{port}/alias_idx", f"redis://127.0.0.1:{port}/alias_idx"
+    assert ltm("--store", first, "remember", "--user", "alice", "Lives in Paris")[0] == 0
+    written = tmp_path / "home" / "redis" / f"localhost_{port}_alias_idx.sqlite"
+    code, out, err = ltm("--store", second, "forget-user", "--user", "alice", "--yes")
+    assert (code, out) == (2, ""), err
+    assert "written through another catalog" in err and str(written) in err
+    code, out, _ = ltm("--store", f"{second}?catalog={written}", "list", "--user", "alice")
+    assert code == 0 and "Lives in Paris" in out
+    shared = f"{second}?share_collection=1"
+    assert ltm("--store", shared, "list", "--user", "alice")[0] == 0  # a second store, meant
+    code, out, _ = ltm("--store", first, "forget-user", "--user", "alice", "--yes")
+    assert code == 0

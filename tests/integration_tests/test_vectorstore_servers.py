@@ -13,7 +13,7 @@ import chromadb
 import pytest
 from langchain_chroma import Chroma
 
-from langchain_ltm import LongTermMemoryStore
+from langchain_ltm import CatalogMismatchError, LongTermMemoryStore
 from langchain_ltm.backends.vectorstore import vectorstore_backend
 from tests.engine_facts import *  # noqa: F403  (every engine runs these)
 from tests.fakes import KeywordEmbeddings
@@ -146,13 +146,16 @@ def test_two_catalogs_on_one_server_collection_keep_apart(tmp_path):
     client = chromadb.HttpClient(
         host=CHROMA_SERVER["host"], port=CHROMA_SERVER["port"], settings=chroma_settings()
     )
-    stores = []
-    for name in ("machine-a", "machine-b"):
-        vs = Chroma("ltm-two-catalogs", emb, client=client)
-        backend = vectorstore_backend(vs, catalog=tmp_path / f"{name}.sqlite")
-        stores.append(LongTermMemoryStore(backend, embeddings=emb))
-    a, b = stores
+    vs = Chroma("ltm-two-catalogs", emb, client=client)
+    a = LongTermMemoryStore(vectorstore_backend(vs, catalog=tmp_path / "a.sqlite"), embeddings=emb)
     a.remember("alice", "likes green tea")
+    vs = Chroma("ltm-two-catalogs", emb, client=client)
+    # a new catalog over a's documents is refused unless a second store is meant
+    with pytest.raises(CatalogMismatchError, match=r"a\.sqlite"):
+        vectorstore_backend(vs, catalog=tmp_path / "b.sqlite")
+    backend = vectorstore_backend(vs, catalog=tmp_path / "b.sqlite", share_collection=True)
+    b = LongTermMemoryStore(backend, embeddings=emb)
+    stores = [a, b]
     b.remember("alice", "likes black coffee")
     assert [f.content for f in a.recall("alice", "likes")] == ["likes green tea"]
     assert [f.content for f in b.recall("alice", "likes")] == ["likes black coffee"]

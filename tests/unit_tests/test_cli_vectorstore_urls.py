@@ -395,3 +395,20 @@ def test_a_faiss_folder_older_than_its_catalog_gets_its_vectors_back_on_open(tmp
         assert hit.value["content"] == "Plays the cello" and hit.score is not None
         docs = store.backend.vectorstore.docstore._dict.values()
         assert sorted(d.page_content for d in docs) == ["Lives in Lisbon", "Plays the cello"]
+
+
+def test_a_chroma_folder_whose_catalog_is_gone_refuses_a_new_one_over_its_memories(tmp_path):
+    """With the folder's catalog moved away, `remember` made a new catalog over the same
+    collection: the old memories were out of every later command's reach (list showed the
+    new fact only, forget-user left the old text in the folder)."""
+    folder = tmp_path / "c"
+    url = f"chroma:{folder}"
+    assert ltm("--store", url, "remember", "--user", "alice", "Lives in Paris")[0] == 0
+    (folder / "ltm-catalog.sqlite").rename(tmp_path / "moved.sqlite")
+    code, out, err = ltm("--store", url, "remember", "--user", "alice", "Plays the cello")
+    assert (code, out) == (2, ""), err
+    assert "written through another catalog" in err and "Put the folder's catalog" in err
+    assert not (folder / "ltm-catalog.sqlite").exists()  # nothing created
+    (tmp_path / "moved.sqlite").rename(folder / "ltm-catalog.sqlite")
+    code, out, _ = ltm("--store", url, "list", "--user", "alice")
+    assert code == 0 and "Lives in Paris" in out

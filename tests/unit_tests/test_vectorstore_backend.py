@@ -1011,3 +1011,41 @@ def test_a_catalog_that_cannot_be_opened_says_why(tmp_path):
     vs = faiss(KeywordEmbeddings(dims=8), tmp_path / "f")
     with pytest.raises(BackendError, match="not a usable SQLite database"):
         vectorstore_backend(vs, catalog=junk)
+
+
+@pytest.mark.parametrize("kind", ["chroma", "faiss"])
+def test_a_new_catalog_over_another_catalogs_documents_is_refused(kind, tmp_path):
+    """A second catalog over a used store saw none of its memories: an empty list, and a
+    ``clear_user`` that reported success while the texts stayed. A new catalog file over
+    a store holding our documents is now refused (naming the catalog that wrote them),
+    unless ``share_collection=True`` asks for a second, separate store."""
+    from langchain_ltm import CatalogMismatchError
+
+    emb = KeywordEmbeddings(DIMS)
+    vs = chroma(emb) if kind == "chroma" else faiss(emb, tmp_path / "f")
+    first = tmp_path / "cat" / "first.sqlite"
+    first.parent.mkdir()
+    (tmp_path / "cat" / "notes.txt").write_text("not a catalog")  # looked at, skipped
+    # a store holding only others' documents (FAISS's unrelated one, or none) opens
+    store = LongTermMemoryStore(vectorstore_backend(vs, catalog=first), embeddings=emb)
+    store.remember("alice", "Lives in Paris")
+    store.close()
+    second = tmp_path / "cat" / "second.sqlite"
+    with pytest.raises(CatalogMismatchError, match=r"written through another catalog") as info:
+        vectorstore_backend(vs, catalog=second)
+    assert str(first) in str(info.value) and info.value.catalogs == [str(first)]
+    assert isinstance(info.value, ValueError) and not second.exists()  # nothing created
+    again = LongTermMemoryStore(vectorstore_backend(vs, catalog=first), embeddings=emb)
+    assert [f.content for f in again.list_all("alice")] == ["Lives in Paris"]  # it still opens
+    again.close()
+    elsewhere = tmp_path / "other" / "c.sqlite"  # no catalog beside it holds that id
+    elsewhere.parent.mkdir()
+    with pytest.raises(CatalogMismatchError, match=r"vectorstore_id = '[0-9a-f]+'"):
+        vectorstore_backend(vs, catalog=elsewhere)
+    shared = LongTermMemoryStore(
+        vectorstore_backend(vs, catalog=second, share_collection=True), embeddings=emb
+    )
+    assert shared.list_all("alice") == []  # a second store, on purpose
+    shared.close()
+    reopened = vectorstore_backend(vs, catalog=second)  # an existing catalog: no check
+    reopened.close()

@@ -623,7 +623,8 @@ def _value_filter_stays_on_the_catalog(vs, echo, tmp_path, rendered=str):
     ``rendered``: a store's filter object as comparable text (what its client sends).
     """
     emb = KeywordEmbeddings(DIMS)
-    backend = VectorStoreBackend(vs, catalog=tmp_path / "c.db")
+    # stores never connected (their calls stubbed): no probe of a new catalog's store
+    backend = VectorStoreBackend(vs, catalog=tmp_path / "c.db", share_collection=True)
     assert backend.capabilities.extra["value_filter_pushdown"] is False
     store = LongTermMemoryStore(backend, embeddings=emb, fields=["text"])
     for user in ("u1", "u2"):  # rare items are far from the query, common ones near it

@@ -58,9 +58,15 @@ def _unconnected(metric: str = "COSINE", schema: list | None = None) -> RedisVec
         SearchIndex.create = real  # type: ignore[method-assign]
 
 
+def _backend(vs: RedisVectorStore, tmp_path) -> VectorStoreBackend:
+    """A backend over a store never connected: ``share_collection=True`` skips the one
+    read a new catalog's open makes (the probe for another catalog's documents)."""
+    return vectorstore_backend(vs, catalog=tmp_path / "c.db", share_collection=True)
+
+
 def test_the_scope_reaches_the_knn_query_langchain_redis_builds(tmp_path):
     vs = _unconnected()
-    backend = vectorstore_backend(vs, catalog=tmp_path / "c.db")
+    backend = _backend(vs, tmp_path)
     assert backend.capabilities.name == "vectorstore:redis"
     sid = backend.catalog.store_id
     where_ = backend.scope_filter(("memories", "Alice"))
@@ -91,7 +97,7 @@ def test_scoped_values_are_hex_tags_distinct_for_every_tricky_user():
 
 @pytest.mark.parametrize(("metric", "kind"), [("COSINE", "cosine"), ("IP", "cosine"), ("L2", "l2")])
 def test_the_metric_is_turned_into_cosine(metric, kind, tmp_path):
-    backend = VectorStoreBackend(_unconnected(metric), catalog=tmp_path / "c.db")
+    backend = _backend(_unconnected(metric), tmp_path)
     assert backend.family.converter(backend.vectorstore)(0.25) == pytest.approx(
         0.75 if kind == "cosine" else 0.875
     )
@@ -113,7 +119,7 @@ def test_a_store_level_ttl_is_refused_in_favour_of_ours():
 
 def test_a_scope_deeper_than_the_index_is_a_clear_error_before_any_io(tmp_path):
     vs = _unconnected(schema=metadata_schema(1))  # ltm_n0 only: the index is never reached
-    backend = vectorstore_backend(vs, catalog=tmp_path / "c.db")
+    backend = _backend(vs, tmp_path)
     store = LongTermMemoryStore(backend, embeddings=KeywordEmbeddings(DIMS))
     with pytest.raises(UnsupportedVectorStoreError, match=r"ltm_n1.*depth"):
         store.search(("memories", "alice"), query="tea")

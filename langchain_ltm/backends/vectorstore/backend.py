@@ -131,6 +131,7 @@ from langchain_ltm.backends.base import (
 )
 from langchain_ltm.backends.vectorstore._catalog import Catalog
 from langchain_ltm.backends.vectorstore._failures import engine_call
+from langchain_ltm.backends.vectorstore._owner import check_new_catalog
 from langchain_ltm.backends.vectorstore._repair import (
     DEFAULT_GRACE_SECONDS,
     check_grace,
@@ -176,6 +177,11 @@ class VectorStoreBackend(StoreCalls):
         grace_seconds: :meth:`repair` (and opening the backend) deletes the documents of
             an unfinished write once they are older than this (default 900: a write still
             in flight in another process keeps its own). A finite number, 0 or more.
+        share_collection: ``True``: a new catalog may open over a store that already holds
+            another catalog's memories (a second machine on one server collection: two
+            stores kept apart). ``False`` (default): that open raises
+            :class:`~langchain_ltm.errors.CatalogMismatchError`, since through the new
+            catalog those memories would look absent and could not be erased.
 
     Example:
         >>> import tempfile, chromadb
@@ -204,6 +210,7 @@ class VectorStoreBackend(StoreCalls):
         family: StoreFamily | None = None,
         table: str = "ltm_items",
         grace_seconds: float = DEFAULT_GRACE_SECONDS,
+        share_collection: bool = False,
     ) -> None:
         grace = check_grace(grace_seconds)  # checked before any I/O
         self.vectorstore = vectorstore
@@ -232,6 +239,8 @@ class VectorStoreBackend(StoreCalls):
                 temporary_catalog_warning(vectorstore)
         else:
             path = os.fspath(catalog)
+            # a catalog about to be created: not over another catalog's documents
+            check_new_catalog(vectorstore, self.family, path, table, share_collection)
         self.catalog = Catalog(path, table=table)
         try:
             self.catalog.setup()
@@ -467,6 +476,7 @@ def vectorstore_backend(
     family: StoreFamily | None = None,
     table: str = "ltm_items",
     grace_seconds: float = DEFAULT_GRACE_SECONDS,
+    share_collection: bool = False,
 ) -> VectorStoreBackend:
     """A :class:`VectorStoreBackend` over ``vectorstore`` with the catalog file ``catalog``.
 
@@ -487,6 +497,12 @@ def vectorstore_backend(
             default 900 (15 minutes). Lower it when writers are known dead sooner (0: at
             once, for a single writer process). ``LongTermMemoryStore(vs)`` uses the
             default: build the backend with this factory to set it.
+        share_collection: Let a new catalog (``catalog`` not yet a file) open over a store
+            that already holds another catalog's memories, as a second, separate store
+            (a second machine on one server collection). Default ``False``: that raises
+            :class:`~langchain_ltm.errors.CatalogMismatchError` naming the catalog files
+            beside ``catalog`` that wrote them, since through a new catalog they would
+            look absent (an empty list, an erase that erases nothing of them).
 
     Returns:
         The backend, for ``LongTermMemoryStore(backend, embeddings=...)``.
@@ -494,6 +510,9 @@ def vectorstore_backend(
     Raises:
         ValueError: ``grace_seconds`` is negative, NaN, infinite or not a number (checked
             before the catalog is opened).
+        CatalogMismatchError: ``catalog`` is new and the store holds another catalog's
+            documents (Chroma, FAISS, Redis and families with ``probe=``), without
+            ``share_collection=True``. Nothing was created.
 
     Example:
         >>> import os, tempfile
@@ -516,6 +535,7 @@ def vectorstore_backend(
         family=family,
         table=table,
         grace_seconds=grace_seconds,
+        share_collection=share_collection,
     )
 
 

@@ -43,6 +43,7 @@ GetFn = Callable[[Any, list[str]], list[Document]]
 DeleteFn = Callable[[Any, list[str]], None]
 CheckFn = Callable[[list[str], list[dict[str, Any]]], None]
 StoreCheckFn = Callable[[Any, list[str], list[dict[str, Any]]], None]
+ProbeFn = Callable[[Any], str | None]
 
 AAddFn = Callable[
     [Any, list[str], list[str], list[list[float]], list[dict[str, Any]]], Awaitable[None]
@@ -158,6 +159,13 @@ class StoreFamily:
             itself sets (Milvus's text field ``max_length``); run right after ``check``,
             also before anything is journaled (the async shell runs it on the backend's
             threads: it may read the store).
+        probe: ``probe(vs) -> str | None``, the ``ltm_store`` id of one langchain-ltm
+            document the store holds (one bounded read: a get with ``limit=1`` on our
+            metadata), ``None`` when it holds none. Asked only when a catalog file is
+            about to be created: a new catalog over another catalog's documents is refused
+            (:class:`~langchain_ltm.errors.CatalogMismatchError`) unless
+            ``share_collection=True``. Without it that check is skipped. Chroma, FAISS
+            and Redis have one.
 
     Example:
         >>> fam = StoreFamily("mine", filter_builder=lambda eq: dict(eq), distance="cosine")
@@ -184,6 +192,7 @@ class StoreFamily:
     check: CheckFn | None = None
     check_store: StoreCheckFn | None = None
     max_batch: int | Callable[[Any], int | None] | None = None
+    probe: ProbeFn | None = None
 
     def __post_init__(self) -> None:
         if self.post_filter and self.size is None:
@@ -324,7 +333,7 @@ def register_vectorstore(
         **options: The other fields of :class:`StoreFamily` (``distance=``, ``post_filter=``,
             ``add=``, ``search=``, ``size=``, ``get=``, ``delete=``, ``aadd=``, ``asearch=``,
             ``native_async=``, ``max_k=``, ``value_filters=``, ``search_ids=``,
-            ``check=``, ``check_store=``, ``max_batch=``), as keywords.
+            ``check=``, ``check_store=``, ``max_batch=``, ``probe=``), as keywords.
 
     Returns:
         The registered family.

@@ -65,6 +65,20 @@ def size(vectorstore: Any) -> int | None:
     return int(vectorstore._collection.count())
 
 
+def probe(vectorstore: Any) -> str | None:
+    """The ``ltm_store`` of one of our documents in the collection (a get of one), or None.
+
+    ``ltm_at`` (an integer on every document of ours) is asked for with ``$gt``: Chroma's
+    ``$ne`` would also match documents without the key (other applications' own).
+    """
+    got = vectorstore._collection.get(where={"ltm_at": {"$gt": 0}}, limit=1, include=["metadatas"])
+    for meta in got.get("metadatas") or []:
+        found = (meta or {}).get("ltm_store")
+        if isinstance(found, str) and found:
+            return found
+    return None
+
+
 FAMILY = StoreFamily(
     "chroma",
     filter_builder=where,
@@ -73,4 +87,5 @@ FAMILY = StoreFamily(
     search=search,
     size=size,
     max_batch=batch_limit,
+    probe=probe,
 )

@@ -197,6 +197,19 @@ def search_ids(vectorstore: Any, vector: list[float], k: int, doc_ids: list[str]
     return out
 
 
+def probe(vectorstore: Any) -> str | None:
+    """The ``ltm_store`` of the first of our documents in the docstore, or None.
+
+    The docstore is a dict in memory (FAISS holds its whole index there): read until one
+    document carries the key.
+    """
+    for doc in getattr(vectorstore.docstore, "_dict", {}).values():
+        found = getattr(doc, "metadata", {}).get("ltm_store")
+        if isinstance(found, str) and found:
+            return found
+    return None
+
+
 FAMILY = StoreFamily(
     "faiss",
     filter_builder=where,
@@ -205,4 +218,5 @@ FAMILY = StoreFamily(
     search=search,
     size=size,
     search_ids=search_ids,
+    probe=probe,
 )

@@ -208,7 +208,43 @@ def search(vectorstore: Any, vector: list[float], k: int, filter_: Any) -> Score
     return list(vectorstore.similarity_search_with_score_by_vector(vector, k=k, filter=filter_))
 
 
+_PROBED_VALUES = 16  # distinct ltm_store values looked at (one per catalog on the index)
+
+
+def probe(vectorstore: Any) -> str | None:
+    """The ``ltm_store`` of one of our documents in the index, or None.
+
+    ``FT.TAGVALS`` lists the index's distinct ``ltm_store`` tags (one per catalog; it may
+    keep the tag of deleted documents until the index's garbage collection), so each is
+    confirmed by a count of the documents holding it (``LIMIT 0 0``).
+    """
+    if "ltm_store" not in _fields(vectorstore):
+        return None  # distance() refuses such an index when the backend opens
+    client = vectorstore._index.client or vectorstore.config.redis()
+    name = vectorstore.config.index_name
+    values = client.execute_command("FT.TAGVALS", name, "ltm_store") or []
+    for raw in list(values)[:_PROBED_VALUES]:
+        tag = raw.decode() if isinstance(raw, bytes) else str(raw)
+        hits = client.execute_command("FT.SEARCH", name, f"@ltm_store:{{{tag}}}", "LIMIT", 0, 0)
+        if isinstance(hits, dict):  # RESP3 (the client's protocol=3): a map, bytes keys
+            total = hits.get(b"total_results", hits.get("total_results")) or 0
+        else:
+            total = hits[0]
+        if int(total) > 0:
+            try:
+                return bytes.fromhex(tag).decode()
+            except ValueError:  # not written by us (we write hex): not ours
+                continue
+    return None
+
+
 # a tag filter needs the field in the index schema: value filters stay on the catalog
 FAMILY = StoreFamily(
-    "redis", filter_builder=where, distance=distance, add=add, search=search, value_filters=False
+    "redis",
+    filter_builder=where,
+    distance=distance,
+    add=add,
+    search=search,
+    value_filters=False,
+    probe=probe,
 )
