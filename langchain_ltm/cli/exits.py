@@ -77,6 +77,11 @@ def classify(exc: Exception, where: str) -> tuple[int, str] | None:
         return EXIT_ENGINE, text
     if isinstance(exc, (LTMError, ValueError)):
         return EXIT_USAGE, str(exc)
+    if _refused_as_invalid(exc):  # the engine answered: the request, not the server, is wrong
+        return EXIT_USAGE, (
+            f"{where} refused the request: {type(exc).__name__}: {exc}. Change what it names "
+            "(in --store: the collection or index name) and retry."
+        )
     if isinstance(exc, (ConnectionError, TimeoutError)) or any(
         cls.__module__.partition(".")[0] in _ENGINE_PACKAGES for cls in type(exc).__mro__
     ):
@@ -115,6 +120,20 @@ def classify(exc: Exception, where: str) -> tuple[int, str] | None:
         code = EXIT_ENGINE if exc.errno in _NO_ROOM else EXIT_USAGE
         return code, f"cannot use {exc.filename or where}: {exc.strerror or exc}."
     return None
+
+
+def _refused_as_invalid(exc: Exception) -> bool:
+    """An engine package's error saying an argument is invalid (a name, an id), not a fault.
+
+    Chroma's ``InvalidArgumentError`` ("Validation error: name: Expected a name containing
+    3-512 characters...") derives from ``Exception`` only, so it reached the reachability
+    hint below although the server had answered.
+    """
+    return any(
+        cls.__module__.partition(".")[0] in _ENGINE_PACKAGES
+        and (cls.__name__.startswith("Invalid") or "Validation" in cls.__name__)
+        for cls in type(exc).__mro__
+    )
 
 
 def _caused_by(exc: BaseException, package: str, name: str) -> bool:

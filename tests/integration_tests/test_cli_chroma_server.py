@@ -88,3 +88,10 @@ def test_one_server_under_two_host_names_refuses_a_second_catalog(chroma_server,
     assert code == 0 and "Lives in Paris" in out and "cello" not in out
     client.delete_collection("alias_c")
 
+
+def test_an_invalid_collection_name_on_a_server_is_no_reachability_problem(server_address):
+    """The server answered "Expected a name containing 3-512 characters"; the CLI added
+    "Check that it is running and reachable" and exited 3."""
+    code, out, err = ltm("--store", f"chroma://{server_address}/a", "recall", "--user", "u", "q")
+    assert (code, out) == (2, "")
+    assert "refused the request: InvalidArgumentError" in err and "reachable" not in err

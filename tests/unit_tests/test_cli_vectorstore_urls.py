@@ -397,6 +397,16 @@ def test_a_faiss_folder_older_than_its_catalog_gets_its_vectors_back_on_open(tmp
         assert sorted(d.page_content for d in docs) == ["Lives in Lisbon", "Plays the cello"]
 
 
+def test_an_invalid_collection_name_is_a_usage_error_without_the_reachability_hint(tmp_path):
+    """Chroma's InvalidArgumentError ("Expected a name containing 3-512 characters") came
+    with "Check that it is running and reachable" and exit 3, as if the engine were down."""
+    url = f"chroma:{tmp_path / 'c'}?collection=a"
+    code, out, err = ltm("--store", url, "remember", "--user", "alice", "Lives in Paris")
+    assert (code, out) == (2, "")
+    assert "refused the request: InvalidArgumentError" in err and "3-512 characters" in err
+    assert "reachable" not in err and "collection or index name" in err
+
+
 def test_a_chroma_folder_whose_catalog_is_gone_refuses_a_new_one_over_its_memories(tmp_path):
     """With the folder's catalog moved away, `remember` made a new catalog over the same
     collection: the old memories were out of every later command's reach (list showed the
