@@ -33,6 +33,7 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from langchain_ltm._store_forms import QDRANT_SERVER
 from langchain_ltm.errors import MissingDependencyError
 
 if TYPE_CHECKING:  # both load on use: open_facts on SQLite needs neither
@@ -179,8 +180,8 @@ def qdrant_folder(url: str) -> Path:
     """
     if url.startswith("qdrant://"):  # "//localhost:6333" was taken as a folder, and made
         raise ValueError(
-            f"{url!r}: a Qdrant server is http://HOST:6333 (https:// with TLS), an embedded "
-            "Qdrant folder qdrant:PATH (qdrant:/abs/path for an absolute one)."
+            f"{url!r}: {QDRANT_SERVER}, an embedded Qdrant folder qdrant:PATH "
+            "(qdrant:/abs/path for an absolute one)."
         )
     rest = url.removeprefix("qdrant:")
     if not rest.strip():

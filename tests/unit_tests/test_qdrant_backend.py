@@ -99,6 +99,32 @@ def test_unreachable_server_is_a_backend_error():
         qdrant_backend("http://127.0.0.1:9", dims=8, check_compatibility=False)
 
 
+@pytest.mark.parametrize(
+    "where",
+    [
+        "qdrant://my-qdrant-server:6333",
+        "localhost:6333",
+        "grpc://localhost:6334",
+        "postgresql://u@h/db",
+        "sqlite:///x.db",
+    ],
+)
+def test_a_url_or_host_port_is_not_taken_for_a_folder(where, tmp_path, monkeypatch, emb):
+    """``from_qdrant("qdrant://my-qdrant-server:6333", emb)`` opened an embedded store in a
+    folder named "qdrant:" (``"localhost:6333"`` one named so) and remembered there, with no
+    server anywhere; the CLI already refused ``qdrant://``. Refused, saying how to write a
+    server and a folder; a folder of such a name is still reachable as ``./NAME``."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=r"a Qdrant server is http://HOST:6333.*folder path"):
+        LongTermMemoryStore.from_qdrant(where, emb)
+    assert list(tmp_path.iterdir()) == []
+    if where == "localhost:6333":
+        store = LongTermMemoryStore.from_qdrant(f"./{where}", emb)
+        assert store.remember("u1", "likes tea").action == "created"
+        store.close()
+        assert (tmp_path / where / "meta.json").is_file()
+
+
 # layout
 
 

@@ -228,6 +228,20 @@ def test_a_sqlite_url_given_as_the_path_is_refused_naming_the_path(tmp_path, mon
     assert file.exists()
 
 
+@pytest.mark.parametrize("url", ["postgresql://u@h/db", "memory://", "https://x/y.db"])
+def test_a_url_of_another_scheme_is_refused_and_makes_no_file(url, tmp_path, monkeypatch):
+    """``from_sqlite("postgresql://u@h/db")`` said "Cannot open .../postgresql:/u@h/db ...
+    check that its folder exists", and ``from_sqlite("memory://")`` made a file named
+    "memory:" in the current folder: a URL that is not SQLite's is refused as such."""
+    monkeypatch.chdir(tmp_path)
+    emb = KeywordEmbeddings(dims=16)
+    scheme = url.split(":", 1)[0]
+    for build in (sqlite_backend, lambda u: LongTermMemoryStore.from_sqlite(u, emb)):
+        with pytest.raises(ValueError, match=rf"not a URL: got '{scheme}:.*{scheme}:// is not"):
+            build(url)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_bad_paths_and_options_are_clear(tmp_path):
     with pytest.raises(ValueError, match="needs a file path"):
         sqlite_backend(":memory:")

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from qdrant_client import AsyncQdrantClient, QdrantClient
 
+from langchain_ltm._store_forms import QDRANT_SERVER, is_host_port, url_scheme
 from langchain_ltm.backends.qdrant._domains import is_local
 from langchain_ltm.backends.qdrant._folder import DEFAULT_LOCK_TIMEOUT, open_folder
 from langchain_ltm.backends.qdrant.backend import QdrantBackend
@@ -43,7 +44,9 @@ def qdrant_backend(
     Args:
         client_or_url_or_path: ``":memory:"`` (embedded, this process only), a folder path
             (embedded, persistent, one process at a time), an ``http(s)://`` URL (server),
-            or a ``QdrantClient`` / remote ``AsyncQdrantClient``.
+            or a ``QdrantClient`` / remote ``AsyncQdrantClient``. Another URL
+            (``qdrant://``, ``grpc://``...) or a bare ``HOST:PORT`` is refused with a
+            ``ValueError``: it was taken for a folder of that name.
         collection: Collection name; created (cosine distance) if missing.
         dims: Vector size, checked against an existing collection.
         embeddings: Used once, only to learn ``dims`` when the collection does not exist
@@ -86,6 +89,7 @@ def qdrant_backend(
                 url=where, api_key=api_key, prefer_grpc=prefer_grpc, **client_options
             )
         else:
+            _check_folder(target)
             client = open_folder(where, lock_timeout)
         owned = True
     else:
@@ -119,3 +123,22 @@ def qdrant_backend(
     if owned:
         backend._owned.append(client)
     return backend
+
+
+def _check_folder(target: str | os.PathLike[str]) -> None:
+    """Refuse a URL or a ``HOST:PORT`` given as a folder: it made a folder of that name.
+
+    ``"qdrant://my-server:6333"``, ``"localhost:6333"`` or ``"postgresql://..."`` opened a
+    new embedded store in a folder named after them, and the writes went there, unseen by
+    the server. A ``Path`` is taken as the path it is.
+    """
+    if not isinstance(target, str):
+        return
+    scheme = url_scheme(target)
+    if scheme is None and not is_host_port(target):
+        return
+    named = f" (a folder of that name: pass './{target}')" if scheme is None else ""
+    raise ValueError(
+        f"{target!r} is not a Qdrant folder nor a server URL: {QDRANT_SERVER}, an embedded "
+        f"Qdrant store a folder path such as 'qdrant_data'{named}."
+    )

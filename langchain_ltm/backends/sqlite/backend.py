@@ -60,6 +60,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from langchain_ltm._store_forms import url_scheme
 from langchain_ltm.backends._threaded import ThreadedAsync, run_to_end
 from langchain_ltm.backends.base import (
     Capabilities,
@@ -149,6 +150,13 @@ class SqliteBackend(ThreadedAsync):
                 f"A SQLite store takes a file path, not a URL: got {path!r}; pass "
                 + (repr(bare) if bare else "the file's path")
                 + " (sqlite:///PATH URLs are for ltm --store and open_store)."
+            )
+        if scheme := url_scheme(path):  # "postgresql://u@h/db" opened ./postgresql:/u@h/db
+            raise ValueError(
+                f"A SQLite store takes a file path, not a URL: got {path!r}; pass a path such "
+                f"as 'memories.db' ({scheme}:// is not SQLite: from_postgres opens a Postgres "
+                "URL, LongTermMemoryStore(InMemoryVectorStore(embeddings)) keeps a store in "
+                "memory)."
             )
         if dims is not None and (
             not isinstance(dims, int) or isinstance(dims, bool) or not 1 <= dims <= 65536

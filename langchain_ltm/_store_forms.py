@@ -1,0 +1,39 @@
+"""How the place of a store is written: the words the ``from_*`` factories and ``ltm`` share.
+
+``ltm --help``, its message for a URL of no known form, and the factories' refusals of a
+URL they do not take quote these, so that they all say the same thing. Imports nothing of
+the package (``ltm --help`` loads it).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["QDRANT_SERVER", "is_host_port", "url_scheme"]
+
+QDRANT_SERVER = "a Qdrant server is http://HOST:6333 (https:// with TLS)"
+"""How to write a Qdrant server, for the refusal of ``qdrant://``, ``grpc://`` or ``HOST:PORT``."""
+
+_URL = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+_HOST_PORT = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]*:[0-9]{1,5}")
+
+
+def url_scheme(text: str) -> str | None:
+    """The scheme of ``text`` when it is written as a URL (``scheme://...``), else ``None``.
+
+    Example:
+        >>> url_scheme("qdrant://localhost:6333"), url_scheme("data/qdrant")
+        ('qdrant', None)
+    """
+    found = _URL.match(text)
+    return found.group(1).lower() if found else None
+
+
+def is_host_port(text: str) -> bool:
+    """Whether ``text`` is a bare ``HOST:PORT`` (``localhost:6333``): a server, not a path.
+
+    Example:
+        >>> is_host_port("localhost:6333"), is_host_port("./localhost:6333")
+        (True, False)
+    """
+    return _HOST_PORT.fullmatch(text) is not None
