@@ -182,6 +182,40 @@ def test_backends_on_one_client_share_the_mirror(emb):
 # persistence and interop
 
 
+@pytest.mark.parametrize("how", ["close", "aclose"])
+def test_a_closed_embedded_store_refuses_every_call(tmp_path, emb, how):
+    """A closed store answered reads from its mirror as the folder was at the close: after
+    another store cleared and rewrote the folder, it still listed, recalled and got the
+    deleted text; its writes failed blaming the server's reachability. Every call is
+    refused, as SQLite and Postgres do; the new store holds what was written."""
+    folder = tmp_path / "q"
+    old = LongTermMemoryStore.from_qdrant(folder, emb)
+    fact = old.remember("u1", "likes tea").fact
+    if how == "close":
+        old.close()
+    else:
+        asyncio.run(old.aclose())
+    new = LongTermMemoryStore.from_qdrant(folder, emb)  # the folder is free again
+    new.clear_user("u1")
+    new.remember("u1", "likes coffee")
+    calls = [
+        lambda: old.list_all("u1"),
+        lambda: old.recall("u1", "tea"),
+        lambda: old.get(old.user_namespace("u1"), fact.id),
+        lambda: old.search(("memories",)),
+        lambda: old.remember("u1", "likes cocoa"),
+        lambda: old.forget("u1", fact.id),
+        lambda: asyncio.run(old.arecall("u1", "tea")),
+        lambda: asyncio.run(old.aremember("u1", "likes cocoa")),
+        lambda: old.backend.reload(),
+    ]
+    for call in calls:
+        with pytest.raises(BackendError, match=r"This Qdrant store \(.*\) was closed"):
+            call()
+    assert [f.content for f in new.list_all("u1")] == ["likes coffee"]
+    new.close()
+
+
 def test_a_folder_keeps_everything_across_reopening(tmp_path, emb):
     backend = qdrant_backend(tmp_path / "db", dims=64)
     store = LongTermMemoryStore(backend, embeddings=emb)

@@ -47,7 +47,7 @@ from collections.abc import Awaitable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from langchain_ltm.errors import IncompatibleCollectionError, MissingDependencyError
+from langchain_ltm.errors import BackendError, IncompatibleCollectionError, MissingDependencyError
 
 try:
     from qdrant_client import AsyncQdrantClient, QdrantClient
@@ -164,6 +164,7 @@ class QdrantBackend(CollectionSetup, VectorBackend):
         self.dims: int | None = None
         self._aclient = aclient
         self._owned: list[Any] = []
+        self._closed = False
         self._setup_lock = threading.Lock()
         self._exists = self._check_collection(dims)
         use_mirror = self.local if mirror is None else mirror
@@ -241,6 +242,7 @@ class QdrantBackend(CollectionSetup, VectorBackend):
 
     def reload(self) -> None:
         """Rebuild the embedded mirror from the collection (after outside writes)."""
+        self._check_open()
         if self._shared is not None:
             with self._shared.lock:
                 self._rebuild(self._shared)
@@ -248,9 +250,13 @@ class QdrantBackend(CollectionSetup, VectorBackend):
     def close(self) -> None:
         """Close the clients this backend opened (a folder can then be opened again).
 
+        Every later call of this backend raises a ``BackendError`` (its mirror would answer
+        reads with what the folder held at the close, whatever was written there since).
+
         An ``AsyncQdrantClient`` it built for the async twins is closed too: on a fresh
         event loop, or as a task of the loop running in this thread (``aclose`` awaits it).
-        Clients passed in are the caller's, and stay open.
+        Clients passed in are the caller's, and stay open (this backend refuses calls all
+        the same).
         """
         for client in self._take_owned():
             closing = client.close()
@@ -265,14 +271,33 @@ class QdrantBackend(CollectionSetup, VectorBackend):
                 await closing
 
     def _take_owned(self) -> list[Any]:
+        self._closed = True
         if self.client in self._owned:
             MIRRORS.pop(self.client, None)  # the client goes: so does its mirror
         owned, self._owned = self._owned, []
         return owned
 
+    def _check_open(self) -> None:
+        """Refuse a call after ``close()``, as the other engines do.
+
+        Reads were answered from the mirror as the folder was at the close (another store
+        may have rewritten it since), and writes failed blaming the server's reachability.
+
+        Raises:
+            BackendError: :meth:`close` or :meth:`aclose` was called.
+        """
+        if self._closed:
+            options = self.client.init_options
+            where = options.get("path") or options.get("location") or options.get("url")
+            raise BackendError(
+                f"This Qdrant store ({where or 'a client'}) was closed (close() or aclose()); "
+                "open a new one."
+            )
+
     # VectorBackend
 
     def get(self, keys: Sequence[ItemKey]) -> list[StoredItem | None]:  # noqa: D102
+        self._check_open()
         if self._shared is not None:
             with self._shared.lock:
                 return self._shared.mirror.get(keys)
@@ -281,11 +306,13 @@ class QdrantBackend(CollectionSetup, VectorBackend):
         return self._sync(plan_get(self.layout, keys))
 
     def indexed_paths(self, keys: Sequence[ItemKey]) -> list[tuple[str, ...] | None]:  # noqa: D102
+        self._check_open()
         if not self._present():
             return [None] * len(keys)
         return self._sync(plan_indexed_paths(self.layout, keys))
 
     def search(self, request: SearchRequest) -> list[list[Hit]]:  # noqa: D102
+        self._check_open()
         self._check_query(request)
         if self._shared is not None:
             with self._shared.lock:
@@ -295,6 +322,7 @@ class QdrantBackend(CollectionSetup, VectorBackend):
         return self._sync(plan_search(self.layout, request))
 
     def list_namespaces(self, request: ListRequest) -> list[tuple[str, ...]]:  # noqa: D102
+        self._check_open()
         if self._shared is not None:
             with self._shared.lock:
                 return self._shared.mirror.list_namespaces(request)
@@ -302,12 +330,14 @@ class QdrantBackend(CollectionSetup, VectorBackend):
         return _list_page(found, request)
 
     def count(self, prefix: tuple[str, ...]) -> int:  # noqa: D102
+        self._check_open()
         if self._shared is not None:
             with self._shared.lock:
                 return self._shared.mirror.count(prefix)
         return self._sync(plan_count(self.layout, prefix)) if self._present() else 0
 
     def write(self, upserts: Sequence[Record], deletes: Sequence[ItemKey]) -> int:  # noqa: D102
+        self._check_open()
         if not self._ready_for(upserts):
             return 0
         if self._shared is None:
@@ -329,6 +359,7 @@ class QdrantBackend(CollectionSetup, VectorBackend):
         return written.deleted
 
     def touch(self, keys: Sequence[ItemKey], now: datetime) -> None:  # noqa: D102
+        self._check_open()
         if not self._present():
             return
         if self._shared is None:
@@ -339,6 +370,7 @@ class QdrantBackend(CollectionSetup, VectorBackend):
             self._shared.mirror.touch(keys, now)
 
     def sweep(self, now: datetime) -> int:  # noqa: D102
+        self._check_open()
         if not self._present():
             return 0
         if self._shared is None:
@@ -350,37 +382,44 @@ class QdrantBackend(CollectionSetup, VectorBackend):
         return len(removed)
 
     async def atouch(self, keys: Sequence[ItemKey], now: datetime) -> None:  # noqa: D102
+        self._check_open()
         if self.local or not self._present():
             return self.touch(keys, now)
         await self._async(plan_touch(self.layout, keys, now))
 
     async def asweep(self, now: datetime) -> int:  # noqa: D102
+        self._check_open()
         if self.local or not self._present():
             return self.sweep(now)
         return len(await self._async(plan_sweep(self.layout, now)))
 
     async def aget(self, keys: Sequence[ItemKey]) -> list[StoredItem | None]:  # noqa: D102
+        self._check_open()
         if self.local or not self._present():
             return self.get(keys)
         return await self._async(plan_get(self.layout, keys))
 
     async def asearch(self, request: SearchRequest) -> list[list[Hit]]:  # noqa: D102
+        self._check_open()
         if self.local or not self._present():
             return self.search(request)
         self._check_query(request)
         return await self._async(plan_search(self.layout, request))
 
     async def alist_namespaces(self, request: ListRequest) -> list[tuple[str, ...]]:  # noqa: D102
+        self._check_open()
         if self.local or not self._present():
             return self.list_namespaces(request)
         return _list_page(await self._async(plan_namespaces(self.layout, request)), request)
 
     async def acount(self, prefix: tuple[str, ...]) -> int:  # noqa: D102
+        self._check_open()
         if self.local or not self._present():
             return self.count(prefix)
         return await self._async(plan_count(self.layout, prefix))
 
     async def awrite(self, upserts: Sequence[Record], deletes: Sequence[ItemKey]) -> int:  # noqa: D102
+        self._check_open()
         if self.local or not self._present():
             # embedded: in process; server before the collection exists: created once, sync
             return self.write(upserts, deletes)
