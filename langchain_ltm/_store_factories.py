@@ -28,7 +28,7 @@ def _refuse_unknown(factory: str, kwargs: dict[str, Any], engine_options: Iterab
         LongTermMemoryStore.__init__,
         kwargs,
         engine_options,
-        not_options=("self", "vectorstore", "embeddings", "namespace"),
+        not_options=("self", "vectorstore", "embeddings"),
     )
 
 
@@ -48,7 +48,7 @@ def from_postgres(
     postgres = engine("postgres", "postgres")
     pool_options = postgres.BACKEND_OPTIONS
     options = {name: kwargs.pop(name) for name in pool_options if name in kwargs}
-    _refuse_unknown("from_postgres", kwargs, pool_options)
+    _refuse_unknown("from_postgres", kwargs, postgres.ENGINE_OPTIONS)
     backend = postgres.postgres_backend(
         conn, table=table, schema=schema, dims=dims, vector_type=vector_type, **options
     )

@@ -200,7 +200,7 @@ class FactStore(FactAPI):
         postgres = engine("postgres", "postgres")
         engine_options = postgres.BACKEND_OPTIONS
         chosen = {name: options.pop(name) for name in engine_options if name in options}
-        cls._refuse_unknown("from_postgres", options, engine_options)
+        cls._refuse_unknown("from_postgres", options, postgres.ENGINE_OPTIONS)
         backend = postgres.postgres_backend(
             conn, table=table, schema=schema, dims=dims, vector_type=vector_type, **chosen
         )

@@ -8,6 +8,7 @@ it runs on ``LongTermMemoryStore``; then what is its own: the same file shared w
 from __future__ import annotations
 
 import asyncio
+import re
 import subprocess
 import sys
 
@@ -183,6 +184,34 @@ def test_a_mistyped_option_names_the_factory_and_what_it_takes(tmp_path):
         assert "from_sqlite() got unexpected option(s) 'busy_timeot'" in message
         assert "merge_threshold" in message and "busy_timeout" in message
     assert not path.exists()  # refused before the file was made
+
+
+def test_the_unknown_option_message_lists_every_keyword_of_the_factory(tmp_path):
+    """``from_postgres(..., shema=...)`` listed the pool's options but not the method's own
+    (``table``, ``schema``, ``dims``, ``vector_type``), and every ``LongTermMemoryStore``
+    factory left ``namespace`` out: a user looking for the right spelling did not find it."""
+    emb = DeterministicFakeEmbedding(size=8)
+    url = "postgresql://u@127.0.0.1:1/db"  # refused before any connection
+    path = tmp_path / "typo.db"
+    calls = {
+        "from_postgres": [
+            (cls.from_postgres, url, ("table", "schema", "dims", "vector_type", "max_size"))
+            for cls in (FactStore, LongTermMemoryStore)
+        ],
+        "from_sqlite": [
+            (cls.from_sqlite, path, ("table", "dims", "busy_timeout"))
+            for cls in (FactStore, LongTermMemoryStore)
+        ],
+        "from_qdrant": [(LongTermMemoryStore.from_qdrant, ":memory:", ("collection", "dims"))],
+    }
+    for name, factories in calls.items():
+        for factory, where, engine in factories:
+            with pytest.raises(TypeError, match=rf"{name}\(\) got unexpected option") as refused:
+                factory(where, emb, namespce=("m",))
+            listed = re.findall(r"\w+", str(refused.value).split(": it takes", 1)[1])
+            for option in ("namespace", "merge_threshold", *engine):
+                assert option in listed, (factory, option)
+    assert not path.exists()
 
 
 def test_a_list_namespace_is_the_same_prefix_in_both_classes(tmp_path):

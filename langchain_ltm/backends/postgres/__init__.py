@@ -18,7 +18,7 @@
 
 from langchain_ltm.backends._compaction import Compacted, StoreInUseError
 from langchain_ltm.backends.postgres._calibrate import BroadCalibration, CalibrationStep
-from langchain_ltm.backends.postgres._factory import BACKEND_OPTIONS
+from langchain_ltm.backends.postgres._factory import BACKEND_OPTIONS, ENGINE_OPTIONS
 from langchain_ltm.backends.postgres.backend import (
     DuplicateFactError,
     PostgresBackend,
@@ -29,6 +29,7 @@ from langchain_ltm.errors import LockLostError
 
 __all__ = [
     "BACKEND_OPTIONS",
+    "ENGINE_OPTIONS",
     "BroadCalibration",
     "CalibrationStep",
     "Compacted",

@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 BACKEND_OPTIONS = ("setup", "min_size", "max_size", "timeout", "connect_kwargs")
 """The options of :func:`postgres_backend` that the stores' ``from_postgres`` pass on."""
 
+ENGINE_OPTIONS = ("table", "schema", "dims", "vector_type", *BACKEND_OPTIONS)
+"""Every engine option of the stores' ``from_postgres``: their own keywords, then the pool's
+(named in the message of an unknown option)."""
+
 
 def postgres_backend(
     conn: str | PGEngine | ConnectionPool[Any] | AsyncConnectionPool[Any],
