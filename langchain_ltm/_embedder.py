@@ -48,6 +48,45 @@ class EmbeddingsLike(Protocol):
         ...
 
 
+def check_embeddings(embeddings: object) -> None:
+    """Refuse what cannot embed: a class, a model's name, an object without the methods.
+
+    The store opened, and its first ``remember`` failed with "embed_documents() missing 1
+    required positional argument" (the class ``LocalMiniLMEmbeddings`` given for an
+    instance) or "'str' object has no attribute 'embed_documents'". ``None`` passes: the
+    store takes its vectorstore's embeddings then, or says that it has none.
+
+    Raises:
+        TypeError: ``embeddings`` is a class or lacks ``embed_documents`` / ``embed_query``.
+
+    Example:
+        >>> from langchain_ltm.embeddings import LocalMiniLMEmbeddings
+        >>> check_embeddings(LocalMiniLMEmbeddings)
+        Traceback (most recent call last):
+        ...
+        TypeError: embeddings must be an instance, got the class LocalMiniLMEmbeddings: pass \
+an instance, e.g. LocalMiniLMEmbeddings().
+    """
+    if embeddings is None:
+        return
+    if isinstance(embeddings, type):
+        raise TypeError(
+            f"embeddings must be an instance, got the class {embeddings.__name__}: pass an "
+            f"instance, e.g. {embeddings.__name__}()."
+        )
+    missing = [
+        name
+        for name in ("embed_documents", "embed_query")
+        if not callable(getattr(embeddings, name, None))
+    ]
+    if missing:
+        raise TypeError(
+            f"embeddings must be an Embeddings instance, got {type(embeddings).__name__} "
+            f"{embeddings!r:.60} (it has no {' or '.join(missing)}): pass an instance, e.g. "
+            "LocalMiniLMEmbeddings() or OpenAIEmbeddings()."
+        )
+
+
 def as_langchain(embeddings: EmbeddingsLike) -> Embeddings:
     """``embeddings`` as a LangChain ``Embeddings``, for what needs the class (a vectorstore).
 
@@ -84,6 +123,7 @@ class Embedder:
     """
 
     def __init__(self, embeddings: EmbeddingsLike, cache_size: int = 4096) -> None:
+        check_embeddings(embeddings)
         self.embeddings = embeddings
         self.cache_size = cache_size
         self.dims: int | None = None

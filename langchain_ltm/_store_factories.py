@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from langchain_ltm._embedder import EmbeddingsLike
+from langchain_ltm._embedder import EmbeddingsLike, check_embeddings
 from langchain_ltm.backends import engine
 from langchain_ltm.facts.options import refuse_unknown
 from langchain_ltm.store import LongTermMemoryStore
@@ -21,8 +21,14 @@ from langchain_ltm.store import LongTermMemoryStore
 __all__ = ["from_postgres", "from_qdrant", "from_sqlite"]
 
 
-def _refuse_unknown(factory: str, kwargs: dict[str, Any], engine_options: Iterable[str]) -> None:
-    """Raise TypeError for an option of ``factory`` that neither the store nor engine takes."""
+def _refuse_unknown(
+    factory: str, embeddings: object, kwargs: dict[str, Any], engine_options: Iterable[str]
+) -> None:
+    """Raise TypeError for an option of ``factory`` that neither the store nor engine takes.
+
+    Or for ``embeddings`` that cannot embed (a class, a name): before the engine is opened.
+    """
+    check_embeddings(embeddings)
     refuse_unknown(
         factory,
         LongTermMemoryStore.__init__,
@@ -48,7 +54,7 @@ def from_postgres(
     postgres = engine("postgres", "postgres")
     pool_options = postgres.BACKEND_OPTIONS
     options = {name: kwargs.pop(name) for name in pool_options if name in kwargs}
-    _refuse_unknown("from_postgres", kwargs, postgres.ENGINE_OPTIONS)
+    _refuse_unknown("from_postgres", embeddings, kwargs, postgres.ENGINE_OPTIONS)
     backend = postgres.postgres_backend(
         conn, table=table, schema=schema, dims=dims, vector_type=vector_type, **options
     )
@@ -67,7 +73,7 @@ def from_qdrant(
     **kwargs: Any,
 ) -> LongTermMemoryStore:
     """The body of :meth:`LongTermMemoryStore.from_qdrant` (its options, documented there)."""
-    _refuse_unknown("from_qdrant", kwargs, ("collection", "dims", "lock_timeout"))
+    _refuse_unknown("from_qdrant", embeddings, kwargs, ("collection", "dims", "lock_timeout"))
     qdrant = engine("qdrant", "qdrant")
     backend = qdrant.qdrant_backend(
         client_or_url_or_path,
@@ -95,7 +101,7 @@ def from_sqlite(
     """The body of :meth:`LongTermMemoryStore.from_sqlite` (its options, documented there)."""
     from langchain_ltm.backends.sqlite import BACKEND_OPTIONS, sqlite_backend
 
-    _refuse_unknown("from_sqlite", kwargs, BACKEND_OPTIONS)
+    _refuse_unknown("from_sqlite", embeddings, kwargs, BACKEND_OPTIONS)
     backend = sqlite_backend(
         path,
         table=table,

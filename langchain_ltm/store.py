@@ -25,7 +25,7 @@ from langgraph.store.base import (
 from langchain_ltm import _clock
 from langchain_ltm._coalesce import Coalescer
 from langchain_ltm._codec import to_item, to_search_item
-from langchain_ltm._embedder import Embedder, EmbeddingsLike, as_langchain
+from langchain_ltm._embedder import Embedder, EmbeddingsLike, as_langchain, check_embeddings
 from langchain_ltm._filters import Filter
 from langchain_ltm._ops import fact_prefix, plan_batch, plan_search, tokenize_fields
 from langchain_ltm._steps import Logic, call, run_async, run_sync
@@ -153,6 +153,7 @@ class LongTermMemoryStore(FactAPI, BaseStore):
         ttl: TTLConfig | None = None,
     ) -> None:
         # the options first: a refused one leaves nothing open
+        check_embeddings(embeddings)
         self.fields = list(fields or ["$"])
         self.namespace = fact_prefix(namespace)
         self.policy = decision_policy(merge_threshold, review_threshold, upsert_threshold)

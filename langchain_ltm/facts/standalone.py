@@ -7,7 +7,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from langchain_ltm._embedder import Embedder, EmbeddingsLike
+from langchain_ltm._embedder import Embedder, EmbeddingsLike, check_embeddings
 from langchain_ltm.backends.base import VectorBackend
 from langchain_ltm.facts._locks import UserLocks
 from langchain_ltm.facts.api import FactAPI
@@ -119,7 +119,10 @@ class FactStore(FactAPI):
             raise
 
     @staticmethod
-    def _refuse_unknown(factory: str, options: dict[str, Any], engine_options: Any) -> None:
+    def _refuse_unknown(
+        factory: str, embeddings: object, options: dict[str, Any], engine_options: Any
+    ) -> None:
+        check_embeddings(embeddings)  # before the engine is opened
         refuse_unknown(
             f"FactStore.{factory}",
             FactStore.__init__,
@@ -155,7 +158,7 @@ class FactStore(FactAPI):
         """
         from langchain_ltm.backends.sqlite import BACKEND_OPTIONS, sqlite_backend
 
-        cls._refuse_unknown("from_sqlite", options, BACKEND_OPTIONS)
+        cls._refuse_unknown("from_sqlite", embeddings, options, BACKEND_OPTIONS)
         backend = sqlite_backend(
             path,
             table=table,
@@ -200,7 +203,7 @@ class FactStore(FactAPI):
         postgres = engine("postgres", "postgres")
         engine_options = postgres.BACKEND_OPTIONS
         chosen = {name: options.pop(name) for name in engine_options if name in options}
-        cls._refuse_unknown("from_postgres", options, postgres.ENGINE_OPTIONS)
+        cls._refuse_unknown("from_postgres", embeddings, options, postgres.ENGINE_OPTIONS)
         backend = postgres.postgres_backend(
             conn, table=table, schema=schema, dims=dims, vector_type=vector_type, **chosen
         )

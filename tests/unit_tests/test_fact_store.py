@@ -186,6 +186,39 @@ def test_a_mistyped_option_names_the_factory_and_what_it_takes(tmp_path):
     assert not path.exists()  # refused before the file was made
 
 
+@pytest.mark.parametrize("bad", ["class", "name", "object"])
+def test_embeddings_that_cannot_embed_are_refused_before_anything_opens(bad, tmp_path):
+    """``from_sqlite(path, LocalMiniLMEmbeddings)`` (the class) or a model's name opened the
+    store and made its file; the first ``remember`` then failed with "embed_documents()
+    missing 1 required positional argument" or "'str' object has no attribute
+    'embed_documents'". Every factory and both constructors refuse it at once."""
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    from langchain_ltm.backends.sqlite import sqlite_backend
+    from langchain_ltm.embeddings import LocalMiniLMEmbeddings
+
+    embeddings = {"class": LocalMiniLMEmbeddings, "name": "all-MiniLM-L6-v2", "object": object()}
+    given = embeddings[bad]
+    path, folder = tmp_path / "m.db", tmp_path / "q"
+    builds = [
+        lambda: LongTermMemoryStore.from_sqlite(path, given),
+        lambda: FactStore.from_sqlite(path, given),
+        lambda: LongTermMemoryStore.from_qdrant(folder, given),
+        lambda: LongTermMemoryStore.from_postgres("postgresql://u@127.0.0.1:1/db", given),
+        lambda: FactStore.from_postgres("postgresql://u@127.0.0.1:1/db", given),
+        lambda: LongTermMemoryStore(InMemoryVectorStore(DeterministicFakeEmbedding(size=8)),
+                                    embeddings=given),
+    ]
+    for build in builds:
+        with pytest.raises(TypeError, match=r"embeddings must be an .*pass an instance, e\.g\. "):
+            build()
+    assert list(tmp_path.iterdir()) == []
+    backend = sqlite_backend(path)
+    with pytest.raises(TypeError, match="pass an instance"):
+        FactStore(backend, given)
+    backend.close()
+
+
 def test_the_unknown_option_message_lists_every_keyword_of_the_factory(tmp_path):
     """``from_postgres(..., shema=...)`` listed the pool's options but not the method's own
     (``table``, ``schema``, ``dims``, ``vector_type``), and every ``LongTermMemoryStore``
