@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["QDRANT_SERVER", "is_host_port", "url_scheme"]
+__all__ = ["QDRANT_SERVER", "STORE_URLS", "is_host_port", "url_scheme"]
+
+STORE_URLS = (
+    "sqlite:///PATH, memory://, postgresql://..., http(s)://HOST:6333 (a Qdrant server), "
+    "a folder or qdrant:PATH (embedded Qdrant), chroma://HOST:PORT/COLLECTION, chroma:PATH, "
+    "faiss:PATH, redis://HOST:PORT/INDEX or module:factory"
+)
+"""Every ``--store`` form: ``ltm --help`` lists them, and so does the error of another one."""
 
 QDRANT_SERVER = "a Qdrant server is http://HOST:6333 (https:// with TLS)"
 """How to write a Qdrant server, for the refusal of ``qdrant://``, ``grpc://`` or ``HOST:PORT``."""

@@ -33,7 +33,7 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from langchain_ltm._store_forms import QDRANT_SERVER
+from langchain_ltm._store_forms import QDRANT_SERVER, STORE_URLS
 from langchain_ltm.errors import MissingDependencyError
 
 if TYPE_CHECKING:  # both load on use: open_facts on SQLite needs neither
@@ -157,10 +157,6 @@ def open_store(
 
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")  # two letters at least: not "C:\\..."
-_STORE_FORMS = (
-    "sqlite:///PATH, postgresql://..., http(s)://HOST (a Qdrant server), chroma:PATH, "
-    "faiss:PATH, qdrant:PATH or a folder path, memory://"
-)
 
 
 def qdrant_folder(url: str) -> Path:
@@ -185,11 +181,11 @@ def qdrant_folder(url: str) -> Path:
         )
     rest = url.removeprefix("qdrant:")
     if not rest.strip():
-        raise ValueError(f"{url!r} names no folder: use {_STORE_FORMS}.")
+        raise ValueError(f"{url!r} names no folder: use {STORE_URLS}.")
     if rest is url and _SCHEME.match(url):
         scheme = url.split(":", 1)[0]
         raise ValueError(
-            f"{url!r}: unknown store scheme {scheme!r}; use {_STORE_FORMS} (a folder whose "
+            f"{url!r}: unknown store scheme {scheme!r}; use {STORE_URLS} (a folder whose "
             f"name starts with {scheme + ':'!r} is qdrant:{url})."
         )
     path = Path(rest).expanduser()

@@ -19,6 +19,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from langchain_ltm._store_forms import STORE_URLS
+
 __all__ = [
     "BATCH_SIZE",
     "DEFAULT_STORE_FILE",
@@ -298,11 +300,7 @@ def build_parser() -> Parser:
     )
     parser.add_argument("--version", action="version", version=f"ltm {__version__}")
     store_help = (
-        "sqlite:///PATH, memory://, postgresql://..., http(s)://qdrant:6333, a folder "
-        "(embedded Qdrant), chroma://HOST:PORT/COLLECTION, chroma:PATH, faiss:PATH, "
-        "redis://HOST:PORT/INDEX or "
-        f"module:factory (see stores below); default: ${STORE_ENV}, else the SQLite file "
-        f"{default}"
+        f"{STORE_URLS} (see stores below); default: ${STORE_ENV}, else the SQLite file {default}"
     )
     _global_options(
         parser,
@@ -529,6 +527,43 @@ examples:
 _OPTIONAL_USER = frozenset({"stats", "migrate", "encoder", "compact"})
 
 
+def _misplaced_option(parser: Parser, argv: Sequence[str]) -> str | None:
+    """What to say of a command's option written before the command, else ``None``.
+
+    ``ltm --at 2023-05-08 remember ...`` got "invalid choice: '2023-05-08'": argparse took
+    the option's value for the command.
+    """
+    own = parser._option_string_actions
+    command, misplaced = None, None
+    tokens = iter(argv)
+    for token in tokens:
+        if token == "--":
+            break
+        if token in parser.commands:
+            command = token
+            break
+        if not token.startswith("-"):
+            continue
+        name = token.split("=", 1)[0]
+        action = own.get(name)
+        if action is None:
+            misplaced = misplaced or name
+        elif action.nargs != 0 and "=" not in token:
+            next(tokens, None)  # its value: --user remember is a user named "remember"
+    if misplaced is None:
+        return None
+    commands = parser.commands.items()
+    takers = [name for name, sub in commands if misplaced in sub._option_string_actions]
+    if not takers:
+        return None
+    if command is not None and command not in takers:
+        return f"{misplaced} is an option of {', '.join(takers)}, not of {command}"
+    return (
+        f"{misplaced} is an option of {command or ' and '.join(takers)}: put it after the "
+        "command (only --store, --user and --json go before it)"
+    )
+
+
 def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The arguments of one ``ltm`` command, every global option filled in.
 
@@ -541,6 +576,9 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
             what to do; a bare ``ltm`` prints the help and exits 2.
     """
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if misplaced := _misplaced_option(parser, argv):
+        parser.error(misplaced)
     args = parser.parse_args(argv)
     if args.command is None:  # like a missing required argument: help, then exit code 2
         parser.print_help(sys.stderr)

@@ -155,6 +155,42 @@ def test_a_command_nothing_like_ours_lists_the_commands(ltm):
     assert code == 2 and "invalid choice: 'frobnicate' (choose from remember, recall," in err
 
 
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (
+            ["--at", "2023-05-08", "remember", "--user", "z", "Adopted a cat"],
+            "--at is an option of remember: put it after the command (only --store, --user "
+            "and --json go before it)",
+        ),
+        (["--meta", "session=1", "recall", "--user", "z", "cat"], "--meta is an option of recall:"),
+        (["--at=2023-05-08", "remember", "--user", "z", "x"], "--at is an option of remember:"),
+        (["--user", "remember", "--at", "2023", "recall", "x"], "--at is an option of remember, not of recall"),
+        (["--meta", "session=1", "remembr", "x"], "--meta is an option of remember and recall:"),
+    ],
+)
+def test_a_commands_option_before_the_command_says_where_it_goes(ltm, argv, said):
+    """``ltm --at 2023-05-08 remember ...`` said "invalid choice: '2023-05-08'", the value of
+    the option taken for the command; only --store, --user and --json go before it."""
+    code, out, err = ltm(*argv, store_url="memory://")
+    assert (code, out) == (2, "")
+    assert f"ltm: error: {said}" in err and "invalid choice" not in err
+
+
+def test_an_unknown_scheme_lists_the_stores_the_help_lists(ltm, capsys):
+    """The message of an unknown scheme left out redis://, chroma://HOST:PORT/COLLECTION and
+    module:factory, which ``ltm --help`` lists: both quote one list."""
+    from langchain_ltm._store_forms import STORE_URLS
+
+    code, _, err = ltm("list", "--user", "z", store_url="mongodb://localhost/x")
+    assert code == 2 and f"unknown store scheme 'mongodb'; use {STORE_URLS} (" in err
+    assert cli.main(["--help"]) == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert STORE_URLS in help_text
+    for form in ("redis://HOST:PORT/INDEX", "chroma://HOST:PORT/COLLECTION", "module:factory"):
+        assert form in err
+
+
 # ---- id prefixes -------------------------------------------------------------------------
 
 IDS = {
