@@ -85,7 +85,7 @@ __all__ = [
     "resolve_user_id",
 ]
 
-__version__ = "0.1.0"
+__version__ = "0.2.0.dev0"
 
 # Every name but the errors loads on first use: the store pulls in numpy, langchain-core and
 # langgraph (~0.4 s of imports), the agent side langgraph.prebuilt and langchain (~0.6 s), so

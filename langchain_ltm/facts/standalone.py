@@ -38,7 +38,7 @@ class FactStore(FactAPI):
     file at once. What it leaves out is LangGraph's ``BaseStore`` (``get``/``put``/``search``,
     TTL sweepers, batching of concurrent calls), and with it every LangGraph and LangChain
     import: a fresh process that only remembers or recalls facts (the ``ltm`` command, a
-    script, a hook) starts about 0.25 s sooner. ``embeddings`` is any object with LangChain's
+    script, a hook) starts about 0.3 s sooner. ``embeddings`` is any object with LangChain's
     embedding methods (:class:`~langchain_ltm.encoder.EmbeddingsLike`), such as
     :class:`~langchain_ltm.encoder.MiniLMEncoder`. Its reads refresh TTLs as LangGraph's
     default ``refresh_on_read`` does (pass ``refresh_ttl=False`` to a read to leave them).
