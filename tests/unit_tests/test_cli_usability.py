@@ -165,7 +165,10 @@ def test_a_command_nothing_like_ours_lists_the_commands(ltm):
         ),
         (["--meta", "session=1", "recall", "--user", "z", "cat"], "--meta is an option of recall:"),
         (["--at=2023-05-08", "remember", "--user", "z", "x"], "--at is an option of remember:"),
-        (["--user", "remember", "--at", "2023", "recall", "x"], "--at is an option of remember, not of recall"),
+        (  # a user named "remember": the value of --user is no command
+            ["--user", "remember", "--at", "2023", "recall", "x"],
+            "--at is an option of remember, not of recall",
+        ),
         (["--meta", "session=1", "remembr", "x"], "--meta is an option of remember and recall:"),
     ],
 )

@@ -206,8 +206,9 @@ def test_embeddings_that_cannot_embed_are_refused_before_anything_opens(bad, tmp
         lambda: LongTermMemoryStore.from_qdrant(folder, given),
         lambda: LongTermMemoryStore.from_postgres("postgresql://u@127.0.0.1:1/db", given),
         lambda: FactStore.from_postgres("postgresql://u@127.0.0.1:1/db", given),
-        lambda: LongTermMemoryStore(InMemoryVectorStore(DeterministicFakeEmbedding(size=8)),
-                                    embeddings=given),
+        lambda: LongTermMemoryStore(
+            InMemoryVectorStore(DeterministicFakeEmbedding(size=8)), embeddings=given
+        ),
     ]
     for build in builds:
         with pytest.raises(TypeError, match=r"embeddings must be an .*pass an instance, e\.g\. "):
