@@ -85,6 +85,38 @@ def test_setup_is_idempotent_and_records_the_schema_version(make_backend, pg_con
         )
 
 
+def test_dims_of_another_size_are_refused_at_open(make_backend, pg_url, pg_conn):
+    """postgres_backend(url, table=t, dims=32) on a table of 64-dimension vectors opened and
+    reported dims=64: the mismatch showed only at the first write. It is refused at open,
+    naming both sizes, as a vector_type mismatch is; the table is left as it was."""
+    backend = make_backend(dims=64)
+    table = backend.tables.table
+    with pytest.raises(EmbeddingDimensionError, match=r"embeddings of 64 dimensions, not 32"):
+        postgres_backend(pg_url, table=table, dims=32)
+
+    async def run() -> None:
+        other = postgres_backend(pg_url, table=table, dims=32, setup=False)
+        try:
+            with pytest.raises(EmbeddingDimensionError, match="dims=64"):
+                await other.asetup()
+        finally:
+            await other.aclose()
+
+    asyncio.run(run())
+    typmod = pg_conn.execute(
+        "SELECT atttypmod FROM pg_attribute WHERE attrelid = to_regclass(%s) "
+        "AND attname = 'embedding'",
+        (backend.tables.vectors,),
+    ).fetchone()[0]
+    assert typmod == 64
+    for dims in (64, None):  # the table's size, or none given: opens as before
+        again = postgres_backend(pg_url, table=table, dims=dims)
+        try:
+            assert again.dims == 64
+        finally:
+            again.close()
+
+
 def test_concurrent_setups_of_one_table(make_backend, pg_url):
     table = f"t_{uuid.uuid4().hex[:12]}"
     errors: list[BaseException] = []

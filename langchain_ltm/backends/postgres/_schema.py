@@ -14,7 +14,7 @@ from langchain_ltm.backends.postgres._sql import (
     Statement,
     Tables,
 )
-from langchain_ltm.errors import BackendError, SchemaVersionError
+from langchain_ltm.errors import BackendError, EmbeddingDimensionError, SchemaVersionError
 
 _log = logging.getLogger(__name__)
 
@@ -339,7 +339,10 @@ def setup(
     setup raise ``StoreInUseError`` (``_errors.translate``), with nothing changed.
 
     A new table gets ``vector_type`` (``None``: ``vector``); an existing one keeps its own,
-    and asking for the other raises ``ValueError`` naming the migration.
+    and asking for the other raises ``ValueError`` naming the migration. Likewise ``dims``
+    types an untyped column, and a typed one of another size raises
+    ``EmbeddingDimensionError`` naming both sizes (before, it opened and the first write
+    failed).
     """
     yield Statement("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (SETUP_LOCK,))
     yield from _check_layouts(t)
@@ -417,6 +420,12 @@ def setup(
             f"PostgresBackend.migrate_vector_type({vector_type!r})."
         )
     stored = int(rows[0][0]) if rows[0][0] != -1 else None
+    if dims is not None and stored is not None and stored != dims:
+        raise EmbeddingDimensionError(
+            f"Table {t.vectors} stores embeddings of {stored} dimensions, not {dims}: open it "
+            f"with dims={stored} (or None: the table's), or keep {dims}-dimension "
+            "embeddings (another model) in a new table."
+        )
     if dims is not None and stored is None:
         yield Statement(
             f"ALTER TABLE {t.vectors} ALTER COLUMN embedding TYPE {column_type(kind, dims)}"
