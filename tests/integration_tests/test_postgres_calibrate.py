@@ -257,9 +257,65 @@ def test_calibration_needs_an_index_it_can_walk(make_backend, pg_conn, data):
     with pytest.raises(ValueError, match="no HNSW index"):
         backend.calibrate_broad_search()
     backend.create_hnsw_index()
+    backend.broad_min_rows = 10  # a user's scope counts as broad: refused for its size, not k
     with pytest.raises(ValueError, match="fewer than k=20"):  # a user holds 12 or 13
         backend.calibrate_broad_search(prefix=("m", "u1"), k=20)
     assert _saved(pg_conn, backend) is None
+
+
+def test_a_calibration_with_a_large_k_serves_limit_10_searches(make_backend, data, pg_conn):
+    """A search walks max(ef_search, 4 * limit) candidates: calibrated at limit k=100 alone,
+    every ef_search below 400 walked the same 400, the first step (40) passed and was
+    stored, and limit-10 searches, which walk only ef_search, got recall@10 0.670 for a
+    target of 0.95. Each step measures limit 10 too: the value stored serves both."""
+    _, vectors = data
+    backend = make_backend(dims=DIMS)
+    _load(backend, pg_conn, vectors)
+    backend.create_hnsw_index(m=4, ef_construction=16)  # recall@10 at ef_search 40: ~0.9
+    backend.broad_min_rows = 1_000
+    queries = _queries(data, 5, 40)
+    result = backend.calibrate_broad_search(target_recall=0.95, queries=queries, k=100)
+    assert result.k == 100 and result.reached
+    assert _saved(pg_conn, backend)["ef_search"] == result.ef_search
+    # limit-10 searches of these very queries, walking with the value stored
+    recalls = []
+    for query in queries:
+        (hits,) = backend.search(SearchRequest((), query[None, :], limit=K))
+        exact = np.argsort(-(vectors.astype(np.float64) @ query.astype(np.float64)))[:K]
+        recalls.append(len({h.item.key for h in hits} & {f"k{n}" for n in exact}) / K)
+    assert backend._scope_stats is not None
+    assert backend._scope_stats.calibrated_ef == result.ef_search
+    lower = np.mean(recalls) - np.std(recalls, ddof=1) / np.sqrt(len(recalls))
+    assert lower >= 0.95, (result.ef_search, np.mean(recalls))
+    assert {step.limit for step in result.steps} <= {K, 100}
+
+
+def test_a_scope_whose_searches_are_not_walked_is_not_calibrated(weak, data, pg_conn):
+    """A calibration on a small prefix measured the exact plan (a scope smaller than the
+    walk's candidates falls back to it): recall 1.000 at ef_search=40, stored for the
+    whole index, whose walks then got recall@10 0.353. A prefix whose searches do not walk
+    the index is refused, saying why, and nothing is stored."""
+    centers, _ = data
+    now = datetime.now(timezone.utc)
+    small = _clustered(np.random.default_rng(9), 30, centers)
+    weak.write(
+        [
+            Record(("team", "small"), f"s{n}", {"n": n}, ("t",), ("t",), v[None, :], now)
+            for n, v in enumerate(small)
+        ],
+        [],
+    )
+    pg_conn.execute(f"ANALYZE {weak.tables.items}, {weak.tables.vectors}")
+    for prefix in (("team", "small"), ("m", "u1")):  # 30 and 100 vectors, broad from 1,000
+        with pytest.raises(ValueError, match=r"do not walk the HNSW index.*broad_min_rows=1,000"):
+            weak.calibrate_broad_search(samples=20, prefix=prefix)
+    weak.broad_min_rows = 0  # every scope counts as broad: the walks themselves fall short
+    with pytest.raises(ValueError, match=r"20 of 20 walks .* fewer than 40 candidates"):
+        weak.calibrate_broad_search(samples=20, prefix=("team", "small"))
+    assert _saved(pg_conn, weak) is None
+    # a scope the walk serves is calibrated as before
+    weak.broad_min_rows = 1_000
+    assert weak.calibrate_broad_search(queries=_queries(data, 5, 20), prefix=("m",)).reached
 
 
 def test_a_stored_value_is_used_only_for_the_index_it_measured():

@@ -273,13 +273,37 @@ def search(
 
     Run in a transaction: the ``SET LOCAL``s end with it.
     """
+    assert request.limit is not None
+    head = max(ef_search, 4 * request.limit) // 4
+    if request.offset + request.limit > head:
+        return (yield from _deeper(t, request, operator, vector_type, ef_search, head))
+    walked = yield from walk(t, request, operator, vector_type, ef_search)
+    if walked is None:
+        return (yield from _reads.search(t, request))
+    return walked
+
+
+def walk(
+    t: sql.Tables,
+    request: SearchRequest,
+    operator: str,
+    vector_type: str | None,
+    ef_search: int = EF_SEARCH,
+) -> sql.Exchange[list[list[Hit]] | None]:
+    """The index walk of :func:`search` for a page within its head; ``None``: it fell short.
+
+    It walks ``max(ef_search, 4 * limit)`` candidates per query row. ``None`` when a walk
+    gathered fewer candidates than that, or fewer items than a quarter of them (the walk
+    stopped early: ``hnsw.max_scan_tuples``, a rare filter, or a scope smaller than the
+    candidates), so they need not be the best ones: :func:`search` then runs the exact
+    plan, and a calibration refuses to count it as the walk's recall.
+    """
     assert request.vectors is not None
     assert request.limit is not None
     wanted = request.offset + request.limit
     candidates = max(ef_search, 4 * request.limit)
     head = candidates // 4
-    if wanted > head:
-        return (yield from _deeper(t, request, operator, vector_type, ef_search, head))
+    assert wanted <= head, "pages past the head go through _deeper"
     settings = (
         ("hnsw.iterative_scan", "relaxed_order"),
         ("hnsw.ef_search", str(candidates)),
@@ -321,7 +345,7 @@ ORDER BY b.score DESC, b.ns_path, b.key""",
         # fewer candidates than asked for: the walk stopped early (max_scan_tuples, a rare
         # filter) or the scope is small, so they need not be the best ones: the exact plan
         if len(rows) < head or rows[0][1] < candidates:
-            return (yield from _reads.search(t, request))
+            return None
         out.append([Hit(_reads.item_of(r, 2), float(r[0])) for r in rows][request.offset : wanted])
     return out
 

@@ -5,12 +5,15 @@ each node's level at random): at 1M clustered facts four builds of the same rows
 recall@10 from 0.70 to 0.99 at one ``ef_search``. So instead of trusting a fixed value,
 :func:`calibrate` measures the index that is there: it takes query vectors (by default
 stored ones moved off the graph, :func:`off_graph`), computes their exact top ``k``, walks
-the index with rising ``ef_search`` until the mean recall@k less one standard error
-reaches the target, and stores the value chosen as the index's comment (JSON naming the
+the index with rising ``ef_search`` until the mean recall less one standard error reaches
+the target at search limit ``k`` and at :data:`SMALL_LIMIT` (the value serves every limit
+up to ``k``), and stores the value chosen as the index's comment (JSON naming the
 index's oid and file node, ``COMMENT ON INDEX``: only the index's owner can). Every
 process reads it with the scope statistics (``_broad.stats``), and only for that very
 graph: a dropped, rebuilt or reindexed index falls back to the default until calibrated
 again. No table of ours holds it, so no role that can search lacks the right to read it.
+Only walks count: a ``prefix`` whose searches run the exact plan (too small for
+``broad_min_rows``, or a walk that gathers too few candidates) is refused, not measured.
 
 I/O-free like ``_sql``: :func:`calibrate` is one exchange, run in one transaction.
 """
@@ -21,7 +24,7 @@ import json
 import math
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -40,6 +43,16 @@ SAMPLE_COSINE = 0.9
 """Cosine between a sampled stored vector and the query made from it (:func:`off_graph`)."""
 EXACT_OVERFETCH = 4
 """Vectors read per wanted item for the exact answers (items can have several texts)."""
+SMALL_LIMIT = 10
+"""The search limit measured besides ``k`` (LangGraph's default ``limit``).
+
+A search of limit ``L`` walks ``max(ef_search, 4 * L)`` candidates (``_broad.search``), so
+every limit up to ``ef_search / 4`` walks the same ``ef_search`` candidates, the fewest a
+search ever walks, while a limit of ``k`` walks at least ``4 * k``. Measured at ``k``
+alone, every ``ef_search`` below ``4 * k`` walked those ``4 * k``: the first step passed
+and was stored for every search (calibrated with ``k=100``: 40, and limit-10 searches got
+recall@10 0.670 against a target of 0.95).
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +69,12 @@ class CalibrationStep:
     stderr: float = 0.0
     """Standard error of ``recall`` (misses are often whole: a walk that strays from the
     query's region finds none of its answers)."""
+    limit: int = 0
+    """The search limit these figures were measured at: of those measured (``k`` and
+    :data:`SMALL_LIMIT`, when ``k`` is larger), the one with the lowest ``lower_recall``."""
+    fallbacks: int = 0
+    """Queries whose walk fell short, answered (and counted) as the search answers them:
+    on the exact plan. A step where most did is refused (``ValueError``)."""
 
     @property
     def lower_recall(self) -> float:
@@ -105,7 +124,7 @@ class BroadCalibration:
             "prefix": list(self.prefix),
             "rows": self.rows,
             "steps": [
-                [s.ef_search, round(s.recall, 4), round(s.stderr, 4), round(s.p50_ms, 3)]
+                [s.ef_search, round(s.recall, 4), round(s.stderr, 4), round(s.p50_ms, 3), s.limit]
                 for s in self.steps
             ],
             "calibrated_at": datetime.now(timezone.utc).isoformat(),
@@ -168,11 +187,18 @@ def calibrate(
     max_ef_search: int,
     vector_type: str | None,
     persist: bool,
+    min_rows: int | None = None,
 ) -> sql.Exchange[BroadCalibration]:
-    """Measure recall@k per ``ef_search`` (see the module) and store the least that works.
+    """Measure recall per ``ef_search`` (see the module) and store the least that works.
+
+    Each step walks every query at limit ``k`` and, when ``k`` is larger, at
+    :data:`SMALL_LIMIT` too (recall@limit of each), and passes only if both reach the
+    target: the value stored serves searches of any limit up to ``k``.
 
     Raises :class:`RecallTargetError`, with the measurements, when none reaches
-    ``target_recall``.
+    ``target_recall``; ``ValueError`` when the scope would not be walked by a search
+    (a ``prefix`` that the statistics do not prove holds ``min_rows`` vectors) or a walk
+    fell back to the exact plan: its recall would be the exact plan's, not the index's.
     """
     stats = yield from _broad.stats(t)
     if stats.operator is None or stats.index_oid is None:
@@ -196,6 +222,7 @@ def calibrate(
         if not rows:
             raise ValueError(f"No vectors under {prefix!r} to calibrate with.")
         queries = off_graph(np.asarray([row[0] for row in rows], dtype=np.float32))
+    _check_walked(prefix, stats, min_rows)
 
     exact: list[list[str]] = []
     exact_times: list[float] = []
@@ -210,20 +237,21 @@ def calibrate(
         )
 
     steps: list[CalibrationStep] = []
+    limits = sorted({min(k, SMALL_LIMIT), k})
+    # (limit, candidates walked) -> that walk's step: below 4 * limit every ef_search walks
+    # the same 4 * limit candidates (and a walk is deterministic), so it is measured once
+    walked: dict[tuple[int, int], CalibrationStep] = {}
     for ef in [e for e in LADDER if e < max_ef_search] + [max_ef_search]:
-        recalls, times = [], []
-        for query, truth in zip(queries, exact, strict=True):
-            request = SearchRequest(prefix, query[None, :], (), k, 0)
-            began = time.perf_counter()
-            (hits,) = yield from _broad.search(t, request, operator, vector_type, ef)
-            times.append(time.perf_counter() - began)
-            got = {_key(h.item.namespace, h.item.key) for h in hits}
-            recalls.append(len(got & set(truth)) / k)
-        steps.append(
-            CalibrationStep(
-                ef, statistics.fmean(recalls), min(recalls), _p50_ms(times), _stderr(recalls)
-            )
-        )
+        measured = []
+        for limit in limits:
+            known = walked.get((limit, max(ef, 4 * limit)))
+            if known is None:
+                known = yield from _measure(
+                    t, prefix, queries, exact, limit, operator, vector_type, ef
+                )
+                walked[limit, max(ef, 4 * limit)] = known
+            measured.append(replace(known, ef_search=ef))
+        steps.append(min(measured, key=lambda step: step.lower_recall))
         if steps[-1].lower_recall >= target_recall:
             break
     result = BroadCalibration(
@@ -241,7 +269,8 @@ def calibrate(
     )
     if not result.reached:
         raise RecallTargetError(
-            f"The HNSW index reaches recall@{k} {result.recall:.3f} (standard error "
+            f"The HNSW index reaches recall@{result.steps[-1].limit} {result.recall:.3f} "
+            f"(searches of limit {result.steps[-1].limit}; standard error "
             f"{result.steps[-1].stderr:.3f}) at ef_search={result.ef_search}, short of the "
             f"target {target_recall} (over {len(queries)} "
             "queries): lower target_recall, or rebuild the index denser "
@@ -261,6 +290,79 @@ def calibrate(
             "END$$"
         )
     return result
+
+
+def _measure(
+    t: sql.Tables,
+    prefix: tuple[str, ...],
+    queries: np.ndarray,
+    exact: list[list[str]],
+    limit: int,
+    operator: str,
+    vector_type: str | None,
+    ef: int,
+) -> sql.Exchange[CalibrationStep]:
+    """Recall@``limit`` of the searches of that limit at ``ef``, every query.
+
+    A walk that fell short (``_broad.walk``) is answered by the exact plan, as the search
+    answers it (a graph whose walks reach too few vectors: a few queries in a sparse
+    one), and counted in the step's ``fallbacks``. When most walks fell short, the scope
+    is what stops them (smaller than the candidates, or too rare to gather them within
+    ``hnsw.max_scan_tuples``), the recall would be the exact plan's, not the index's, and
+    ``ValueError`` says so (a 30-vector scope measured 1.000 at ``ef_search=40`` and
+    stored it; walks of the whole table then got recall@10 0.353).
+    """
+    recalls, times, fallbacks = [], [], 0
+    for query, truth in zip(queries, exact, strict=True):
+        request = SearchRequest(prefix, query[None, :], (), limit, 0)
+        began = time.perf_counter()
+        walked = yield from _broad.walk(t, request, operator, vector_type, ef)
+        times.append(time.perf_counter() - began)
+        if walked is None:  # the search's answer: the exact plan's (truth)
+            fallbacks += 1
+            recalls.append(1.0)
+            continue
+        got = {_key(h.item.namespace, h.item.key) for h in walked[0]}
+        recalls.append(len(got & set(truth[:limit])) / limit)
+    if 2 * fallbacks > len(queries):
+        raise ValueError(
+            f"{fallbacks} of {len(queries)} walks of the HNSW index under {prefix!r} found "
+            f"fewer than {max(ef, 4 * limit)} candidates (the scope is too small, or too "
+            f"rare in the table to gather them within {_broad.MAX_SCAN_TUPLES:,} tuples), "
+            "so its searches run the exact plan and their recall says nothing of the "
+            "index: calibrate on a broader prefix (() is the whole table). Nothing was "
+            "stored."
+        )
+    return CalibrationStep(
+        ef,
+        statistics.fmean(recalls),
+        min(recalls),
+        _p50_ms(times),
+        _stderr(recalls),
+        limit,
+        fallbacks,
+    )
+
+
+def _check_walked(prefix: tuple[str, ...], stats: _broad.ScopeStats, min_rows: int | None) -> None:
+    """Refuse a ``prefix`` whose searches would not walk the index (``ValueError``).
+
+    Searches of a scope walk the index only once the statistics prove it holds
+    ``min_rows`` vectors (``_broad.wants_index``); a calibration of a smaller scope
+    measured walks no search makes, and stored the value for the whole index. The whole
+    table (``()``) is always the index's own walk, measured however large it is.
+    """
+    if not prefix or min_rows is None:
+        return
+    rows = stats.lower_bound(prefix)
+    if rows < min_rows:
+        raise ValueError(
+            f"Searches under {prefix!r} do not walk the HNSW index: the statistics prove "
+            f"{rows:,.0f} vectors there, fewer than broad_min_rows={min_rows:,} (they run "
+            "the exact plan), and a value measured on walks no search makes would be "
+            "stored for the whole index. Calibrate on a broader prefix (() is the whole "
+            "table), or ANALYZE the table if the scope has grown since. Nothing was stored."
+        )
 
 
 def _check_can_store(stats: _broad.ScopeStats) -> sql.Exchange[None]:

@@ -51,6 +51,7 @@ class TableMaintenance:
     vector_type: str | None
     _wanted_vector_type: str | None
     _scope_stats: _broad.ScopeStats | None
+    broad_min_rows: int | None
 
     def migrate_vector_type(self, vector_type: str, *, lock_timeout: float = 10.0) -> None:
         """Convert the stored embeddings to ``"halfvec"`` (float16) or back to ``"vector"``.
@@ -235,8 +236,11 @@ class TableMaintenance:
         Takes ``queries`` (your own query vectors, best: real ones) or ``samples`` stored
         vectors under ``prefix``, finds their exact top ``k`` on the exact plan, then walks
         the HNSW index with ``ef_search`` 40, 60, 80, ... up to ``max_ef_search`` until the
-        mean recall@k, less one standard error (a margin for the sample), reaches
-        ``target_recall``. Stored vectors are moved off the graph first (rotated to cosine
+        mean recall, less one standard error (a margin for the sample), reaches
+        ``target_recall`` for searches of limit ``k`` and, when ``k`` is larger, of limit
+        10 too: a search walks ``max(ef_search, 4 * limit)`` candidates, so a small
+        ``ef_search`` fails small limits first, and the value stored serves every search
+        limit up to ``k``. Stored vectors are moved off the graph first (rotated to cosine
         0.9 with themselves): a stored vector itself is found far more easily than a query.
         The value chosen is stored as the index's comment (JSON with the oid and file node
         of the index measured; only the index's owner can, and a comment of the
@@ -249,8 +253,13 @@ class TableMaintenance:
             target_recall: Mean recall@k, less one standard error, to reach, in (0, 1].
             queries: A ``(n, dims)`` array of query vectors (1 to 1,000), or ``None``.
             samples: Stored vectors taken as queries when ``queries`` is ``None``.
-            prefix: The scope searched (``()``: everything).
-            k: Results per query compared (1 to 100).
+            prefix: The scope searched (``()``: everything). Another prefix must be one
+                whose searches walk the index: the statistics prove it holds at least
+                :attr:`broad_min_rows` vectors, and every walk gathers its candidates
+                (otherwise searches there run the exact plan, and its recall would be
+                measured instead of the index's).
+            k: The largest search limit the value must serve (1 to 100): recall@k is
+                measured at limit ``k``, and recall@10 at limit 10 when ``k`` is larger.
             max_ef_search: Largest ``ef_search`` tried (1 to 1,000).
             persist: Store the value chosen; ``False`` only measures.
 
@@ -262,7 +271,10 @@ class TableMaintenance:
                 the measurements are in its ``calibration``).
             ValueError: A bad argument, no walkable HNSW index, fewer than ``k`` items, or
                 (``persist=True``) a role that does not own the index or an index comment
-                that is not ours; checked before measuring.
+                that is not ours; checked before measuring. Also a ``prefix`` whose
+                searches do not walk the index (fewer than :attr:`broad_min_rows` vectors
+                by the statistics, or a walk that fell back to the exact plan; nothing
+                stored).
 
         Example:
             >>> backend = postgres_backend("postgresql://localhost/app")  # doctest: +SKIP
@@ -320,6 +332,7 @@ class TableMaintenance:
             max_ef_search=max_ef,
             vector_type=self.vector_type,
             persist=persist,
+            min_rows=self.broad_min_rows,
         )
 
     # ---- checks (pure) ------------------------------------------------------------------
