@@ -135,6 +135,34 @@ def test_concurrent_setups_of_one_table(make_backend, pg_url):
     assert errors == []
 
 
+def test_concurrent_setups_of_stores_in_a_new_schema(make_backend, pg_conn):
+    """Setups lock their own store's names, not the database: stores of one new schema set
+    up at once still create the schema one at a time (CREATE SCHEMA IF NOT EXISTS run by
+    two transactions at once fails one of them), as do colliding names (x, x_vectors)."""
+    schema = f"s_{uuid.uuid4().hex[:12]}"
+    base = f"t_{uuid.uuid4().hex[:12]}"
+    tables = [f"t_{uuid.uuid4().hex[:12]}" for _ in range(4)] + [base, f"{base}_vectors"]
+    errors: list[BaseException] = []
+
+    def worker(table: str) -> None:
+        try:
+            make_backend(table=table, schema=schema, dims=8)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(table,)) for table in tables]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        # every store set up, except one of the colliding pair, refused by name
+        assert len(errors) == 1, errors
+        assert all(isinstance(e, ValueError) and "collide" in str(e) for e in errors), errors
+    finally:
+        pg_conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
 def test_a_role_without_create_rights_opens_tables_at_the_current_version(
     make_backend, pg_url, pg_conn, emb
 ):

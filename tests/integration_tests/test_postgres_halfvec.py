@@ -4,6 +4,7 @@ conversion both ways, and clear errors that change nothing."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from datetime import datetime, timezone
 
@@ -193,6 +194,61 @@ def test_migrating_changes_nothing_while_another_session_holds_the_tables(
         backend.migrate_vector_type("halfvec", lock_timeout=0)
     backend.migrate_vector_type("halfvec")  # alone now: it works
     assert _column_type(pg_conn, backend) == f"halfvec({DIMS})"
+
+
+def test_a_conversion_holds_up_only_its_own_stores_openers(make_backend, pg_url, pg_conn):
+    """migrate_vector_type took one database-wide lock for its whole transaction, and
+    setup took it too before any lock_timeout: while table A converted (5.5 min for the
+    HNSW rebuild at 1M rows), opening any other store waited with no time limit. The lock
+    is the store's own: another store opens at once, and an opener of A gives up after
+    MIGRATION_LOCK_TIMEOUT (3 s) with StoreInUseError. Here the conversion is held at its
+    LOCK TABLE by a session that read A, for as long as the test needs."""
+    from langchain_ltm.backends.postgres import postgres_backend
+
+    converted = make_backend(dims=DIMS)
+    _fill(converted, _vectors())
+    other = make_backend(dims=DIMS)  # an unrelated store, set up
+    failures: list[BaseException] = []
+    with psycopg.connect(pg_url) as reader:  # an open transaction that read A
+        reader.execute(f"SELECT count(*) FROM {converted.tables.vectors}").fetchone()
+
+        def migrate() -> None:
+            try:
+                converted.migrate_vector_type("halfvec", lock_timeout=60)
+            except BaseException as exc:
+                failures.append(exc)
+
+        thread = threading.Thread(target=migrate)
+        thread.start()
+        try:
+            waiting = None
+            for _ in range(100):  # until the conversion waits at its LOCK TABLE
+                waiting = pg_conn.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                    "AND query LIKE 'LOCK TABLE%%'"
+                ).fetchone()[0]
+                if waiting:
+                    break
+                time.sleep(0.1)
+            assert waiting, "the conversion never reached its LOCK TABLE"
+            started = time.monotonic()
+            postgres_backend(pg_url, table=other.tables.table).close()
+            assert time.monotonic() - started < 2.5  # not behind A's conversion
+            started = time.monotonic()
+            with pytest.raises(StoreInUseError, match="migrate_vector_type of this store"):
+                postgres_backend(pg_url, table=converted.tables.table)
+            assert 2.5 < time.monotonic() - started < 10  # bounded: MIGRATION_LOCK_TIMEOUT
+            assert thread.is_alive()  # the conversion still waits, holding its lock
+        finally:
+            reader.rollback()  # the conversion goes ahead
+            thread.join(60)
+    assert failures == []
+    assert _column_type(pg_conn, converted) == f"halfvec({DIMS})"
+    again = postgres_backend(pg_url, table=converted.tables.table)
+    try:
+        assert again.vector_type == "halfvec"
+    finally:
+        again.close()
 
 
 def test_from_postgres_halfvec_remembers_and_recalls(pg_url, pg_conn):

@@ -143,8 +143,9 @@ def translate(exc: BaseException, what: str, why: str = "") -> Exception:
     message = str(exc).strip()
     if isinstance(exc, pg_errors.LockNotAvailable) and what == "setup":
         return StoreInUseError(
-            f"{message}: another session (an idle or long transaction, a compaction) holds "
-            "the store's tables, so they could not be migrated to this release's schema "
+            f"{message}: another session (an idle or long transaction, a compaction, a "
+            "migrate_vector_type of this store) holds the store's tables or its setup "
+            "lock, so they could not be migrated to this release's schema or opened "
             "within its lock_timeout (nothing was changed; waiting longer would stop every "
             "reader of the tables behind the migration). Open the store again when it is "
             "quiet, or end that session (pg_stat_activity names it)."

@@ -20,6 +20,7 @@ _log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 5
 SETUP_LOCK = "langchain_ltm.setup"
+"""Key (hashed) of the database-wide lock taken only to create the extension or a schema."""
 
 
 # the embedding column's size (-1: untyped) and type name (vector, halfvec)
@@ -316,6 +317,27 @@ def _check_layouts(t: Tables, *, hnsw_strict: bool = False) -> Exchange[None]:
         )
 
 
+def setup_locks(t: Tables) -> Statement:
+    """Take, until the transaction ends, the setup locks of every relation ``t`` names.
+
+    A store's setup, and ``migrate_vector_type``, lock the store's own names, not the
+    database: one lock for all (``SETUP_LOCK``) made opening any store wait for the
+    conversion of another (minutes at 1M rows), with no time limit. Every name the store
+    creates is locked (its tables and indexes, see ``_INDEXES``), so two stores whose names
+    collide (``x`` and ``x_vectors``) still set up one after the other, and
+    ``_check_layouts`` sees what the other made. The keys are taken in one sorted order
+    (no two setups wait for each other in a cycle) and never equal those of ``lock()``
+    (``"schema"."table":scope``) or of the first write's column typing (the vectors table's
+    name): they start with ``SETUP_LOCK``.
+    """
+    names = [t.items, t.vectors, t.versions, *(_index_name(t, suffix) for suffix in _INDEXES)]
+    keys = sorted({f"{SETUP_LOCK}:{name}" for name in names})
+    return Statement(
+        "SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0))) FROM unnest(%s::text[]) k",
+        (keys,),
+    )
+
+
 # MIGRATION_LOCK_TIMEOUT for this transaction, or the session's own if shorter (not 0: none);
 # returns the session's own, to set back after the DDL
 _LOCK_TIMEOUT_SQL = (
@@ -334,9 +356,12 @@ def setup(
     rights opens them), unless ``dims`` types an untyped embedding column, or they have the
     first form of a migration revised before release (:data:`_REVISED`).
 
-    The migrations of existing tables wait at most :data:`MIGRATION_LOCK_TIMEOUT` for
-    their locks: another session holding the tables longer (an idle transaction) makes
-    setup raise ``StoreInUseError`` (``_errors.translate``), with nothing changed.
+    Setup waits at most :data:`MIGRATION_LOCK_TIMEOUT` for its locks: this store's setup
+    locks (:func:`setup_locks`: another process setting the store up or converting it
+    with ``migrate_vector_type``) and the migrations' table locks (an idle transaction
+    holding the tables). Past that it raises ``StoreInUseError`` (``_errors.translate``),
+    with nothing changed. Other stores' setups and conversions do not hold it up; only
+    creating the extension or the schema takes the database-wide :data:`SETUP_LOCK`.
 
     A new table gets ``vector_type`` (``None``: ``vector``); an existing one keeps its own,
     and asking for the other raises ``ValueError`` naming the migration. Likewise ``dims``
@@ -344,12 +369,17 @@ def setup(
     ``EmbeddingDimensionError`` naming both sizes (before, it opened and the first write
     failed).
     """
-    yield Statement("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (SETUP_LOCK,))
+    # bounded waits from here on: for the setup locks (a migrate_vector_type of this store
+    # holds them for minutes at 1M rows) and the DDL on tables others may be using
+    rows = yield Statement(_LOCK_TIMEOUT_SQL, (MIGRATION_LOCK_TIMEOUT,) * 2)
+    before = str(rows[0][0])
+    yield setup_locks(t)
     yield from _check_layouts(t)
     # The version first: tables already at this version need no DDL, so a role without
     # CREATE rights on the database or schema (an app role given DML on the tables) can
     # open them; Postgres checks those rights even for CREATE ... IF NOT EXISTS. Setups
-    # are serialized by the lock above, so no other one runs between this and the DDL.
+    # of this store are serialized by the locks above, so no other one runs between this
+    # and the DDL.
     rows = yield Statement("SELECT to_regclass(%s) IS NOT NULL", (t.versions,))
     current, revise = 0, False
     if rows[0][0]:
@@ -360,6 +390,13 @@ def setup(
         )
         current, revise = int(rows[0][0]), bool(rows[0][1]) and int(rows[0][0]) == _REVISED
     if current < SCHEMA_VERSION:
+        rows = yield Statement(
+            "SELECT NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'vector') "
+            "OR NOT EXISTS (SELECT FROM pg_namespace WHERE nspname = %s)",
+            (t.schema,),
+        )
+        if rows[0][0]:  # two stores' setups creating either at once: one fails, so in turn
+            yield Statement("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (SETUP_LOCK,))
         yield Statement("CREATE EXTENSION IF NOT EXISTS vector")
     # every call needs the vector type by its plain name: installed in a schema the
     # search_path leaves out, it is not found (CREATE EXTENSION IF NOT EXISTS says nothing)
@@ -389,14 +426,10 @@ def setup(
                 f"backup, or drop {t.versions} and what is left of the store's tables to start "
                 "afresh (PostgresBackend.drop())."
             )
-    timeout_set = False
     for version, description, statements in _migrations(t, dims, vector_type or "vector"):
         again = revise and version == _REVISED
         if version <= current and not again:
             continue
-        if current and not timeout_set:  # DDL on tables others may be using: bounded waits
-            rows = yield Statement(_LOCK_TIMEOUT_SQL, (MIGRATION_LOCK_TIMEOUT,) * 2)
-            timeout_set, before = True, str(rows[0][0])
         for sql in statements:
             yield Statement(sql)
         if again:
@@ -409,8 +442,8 @@ def setup(
                 f"INSERT INTO {t.versions} (version, description) VALUES (%s, %s)",
                 (version, description),
             )
-    if timeout_set:  # the session's own again, for what follows in this transaction
-        yield Statement("SELECT set_config('lock_timeout', %s, true)", (before,))
+    # the session's own again, for what follows in this transaction
+    yield Statement("SELECT set_config('lock_timeout', %s, true)", (before,))
     rows = yield Statement(TYPMOD_SQL, (t.vectors,))
     kind = str(rows[0][1])
     if vector_type is not None and kind != vector_type:

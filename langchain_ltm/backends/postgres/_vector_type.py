@@ -6,7 +6,9 @@ HNSW index on it take about half the room; search stays exact over the stored va
 stored component to the nearest float16 (about 3 significant digits; components beyond
 ±65504 are refused by pgvector); going back to ``vector`` is exact.
 
-The conversion is one transaction under the setup lock: both tables are locked (reads and
+The conversion is one transaction under the store's setup locks (``_schema.setup_locks``:
+its own names, so other stores open meanwhile; this one's openers wait at most
+``MIGRATION_LOCK_TIMEOUT``, then raise ``StoreInUseError``): both tables are locked (reads and
 writes of the store wait; other sessions holding them past ``lock_timeout`` make it change
 nothing and say so, :class:`StoreInUseError`), our HNSW index is dropped, the column
 rewritten (``ALTER COLUMN ... TYPE``), and the index rebuilt with the new operator class
@@ -18,10 +20,10 @@ before anything changes.
 from __future__ import annotations
 
 from langchain_ltm.backends.postgres._schema import (
-    SETUP_LOCK,
     TYPMOD_SQL,
     check_vector_type,
     column_type,
+    setup_locks,
 )
 from langchain_ltm.backends.postgres._sql import Exchange, Statement, Tables
 
@@ -50,7 +52,7 @@ def migrate_vector_type(
     yield Statement(
         "SELECT set_config('lock_timeout', %s, true)", (f"{max(1, round(lock_timeout * 1000))}ms",)
     )
-    yield Statement("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (SETUP_LOCK,))
+    yield setup_locks(t)  # this store's, within lock_timeout: other stores open meanwhile
     rows = yield Statement(TYPMOD_SQL, (t.vectors,))
     if not rows:
         raise ValueError(f"Table {t.vectors} does not exist: run setup() first.")
