@@ -36,6 +36,7 @@ from langchain_ltm.facts.coverage import (
     _NUMBER_WORDS,
     _STOP,
     PAST_FORMS,
+    VERB_BASES,
     fold,
     value_change,
 )
@@ -320,7 +321,16 @@ def _entity(word: str) -> str:
     return base if _is_entity(base) else ""
 
 
-# words between two named ones that put them in one role ("My wife and I", "Anna or Ben")
+# the words of a text in order, numbers and list commas included (what :func:`_swapped`
+# compares); words that join the items of one list
+_WORDS = re.compile(r"[^\W\d_](?:[^\W\d_]|['-])*|\d+(?:[.,:/]\d+)*|[,&/]")
+_LISTING = frozenset(", & / and or nor".split())
+
+
+# words between two named ones that put them in one role ("My wife and I", "Anna or Ben");
+# a name guessed in a text with no case shares a role only through a conjunction ("anna and
+# tom", "jazz, blues and rock"): "i drive my dad" is three roles, not "i", "drive" and
+# "dad" in one
 _JOINING = frozenset("and or nor both my our your his their the a an".split())
 
 
@@ -333,11 +343,15 @@ def _cased(text: str) -> bool:
 
 
 def _may_name(base: str) -> bool:
-    """Whether a word of a text with no case may name someone or something (not a verb)."""
+    """Whether a word of a text with no case may name someone or something (not a verb).
+
+    A verb's base form is a verb too ("i drive my dad": "drive" as "drives").
+    """
     return not (
         base in _STOP
         or base in _VERBS
         or base in PAST_FORMS
+        or base in VERB_BASES
         or base in _NUMBER_WORDS
         or base in _DATE_WORDS
         or (len(base) > 4 and base.endswith(("ing", "ed")))
@@ -351,18 +365,27 @@ def _roles(text: str, caseless: bool = False) -> tuple[frozenset[str], ...]:
     Each role is a set: those joined by "and" or "or" share one ("My wife and I"). "I" and
     "me" are the user, "he" and "him" one person; a possessive ("my") names no one. A name
     is a capitalized word; ``caseless`` (a text whose case cannot tell one) reads every word
-    but a function word or a known verb as one ("anna likes tom").
+    but a function word or a known verb as one ("anna likes tom"), a guessed name sharing a
+    role only through "and", "or", "nor" or a list's comma.
     """
     roles: list[set[str]] = []
     seen: set[str] = set()
     joined = False  # only joining words since the last one named
+    linked = False  # and a conjunction among them
     along = False  # after "with": the next one named joins the subject
-    spans = _TOKEN.findall(fold(text))
-    for i, word in enumerate(spans):
+    guessed = last_guessed = False  # a name read from no capital (``caseless``)
+    leading = True  # the first word
+    for word in _WORDS.findall(fold(text)):
         base = word.lower().split("'")[0]
+        if not base[:1].isalpha():
+            # numbers join nothing; a list's marks ("jazz, blues and rock") link as "and"
+            linked = joined and (linked or base in _LISTING)
+            continue
+        first, leading = leading, False
         if base == "with":
             along, joined = bool(roles), False
             continue
+        guessed = False
         if base in _FIRST_PERSON:
             named = "user"
         elif base in _THIRD:
@@ -374,29 +397,28 @@ def _roles(text: str, caseless: bool = False) -> tuple[frozenset[str], ...]:
             if caseless
             # a leading verb is no name ("Lives with Anna", "Visited Rome")
             else word[:1].isupper()
-            and (i or not (base in _VERBS or base in PAST_FORMS or base.endswith(("ing", "ed"))))
+            and not (
+                first and (base in _VERBS or base in PAST_FORMS or base.endswith(("ing", "ed")))
+            )
         ):
             named = "name:" + base
+            guessed = caseless
         else:
             joined = joined and base in _JOINING
+            linked = joined and (linked or base in _LISTING)
             along = along and base in _JOINING
             continue
         if named not in seen:
             seen.add(named)
             if along:
                 roles[0].add(named)  # "I went hiking with Melanie": "Melanie and I"
-            elif joined:
+            elif joined and (linked or not (guessed or last_guessed)):
                 roles[-1].add(named)
             else:
                 roles.append({named})
-        joined, along = not along, False
+        joined, linked, along = not along, False, False
+        last_guessed = guessed
     return tuple(frozenset(role) for role in roles)
-
-
-# the words of a text in order, numbers and list commas included (what :func:`_swapped`
-# compares); words that join the items of one list
-_WORDS = re.compile(r"[^\W\d_](?:[^\W\d_]|['-])*|\d+(?:[.,:/]\d+)*|[,&/]")
-_LISTING = frozenset(", & / and or nor".split())
 
 
 @lru_cache(maxsize=4096)
@@ -499,6 +521,16 @@ def _named_years(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
+def _inverted(roles_a: tuple[frozenset[str], ...], roles_b: tuple[frozenset[str], ...]) -> bool:
+    """Whether two texts name the same ones in other roles (both name several)."""
+    return (
+        len(roles_a) > 1
+        and len(roles_b) > 1
+        and roles_a != roles_b
+        and set().union(*roles_a) == set().union(*roles_b)
+    )
+
+
 def different_subject(a: str, b: str) -> bool:
     """Whether the two facts are about different people, pets or things.
 
@@ -515,8 +547,9 @@ def different_subject(a: str, b: str) -> bool:
     car" / "I lent her my car"); a pronoun added to the same subject is no other subject
     ("I volunteer at a shelter" / "... and help them find homes", "We live in Paris" /
     "We live in Paris and I work in Lyon"). In a text with no case ("ANNA LIKES TOM", "i
-    flew from paris to rome") any word but a function word or a known verb may be a name,
-    so both texts are read so when one has none; and the same words with content words
+    flew from paris to rome") any word but a function word or a known verb (its base form
+    too: "i drive my dad") may be a name, so when one has none both texts are read so as
+    well, a reading that can only add other roles; and the same words with content words
     trading places are other roles in any case ("I use vim for python and emacs for java" /
     "... vim for java and emacs for python"), the items of one list aside. A year that says
     which thing is part of the subject ("my 2024 goal" / "my 2025 goal", "Goals 2024: ..." /
@@ -531,13 +564,12 @@ def different_subject(a: str, b: str) -> bool:
         >>> different_subject("My favourite colour is blue", "Favourite colour is green now")
         False
     """
-    # in a text with no case ("ANNA LIKES TOM", "i flew from paris to rome") any word may
-    # be a name: both are read so
-    caseless = not (_cased(a) and _cased(b))
-    roles_a, roles_b = _roles(a, caseless), _roles(b, caseless)
-    several = len(roles_a) > 1 and len(roles_b) > 1
-    if several and roles_a != roles_b and set().union(*roles_a) == set().union(*roles_b):
+    if _inverted(_roles(a), _roles(b)):
         return True  # the same ones in other roles: "I called my mom" / "My mom called me"
+    # in a text with no case ("ANNA LIKES TOM", "i flew from paris to rome") any word may
+    # be a name: both are read so too, a reading that can only add other roles
+    if not (_cased(a) and _cased(b)) and _inverted(_roles(a, True), _roles(b, True)):
+        return True
     if _swapped(a, b):
         return True  # "I use vim for python and emacs for java" / "... vim for java ..."
     doers_a, doers_b = _doers(a), _doers(b)

@@ -73,6 +73,9 @@ from langchain_ltm.facts.coverage.words import (
     PAST_FORMS as PAST_FORMS,
 )
 from langchain_ltm.facts.coverage.words import (
+    VERB_BASES as VERB_BASES,
+)
+from langchain_ltm.facts.coverage.words import (
     Words,
     fold,
     missing,

@@ -18,6 +18,7 @@ from langchain_ltm.facts.text import compatible
 __all__ = [
     "LEADING_VERBS",
     "PAST_FORMS",
+    "VERB_BASES",
     "Words",
     "fold",
     "missing",
@@ -158,6 +159,22 @@ LEADING_VERBS = frozenset(
 )
 """Verbs a fact often starts with ("Lives in Paris", "Works at Google"): capitalized at the
 start of a sentence, such a word is not a name, as "Caroline" in "Caroline moved ..." is."""
+
+
+def _base_form(verb: str) -> str:
+    """The base form of a third person ("drives" -> "drive", "studies", "teaches", "goes")."""
+    if verb.endswith("ies"):
+        return verb[:-3] + "y"
+    if verb.endswith(("ches", "shes", "sses", "xes", "oes")):
+        return verb[:-2]
+    return verb.removesuffix("s")
+
+
+VERB_BASES = frozenset(
+    {_base_form(w) for w in LEADING_VERBS if w.endswith("s") and w not in _STOP}
+    | {_IRREGULAR[w] for w in PAST_FORMS}
+)
+"""The base forms of those verbs and of the irregular pasts ("drive", "visit", "go")."""
 _COPULAS = frozenset("is are am be been being was were become becomes seems feels".split())
 _VOWELS = frozenset("aeiouy")
 
