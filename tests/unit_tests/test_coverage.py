@@ -13,6 +13,7 @@ from langchain_ltm.facts.conflicts import ENTITY_WORDS, different_subject, subje
 from langchain_ltm.facts.coverage import (
     carries,
     conditional,
+    fold,
     missing,
     moved_in_time,
     read_words,
@@ -1347,6 +1348,24 @@ def test_words_ending_like_a_negation_are_no_negation():
     for text in ("Kant wrote on scant resources", "I want a dentist", "My parents went"):
         assert not read_words(text).negated, text
     assert carries("I don't like blues", "I dont like blues")  # the same words
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["My colleague Arent is from Utrecht", "My neighbour Mr Cant has a dog", "Shant is my friend"],
+)
+def test_a_name_spelled_like_a_negation_without_apostrophe_is_a_name(text):
+    """fold read "Arent" as "Are not" and "Shant" as "shall not": the name was lost."""
+    assert fold(text) == text
+    assert not read_words(text).negated
+
+
+async def test_remember_keeps_a_name_spelled_like_a_negation(minilm):
+    """Without the name the text was ``updated`` (0.92): "Arent" read as "are not"."""
+    store = LongTermMemoryStore(InMemoryVectorStore(minilm))
+    await store.aremember("u", "My colleague Arent is from Utrecht")
+    result = await store.aremember("u", "My colleague is from Utrecht")
+    assert result.action == "created" and len(await store.alist_all("u")) == 2
 
 
 @pytest.mark.parametrize(

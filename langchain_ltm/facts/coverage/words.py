@@ -54,7 +54,8 @@ _CONTRACTION = re.compile(r"'[sd]$")
 _IRREGULAR_NOT = re.compile(r"\b(wo|sha|ca)n'?t\b", re.IGNORECASE)
 _NOT_VERBS = {"wo": "will", "sha": "shall", "ca": "can"}
 # "n't" in any case ("DON'T"), and the auxiliaries typed without the apostrophe ("dont",
-# "doesnt", "isnt", "wouldnt"): no English word is spelled so
+# "doesnt", "isnt", "wouldnt"), in lower case or capitals only: names are spelled so
+# ("Arent", "Shant", "Mr Cant"), so a Capitalized one is read as written (see _negation)
 _NOT = re.compile(
     r"n't\b|\b(do|does|did|is|are|was|were|has|have|had|would|could|should|must|need|might|"
     r"ai)nt\b",
@@ -229,8 +230,9 @@ def fold(text: str) -> str:
 
     Superscripts, subscripts and fractions are kept ("10²" is not "102"): the checks read
     them as symbols (see :func:`unread_runs`). A negation is read however it is typed: in
-    capitals, with another apostrophe or none ("DON'T", "don`t", "dont", "cant"); a
-    Unicode hyphen is "-" ("full\u2011time"), and invisible marks are left out.
+    capitals, with another apostrophe or none ("DON'T", "don`t", "dont", "CANT"; without
+    one a Capitalized word is a name: "Arent", "Shant"); a Unicode hyphen is "-"
+    ("full\u2011time"), and invisible marks are left out.
 
     Example:
         >>> fold("I\u2019m sure they\u2019re right, aren't they?")
@@ -241,8 +243,20 @@ def fold(text: str) -> str:
     if "`" in text or not text.isascii():
         text = compatible(_QUOTE_IN_WORD.sub("'", text.translate(_TYPED)))
     text = _CONTRACTED.sub(lambda m: " " + _CONTRACTED_VERBS[m.group(1).lower()], text)
-    text = _IRREGULAR_NOT.sub(lambda m: _NOT_VERBS[m.group(1).lower()] + " not", text)
-    return _NOT.sub(lambda m: (m.group(1) or "") + " not", text)
+    text = _IRREGULAR_NOT.sub(lambda m: _negation(m, _NOT_VERBS[m.group(1).lower()]), text)
+    return _NOT.sub(lambda m: _negation(m, m.group(1) or ""), text)
+
+
+def _negation(match: re.Match[str], verb: str) -> str:
+    """``verb`` + " not" for a negation, or the word as written when it is a name.
+
+    Without its apostrophe a Capitalized word is a name ("Arent", "Shant", "Mr Cant"): only
+    one in lower case or in capitals is read as a negation ("dont", "CANT").
+    """
+    word = match.group()
+    if "'" not in word and not (word.islower() or word.isupper()):
+        return word
+    return verb + " not"
 
 
 def _is_number(token: str) -> bool:
