@@ -38,6 +38,8 @@ from langchain_ltm.facts.coverage import (
     PAST_FORMS,
     VERB_BASES,
     fold,
+    known_verb,
+    regular_past,
     value_change,
 )
 from langchain_ltm.facts.coverage import LEADING_VERBS as _VERBS
@@ -486,7 +488,7 @@ _YEAR = r"(?:19|20)[0-9]{2}"
 # and before its noun ("my 2024 goal", "the 2024 Olympics", "Anna's 2023 trip"), after the
 # noun and "for" ("my goal for 2024"), or in a label before its colon ("Goals 2024: ...",
 # "2024 goals: ..."); a year after any other word ("born in 1990", "since 2019", "May
-# 2024: ...") or alone is a date, a value
+# 2024: ...", a label's known verb: "Moved 2019: ...") or alone is a date, a value
 _NAMING_YEAR = re.compile(
     rf"\b(?:my|our|your|his|her|their|its|the|this|that|[^\W\d_]+'s)\s+"
     rf"(?:({_YEAR})\s+(?=[^\W\d_])|(?:[^\W\d_]+\s+){{1,2}}for\s+({_YEAR})\b)"
@@ -509,14 +511,17 @@ def _named_years(text: str) -> frozenset[str]:
         ['2024']
         >>> sorted(_named_years("Vacation 2023: Japan")), sorted(_named_years("Born in 1990"))
         (['2023'], [])
+        >>> sorted(_named_years("Moved 2019: Berlin"))
+        []
     """
     found: set[str] = set()
     if _A_YEAR.search(text) is None:
         return frozenset()  # most texts name no year: the pattern is not tried
     for match in _NAMING_YEAR.finditer(fold(text)):
         owned, intended, leading, label, labelled = match.groups()
-        if label is not None and label.split()[-1].lower() in _DATING:
-            continue  # "May 2024: moved to Berlin", "In 2024: ...": a date
+        last = label.split()[-1].lower() if label is not None else ""
+        if last in _DATING or known_verb(last) or regular_past(last):
+            continue  # "May 2024: moved to Berlin", "In 2024: ...", "Moved 2019: ...": a date
         found.add(owned or intended or leading or labelled)
     return frozenset(found)
 
@@ -554,7 +559,8 @@ def different_subject(a: str, b: str) -> bool:
     "... vim for java and emacs for python"), the items of one list aside. A year that says
     which thing is part of the subject ("my 2024 goal" / "my 2025 goal", "Goals 2024: ..." /
     "Goals 2025: ..."; ``_NAMING_YEAR``), as "project 12" is; a year after a preposition, a
-    month or a verb is a value ("born in 1990", "my birth year is 1990").
+    month or a verb is a value ("born in 1990", "my birth year is 1990", "Moved 2019: ...";
+    in a label, only a verb the rules know: "Expires 2027: ..." names which).
 
     Example:
         >>> different_subject("My sister is allergic to peanuts", "My son is allergic to peanuts")

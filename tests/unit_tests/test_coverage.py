@@ -399,6 +399,9 @@ def test_a_year_that_says_which_thing_is_part_of_the_subject(old, new):
         ("I've lived in Paris since 2019", "I've lived in Paris since 2020"),
         ("My birth year is 1990", "My birth year is 1991"),
         ("The deadline is 2024: no later", "The deadline is 2025: no later"),
+        ("Moved 2019: Berlin", "Moved 2020: Berlin"),  # a label's verb, as the docs say
+        ("Started 2021: new job at Acme", "Started 2022: new job at Acme"),
+        ("Finished 2020: my thesis", "Finished 2021: my thesis"),
     ],
 )
 def test_a_year_after_a_preposition_month_or_verb_is_a_value_not_a_subject(old, new):

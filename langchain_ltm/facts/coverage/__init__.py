@@ -82,6 +82,12 @@ from langchain_ltm.facts.coverage.words import (
     read_words,
 )
 from langchain_ltm.facts.coverage.words import (
+    known_verb as known_verb,
+)
+from langchain_ltm.facts.coverage.words import (
+    regular_past as regular_past,
+)
+from langchain_ltm.facts.coverage.words import (
     stem as stem,
 )
 from langchain_ltm.facts.coverage.words import (

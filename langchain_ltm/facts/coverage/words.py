@@ -21,8 +21,10 @@ __all__ = [
     "VERB_BASES",
     "Words",
     "fold",
+    "known_verb",
     "missing",
     "read_words",
+    "regular_past",
     "stem",
     "unread_runs",
 ]
@@ -160,6 +162,16 @@ LEADING_VERBS = frozenset(
 )
 """Verbs a fact often starts with ("Lives in Paris", "Works at Google"): capitalized at the
 start of a sentence, such a word is not a name, as "Caroline" in "Caroline moved ..." is."""
+
+
+def known_verb(word: str) -> bool:
+    """Whether the lower-case ``word`` is a verb the rules know: "likes", "moved", "went"."""
+    return word in LEADING_VERBS or word in PAST_FORMS
+
+
+def regular_past(word: str) -> bool:
+    """Whether the lower-case ``word`` reads as a regular past: "finished" ("-ed", 5+ letters)."""
+    return len(word) > 4 and word.endswith("ed")
 
 
 def _base_form(verb: str) -> str:
