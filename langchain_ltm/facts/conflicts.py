@@ -223,7 +223,7 @@ def subjects(text: str) -> frozenset[str]:
             words = _phrase(words_after, i + 1)
             if words:
                 found.add(f"*name:{name.lower()}>{_chain(words)[0]}")
-    tokens = _TOKEN.findall(folded.lower())
+    tokens = words_after
     found |= _leading(folded, tokens)
     bases = [t.split("'")[0] for t in tokens]
     if not found and _FIRST_SUBJECTS.isdisjoint(bases):
@@ -323,10 +323,28 @@ def _entity(word: str) -> str:
     return base if _is_entity(base) else ""
 
 
-# the words of a text in order, numbers and list commas included (what :func:`_swapped`
-# compares); words that join the items of one list
+# the words of a text in order, numbers and list commas included (what :func:`_roles` and
+# :func:`_swapped` read); words that join the items of one list
 _WORDS = re.compile(r"[^\W\d_](?:[^\W\d_]|['-])*|\d+(?:[.,:/]\d+)*|[,&/]")
 _LISTING = frozenset(", & / and or nor".split())
+
+
+@lru_cache(maxsize=4096)
+def _tokens(text: str) -> tuple[str, ...]:
+    """The words of ``text`` as written (``_WORDS``), read once for each check."""
+    return tuple(_WORDS.findall(fold(text)))
+
+
+@lru_cache(maxsize=4096)
+def _words(text: str) -> tuple[str, ...]:
+    """The words of ``text`` in lower case."""
+    return tuple(word.lower() for word in _tokens(text))
+
+
+@lru_cache(maxsize=4096)
+def _bag(text: str) -> tuple[str, ...]:
+    """The words of ``text`` in any order: two texts with other bags swapped no words."""
+    return tuple(sorted(_words(text)))
 
 
 # words between two named ones that put them in one role ("My wife and I", "Anna or Ben");
@@ -377,9 +395,9 @@ def _roles(text: str, caseless: bool = False) -> tuple[frozenset[str], ...]:
     along = False  # after "with": the next one named joins the subject
     guessed = last_guessed = False  # a name read from no capital (``caseless``)
     leading = True  # the first word
-    for word in _WORDS.findall(fold(text)):
-        base = word.lower().split("'")[0]
-        if not base[:1].isalpha():
+    for word, lower in zip(_tokens(text), _words(text), strict=True):
+        base = lower.split("'")[0]
+        if not base[0].isalpha():
             # numbers join nothing; a list's marks ("jazz, blues and rock") link as "and"
             linked = joined and (linked or base in _LISTING)
             continue
@@ -392,8 +410,8 @@ def _roles(text: str, caseless: bool = False) -> tuple[frozenset[str], ...]:
             named = "user"
         elif base in _THIRD:
             named = _THIRD[base]
-        elif _entity(base):
-            named = _entity(base)
+        elif entity := _entity(base):
+            named = entity
         elif base not in _NOT_OWNERS and (
             _may_name(base)
             if caseless
@@ -421,11 +439,6 @@ def _roles(text: str, caseless: bool = False) -> tuple[frozenset[str], ...]:
         joined, linked, along = not along, False, False
         last_guessed = guessed
     return tuple(frozenset(role) for role in roles)
-
-
-@lru_cache(maxsize=4096)
-def _words(text: str) -> tuple[str, ...]:
-    return tuple(_WORDS.findall(fold(text).lower()))
 
 
 def _lists(words: tuple[str, ...]) -> list[int]:
@@ -462,8 +475,8 @@ def _swapped(a: str, b: str) -> bool:
         False
     """
     wa, wb = _words(a), _words(b)
-    if len(wa) != len(wb) or wa == wb or Counter(wa) != Counter(wb):
-        return False
+    if len(wa) != len(wb) or wa == wb or _bag(a) != _bag(b):
+        return False  # most pairs: other words
     moved = [i for i, (x, y) in enumerate(zip(wa, wb, strict=True)) if x != y]
     if any(wa[i] in _STOP or wa[i] in _LISTING for i in moved):
         return False  # another frame: "to Rome from Paris" / "from Paris to Rome"
@@ -476,11 +489,24 @@ def _swapped(a: str, b: str) -> bool:
     return any(+counts or -counts for counts in items.values())
 
 
+_DOERS = _FIRST_SUBJECTS | _PRONOUNS
+
+
 @lru_cache(maxsize=4096)
-def _doers(text: str) -> Counter[str]:
-    """How many times ``text`` says "I", "we", "he", "she" or "they" (its subjects)."""
-    bases = (t.lower().split("'")[0] for t in _TOKEN.findall(fold(text)))
-    return Counter(b for b in bases if b in _FIRST_SUBJECTS or b in _PRONOUNS)
+def _doers(text: str) -> frozenset[tuple[str, int]]:
+    """Each "I", "we", "he", "she" or "they" ``text`` says (its subjects), with its count.
+
+    Each is ``(word, n)`` for its n-th time, so one text says all another says when its set
+    holds the other's ("I think I'm allergic" holds "I think ...", not "I think he's ...").
+    """
+    said: list[tuple[str, int]] = []
+    counts: dict[str, int] = {}
+    for word in _words(text):
+        base = word.split("'")[0]
+        if base in _DOERS:
+            counts[base] = counts.get(base, 0) + 1
+            said.append((base, counts[base]))
+    return frozenset(said)
 
 
 _YEAR = r"(?:19|20)[0-9]{2}"
