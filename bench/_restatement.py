@@ -29,12 +29,12 @@ import numpy as np
 import numpy.typing as npt
 
 from langchain_ltm._minilm import MiniLMEncoder
-from langchain_ltm.facts.coverage import (
-    _DATE_WORDS,
+from langchain_ltm.facts.coverage.words import (
     _NEGATIONS,
-    _NUMBER_WORDS,
-    _STOP,
     _TOKEN,
+    DATE_WORDS,
+    NUMBER_WORDS,
+    STOP_WORDS,
     missing,
     read_words,
     stem,
@@ -155,9 +155,9 @@ def word_spans(text: str) -> Iterator[tuple[str, int, int]]:
     for match in _TOKEN.finditer(text):
         raw = match.group()
         lower = raw.lower().removesuffix("'s")
-        if any(c.isdigit() for c in raw) or lower in _STOP or lower in _NEGATIONS:
+        if any(c.isdigit() for c in raw) or lower in STOP_WORDS or lower in _NEGATIONS:
             continue
-        if lower in _NUMBER_WORDS or lower in _DATE_WORDS:
+        if lower in NUMBER_WORDS or lower in DATE_WORDS:
             continue
         term = stem(lower)
         if term:

@@ -31,18 +31,18 @@ from bisect import bisect_left
 from collections import Counter
 from functools import lru_cache
 
-from langchain_ltm.facts.coverage import (
-    _DATE_WORDS,
-    _NUMBER_WORDS,
-    _STOP,
+from langchain_ltm.facts.coverage import value_change
+from langchain_ltm.facts.coverage.words import (
+    DATE_WORDS,
+    NUMBER_WORDS,
     PAST_FORMS,
+    STOP_WORDS,
     VERB_BASES,
     fold,
     known_verb,
     regular_past,
-    value_change,
 )
-from langchain_ltm.facts.coverage import LEADING_VERBS as _VERBS
+from langchain_ltm.facts.coverage.words import LEADING_VERBS as _VERBS
 
 __all__ = ["ENTITY_WORDS", "different_subject", "subjects", "value_change"]
 
@@ -272,7 +272,7 @@ def _scope(before: str) -> str:
         return ""  # "all my kids", "every one of my kids": the whole group
     if word in _PART:
         return "@" + word  # "some of my kids", "half my team"
-    if word in _NUMBER_WORDS or word.isdigit():
+    if word in NUMBER_WORDS or word.isdigit():
         return "@#" if of else ""  # "two of my kids"
     if of and words[-2:-1] and words[-2] in _ARTICLES:
         return "@" + _canonical(word)  # "a friend of my sister", "the rest of my family"
@@ -308,10 +308,8 @@ def _leading(folded: str, tokens: list[str]) -> set[str]:
 
 def _verb_like(follower: str, name: str) -> bool:
     """Whether the word after a leading capitalized word reads as its verb ("Tom enjoys")."""
-    if follower in _VERBS or follower in PAST_FORMS:
-        return True
-    if len(follower) > 4 and follower.endswith("ed"):
-        return True  # "Joanna finished ..."
+    if known_verb(follower) or regular_past(follower):
+        return True  # "Tom likes", "Joanna finished ..."
     # "Nate supports ...", but not "Prefers answers ..." (a verb leading, its object after)
     return len(follower) > 3 and follower.endswith("s") and not name.lower().endswith("s")
 
@@ -368,13 +366,13 @@ def _may_name(base: str) -> bool:
     A verb's base form is a verb too ("i drive my dad": "drive" as "drives").
     """
     return not (
-        base in _STOP
-        or base in _VERBS
-        or base in PAST_FORMS
+        base in STOP_WORDS
+        or known_verb(base)
         or base in VERB_BASES
-        or base in _NUMBER_WORDS
-        or base in _DATE_WORDS
-        or (len(base) > 4 and base.endswith(("ing", "ed")))
+        or base in NUMBER_WORDS
+        or base in DATE_WORDS
+        or regular_past(base)
+        or (len(base) > 4 and base.endswith("ing"))
     )
 
 
@@ -417,9 +415,7 @@ def _roles(text: str, caseless: bool = False) -> tuple[frozenset[str], ...]:
             if caseless
             # a leading verb is no name ("Lives with Anna", "Visited Rome")
             else word[:1].isupper()
-            and not (
-                first and (base in _VERBS or base in PAST_FORMS or base.endswith(("ing", "ed")))
-            )
+            and not (first and (known_verb(base) or base.endswith(("ing", "ed"))))
         ):
             named = "name:" + base
             guessed = caseless
@@ -446,7 +442,7 @@ def _lists(words: tuple[str, ...]) -> list[int]:
     group, last, listed = [], -1, False
     number = 0
     for word in words:
-        content = word not in _STOP and word not in _LISTING
+        content = word not in STOP_WORDS and word not in _LISTING
         if content:
             if last < 0 or not listed:
                 number += 1
@@ -478,7 +474,7 @@ def _swapped(a: str, b: str) -> bool:
     if len(wa) != len(wb) or wa == wb or _bag(a) != _bag(b):
         return False  # most pairs: other words
     moved = [i for i, (x, y) in enumerate(zip(wa, wb, strict=True)) if x != y]
-    if any(wa[i] in _STOP or wa[i] in _LISTING for i in moved):
+    if any(wa[i] in STOP_WORDS or wa[i] in _LISTING for i in moved):
         return False  # another frame: "to Rome from Paris" / "from Paris to Rome"
     lists = _lists(wa)
     items: dict[int, Counter[str]] = {}
@@ -525,7 +521,7 @@ _NAMING_YEAR = re.compile(
 _A_YEAR = re.compile(_YEAR)
 # words before a label's year that make it a date or a value ("May 2024:", "In 2024:", "The
 # deadline is 2024: ...")
-_DATING = _DATE_WORDS | _STOP | frozenset({"till", "circa"})
+_DATING = DATE_WORDS | STOP_WORDS | frozenset({"till", "circa"})
 
 
 @lru_cache(maxsize=4096)

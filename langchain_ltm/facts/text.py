@@ -10,13 +10,14 @@ from typing import Any
 from langchain_ltm._utf8 import encodes_as_utf8
 from langchain_ltm.errors import InvalidFactError
 
-__all__ = ["compatible", "content_hash", "normalize_fact", "validate_text"]
+__all__ = ["INVISIBLE", "compatible", "content_hash", "normalize_fact", "validate_text"]
 
 _SPACE = re.compile(r"\s+")
 _TRAILING = re.compile(r"[\s.!?;:,\u2026\u3002]+$")
-# invisible marks that change no word: a byte-order mark (a file or pipe's first line),
-# zero-width spaces and joiners, the word joiner, the soft hyphen
-_INVISIBLE = dict.fromkeys(map(ord, "\ufeff\u200b\u200c\u200d\u2060\u00ad"))
+INVISIBLE: dict[int, None] = dict.fromkeys(map(ord, "\ufeff\u200b\u200c\u200d\u2060\u00ad"))
+"""Invisible marks that change no word, as a ``str.translate`` table that drops them: a
+byte-order mark (a file or pipe's first line), zero-width spaces and joiners, the word
+joiner, the soft hyphen."""
 # characters whose compatibility form says something else: superscripts, subscripts and
 # fractions ("10²" is not "102")
 _KEPT = re.compile(
@@ -68,7 +69,7 @@ def normalize_fact(text: str) -> str:
         >>> normalize_fact("\ufeffI prefer\u200b Spanish") == normalize_fact("I prefer Spanish")
         True
     """
-    text = unicodedata.normalize("NFKC", text.translate(_INVISIBLE)).casefold()
+    text = unicodedata.normalize("NFKC", text.translate(INVISIBLE)).casefold()
     return _TRAILING.sub("", _SPACE.sub(" ", text).strip())
 
 

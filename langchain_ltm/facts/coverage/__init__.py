@@ -51,48 +51,9 @@ from langchain_ltm.facts.coverage.occasions import (
     reports_past,
 )
 from langchain_ltm.facts.coverage.values import single_valued, slot_change, value_change
-from langchain_ltm.facts.coverage.words import (
-    _DATE_WORDS as _DATE_WORDS,
-)
-from langchain_ltm.facts.coverage.words import (
-    _NEGATIONS as _NEGATIONS,
-)
-from langchain_ltm.facts.coverage.words import (
-    _NUMBER_WORDS as _NUMBER_WORDS,
-)
-from langchain_ltm.facts.coverage.words import (
-    _STOP as _STOP,
-)
-from langchain_ltm.facts.coverage.words import (
-    _TOKEN as _TOKEN,
-)
-from langchain_ltm.facts.coverage.words import (
-    LEADING_VERBS as LEADING_VERBS,
-)
-from langchain_ltm.facts.coverage.words import (
-    PAST_FORMS as PAST_FORMS,
-)
-from langchain_ltm.facts.coverage.words import (
-    VERB_BASES as VERB_BASES,
-)
-from langchain_ltm.facts.coverage.words import (
-    Words,
-    fold,
-    missing,
-    read_words,
-)
-from langchain_ltm.facts.coverage.words import (
-    known_verb as known_verb,
-)
-from langchain_ltm.facts.coverage.words import (
-    regular_past as regular_past,
-)
-from langchain_ltm.facts.coverage.words import (
-    stem as stem,
-)
-from langchain_ltm.facts.coverage.words import (
-    unread_runs as unread_runs,
-)
+from langchain_ltm.facts.coverage.words import Words, fold, missing, read_words
+from langchain_ltm.facts.coverage.words import stem as stem
+from langchain_ltm.facts.coverage.words import unread_runs as unread_runs
 
 __all__ = [
     "Words",

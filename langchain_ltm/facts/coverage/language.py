@@ -6,11 +6,11 @@ from functools import lru_cache
 
 from langchain_ltm.facts.coverage.words import (
     _SENTENCE_END,
-    _STOP,
     _TOKEN,
-    LEADING_VERBS,
-    PAST_FORMS,
+    STOP_WORDS,
     fold,
+    known_verb,
+    regular_past,
 )
 
 __all__ = ["reads_english"]
@@ -40,7 +40,7 @@ _FOREIGN = frozenset(
 )
 
 
-# words of _STOP that other languages write as function words too ("am", "is", "me", "a",
+# words of STOP_WORDS that other languages write as function words too ("am", "is", "me", "a",
 # "in", "on", "so", "was"): no sign of English; the others ("the", "my", "with") are
 _SHARED = frozenset("a am an in is me on so was also will to do no i per".split())
 
@@ -48,9 +48,8 @@ _SHARED = frozenset("a am an in is me on so was also will to do no i per".split(
 def _verb_after(word: str) -> bool:
     """Whether ``word`` reads as an English verb after a name ("Mia loves", "Del works")."""
     return (
-        word in LEADING_VERBS
-        or word in PAST_FORMS
-        or (len(word) > 4 and word.endswith("ed"))
+        known_verb(word)
+        or regular_past(word)
         or (len(word) > 3 and word.endswith("s") and not word.endswith("ss"))
     )
 
@@ -102,7 +101,7 @@ def reads_english(text: str) -> bool:
         )
         if word in _FOREIGN and (raw == word or leading):
             foreign += 1
-        elif (word in _STOP and word not in _SHARED) or raw == "I" or raw.startswith("I'"):
+        elif (word in STOP_WORDS and word not in _SHARED) or raw == "I" or raw.startswith("I'"):
             english += 1
         if raw == word:
             lower += 1

@@ -9,13 +9,13 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from langchain_ltm.facts.coverage.words import _DATE_WORDS, _TOKEN, fold, read_words, stem
+from langchain_ltm.facts.coverage.words import _TOKEN, DATE_WORDS, fold, read_words, stem
 
 __all__ = ["change_marks", "conditional", "moved_in_time", "reports_past"]
 
 
 def _dates(values: frozenset[str]) -> frozenset[str]:
-    return frozenset(v for v in values if v in _DATE_WORDS or (len(v) == 4 and v.isdigit()))
+    return frozenset(v for v in values if v in DATE_WORDS or (len(v) == 4 and v.isdigit()))
 
 
 # a weekday comes every week: "ran 5 km on Sunday" / "ran 10 km on Sunday" may be two runs

@@ -13,11 +13,14 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
-from langchain_ltm.facts.text import compatible
+from langchain_ltm.facts.text import INVISIBLE, compatible
 
 __all__ = [
+    "DATE_WORDS",
     "LEADING_VERBS",
+    "NUMBER_WORDS",
     "PAST_FORMS",
+    "STOP_WORDS",
     "VERB_BASES",
     "Words",
     "fold",
@@ -67,9 +70,9 @@ _NOT = re.compile(
 # acute accent between two letters ("don`t", "don\u00b4t"); and the hyphens of Unicode
 # (U+2010, U+2011 "full\u2011time"): NFKC keeps them, so a word would split in two. The
 # invisible marks normalize_fact leaves out (zero-width spaces, soft hyphens) are left out.
-_TYPED = str.maketrans(
-    {"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u2010": "-", "\u2011": "-"}
-    | dict.fromkeys("\ufeff\u200b\u200c\u200d\u2060\u00ad", "")
+_TYPED = (
+    str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u2010": "-", "\u2011": "-"})
+    | INVISIBLE
 )
 _QUOTE_IN_WORD = re.compile(r"(?<=[^\W\d_])[`\u00b4](?=[^\W\d_])")
 # "have to" + a verb is a duty ("I have to work on Saturdays" is not "I work on Saturdays"),
@@ -82,7 +85,7 @@ _NOT_A_VERB = frozenset(
 _SENTENCE_END = re.compile(r"[.!?;]\s")
 _DIGIT = re.compile(r"\d")
 
-_STOP = frozenset(
+STOP_WORDS = frozenset(
     """
     a an the this that these those some any each every all both either neither such own
     other another same certain
@@ -105,8 +108,9 @@ _STOP = frozenset(
     s t d ll m re ve
     """.split()
 )
+"""Function words, pronouns, auxiliaries and fillers: no content of a fact."""
 _NEGATIONS = frozenset("not no never nor none nobody nothing neither anymore longer".split())
-_NUMBER_WORDS = {
+NUMBER_WORDS = {
     "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
     "seven": "7", "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12",
     "thirteen": "13", "fourteen": "14", "fifteen": "15", "sixteen": "16", "seventeen": "17",
@@ -115,12 +119,14 @@ _NUMBER_WORDS = {
     "hundred": "100", "thousand": "1000", "once": "1x", "twice": "2x", "single": "1",
     "couple": "2", "dozen": "12", "half": "0.5",
 }  # fmt: skip
-_DATE_WORDS = frozenset(
+"""Number words and the digits they are read as ("five" = "5")."""
+DATE_WORDS = frozenset(
     "january february march april may june july august september october november december "
     "jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday "
     "friday saturday sunday weekday weekend morning afternoon evening night week month year "
     "spring summer autumn fall winter".split()
 )
+"""Months, weekdays, times of day and seasons: dates, read as values."""
 # a number right after one of these names a thing ("room 104"), it is not a quantity
 _ID_NOUNS = frozenset(
     "number no nr room flight order project ticket case issue bus route line gate seat "
@@ -184,7 +190,7 @@ def _base_form(verb: str) -> str:
 
 
 VERB_BASES = frozenset(
-    {_base_form(w) for w in LEADING_VERBS if w.endswith("s") and w not in _STOP}
+    {_base_form(w) for w in LEADING_VERBS if w.endswith("s") and w not in STOP_WORDS}
     | {_IRREGULAR[w] for w in PAST_FORMS}
 )
 """The base forms of those verbs and of the irregular pasts ("drive", "visit", "go")."""
@@ -307,7 +313,7 @@ def read_words(text: str) -> Words:
             )
             if _is_identifier(raw, digits, previous, previous_raw, following, said):
                 # keyed by its noun: "project 12" is not "team 12"
-                noun = stem(previous) if previous.isalpha() and previous not in _STOP else ""
+                noun = stem(previous) if previous.isalpha() and previous not in STOP_WORDS else ""
                 terms.add(f"{noun}#{digits}")
             else:
                 values.add(digits.rstrip("stndrh") or digits)
@@ -317,11 +323,13 @@ def read_words(text: str) -> Words:
             moods.add(lower)
         elif lower in _HAVE and following == "to" and _verb_follows(tokens, i + 2):
             moods.add("have to")  # a duty: "I have to work", "he had to leave"
-        elif lower in _NUMBER_WORDS:
-            values.add(_NUMBER_WORDS[lower])
-        elif lower in _DATE_WORDS:
+        elif lower in NUMBER_WORDS:
+            values.add(NUMBER_WORDS[lower])
+        elif lower in DATE_WORDS:
             values.add(lower)
-        elif lower not in _STOP or (raw == "A" and (match.start() not in starts or not following)):
+        elif lower not in STOP_WORDS or (
+            raw == "A" and (match.start() not in starts or not following)
+        ):
             # a capital "A" inside a sentence or alone names a letter: "hepatitis A", "A"
             term = stem(lower)
             if term:
@@ -392,7 +400,7 @@ def unread_runs(text: str) -> frozenset[str]:
 
 def _leads(word: str) -> bool:
     """Whether ``word``, capitalized at the start of a sentence, is a verb, not a name."""
-    return word.endswith("ing") or word in LEADING_VERBS or word in PAST_FORMS
+    return word.endswith("ing") or known_verb(word)
 
 
 _ORDINALS = frozenset({"st", "nd", "rd", "th"})
@@ -421,8 +429,8 @@ def _is_identifier(
         return True
     if said:
         return False  # "my son's 7": "'s" is "is", as "is 34"
-    counted = bool(nxt) and nxt not in _STOP and nxt not in _NEGATIONS and not nxt[0].isdigit()
-    if previous_raw[:1].isupper() and previous not in _DATE_WORDS and not counted:
+    counted = bool(nxt) and nxt not in STOP_WORDS and nxt not in _NEGATIONS and not nxt[0].isdigit()
+    if previous_raw[:1].isupper() and previous not in DATE_WORDS and not counted:
         return True  # "Project 12 has ...", but not "Has 2 kids"
     plural = nxt.endswith("s") and not nxt.endswith(("ss", "us", "is"))
     if previous == "the" and counted and not plural:
@@ -430,9 +438,9 @@ def _is_identifier(
     return (
         bool(previous)
         and previous.isalpha()
-        and previous not in _STOP
-        and previous not in _DATE_WORDS
-        and previous not in _NUMBER_WORDS
+        and previous not in STOP_WORDS
+        and previous not in DATE_WORDS
+        and previous not in NUMBER_WORDS
         and not counted
     )
 
@@ -482,7 +490,7 @@ def _says_is(before: str, after: str) -> bool:
     words = [word.lower() for word in raw]
     if len(raw) > 2 and raw[-1][:1].isupper() and words[-3] in _OWNING:
         words[-2:-1] = []  # "my son Tom's 7": a noun between an owner and the name
-    if not all(word in _STOP or word.endswith("'s") for word in words[:-1]):
+    if not all(word in STOP_WORDS or word.endswith("'s") for word in words[:-1]):
         return False
     rest = read_words(_VALUE_END.split(after, maxsplit=1)[0])
     return bool(rest.values) and not rest.terms and not rest.negated and not rest.moods
