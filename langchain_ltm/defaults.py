@@ -152,8 +152,8 @@ def open_store(
             f"{url!r} is an embedded Qdrant folder, which needs qdrant-client: pip install "
             '"langchain-ltm[qdrant]" (or use a SQLite file: sqlite:///memories.db)'
         ) from exc
-    path.mkdir(parents=True, exist_ok=True)
-    return LongTermMemoryStore.from_qdrant(str(path), embeddings), f"embedded Qdrant at {path}"
+    path.mkdir(parents=True, exist_ok=True)  # a Path: from_qdrant takes it as the folder it is
+    return LongTermMemoryStore.from_qdrant(path, embeddings), f"embedded Qdrant at {path}"
 
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")  # two letters at least: not "C:\\..."
@@ -166,6 +166,8 @@ def qdrant_folder(url: str) -> Path:
     but no Qdrant store (a Chroma folder given without ``chroma:``) is refused: it was
     opened as a new, empty Qdrant store, and a read reported nothing stored. So is
     ``qdrant://...``: ``qdrant://localhost:6333`` made a folder named ``localhost:6333``.
+    ``qdrant:PATH``, and a plain path naming a folder that exists, is always that folder
+    (``qdrant:backup:2024``, ``./backup:2024``).
 
     Raises:
         ValueError: ``url`` is not an embedded Qdrant folder.
@@ -182,7 +184,7 @@ def qdrant_folder(url: str) -> Path:
     rest = url.removeprefix("qdrant:")
     if not rest.strip():
         raise ValueError(f"{url!r} names no folder: use {STORE_URLS}.")
-    if rest is url and _SCHEME.match(url):
+    if rest is url and _SCHEME.match(url) and not Path(url).expanduser().is_dir():
         scheme = url.split(":", 1)[0]
         raise ValueError(
             f"{url!r}: unknown store scheme {scheme!r}; use {STORE_URLS} (a folder whose "
@@ -279,7 +281,7 @@ def _open_default(embeddings: EmbeddingsLike) -> tuple[LongTermMemoryStore, str]
         return _open_sqlite(default_store_path(), embeddings)
     warnings.warn(str(default_store_notice()), DefaultStoreWarning, stacklevel=3)
     try:
-        store = LongTermMemoryStore.from_qdrant(str(folder), embeddings)
+        store = LongTermMemoryStore.from_qdrant(folder, embeddings)
     except MissingDependencyError as exc:
         raise MissingDependencyError(
             f"Your memories are in {folder}, an embedded Qdrant folder (the default store "

@@ -295,6 +295,19 @@ def test_qdrant_scheme_and_faiss_abs_urls_create_no_store(tmp_path, monkeypatch)
     assert code == 0 and "Likes tea" in out
 
 
+def test_a_qdrant_folder_named_name_colon_digits_is_reached_by_dot_slash(tmp_path, monkeypatch):
+    """``--store ./backup:2024`` and ``qdrant:./backup:2024`` (what the refusal of
+    ``backup:2024`` advised) exited 2 saying "'backup:2024' is not a Qdrant folder": the
+    CLI's path lost its ./ on the way to from_qdrant."""
+    monkeypatch.chdir(tmp_path)
+    for url in ("./backup:2024", "qdrant:./backup:2024"):
+        code, out, err = ltm("--store", url, "remember", "--user", "a", "Likes tea")
+        assert code == 0, err
+    code, out, _ = ltm("--store", "./backup:2024", "list", "--user", "a")
+    assert code == 0 and "Likes tea" in out
+    assert (tmp_path / "backup:2024" / "meta.json").is_file()
+
+
 def test_two_collections_of_one_chroma_folder_keep_apart(tmp_path):
     mine, theirs = f"chroma:{tmp_path}/c", f"chroma:{tmp_path}/c?collection=team"
     assert ltm("--store", mine, "remember", "--user", "a", "Likes tea")[0] == 0

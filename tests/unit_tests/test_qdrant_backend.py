@@ -125,6 +125,38 @@ def test_a_url_or_host_port_is_not_taken_for_a_folder(where, tmp_path, monkeypat
         assert (tmp_path / where / "meta.json").is_file()
 
 
+def test_a_folder_named_name_colon_digits_opens_in_every_form_that_names_it(
+    tmp_path, monkeypatch, emb
+):
+    """A folder "backup:2024" could no longer be opened but by its absolute path: open_store
+    passed ``str(Path("./backup:2024"))``, "backup:2024", to from_qdrant, which took it for a
+    server's HOST:PORT; ``qdrant:backup:2024`` and ``./backup:2024`` (what both messages
+    advised) were refused, after open_store had made the folder. ``qdrant:PATH``, ``./PATH``
+    and a folder that exists are folders; a bare HOST:PORT naming none is still refused."""
+    from langchain_ltm.defaults import open_store
+
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "backup:2024"
+    for url in ("qdrant:backup:2024", "./backup:2024", "qdrant:./backup:2024"):
+        store, _ = open_store(url, embeddings=emb)
+        store.remember("u1", "likes tea")
+        store.close()
+    assert (folder / "meta.json").is_file()
+    for where in ("backup:2024", "./backup:2024", str(folder)):  # the folder exists now
+        store = LongTermMemoryStore.from_qdrant(where, emb)
+        assert [f.content for f in store.list_all("u1")] == ["likes tea"]
+        store.close()
+    store, _ = open_store("backup:2024", embeddings=emb)  # an existing folder: that folder
+    assert [f.content for f in store.list_all("u1")] == ["likes tea"]
+    store.close()
+    for url in ("localhost:6333", "qdrant://localhost:6333"):
+        with pytest.raises(ValueError, match=r"HOST:6333"):
+            open_store(url, embeddings=emb)
+        with pytest.raises(ValueError, match=r"http://HOST:6333"):
+            LongTermMemoryStore.from_qdrant(url, emb)
+    assert [p.name for p in tmp_path.iterdir()] == ["backup:2024"]  # nothing made for them
+
+
 # layout
 
 

@@ -130,12 +130,13 @@ def _check_folder(target: str | os.PathLike[str]) -> None:
 
     ``"qdrant://my-server:6333"``, ``"localhost:6333"`` or ``"postgresql://..."`` opened a
     new embedded store in a folder named after them, and the writes went there, unseen by
-    the server. A ``Path`` is taken as the path it is.
+    the server. A ``Path`` is taken as the path it is, and so is a ``NAME:DIGITS`` string
+    naming a folder that exists (``"backup:2024"``), or one written ``./NAME:DIGITS``.
     """
     if not isinstance(target, str):
         return
     scheme = url_scheme(target)
-    if scheme is None and not is_host_port(target):
+    if scheme is None and (not is_host_port(target) or os.path.isdir(target)):
         return
     named = f" (a folder of that name: pass './{target}')" if scheme is None else ""
     raise ValueError(
