@@ -45,8 +45,9 @@ def qdrant_backend(
         client_or_url_or_path: ``":memory:"`` (embedded, this process only), a folder path
             (embedded, persistent, one process at a time), an ``http(s)://`` URL (server),
             or a ``QdrantClient`` / remote ``AsyncQdrantClient``. Another URL
-            (``qdrant://``, ``grpc://``...) or a bare ``HOST:PORT`` is refused with a
-            ``ValueError``: it was taken for a folder of that name.
+            (``qdrant://``, ``grpc://``...) or a bare ``HOST:PORT`` naming no folder that
+            exists is refused with a ``ValueError``: it was taken for a folder of that name
+            (``"./backup:2024"`` or a ``Path`` is always a folder).
         collection: Collection name; created (cosine distance) if missing.
         dims: Vector size, checked against an existing collection.
         embeddings: Used once, only to learn ``dims`` when the collection does not exist
