@@ -21,16 +21,20 @@ STORE_URLS = (
 QDRANT_SERVER = "a Qdrant server is http://HOST:6333 (https:// with TLS)"
 """How to write a Qdrant server, for the refusal of ``qdrant://``, ``grpc://`` or ``HOST:PORT``."""
 
-_URL = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+_URL = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+)://")  # two letters at least: "C://data" is a path
 _HOST_PORT = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]*:[0-9]{1,5}")
 
 
 def url_scheme(text: str) -> str | None:
     """The scheme of ``text`` when it is written as a URL (``scheme://...``), else ``None``.
 
+    A one-letter scheme is a Windows drive (``C://data/m.db``): a path, as in ``open_store``.
+
     Example:
         >>> url_scheme("qdrant://localhost:6333"), url_scheme("data/qdrant")
         ('qdrant', None)
+        >>> url_scheme("C://data/memories.db") is None
+        True
     """
     found = _URL.match(text)
     return found.group(1).lower() if found else None

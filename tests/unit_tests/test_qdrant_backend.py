@@ -125,6 +125,14 @@ def test_a_url_or_host_port_is_not_taken_for_a_folder(where, tmp_path, monkeypat
         assert (tmp_path / where / "meta.json").is_file()
 
 
+def test_a_windows_drive_path_is_a_folder_not_a_url(tmp_path, monkeypatch, emb):
+    """``from_qdrant("D://qdrant")`` (a Windows drive) was refused as a URL of scheme "d"."""
+    monkeypatch.chdir(tmp_path)  # on POSIX "D://qdrant" is ./D:/qdrant
+    store = LongTermMemoryStore.from_qdrant("D://qdrant", emb)
+    store.close()
+    assert (tmp_path / "D:" / "qdrant" / "meta.json").is_file()
+
+
 def test_a_folder_named_name_colon_digits_opens_in_every_form_that_names_it(
     tmp_path, monkeypatch, emb
 ):

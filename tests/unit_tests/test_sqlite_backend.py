@@ -242,6 +242,16 @@ def test_a_url_of_another_scheme_is_refused_and_makes_no_file(url, tmp_path, mon
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_windows_drive_path_is_a_path_not_a_url(tmp_path, monkeypatch):
+    """``from_sqlite("C://data/m.db")`` (a Windows drive, one letter before the colon) was
+    refused as "a URL, not a file path": only a scheme of two letters or more is one."""
+    monkeypatch.chdir(tmp_path)  # on POSIX "C://data/m.db" is ./C:/data/m.db
+    (tmp_path / "C:" / "data").mkdir(parents=True)
+    store = LongTermMemoryStore.from_sqlite("C://data/m.db", KeywordEmbeddings(dims=16))
+    store.close()
+    assert (tmp_path / "C:" / "data" / "m.db").is_file()
+
+
 def test_bad_paths_and_options_are_clear(tmp_path):
     with pytest.raises(ValueError, match="needs a file path"):
         sqlite_backend(":memory:")
