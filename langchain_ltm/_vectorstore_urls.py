@@ -14,6 +14,9 @@
   ``index.pkl``), created when missing; the catalog is ``PATH/ltm-catalog.sqlite``. The
   index is saved back after every write. Loading ``index.pkl`` unpickles it: only open
   folders you wrote yourself.
+- A ``chroma:PATH`` or ``faiss:PATH`` folder whose catalog file is gone (deleted or moved
+  away) while its memories stay is refused, as for ``chroma://``; ``?share_collection=1``
+  opens a new, separate store in it (the old memories stay in the folder, out of its reach).
 - ``redis://[USER:PASSWORD@]HOST:PORT/INDEX`` (``rediss://`` for TLS): a Redis with
   search (Redis 8, Redis Stack), the vectors in the RediSearch index ``INDEX`` of a
   ``langchain-redis`` ``RedisVectorStore`` (created with our ``metadata_schema`` when
@@ -40,6 +43,7 @@ import os
 import re
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
@@ -97,18 +101,22 @@ def checked_folder(url: str) -> Path:
         ValueError: ``url`` is not written as one (the message shows how).
     """
     folder = store_folder(url)
+    query = parse_qs(url.partition("?")[2], keep_blank_values=True)
     if url.startswith("faiss:"):
-        if folder is None or "?" in url:
-            raise ValueError(
-                f"{url!r} is not a FAISS folder URL: write faiss:PATH (a folder that "
-                "FAISS.save_local wrote, or a new one)"
-            )
-        return folder
-    if folder is None or set(parse_qs(url.partition("?")[2])) - {"collection"}:
-        raise ValueError(
-            f"{url!r} is not a Chroma folder URL: write chroma:PATH (a folder, created if "
-            "missing), optionally chroma:PATH?collection=NAME"
+        usage = (
+            f"{url!r} is not a FAISS folder URL: write faiss:PATH (a folder that "
+            "FAISS.save_local wrote, or a new one), optionally faiss:PATH?share_collection=1"
         )
+        options = {"share_collection"}
+    else:
+        usage = (
+            f"{url!r} is not a Chroma folder URL: write chroma:PATH (a folder, created if "
+            "missing), optionally chroma:PATH?collection=NAME and ?share_collection=1"
+        )
+        options = {"collection", "share_collection"}
+    if folder is None or set(query) - options:
+        raise ValueError(usage)
+    _flag(query, "share_collection", usage)
     return folder
 
 
@@ -117,6 +125,7 @@ def folder_catalog(url: str) -> Path | None:
 
     ``PATH/ltm-catalog.sqlite``; a Chroma folder's other collections each have their own
     (``PATH/ltm-catalog-NAME.sqlite``), so two collections never share one catalog.
+    ``?share_collection=1`` names no other catalog: the folder's is the one it creates.
     """
     folder = store_folder(url)
     if folder is None:
@@ -209,14 +218,17 @@ def _chroma_server(url: str, embeddings: EmbeddingsLike) -> tuple[LongTermMemory
 
 def _chroma_folder(url: str, embeddings: EmbeddingsLike) -> tuple[LongTermMemoryStore, str]:
     folder = checked_folder(url)
-    collection = parse_qs(url.partition("?")[2]).get("collection", [CHROMA_COLLECTION])[0]
+    query = parse_qs(url.partition("?")[2])
+    collection = query.get("collection", [CHROMA_COLLECTION])[0]
+    share = _flag(query, "share_collection", "")  # checked_folder checked its value
     chromadb = _chromadb(url)
     _make_folder(folder)
     client = chromadb.PersistentClient(str(folder), settings=_chroma_settings())
     catalog = folder_catalog(url)
     assert catalog is not None
     where = f"Chroma folder {folder}, collection {collection} (catalog {catalog})"
-    return _generic(_chroma(collection, embeddings, client), catalog, embeddings, url=url), where
+    vs = _chroma(collection, embeddings, client)
+    return _generic(vs, catalog, embeddings, url=url, share=share), where
 
 
 def _chroma(collection: str, embeddings: EmbeddingsLike, client: Any) -> Any:
@@ -230,6 +242,7 @@ def _chroma(collection: str, embeddings: EmbeddingsLike, client: Any) -> Any:
 
 def _faiss_folder(url: str, embeddings: EmbeddingsLike) -> tuple[LongTermMemoryStore, str]:
     folder = checked_folder(url)
+    share = _flag(parse_qs(url.partition("?")[2]), "share_collection", "")  # checked there
     try:
         import faiss
         from langchain_community.docstore.in_memory import InMemoryDocstore
@@ -254,7 +267,10 @@ def _faiss_folder(url: str, embeddings: EmbeddingsLike) -> tuple[LongTermMemoryS
     from langchain_ltm.backends.vectorstore.saved import SavedFaissBackend
     from langchain_ltm.store import LongTermMemoryStore
 
-    backend = SavedFaissBackend(vs, folder, catalog=folder / CATALOG_FILE, save=_save_faiss)
+    with _said_for_store(url):  # --store's words, not the API's
+        backend = SavedFaissBackend(
+            vs, folder, catalog=folder / CATALOG_FILE, save=_save_faiss, share_collection=share
+        )
     where = f"FAISS folder {folder} (catalog {folder / CATALOG_FILE})"
     return LongTermMemoryStore(backend, embeddings=embeddings), where
 
@@ -442,18 +458,32 @@ def _generic(
     from langchain_ltm.store import LongTermMemoryStore
 
     _make_folder(catalog.parent)
-    try:
+    with _said_for_store(url):
         backend = vectorstore_backend(vs, catalog=catalog, share_collection=share)
-    except CatalogMismatchError as exc:  # said again for --store: its options, not the API's
+    return LongTermMemoryStore(backend, embeddings=embeddings)
+
+
+@contextlib.contextmanager
+def _said_for_store(url: str) -> Iterator[None]:
+    """A refused new catalog said again for ``--store url``: its options, not the API's."""
+    try:
+        yield
+    except CatalogMismatchError as exc:
         raise CatalogMismatchError(
             _mismatch(exc, url), catalog=exc.catalog, store_id=exc.store_id, catalogs=exc.catalogs
         ) from None
-    return LongTermMemoryStore(backend, embeddings=embeddings)
+
+
+def _with_option(url: str, name: str, value: str) -> str:
+    """``url`` with ``?name=value`` (in place of its own ``name``), its other options kept."""
+    base, _, query = url.partition("?")
+    kept = [part for part in query.split("&") if part and part.partition("=")[0] != name]
+    return f"{base}?{'&'.join([*kept, f'{name}={value}'])}"
 
 
 def _mismatch(exc: CatalogMismatchError, url: str) -> str:
     """What a refused new catalog means for ``--store url``, and what to pass instead."""
-    base = url.partition("?")[0]
+    share = f"--store '{_with_option(url, 'share_collection', '1')}'"
     if exc.catalogs:
         wrote = f"the catalog that wrote them is {' or '.join(exc.catalogs)}"
     else:
@@ -465,17 +495,26 @@ def _mismatch(exc: CatalogMismatchError, url: str) -> str:
         "nothing of them. Nothing was created."
     )
     if url.startswith(("chroma://", "redis://", "rediss://")):
-        use = f"--store '{base}?catalog={exc.catalogs[0]}'" if exc.catalogs else "its file"
+        use = (
+            f"--store '{_with_option(url, 'catalog', exc.catalogs[0])}'"
+            if exc.catalogs
+            else "its file"
+        )
         return (
             f"{said} Use the catalog that wrote them ({use}; the same server under another "
             "host name, e.g. localhost and 127.0.0.1, names another default catalog). To keep "
             f"a second, separate set of memories there on purpose (another machine), pass "
-            f"--store '{base}?share_collection=1'."
+            f"{share}."
         )
     if url.startswith(("chroma:", "faiss:")):
+        if exc.catalogs:
+            return f"{said} Move {exc.catalogs[0]} back to {exc.catalog} to open them."
         return (
-            f"{said} Put the folder's catalog file back as {exc.catalog} (the one whose "
-            f"ltm_items_meta table has vectorstore_id = {exc.store_id!r})."
+            f"{said} If the catalog file was moved away, put it back as {exc.catalog}. "
+            f"Else, to start over, move the folder away (its memories stay in it) and run "
+            f"the command again; or, to keep a second, separate set of memories in this "
+            f"folder, pass {share} (the earlier memories stay in it, out of that store's "
+            "reach)."
         )
     return (
         f"{said} Have the factory return LongTermMemoryStore(vectorstore_backend(vs, "

@@ -319,8 +319,9 @@ class CatalogMismatchError(LTMError, ValueError):
     of them. Nothing was created. Open the catalog that wrote them (``catalogs`` names the
     files found beside the new one with that id), or, to keep a second, separate set of
     memories in the same collection on purpose (a second machine on one server), pass
-    ``share_collection=True`` (``?share_collection=1`` in a ``chroma://`` or ``redis://``
-    URL).
+    ``share_collection=True`` (``?share_collection=1`` in a ``chroma://``, ``redis://``,
+    ``chroma:PATH`` or ``faiss:PATH`` URL: the last two for a folder whose catalog was
+    deleted, to start a new store in it).
 
     Attributes:
         catalog: The new catalog file that was refused.

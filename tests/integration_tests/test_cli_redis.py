@@ -90,3 +90,21 @@ def test_one_redis_under_two_host_names_refuses_a_second_catalog(redis_server, t
     assert ltm("--store", shared, "list", "--user", "alice")[0] == 0  # a second store, meant
     code, out, _ = ltm("--store", first, "forget-user", "--user", "alice", "--yes")
     assert code == 0
+
+
+def test_a_refused_catalogs_advice_keeps_the_urls_other_options(redis_server, tmp_path):
+    """The refusal's ``--store '...?catalog=...'`` and ``?share_collection=1`` advice was
+    built on the URL without its options: following it dropped ``?depth=3`` (the second
+    store then scoped searches to the default depth)."""
+    port = urlsplit(redis_server).port
+    first = f"redis://localhost:{port}/depth_idx?depth=3"
+    second = f"redis://127.0.0.1:{port}/depth_idx?depth=3"
+    assert ltm("--store", first, "remember", "--user", "alice", "Lives in Paris")[0] == 0
+    written = tmp_path / "home" / "redis" / f"localhost_{port}_depth_idx.sqlite"
+    code, out, err = ltm("--store", second, "list", "--user", "alice")
+    assert (code, out) == (2, ""), err
+    assert f"--store '{second}&catalog={written}'" in err
+    assert f"--store '{second}&share_collection=1'" in err
+    code, out, _ = ltm("--store", f"{second}&catalog={written}", "list", "--user", "alice")
+    assert code == 0 and "Lives in Paris" in out
+    assert ltm("--store", first, "forget-user", "--user", "alice", "--yes")[0] == 0

@@ -147,7 +147,10 @@ def test_chroma_folder_with_a_named_collection(tmp_path):
         ("chroma://localhost:8000/m?colour=red", "unknown option 'colour'"),
         ("chroma:", "write chroma:PATH"),
         ("chroma:{tmp}/c?colour=red", "write chroma:PATH"),
+        ("chroma:{tmp}/c?share_collection=yes", "share_collection is 1 or 0"),
         ("faiss:", "write faiss:PATH"),
+        ("faiss:{tmp}/c?collection=x", "write faiss:PATH"),
+        ("faiss:{tmp}/c?junk", "write faiss:PATH"),
         ("faiss:{tmp}/a-file", "is a file"),
         ("redis://localhost:6379/", "redis://HOST:PORT/INDEX"),
         ("redis://localhost:6379/a-b", "INDEX is letters, digits and _"),
@@ -430,8 +433,54 @@ def test_a_chroma_folder_whose_catalog_is_gone_refuses_a_new_one_over_its_memori
     (folder / "ltm-catalog.sqlite").rename(tmp_path / "moved.sqlite")
     code, out, err = ltm("--store", url, "remember", "--user", "alice", "Plays the cello")
     assert (code, out) == (2, ""), err
-    assert "written through another catalog" in err and "Put the folder's catalog" in err
+    assert "written through another catalog" in err and "put it back as" in err
     assert not (folder / "ltm-catalog.sqlite").exists()  # nothing created
     (tmp_path / "moved.sqlite").rename(folder / "ltm-catalog.sqlite")
     code, out, _ = ltm("--store", url, "list", "--user", "alice")
     assert code == 0 and "Lives in Paris" in out
+
+
+@pytest.mark.parametrize("kind", ["chroma", "faiss"])
+def test_a_folder_whose_catalog_was_deleted_says_the_ways_out_and_takes_share(kind, tmp_path):
+    """With a folder's catalog deleted on purpose (to start over), the refusal said only
+    "put the catalog file back", and ``?share_collection=1`` was refused for chroma:PATH
+    and faiss:PATH; faiss: showed the Python API's words (``vectorstore_backend(vs, ...)``).
+    The message now gives the ways out in ``--store``'s words (the file that wrote them
+    when it is in the folder; else share_collection=1, or the folder moved away), and
+    ``?share_collection=1`` opens a second, separate store there."""
+    folder = tmp_path / kind
+    url = f"{kind}:{folder}" + ("?collection=mine" if kind == "chroma" else "")
+    catalog = folder / ("ltm-catalog-mine.sqlite" if kind == "chroma" else "ltm-catalog.sqlite")
+    assert ltm("--store", url, "remember", "--user", "alice", "Lives in Paris")[0] == 0
+    kept = folder / "old-catalog.bak"
+    catalog.rename(kept)  # renamed in the folder: named as the one to put back
+    code, out, err = ltm("--store", url, "remember", "--user", "alice", "Plays the cello")
+    assert (code, out) == (2, ""), err
+    assert f"Move {kept} back to {catalog}" in err and "vectorstore_backend" not in err
+    kept.unlink()  # deleted on purpose
+    code, out, err = ltm("--store", url, "remember", "--user", "alice", "Plays the cello")
+    assert (code, out) == (2, ""), err
+    shared = f"{url}&share_collection=1" if "?" in url else f"{url}?share_collection=1"
+    assert f"--store '{shared}'" in err and "move the folder away" in err
+    assert "vectorstore_backend" not in err and not catalog.exists()  # nothing created
+    code, out, err = ltm("--store", shared, "remember", "--user", "alice", "Plays the cello")
+    assert code == 0, err
+    code, out, _ = ltm("--store", url, "list", "--user", "alice")  # the new catalog opens
+    assert code == 0 and "Plays the cello" in out and "Lives in Paris" not in out
+    assert "Lives in Paris" in _texts_in(kind, folder)  # the earlier memory stays in the folder
+
+
+def _texts_in(kind, folder):
+    """Every text the Chroma collection "mine" or the FAISS index in ``folder`` holds."""
+    if kind == "chroma":
+        import chromadb
+        from chromadb.config import Settings
+
+        client = chromadb.PersistentClient(str(folder), Settings(anonymized_telemetry=False))
+        return client.get_collection("mine").get()["documents"]
+    from langchain_community.vectorstores import FAISS
+
+    vs = FAISS.load_local(
+        str(folder), cli_session.default_embeddings(), allow_dangerous_deserialization=True
+    )
+    return [doc.page_content for doc in vs.docstore._dict.values()]

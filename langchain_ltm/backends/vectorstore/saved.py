@@ -36,6 +36,8 @@ class SavedFaissBackend(VectorStoreBackend):
             atomically per file).
         grace_seconds: As for :class:`VectorStoreBackend` (how old an unfinished write's
             documents must be before a repair deletes them).
+        share_collection: As for :class:`VectorStoreBackend` (a new catalog over an index
+            holding another catalog's memories: a second, separate store, not a refusal).
 
     Example:
         >>> import tempfile
@@ -61,10 +63,16 @@ class SavedFaissBackend(VectorStoreBackend):
         catalog: str | os.PathLike[str],
         save: Callable[[Any, Path], None],
         grace_seconds: float = DEFAULT_GRACE_SECONDS,
+        share_collection: bool = False,
     ) -> None:
         self.folder = Path(folder)  # before super().__init__: its repair() may save
         self._save_to = save
-        super().__init__(vectorstore, catalog=catalog, grace_seconds=grace_seconds)
+        super().__init__(
+            vectorstore,
+            catalog=catalog,
+            grace_seconds=grace_seconds,
+            share_collection=share_collection,
+        )
         # the saved index may be older than the catalog (a crash between a commit and its
         # save): put back what it lacks from the vectors the catalog keeps
         self.repair()
