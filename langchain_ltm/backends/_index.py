@@ -342,15 +342,16 @@ def page(items: list[Any], request: SearchRequest) -> list[Any]:
 def cosines(matrix: np.ndarray[Any, Any], queries: Vectors) -> np.ndarray[Any, Any]:
     """Cosines of ``matrix``'s rows with each query, shape ``(rows, q)``: one dot per row.
 
-    A row's score depends on the row and the query alone, bit for bit: not on the other
-    queries of the batch, the rows around it, how many there are, or where the matrix sits
-    in memory. A BLAS matrix product (``matrix @ q``) sums a row in another order depending
-    on those: one vector scored 0.09945035 in a block of several rows and 0.09945032 in a
-    block of one (and 0.6537204 in a search of two phrasings, 0.6537203 alone), so the
-    order of exact ties (one text held by two facts, or as a fact's earlier version and
-    another's text) followed float noise, not the fact id. ``np.vecdot`` makes one BLAS dot
-    per row (numpy 2; as fast as the product at 100 rows, 1.1-1.4x at 1,000); ``np.einsum``
-    (2x) before numpy 2.
+    A row's score depends on the row and the query alone, bit for bit, for C-contiguous
+    rows (each row's floats side by side, as every caller's matrix is, at any address):
+    not on the other queries of the batch, the rows around it or how many there are. A
+    Fortran-order matrix gives other bits (no caller passes one). A BLAS matrix product
+    (``matrix @ q``) sums a row in another order depending on those: one vector scored
+    0.09945035 in a block of several rows and 0.09945032 in a block of one (and 0.6537204
+    in a search of two phrasings, 0.6537203 alone), so the order of exact ties (one text
+    held by two facts, or as a fact's earlier version and another's text) followed float
+    noise, not the fact id. ``np.vecdot`` makes one BLAS dot per row (numpy 2; as fast as
+    the product at 100 rows, 1.1-1.4x at 1,000); ``np.einsum`` (2x) before numpy 2.
     """
     rows = np.asarray(queries, dtype=np.float32)
     if len(rows) == 1:  # the usual search: no output to fill column by column
