@@ -263,6 +263,18 @@ def test_calibration_needs_an_index_it_can_walk(make_backend, pg_conn, data):
     assert _saved(pg_conn, backend) is None
 
 
+def test_a_table_too_small_for_the_walks_of_k_says_to_lower_k(make_backend, pg_conn, data):
+    """The whole table too small for limit-k walks (4k candidates) was told to calibrate
+    "on a broader prefix", which the whole table has none of: it is told to lower k."""
+    _, vectors = data
+    backend = make_backend(dims=DIMS)
+    _load(backend, pg_conn, vectors[:200])
+    backend.create_hnsw_index()
+    with pytest.raises(ValueError, match=r"too few vectors for limit-100 walks.*smaller k"):
+        backend.calibrate_broad_search(samples=10, k=100)
+    assert _saved(pg_conn, backend) is None
+
+
 def test_a_calibration_with_a_large_k_serves_limit_10_searches(make_backend, data, pg_conn):
     """A search walks max(ef_search, 4 * limit) candidates: calibrated at limit k=100 alone,
     every ef_search below 400 walked the same 400, the first step (40) passed and was
@@ -312,6 +324,11 @@ def test_a_scope_whose_searches_are_not_walked_is_not_calibrated(weak, data, pg_
     weak.broad_min_rows = 0  # every scope counts as broad: the walks themselves fall short
     with pytest.raises(ValueError, match=r"20 of 20 walks .* fewer than 40 candidates"):
         weak.calibrate_broad_search(samples=20, prefix=("team", "small"))
+    assert _saved(pg_conn, weak) is None
+    # a process that walks no scope stores for all: its prefix is held to the default
+    weak.broad_min_rows = None
+    with pytest.raises(ValueError, match=r"do not walk the HNSW index.*broad_min_rows=50,000"):
+        weak.calibrate_broad_search(samples=20, prefix=("m", "u1"))
     assert _saved(pg_conn, weak) is None
     # a scope the walk serves is calibrated as before
     weak.broad_min_rows = 1_000

@@ -163,6 +163,42 @@ def test_concurrent_setups_of_stores_in_a_new_schema(make_backend, pg_conn):
         pg_conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
+@pytest.mark.parametrize("other", ["_{base}", "{base}_vectors_pkey", "{base}_schema_pkey"])
+def test_stores_whose_names_meet_only_in_names_postgres_makes_set_up_at_once(
+    make_backend, pg_conn, other
+):
+    """A store's setup locked the names it creates, not the ones Postgres makes for them
+    (primary keys, each table's array type "_x"): "x" and "_x" opened at once failed one
+    of them with "duplicate key value violates unique constraint pg_type_typname_nsp_index"
+    in every trial (a BackendError saying nothing of names). Each pair, opened at once a few
+    times, sets up both, or refuses the second by name (a ValueError saying they collide)."""
+    schema = f"s_{uuid.uuid4().hex[:12]}"
+    try:
+        for _ in range(4):
+            base = f"t_{uuid.uuid4().hex[:12]}"
+            errors: list[BaseException] = []
+            barrier = threading.Barrier(2)
+
+            def worker(table: str, barrier: threading.Barrier, errors: list) -> None:
+                barrier.wait()
+                try:
+                    make_backend(table=table, schema=schema, dims=8)
+                except BaseException as exc:
+                    errors.append(exc)
+
+            threads = [
+                threading.Thread(target=worker, args=(name, barrier, errors))
+                for name in (base, other.format(base=base))
+            ]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            assert all(isinstance(e, ValueError) and "collide" in str(e) for e in errors), errors
+    finally:
+        pg_conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
 def test_a_role_without_create_rights_opens_tables_at_the_current_version(
     make_backend, pg_url, pg_conn, emb
 ):

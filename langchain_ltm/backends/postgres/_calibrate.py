@@ -330,8 +330,14 @@ def _measure(
             f"fewer than {max(ef, 4 * limit)} candidates (the scope is too small, or too "
             f"rare in the table to gather them within {_broad.MAX_SCAN_TUPLES:,} tuples), "
             "so its searches run the exact plan and their recall says nothing of the "
-            "index: calibrate on a broader prefix (() is the whole table). Nothing was "
-            "stored."
+            + (
+                "index: calibrate on a broader prefix (() is the whole table). "
+                if prefix
+                else f"index: the table holds too few vectors for limit-{limit} walks, so "
+                "such searches are exact; calibrate with a smaller k (at most a quarter of "
+                "the table's vectors). "
+            )
+            + "Nothing was stored."
         )
     return CalibrationStep(
         ef,
@@ -350,10 +356,16 @@ def _check_walked(prefix: tuple[str, ...], stats: _broad.ScopeStats, min_rows: i
     Searches of a scope walk the index only once the statistics prove it holds
     ``min_rows`` vectors (``_broad.wants_index``); a calibration of a smaller scope
     measured walks no search makes, and stored the value for the whole index. The whole
-    table (``()``) is always the index's own walk, measured however large it is.
+    table (``()``) is always the index's own walk, measured however large it is. A process
+    with ``broad_min_rows=None`` walks no scope, but the value it stores serves every
+    process: its prefix is held to the default (:data:`~._broad.BROAD_MIN_ROWS`), as a
+    100-vector prefix was measured and stored there, and other processes' whole-table
+    walks got recall@10 0.375.
     """
-    if not prefix or min_rows is None:
+    if not prefix:
         return
+    if min_rows is None:
+        min_rows = _broad.BROAD_MIN_ROWS
     rows = stats.lower_bound(prefix)
     if rows < min_rows:
         raise ValueError(

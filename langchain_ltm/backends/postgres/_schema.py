@@ -324,13 +324,18 @@ def setup_locks(t: Tables) -> Statement:
     database: one lock for all (``SETUP_LOCK``) made opening any store wait for the
     conversion of another (minutes at 1M rows), with no time limit. Every name the store
     creates is locked (its tables and indexes, see ``_INDEXES``), so two stores whose names
-    collide (``x`` and ``x_vectors``) still set up one after the other, and
+    collide (``x`` and ``x_vectors``, or ``_x``, the array type Postgres names after ``x``'s
+    table) still set up one after the other, and
     ``_check_layouts`` sees what the other made. The keys are taken in one sorted order
     (no two setups wait for each other in a cycle) and never equal those of ``lock()``
     (``"schema"."table":scope``) or of the first write's column typing (the vectors table's
     name): they start with ``SETUP_LOCK``.
     """
     names = [t.items, t.vectors, t.versions, *(_index_name(t, suffix) for suffix in _INDEXES)]
+    # and the names Postgres makes for them: primary keys and each table's array type
+    # ("_items"), which share the schema's name spaces with other stores' tables
+    names += [f'"{t.schema}"."{t.table}{s}_pkey"' for s in ("_vectors", "_schema")]
+    names += [f'"{t.schema}"."_{t.table}{s}"' for s in ("", "_vectors", "_schema")]
     keys = sorted({f"{SETUP_LOCK}:{name}" for name in names})
     return Statement(
         "SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0))) FROM unnest(%s::text[]) k",
