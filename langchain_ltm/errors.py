@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "InvalidFactError",
     "InvalidFilterError",
     "InvalidUserIdError",
+    "KeyTakenError",
     "LTMError",
     "LockLostError",
     "MissingDependencyError",
@@ -373,6 +375,30 @@ class DuplicateFactError(BackendError):
 
     where: str = ""
     """The items, namespace and hash in question, as the message words them (or empty)."""
+
+
+class KeyTakenError(BackendError):
+    """A create-only write (``Record.create_only``) found a key taken; nothing was written.
+
+    Another writer stored an item at the key between the caller's read, which found it
+    absent, and the write. ``keys`` names them (``(namespace, key)`` pairs). The store
+    catches it and writes those users' puts again under their lock, after reading again
+    (a client's put over the fact just made keeps its text as a version); a caller of a
+    backend's ``write`` reads the keys again and decides anew.
+
+    Example:
+        >>> error = KeyTakenError([(("memories", "u1"), "k1")])
+        >>> error.keys, isinstance(error, BackendError)
+        ([(('memories', 'u1'), 'k1')], True)
+    """
+
+    def __init__(self, keys: Sequence[tuple[tuple[str, ...], str]]) -> None:
+        named = ", ".join(f"{key!r} in {namespace!r}" for namespace, key in keys)
+        super().__init__(
+            f"Another writer stored an item at {named} after it was read as absent, so this "
+            "create-only write was not made (nothing of it): read the keys again and retry."
+        )
+        self.keys = list(keys)
 
 
 class RecallTargetError(LTMError, ValueError):

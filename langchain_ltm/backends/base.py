@@ -23,6 +23,10 @@ Rules every backend keeps (the contract suite checks them):
   until ``unlock(token)``; it is not reentrant. Engines with a single writer process keep
   the default (no lock: callers in one process serialize themselves, as the store does)
   and say so with ``Capabilities.cross_process_lock = False``.
+- ``write`` of a record with ``create_only`` writes it only if no live item is at its key
+  (none, or one expired at ``record.now``), checked inside the write's own critical
+  section (transaction, lock); if any such key is taken, nothing of the batch is written
+  and it raises :class:`~langchain_ltm.errors.KeyTakenError` naming those keys.
 """
 
 from __future__ import annotations
@@ -67,6 +71,9 @@ class Record:
     means it never expires (a re-write without a TTL clears an earlier one). ``expires_at``
     (timezone-aware) is for restoring a copy: the item expires exactly then, and reads
     refresh it by ``ttl_minutes`` from there (its last refresh need not be ``now``).
+    ``create_only``: written only where no live item is at the key when the write runs
+    (a compare-and-set of "absent"); else the write raises ``KeyTakenError`` and writes
+    nothing (a put read as a new key, written without the user's lock).
     """
 
     namespace: tuple[str, ...]
@@ -79,6 +86,7 @@ class Record:
     created_at: datetime | None = None
     ttl_minutes: float | None = None
     expires_at: datetime | None = None
+    create_only: bool = False
 
     def __post_init__(self) -> None:
         for name in ("created_at", "expires_at"):
@@ -341,6 +349,19 @@ def tied_past_window(hits: Sequence[Hit], wanted: int, lowest: float, window: in
 def is_alive(item: StoredItem, at: datetime | None) -> bool:
     """Whether ``item`` has not expired at ``at`` (``None``: no TTL check at all)."""
     return at is None or item.expires_at is None or item.expires_at > at
+
+
+def taken_keys(upserts: Sequence[Record], stored: Sequence[StoredItem | None]) -> list[ItemKey]:
+    """The keys of ``upserts`` marked ``create_only`` whose ``stored`` item is alive.
+
+    ``stored``: the items at the upserts' keys as the write sees them, aligned with
+    ``upserts``. An engine raises ``KeyTakenError(taken_keys(...))`` when it is not empty.
+    """
+    return [
+        (r.namespace, r.key)
+        for r, item in zip(upserts, stored, strict=True)
+        if r.create_only and item is not None and is_alive(item, r.now)
+    ]
 
 
 def expiry(now: datetime, ttl_minutes: float | None) -> datetime | None:

@@ -29,7 +29,9 @@ from langchain_ltm.backends.base import (
     VectorBackend,
     dimension_error,
     is_alive,
+    taken_keys,
 )
+from langchain_ltm.errors import KeyTakenError
 
 __all__ = ["MemoryBackend"]
 
@@ -86,7 +88,14 @@ class MemoryBackend(VectorBackend):
 
     def write(self, upserts: Sequence[Record], deletes: Sequence[ItemKey]) -> int:  # noqa: D102
         with self._lock:
-            for record in upserts:  # check everything first: a batch lands whole or not at all
+            # check everything first: a batch lands whole or not at all
+            fresh = [r for r in upserts if r.create_only]
+            if fresh:
+                stored = self._index.get([(r.namespace, r.key) for r in fresh])
+                taken = taken_keys(fresh, stored)
+                if taken:
+                    raise KeyTakenError(taken)
+            for record in upserts:
                 if record.vectors is not None and len(record.vectors):
                     self._dims = check_dims(self._dims, record.vectors.shape[1])
             for record in upserts:

@@ -80,6 +80,7 @@ _NEEDS_BASE_STORE = (
     "test_a_client_put_of_a_text_another_fact_holds_is_stored_on_every_engine",
     "test_a_clients_document_with_a_hash_field_of_its_own_is_stored_as_given",
     "test_update_to_the_text_of_a_clients_fact_merges_that_fact_in",
+    "test_a_create_only_write_over_a_live_item_writes_nothing_of_the_batch",
     "test_a_search_above_the_users_shows_versions_unless_filtered_out",
     # a 0.1 fact is written as 0.1 wrote it, through put
     "test_a_client_put_over_a_0_1_fact_keeps_its_inline_texts",

@@ -16,6 +16,7 @@ from langchain_ltm import (
     ChatModelResolver,
     FactNotFoundError,
     InvalidFactError,
+    KeyTakenError,
     LongTermMemoryStore,
     Resolution,
 )
@@ -2266,6 +2267,54 @@ async def test_concurrent_client_puts_over_a_fact_keep_every_text(store):
     assert [v.content for v in await store.ahistory("u1", made.id)] == [
         f"I live in {c}" for c in ["Paris", *cities]
     ]
+
+
+def test_a_create_only_write_over_a_live_item_writes_nothing_of_the_batch(store):
+    """The engine's compare-and-set: a ``create_only`` record whose key holds a live item
+    fails the write whole (``KeyTakenError`` naming the key); over a free key, or an item
+    expired at the write (engines with TTL), it is written."""
+    namespace = store.user_namespace("u1")
+    now = datetime.now(timezone.utc)
+
+    def record(key: str, text: str, **given) -> Record:
+        return Record(namespace, key, {"content": text}, (), (), None, now, **given)
+
+    store.backend.write([record("k0", "I like tea"), record("k1", "I play chess")], [])
+    with pytest.raises(KeyTakenError) as raised:
+        store.backend.write(
+            [
+                record("k2", "I live in Oslo"),
+                record("k1", "I like coffee", create_only=True),
+                record("k3", "I sing", create_only=True),
+            ],
+            [(namespace, "k0")],
+        )
+    assert raised.value.keys == [(namespace, "k1")]
+    keys = [(namespace, k) for k in ("k0", "k1", "k2", "k3")]
+    assert [i and i.value["content"] for i in store.backend.get(keys)] == [
+        "I like tea",
+        "I play chess",
+        None,
+        None,
+    ]
+    restored = record("k1", "I like coffee", create_only=True, created_at=now - timedelta(days=1))
+    with pytest.raises(KeyTakenError):  # a restore's record (created_at given) alike
+        store.backend.write([restored, record("k5", "I restore", created_at=now)], [])
+    store.backend.write([record("k3", "I sing", create_only=True)], [])
+    assert [
+        i and i.value["content"] for i in store.backend.get([*keys[1:], (namespace, "k5")])
+    ] == [
+        "I play chess",
+        None,
+        "I sing",
+        None,
+    ]
+    if store.backend.capabilities.ttl:
+        gone = now - timedelta(hours=1)
+        store.backend.write([record("k4", "I swim", ttl_minutes=1.0, expires_at=gone)], [])
+        store.backend.write([record("k4", "I run", create_only=True)], [])
+        (item,) = store.backend.get([(namespace, "k4")])
+        assert item.value == {"content": "I run"} and item.expires_at is None
 
 
 @pytest.mark.parametrize("when", ["yesterday", "0001-01-01T00:00:00+05:00", "2024-13-45"])

@@ -58,6 +58,7 @@ from langchain_ltm.backends.qdrant._layout import (
     stored_item,
     to_us,
 )
+from langchain_ltm.errors import KeyTakenError
 
 T = TypeVar("T")
 
@@ -340,6 +341,13 @@ def plan_write(
             with_vectors=False,
         )
         old = {str(r.id): r.payload for r in records if r.payload and "created_at_us" in r.payload}
+    taken = [  # read under the write's lock (its key stripes, or the mirror's): nothing sent
+        (r.namespace, r.key)
+        for r in upserts
+        if r.create_only and _head_alive(old.get(head_id(r.namespace, r.key)), r.now)
+    ]
+    if taken:
+        raise KeyTakenError(taken)
     points: list[models.PointStruct] = []
     stale: list[models.ExtendedPointId] = []
     rewritten: list[ItemKey] = []  # (server) items whose earlier points are found by key
@@ -349,8 +357,7 @@ def plan_write(
         ns, key = record.namespace, record.key
         prev = old.get(head_id(ns, key))
         # an expired item not yet swept is gone: putting it again creates it anew
-        expires = prev.get("expires_at_us") if prev else None
-        alive = prev is not None and (expires is None or expires > to_us(record.now))
+        alive = _head_alive(prev, record.now)
         created: datetime = record.created_at or (
             from_us(prev["created_at_us"]) if prev and alive else record.now
         )
@@ -390,6 +397,12 @@ def plan_write(
 
 
 _SWEEP_CHUNK = 256  # items per delete-by-key filter
+
+
+def _head_alive(head: dict[str, Any] | None, now: datetime) -> bool:
+    """Whether a stored head's item is alive at ``now`` (an expired one not yet swept is gone)."""
+    expires = head.get("expires_at_us") if head else None
+    return head is not None and (expires is None or expires > to_us(now))
 
 
 def upsert_chunks(points: Sequence[models.PointStruct]) -> list[list[models.PointStruct]]:

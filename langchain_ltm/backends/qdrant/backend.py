@@ -47,7 +47,12 @@ from collections.abc import Awaitable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from langchain_ltm.errors import BackendError, IncompatibleCollectionError, MissingDependencyError
+from langchain_ltm.errors import (
+    BackendError,
+    IncompatibleCollectionError,
+    KeyTakenError,
+    MissingDependencyError,
+)
 
 try:
     from qdrant_client import AsyncQdrantClient, QdrantClient
@@ -350,6 +355,8 @@ class QdrantBackend(CollectionSetup, VectorBackend):
         with self._shared.lock:
             try:
                 written = self._sync(plan_write(self.layout, upserts, deletes))
+            except KeyTakenError:  # refused before anything was sent
+                raise
             except BaseException:
                 # part of the write may have landed (points are saved one by one): the
                 # mirror is rebuilt from the collection, so reads show what it holds

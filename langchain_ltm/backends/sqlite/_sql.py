@@ -28,7 +28,7 @@ from langchain_ltm.backends.base import (
     expiry,
     namespace_matches,
 )
-from langchain_ltm.errors import BackendError, SchemaVersionError
+from langchain_ltm.errors import BackendError, KeyTakenError, SchemaVersionError
 
 SCHEMA_VERSION = 1
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,47}")
@@ -310,7 +310,25 @@ def _upsert_sql(t: Tables) -> str:
 def write(
     conn: sqlite3.Connection, t: Tables, upserts: Sequence[Record], deletes: Sequence[ItemKey]
 ) -> int:
-    """Delete, then upsert items (created_at kept or restored) and replace their vectors."""
+    """Delete, then upsert items (created_at kept or restored) and replace their vectors.
+
+    First, in the same transaction: a ``create_only`` record's key holding a live item
+    raises ``KeyTakenError`` (the caller rolls back; nothing was written yet).
+    """
+    fresh = [r for r in upserts if r.create_only]
+    if fresh:
+        rows = _rows_by_key(
+            conn,
+            [(r.namespace, r.key) for r in fresh],
+            f"SELECT i.ns, i.key, i.expires_at FROM {t.items} i",
+        )
+        taken = [
+            (r.namespace, r.key)
+            for r, row in zip(fresh, rows, strict=True)
+            if row is not None and (row[2] is None or row[2] > to_us(r.now))
+        ]
+        if taken:
+            raise KeyTakenError(taken)
     deleted = 0
     if deletes:
         keys = [(ns_key(ns), key) for ns, key in deletes]
