@@ -52,7 +52,7 @@ from langchain_ltm.facts import reads
 from langchain_ltm.facts import versions as layout
 from langchain_ltm.facts._locks import UserLocks
 from langchain_ltm.facts.api import FactAPI
-from langchain_ltm.facts.client_puts import keys_to_read, write_puts
+from langchain_ltm.facts.client_puts import holds_nothing, keys_to_read, write_puts
 from langchain_ltm.facts.context import FactContext, is_user_namespace
 from langchain_ltm.facts.options import (
     DEFAULT_MERGE_THRESHOLD,
@@ -623,6 +623,9 @@ class LongTermMemoryStore(FactAPI, BaseStore):
                         vectors=doc_vectors[rows] if rows and doc_vectors is not None else None,
                         now=now,
                         ttl_minutes=put.ttl,
+                        # a put at a key read as holding nothing: written while it does
+                        create_only=(namespace, key) in before
+                        and holds_nothing(before[(namespace, key)], now),
                     )
                 )
             # a put over a fact (LangMem's update) keeps the text it replaces as a version,

@@ -80,6 +80,10 @@ _NEEDS_BASE_STORE = (
     "test_a_client_put_of_a_text_another_fact_holds_is_stored_on_every_engine",
     "test_a_clients_document_with_a_hash_field_of_its_own_is_stored_as_given",
     "test_update_to_the_text_of_a_clients_fact_merges_that_fact_in",
+    "test_two_clients_putting_at_one_new_key_at_once_keep_both_texts",
+    "test_a_put_without_a_text_racing_a_new_fact_at_its_key_is_refused",
+    "test_a_fact_layout_put_at_a_new_key_keeps_a_text_put_there_under_its_lock",
+    "test_a_batch_with_a_key_taken_meanwhile_writes_the_other_puts_as_put",
     "test_a_create_only_write_over_a_live_item_writes_nothing_of_the_batch",
     "test_a_search_above_the_users_shows_versions_unless_filtered_out",
     # a 0.1 fact is written as 0.1 wrote it, through put

@@ -2269,6 +2269,84 @@ async def test_concurrent_client_puts_over_a_fact_keep_every_text(store):
     ]
 
 
+def _another_client_puts_after_the_read(monkeypatch, store, key, value, nth=1):
+    """Another client's put of ``value`` at ``key`` lands right after a put's ``nth`` read of it.
+
+    What two clients putting at once do when both read before either writes (threads of
+    one process, or processes): the read is stale when the put writes. The first read is
+    the put's own, before any lock; the second, one under the user's lock.
+    """
+    namespace = store.user_namespace("u1")
+    read = store.backend.get
+    landed: list[bool] = []
+    reads: list[bool] = []
+
+    def get(keys):
+        found = read(keys)
+        if (namespace, key) in keys and not landed:
+            reads.append(True)
+            if len(reads) == nth:
+                landed.append(True)
+                store.put(namespace, key, value)
+        return found
+
+    monkeypatch.setattr(store.backend, "get", get)
+    return landed
+
+
+def test_two_clients_putting_at_one_new_key_at_once_keep_both_texts(monkeypatch, store):
+    """Two LangMem ``{"content": ...}`` puts at one new key at once: neither found a fact
+    there when it read, so neither took the user's lock, and the later write replaced the
+    fact the other had just made, its text in no version (SQLite and Postgres, 40 times in
+    40). Done one after the other, the first text is kept as a version; so it is now."""
+    namespace = store.user_namespace("u1")
+    landed = _another_client_puts_after_the_read(
+        monkeypatch, store, "k1", {"content": "I like green tea"}
+    )
+    store.put(namespace, "k1", {"content": "I play chess daily"})
+    assert landed
+    assert [v.content for v in store.history("u1", "k1")] == [
+        "I like green tea",
+        "I play chess daily",
+    ]
+
+
+def test_a_batch_with_a_key_taken_meanwhile_writes_the_other_puts_as_put(monkeypatch, store):
+    """The write of a batch's new keys is refused whole when one was taken meanwhile: the
+    puts of that key's user are written again under the lock (both texts kept), the other
+    user's put as it came."""
+    mine, theirs = store.user_namespace("u1"), store.user_namespace("u2")
+    _another_client_puts_after_the_read(monkeypatch, store, "k1", {"content": "I like green tea"})
+    store.batch(
+        [
+            PutOp(mine, "k1", {"content": "I play chess daily"}),
+            PutOp(mine, "k2", {"content": "I live in Oslo"}),
+            PutOp(theirs, "k1", {"content": "I sing in a choir"}),
+        ]
+    )
+    assert [v.content for v in store.history("u1", "k1")] == [
+        "I like green tea",
+        "I play chess daily",
+    ]
+    assert [v.content for v in store.history("u1", "k2")] == ["I live in Oslo"]
+    assert [v.content for v in store.history("u2", "k1")] == ["I sing in a choir"]
+
+
+def test_a_fact_layout_put_at_a_new_key_keeps_a_text_put_there_under_its_lock(monkeypatch, store):
+    """A put of a fact's value (its hash and version count) at a new key is written under
+    the user's lock, which a LangMem put at a new key does not take: landing between the
+    read under the lock and the write, its text was overwritten, in no version."""
+    namespace = store.user_namespace("u1")
+    landed = _another_client_puts_after_the_read(
+        monkeypatch, store, "k1", {"content": "I like green tea"}, nth=2
+    )
+    text = "I play chess daily"
+    store.put(namespace, "k1", {"content": text, "content_hash": content_hash(text), "versions": 1})
+    assert landed
+    assert [v.content for v in store.history("u1", "k1")] == ["I like green tea", text]
+    assert store.get(namespace, "k1").value["content_hash"] == content_hash(text)
+
+
 def test_a_create_only_write_over_a_live_item_writes_nothing_of_the_batch(store):
     """The engine's compare-and-set: a ``create_only`` record whose key holds a live item
     fails the write whole (``KeyTakenError`` naming the key); over a free key, or an item
@@ -2315,6 +2393,16 @@ def test_a_create_only_write_over_a_live_item_writes_nothing_of_the_batch(store)
         store.backend.write([record("k4", "I run", create_only=True)], [])
         (item,) = store.backend.get([(namespace, "k4")])
         assert item.value == {"content": "I run"} and item.expires_at is None
+
+
+def test_a_put_without_a_text_racing_a_new_fact_at_its_key_is_refused(monkeypatch, store):
+    """A put of a structured ``content`` at a key where another client just made a fact:
+    it overwrote the fact, its text lost; done after it, it raises ``ValueError``."""
+    namespace = store.user_namespace("u1")
+    _another_client_puts_after_the_read(monkeypatch, store, "k1", {"content": "I like tea"})
+    with pytest.raises(ValueError, match="is one of the user's facts"):
+        store.put(namespace, "k1", {"content": {"title": "a note"}})
+    assert [f.content for f in store.list_all("u1")] == ["I like tea"]
 
 
 @pytest.mark.parametrize("when", ["yesterday", "0001-01-01T00:00:00+05:00", "2024-13-45"])
