@@ -176,12 +176,11 @@ def _upsert_items(
         "expires_at = EXCLUDED.expires_at, ttl_minutes = EXCLUDED.ttl_minutes, "
     )
     ctes = []
+    groups: dict[tuple[bool, bool], list[int]] = {}
+    for i, r in enumerate(upserts):  # one pass over a batch of 1,000
+        groups.setdefault((r.created_at is not None, r.create_only), []).append(i)
     for restore, only in ((False, False), (True, False), (False, True), (True, True)):
-        picked = [
-            i
-            for i, r in enumerate(upserts)
-            if (r.created_at is not None) == restore and r.create_only == only
-        ]
+        picked = groups.get((restore, only))
         if not picked:
             continue
         # a create-only row: written over an expired item only (else left: see write)
