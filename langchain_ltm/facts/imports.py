@@ -528,18 +528,29 @@ def _no_earlier_expiry(
     restore of an export taken before that read (``import_user`` twice, ``ltm import``, an
     ``ltm migrate`` run again into a target read since) is not a newer state, and it wrote
     the export's earlier expiry back: the texts went before they would have. An item that
-    lasts stays lasting. One place for the import and the migration, which both restore here.
+    lasts stays lasting. Only the same state counts (the item written when the record was,
+    ``updated_at``): a record of a later write (a TTL the user shortened or added since the
+    copy was made) is restored as it is. One place for the import and the migration, which
+    both restore here.
     """
     out = []
     for record in records:
         item = live.get((record.namespace, record.key))
         ends = record.expires
-        if item is None or ends is None or not _same_text(item, record):
+        if (
+            item is None
+            or ends is None
+            or item.updated_at != record.now
+            or not _same_text(item, record)
+        ):
             out.append(record)
-        elif item.expires_at is None:
-            out.append(dataclasses.replace(record, ttl_minutes=None, expires_at=None))
-        elif item.expires_at > ends:
-            out.append(dataclasses.replace(record, expires_at=item.expires_at))
+        elif item.expires_at is None or item.expires_at > ends:
+            # the item's own expiry and TTL, as reads left them
+            out.append(
+                dataclasses.replace(
+                    record, ttl_minutes=item.ttl_minutes, expires_at=item.expires_at
+                )
+            )
         else:
             out.append(record)
     return out

@@ -1127,6 +1127,35 @@ async def test_restoring_an_export_over_its_fact_keeps_the_expiry_reads_pushed(m
     )
 
 
+async def test_restoring_a_later_state_of_a_fact_takes_its_expiry_even_a_shorter_one(mem, clock):
+    """The later expiry was kept for any restore over a live fact of the same text, also
+    one of a later write: a TTL the user shortened (or added) after the copy was made came
+    back as the copy's, so the text outlived what the user asked (``ltm migrate`` run again
+    said every fact verified). Only a restore of the same state keeps the expiry reads
+    pushed (the test above); a later state is restored as it is."""
+    made = await mem.remember("u1", "Pam's rental car is a red Fiat", ttl=60 * 24 * 30)
+    (copy,) = await mem.export_user("u1")
+    clock.advance(1)
+    later = clock.now
+    shortened = {
+        **copy,
+        "updated_at": later.isoformat(),
+        "expires_at": (later + timedelta(minutes=5)).isoformat(),
+        "ttl_minutes": 5,
+    }
+    lasting_then_ttl = [{**copy, "expires_at": None, "ttl_minutes": None}, shortened]
+    for records in ([copy, shortened], lasting_then_ttl):
+        await mem.clear_user("u1")
+        for record in records:
+            assert (await mem.import_user("u1", [record])).restored == 1
+        (fact,) = await mem.list_all("u1", refresh_ttl=False)
+        assert fact.id == made.fact.id and fact.ttl_minutes == 5
+        assert fact.expires_at is not None
+        assert abs((fact.expires_at - (later + timedelta(minutes=5))).total_seconds()) < 0.01
+    clock.advance(6)
+    assert await mem.list_all("u1") == []
+
+
 @pytest.mark.parametrize(
     ("ttl", "match"),
     [
