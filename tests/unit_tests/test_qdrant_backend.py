@@ -125,6 +125,19 @@ def test_a_url_or_host_port_is_not_taken_for_a_folder(where, tmp_path, monkeypat
         assert (tmp_path / where / "meta.json").is_file()
 
 
+@pytest.mark.parametrize("form", ["qdrant:mem", "chroma:mem", "faiss:mem", "sqlite:mem.db"])
+def test_an_ltm_store_form_is_not_taken_for_a_folder(form, tmp_path, monkeypatch, emb):
+    """``from_qdrant("qdrant:PATH")`` (``ltm --store``'s form) opened a new, empty store in a
+    folder "./qdrant:PATH" beside the store it names: the memories looked lost. Refused,
+    saying to pass the path alone; a folder so named that exists is still that folder."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=r"how `ltm --store` names a store.*path alone"):
+        LongTermMemoryStore.from_qdrant(form, emb)
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "qdrant:old").mkdir()  # a folder made so before: still opens
+    LongTermMemoryStore.from_qdrant("qdrant:old", emb).close()
+
+
 def test_a_windows_drive_path_is_a_folder_not_a_url(tmp_path, monkeypatch, emb):
     """``from_qdrant("D://qdrant")`` (a Windows drive) was refused as a URL of scheme "d"."""
     monkeypatch.chdir(tmp_path)  # on POSIX "D://qdrant" is ./D:/qdrant
