@@ -18,7 +18,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from langchain_ltm import _clock
 from langchain_ltm._filters import Condition
@@ -48,7 +48,10 @@ from langchain_ltm.facts.timeline import holds
 from langchain_ltm.facts.updates import pin
 from langchain_ltm.facts.writes import remember_each, with_hashes
 
-__all__ = ["ImportMode", "ImportResult", "import_user"]
+__all__ = ["ConflictReason", "ImportMode", "ImportResult", "import_user"]
+
+ConflictReason = Literal["same_text", "earlier_record", "other_texts", "newer"]
+"""Why a restore left a record alone (``ImportResult.conflict_reasons``)."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,13 @@ class ImportResult:
             record's current text, its earlier texts are then in the records only. Nothing
             is written for them; import those records with ``mode="merge"`` to fold the
             texts into the stored facts (as earlier versions when they were said before).
+        conflict_reasons: ``(id, why)`` of each record in ``conflicts``, in its order:
+            ``same_text`` (another fact, or another client's item, of the user has its
+            text), ``earlier_record`` (an earlier record of this call brings its text and
+            is restored), ``other_texts`` (the user's fact with this id holds a text the
+            record lacks, such as a text it was updated to since the export) or ``newer``
+            (that fact was written after the record's ``updated_at``). The first that
+            applies, in that order.
 
     Example:
         >>> ImportResult("merge").counts()
@@ -100,6 +110,7 @@ class ImportResult:
     sources: tuple[tuple[int, str], ...] = ()
     refused: tuple[tuple[str, str], ...] = ()
     conflict_texts: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    conflict_reasons: tuple[tuple[str, ConflictReason], ...] = ()
 
     def counts(self) -> dict[str, int]:
         """How many texts got each action (merge)."""
@@ -347,11 +358,12 @@ def _restore(
             for f, item in zip(candidates, alive, strict=True)
             if item is not None and item.updated_at > f.updated_at
         }
-        conflicts = tuple(
-            f.id
+        reasons = tuple(
+            (f.id, why)
             for f in facts
-            if f.id in taken or f.id in newer or not held_texts[f.id] <= _record_texts(f)
+            if (why := _why_left(f, owner, taken, held_texts, newer)) is not None
         )
+        conflicts = tuple(fact_id for fact_id, _ in reasons)
         restored = [f for f in candidates if f.id not in conflicts]
         old_versions = [h for h in old_versions if h.item.value.get("version_of") not in conflicts]
         records: list[Record] = []
@@ -386,7 +398,23 @@ def _restore(
         conflicts=conflicts,
         dry_run=dry_run,
         conflict_texts=unheld,
+        conflict_reasons=reasons,
     )
+
+
+def _why_left(
+    fact: Fact,
+    owner: Mapping[str, str],
+    taken: set[str],
+    held: Mapping[str, set[str]],
+    newer: set[str],
+) -> ConflictReason | None:
+    """Why a restore leaves ``fact`` alone (a conflict), or None when it restores it."""
+    if fact.id in taken:  # its text goes to the fact holding it, else to an earlier record
+        return "same_text" if content_hash(fact.content) in owner else "earlier_record"
+    if not held[fact.id] <= _record_texts(fact):
+        return "other_texts"
+    return "newer" if fact.id in newer else None
 
 
 def _not_held(

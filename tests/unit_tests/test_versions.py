@@ -502,6 +502,8 @@ async def test_an_older_export_never_restores_over_newer_texts(mem):
     newer = await mem.export_user("u1")
     result = await mem.import_user("u1", older)
     assert result.restored == 0 and result.conflicts == (made.fact.id,)
+    # its text is an earlier version of the same fact: not "another fact has it"
+    assert result.conflict_reasons == ((made.fact.id, "other_texts"),)
     assert await mem.export_user("u1") == newer  # 1350 still current, 1200 its version
     merged = await mem.import_user("u1", older, "merge")  # what the conflict suggests
     assert merged.counts() == {"duplicate": 1} and await mem.export_user("u1") == newer
@@ -524,6 +526,7 @@ async def test_an_older_export_never_gives_an_expiry_back_to_a_fact_kept_for_goo
     kept = await mem.export_user("u1")
     result = await mem.import_user("u1", backup)
     assert result.restored == 0 and result.conflicts == (made.fact.id,)
+    assert result.conflict_reasons == ((made.fact.id, "newer"),)
     assert await mem.export_user("u1") == kept
     clock.advance(5)  # past the backup's expiry: the text the user keeps is still there
     (fact,) = await mem.list_all("u1")
@@ -558,7 +561,10 @@ async def test_two_records_with_one_text_restore_the_first(mem):
     records = [{"id": "a", "content": "I like tea"}, {"id": "b", "content": "i like tea."}]
     done = await mem.import_user("u1", records)
     assert (done.restored, done.conflicts) == (1, ("b",))
+    assert done.conflict_reasons == (("b", "earlier_record"),)
     assert [(f.id, f.content) for f in await mem.list_all("u1")] == [("a", "I like tea")]
+    again = await mem.import_user("u1", records)  # "a" holds it now
+    assert again.conflict_reasons == (("b", "same_text"),)
     with pytest.raises(ValueError, match="mode"):
         await mem.import_user("u1", records, "replace")
 
@@ -2599,6 +2605,7 @@ async def test_a_conflict_names_the_texts_the_user_holds_nowhere(mem):
         done = await mem.import_user("u1", [record], dry_run=dry_run)
         assert done.conflicts == (record["id"],)
         assert done.conflict_texts == ((record["id"], ("I live in Paris",)),)
+        assert done.conflict_reasons == ((record["id"], "same_text"),)
     merged = await mem.import_user("u1", [record], "merge")
     assert [r.action for r in merged.results][-1] == "duplicate"
     (fact,) = await mem.list_all("u1")
