@@ -15,14 +15,14 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from langchain_ltm.cli.jsonl import ImportLine
-    from langchain_ltm.facts import Fact, RememberResult
+    from langchain_ltm.facts import Fact, ImportResult, RememberResult
 
 
 # ---- human output ------------------------------------------------------------------------
@@ -219,6 +219,7 @@ class ImportRow:
     previous: str | None = None
     similarity: float | None = None
     reason: str | None = None
+    """Why: a rejected line's reason, a conflict's (``ImportResult.conflict_reasons``)."""
     similar: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     not_held: list[str] = dataclasses.field(default_factory=list)
     """A conflict's texts the user holds nowhere (in the file only; --merge folds them in)."""
@@ -237,31 +238,26 @@ class ImportReport:
     dry_run: bool
     rows: list[ImportRow] = dataclasses.field(default_factory=list)
 
-    def restored(
-        self,
-        batch: list[ImportLine],
-        conflicts: Sequence[str],
-        expired: Sequence[str] = (),
-        not_held: Mapping[str, Sequence[str]] | None = None,
-    ) -> None:
-        """Record a restored batch (a conflict: the user has the text as another fact).
+    def restored(self, batch: list[ImportLine], done: ImportResult) -> None:
+        """Record a restored batch: each conflict with why it was left alone.
 
-        ``expired``: the ids left out because their ``expires_at`` had passed.
-        ``not_held``: per conflict id, its texts the user holds nowhere
-        (``ImportResult.conflict_texts``).
+        ``done``: what ``import_user`` did with the batch (its conflicts with their
+        reasons and the texts the user holds nowhere, its expired ids).
         """
+        why, not_held = dict(done.conflict_reasons), dict(done.conflict_texts)
         for line in batch:
             fact_id = str(line.record["id"])
             action = (
                 "expired"
-                if fact_id in expired
+                if fact_id in done.expired
                 else "conflict"
-                if fact_id in conflicts
+                if fact_id in why
                 else "restored"
             )
             row = ImportRow(line.number, action, fact_id, line.record["content"])
             if action == "conflict":
-                row.not_held = list((not_held or {}).get(fact_id, ()))
+                row.reason = why[fact_id]
+                row.not_held = list(not_held.get(fact_id, ()))
             self.rows.append(row)
 
     def merged(
@@ -332,7 +328,12 @@ class ImportReport:
         ]
         # a conflict bringing texts the user holds nowhere names them (they are in the file only)
         data["conflict_lines"] = [
-            {"line": r.line, "id": r.id, **({"not_held": r.not_held} if r.not_held else {})}
+            {
+                "line": r.line,
+                "id": r.id,
+                "reason": r.reason,
+                **({"not_held": r.not_held} if r.not_held else {}),
+            }
             for r in in_order
             if r.action == "conflict"
         ]
@@ -367,22 +368,26 @@ class ImportReport:
         if rejected:
             text += "\n\n" + table(["LINE", "REJECTED BECAUSE"], rejected)
         conflicts = [
-            [str(r.line), str(r.id) + _not_held_note(r)] for r in in_order if r.action == "conflict"
+            [str(r.line), f"{r.id} ({_CONFLICT[str(r.reason)]})" + _not_held_note(r)]
+            for r in in_order
+            if r.action == "conflict"
         ]
         if conflicts:
             text += (
                 "\n\n"
-                + table(
-                    [
-                        "LINE",
-                        "NOT RESTORED (the user has this text as another fact, or this fact "
-                        "with a text the line lacks or written after the line's updated_at)",
-                    ],
-                    conflicts,
-                )
+                + table(["LINE", "NOT RESTORED (WHY)"], conflicts)
                 + "\n(import with --merge to fold them into the stored facts)"
             )
         return text
+
+
+_CONFLICT = {
+    "same_text": "the user has this text as another fact",
+    "earlier_record": "an earlier line of the file has this text",
+    "other_texts": "the user's fact with this id holds a text this line lacks",
+    "newer": "the user's fact with this id was written after this line's updated_at",
+}
+"""Why an import left an exported line alone (``ImportResult.conflict_reasons``)."""
 
 
 def _not_held_note(row: ImportRow) -> str:
@@ -399,7 +404,7 @@ def _row_note(row: ImportRow) -> str:
     if row.action == "rejected":
         return f"  ({row.reason})"
     if row.action == "conflict":
-        return "  (the user has this text as another fact)" + _not_held_note(row)
+        return f"  ({_CONFLICT[str(row.reason)]})" + _not_held_note(row)
     if row.similar:
         close = "; ".join(f"{s['id']} {s['content']!r} {s['score']:.2f}" for s in row.similar)
         return f"  (kept apart from similar: {close})"

@@ -749,7 +749,7 @@ def test_import_of_an_export_holding_one_text_twice_restores_the_first(ltm, tmp_
     summary = as_json(out)
     assert code == 2  # as for any conflict: a line was left out
     assert (summary["restored"], summary["conflicts"]) == (2, 1)
-    assert summary["conflict_lines"] == [{"line": 3, "id": "f3"}]
+    assert summary["conflict_lines"] == [{"line": 3, "id": "f3", "reason": "earlier_record"}]
     listed = as_json(ltm("list", "--user", "alice", "--json")[1])
     assert sorted((f["id"], f["content"]) for f in listed) == [("f1", "Fact 0"), ("f2", "Fact 1")]
 
@@ -767,7 +767,7 @@ def test_import_restore_reports_secrets_and_conflicts(ltm, tmp_path):
     summary = as_json(out)
     assert code == 2  # as remember: lines were left out
     assert (summary["restored"], summary["conflicts"], summary["rejected"]) == (1, 1, 1)
-    assert summary["conflict_lines"] == [{"line": 1, "id": "x1"}]
+    assert summary["conflict_lines"] == [{"line": 1, "id": "x1", "reason": "same_text"}]
     assert (
         summary["rejected_lines"][0]["line"] == 2
         and "card" in summary["rejected_lines"][0]["reason"]
@@ -1770,10 +1770,63 @@ def test_import_names_a_conflicts_texts_the_user_holds_nowhere(ltm, tmp_path):
     code, out, _ = ltm("import", "--user", "alice", str(path), "--json")
     assert code == 2
     assert as_json(out)["conflict_lines"] == [
-        {"line": 1, "id": "x1", "not_held": ["Lives in Paris"]}
+        {"line": 1, "id": "x1", "reason": "same_text", "not_held": ["Lives in Paris"]}
     ]
     code, out, _ = ltm("import", "--user", "alice", str(path))
     assert "texts the user holds nowhere, only in this file: 'Lives in Paris'" in out
+
+
+def test_import_says_why_each_conflict_was_left_alone(ltm, tmp_path):
+    """Every conflict read "the user has this text as another fact", in the dry run too:
+    also a line whose fact was updated since the export (its text is an earlier version of
+    the same fact) and one whose fact was written after the line."""
+    ltm("remember", "--user", "alice", "Lives in Paris", "Plays the cello", "Likes tea")
+    path = tmp_path / "in.jsonl"
+    ltm("export", "--user", "alice", "-o", str(path))
+    exported = {r["content"]: r for r in map(json.loads, path.read_text().splitlines())}
+    paris, cello = exported["Lives in Paris"], exported["Plays the cello"]
+    with opened(tmp_path / "q") as store:
+        store.update_fact("alice", paris["id"], "Lives in Berlin")
+    old = "2025-01-02T03:04:05+00:00"  # the cello's fact was written after this line
+    path.write_text(
+        json.dumps(paris)
+        + "\n"
+        + _line(**{**cello, "created_at": old, "updated_at": old, "valid_from": old})
+        + _line(id="x1", content="Likes tea")  # another fact has the text
+        + _line(id="x2", content="Owns a cat")
+        + _line(id="x3", content="Owns a cat"),  # line 4 brings the text
+        encoding="utf-8",
+    )
+    why = [
+        (1, paris["id"], "other_texts", "the user's fact with this id holds a text this line"),
+        (2, cello["id"], "newer", "the user's fact with this id was written after this line's "),
+        (3, "x1", "same_text", "the user has this text as another fact"),
+        (5, "x3", "earlier_record", "an earlier line of the file has this text"),
+    ]
+    code, out, _ = ltm("import", "--user", "alice", str(path), "--dry-run", "--json")
+    assert code == 2
+    assert as_json(out)["conflict_lines"] == [
+        {"line": n, "id": i, "reason": r} for n, i, r, _ in why
+    ]
+    for dry in (["--dry-run"], []):  # the rows of the dry run, then those of the import
+        code, out, _ = ltm("import", "--user", "alice", str(path), *dry)
+        assert code == 2
+        rows = {int(row.split()[0]): row for row in out.splitlines()[3:] if row[:1].isdigit()}
+        assert sorted(rows) == ([1, 2, 3, 4, 5] if dry else [1, 2, 3, 5])
+        for n, fact_id, _, note in why:
+            assert fact_id in rows[n] and f"({note}" in rows[n], rows[n]
+        assert "another fact" not in "".join(rows[n] for n in (1, 2, 5))
+    # line 4 was restored: line 5's text is now another fact's
+    code, out, _ = ltm("import", "--user", "alice", str(path), "--json")
+    assert code == 2
+    assert as_json(out)["conflict_lines"][-1] == {"line": 5, "id": "x3", "reason": "same_text"}
+    listed = as_json(ltm("list", "--user", "alice", "--json")[1])
+    assert sorted(f["content"] for f in listed) == [
+        "Likes tea",
+        "Lives in Berlin",
+        "Owns a cat",
+        "Plays the cello",
+    ]
 
 
 def test_stats_lists_no_user_for_a_namespace_below_theirs(ltm, tmp_path):

@@ -142,7 +142,7 @@ def cmd_import(session: Session) -> int:
             done = store.import_user(
                 session.user, [x.record for x in batch], "restore", dry_run=args.dry_run
             )
-            report.restored(batch, done.conflicts, done.expired, dict(done.conflict_texts))
+            report.restored(batch, done)
             progress.advance(len(batch))
         # a dry run decides every merged line in one call, so lines see the ones before them
         # (a text said again is decided alike in one call or split into batches)
