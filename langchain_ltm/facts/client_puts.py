@@ -152,7 +152,10 @@ def write_puts(
             yield from _write_unlocked(ctx, rest, loose, deletes)
             break
         except KeyTakenError as exc:  # nothing written: their users' puts go under the lock
-            users = sorted({*users, *(namespace[-1] for namespace, _ in exc.keys)})
+            more = sorted({*users, *(namespace[-1] for namespace, _ in exc.keys)})
+            if more == users:  # no key of a put left unlocked: an engine's error, not a race
+                raise
+            users = more
     for label in users:
         mine = [r for r in puts if r.namespace[-1] == label]
         theirs = [key for key in gone if key[0][-1] == label]
