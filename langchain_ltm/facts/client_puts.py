@@ -195,11 +195,13 @@ def _marked(record: Record, create_only: bool) -> Record:
 def _write_unlocked(
     ctx: FactContext, upserts: list[Record], deletes: list[ItemKey], every_delete: list[ItemKey]
 ) -> Logic[None]:
-    """Write the puts and deletes no user's lock covers (copies outside user namespaces).
+    """Write the puts and deletes no user's lock covers: new keys, copies outside the users'.
 
-    Such a copy is written as given, but for a hash Postgres lets one item of a namespace
-    hold (:func:`unique_hashes`; ``every_delete``: the batch's deletes). The look for
-    another holder takes no lock: a copy another writer stores between it and the write
+    A put at a key read as holding nothing comes marked create-only (the engine raises
+    ``KeyTakenError`` and writes nothing if another writer made the key meanwhile). A copy
+    outside user namespaces is written as given, but for a hash Postgres lets one item of
+    a namespace hold (:func:`unique_hashes`; ``every_delete``: the batch's deletes). The
+    look for another holder takes no lock: a copy another writer stores between it and the write
     makes the constraint refuse the write (two copies of a fact's value put in a backup at
     once raised ``DuplicateFactError``), so the look and the write run again, once, as
     ``remember`` retries; the second time the look sees the other copy.
