@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["QDRANT_SERVER", "STORE_URLS", "is_host_port", "url_scheme"]
+__all__ = ["QDRANT_SERVER", "STORE_URLS", "is_host_port", "local_form", "url_scheme"]
 
 STORE_URLS = (
     "sqlite:///PATH, memory://, postgresql://..., http(s)://HOST:6333 (a Qdrant server), "
@@ -23,6 +23,7 @@ QDRANT_SERVER = "a Qdrant server is http://HOST:6333 (https:// with TLS)"
 
 _URL = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+)://")  # two letters at least: "C://data" is a path
 _HOST_PORT = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]*:[0-9]{1,5}")
+_LOCAL_FORM = re.compile(r"(qdrant|chroma|faiss|sqlite):(?!//)")
 
 
 def url_scheme(text: str) -> str | None:
@@ -48,3 +49,17 @@ def is_host_port(text: str) -> bool:
         (True, False)
     """
     return _HOST_PORT.fullmatch(text) is not None
+
+
+def local_form(text: str) -> tuple[str, str] | None:
+    """``(form, path)`` when ``text`` is one of ``--store``'s forms of a local path, else ``None``.
+
+    ``qdrant:PATH``, ``chroma:PATH``, ``faiss:PATH``, ``sqlite:PATH``: given to a factory
+    that takes a path, such a form is not that path.
+
+    Example:
+        >>> local_form("qdrant:data/mem"), local_form("sqlite:///m.db"), local_form("data")
+        (('qdrant', 'data/mem'), None, None)
+    """
+    found = _LOCAL_FORM.match(text)
+    return (found.group(1), text[found.end() :]) if found else None

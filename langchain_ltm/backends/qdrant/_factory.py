@@ -9,12 +9,11 @@ raises a ``BackendError`` that says what to check.
 from __future__ import annotations
 
 import os
-import re
 from typing import TYPE_CHECKING, Any
 
 from qdrant_client import AsyncQdrantClient, QdrantClient
 
-from langchain_ltm._store_forms import QDRANT_SERVER, is_host_port, url_scheme
+from langchain_ltm._store_forms import QDRANT_SERVER, is_host_port, local_form, url_scheme
 from langchain_ltm.backends.qdrant._domains import is_local
 from langchain_ltm.backends.qdrant._folder import DEFAULT_LOCK_TIMEOUT, open_folder
 from langchain_ltm.backends.qdrant.backend import QdrantBackend
@@ -137,11 +136,13 @@ def _check_folder(target: str | os.PathLike[str]) -> None:
     """
     if not isinstance(target, str):
         return
-    form = _CLI_FORM.match(target)
+    form = local_form(target)
     if form and not os.path.isdir(target):  # `ltm --store qdrant:PATH`'s form, not a path
+        kind, path = form
+        other = "" if kind == "qdrant" else f"; a {kind}: store is not a Qdrant one"
         raise ValueError(
             f"{target!r} is how `ltm --store` names a store, not a folder path: pass the "
-            f"path alone ({target[form.end() :]!r}){_qdrant_only(form.group(1))}."
+            f"path alone ({path!r}){other}."
         )
     scheme = url_scheme(target)
     if scheme is None and (not is_host_port(target) or os.path.isdir(target)):
@@ -151,12 +152,3 @@ def _check_folder(target: str | os.PathLike[str]) -> None:
         f"{target!r} is not a Qdrant folder nor a server URL: {QDRANT_SERVER}, an embedded "
         f"Qdrant store a folder path such as 'qdrant_data'{named}."
     )
-
-
-# the store forms of `ltm --store` that name a local path ("qdrant:PATH", "chroma:PATH", ...):
-# given to from_qdrant they made a folder "./qdrant:PATH" beside the store they name
-_CLI_FORM = re.compile(r"(qdrant|chroma|faiss|sqlite):(?!//)")
-
-
-def _qdrant_only(form: str) -> str:
-    return "" if form == "qdrant" else f"; a {form}: store is not a Qdrant one"
